@@ -1,0 +1,48 @@
+# Two commands set up a fresh machine: `make run` and `make test`.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
+
+.PHONY: run test unit integration bench install native clean browser mpi
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip setuptools wheel
+
+# Editable install: Python changes take effect at once; `make native` rebuilds C.
+$(STAMP): $(BIN)/python pyproject.toml setup.py $(NATIVE)
+	$(BIN)/pip install -q -e '.[test]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+native: $(BIN)/python
+	$(BIN)/python setup.py -q build_ext --inplace
+
+run: install
+	$(BIN)/jitterscope measure --duration 10s
+
+# The report's browser test needs Chromium; install it where apt can.
+browser:
+	@command -v chromium >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1) || \
+	  echo "note: chromium not installed; the browser test will skip")
+
+# MPI for the cluster tests: mpi4py and the MPICH wheel from PyPI.
+mpi: install
+	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(BIN)/pip install -q -e '.[mpi,test]' || \
+	  echo "note: MPI wheels not installed; cluster tests will skip"
+
+test: install browser mpi
+	$(BIN)/python -m pytest -q -ra tests
+
+unit: install
+	$(BIN)/python -m pytest -q tests/unit
+
+bench: install
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf $(VENV) build src/*.egg-info src/jitterscope/native/bin

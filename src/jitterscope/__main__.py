@@ -1,0 +1,3 @@
+from jitterscope.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,85 @@
+"""Command-line entry point: one module per subcommand in `jitterscope.commands`.
+
+Each command module has a docstring (first line: summary; the rest: help with an
+EXAMPLES block), `add_arguments(parser)` and `run(args) -> int`.  Modules are
+discovered, so adding a command never edits this file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import pkgutil
+import signal
+import sys
+from types import ModuleType
+
+from jitterscope import __version__
+from jitterscope.errors import JitterscopeError
+
+# Commands that must not trigger crash recovery first (they do it themselves or
+# must stay side-effect free).
+_NO_RECOVERY = {"restore"}
+
+
+def _command_modules() -> dict[str, ModuleType]:
+    import jitterscope.commands as pkg
+
+    mods: dict[str, ModuleType] = {}
+    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
+        if info.name.startswith("_"):
+            continue
+        mod = importlib.import_module(f"jitterscope.commands.{info.name}")
+        if hasattr(mod, "run") and hasattr(mod, "add_arguments"):
+            mods[info.name.replace("_", "-")] = mod
+    return mods
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports errors as one line with exit code 2 (no usage dump)."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"jitterscope: error: {message} (see --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="jitterscope",
+        description="Find, explain, predict and remove OS jitter on Linux.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="Run 'jitterscope COMMAND --help' for a command's options and examples.",
+    )
+    parser.add_argument("--version", action="version", version=f"jitterscope {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name, mod in _command_modules().items():
+        doc = (mod.__doc__ or "").strip()
+        summary = doc.splitlines()[0] if doc else name
+        p = sub.add_parser(name, help=summary, description=doc,
+                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        mod.add_arguments(p)
+        p.set_defaults(_module=mod)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    # Turn SIGTERM into KeyboardInterrupt so every command's cleanup path runs.
+    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_module", None):
+        parser.print_help()
+        return 2
+    try:
+        if args.command not in _NO_RECOVERY:
+            from jitterscope import journal
+
+            journal.recover_stale(quiet=False)
+        return int(args._module.run(args) or 0)
+    except JitterscopeError as e:
+        print(f"jitterscope: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print("jitterscope: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0

@@ -1,0 +1,1 @@
+"""Subcommands of `jitterscope`, one module each (see `jitterscope.cli`)."""

@@ -1,0 +1,161 @@
+"""Parse values with units: durations (`250ms`, `2.5us`), sizes, CPU lists."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from jitterscope.errors import UsageError
+
+_DURATION_UNITS_NS = {
+    "ns": 1.0,
+    "us": 1e3,
+    "µs": 1e3,
+    "ms": 1e6,
+    "s": 1e9,
+    "sec": 1e9,
+    "m": 60e9,
+    "min": 60e9,
+    "h": 3600e9,
+}
+_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+_DURATION_RE = re.compile(rf"^\s*({_NUM})\s*([a-zµ]*)\s*$")
+
+
+def parse_duration_ns(text: str | int | float, default_unit: str | None = None,
+                      what: str = "duration", allow_zero: bool = False) -> float:
+    """Return a duration in nanoseconds from text like `250ms`, `2.5us`, `10s`.
+
+    A bare number needs `default_unit`; otherwise the unit is required, since a
+    silent guess between seconds and nanoseconds is a factor of 10^9.
+    """
+    if isinstance(text, (int, float)):
+        if default_unit is None:
+            raise UsageError(f"{what} {text!r} needs a unit (e.g. 250ms, 2.5us, 10s)")
+        text = f"{text}{default_unit}"
+    m = _DURATION_RE.match(str(text))
+    if not m:
+        raise UsageError(f"malformed {what} {text!r}: use a number and a unit, e.g. 250ms, 2.5us, 10s")
+    value, unit = float(m.group(1)), m.group(2)
+    if not unit:
+        if default_unit is None:
+            raise UsageError(f"{what} {text!r} needs a unit (e.g. 250ms, 2.5us, 10s)")
+        unit = default_unit
+    if unit not in _DURATION_UNITS_NS:
+        raise UsageError(f"unknown unit {unit!r} in {what} {text!r}: use ns, us, ms, s, min or h")
+    ns = value * _DURATION_UNITS_NS[unit]
+    if not math.isfinite(ns) or ns < 0 or (ns == 0 and not allow_zero):
+        raise UsageError(f"{what} {text!r} must be {'non-negative' if allow_zero else 'positive'}")
+    return ns
+
+
+def parse_duration_s(text: str | int | float, default_unit: str | None = None,
+                     what: str = "duration", allow_zero: bool = False) -> float:
+    """Like `parse_duration_ns`, in seconds."""
+    return parse_duration_ns(text, default_unit, what, allow_zero) / 1e9
+
+
+def format_ns(ns: float) -> str:
+    """Human-readable duration: 1.23 ms, 850 ns, 2.4 s."""
+    a = abs(ns)
+    if a >= 1e9:
+        return f"{ns / 1e9:.3g} s"
+    if a >= 1e6:
+        return f"{ns / 1e6:.3g} ms"
+    if a >= 1e3:
+        return f"{ns / 1e3:.3g} us"
+    return f"{ns:.0f} ns"
+
+
+_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2,
+               "mb": 1024**2, "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+
+
+def parse_size(text: str, what: str = "size") -> int:
+    """Bytes from `64K`, `32MiB`, `1g`."""
+    m = re.match(rf"^\s*({_NUM})\s*([a-zA-Z]*)\s*$", str(text))
+    if not m or m.group(2).lower() not in _SIZE_UNITS:
+        raise UsageError(f"malformed {what} {text!r}: use e.g. 64K, 32M, 1G")
+    value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
+    if value <= 0:
+        raise UsageError(f"{what} {text!r} must be positive")
+    return int(value)
+
+
+def parse_cpulist(text: str) -> list[int]:
+    """CPUs from the kernel's list syntax: `1`, `1,3`, `2-5`, `0-7:2`."""
+    cpus: set[int] = set()
+    if not str(text).strip():
+        raise UsageError("empty CPU list")
+    for part in str(text).split(","):
+        part = part.strip()
+        m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", part)
+        if not m:
+            raise UsageError(f"malformed CPU list {text!r}: use e.g. 1, 1,3 or 2-5")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        step = int(m.group(3)) if m.group(3) else 1
+        if hi < lo or step < 1:
+            raise UsageError(f"malformed CPU range {part!r} in {text!r}")
+        cpus.update(range(lo, hi + 1, step))
+    return sorted(cpus)
+
+
+def format_cpulist(cpus: list[int]) -> str:
+    """The inverse of `parse_cpulist`, compressing runs: [0,1,2,5] -> `0-2,5`."""
+    out: list[str] = []
+    cs = sorted(set(cpus))
+    i = 0
+    while i < len(cs):
+        j = i
+        while j + 1 < len(cs) and cs[j + 1] == cs[j] + 1:
+            j += 1
+        out.append(str(cs[i]) if i == j else f"{cs[i]}-{cs[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+def parse_count_list(text: str, what: str = "list") -> list[int]:
+    """Integers from `1,10,100`, `1..1e6:log10` (one per decade) or `1..64:x2`.
+
+    Ranges also accept `:+K` for a linear step.
+    """
+    values: list[int] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        m = re.match(rf"^({_NUM})\.\.({_NUM})(?::(log10|x{_NUM}|\+{_NUM}))?$", part)
+        if m:
+            lo, hi = float(m.group(1)), float(m.group(2))
+            step = m.group(3) or "+1"
+            if lo <= 0 or hi < lo:
+                raise UsageError(f"bad range {part!r} in {what}: need 0 < start <= end")
+            if step == "log10":
+                k = 0
+                while lo * 10**k <= hi * (1 + 1e-12):
+                    values.append(int(round(lo * 10**k)))
+                    k += 1
+            elif step.startswith("x"):
+                f = float(step[1:])
+                if f <= 1:
+                    raise UsageError(f"bad multiplier {step!r} in {what}: must exceed 1")
+                v = lo
+                while v <= hi * (1 + 1e-12):
+                    values.append(int(round(v)))
+                    v *= f
+            else:
+                d = float(step[1:])
+                if d <= 0:
+                    raise UsageError(f"bad step {step!r} in {what}: must be positive")
+                v = lo
+                while v <= hi * (1 + 1e-12):
+                    values.append(int(round(v)))
+                    v += d
+            continue
+        try:
+            f = float(part)
+        except ValueError:
+            raise UsageError(f"malformed {what} {text!r}: use e.g. 1,10,100 or 1..1e6:log10") from None
+        if f <= 0 or f != int(f):
+            raise UsageError(f"{what} values must be positive integers, got {part!r}")
+        values.append(int(f))
+    return sorted(set(values))
