@@ -6,7 +6,7 @@ Layout (see docs/run-format.md for the reference):
     summary.json         the documented, stable summary (see `summary.py`)
     detours.parquet      cpu, start_ns, duration_ns           (one row per detour)
     activity.parquet     cpu, start_ns, end_ns, kind, name, depth, detail
-    attribution.parquet  detour, cpu, kind, name, ns          (a detour's time per source)
+    attribution.parquet  detour, cpu, kind, name, ns, offset_ns (a detour's time per source)
     trace/               raw per-CPU tracefs pages and event formats (re-analysable)
 
 All times are nanoseconds since the run's start (`meta.t0_tsc`), in one clock
@@ -36,7 +36,7 @@ ACTIVITY_SCHEMA = pa.schema([
 ])
 ATTRIBUTION_SCHEMA = pa.schema([
     ("detour", pa.int64()), ("cpu", pa.int32()), ("kind", pa.string()),
-    ("name", pa.string()), ("ns", pa.int64()),
+    ("name", pa.string()), ("ns", pa.int64()), ("offset_ns", pa.int64()),
 ])
 TABLES = {"detours": DETOUR_SCHEMA, "activity": ACTIVITY_SCHEMA, "attribution": ATTRIBUTION_SCHEMA}
 

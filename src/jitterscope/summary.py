@@ -1,0 +1,113 @@
+"""Build summary.json (the stable interface documented in docs/run-format.md)."""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from typing import Any
+
+import numpy as np
+
+from jitterscope.attribution import Attribution
+from jitterscope.periodicity import detect_period
+
+TOP_FUNCTIONS = 8
+TOP_CHAINS = 20
+
+
+def _pct(values: np.ndarray, q: float) -> float:
+    return float(np.percentile(values, q)) if len(values) else 0.0
+
+
+def cpu_table(det_cpu: np.ndarray, det_dur: np.ndarray, cpus: list[int],
+              measured_ns: dict[int, float], resolution_ns: dict[int, float]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for c in cpus:
+        d = det_dur[det_cpu == c]
+        noise = int(d.sum())
+        span = measured_ns.get(c, 0.0)
+        out[str(c)] = {
+            "noise_ns": noise,
+            "noise_ppm": round(noise / span * 1e6, 3) if span > 0 else 0.0,
+            "detours": int(len(d)),
+            "p99_ns": round(_pct(d, 99), 1),
+            "max_ns": int(d.max()) if len(d) else 0,
+            "resolution_ns": round(float(resolution_ns.get(c, 0.0)), 3),
+        }
+    return out
+
+
+def source_list(att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, total_noise: int,
+                functions: dict[int, list[str]]) -> list[dict[str, Any]]:
+    sources = []
+    for code in np.unique(att.source):
+        if code == 0:
+            continue
+        sel = att.source == code
+        ns = att.ns[sel]
+        dets = att.detour[sel]
+        cpus = sorted({int(c) for c in np.unique(det_cpu[dets])})
+        # Period: from when the source started taking time, per CPU; the CPU
+        # with most occurrences speaks for it.
+        period = None
+        best = 0
+        when = det_start[dets] + att.offset_ns[sel]
+        for c in cpus:
+            t = when[det_cpu[dets] == c]
+            if len(t) > best:
+                p = detect_period(t)
+                if p is not None:
+                    period, best = p, len(t)
+        kind, name = att.sources[int(code)]
+        sources.append({
+            "kind": kind, "name": name, "count": int(len(np.unique(dets))),
+            "total_ns": int(ns.sum()),
+            "share": round(float(ns.sum()) / total_noise, 6) if total_noise else 0.0,
+            "mean_ns": round(float(ns.mean()), 1), "p99_ns": round(_pct(ns, 99), 1),
+            "max_ns": int(ns.max()), "period_s": None if period is None else round(period, 9),
+            "cpus": cpus, "functions": functions.get(int(code), []),
+        })
+    sources.sort(key=lambda s: -s["total_ns"])
+    return sources
+
+
+def chain_list(att: Attribution, det_dur: np.ndarray) -> list[dict[str, Any]]:
+    """Sources in succession inside one detour (seed 001 concatenates them)."""
+    labels = [f"{k}:{n}" for k, n in att.sources]
+    chains: Counter[tuple[str, ...]] = Counter()
+    totals: dict[tuple[str, ...], int] = defaultdict(int)
+    # att is sorted by (detour, offset): walk runs of equal detour.
+    sel = att.source != 0
+    d, s = att.detour[sel], att.source[sel]
+    if len(d) == 0:
+        return []
+    bounds = np.flatnonzero(np.diff(d)) + 1
+    for run_d, run_s in zip(np.split(d, bounds), np.split(s, bounds)):
+        if len(run_s) < 2:
+            continue
+        key = tuple(labels[int(x)] for x in run_s)
+        chains[key] += 1
+        totals[key] += int(det_dur[int(run_d[0])])
+    ranked = sorted(chains, key=lambda k: -totals[k])[:TOP_CHAINS]
+    return [{"sources": list(k), "count": chains[k], "total_ns": totals[k]} for k in ranked]
+
+
+def unexplained_part(att: Attribution, total_noise: int, likely: str) -> dict[str, Any]:
+    sel = att.source == 0
+    ns = int(att.ns[sel].sum())
+    return {"count": int(len(np.unique(att.detour[sel]))), "total_ns": ns,
+            "share": round(ns / total_noise, 6) if total_noise else 0.0, "likely": likely}
+
+
+def likely_unexplained(virtualization: str | None, tracing: bool, reason: str | None,
+                       steal_ns: float, unexplained_ns: float) -> str:
+    """Say what most likely took the time no traced kernel activity covers."""
+    if not tracing:
+        return f"attribution off: {reason or 'tracing disabled'}"
+    if virtualization:
+        if steal_ns > 0 and steal_ns >= 0.5 * unexplained_ns:
+            return (f"hypervisor: the host ran something else ({steal_ns / 1e6:.3g} ms of steal time "
+                    f"during the run on these CPUs)")
+        return (f"hypervisor ({virtualization}): VM exits such as emulated timers, interrupts or "
+                f"MSR accesses, which the guest kernel cannot see; steal time during the run "
+                f"was {steal_ns / 1e6:.3g} ms")
+    return "hardware or firmware: SMIs, SMT sibling contention, cache or TLB misses"

@@ -1,0 +1,116 @@
+"""Facts about this machine recorded in every run's metadata."""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+from pathlib import Path
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.units import parse_cpulist
+
+
+def online_cpus() -> list[int]:
+    try:
+        return parse_cpulist(Path("/sys/devices/system/cpu/online").read_text().strip())
+    except (OSError, JitterscopeError):
+        return sorted(os.sched_getaffinity(0))
+
+
+def default_cpus() -> list[int]:
+    """Every online CPU but the lowest, which stays free for the tool's own work."""
+    cpus = online_cpus()
+    return cpus[1:] if len(cpus) > 1 else cpus
+
+
+def check_cpus(cpus: list[int]) -> None:
+    online = set(online_cpus())
+    bad = [c for c in cpus if c not in online]
+    if bad:
+        possible = Path("/sys/devices/system/cpu/possible")
+        kind = "offline" if possible.exists() and all(
+            c in parse_cpulist(possible.read_text().strip()) for c in bad) else "out of range"
+        raise JitterscopeError(
+            f"CPU {','.join(map(str, bad))} {kind}: online CPUs are {_fmt(sorted(online))}")
+    allowed = os.sched_getaffinity(0)
+    denied = [c for c in cpus if c not in allowed]
+    if denied:
+        raise JitterscopeError(f"CPU {','.join(map(str, denied))} not in this process's allowed CPUs "
+                               f"({_fmt(sorted(allowed))}; a cgroup cpuset or taskset restricts it)")
+
+
+def _fmt(cpus: list[int]) -> str:
+    from jitterscope.units import format_cpulist
+
+    return format_cpulist(cpus)
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
+def clocksource() -> str:
+    try:
+        return Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
+    except OSError:
+        return "unknown"
+
+
+def virtualization() -> str | None:
+    """The hypervisor's name, or None on bare metal (as far as can be told)."""
+    for p in ("/sys/hypervisor/type",):
+        try:
+            t = Path(p).read_text().strip()
+            if t:
+                return t
+        except OSError:
+            pass
+    try:
+        cpuinfo = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    if not re.search(r"^flags\s*:.*\bhypervisor\b", cpuinfo, re.M):
+        return None
+    try:
+        vendor = Path("/sys/class/dmi/id/sys_vendor").read_text().strip().lower()
+        product = Path("/sys/class/dmi/id/product_name").read_text().strip().lower()
+    except OSError:
+        vendor = product = ""
+    for key, name in (("qemu", "kvm"), ("kvm", "kvm"), ("vmware", "vmware"), ("microsoft", "hyperv"),
+                      ("xen", "xen"), ("amazon", "kvm"), ("google", "kvm"), ("firecracker", "kvm")):
+        if key in vendor or key in product:
+            return name
+    return "kvm" if Path("/sys/bus/pci/drivers/virtio-pci").exists() else "unknown-hypervisor"
+
+
+def steal_ticks(cpus: list[int]) -> dict[int, int]:
+    """Per-CPU steal time from /proc/stat, in USER_HZ ticks."""
+    out: dict[int, int] = {}
+    try:
+        for line in Path("/proc/stat").read_text().splitlines():
+            m = re.match(r"^cpu(\d+)\s+(.*)$", line)
+            if m and int(m.group(1)) in cpus:
+                fields = m.group(2).split()
+                out[int(m.group(1))] = int(fields[7]) if len(fields) > 7 else 0
+    except OSError:
+        pass
+    return out
+
+
+def user_hz() -> int:
+    return os.sysconf("SC_CLK_TCK")
+
+
+def host() -> str:
+    return platform.node()
+
+
+def kernel() -> str:
+    return platform.release()
