@@ -1,0 +1,126 @@
+"""Turn what a measurement captured into the run directory's tables and summary."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from jitterscope import summary as S
+from jitterscope.attribution import Attribution, attribute, attribute_annotations, source_table
+from jitterscope.rundir import write_json, write_table
+
+ANNOTATION_KINDS = ("work", "timer")
+
+
+def _to_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
+    return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
+
+
+def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None) -> dict[str, Any]:
+    """Write detours/activity/attribution Parquet, meta.json and summary.json."""
+    from jitterscope.measure_core import detours_ns
+    from jitterscope.probe import read_detours
+
+    hz, t0 = float(probe.tsc_hz), int(probe.t0_tsc)
+    raw_path = run_dir / "detours.raw"
+    raw = read_detours(raw_path)
+    det_cpu, det_start, det_dur = detours_ns(raw, t0, hz)
+    del raw
+    cpus = [int(c) for c in meta["cpus"]]
+    measured = {c: max(0, int(probe.per_cpu[c]["last_tsc"]) - int(probe.per_cpu[c]["first_tsc"])) * 1e9 / hz
+                for c in cpus if c in probe.per_cpu}
+    resolution = {c: float(probe.per_cpu[c]["resolution_ns"]) for c in cpus if c in probe.per_cpu}
+    meta["tsc_hz"] = hz
+    meta["t0_tsc"] = t0
+    meta["duration_s"] = round(max(measured.values(), default=0.0) / 1e9, 6)
+    meta["probe"] = {str(c): {k: v for k, v in probe.per_cpu[c].items()} for c in cpus if c in probe.per_cpu}
+    meta["probe_dropped"] = int(sum(int(v.get("dropped", 0)) for v in probe.per_cpu.values()))
+    write_table(run_dir, "detours", pa.table({"cpu": det_cpu, "start_ns": det_start, "duration_ns": det_dur}))
+
+    lost = 0
+    functions: dict[int, list[str]] = {}
+    if trace_dir is not None:
+        from jitterscope.tracing.parse import parse_trace
+
+        td = parse_trace(trace_dir)
+        lost = int(td.lost_events)
+        meta["tracing"]["events"] = int(td.n_events)
+        meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in dict(td.lost_by_cpu).items()}
+        act = td.activity
+        a_cpu = act.column("cpu").to_numpy().astype(np.int32)
+        a_start = _to_ns(act.column("start_tsc").to_numpy(), t0, hz)
+        a_end = _to_ns(act.column("end_tsc").to_numpy(), t0, hz)
+        kinds = np.asarray(act.column("kind").to_pylist(), dtype=object)
+        names = np.asarray(act.column("name").to_pylist(), dtype=object)
+        sources, codes = source_table(kinds, names)
+        seg = td.segments
+        seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
+        seg_start = _to_ns(np.asarray(seg["start_tsc"]), t0, hz)
+        seg_end = _to_ns(np.asarray(seg["end_tsc"]), t0, hz)
+        seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
+        att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
+        ann = np.flatnonzero(np.isin(kinds, ANNOTATION_KINDS))
+        if len(ann):
+            container, inside = attribute_annotations(a_cpu[ann], a_start[ann], a_end[ann], det_cpu,
+                                                      det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src)
+            functions = _functions(container, inside, names[ann])
+        activity = pa.table({
+            "cpu": a_cpu, "start_ns": a_start, "end_ns": a_end, "kind": act.column("kind"),
+            "name": act.column("name"), "depth": act.column("depth"), "detail": act.column("detail"),
+        })
+        write_table(run_dir, "activity", activity)
+    else:
+        att = attribute(det_cpu, det_start, det_dur, np.zeros(0, np.int32), np.zeros(0, np.int64),
+                        np.zeros(0, np.int64), np.zeros(0, np.int32), [("unexplained", "unexplained")])
+    meta["lost_events"] = lost
+    _write_attribution(run_dir, att, det_cpu)
+    summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured, resolution, functions)
+    write_json(run_dir / "meta.json", meta)
+    write_json(run_dir / "summary.json", summary)
+    raw_path.unlink(missing_ok=True)
+    return summary
+
+
+def _functions(container: np.ndarray, inside: np.ndarray, names: np.ndarray) -> dict[int, list[str]]:
+    """Per source, the work/timer functions it ran inside detours, most time first."""
+    out: dict[int, dict[str, int]] = {}
+    for c, ns, n in zip(container, inside, names):
+        if c == 0 or ns <= 0:
+            continue
+        d = out.setdefault(int(c), {})
+        d[str(n)] = d.get(str(n), 0) + int(ns)
+    return {c: [n for n, _ in sorted(d.items(), key=lambda kv: -kv[1])][:S.TOP_FUNCTIONS] for c, d in out.items()}
+
+
+def _write_attribution(run_dir: Path, att: Attribution, det_cpu: np.ndarray) -> None:
+    kinds = np.array([k for k, _ in att.sources], dtype=object)
+    names = np.array([n for _, n in att.sources], dtype=object)
+    write_table(run_dir, "attribution", pa.table({
+        "detour": att.detour, "cpu": det_cpu[att.detour] if len(att.detour) else np.zeros(0, np.int32),
+        "kind": pa.array(kinds[att.source].tolist(), pa.string()),
+        "name": pa.array(names[att.source].tolist(), pa.string()),
+        "ns": att.ns, "offset_ns": att.offset_ns,
+    }))
+
+
+def make_summary(meta: dict[str, Any], att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray,
+                 det_dur: np.ndarray, measured: dict[int, float], resolution: dict[int, float],
+                 functions: dict[int, list[str]]) -> dict[str, Any]:
+    total = int(det_dur.sum())
+    tracing = bool(meta["tracing"]["enabled"])
+    unexplained_ns = float(att.ns[att.source == 0].sum())
+    likely = S.likely_unexplained(meta.get("virtualization"), tracing, meta["tracing"].get("reason"),
+                                  float(meta.get("steal_ns", 0.0)), unexplained_ns)
+    return {
+        "run": {"id": meta["id"], "host": meta["host"], "kernel": meta["kernel"], "start": meta["start"],
+                "duration_s": meta["duration_s"], "threshold_ns": meta["options"]["threshold_ns"],
+                "tracing": tracing, "cpus": meta["cpus"]},
+        "cpus": S.cpu_table(det_cpu, det_dur, [int(c) for c in meta["cpus"]], measured, resolution),
+        "sources": S.source_list(att, det_cpu, det_start, total, functions) if tracing else [],
+        "chains": S.chain_list(att, det_dur) if tracing else [],
+        "unexplained": S.unexplained_part(att, total, likely),
+        "lost_events": int(meta.get("lost_events", 0)),
+    }

@@ -1,0 +1,183 @@
+"""One measurement, start to finish: the lifecycle every mode shares.
+
+parse → check → create the run directory → set up tracing (private instance,
+journalled) → start the probe → main loop (progress, Ctrl-C ends early) →
+stop → analyse (attribution, summary) → write → free.  `measure` is also the
+library entry point for `monitor`, `doe` and `cluster`.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from jitterscope import sysinfo
+from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
+from jitterscope.progress import Progress
+from jitterscope.rundir import base_meta, create_run_dir, write_json
+
+DEFAULT_RUNS = Path("jitterscope-runs")
+
+
+@dataclass
+class MeasureOptions:
+    cpus: list[int]
+    duration_ns: float
+    threshold_ns: float = 1000.0
+    priority: int | None = None
+    trace: bool = True
+    buffer_kb: int = 4096
+    report: bool = True
+    progress: bool = False
+    command_line: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+def default_run_dir() -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return DEFAULT_RUNS / f"{stamp}-{socket.gethostname()}"
+
+
+def _keep_tool_off(cpus: list[int]) -> None:
+    """Run the tool itself (and the trace readers it starts) on the CPUs not probed."""
+    others = set(sysinfo.online_cpus()) - set(cpus)
+    allowed = os.sched_getaffinity(0) & others
+    if allowed:
+        os.sched_setaffinity(0, allowed)
+
+
+def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: Path | None = None,
+            trace: bool = True, priority: int | None = None, report: bool = False,
+            progress: bool = False, buffer_kb: int = 4096,
+            on_tick: Callable[[float], None] | None = None) -> Path:
+    """Measure and write a complete run directory; return its path."""
+    opts = MeasureOptions(cpus=cpus, duration_ns=duration_ns, threshold_ns=threshold_ns,
+                          priority=priority, trace=trace, report=report, progress=progress,
+                          buffer_kb=buffer_kb)
+    return run_measurement(opts, out_dir or default_run_dir(), on_tick)
+
+
+def validate(opts: MeasureOptions) -> None:
+    if not opts.cpus:
+        raise JitterscopeError("no CPUs to measure")
+    sysinfo.check_cpus(opts.cpus)
+    if opts.threshold_ns < 1:
+        raise JitterscopeError("--threshold must be at least 1ns")
+    if opts.priority is not None and not 1 <= opts.priority <= 99:
+        raise JitterscopeError(f"SCHED_FIFO priority {opts.priority} out of range 1-99")
+
+
+def run_measurement(opts: MeasureOptions, out_dir: Path,
+                    on_tick: Callable[[float], None] | None = None) -> Path:
+    from jitterscope import analysis
+    from jitterscope.probe import Probe
+
+    validate(opts)
+    parent = out_dir.parent if str(out_dir.parent) else Path(".")
+    if out_dir.exists():
+        raise JitterscopeError(f"{out_dir}: already exists; choose a new --out directory")
+    if parent.exists() and not os.access(parent, os.W_OK):
+        raise JitterscopeError(f"{parent}: not writable; choose another --out directory")
+    tracing_ok, reason = _tracing_state(opts)
+    run_dir = create_run_dir(out_dir)
+    _keep_tool_off(opts.cpus)
+    start = datetime.now(timezone.utc)
+    meta: dict[str, Any] = base_meta(
+        kind="measure", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
+        command_line=opts.command_line, start=start.isoformat(timespec="seconds"),
+        start_unix_ns=time.time_ns(), cpus=opts.cpus, cpu_model=sysinfo.cpu_model(),
+        clocksource=sysinfo.clocksource(), virtualization=sysinfo.virtualization(),
+        options={"duration_ns": opts.duration_ns, "threshold_ns": opts.threshold_ns,
+                 "priority": opts.priority, "trace": opts.trace, "buffer_kb": opts.buffer_kb},
+        tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
+                 "buffer_kb": opts.buffer_kb if tracing_ok else None},
+    )
+    steal_before = sysinfo.steal_ticks(opts.cpus)
+    interrupted = False
+    trace_dir = run_dir / "trace"
+    with Journal("measure") as journal:
+        session = None
+        if tracing_ok:
+            from jitterscope.tracing.session import TraceSession
+
+            trace_dir.mkdir()
+            session = TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb)
+            session.start()
+        probe = Probe(opts.cpus, opts.threshold_ns, run_dir / "detours.raw",
+                      duration_ns=int(opts.duration_ns), fifo_priority=opts.priority)
+        try:
+            probe.start()
+            interrupted = _main_loop(probe, opts, on_tick)
+        except KeyboardInterrupt:
+            interrupted = True
+        finally:
+            if probe.running():
+                probe.stop()
+            result = probe.wait(timeout=30)
+            if session is not None:
+                session.stop()
+    steal_after = sysinfo.steal_ticks(opts.cpus)
+    steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
+    meta["interrupted"] = interrupted
+    meta["steal_ns"] = steal_ns
+    analysis.build_run(run_dir, meta, result, trace_dir if tracing_ok else None)
+    if opts.report:
+        _write_report(run_dir)
+    return run_dir
+
+
+def _tracing_state(opts: MeasureOptions) -> tuple[bool, str | None]:
+    if not opts.trace:
+        return False, "disabled with --no-trace"
+    try:
+        from jitterscope.tracing.tracefs import tracing_available
+    except ImportError:
+        return False, "kernel tracing support is not built into this jitterscope"
+    return tracing_available()
+
+
+def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None] | None) -> bool:
+    """Wait for the probe, showing progress; True if ended early by Ctrl-C."""
+    total_s = opts.duration_ns / 1e9
+    bar = Progress("measuring", total_s, unit="s", enabled=opts.progress)
+    t0 = time.monotonic()
+    try:
+        while probe.running():
+            elapsed = time.monotonic() - t0
+            bar.update(min(elapsed, total_s))
+            if on_tick:
+                on_tick(elapsed)
+            time.sleep(0.1 if total_s < 30 else 0.5)
+    except KeyboardInterrupt:
+        bar.close("interrupted: finishing the run with what was measured")
+        return True
+    bar.close()
+    return False
+
+
+def _write_report(run_dir: Path) -> None:
+    try:
+        from jitterscope.report import write_report
+    except ImportError:
+        return
+    try:
+        write_report(run_dir)
+    except JitterscopeError as err:
+        print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)
+
+
+def detours_ns(raw: np.ndarray, t0_tsc: int, hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Probe records (TSC) to (cpu, start_ns, duration_ns) sorted by cpu, start."""
+    cpu = raw["cpu"].astype(np.int32)
+    start = ((raw["start_tsc"].astype(np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
+    dur = (raw["duration_tsc"].astype(np.float64) * (1e9 / hz)).round().astype(np.int64)
+    order = np.lexsort((start, cpu))
+    return cpu[order], start[order], dur[order]

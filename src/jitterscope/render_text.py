@@ -1,0 +1,65 @@
+"""Render a run's summary for the terminal: reads at a glance, details after."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitterscope.units import format_cpulist, format_ns
+
+TOP_SOURCES = 10
+TOP_CHAINS = 5
+
+
+def _period(p: float | None) -> str:
+    if p is None:
+        return "-"
+    return format_ns(p * 1e9)
+
+
+def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: dict[str, Any] | None = None) -> str:
+    run = summary["run"]
+    lines = []
+    tracing = "tracing on" if run["tracing"] else "tracing OFF"
+    lost = summary.get("lost_events", 0)
+    head = (f"{run['host']} ({run['kernel']}): {run['duration_s']:.3g} s on CPU "
+            f"{format_cpulist(run['cpus'])}, threshold {format_ns(run['threshold_ns'])}, {tracing}")
+    lines.append(head)
+    if meta and meta.get("interrupted"):
+        lines.append("  (ended early by Ctrl-C: the run covers the time measured)")
+    if run["tracing"]:
+        lines.append(f"  lost kernel events: {lost}" + ("  <- attribution is incomplete; try a larger --buffer"
+                                                       if lost else ""))
+    if meta and meta.get("probe_dropped"):
+        lines.append(f"  probe records dropped: {meta['probe_dropped']} (detours missing from the tables)")
+    lines.append("")
+    lines.append(f"{'CPU':>4}  {'noise':>10}  {'ppm':>10}  {'detours':>8}  {'p99':>9}  {'max':>9}  {'resolution':>10}")
+    for cpu, c in summary["cpus"].items():
+        lines.append(f"{cpu:>4}  {format_ns(c['noise_ns']):>10}  {c['noise_ppm']:>10.1f}  {c['detours']:>8}  "
+                     f"{format_ns(c['p99_ns']):>9}  {format_ns(c['max_ns']):>9}  {format_ns(c['resolution_ns']):>10}")
+    sources = summary.get("sources", [])
+    if sources:
+        lines.append("")
+        lines.append("Top sources (share of all noise)")
+        lines.append(f"  {'share':>6}  {'kind':<8} {'name':<28} {'total':>9} {'count':>7} "
+                     f"{'mean':>9} {'p99':>9} {'max':>9} {'period':>9}")
+        for s in sources[:TOP_SOURCES]:
+            lines.append(f"  {s['share'] * 100:5.1f}%  {s['kind']:<8} {s['name'][:28]:<28} {format_ns(s['total_ns']):>9} "
+                         f"{s['count']:>7} {format_ns(s['mean_ns']):>9} {format_ns(s['p99_ns']):>9} "
+                         f"{format_ns(s['max_ns']):>9} {_period(s['period_s']):>9}")
+            if s.get("functions"):
+                lines.append(f"  {'':6}  {'':8} ran: {', '.join(s['functions'][:4])}")
+        if len(sources) > TOP_SOURCES:
+            lines.append(f"  ... {len(sources) - TOP_SOURCES} more in summary.json")
+    chains = summary.get("chains", [])
+    if chains:
+        lines.append("")
+        lines.append("Top chains (sources in succession inside one detour)")
+        for ch in chains[:TOP_CHAINS]:
+            lines.append(f"  {format_ns(ch['total_ns']):>9} {ch['count']:>6}x  {' -> '.join(ch['sources'])}")
+    u = summary["unexplained"]
+    lines.append("")
+    lines.append(f"Unexplained: {u['share'] * 100:.1f}% of noise ({format_ns(u['total_ns'])} in {u['count']} detours)"
+                 f" — likely {u['likely']}")
+    if run_dir:
+        lines.append(f"Run written to {run_dir}")
+    return "\n".join(lines)

@@ -1,0 +1,47 @@
+"""Shared helpers for integration tests: the real tool in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def jitterscope(*args: str, timeout: float = 120, check: bool = False, **kw) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "-m", "jitterscope", *args], capture_output=True, text=True,
+                          timeout=timeout, **kw)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"jitterscope {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
+    return proc
+
+
+def load_json(text: str) -> dict:
+    return json.loads(text)
+
+
+def tracing_reason() -> str | None:
+    """Why kernel tracing cannot be tested here, or None when it can."""
+    if os.geteuid() != 0:
+        return "needs root for tracefs"
+    try:
+        from jitterscope.tracing.tracefs import tracing_available
+    except ImportError:
+        return "jitterscope.tracing not built"
+    ok, reason = tracing_available()
+    return None if ok else f"tracing unavailable: {reason}"
+
+
+def probed_cpu() -> int:
+    """The CPU the tests probe: the highest online one (CPU 0 keeps the test runner)."""
+    from jitterscope.sysinfo import online_cpus
+
+    return online_cpus()[-1]
+
+
+needs_tracing = pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason()))

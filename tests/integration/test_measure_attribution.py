@@ -1,0 +1,107 @@
+"""End-to-end: an injected daemon with a known period and busy time is found.
+
+Seed 001 validated its tool by injecting a synthetic daemon and detecting it;
+this is that validation, with the injector's exact busy intervals as truth.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+
+from .conftest import jitterscope, load_json, needs_tracing, probed_cpu
+
+PERIOD_MS = 50
+BUSY_MS = 2
+
+
+@needs_tracing
+@pytest.mark.slow
+def test_injected_daemon_is_attributed_with_its_period(tmp_path):
+    from jitterscope.inject import read_truth
+
+    cpu = probed_cpu()
+    truth_file = tmp_path / "truth.csv"
+    inj = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu),
+                            "--period", f"{PERIOD_MS}ms", "--busy", f"{BUSY_MS}ms", "--duration", "9s",
+                            "--truth", str(truth_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        time.sleep(0.5)
+        run_dir = tmp_path / "run"
+        proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "6s", "--out", str(run_dir),
+                           "--no-report", "--json")
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        inj.wait(timeout=30)
+    summary = load_json(proc.stdout)
+    meta = load_json((run_dir / "meta.json").read_text())
+    hz, t0 = meta["tsc_hz"], meta["t0_tsc"]
+    truth = read_truth(truth_file)
+    t_start = (np.asarray(truth["start_tsc"], dtype=np.int64) - t0) * 1e9 / hz
+    t_end = (np.asarray(truth["end_tsc"], dtype=np.int64) - t0) * 1e9 / hz
+    dur_ns = meta["duration_s"] * 1e9
+    inside = (t_start >= 0) & (t_end <= dur_ns)
+    t_start, t_end = t_start[inside], t_end[inside]
+    assert len(t_start) > 50
+
+    det = pq.read_table(run_dir / "detours.parquet")
+    d_start = det.column("start_ns").to_numpy()
+    d_end = d_start + det.column("duration_ns").to_numpy()
+    att = pq.read_table(run_dir / "attribution.parquet")
+    sel = np.asarray(att.column("name").to_pylist()) == "jitterscope-inj"
+    att_det = att.column("detour").to_numpy()[sel]
+    att_ns = att.column("ns").to_numpy()[sel]
+    attributed = att_ns.sum()
+    # Truth overlapping each attributed detour.
+    overlap = np.zeros(len(att_det))
+    for i, d in enumerate(att_det):
+        overlap[i] = np.clip(np.minimum(t_end, d_end[d]) - np.maximum(t_start, d_start[d]), 0, None).sum()
+    correct = np.minimum(att_ns, overlap).sum()
+    injected = (t_end - t_start).sum()
+    assert correct / injected >= 0.98, f"only {correct / injected:.4f} of the injected time attributed to it"
+    assert correct / attributed >= 0.98, f"only {correct / attributed:.4f} of its attributed time was injected"
+
+    src = next(s for s in summary["sources"] if s["name"] == "jitterscope-inj")
+    assert src["kind"] == "thread"
+    true_period = np.median(np.diff(t_start)) / 1e9
+    assert src["period_s"] is not None
+    assert abs(src["period_s"] - true_period) / true_period < 0.02
+    assert summary["sources"][0]["name"] == "jitterscope-inj"  # 4% of the CPU: by far the largest
+
+
+@needs_tracing
+def test_quiet_run_names_the_timer_tick_and_writes_every_table(tmp_path):
+    cpu = probed_cpu()
+    run_dir = tmp_path / "run"
+    proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "2s", "--out", str(run_dir), "--no-report")
+    assert proc.returncode == 0, proc.stderr
+    assert "Top sources" in proc.stdout and "Unexplained" in proc.stdout
+    summary = load_json((run_dir / "summary.json").read_text())
+    assert summary["run"]["tracing"] is True
+    assert set(summary) >= {"run", "cpus", "sources", "chains", "unexplained", "lost_events"}
+    c = summary["cpus"][str(cpu)]
+    assert c["detours"] > 0 and c["resolution_ns"] > 0
+    # Each detour's parts add up to its duration.
+    det = pq.read_table(run_dir / "detours.parquet")
+    att = pq.read_table(run_dir / "attribution.parquet")
+    sums = np.bincount(att.column("detour").to_numpy(), weights=att.column("ns").to_numpy(),
+                       minlength=det.num_rows)
+    assert np.array_equal(sums.astype(np.int64), det.column("duration_ns").to_numpy())
+    total = sum(s["total_ns"] for s in summary["sources"]) + summary["unexplained"]["total_ns"]
+    assert total == c["noise_ns"]
+
+
+def test_without_tracing_it_still_measures_and_says_why(tmp_path):
+    cpu = probed_cpu()
+    proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "1s", "--no-trace", "--json",
+                       "--no-report", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 0, proc.stderr
+    s = load_json(proc.stdout)
+    assert s["run"]["tracing"] is False and s["sources"] == []
+    assert "attribution off" in s["unexplained"]["likely"]
+    assert s["cpus"][str(cpu)]["resolution_ns"] > 0

@@ -1,0 +1,37 @@
+"""Bad input: one line, exit code 2, no traceback, nothing left behind."""
+
+import os
+
+import pytest
+
+from .conftest import jitterscope
+
+
+def _instances():
+    d = "/sys/kernel/tracing/instances"
+    return sorted(os.listdir(d)) if os.path.isdir(d) else []
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["--cpus", "999"], "CPU 999"),
+    (["--cpus", "1-x"], "malformed CPU list"),
+    (["--duration", "10"], "needs a unit"),
+    (["--duration", "5 parsecs"], "malformed --duration"),
+    (["--threshold", "-1us"], "--threshold"),
+    (["--priority", "fifo:500"], "out of range"),
+    (["--out", "/proc/forbidden/run"], "cannot create"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
+    before = _instances()
+    proc = jitterscope("measure", "--duration", "1s", *args) if "--duration" not in args else \
+        jitterscope("measure", *args)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
+    assert _instances() == before
+
+
+def test_existing_run_directory_is_refused(tmp_path):
+    (tmp_path / "r").mkdir()
+    proc = jitterscope("measure", "--duration", "1s", "--out", str(tmp_path / "r"))
+    assert proc.returncode == 2 and "already exists" in proc.stderr
