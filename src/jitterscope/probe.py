@@ -1,0 +1,297 @@
+"""Run the native selfish-detour probe and read what it recorded.
+
+`Probe` starts `jitterscope-probe` (one pinned thread per CPU spinning on the
+TSC, see native/probe.c), returns once every thread is looping, and collects
+its per-CPU statistics at the end.  `read_detours` opens its binary output
+(format in native/probe_records.h and probe_format.py) after checking it.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
+from jitterscope.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
+
+PROBE_PROGRAM = "jitterscope-probe"
+THREAD_COMM_PREFIX = "js-probe/"  # probe threads are named js-probe/<cpu>
+WRITER_COMM = "js-probe-writer"
+READY_TIMEOUT_S = 15.0
+
+
+@functools.lru_cache(maxsize=1)
+def tsc_hz() -> float:
+    """TSC frequency in Hz, calibrated once per process.
+
+    The probe measures TSC ticks against CLOCK_MONOTONIC_RAW over 150 ms, taking
+    at each end the tightest of 64 (tsc, clock, tsc) brackets.  With the `tsc`
+    clocksource MONOTONIC_RAW *is* the kernel's TSC-to-ns conversion (its
+    refined tsc_khz), so this reproduces the kernel's own figure; repeated
+    calibrations agree to well under 1 ppm (tests/integration/test_probe_tsc.py
+    asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.
+    """
+    _require_invariant_tsc()
+    out = subprocess.run([str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise JitterscopeError(f"TSC calibration failed: {_last_line(out.stderr)}")
+    hz = float(json.loads(out.stdout)["tsc_hz"])
+    if not 1e8 < hz < 1e11:
+        raise JitterscopeError(f"TSC calibration gave an implausible {hz:.0f} Hz")
+    return hz
+
+
+def _require_invariant_tsc() -> None:
+    """The probe's clock must tick at a constant rate and never stop."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return
+    if "vendor_id" not in text:
+        raise JitterscopeError("the probe needs an x86-64 CPU (it reads the TSC)")
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
+    missing = [f for f in ("tsc", "constant_tsc") if f not in flags]
+    if missing:
+        raise JitterscopeError(f"the CPU lacks {', '.join(missing)}: TSC timestamps would not be comparable")
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].removeprefix("jitterscope-probe: ") if lines else "no message"
+
+
+@dataclass
+class ProbeResult:
+    """What the probe reported when it stopped; per_cpu is keyed by CPU number."""
+
+    tsc_hz: float
+    t0_tsc: int
+    end_tsc: int
+    per_cpu: dict[int, dict[str, Any]]
+    records: int = 0
+    dropped: int = 0
+    threshold_cycles: int = 0
+    mlocked: bool = True
+    warnings: list[str] = field(default_factory=list)
+
+
+class Probe:
+    """The native detour probe on `cpus`; a context manager (waits on exit; stops it
+    first when untimed or on an exception).
+
+    `start()` returns once every thread is pinned and looping, with `t0_tsc`,
+    `pid` and `thread_comms` ({cpu: "js-probe/<cpu>"}) set.  The probe dies with
+    the thread that started it (PR_SET_PDEATHSIG), so a killed parent leaves no
+    probe spinning; start it from a thread that outlives the measurement.
+    """
+
+    def __init__(self, cpus: list[int], threshold_ns: float, out_path: Path,
+                 duration_ns: int | None = None, fifo_priority: int | None = None) -> None:
+        if not cpus:
+            raise JitterscopeError("no CPUs to probe")
+        if threshold_ns <= 0:
+            raise JitterscopeError("probe threshold must be positive")
+        if fifo_priority is not None and not 1 <= fifo_priority <= 99:
+            raise JitterscopeError(f"SCHED_FIFO priority {fifo_priority} out of range 1-99")
+        self.cpus = sorted(set(int(c) for c in cpus))
+        self.threshold_ns = float(threshold_ns)
+        self.out_path = Path(out_path)
+        self.duration_ns = duration_ns
+        self.fifo_priority = fifo_priority
+        self.tsc_hz = 0.0
+        self.threshold_cycles = 0
+        self.t0_tsc = 0
+        self.pid = 0
+        self.thread_comms: dict[int, str] = {}
+        self.thread_tids: dict[int, int] = {}
+        self.mlocked = True
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stdout_rest = b""
+        self._result: ProbeResult | None = None
+
+    # -- lifecycle -------------------------------------------------------------
+    def start(self) -> "Probe":
+        self.tsc_hz = tsc_hz()
+        self.threshold_cycles = max(1, round(self.threshold_ns * self.tsc_hz / 1e9))
+        cmd = [str(native_bin(PROBE_PROGRAM)), "--cpus", ",".join(map(str, self.cpus)),
+               "--threshold-cycles", str(self.threshold_cycles), "--out", str(self.out_path),
+               "--tsc-hz", str(round(self.tsc_hz))]
+        if self.duration_ns is not None:
+            cmd += ["--duration-ns", str(int(self.duration_ns))]
+        if self.fifo_priority is not None:
+            cmd += ["--fifo", str(int(self.fifo_priority))]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE)
+        self.pid = self._proc.pid
+        line = self._read_line(READY_TIMEOUT_S)
+        if line is None:
+            self._fail_start()
+        ready = json.loads(line)
+        self.t0_tsc = int(ready["t0_tsc"])
+        self.mlocked = bool(ready["mlocked"])
+        self.thread_comms = {int(t["cpu"]): str(t["comm"]) for t in ready["threads"]}
+        self.thread_tids = {int(t["cpu"]): int(t["tid"]) for t in ready["threads"]}
+        return self
+
+    def _read_line(self, timeout: float) -> str | None:
+        """The first stdout line, or None if the probe exits (or hangs) first."""
+        assert self._proc is not None and self._proc.stdout is not None
+        fd = self._proc.stdout.fileno()
+        buf = b""
+        deadline = time.monotonic() + timeout
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            r, _, _ = select.select([fd], [], [], left)
+            if not r:
+                continue
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            buf += chunk
+        line, self._stdout_rest = buf.split(b"\n", 1)
+        return line.decode()
+
+    def _fail_start(self) -> None:
+        assert self._proc is not None
+        if self._proc.poll() is None:
+            self._proc.kill()
+        _, err = self._proc.communicate(timeout=10)
+        msg = _last_line(err.decode(errors="replace"))
+        raise JitterscopeError(f"probe failed to start: {msg}")
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        """End the measurement early; the probe still finishes its file."""
+        if self.running():
+            assert self._proc is not None
+            self._proc.send_signal(signal.SIGINT)
+
+    def wait(self, timeout: float | None = None) -> ProbeResult:
+        if self._result is not None:
+            return self._result
+        if self._proc is None:
+            raise JitterscopeError("probe was never started")
+        try:
+            out, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.communicate()
+            raise JitterscopeError(f"probe did not finish within {timeout} s; killed it") from None
+        err_text = err.decode(errors="replace")
+        if self._proc.returncode != 0:
+            raise JitterscopeError(f"probe failed (exit {self._proc.returncode}): {_last_line(err_text)}")
+        lines = [ln for ln in (self._stdout_rest + out).decode().splitlines() if ln.strip()]
+        end = next((json.loads(ln) for ln in lines if '"event": "end"' in ln), None)
+        if end is None:
+            raise JitterscopeError("probe ended without reporting its statistics")
+        self._result = self._build_result(end, err_text)
+        return self._result
+
+    def _build_result(self, end: dict[str, Any], err_text: str) -> ProbeResult:
+        hz = self.tsc_hz
+        per_cpu: dict[int, dict[str, Any]] = {}
+        for cpu_s, s in end["cpus"].items():
+            it = int(s["iterations"])
+            span = int(s["last_tsc"]) - int(s["first_tsc"])
+            busy = max(0, span - int(s["detour_cycles"]))  # time the loop itself ran
+            per_cpu[int(cpu_s)] = {
+                "iterations": it,
+                # Mean iteration time outside detours: the smallest gap the loop can see.
+                "resolution_ns": busy / it * 1e9 / hz if it else 0.0,
+                "loop_ns_min": int(s["min_loop_cycles"]) * 1e9 / hz,
+                "min_loop_cycles": int(s["min_loop_cycles"]),
+                "detours": int(s["detours"]),
+                "dropped": int(s["dropped"]),
+                "detour_cycles": int(s["detour_cycles"]),
+                "first_tsc": int(s["first_tsc"]),
+                "last_tsc": int(s["last_tsc"]),
+            }
+        warnings = [ln.removeprefix("jitterscope-probe: warning: ")
+                    for ln in err_text.splitlines() if "warning:" in ln]
+        return ProbeResult(tsc_hz=hz, t0_tsc=self.t0_tsc, end_tsc=int(end["end_tsc"]), per_cpu=per_cpu,
+                           records=int(end["records"]), dropped=int(end["dropped"]),
+                           threshold_cycles=int(end["threshold_cycles"]), mlocked=self.mlocked,
+                           warnings=warnings)
+
+    def __enter__(self) -> "Probe":
+        if self._proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        # A normal exit lets a timed probe finish its duration; an untimed one,
+        # or an exception (Ctrl-C), ends it now.
+        if self.running() and (exc[0] is not None or self.duration_ns is None):
+            self.stop()
+        if self._proc is not None and self._result is None:
+            try:
+                self.wait(timeout=30)
+            except JitterscopeError:
+                if exc[0] is None:
+                    raise
+
+
+# -- reading the output ----------------------------------------------------------
+
+def read_header(path: Path) -> dict[str, Any]:
+    """The checked file header as a dict (raises JitterscopeError if unusable)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise JitterscopeError(f"{path}: cannot read probe output: {err.strerror}") from None
+    if size < HEADER_DTYPE.itemsize:
+        raise JitterscopeError(f"{path}: truncated probe output ({size} bytes, shorter than its header)")
+    h = np.fromfile(path, dtype=HEADER_DTYPE, count=1)[0]
+    if bytes(h["magic"]).ljust(8, b"\0") != MAGIC:
+        raise JitterscopeError(f"{path}: not a jitterscope probe output (bad magic)")
+    if int(h["version"]) != VERSION:
+        raise JitterscopeError(f"{path}: probe output version {int(h['version'])}, this jitterscope reads {VERSION}")
+    if int(h["header_size"]) != HEADER_DTYPE.itemsize or int(h["record_size"]) != DETOUR_DTYPE.itemsize:
+        raise JitterscopeError(f"{path}: corrupt probe output (header {int(h['header_size'])} B, "
+                               f"record {int(h['record_size'])} B)")
+    body = size - HEADER_DTYPE.itemsize
+    out = {name: (h[name].item() if name != "reserved" else None) for name in HEADER_DTYPE.names}
+    out["complete"] = bool(int(h["flags"]) & FLAG_COMPLETE)
+    out["records_in_file"] = body // DETOUR_DTYPE.itemsize
+    out["partial_bytes"] = body % DETOUR_DTYPE.itemsize
+    return out
+
+
+def read_detours(path: Path, allow_incomplete: bool = False) -> np.ndarray:
+    """The detour records as a structured array (memory-mapped, read-only).
+
+    Fields: cpu, flags, start_tsc, duration_tsc (DETOUR_DTYPE), in the order the
+    writer drained them.  A file the probe did not finish (killed), with a
+    partial record, or whose record count disagrees with its header raises
+    JitterscopeError; `allow_incomplete` accepts an unfinished file's whole records.
+    """
+    path = Path(path)
+    h = read_header(path)
+    n = int(h["records_in_file"])
+    if h["complete"]:
+        if h["partial_bytes"] or n != int(h["n_records"]):
+            raise JitterscopeError(f"{path}: truncated or corrupt probe output: header says "
+                                   f"{int(h['n_records'])} records, file holds {n}"
+                                   f"{' and a partial one' if h['partial_bytes'] else ''}")
+    elif not allow_incomplete:
+        raise JitterscopeError(f"{path}: probe output is incomplete (the probe was killed before finishing)")
+    if n == 0:
+        return np.zeros(0, dtype=DETOUR_DTYPE)
+    return np.memmap(path, dtype=DETOUR_DTYPE, mode="r", offset=HEADER_DTYPE.itemsize, shape=(n,))
