@@ -1,0 +1,234 @@
+"""Run an experiment: every (treatment, replication) once, in random order, safely.
+
+For each run the factors' levels are applied through a fresh Journal (each
+change recorded on disk before it is made), the system settles, the response is
+measured, and the journal is undone, so every run starts from the machine as it
+was found.  Each finished run is appended (fsynced) to runs.jsonl in the
+experiment directory; `--resume` skips the runs found there.
+
+Experiment directory:
+  plan.yaml         the plan exactly as given (resume refuses a different one)
+  experiment.json   design, factors, treatments in Yates order, the run order
+  runs.jsonl        one line per finished run: run, treatment, rep, y, timing
+  measure/run-NNN/  the measure run directory of each run (measure responses)
+  analysis.json, analysis.txt, boxplot.svg   written when the last run ends
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TextIO
+
+from jitterscope import sysinfo
+from jitterscope.doe.design import roman, run_order
+from jitterscope.doe.factors import APPLY_ORDER
+from jitterscope.doe.plan import Plan
+from jitterscope.doe.response import MeasureResponse
+from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
+
+EXPERIMENT_FORMAT = "jitterscope-doe"
+
+
+def experiment_info(plan: Plan) -> dict[str, Any]:
+    d = plan.design
+    lv = d.levels()
+    return {
+        "format": EXPERIMENT_FORMAT, "format_version": 1,
+        "name": plan.name, "plan_sha256_16": plan.digest,
+        "host": sysinfo.host(), "kernel": sysinfo.kernel(),
+        "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        "response": {"describe": plan.response.describe(), "unit": plan.response.unit, "cpus": plan.cpus},
+        "factors": [{"letter": f.letter, "name": f.name, "kind": f.kind, "low": f.low, "high": f.high}
+                    for f in plan.factors],
+        "design": d.describe(),
+        "replications": plan.replications, "seed": plan.seed, "confidence": plan.confidence,
+        "log": plan.log, "groups_by": plan.groups_by,
+        "treatments": [{"index": i, "label": lab, "levels": {d.letters[j]: int(lv[i, j]) for j in range(d.k)}}
+                       for i, lab in enumerate(d.labels())],
+        "run_order": [[t, r] for t, r in run_order(d.n, plan.replications, plan.seed)],
+    }
+
+
+def describe_plan(plan: Plan) -> str:
+    """The design stated up front: factors, levels, design, aliases, runs, estimate."""
+    d = plan.design
+    lines = [f"experiment {plan.name!r}: response = {plan.response.describe()}"]
+    w = max(len(f.name) for f in plan.factors)
+    for f in plan.factors:
+        lines.append(f"  {f.letter}  {f.name:<{w}}  {f.kind:<15}  low(-) {f.low:<10}  high(+) {f.high}")
+    if d.p:
+        desc = d.describe()
+        lines.append(f"design 2^({d.k}-{d.p}) fractional, resolution {roman(d.resolution())}: "
+                     f"generators {', '.join(desc['generators'])}; {desc['defining_relation']}")
+        mains = [e for e in d.effects() if len(e) <= 2]
+        lines.append("  aliases: " + "  ".join(d.alias_name(e) for e in mains))
+    else:
+        lines.append(f"design 2^{d.k} full factorial")
+    lines.append(f"{d.n} treatments x {plan.replications} replications = {plan.runs} runs in random order "
+                 f"(seed {plan.seed}); about {fmt_s(plan.estimate_s())}")
+    return "\n".join(lines)
+
+
+def fmt_s(s: float) -> str:
+    if s < 90:
+        return f"{s:.0f} s"
+    if s < 5400:
+        return f"{s / 60:.1f} min"
+    return f"{s / 3600:.1f} h"
+
+
+def check_budget(plan: Plan, yes: bool) -> None:
+    est = plan.estimate_s()
+    if est > plan.budget_s and not yes:
+        raise JitterscopeError(
+            f"{plan.runs} runs take about {fmt_s(est)}, more than the plan's budget of {fmt_s(plan.budget_s)}: "
+            f"add --yes to run anyway, or use fewer factors, a fractional design or fewer replications")
+
+
+def done_runs(out: Path) -> dict[int, dict[str, Any]]:
+    path = out / "runs.jsonl"
+    done: dict[int, dict[str, Any]] = {}
+    if path.exists():
+        for line in path.read_text().splitlines():
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a torn last line: that run did not finish
+            done[int(rec["run"])] = rec
+    return done
+
+
+def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
+    if resume:
+        if not (out / "experiment.json").exists():
+            raise JitterscopeError(f"nothing to resume in {out}: no experiment.json")
+        info = json.loads((out / "experiment.json").read_text())
+        if (out / "plan.yaml").read_text() != plan.text:
+            raise JitterscopeError(f"the plan differs from the one {out} was started with; "
+                                   f"resume with the same plan or start in another --out")
+        return info
+    if out.exists() and any(out.iterdir()):
+        raise JitterscopeError(f"{out} already exists: add --resume to continue it, or choose another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    info = experiment_info(plan)
+    (out / "plan.yaml").write_text(plan.text)
+    (out / "experiment.json").write_text(json.dumps(info, indent=2) + "\n")
+    return info
+
+
+def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.stderr) -> dict[int, dict[str, Any]]:
+    """Run every run not yet done; return all finished runs by run index."""
+    info = prepare_dir(plan, out, resume)
+    order = [tuple(x) for x in info["run_order"]]
+    done = done_runs(out)
+    labels = plan.design.labels()
+    lv = plan.design.levels()
+    ctx = plan.context()
+    fifo_factor = next((f for f in plan.factors if f.kind == "fifo"), None)
+    apply_order = sorted(plan.factors, key=lambda f: APPLY_ORDER.get(f.kind, 9))
+    todo = [i for i in range(len(order)) if i not in done]
+    if done:
+        print(f"resuming: {len(done)} of {len(order)} runs already done", file=stream)
+    t_start = time.monotonic()
+    per_run = plan.run_estimate_s()
+    with open(out / "runs.jsonl", "a") as log:
+        for n_new, i in enumerate(todo):
+            t, rep = order[i]
+            signs = {f.letter: int(lv[t, j]) for j, f in enumerate(plan.factors)}
+            levels = {f.name: f.level(signs[f.letter]) for f in plan.factors}
+            run_dir = out / "measure" / f"run-{i:03d}"
+            if run_dir.exists():  # left by a run that was interrupted: it never finished
+                shutil.rmtree(run_dir)
+            if isinstance(plan.response, MeasureResponse):
+                run_dir.parent.mkdir(exist_ok=True)
+            t0 = time.monotonic()
+            started = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            fifo = fifo_factor.fifo_priority(levels[fifo_factor.name]) if fifo_factor else None
+            with Journal(f"doe {plan.name} run {i} treatment {labels[t]}") as j:
+                for f in apply_order:
+                    f.apply(levels[f.name], j, ctx)
+                if plan.settle_s:
+                    time.sleep(plan.settle_s)
+                y, extra = plan.response.run(run_dir, fifo)
+            rec = {"run": i, "treatment": t, "label": labels[t], "rep": rep, "y": y, "levels": levels,
+                   "start": started, "seconds": round(time.monotonic() - t0, 3), **extra}
+            log.write(json.dumps(rec) + "\n")
+            log.flush()
+            os.fsync(log.fileno())
+            done[i] = rec
+            elapsed = time.monotonic() - t_start
+            per_run = elapsed / (n_new + 1)
+            left = per_run * (len(todo) - n_new - 1)
+            complete = sum(1 for tt in range(plan.design.n)
+                           if sum(1 for r in done.values() if r["treatment"] == tt) == plan.replications)
+            print(f"run {len(done):>3}/{len(order)}  treatment {labels[t]:<8} rep {rep + 1}  "
+                  f"y = {y:.6g} {plan.response.unit}  | treatments done {complete}/{plan.design.n}  "
+                  f"| {fmt_s(left)} left", file=stream, flush=True)
+    return done
+
+
+def load_experiment(out: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+    """experiment.json and the finished runs of an experiment directory."""
+    path = Path(out) / "experiment.json"
+    if not path.exists():
+        raise JitterscopeError(f"{out} is not a doe experiment directory (no experiment.json)")
+    try:
+        info = json.loads(path.read_text())
+    except json.JSONDecodeError:
+        raise JitterscopeError(f"{path} is not valid JSON") from None
+    if info.get("format") != EXPERIMENT_FORMAT:
+        raise JitterscopeError(f"{path} is not a jitterscope doe experiment")
+    return info, done_runs(Path(out))
+
+
+def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = None,
+                groups_by: list[str] | None = None) -> dict[str, Any]:
+    """Analyse a finished experiment directory; plain data (see analysis.analyze)."""
+    import numpy as np
+
+    from jitterscope.doe.analysis import Data, analyze
+    from jitterscope.doe.design import Design, parse_generator
+
+    info, done = load_experiment(out)
+    d = info["design"]
+    design = Design(d["k"], [parse_generator(g, d["k"], d["p"]) for g in d["generators"]])
+    reps = info["replications"]
+    total = design.n * reps
+    if len(done) < total:
+        raise JitterscopeError(f"only {len(done)} of {total} runs finished in {out}; finish them with "
+                               f"`jitterscope doe run {Path(out) / 'plan.yaml'} --out {out} --resume`")
+    y = np.zeros((design.n, reps))
+    ids: list[list[int]] = [[0] * reps for _ in range(design.n)]
+    for rec in done.values():
+        y[rec["treatment"], rec["rep"]] = rec["y"]
+        ids[rec["treatment"]][rec["rep"]] = rec["run"]
+    conf = confidence if confidence is not None else info.get("confidence", 0.95)
+    use_log = log if log is not None else bool(info.get("log"))
+    letters = [f["letter"] for f in info["factors"]]
+    by = groups_by if groups_by is not None else info.get("groups_by")
+    gb = [letters.index(g) for g in by] if by else None
+    a = analyze(Data(design, [f["name"] for f in info["factors"]], y, ids, info["response"]["unit"]),
+                confidence=conf, log=use_log, groups_by=gb)
+    for f, src in zip(a["factors"], info["factors"]):
+        f.update({"kind": src["kind"], "low": src["low"], "high": src["high"]})
+    a["experiment"] = {"name": info["name"], "host": info["host"], "kernel": info["kernel"],
+                       "response": info["response"]["describe"], "created": info["created"],
+                       "seed": info["seed"], "runs": total}
+    return a
+
+
+def write_outputs(out: Path, a: dict[str, Any]) -> str:
+    from jitterscope.doe import render
+
+    txt = render.text(a)
+    (out / "analysis.json").write_text(render.to_json(a) + "\n")
+    (out / "analysis.txt").write_text(txt)
+    render.boxplot_svg(a, out / "boxplot.svg")
+    return txt
