@@ -1,0 +1,127 @@
+"""Inject synthetic noise: wake every PERIOD and busy-loop BUSY on one CPU.
+
+A synthetic daemon with a known period and busy time, the ground truth the
+probe and the attribution are validated against (as seed 001 validated its
+tool).  It sleeps to absolute deadlines (the period never drifts), runs
+SCHED_FIFO when permitted so each busy period is one contiguous stretch (only
+its own scheduling policy changes), and is named NAME so the attribution shows
+it as a thread source.  --truth writes the exact busy intervals in the probe's
+clock (TSC): a comment line with tsc_hz and pid, then `start_tsc,end_tsc`
+rows.  It stops after --duration, on Ctrl-C, or when its parent dies.
+
+EXAMPLES
+  jitterscope inject --cpu 1 --period 50ms --busy 2ms --duration 10s
+  jitterscope inject --cpu 1 --period 10s --busy 2300us --name dummydaemon_1
+  jitterscope inject --cpu 2 --period 4ms --busy 100us --policy other --truth truth.csv
+  jitterscope inject --cpu 1 --period 20ms --busy 1ms --duration 5s --json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.units import format_ns, parse_duration_ns
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--cpu", required=True, metavar="C", help="CPU to run on")
+    p.add_argument("--period", required=True, metavar="TIME", help="time between wake-ups, e.g. 50ms, 10s")
+    p.add_argument("--busy", required=True, metavar="TIME", help="busy-loop time per wake-up, e.g. 2ms, 2300us")
+    p.add_argument("--duration", metavar="TIME", help="stop after this long (default: until Ctrl-C)")
+    p.add_argument("--name", default="jitterscope-inj", help="task name, at most 15 bytes (default jitterscope-inj)")
+    p.add_argument("--policy", choices=("fifo", "other"),
+                   help="scheduling policy (default: fifo when permitted, else other)")
+    p.add_argument("--priority", type=int, default=50, metavar="N", help="SCHED_FIFO priority 1-99 (default 50)")
+    p.add_argument("--truth", type=Path, metavar="FILE", help="write the exact busy intervals (TSC) here")
+    p.add_argument("--json", action="store_true", help="print the result as JSON to stdout and nothing else there")
+
+
+def _cpu(text: str) -> int:
+    try:
+        cpu = int(text)
+    except ValueError:
+        raise JitterscopeError(f"malformed --cpu {text!r}: give one CPU number, e.g. 1") from None
+    if cpu < 0:
+        raise JitterscopeError(f"--cpu {cpu} out of range")
+    return cpu
+
+
+def _check_truth_path(path: Path) -> None:
+    parent = path.parent if str(path.parent) else Path(".")
+    if path.is_dir():
+        raise JitterscopeError(f"--truth {path}: is a directory")
+    if not parent.is_dir():
+        raise JitterscopeError(f"--truth {path}: directory {parent} does not exist")
+    if not os.access(parent, os.W_OK) or (path.exists() and not os.access(path, os.W_OK)):
+        raise JitterscopeError(f"--truth {path}: not writable")
+
+
+def run(args: argparse.Namespace) -> int:
+    from jitterscope.inject import Injector, period_stats, read_truth
+
+    cpu = _cpu(args.cpu)
+    period = parse_duration_ns(args.period, what="--period")
+    busy = parse_duration_ns(args.busy, what="--busy")
+    duration = parse_duration_ns(args.duration, what="--duration") if args.duration else None
+    if args.truth is not None:
+        _check_truth_path(args.truth)
+    tmp = None
+    truth_path = args.truth
+    if truth_path is None:  # statistics come from the truth file: keep a private one
+        tmp = tempfile.NamedTemporaryFile(prefix="jitterscope-truth-", suffix=".csv", delete=False)
+        tmp.close()
+        truth_path = Path(tmp.name)
+    try:
+        inj = Injector(cpu, period, busy, duration, name=args.name, policy=args.policy or "auto",
+                       truth_path=truth_path, priority=args.priority)
+        inj.start()
+        policy = f"SCHED_FIFO {args.priority}" if inj.used_policy == "fifo" else "SCHED_OTHER"
+        if not args.json:
+            until = f"for {format_ns(duration)}" if duration else "until Ctrl-C"
+            print(f"injecting on CPU {cpu}: busy {format_ns(busy)} every {format_ns(period)} as "
+                  f"'{args.name}' (pid {inj.pid}, {policy}), {until}", flush=True)
+        try:
+            result = inj.wait()
+        except KeyboardInterrupt:
+            inj.stop()
+            result = inj.wait(timeout=10)
+        for w in result.warnings:
+            print(f"jitterscope: warning: {w}", file=sys.stderr)
+        truth = read_truth(truth_path)
+        stats = period_stats(truth) if len(truth) >= 2 else None
+        out: dict[str, Any] = {
+            "cpu": cpu, "name": args.name, "pid": inj.pid, "policy": inj.used_policy,
+            "priority": result.priority, "period_ns": int(period), "busy_ns": int(busy),
+            "wakeups": result.wakeups, "missed_deadlines": result.missed, "interrupted": result.interrupted,
+            "tsc_hz": result.tsc_hz, "truth": str(args.truth) if args.truth else None, "measured": stats,
+        }
+    finally:
+        if tmp is not None:
+            Path(tmp.name).unlink(missing_ok=True)
+    if args.json:
+        print(json.dumps(out, indent=2))
+    else:
+        print(_render(out))
+    return 0
+
+
+def _render(r: dict[str, Any]) -> str:
+    lines = [f"done: {r['wakeups']} wake-ups, {r['missed_deadlines']} missed deadlines"
+             + (" (interrupted)" if r["interrupted"] else "")]
+    m = r["measured"]
+    if m:
+        lines.append(f"  period  mean {format_ns(m['period_mean_ns'])}, overall {m['period_overall_ns'] / 1e6:.6f} ms; "
+                     f"deviation p99 {format_ns(m['period_p99_dev_ns'])}, max {format_ns(m['period_max_dev_ns'])}")
+        share = m["busy_total_ns"] / (r["wakeups"] * r["period_ns"]) * 100 if r["wakeups"] else 0.0
+        lines.append(f"  busy    mean {format_ns(m['busy_mean_ns'])}, max {format_ns(m['busy_max_ns'])}, "
+                     f"total {format_ns(m['busy_total_ns'])} ({share:.2f}% of CPU {r['cpu']})")
+    if r["truth"]:
+        lines.append(f"  truth   {r['truth']} (TSC at {r['tsc_hz']:.0f} Hz)")
+    return "\n".join(lines)

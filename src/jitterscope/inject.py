@@ -1,0 +1,256 @@
+"""The noise injector: a synthetic daemon with known period and busy time.
+
+`Injector` runs `jitterscope-inject` (native/inject.c) and `read_truth` loads
+the busy intervals it wrote, in the probe's clock (TSC), so tests and users can
+check what the probe and the attribution found against what truly happened.
+
+Truth file format (CSV, one comment line, one header line, one row per wake-up):
+
+    # jitterscope-inject truth v1 tsc_hz=2599998123.601 pid=4242 cpu=1 period_ns=50000000 busy_ns=2000000 name=jitterscope-inj policy=fifo
+    start_tsc,end_tsc
+    22335973937051,22335979137061
+
+`start_tsc`/`end_tsc` are TSC values read (fenced rdtsc) right after the wake-up
+and at the end of the busy loop.  Under SCHED_FIFO the interval is contiguous
+CPU time; under SCHED_OTHER it may include time the injector was preempted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
+
+INJECT_PROGRAM = "jitterscope-inject"
+DEFAULT_NAME = "jitterscope-inj"
+DEFAULT_PRIORITY = 50
+POLICIES = ("auto", "fifo", "other")
+
+
+@dataclass
+class Truth:
+    """Busy intervals from a truth file; `truth["start_tsc"]` works like a table."""
+
+    start_tsc: np.ndarray
+    end_tsc: np.ndarray
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        if key not in ("start_tsc", "end_tsc"):
+            raise KeyError(key)
+        return getattr(self, key)
+
+    def __len__(self) -> int:
+        return len(self.start_tsc)
+
+    @property
+    def tsc_hz(self) -> float:
+        return float(self.meta["tsc_hz"])
+
+
+def read_truth(path: Path) -> Truth:
+    """Load an injector truth file (format in this module's docstring)."""
+    path = Path(path)
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as err:
+        raise JitterscopeError(f"{path}: cannot read truth file: {err.strerror}") from None
+    if len(lines) < 2 or not lines[0].startswith("# jitterscope-inject truth v1") \
+            or lines[1].strip() != "start_tsc,end_tsc":
+        raise JitterscopeError(f"{path}: not a jitterscope-inject truth file")
+    meta: dict[str, Any] = {}
+    for item in lines[0].split()[4:]:
+        k, _, v = item.partition("=")
+        meta[k] = v if k in ("name", "policy") else float(v) if k == "tsc_hz" else int(v)
+    rows = [ln for ln in lines[2:] if ln.strip()]
+    try:
+        data = np.array([[int(x) for x in ln.split(",")] for ln in rows], dtype=np.int64).reshape(-1, 2)
+    except ValueError:
+        raise JitterscopeError(f"{path}: malformed row in truth file") from None
+    return Truth(start_tsc=data[:, 0].copy(), end_tsc=data[:, 1].copy(), meta=meta)
+
+
+@dataclass
+class InjectResult:
+    wakeups: int
+    missed: int
+    interrupted: bool
+    policy: str
+    priority: int
+    tsc_hz: float
+    warnings: list[str]
+
+
+class Injector:
+    """The native injector on one CPU; a context manager.
+
+    On leaving the block it waits for a timed injector to finish its duration
+    (or stops it at once on an exception, or when untimed).  It dies with the
+    thread that started it (PR_SET_PDEATHSIG) and never outlives its duration.
+    """
+
+    def __init__(self, cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None = None,
+                 name: str = DEFAULT_NAME, policy: str = "auto", truth_path: Path | None = None,
+                 priority: int = DEFAULT_PRIORITY) -> None:
+        validate(cpu, period_ns, busy_ns, duration_ns, name, policy, priority)
+        self.cpu = int(cpu)
+        self.period_ns = int(period_ns)
+        self.busy_ns = int(busy_ns)
+        self.duration_ns = None if duration_ns is None else int(duration_ns)
+        self.name = name
+        self.policy = policy
+        self.priority = priority
+        self.truth_path = None if truth_path is None else Path(truth_path)
+        self.pid = 0
+        self.used_policy = ""
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._rest = b""
+        self._result: InjectResult | None = None
+        self._ready: dict[str, Any] = {}
+
+    def start(self) -> "Injector":
+        from jitterscope.probe import tsc_hz
+
+        cmd = [str(native_bin(INJECT_PROGRAM)), "--cpu", str(self.cpu), "--period-ns", str(self.period_ns),
+               "--busy-ns", str(self.busy_ns), "--name", self.name, "--policy", self.policy,
+               "--priority", str(self.priority), "--tsc-hz", str(round(tsc_hz()))]
+        if self.duration_ns is not None:
+            cmd += ["--duration-ns", str(self.duration_ns)]
+        if self.truth_path is not None:
+            cmd += ["--truth", str(self.truth_path)]
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE)
+        self.pid = self._proc.pid
+        line = self._first_line(10.0)
+        if line is None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            _, err = self._proc.communicate(timeout=10)
+            raise JitterscopeError(f"injector failed to start: {_last_line(err.decode(errors='replace'))}")
+        self._ready = json.loads(line)
+        self.used_policy = str(self._ready["policy"])
+        return self
+
+    def _first_line(self, timeout: float) -> str | None:
+        assert self._proc is not None and self._proc.stdout is not None
+        fd, buf, deadline = self._proc.stdout.fileno(), b"", time.monotonic() + timeout
+        while b"\n" not in buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            buf += chunk
+        line, self._rest = buf.split(b"\n", 1)
+        return line.decode()
+
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def stop(self) -> None:
+        if self.running():
+            assert self._proc is not None
+            self._proc.send_signal(signal.SIGTERM)
+
+    def wait(self, timeout: float | None = None) -> InjectResult:
+        if self._result is not None:
+            return self._result
+        if self._proc is None:
+            raise JitterscopeError("injector was never started")
+        try:
+            out, err = self._proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.communicate()
+            raise JitterscopeError(f"injector did not finish within {timeout} s; killed it") from None
+        err_text = err.decode(errors="replace")
+        if self._proc.returncode != 0:
+            raise JitterscopeError(f"injector failed (exit {self._proc.returncode}): {_last_line(err_text)}")
+        lines = [ln for ln in (self._rest + out).decode().splitlines() if ln.strip()]
+        end = next((json.loads(ln) for ln in lines if '"event": "end"' in ln), None)
+        if end is None:
+            raise JitterscopeError("injector ended without reporting")
+        self._result = InjectResult(
+            wakeups=int(end["wakeups"]), missed=int(end["missed"]), interrupted=bool(end["interrupted"]),
+            policy=self.used_policy, priority=int(self._ready.get("priority", 0)),
+            tsc_hz=float(self._ready["tsc_hz"]),
+            warnings=[ln.removeprefix("jitterscope-inject: warning: ")
+                      for ln in err_text.splitlines() if "warning:" in ln])
+        return self._result
+
+    def __enter__(self) -> "Injector":
+        if self._proc is None:
+            self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.running() and (exc[0] is not None or self.duration_ns is None):
+            self.stop()
+        if self._proc is not None and self._result is None:
+            try:
+                self.wait(timeout=None if self.duration_ns is None else self.duration_ns / 1e9 + 30)
+            except JitterscopeError:
+                if exc[0] is None:
+                    raise
+
+
+def validate(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str,
+             policy: str, priority: int) -> None:
+    """One-line errors for every bad input, before anything starts."""
+    from jitterscope.sysinfo import check_cpus
+
+    check_cpus([int(cpu)])
+    if period_ns < 10_000:
+        raise JitterscopeError(f"period {period_ns:.0f} ns is too short: use at least 10us")
+    if busy_ns <= 0:
+        raise JitterscopeError("busy time must be positive")
+    if busy_ns >= period_ns:
+        raise JitterscopeError(f"busy time ({busy_ns:.0f} ns) must be shorter than the period ({period_ns:.0f} ns)")
+    if duration_ns is not None and duration_ns < period_ns:
+        raise JitterscopeError("duration must be at least one period")
+    if not name or len(name.encode()) > 15 or "/" in name or any(ch.isspace() for ch in name):
+        raise JitterscopeError(f"name {name!r} must be 1-15 bytes without spaces or '/' (the kernel's task name)")
+    if policy not in POLICIES:
+        raise JitterscopeError(f"policy {policy!r}: use fifo or other")
+    if not 1 <= priority <= 99:
+        raise JitterscopeError(f"SCHED_FIFO priority {priority} out of range 1-99")
+
+
+def period_stats(truth: Truth) -> dict[str, float]:
+    """Measured period and busy time from a truth file, in ns."""
+    hz = truth.tsc_hz
+    if len(truth) < 2:
+        raise JitterscopeError("too few wake-ups to measure a period")
+    starts = truth.start_tsc.astype(np.float64)
+    periods = np.diff(starts) * 1e9 / hz
+    busy = (truth.end_tsc - truth.start_tsc).astype(np.float64) * 1e9 / hz
+    nominal = float(truth.meta.get("period_ns", np.median(periods)))
+    # Overall rate from the first to the last wake-up: the absolute deadlines
+    # make this the nominal period exactly, whatever each wake-up's latency.
+    slots = np.round((starts[-1] - starts[0]) * 1e9 / hz / nominal)
+    return {
+        "period_mean_ns": float(periods.mean()),
+        "period_overall_ns": float((starts[-1] - starts[0]) * 1e9 / hz / slots) if slots else float("nan"),
+        "period_p99_dev_ns": float(np.percentile(np.abs(periods - nominal), 99)),
+        "period_max_dev_ns": float(np.abs(periods - nominal).max()),
+        "busy_mean_ns": float(busy.mean()),
+        "busy_max_ns": float(busy.max()),
+        "busy_total_ns": float(busy.sum()),
+    }
+
+
+def _last_line(text: str) -> str:
+    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
+    return lines[-1].removeprefix("jitterscope-inject: ") if lines else "no message"
