@@ -18,6 +18,10 @@ PROGRAMS = {
     "jitterscope-probe": ["probe.c"],
     "jitterscope-inject": ["inject.c"],
 }
+# Shared objects loaded with ctypes (the cluster bsp work loop runs in the rank's own thread).
+SHARED = {
+    "libjsbspwork.so": ["bspwork.c"],
+}
 
 
 class BuildNative(build_ext):
@@ -36,6 +40,14 @@ class BuildNative(build_ext):
                 continue
             cmd = [cc, "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-pthread",
                    "-I", str(NATIVE), "-o", str(outdir / name), *srcs, "-lm"]
+            print(" ".join(cmd))
+            subprocess.check_call(cmd)
+        for name, sources in SHARED.items():
+            srcs = [str(NATIVE / s) for s in sources if (NATIVE / s).exists()]
+            if not srcs:
+                continue
+            cmd = [cc, "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-shared", "-fPIC",
+                   "-I", str(NATIVE), "-o", str(outdir / name), *srcs]
             print(" ".join(cmd))
             subprocess.check_call(cmd)
 
