@@ -48,6 +48,9 @@ class MeasureResponse:
              "--duration", f"{self.duration_s}s", "--json", "--no-report", "--out", str(out)]
         if self.threshold:
             a += ["--threshold", self.threshold]
+        if self.metric != "total_ns":
+            # Noise alone needs no attribution, and tracing would add its own overhead to y.
+            a.append("--no-trace")
         if fifo is not None:
             a += ["--priority", f"fifo:{fifo}"]
         return a
