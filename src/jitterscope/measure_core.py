@@ -57,12 +57,16 @@ def _keep_tool_off(cpus: list[int]) -> None:
 def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: Path | None = None,
             trace: bool = True, priority: int | None = None, report: bool = False,
             progress: bool = False, buffer_kb: int = 4096,
-            on_tick: Callable[[float], None] | None = None) -> Path:
-    """Measure and write a complete run directory; return its path."""
+            on_tick: Callable[[float], None] | None = None,
+            before_probe: Callable[[], None] | None = None) -> Path:
+    """Measure and write a complete run directory; return its path.
+
+    `before_probe` runs after tracing is set up, just before the probe starts
+    (cluster measure synchronizes the ranks there)."""
     opts = MeasureOptions(cpus=cpus, duration_ns=duration_ns, threshold_ns=threshold_ns,
                           priority=priority, trace=trace, report=report, progress=progress,
                           buffer_kb=buffer_kb)
-    return run_measurement(opts, out_dir or default_run_dir(), on_tick)
+    return run_measurement(opts, out_dir or default_run_dir(), on_tick, before_probe)
 
 
 def validate(opts: MeasureOptions) -> None:
@@ -76,7 +80,8 @@ def validate(opts: MeasureOptions) -> None:
 
 
 def run_measurement(opts: MeasureOptions, out_dir: Path,
-                    on_tick: Callable[[float], None] | None = None) -> Path:
+                    on_tick: Callable[[float], None] | None = None,
+                    before_probe: Callable[[], None] | None = None) -> Path:
     from jitterscope import analysis
     from jitterscope.probe import Probe
 
@@ -111,6 +116,8 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
             trace_dir.mkdir()
             session = TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb)
             session.start()
+        if before_probe is not None:  # outside the try: on failure there is no probe to wait for
+            before_probe()
         probe = Probe(opts.cpus, opts.threshold_ns, run_dir / "detours.raw",
                       duration_ns=int(opts.duration_ns), fifo_priority=opts.priority)
         try:
