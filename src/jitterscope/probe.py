@@ -123,6 +123,9 @@ class Probe:
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> "Probe":
+        from jitterscope.sysinfo import check_cpus
+
+        check_cpus(self.cpus)
         self.tsc_hz = tsc_hz()
         self.threshold_cycles = max(1, round(self.threshold_ns * self.tsc_hz / 1e9))
         cmd = [str(native_bin(PROBE_PROGRAM)), "--cpus", ",".join(map(str, self.cpus)),
