@@ -1,0 +1,1076 @@
+/*
+ * jitterscope-traceparse: raw tracefs ring-buffer pages -> nested kernel
+ * activity intervals and exclusive segments.
+ *
+ *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] TRACE_DIR OUT_DIR
+ *   jitterscope-traceparse --layout
+ *
+ * TRACE_DIR holds cpuN.raw (pages copied from per_cpu/cpuN/trace_pipe_raw),
+ * events.txt (page header layout and, per enabled event, its id, role and
+ * field offsets, written by jitterscope.tracing.formats), and optionally
+ * symbols.txt ("hexaddr name") and comms.txt ("pid comm").  OUT_DIR receives
+ * activity.bin and segments.bin (layouts in trace_records.h), strings.bin
+ * (NUL-terminated strings, referenced by index) and counts.json (per-CPU
+ * event/lost counts, the capture markers, the function addresses and pids
+ * still to be named).  --scan writes only counts.json: the session uses it
+ * at stop to learn which symbols and comms to save.
+ *
+ * One pass per CPU, a small stack machine per CPU; memory is the output.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "trace_records.h"
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("jitterscope-traceparse: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+static void *xrealloc(void *p, size_t n)
+{
+    void *q = realloc(p, n ? n : 1);
+    if (!q)
+        die("out of memory (%zu bytes)", n);
+    return q;
+}
+
+/* ---- ring buffer constants (include/linux/ring_buffer.h) ---------------- */
+#define RB_PADDING 29
+#define RB_TIME_EXTEND 30
+#define RB_TIME_STAMP 31
+#define RB_MISSED_EVENTS (1ull << 31)
+#define RB_MISSED_STORED (1ull << 30)
+#define RB_COMMIT_MASK ((1ull << 27) - 1)
+#define TS_SHIFT 27
+#define TS_MSB (0xf8ull << 56)
+
+/* ---- strings: interned, referenced by index ------------------------------ */
+static char *str_buf;
+static size_t str_len, str_cap;
+static uint32_t *str_off; /* offset of string i in str_buf */
+static uint32_t str_n, str_offcap;
+static uint32_t *str_hash; /* open addressing: index+1, 0 = empty */
+static uint32_t str_hcap;
+
+static uint64_t fnv(const char *s, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+static void str_rehash(void)
+{
+    uint32_t cap = str_hcap ? str_hcap * 2 : 1024;
+    free(str_hash);
+    str_hash = calloc(cap, sizeof *str_hash);
+    if (!str_hash)
+        die("out of memory");
+    str_hcap = cap;
+    for (uint32_t i = 0; i < str_n; i++) {
+        const char *s = str_buf + str_off[i];
+        uint64_t h = fnv(s, strlen(s)) & (cap - 1);
+        while (str_hash[h])
+            h = (h + 1) & (cap - 1);
+        str_hash[h] = i + 1;
+    }
+}
+
+static uint32_t intern_n(const char *s, size_t n)
+{
+    if ((str_n + 1) * 2 > str_hcap)
+        str_rehash();
+    uint64_t h = fnv(s, n) & (str_hcap - 1);
+    while (str_hash[h]) {
+        const char *t = str_buf + str_off[str_hash[h] - 1];
+        if (strncmp(t, s, n) == 0 && t[n] == 0)
+            return str_hash[h] - 1;
+        h = (h + 1) & (str_hcap - 1);
+    }
+    if (str_len + n + 1 > str_cap) {
+        str_cap = (str_len + n + 1) * 2 + 4096;
+        str_buf = xrealloc(str_buf, str_cap);
+    }
+    if (str_n == str_offcap) {
+        str_offcap = str_offcap ? str_offcap * 2 : 1024;
+        str_off = xrealloc(str_off, str_offcap * sizeof *str_off);
+    }
+    memcpy(str_buf + str_len, s, n);
+    str_buf[str_len + n] = 0;
+    str_off[str_n] = (uint32_t)str_len;
+    str_len += n + 1;
+    str_hash[h] = str_n + 1;
+    return str_n++;
+}
+
+static uint32_t intern(const char *s) { return intern_n(s, strlen(s)); }
+
+static uint32_t intern_int(long long v)
+{
+    char b[32];
+    int n = snprintf(b, sizeof b, "%lld", v);
+    return intern_n(b, (size_t)n);
+}
+
+/* ---- events.txt: page layout and the enabled events ---------------------- */
+enum role {
+    R_NONE, R_IRQ_ENTRY, R_IRQ_EXIT, R_SOFTIRQ_ENTRY, R_SOFTIRQ_EXIT, R_VEC_ENTRY, R_VEC_EXIT,
+    R_NMI, R_SWITCH, R_WORK_START, R_WORK_END, R_HRT_ENTRY, R_HRT_EXIT, R_TMR_ENTRY,
+    R_TMR_EXIT, R_PRINT, R_NROLES
+};
+static const char *role_names[R_NROLES] = {
+    "none", "irq_entry", "irq_exit", "softirq_entry", "softirq_exit", "vec_entry", "vec_exit",
+    "nmi", "switch", "work_start", "work_end", "hrt_entry", "hrt_exit", "tmr_entry",
+    "tmr_exit", "print",
+};
+
+struct field { int off, size; };
+#define MAXF 6
+struct evdef {
+    uint8_t role;
+    uint32_t label;           /* vector name for R_VEC_* */
+    int vector;               /* its vector number if known, else -1 */
+    struct field f[MAXF];     /* role-specific, see field_names */
+};
+/* Field order per role (names as in the kernel's format files). */
+static const char *field_names[R_NROLES][MAXF] = {
+    [R_IRQ_ENTRY] = {"irq", "name"},
+    [R_IRQ_EXIT] = {"irq"},
+    [R_SOFTIRQ_ENTRY] = {"vec"},
+    [R_SOFTIRQ_EXIT] = {"vec"},
+    [R_VEC_ENTRY] = {"vector"},
+    [R_VEC_EXIT] = {"vector"},
+    [R_NMI] = {"handler", "delta_ns"},
+    [R_SWITCH] = {"prev_comm", "prev_pid", "next_comm", "next_pid"},
+    [R_WORK_START] = {"work", "function"},
+    [R_WORK_END] = {"work"},
+    [R_HRT_ENTRY] = {"hrtimer", "function"},
+    [R_HRT_EXIT] = {"hrtimer"},
+    [R_TMR_ENTRY] = {"timer", "function"},
+    [R_TMR_EXIT] = {"timer"},
+    [R_PRINT] = {"buf"},
+};
+
+static struct evdef events[65536];
+static int pg_ts_off = 0, pg_ts_size = 8, pg_commit_off = 8, pg_commit_size = 8;
+static int pg_data_off = 16, pg_data_size = 4080;
+static uint32_t softirq_name[32];
+static int n_softirq_names;
+static int pid_off = 4;
+
+static void load_events(const char *dir)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/events.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    char line[4096];
+    while (fgets(line, sizeof line, f)) {
+        char *save = NULL, *tok = strtok_r(line, " \t\n", &save);
+        if (!tok || tok[0] == '#')
+            continue;
+        if (!strcmp(tok, "page")) {
+            char *k;
+            while ((k = strtok_r(NULL, " \t\n", &save))) {
+                char *o = strtok_r(NULL, " \t\n", &save), *s = strtok_r(NULL, " \t\n", &save);
+                if (!o || !s)
+                    die("%s: bad page line", path);
+                int off = atoi(o), size = atoi(s);
+                if (!strcmp(k, "timestamp")) pg_ts_off = off, pg_ts_size = size;
+                else if (!strcmp(k, "commit")) pg_commit_off = off, pg_commit_size = size;
+                else if (!strcmp(k, "data")) pg_data_off = off, pg_data_size = size;
+            }
+        } else if (!strcmp(tok, "common_pid")) {
+            pid_off = atoi(strtok_r(NULL, " \t\n", &save));
+        } else if (!strcmp(tok, "softirqs")) {
+            char *k;
+            while ((k = strtok_r(NULL, " \t\n", &save)) && n_softirq_names < 32)
+                softirq_name[n_softirq_names++] = intern(k);
+        } else if (!strcmp(tok, "event")) {
+            /* event ID ROLE LABEL VECTOR name off size ... */
+            char *id = strtok_r(NULL, " \t\n", &save), *role = strtok_r(NULL, " \t\n", &save);
+            char *label = strtok_r(NULL, " \t\n", &save), *vec = strtok_r(NULL, " \t\n", &save);
+            if (!id || !role || !label || !vec)
+                die("%s: bad event line", path);
+            long eid = strtol(id, NULL, 10);
+            if (eid < 0 || eid > 65535)
+                die("%s: event id %ld out of range", path, eid);
+            struct evdef *e = &events[eid];
+            memset(e, 0, sizeof *e);
+            for (int r = 0; r < R_NROLES; r++)
+                if (!strcmp(role, role_names[r]))
+                    e->role = (uint8_t)r;
+            /* entry and exit of a vector share the same label lookup */
+            if (!strcmp(role, "vec_exit"))
+                e->role = R_VEC_EXIT;
+            e->label = intern(label);
+            e->vector = atoi(vec);
+            for (int i = 0; i < MAXF; i++)
+                e->f[i].off = -1;
+            char *k;
+            while ((k = strtok_r(NULL, " \t\n", &save))) {
+                char *o = strtok_r(NULL, " \t\n", &save), *s = strtok_r(NULL, " \t\n", &save);
+                if (!o || !s)
+                    die("%s: bad field in event %ld", path, eid);
+                for (int i = 0; i < MAXF && field_names[e->role][i]; i++)
+                    if (!strcmp(k, field_names[e->role][i]))
+                        e->f[i].off = atoi(o), e->f[i].size = atoi(s);
+            }
+            for (int i = 0; i < MAXF && field_names[e->role][i]; i++)
+                if (e->f[i].off < 0)
+                    die("%s: event %ld (%s) lacks field %s", path, eid, role, field_names[e->role][i]);
+        }
+    }
+    fclose(f);
+}
+
+/* ---- symbols.txt / comms.txt --------------------------------------------- */
+struct sym { uint64_t addr; uint32_t name; };
+static struct sym *syms;
+static size_t nsyms;
+
+static int sym_cmp(const void *a, const void *b)
+{
+    uint64_t x = ((const struct sym *)a)->addr, y = ((const struct sym *)b)->addr;
+    return x < y ? -1 : x > y;
+}
+
+static void load_symbols(const char *dir)
+{
+    char path[4096], line[1024];
+    snprintf(path, sizeof path, "%s/symbols.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        uint64_t a = strtoull(line, &end, 16);
+        while (*end == ' ')
+            end++;
+        end[strcspn(end, "\n")] = 0;
+        if (!*end)
+            continue;
+        if (nsyms == cap) {
+            cap = cap ? cap * 2 : 256;
+            syms = xrealloc(syms, cap * sizeof *syms);
+        }
+        syms[nsyms].addr = a;
+        syms[nsyms++].name = intern(end);
+    }
+    fclose(f);
+    qsort(syms, nsyms, sizeof *syms, sym_cmp);
+}
+
+/* Function addresses seen (for --scan) in a small open-addressing set. */
+static uint64_t *addr_set;
+static size_t addr_n, addr_cap;
+
+static void addr_add(uint64_t a)
+{
+    if ((addr_n + 1) * 2 > addr_cap) {
+        size_t cap = addr_cap ? addr_cap * 2 : 256;
+        uint64_t *n = calloc(cap, sizeof *n);
+        if (!n)
+            die("out of memory");
+        for (size_t i = 0; i < addr_cap; i++)
+            if (addr_set[i]) {
+                size_t h = (addr_set[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+                while (n[h])
+                    h = (h + 1) & (cap - 1);
+                n[h] = addr_set[i];
+            }
+        free(addr_set);
+        addr_set = n;
+        addr_cap = cap;
+    }
+    size_t h = (a * 0x9E3779B97F4A7C15ull >> 20) & (addr_cap - 1);
+    while (addr_set[h]) {
+        if (addr_set[h] == a)
+            return;
+        h = (h + 1) & (addr_cap - 1);
+    }
+    addr_set[h] = a;
+    addr_n++;
+}
+
+/* Function pointer -> interned name (the symbol, else 0x...). Cached by address. */
+static uint32_t func_name(uint64_t a)
+{
+    addr_add(a);
+    size_t lo = 0, hi = nsyms;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (syms[mid].addr < a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < nsyms && syms[lo].addr == a)
+        return syms[lo].name;
+    char b[32];
+    int n = snprintf(b, sizeof b, "0x%" PRIx64, a);
+    return intern_n(b, (size_t)n);
+}
+
+struct comm { int32_t pid; uint32_t name; };
+static struct comm *comms;
+static size_t ncomms;
+
+static void load_comms(const char *dir)
+{
+    char path[4096], line[256];
+    snprintf(path, sizeof path, "%s/comms.txt", dir);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    size_t cap = 0;
+    while (fgets(line, sizeof line, f)) {
+        char *end;
+        long pid = strtol(line, &end, 10);
+        if (*end == ' ')
+            end++;
+        end[strcspn(end, "\n")] = 0;
+        if (ncomms == cap) {
+            cap = cap ? cap * 2 : 64;
+            comms = xrealloc(comms, cap * sizeof *comms);
+        }
+        comms[ncomms].pid = (int32_t)pid;
+        comms[ncomms++].name = intern(end);
+    }
+    fclose(f);
+}
+
+/* ---- output ---------------------------------------------------------------- */
+static struct js_activity *acts;
+static size_t nacts, actcap;
+static struct js_segment *segs;
+static size_t nsegs, segcap;
+static int scan_only;
+
+static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uint32_t detail,
+                        int32_t pid, int depth, uint8_t flags)
+{
+    if (nacts == actcap) {
+        actcap = actcap ? actcap * 2 : 4096;
+        acts = xrealloc(acts, actcap * sizeof *acts);
+    }
+    struct js_activity *a = &acts[nacts];
+    a->start_tsc = start;
+    a->end_tsc = start;
+    a->cpu = cpu;
+    a->pid = pid;
+    a->name = name;
+    a->detail = detail;
+    a->depth = (int16_t)depth;
+    a->kind = kind;
+    a->flags = flags;
+    a->reserved = 0;
+    if (nacts >= UINT32_MAX - 1)
+        die("more than 2^32 activity intervals");
+    return (uint32_t)nacts++;
+}
+
+static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
+{
+    if (b <= a)
+        return;
+    if (nsegs && segs[nsegs - 1].owner == owner && segs[nsegs - 1].end_tsc == a &&
+        segs[nsegs - 1].cpu == cpu) {
+        segs[nsegs - 1].end_tsc = b;
+        return;
+    }
+    if (nsegs == segcap) {
+        segcap = segcap ? segcap * 2 : 4096;
+        segs = xrealloc(segs, segcap * sizeof *segs);
+    }
+    segs[nsegs++] = (struct js_segment){a, b, cpu, owner};
+}
+
+/* ---- per-CPU state machine ------------------------------------------------ */
+#define MAXSTACK 32
+#define MAXANN 16
+#define MAXSUSP 8
+struct frame { uint32_t act; uint8_t kind; int64_t key; };
+struct ann { uint32_t act; uint8_t kind; uint64_t key; int level; };
+struct susp { int32_t pid; uint32_t name, detail; uint64_t key; int valid; };
+
+struct cpustate {
+    int cpu;
+    int open;                 /* a span (contiguous traced time) is open */
+    struct frame st[MAXSTACK];
+    int n;                    /* st[0] is the thread, st[n-1] the innermost */
+    struct ann an[MAXANN];
+    int nan;
+    struct susp su[MAXSUSP];  /* work items of kworkers switched out mid-item */
+    int64_t seg_start, span_start, last_ts;
+    size_t span_first_seg, span_first_act;
+    int switch_seen;          /* a sched_switch happened in this span */
+    int base_unnamed;         /* st[0]'s comm is not known yet */
+    /* counts */
+    uint64_t nevents, pages, missed_pages, missed_stored, missed_unknown, unmatched, truncated;
+    int64_t first_ts;
+    int64_t pending_start;    /* where the next span starts (window start or a page after a gap) */
+};
+
+static double tsc_per_ns = 0;
+static int64_t window_start = INT64_MIN, window_end = INT64_MIN;
+static uint32_t S_EMPTY, S_HRTIMER, S_TIMER;
+
+/* Placeholders (threads whose comm is unknown) to name at the end. */
+static uint32_t *unnamed;
+static size_t nunnamed, unnamedcap;
+
+static void mark_unnamed(uint32_t act)
+{
+    if (nunnamed == unnamedcap) {
+        unnamedcap = unnamedcap ? unnamedcap * 2 : 64;
+        unnamed = xrealloc(unnamed, unnamedcap * sizeof *unnamed);
+    }
+    unnamed[nunnamed++] = act;
+}
+
+static inline uint32_t top_owner(struct cpustate *c) { return c->st[c->n - 1].act; }
+
+/* The innermost context changes at t: the time since seg_start was its. */
+static inline void flush(struct cpustate *c, int64_t t)
+{
+    if (t > c->seg_start) {
+        emit_seg(c->cpu, c->seg_start, t, top_owner(c));
+        c->seg_start = t;
+    }
+}
+
+static void close_ann_above(struct cpustate *c, int level, int64_t t)
+{
+    while (c->nan && c->an[c->nan - 1].level >= level) {
+        struct ann *a = &c->an[--c->nan];
+        acts[a->act].end_tsc = t;
+        acts[a->act].flags |= JS_CLIPPED_END;
+    }
+}
+
+/* Close frames st[i..n-1] at t; those above `keep_ok` were left open by lost exits. */
+static void close_frames(struct cpustate *c, int i, int64_t t, uint8_t flags)
+{
+    close_ann_above(c, i, t);
+    for (int k = c->n - 1; k >= i; k--) {
+        acts[c->st[k].act].end_tsc = t;
+        acts[c->st[k].act].flags |= flags;
+    }
+    c->n = i;
+}
+
+static void open_thread(struct cpustate *c, int64_t t, uint32_t name, int32_t pid, uint8_t flags)
+{
+    uint32_t a = new_act(c->cpu, JS_KIND_THREAD, t, name, intern_int(pid), pid, 0, flags);
+    c->st[0] = (struct frame){a, JS_KIND_THREAD, pid};
+    c->n = 1;
+    c->base_unnamed = 0;
+    /* a kworker coming back resumes the work item it was running */
+    for (int i = 0; i < MAXSUSP; i++)
+        if (c->su[i].valid && c->su[i].pid == pid) {
+            uint32_t w = new_act(c->cpu, JS_KIND_WORK, t, c->su[i].name, c->su[i].detail, pid, 1, 0);
+            c->an[c->nan++] = (struct ann){w, JS_KIND_WORK, c->su[i].key, 1};
+            c->su[i].valid = 0;
+            break;
+        }
+}
+
+static uint32_t swapper_name(int cpu)
+{
+    char b[32];
+    snprintf(b, sizeof b, "swapper/%d", cpu);
+    return intern(b);
+}
+
+/* Start contiguous traced time at t; the running task is `pid` (comm unknown). */
+static void span_open(struct cpustate *c, int64_t t, int32_t pid)
+{
+    c->open = 1;
+    c->span_start = c->seg_start = t;
+    c->span_first_seg = nsegs;
+    c->span_first_act = nacts;
+    c->switch_seen = 0;
+    c->nan = 0;
+    if (pid == 0) {
+        open_thread(c, t, swapper_name(c->cpu), 0, JS_CLIPPED_START);
+    } else {
+        open_thread(c, t, S_EMPTY, pid, JS_CLIPPED_START);
+        c->base_unnamed = 1;
+        mark_unnamed(c->st[0].act);
+    }
+}
+
+static void span_close(struct cpustate *c, int64_t t)
+{
+    if (!c->open)
+        return;
+    flush(c, t);
+    close_frames(c, 0, t, JS_CLIPPED_END);
+    c->open = 0;
+}
+
+/* An exit whose entry precedes the span: the activity ran from the span start.
+ * Only sound before the first context switch of the span (nothing is known
+ * about what ran then except that this context enclosed everything seen). */
+static void retro_open(struct cpustate *c, uint8_t kind, uint32_t name, uint32_t detail, int64_t t,
+                       int32_t pid)
+{
+    flush(c, t);
+    close_frames(c, 1, t, JS_CLIPPED_END);
+    uint32_t base = c->st[0].act;
+    uint32_t x = new_act(c->cpu, kind, c->span_start, name, detail, pid, 1, JS_CLIPPED_START);
+    acts[x].end_tsc = t;
+    for (size_t i = c->span_first_act; i < x; i++)
+        if (i != base && acts[i].kind != JS_KIND_THREAD)
+            acts[i].depth++;
+    for (size_t i = c->span_first_seg; i < nsegs; i++)
+        if (segs[i].owner == base)
+            segs[i].owner = x;
+}
+
+static void push(struct cpustate *c, uint8_t kind, int64_t key, int64_t t, uint32_t name,
+                 uint32_t detail, int32_t pid)
+{
+    flush(c, t);
+    if (c->n == MAXSTACK) { /* runaway nesting means lost exits: drop the oldest context */
+        close_frames(c, 1, t, JS_CLIPPED_END);
+        c->truncated++;
+    }
+    uint32_t a = new_act(c->cpu, kind, t, name, detail, pid, c->n, 0);
+    c->st[c->n++] = (struct frame){a, kind, key};
+}
+
+static void pop_match(struct cpustate *c, uint8_t kind, int64_t key, int64_t t, uint32_t name,
+                      uint32_t detail, int32_t pid)
+{
+    for (int i = c->n - 1; i >= 1; i--)
+        if (c->st[i].kind == kind && c->st[i].key == key) {
+            flush(c, t);
+            close_frames(c, i + 1, t, JS_CLIPPED_END);
+            close_frames(c, i, t, 0);
+            return;
+        }
+    if (!c->switch_seen)
+        retro_open(c, kind, name, detail, t, pid);
+    else
+        c->unmatched++;
+}
+
+static void ann_open(struct cpustate *c, uint8_t kind, uint64_t key, int64_t t, uint32_t name,
+                     uint32_t detail, int32_t pid)
+{
+    if (c->nan == MAXANN) {
+        c->nan--;
+        acts[c->an[c->nan].act].end_tsc = t;
+        acts[c->an[c->nan].act].flags |= JS_CLIPPED_END;
+        c->truncated++;
+    }
+    uint32_t a = new_act(c->cpu, kind, t, name, detail, pid, c->n, 0);
+    c->an[c->nan++] = (struct ann){a, kind, key, c->n - 1};
+}
+
+static void ann_close(struct cpustate *c, uint8_t kind, uint64_t key, int64_t t, uint32_t detail,
+                      int32_t pid)
+{
+    for (int i = c->nan - 1; i >= 0; i--)
+        if (c->an[i].kind == kind && c->an[i].key == key) {
+            for (int k = c->nan - 1; k > i; k--) {
+                acts[c->an[k].act].end_tsc = t;
+                acts[c->an[k].act].flags |= JS_CLIPPED_END;
+            }
+            acts[c->an[i].act].end_tsc = t;
+            c->nan = i;
+            return;
+        }
+    if (!c->switch_seen) {
+        /* the callback/item started before the capture; its name is unknown */
+        char b[40];
+        int n = snprintf(b, sizeof b, "0x%" PRIx64, key);
+        uint32_t a = new_act(c->cpu, kind, c->span_start, intern_n(b, (size_t)n), detail, pid, c->n,
+                             JS_CLIPPED_START);
+        acts[a].end_tsc = t;
+        (void)a;
+    } else {
+        c->unmatched++;
+    }
+}
+
+/* A kworker switched out mid-item: close its piece, resume it when it returns. */
+static void suspend_work(struct cpustate *c, int64_t t)
+{
+    int32_t pid = acts[c->st[0].act].pid;
+    for (int i = c->nan - 1; i >= 0; i--) {
+        struct ann *a = &c->an[i];
+        acts[a->act].end_tsc = t;
+        if (a->kind != JS_KIND_WORK || a->level != 0) {
+            acts[a->act].flags |= JS_CLIPPED_END;
+            continue;
+        }
+        int slot = 0;
+        for (int k = 0; k < MAXSUSP; k++)
+            if (!c->su[k].valid) { slot = k; break; }
+        c->su[slot] = (struct susp){pid, acts[a->act].name, acts[a->act].detail, a->key, 1};
+    }
+    c->nan = 0;
+}
+
+/* ---- decoding ------------------------------------------------------------- */
+static inline uint64_t rd(const uint8_t *p, int size)
+{
+    switch (size) {
+    case 1: return *p;
+    case 2: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { uint32_t v; memcpy(&v, p, 4); return v; }
+    default: { uint64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+
+static inline int64_t rds(const uint8_t *p, int size)
+{
+    switch (size) {
+    case 1: return (int8_t)*p;
+    case 2: { int16_t v; memcpy(&v, p, 2); return v; }
+    case 4: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: { int64_t v; memcpy(&v, p, 8); return v; }
+    }
+}
+
+struct marker { int cpu; int64_t tsc; char text[96]; };
+static struct marker markers[64];
+static int nmarkers;
+
+static uint32_t comm_str(const uint8_t *p, int size)
+{
+    size_t n = strnlen((const char *)p, (size_t)size);
+    return intern_n((const char *)p, n);
+}
+
+static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t len)
+{
+    if (len < 8)
+        return;
+    uint16_t type = (uint16_t)rd(d, 2);
+    const struct evdef *e = &events[type];
+    if (e->role == R_NONE)
+        return;
+    int32_t pid = (int32_t)rds(d + pid_off, 4);
+    c->nevents++;
+    if (!c->open)
+        span_open(c, c->pending_start < t ? c->pending_start : t,
+                  e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid);
+    c->last_ts = t;
+    switch (e->role) {
+    case R_SWITCH: {
+        int32_t prev = (int32_t)rds(d + e->f[1].off, 4), next = (int32_t)rds(d + e->f[3].off, 4);
+        flush(c, t);
+        if (c->base_unnamed && acts[c->st[0].act].pid == prev) {
+            acts[c->st[0].act].name = comm_str(d + e->f[0].off, e->f[0].size);
+            c->base_unnamed = 0;
+        }
+        close_frames(c, 1, t, JS_CLIPPED_END); /* contexts left open: exits lost */
+        suspend_work(c, t);
+        close_frames(c, 0, t, 0);
+        open_thread(c, t, next == 0 ? swapper_name(c->cpu) : comm_str(d + e->f[2].off, e->f[2].size),
+                    next, 0);
+        c->switch_seen = 1;
+        break;
+    }
+    case R_IRQ_ENTRY: {
+        int64_t irq = rds(d + e->f[0].off, e->f[0].size);
+        uint32_t loc = (uint32_t)rd(d + e->f[1].off, 4); /* __data_loc: len << 16 | offset */
+        uint32_t off = loc & 0xffff, n = loc >> 16;
+        uint32_t name = (off + n <= len) ? intern_n((const char *)d + off, strnlen((const char *)d + off, n))
+                                         : intern("irq");
+        push(c, JS_KIND_IRQ, irq, t, name, intern_int(irq), pid);
+        break;
+    }
+    case R_IRQ_EXIT: {
+        int64_t irq = rds(d + e->f[0].off, e->f[0].size);
+        char b[32];
+        snprintf(b, sizeof b, "irq%lld", (long long)irq);
+        pop_match(c, JS_KIND_IRQ, irq, t, intern(b), intern_int(irq), pid);
+        break;
+    }
+    case R_VEC_ENTRY:
+    case R_VEC_EXIT: {
+        /* keyed by label so entry and exit of one vector match; never equal to an irq number */
+        int64_t key = -1 - (int64_t)e->label;
+        uint32_t detail = intern_int(e->vector >= 0 ? e->vector : rds(d + e->f[0].off, e->f[0].size));
+        if (e->role == R_VEC_ENTRY)
+            push(c, JS_KIND_IRQ, key, t, e->label, detail, pid);
+        else
+            pop_match(c, JS_KIND_IRQ, key, t, e->label, detail, pid);
+        break;
+    }
+    case R_SOFTIRQ_ENTRY:
+    case R_SOFTIRQ_EXIT: {
+        uint32_t vec = (uint32_t)rd(d + e->f[0].off, e->f[0].size);
+        uint32_t name;
+        if (vec < (uint32_t)n_softirq_names) {
+            name = softirq_name[vec];
+        } else {
+            char b[32];
+            snprintf(b, sizeof b, "softirq%u", vec);
+            name = intern(b);
+        }
+        if (e->role == R_SOFTIRQ_ENTRY)
+            push(c, JS_KIND_SOFTIRQ, vec, t, name, intern_int(vec), pid);
+        else
+            pop_match(c, JS_KIND_SOFTIRQ, vec, t, name, intern_int(vec), pid);
+        break;
+    }
+    case R_NMI: {
+        uint64_t handler = rd(d + e->f[0].off, e->f[0].size);
+        int64_t delta_ns = rds(d + e->f[1].off, e->f[1].size);
+        int64_t a = t - (int64_t)((double)delta_ns * tsc_per_ns + 0.5);
+        if (a < c->seg_start)
+            a = c->seg_start;
+        flush(c, a);
+        uint32_t x = new_act(c->cpu, JS_KIND_NMI, a, func_name(handler), S_EMPTY, pid, c->n, 0);
+        acts[x].end_tsc = t;
+        emit_seg(c->cpu, a, t, x);
+        if (t > c->seg_start)
+            c->seg_start = t;
+        break;
+    }
+    case R_WORK_START:
+        ann_open(c, JS_KIND_WORK, rd(d + e->f[0].off, e->f[0].size), t,
+                 func_name(rd(d + e->f[1].off, e->f[1].size)), S_EMPTY, pid);
+        break;
+    case R_WORK_END:
+        ann_close(c, JS_KIND_WORK, rd(d + e->f[0].off, e->f[0].size), t, S_EMPTY, pid);
+        break;
+    case R_HRT_ENTRY:
+        ann_open(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t,
+                 func_name(rd(d + e->f[1].off, e->f[1].size)), S_HRTIMER, pid);
+        break;
+    case R_HRT_EXIT:
+        ann_close(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t, S_HRTIMER, pid);
+        break;
+    case R_TMR_ENTRY:
+        ann_open(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t,
+                 func_name(rd(d + e->f[1].off, e->f[1].size)), S_TIMER, pid);
+        break;
+    case R_TMR_EXIT:
+        ann_close(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t, S_TIMER, pid);
+        break;
+    case R_PRINT: {
+        const char *s = (const char *)d + e->f[0].off;
+        size_t n = len > (uint32_t)e->f[0].off ? strnlen(s, len - (uint32_t)e->f[0].off) : 0;
+        if (n >= 12 && !strncmp(s, "jitterscope-", 12) && nmarkers < 64) {
+            struct marker *m = &markers[nmarkers++];
+            m->cpu = c->cpu;
+            m->tsc = t;
+            if (n >= sizeof m->text)
+                n = sizeof m->text - 1;
+            memcpy(m->text, s, n);
+            m->text[n] = 0;
+            for (char *q = m->text; *q; q++)
+                if (*q == '"' || *q == '\\' || (unsigned char)*q < 32)
+                    *q = ' ';
+        }
+        break;
+    }
+    }
+}
+
+/* Walk one page's events. */
+static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size)
+{
+    uint64_t commit = rd(page + pg_commit_off, pg_commit_size);
+    uint64_t size = commit & RB_COMMIT_MASK;
+    int64_t ts = (int64_t)rd(page + pg_ts_off, pg_ts_size);
+    const uint8_t *data = page + pg_data_off;
+    size_t data_cap = page_size - (size_t)pg_data_off;
+    if (size > data_cap)
+        size = data_cap; /* corrupt header: read what fits */
+    if (size == 0 && !(commit & RB_MISSED_EVENTS))
+        return;
+    c->pages++;
+    if (commit & RB_MISSED_EVENTS) {
+        /* events were lost before this page: what ran in the gap is unknown */
+        c->missed_pages++;
+        if ((commit & RB_MISSED_STORED) && size + (size_t)pg_commit_size <= data_cap)
+            c->missed_stored += rd(data + size, pg_commit_size);
+        else
+            c->missed_unknown++;
+        if (c->open)
+            span_close(c, c->last_ts);
+        c->pending_start = ts;
+    } else if (c->first_ts == INT64_MIN) {
+        c->pending_start = (window_start != INT64_MIN && window_start < ts) ? window_start : ts;
+    } else if (!c->open) {
+        c->pending_start = ts;
+    }
+    if (c->first_ts == INT64_MIN)
+        c->first_ts = ts;
+    if (c->open && ts < c->last_ts)
+        ts = c->last_ts; /* never let time run backwards */
+    size_t off = 0;
+    while (off + 4 <= size) {
+        uint32_t hdr = (uint32_t)rd(data + off, 4);
+        uint32_t type_len = hdr & 31, delta = hdr >> 5;
+        uint32_t len;
+        const uint8_t *ev;
+        switch (type_len) {
+        case RB_PADDING:
+            if (delta == 0)
+                return; /* the rest of the page is empty */
+            if (off + 8 > size)
+                return;
+            len = (uint32_t)rd(data + off + 4, 4);
+            off += 4 + ((len + 3) & ~3u);
+            continue; /* a discarded event: the kernel's reader ignores its delta too */
+        case RB_TIME_EXTEND:
+            if (off + 8 > size)
+                return;
+            ts += (int64_t)(((uint64_t)rd(data + off + 4, 4) << TS_SHIFT) | delta);
+            off += 8;
+            continue;
+        case RB_TIME_STAMP: {
+            if (off + 8 > size)
+                return;
+            uint64_t abs = ((uint64_t)rd(data + off + 4, 4) << TS_SHIFT) | delta;
+            uint64_t cur = (uint64_t)ts;
+            if (cur & TS_MSB) { /* only the low 59 bits are stored */
+                abs |= cur & TS_MSB;
+                if (abs < cur)
+                    abs += 1ull << 59;
+            }
+            ts = (int64_t)abs;
+            off += 8;
+            continue;
+        }
+        case 0:
+            if (off + 8 > size)
+                return;
+            len = (uint32_t)rd(data + off + 4, 4);
+            if (len < 4 || off + 4 + len > size)
+                return;
+            ev = data + off + 8;
+            ts += delta;
+            off += 4 + ((len + 3) & ~3u);
+            len -= 4;
+            break;
+        default:
+            len = type_len * 4;
+            if (off + 4 + len > size)
+                return;
+            ev = data + off + 4;
+            ts += delta;
+            off += 4 + len;
+            break;
+        }
+        if (c->open && ts < c->last_ts)
+            ts = c->last_ts;
+        handle_event(c, ts, ev, len);
+    }
+}
+
+static int cmp_int(const void *a, const void *b) { return *(const int *)a - *(const int *)b; }
+
+static void write_file(const char *dir, const char *name, const void *p, size_t n)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    if (n && fwrite(p, 1, n, f) != n)
+        die("%s: write failed", path);
+    if (fclose(f))
+        die("%s: %s", path, strerror(errno));
+}
+
+static void print_layout(void)
+{
+#define F(s, m) printf("\"%s\": [%zu, %zu]", #m, offsetof(struct s, m), sizeof(((struct s *)0)->m))
+    printf("{\"js_activity\": {\"size\": %zu, \"fields\": {", sizeof(struct js_activity));
+    F(js_activity, start_tsc); printf(", "); F(js_activity, end_tsc); printf(", ");
+    F(js_activity, cpu); printf(", "); F(js_activity, pid); printf(", ");
+    F(js_activity, name); printf(", "); F(js_activity, detail); printf(", ");
+    F(js_activity, depth); printf(", "); F(js_activity, kind); printf(", ");
+    F(js_activity, flags); printf(", "); F(js_activity, reserved);
+    printf("}}, \"js_segment\": {\"size\": %zu, \"fields\": {", sizeof(struct js_segment));
+    F(js_segment, start_tsc); printf(", "); F(js_segment, end_tsc); printf(", ");
+    F(js_segment, cpu); printf(", "); F(js_segment, owner);
+    printf("}}, \"kinds\": {\"thread\": %d, \"irq\": %d, \"softirq\": %d, \"nmi\": %d, \"work\": %d, "
+           "\"timer\": %d}, \"flags\": {\"clipped_start\": %u, \"clipped_end\": %u}}\n",
+           JS_KIND_THREAD, JS_KIND_IRQ, JS_KIND_SOFTIRQ, JS_KIND_NMI, JS_KIND_WORK, JS_KIND_TIMER,
+           JS_CLIPPED_START, JS_CLIPPED_END);
+#undef F
+}
+
+static void usage(void)
+{
+    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] TRACE_DIR OUT_DIR\n"
+          "       jitterscope-traceparse --layout\n", stderr);
+    exit(2);
+}
+
+int main(int argc, char **argv)
+{
+    const char *in = NULL, *out = NULL;
+    double tsc_hz = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--layout")) {
+            print_layout();
+            return 0;
+        } else if (!strcmp(argv[i], "--scan")) {
+            scan_only = 1;
+        } else if (!strcmp(argv[i], "--tsc-hz") && i + 1 < argc) {
+            tsc_hz = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--window") && i + 2 < argc) {
+            window_start = strtoll(argv[++i], NULL, 10);
+            window_end = strtoll(argv[++i], NULL, 10);
+        } else if (argv[i][0] == '-') {
+            usage();
+        } else if (!in) {
+            in = argv[i];
+        } else if (!out) {
+            out = argv[i];
+        } else {
+            usage();
+        }
+    }
+    if (!in || !out)
+        usage();
+    /* Without a measured TSC rate NMI lengths (given in ns) are taken as ticks:
+     * only their duration is affected, never which context owns the time. */
+    tsc_per_ns = tsc_hz > 0 ? tsc_hz / 1e9 : 1.0;
+    S_EMPTY = intern("");
+    S_HRTIMER = intern("hrtimer");
+    S_TIMER = intern("timer");
+    load_events(in);
+    load_symbols(in);
+    load_comms(in);
+    size_t page_size = (size_t)pg_data_off + (size_t)pg_data_size;
+
+    DIR *dir = opendir(in);
+    if (!dir)
+        die("%s: %s", in, strerror(errno));
+    int cpus[4096], ncpus = 0;
+    struct dirent *de;
+    while ((de = readdir(dir)) && ncpus < 4096) {
+        int cpu;
+        char tail[8];
+        if (sscanf(de->d_name, "cpu%d.ra%1s", &cpu, tail) == 2 && strlen(de->d_name) > 7 &&
+            !strcmp(de->d_name + strlen(de->d_name) - 4, ".raw"))
+            cpus[ncpus++] = cpu;
+    }
+    closedir(dir);
+    qsort(cpus, (size_t)ncpus, sizeof *cpus, cmp_int);
+
+    struct cpustate *states = calloc((size_t)ncpus ? (size_t)ncpus : 1, sizeof *states);
+    if (!states)
+        die("out of memory");
+    for (int k = 0; k < ncpus; k++) {
+        struct cpustate *c = &states[k];
+        c->cpu = cpus[k];
+        c->first_ts = INT64_MIN;
+        c->last_ts = INT64_MIN;
+        char path[4096];
+        snprintf(path, sizeof path, "%s/cpu%d.raw", in, c->cpu);
+        int fd = open(path, O_RDONLY);
+        if (fd < 0)
+            die("%s: %s", path, strerror(errno));
+        struct stat sb;
+        if (fstat(fd, &sb))
+            die("%s: %s", path, strerror(errno));
+        size_t n = (size_t)sb.st_size;
+        if (n >= page_size) {
+            const uint8_t *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+            if (m == MAP_FAILED)
+                die("%s: mmap: %s", path, strerror(errno));
+            madvise((void *)m, n, MADV_SEQUENTIAL);
+            for (size_t off = 0; off + page_size <= n; off += page_size)
+                parse_page(c, m + off, page_size);
+            munmap((void *)m, n);
+        }
+        close(fd);
+        if (c->open)
+            span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
+    }
+
+    /* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N". */
+    int32_t *unknown = NULL;
+    size_t nunknown = 0;
+    for (size_t i = 0; i < nunnamed; i++) {
+        struct js_activity *a = &acts[unnamed[i]];
+        if (a->name != S_EMPTY)
+            continue;
+        for (size_t k = 0; k < ncomms; k++)
+            if (comms[k].pid == a->pid) {
+                a->name = comms[k].name;
+                break;
+            }
+        if (a->name == S_EMPTY) {
+            char b[32];
+            snprintf(b, sizeof b, "pid %d", a->pid);
+            a->name = intern(b);
+            unknown = xrealloc(unknown, (nunknown + 1) * sizeof *unknown);
+            unknown[nunknown++] = a->pid;
+        }
+    }
+
+    if (!scan_only) {
+        write_file(out, "activity.bin", acts, nacts * sizeof *acts);
+        write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
+        write_file(out, "strings.bin", str_buf, str_len);
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/counts.json", out);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts, nsegs);
+    for (int k = 0; k < ncpus; k++) {
+        struct cpustate *c = &states[k];
+        fprintf(f, "%s\"%d\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"missed_pages\": %" PRIu64
+                ", \"missed_stored\": %" PRIu64 ", \"missed_unknown_pages\": %" PRIu64
+                ", \"unmatched\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"first_tsc\": %" PRId64
+                ", \"last_tsc\": %" PRId64 "}",
+                k ? ", " : "", c->cpu, c->nevents, c->pages, c->missed_pages, c->missed_stored,
+                c->missed_unknown, c->unmatched, c->truncated,
+                c->first_ts == INT64_MIN ? 0 : c->first_ts, c->last_ts == INT64_MIN ? 0 : c->last_ts);
+    }
+    fprintf(f, "}, \"markers\": [");
+    for (int i = 0; i < nmarkers; i++)
+        fprintf(f, "%s{\"cpu\": %d, \"tsc\": %" PRId64 ", \"text\": \"%s\"}", i ? ", " : "", markers[i].cpu,
+                markers[i].tsc, markers[i].text);
+    fprintf(f, "], \"addresses\": [");
+    size_t w = 0;
+    for (size_t i = 0; i < addr_cap; i++)
+        if (addr_set[i])
+            fprintf(f, "%s\"%" PRIx64 "\"", w++ ? ", " : "", addr_set[i]);
+    fprintf(f, "], \"unknown_pids\": [");
+    for (size_t i = 0; i < nunknown; i++)
+        fprintf(f, "%s%d", i ? ", " : "", unknown[i]);
+    fprintf(f, "]}\n");
+    if (fclose(f))
+        die("%s: %s", path, strerror(errno));
+    return 0;
+}

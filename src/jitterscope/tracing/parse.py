@@ -1,0 +1,138 @@
+"""Raw trace directory → activity intervals, exclusive segments, lost events.
+
+The heavy lifting is native (jitterscope-traceparse); this module runs it on a
+trace directory written by `TraceSession` and wraps its output.  Times are raw
+TSC values (the x86-tsc trace clock, the probe's clock too).
+
+Lost events, per CPU, without double counting:
+    lost = max(overrun, page_missed) + dropped_events + commit_overrun
+`overrun` (per_cpu/cpuN/stats) counts events the writer overwrote; the
+missed-events counts stored on the pages we read describe those same
+overwritten events (the kernel derives them from the overrun counter), so the
+two are alternatives, not a sum: the larger wins (pages whose count was not
+stored add one each, a lower bound).  `dropped events` (buffer full in
+non-overwrite mode, or a too-large event) and `commit overrun` (nested writers
+wrapping the buffer) are disjoint from overrun and add.  Without stats.json
+(a killed run) only the page counts are available.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
+from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_END, CLIPPED_START, KINDS, SEGMENT_DTYPE
+
+PARSER = "jitterscope-traceparse"
+ACTIVITY_SCHEMA = pa.schema([
+    ("cpu", pa.int32()), ("start_tsc", pa.int64()), ("end_tsc", pa.int64()), ("kind", pa.string()),
+    ("name", pa.string()), ("depth", pa.int16()), ("detail", pa.string()), ("pid", pa.int32()),
+    ("clipped", pa.bool_()),
+])
+
+
+@dataclass
+class TraceData:
+    activity: pa.Table            # ACTIVITY_SCHEMA; row order is what segments' owner indexes
+    segments: np.ndarray          # SEGMENT_DTYPE fields cpu, start_tsc, end_tsc, owner; sorted by (cpu, start)
+    lost_events: int
+    lost_by_cpu: dict[int, int]
+    n_events: int
+    events_by_cpu: dict[int, int] = field(default_factory=dict)
+    markers: list[dict[str, Any]] = field(default_factory=list)
+    window: tuple[int, int] | None = None  # capture start/stop TSC, when known
+    tsc_hz: float | None = None
+    counts: dict[str, Any] = field(default_factory=dict)  # the parser's raw counters
+
+
+def run_parser(trace_dir: Path, out_dir: Path, scan: bool = False, tsc_hz: float | None = None,
+               window: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Run jitterscope-traceparse; return its counts.json."""
+    cmd = [str(native_bin(PARSER))]
+    if scan:
+        cmd.append("--scan")
+    if tsc_hz:
+        cmd += ["--tsc-hz", repr(float(tsc_hz))]
+    if window:
+        cmd += ["--window", str(int(window[0])), str(int(window[1]))]
+    cmd += [str(trace_dir), str(out_dir)]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        msg = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise JitterscopeError(f"trace parser failed on {trace_dir}: {msg}")
+    return json.loads((out_dir / "counts.json").read_text())
+
+
+def _session_info(trace_dir: Path) -> dict[str, Any]:
+    try:
+        return json.loads((trace_dir / "session.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def _stats(trace_dir: Path) -> dict[str, dict[str, int]]:
+    try:
+        return json.loads((trace_dir / "stats.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        return {}
+
+
+def lost_per_cpu(counts: dict[str, Any], stats: dict[str, dict[str, int]]) -> dict[int, int]:
+    """Lost events per CPU (see the module docstring for why this is no double count)."""
+    out: dict[int, int] = {}
+    cpus = set(counts.get("cpus", {})) | set(stats)
+    for c in cpus:
+        pc = counts.get("cpus", {}).get(c, {})
+        page_missed = int(pc.get("missed_stored", 0)) + int(pc.get("missed_unknown_pages", 0))
+        st = stats.get(c, {})
+        out[int(c)] = (max(int(st.get("overrun", 0)), page_missed) + int(st.get("dropped_events", 0))
+                       + int(st.get("commit_overrun", 0)))
+    return out
+
+
+def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
+    """Parse a trace directory written by TraceSession into intervals and segments.
+
+    `tsc_hz` converts NMI lengths (the kernel reports them in ns); by default
+    the rate measured by the session is used.
+    """
+    trace_dir = Path(trace_dir)
+    if not (trace_dir / "events.txt").exists():
+        raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
+    info = _session_info(trace_dir)
+    hz = tsc_hz or info.get("tsc_hz")
+    window = tuple(info["window"]) if info.get("window") else None
+    with tempfile.TemporaryDirectory(prefix="jitterscope-parse-") as tmp:
+        out = Path(tmp)
+        counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)  # type: ignore[arg-type]
+        acts = np.fromfile(out / "activity.bin", dtype=ACTIVITY_DTYPE)
+        segs = np.fromfile(out / "segments.bin", dtype=SEGMENT_DTYPE)
+        strings = (out / "strings.bin").read_bytes().split(b"\0")[:-1]
+    dictionary = pa.array([s.decode("utf-8", "replace") for s in strings], pa.string())
+    kinds = pa.array(KINDS, pa.string())
+
+    def decode(idx: np.ndarray, dic: pa.Array) -> pa.Array:
+        return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), dic).dictionary_decode()
+
+    activity = pa.table({
+        "cpu": pa.array(acts["cpu"]), "start_tsc": pa.array(acts["start_tsc"]),
+        "end_tsc": pa.array(acts["end_tsc"]), "kind": decode(acts["kind"], kinds),
+        "name": decode(acts["name"], dictionary), "depth": pa.array(acts["depth"]),
+        "detail": decode(acts["detail"], dictionary), "pid": pa.array(acts["pid"]),
+        "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
+    }, schema=ACTIVITY_SCHEMA)
+    lost = lost_per_cpu(counts, _stats(trace_dir))
+    events = {int(c): int(v["events"]) for c, v in counts.get("cpus", {}).items()}
+    return TraceData(activity=activity, segments=segs, lost_events=int(sum(lost.values())),
+                     lost_by_cpu=lost, n_events=int(sum(events.values())), events_by_cpu=events,
+                     markers=list(counts.get("markers", [])), window=window,  # type: ignore[arg-type]
+                     tsc_hz=float(hz) if hz else None, counts=counts)

@@ -1,0 +1,382 @@
+"""A private tracefs instance for one measurement, and the raw capture of it.
+
+Lifecycle (rtla's shape): clean instances left by dead jitterscope processes →
+journal the instance's removal → mkdir `instances/jitterscope-<pid>` →
+configure it while `tracing_on` is 0 (x86-tsc clock, CPU mask, buffer size,
+events) → start one reader thread, off the probed CPUs, copying every CPU's
+`trace_pipe_raw` pages into `out_dir/cpuN.raw` → `tracing_on` = 1.  Stop:
+`tracing_on` = 0, drain, save the ring-buffer statistics, event formats, the
+kernel symbols and comms the trace needs, then remove the instance.  The
+top-level buffer and other instances are never touched.
+
+A start and a stop marker (`jitterscope-start <CLOCK_MONOTONIC ns>`) are
+written into the instance from the first probed CPU: they bound the capture
+window in TSC and give the TSC rate, so the trace directory is self-contained.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import select
+import shutil
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal, process_start_time
+from jitterscope.tracing import formats, symbols
+from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
+
+INSTANCE_PREFIX = "jitterscope-"
+POLL_MS = 250  # how often the reader looks at the stop flag when nothing arrives
+
+
+def cpumask_hex(cpus: list[int]) -> str:
+    """tracing_cpumask syntax: 32-bit hex groups, most significant first, comma-separated."""
+    mask = 0
+    for c in cpus:
+        mask |= 1 << c
+    groups = []
+    while True:
+        groups.append(f"{mask & 0xFFFFFFFF:08x}")
+        mask >>= 32
+        if not mask:
+            break
+    return ",".join(reversed(groups))
+
+
+def read_stats(path: Path) -> dict[str, int]:
+    """per_cpu/cpuN/stats → {overrun, commit_overrun, entries, dropped_events, read_events, bytes}."""
+    out: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        key, _, value = line.partition(":")
+        try:
+            out[key.strip().replace(" ", "_")] = int(value.strip())
+        except ValueError:
+            continue  # timestamps ("oldest event ts") are not counts
+    return out
+
+
+def _rmdir_retry(path: Path, timeout_s: float = 5.0) -> None:
+    """Remove an instance; the kernel says EBUSY while a file in it is still open."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError as err:
+            if err.errno != errno.EBUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
+
+
+def clean_stale_instances(root: Path) -> list[str]:
+    """Remove jitterscope-<pid> instances whose process is gone; return their names."""
+    removed = []
+    inst = root / "instances"
+    for d in sorted(inst.glob(f"{INSTANCE_PREFIX}*")):
+        suffix = d.name[len(INSTANCE_PREFIX):]
+        if not suffix.isdigit():
+            continue
+        pid = int(suffix)
+        if pid != os.getpid() and process_start_time(pid) is not None:
+            continue  # a live jitterscope owns it
+        try:
+            _rmdir_retry(d, timeout_s=2.0)
+            removed.append(d.name)
+        except OSError:
+            continue
+    return removed
+
+
+class _Reader(threading.Thread):
+    """Copies trace_pipe_raw pages to files.  One thread for all CPUs: it sleeps in
+    poll() until a CPU's buffer is `buffer_percent` full, then reads pages."""
+
+    def __init__(self, fds: dict[int, int], files: dict[int, Any], page_size: int,
+                 avoid_cpus: list[int]) -> None:
+        super().__init__(name="js-trace-reader", daemon=True)
+        self.fds, self.files, self.page_size = fds, files, page_size
+        self.avoid = set(avoid_cpus)
+        self.stop_flag = threading.Event()
+        self.error: BaseException | None = None
+        self.pages = 0
+
+    def drain(self, cpu: int) -> None:
+        fd, fh = self.fds[cpu], self.files[cpu]
+        while True:
+            try:
+                data = os.read(fd, self.page_size)
+            except BlockingIOError:
+                return
+            except OSError as err:
+                if err.errno in (errno.EAGAIN, errno.EINTR):
+                    return
+                raise
+            if not data:
+                return
+            fh.write(data)
+            self.pages += 1
+
+    def run(self) -> None:
+        try:
+            others = set(os.sched_getaffinity(0)) - self.avoid
+            if others:
+                os.sched_setaffinity(0, others)  # this thread only: stay off the probed CPUs
+            poller = select.poll()
+            by_fd = {fd: cpu for cpu, fd in self.fds.items()}
+            for fd in by_fd:
+                poller.register(fd, select.POLLIN)
+            while not self.stop_flag.is_set():
+                for fd, _ev in poller.poll(POLL_MS):
+                    self.drain(by_fd[fd])
+        except BaseException as err:  # reported by stop(); the capture must not die silently
+            self.error = err
+
+
+class TraceSession:
+    """A private trace instance on `cpus`, captured raw into `out_dir`.  Use as a context manager."""
+
+    def __init__(self, cpus: list[int], out_dir: Path, journal: Journal, buffer_kb: int = 4096) -> None:
+        if not cpus:
+            raise JitterscopeError("no CPUs to trace")
+        self.cpus = sorted(set(int(c) for c in cpus))
+        self.out_dir = Path(out_dir)
+        self.journal = journal
+        self.buffer_kb = int(buffer_kb)
+        self.root: Path | None = None
+        self.instance: Path | None = None
+        self.events: list[tuple[str, str]] = []
+        self.missing: list[str] = []
+        self.stale_removed: list[str] = []
+        self._fds: dict[int, int] = {}
+        self._files: dict[int, Any] = {}
+        self._reader: _Reader | None = None
+        self._info: dict[str, Any] = {}
+        self._stats: dict[str, dict[str, int]] = {}
+        self._lost: int | None = None
+        self._started = False
+        self._stopped = False
+
+    # -- helpers --------------------------------------------------------------
+    def _w(self, rel: str, value: str) -> None:
+        assert self.instance is not None
+        try:
+            (self.instance / rel).write_text(value)
+        except OSError as err:
+            raise JitterscopeError(f"cannot set {self.instance / rel} to {value!r}: {err.strerror}") from None
+
+    def _marker(self, label: str) -> int:
+        """Write `jitterscope-<label> <monotonic ns>` into the instance from the first probed CPU."""
+        assert self.instance is not None
+        old = os.sched_getaffinity(0)
+        try:
+            os.sched_setaffinity(0, {self.cpus[0]})  # tracing_cpumask drops events from other CPUs
+            now = time.monotonic_ns()
+            fd = os.open(self.instance / "trace_marker", os.O_WRONLY)
+            try:
+                os.write(fd, f"jitterscope-{label} {now}".encode())
+            finally:
+                os.close(fd)
+        except OSError:
+            now = time.monotonic_ns()
+        finally:
+            os.sched_setaffinity(0, old)
+        return now
+
+    # -- lifecycle ------------------------------------------------------------
+    def start(self) -> None:
+        if self._started:
+            raise JitterscopeError("trace session already started")
+        root = ensure_tracefs(self.journal)
+        if root is None:
+            raise JitterscopeError("tracefs not mounted and cannot be mounted")
+        self.root = root
+        self.stale_removed = clean_stale_instances(root)
+        self.events, self.missing = wanted_events(root)
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        inst = root / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
+        self.journal.begin("rmdir", path=str(inst))
+        try:
+            inst.mkdir()
+        except OSError as err:
+            raise JitterscopeError(f"cannot create trace instance {inst}: {err.strerror}") from None
+        self.instance = inst
+        self._started = True
+        try:
+            self._configure()
+            self._open_readers()
+            self._w("tracing_on", "1")
+            self._info["start_mono_ns"] = self._marker("start")
+        except BaseException:
+            self._teardown()
+            raise
+
+    def _configure(self) -> None:
+        assert self.root is not None
+        self._w("tracing_on", "0")
+        self._w("trace_clock", TRACE_CLOCK)
+        self._w("tracing_cpumask", cpumask_hex(self.cpus))
+        self._w("buffer_size_kb", str(max(1, self.buffer_kb)))
+        for sub, ev in self.events:
+            self._w(f"events/{sub}/{ev}/enable", "1")
+        info = formats.collect(self.root, self.events)
+        formats.save(self.out_dir, info)
+        hp = info["header_page"]
+        self.page_size = hp["data"][0] + hp["data"][1]
+        self._info.update({
+            "instance": self.instance.name if self.instance else None, "pid": os.getpid(),
+            "cpus": self.cpus, "buffer_kb": self.buffer_kb, "clock": TRACE_CLOCK,
+            "page_size": self.page_size, "events": [f"{s}/{e}" for s, e in self.events],
+            "missing_events": self.missing,
+        })
+        self._write_info()
+
+    def _open_readers(self) -> None:
+        assert self.instance is not None
+        for cpu in self.cpus:
+            path = self.instance / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw"
+            try:
+                self._fds[cpu] = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+            except OSError as err:
+                raise JitterscopeError(f"cannot open {path}: {err.strerror}") from None
+            self._files[cpu] = open(self.out_dir / f"cpu{cpu}.raw", "wb", buffering=1 << 20)
+        self._reader = _Reader(self._fds, self._files, self.page_size, self.cpus)
+        self._reader.start()
+
+    def stop(self) -> None:
+        """End the capture, save everything re-analysis needs, remove the instance."""
+        if not self._started or self._stopped:
+            return
+        self._stopped = True
+        error: BaseException | None = None
+        try:
+            self._info["stop_mono_ns"] = self._marker("stop")
+            self._w("tracing_on", "0")
+            if self._reader is not None:
+                self._reader.stop_flag.set()
+                self._reader.join()
+                for cpu in self.cpus:
+                    self._reader.drain(cpu)  # what was left below the wake-up threshold
+                error = self._reader.error
+            self._save_stats()
+        finally:
+            self._teardown()
+        self._finish_offline()
+        if error is not None:
+            raise JitterscopeError(f"trace reader failed: {error}")
+
+    def _save_stats(self) -> None:
+        assert self.instance is not None
+        for cpu in self.cpus:
+            try:
+                self._stats[str(cpu)] = read_stats(self.instance / "per_cpu" / f"cpu{cpu}" / "stats")
+            except OSError:
+                continue
+        (self.out_dir / "stats.json").write_text(json.dumps(self._stats, indent=1) + "\n")
+
+    def _teardown(self) -> None:
+        """Close readers and remove the instance, whatever state we are in."""
+        if self._reader is not None and self._reader.is_alive():
+            self._reader.stop_flag.set()
+            self._reader.join(timeout=2 * POLL_MS / 1000 + 1)
+        for fd in self._fds.values():
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self._fds.clear()
+        for fh in self._files.values():
+            try:
+                fh.close()
+            except OSError:
+                pass
+        self._files.clear()
+        if self.instance is not None:
+            try:
+                _rmdir_retry(self.instance)
+            except OSError as err:
+                # the journal retries at exit; say so rather than fail the measurement
+                import sys
+                print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}",
+                      file=sys.stderr)
+        self._stopped = True
+
+    def _finish_offline(self) -> None:
+        """Markers → capture window and TSC rate; symbols and comms the trace needs."""
+        from jitterscope.tracing.parse import lost_per_cpu, run_parser
+
+        try:
+            with tempfile.TemporaryDirectory(prefix="jitterscope-scan-") as tmp:
+                counts = run_parser(self.out_dir, Path(tmp), scan=True)
+        except JitterscopeError as err:
+            self._info["scan_error"] = str(err)
+            self._write_info()
+            return
+        marks = {m["text"].split()[0]: m for m in counts.get("markers", [])}
+        start, stop = marks.get("jitterscope-start"), marks.get("jitterscope-stop")
+        if start and stop:
+            self._info["window"] = [int(start["tsc"]), int(stop["tsc"])]
+            dt_ns = self._info["stop_mono_ns"] - self._info["start_mono_ns"]
+            if dt_ns > 10_000_000:  # below 10 ms the marker write latency dominates
+                self._info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
+        addrs = [int(a, 16) for a in counts.get("addresses", [])]
+        symbols.save(self.out_dir / "symbols.txt", symbols.resolve(addrs))
+        comms = []
+        for pid in counts.get("unknown_pids", []):
+            try:
+                comms.append(f"{pid} {Path(f'/proc/{pid}/comm').read_text().strip()}\n")
+            except OSError:
+                continue
+        (self.out_dir / "comms.txt").write_text("".join(comms))
+        self._lost = int(sum(lost_per_cpu(counts, self._stats).values()))
+        self._info["lost_events"] = self._lost
+        self._write_info()
+
+    def _write_info(self) -> None:
+        (self.out_dir / "session.json").write_text(json.dumps(self._info, indent=1) + "\n")
+
+    @property
+    def lost_events(self) -> int:
+        """Kernel events lost so far (ring-buffer overruns + dropped + missed pages)."""
+        if self._lost is not None:
+            return self._lost
+        if self.instance is not None and self._started and not self._stopped:
+            total = 0
+            for cpu in self.cpus:
+                try:
+                    st = read_stats(self.instance / "per_cpu" / f"cpu{cpu}" / "stats")
+                except OSError:
+                    continue
+                total += st.get("overrun", 0) + st.get("dropped_events", 0) + st.get("commit_overrun", 0)
+            return total
+        return 0
+
+    @property
+    def info(self) -> dict[str, Any]:
+        return dict(self._info)
+
+    def __enter__(self) -> "TraceSession":
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if exc[0] is None:
+            self.stop()
+        else:
+            # an exception or Ctrl-C: still remove the instance, keep what was captured
+            try:
+                self.stop()
+            except BaseException:
+                self._teardown()
+
+
+def remove_dir(path: Path) -> None:
+    shutil.rmtree(path, ignore_errors=True)
