@@ -9,6 +9,7 @@ library entry point for `monitor`, `doe` and `cluster`.
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import sys
 import time
@@ -46,12 +47,13 @@ def default_run_dir() -> Path:
     return DEFAULT_RUNS / f"{stamp}-{socket.gethostname()}"
 
 
-def _keep_tool_off(cpus: list[int]) -> None:
-    """Run the tool itself (and the trace readers it starts) on the CPUs not probed."""
-    others = set(sysinfo.online_cpus()) - set(cpus)
-    allowed = os.sched_getaffinity(0) & others
+def _keep_tool_off(cpus: list[int]) -> set[int]:
+    """Keep the tool's own thread off the probed CPUs; return the affinity to restore."""
+    before = os.sched_getaffinity(0)
+    allowed = before - set(cpus)
     if allowed:
         os.sched_setaffinity(0, allowed)
+    return before
 
 
 def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: Path | None = None,
@@ -83,7 +85,6 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
                     on_tick: Callable[[float], None] | None = None,
                     before_probe: Callable[[], None] | None = None) -> Path:
     from jitterscope import analysis
-    from jitterscope.probe import Probe
 
     validate(opts)
     parent = out_dir.parent if str(out_dir.parent) else Path(".")
@@ -93,7 +94,6 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
         raise JitterscopeError(f"{parent}: not writable; choose another --out directory")
     tracing_ok, reason = _tracing_state(opts)
     run_dir = create_run_dir(out_dir)
-    _keep_tool_off(opts.cpus)
     start = datetime.now(timezone.utc)
     meta: dict[str, Any] = base_meta(
         kind="measure", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
@@ -105,6 +105,26 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
         tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
                  "buffer_kb": opts.buffer_kb if tracing_ok else None},
     )
+    try:
+        result, interrupted, steal_ns = _acquire(opts, run_dir, tracing_ok, on_tick, before_probe)
+    except BaseException:
+        # Nothing was measured: leave no half-made run behind.
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+    meta["interrupted"] = interrupted
+    meta["steal_ns"] = steal_ns
+    analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None)
+    if opts.report:
+        _write_report(run_dir)
+    return run_dir
+
+
+def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
+             on_tick: Callable[[float], None] | None,
+             before_probe: Callable[[], None] | None) -> tuple[Any, bool, float]:
+    """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns."""
+    from jitterscope.probe import Probe
+
     steal_before = sysinfo.steal_ticks(opts.cpus)
     interrupted = False
     trace_dir = run_dir / "trace"
@@ -120,8 +140,9 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
             before_probe()
         probe = Probe(opts.cpus, opts.threshold_ns, run_dir / "detours.raw",
                       duration_ns=int(opts.duration_ns), fifo_priority=opts.priority)
+        probe.start()
+        restore_affinity = _keep_tool_off(opts.cpus)
         try:
-            probe.start()
             interrupted = _main_loop(probe, opts, on_tick)
         except KeyboardInterrupt:
             interrupted = True
@@ -129,16 +150,12 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
             if probe.running():
                 probe.stop()
             result = probe.wait(timeout=30)
+            os.sched_setaffinity(0, restore_affinity)
             if session is not None:
                 session.stop()
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
-    meta["interrupted"] = interrupted
-    meta["steal_ns"] = steal_ns
-    analysis.build_run(run_dir, meta, result, trace_dir if tracing_ok else None)
-    if opts.report:
-        _write_report(run_dir)
-    return run_dir
+    return result, interrupted, steal_ns
 
 
 def _tracing_state(opts: MeasureOptions) -> tuple[bool, str | None]:
