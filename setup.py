@@ -17,6 +17,7 @@ PROGRAMS = {
     # executable name: sources
     "jitterscope-probe": ["probe.c"],
     "jitterscope-inject": ["inject.c"],
+    "jitterscope-traceparse": ["traceparse.c"],
 }
 # Shared objects loaded with ctypes (the cluster bsp work loop runs in the rank's own thread).
 SHARED = {
