@@ -41,7 +41,7 @@ class MeasureResponse:
         return f"jitterscope measure on CPU {','.join(map(str, self.cpus))} for {self.duration_s:g} s: {what}"
 
     def estimate_s(self) -> float:
-        return self.duration_s + 2.5  # probe start-up, trace set-up and writing the run
+        return self.duration_s + 1.2  # interpreter and probe start-up, writing the run
 
     def argv(self, out: Path, fifo: int | None) -> list[str]:
         a = [sys.executable, "-m", "jitterscope", "measure", "--cpus", ",".join(map(str, self.cpus)),

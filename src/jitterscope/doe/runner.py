@@ -105,6 +105,15 @@ def done_runs(out: Path) -> dict[int, dict[str, Any]]:
     return done
 
 
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a half-written last line (a kill during the append) so new lines start clean."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        path.write_bytes(data[: data.rfind(b"\n") + 1])
+
+
 def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
     if resume:
         if not (out / "experiment.json").exists():
@@ -128,6 +137,7 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
     info = prepare_dir(plan, out, resume)
     order = [tuple(x) for x in info["run_order"]]
     done = done_runs(out)
+    _drop_torn_tail(out / "runs.jsonl")
     labels = plan.design.labels()
     lv = plan.design.levels()
     ctx = plan.context()
@@ -151,12 +161,16 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
             t0 = time.monotonic()
             started = datetime.now(timezone.utc).isoformat(timespec="seconds")
             fifo = fifo_factor.fifo_priority(levels[fifo_factor.name]) if fifo_factor else None
-            with Journal(f"doe {plan.name} run {i} treatment {labels[t]}") as j:
-                for f in apply_order:
-                    f.apply(levels[f.name], j, ctx)
-                if plan.settle_s:
-                    time.sleep(plan.settle_s)
-                y, extra = plan.response.run(run_dir, fifo)
+            try:
+                with Journal(f"doe {plan.name} run {i} treatment {labels[t]}") as j:
+                    for f in apply_order:
+                        f.apply(levels[f.name], j, ctx)
+                    if plan.settle_s:
+                        time.sleep(plan.settle_s)
+                    y, extra = plan.response.run(run_dir, fifo)
+            except JitterscopeError as err:
+                raise JitterscopeError(f"run {i + 1} (treatment {labels[t]}): {err}; every change was undone, "
+                                       f"{len(done)} runs are kept: fix it and add --resume") from None
             rec = {"run": i, "treatment": t, "label": labels[t], "rep": rep, "y": y, "levels": levels,
                    "start": started, "seconds": round(time.monotonic() - t0, 3), **extra}
             log.write(json.dumps(rec) + "\n")
