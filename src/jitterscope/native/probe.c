@@ -145,6 +145,34 @@ static __attribute__((noinline)) uint64_t bare_loop(uint64_t n)
     return acc;
 }
 
+/* Ordered clock reads, measured only to justify using plain rdtsc in the loop. */
+static __attribute__((noinline)) uint64_t bare_rdtscp_loop(uint64_t n)
+{
+    uint64_t acc = 0;
+    unsigned aux;
+    for (uint64_t i = 0; i < n; i++)
+        acc += __rdtscp(&aux);
+    return acc;
+}
+
+static __attribute__((noinline)) uint64_t bare_lfence_loop(uint64_t n)
+{
+    uint64_t acc = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        _mm_lfence();
+        acc += __rdtsc();
+    }
+    return acc;
+}
+
+static double cycles_per(uint64_t (*loop)(uint64_t), uint64_t n)
+{
+    uint64_t a = js_rdtsc_ordered();
+    volatile uint64_t sink = loop(n);
+    (void)sink;
+    return (double)(js_rdtsc_ordered() - a) / (double)n;
+}
+
 static int pin_self(int cpu)
 {
     cpu_set_t set;
@@ -343,6 +371,14 @@ static int mode_bench(int cpu, uint64_t iters, int repeats, uint64_t threshold)
         }
     }
     (void)sink;
+    /* The fenced alternatives, a few repeats each (medians). */
+    double v_rdtscp[5], v_lfence[5];
+    for (int r = 0; r < 5; r++) {
+        v_rdtscp[r] = cycles_per(bare_rdtscp_loop, iters / 4);
+        v_lfence[r] = cycles_per(bare_lfence_loop, iters / 4);
+    }
+    qsort(v_rdtscp, 5, sizeof(double), cmp_double);
+    qsort(v_lfence, 5, sizeof(double), cmp_double);
     printf("{\"cpu\": %d, \"iterations\": %" PRIu64 ", \"repeats\": %d, \"threshold_cycles\": %" PRIu64
            ", \"bare_cycles\": [", cpu, iters, repeats, threshold);
     for (int r = 0; r < repeats; r++)
@@ -350,12 +386,20 @@ static int mode_bench(int cpu, uint64_t iters, int repeats, uint64_t threshold)
     printf("], \"probe_cycles\": [");
     for (int r = 0; r < repeats; r++)
         printf("%s%.4f", r ? ", " : "", probe[r]);
+    /* Paired ratios (each repeat's probe vs its neighbouring bare run) resist
+     * slow drift; the fastest repeats resist other tasks' interference. */
+    double *pair = calloc((size_t)repeats, sizeof *pair);
+    for (int r = 0; r < repeats; r++)
+        pair[r] = probe[r] / bare[r];
+    qsort(pair, (size_t)repeats, sizeof *pair, cmp_double);
     qsort(bare, (size_t)repeats, sizeof *bare, cmp_double);
     qsort(probe, (size_t)repeats, sizeof *probe, cmp_double);
     double bm = bare[repeats / 2], pm = probe[repeats / 2];
-    printf("], \"bare_median\": %.4f, \"probe_median\": %.4f, \"ratio_median\": %.4f, "
-           "\"ratio_min\": %.4f, \"probe_min_loop_cycles\": %" PRIu64 "}\n",
-           bm, pm, pm / bm, probe[0] / bare[0], t->min_cycles);
+    printf("], \"bare_median\": %.4f, \"probe_median\": %.4f, \"bare_min\": %.4f, \"probe_min\": %.4f, "
+           "\"ratio_paired_median\": %.4f, \"ratio_min\": %.4f, \"probe_min_loop_cycles\": %" PRIu64
+           ", \"variants_min\": {\"rdtsc\": %.4f, \"rdtscp\": %.4f, \"lfence_rdtsc\": %.4f}}\n",
+           bm, pm, bare[0], probe[0], pair[repeats / 2], probe[0] / bare[0], t->min_cycles,
+           bare[0], v_rdtscp[0], v_lfence[0]);
     return 0;
 }
 
