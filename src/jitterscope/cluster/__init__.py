@@ -1,0 +1,1 @@
+"""Cluster scale: `cluster measure` and `cluster bsp` under MPI (mpi4py imported lazily)."""

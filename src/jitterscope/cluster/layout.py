@@ -1,0 +1,116 @@
+"""The cluster run directory: one meta.json and summary.json, per-node Parquet partitions.
+
+    <run>/
+      meta.json                               kind "cluster", one entry per node in "nodes"
+      summary.json                            the cluster summary (cluster/summary.py)
+      detours/host=<h>/cpu=<c>/part-0.parquet     one node's detours (start_ns, duration_ns)
+      attribution/host=<h>/cpu=<c>/part-0.parquet one node's attribution
+      activity/host=<h>/cpu=<c>/part-0.parquet    one node's kernel activity intervals
+      nodes/host=<h>/cpu=<c>/{meta,summary}.json  the node's own run metadata and summary
+      bsp.parquet, bsp_phases.parquet             (cluster bsp only) per rank x phase timings
+
+Each table is a hive-partitioned dataset, so `pyarrow.dataset.dataset(run/"detours",
+partitioning="hive")` reads every node at once with `host` and `cpu` columns, and
+a filter on host or cpu opens only the matching files: a thousand-node run stays
+queryable without loading it whole.  Times are ns since that node's own start;
+`meta.nodes[].offset_ns` places a node's start relative to the cluster's (wall clock).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import TABLES, load_run, write_json
+
+NODE_TABLES = ("detours", "attribution", "activity")
+PARTITIONING = ds.partitioning(pa.schema([("host", pa.string()), ("cpu", pa.int32())]), flavor="hive")
+
+
+def partition(host: str, cpu: int) -> str:
+    # pyarrow URI-decodes hive values, so any host name round-trips.
+    return f"host={quote(host, safe='')}/cpu={int(cpu)}"
+
+
+def write_node_table(run_dir: Path, name: str, host: str, cpu: int, table: pa.Table) -> None:
+    """One node's table, without the cpu column (the partition key carries it)."""
+    schema = TABLES[name]
+    table = table.select(schema.names).cast(schema)
+    if "cpu" in table.column_names:
+        table = table.drop_columns(["cpu"])
+    d = run_dir / name / partition(host, cpu)
+    d.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, d / "part-0.parquet", compression="zstd")
+
+
+def write_node_json(run_dir: Path, host: str, cpu: int, meta: dict[str, Any], summary: dict[str, Any]) -> None:
+    d = run_dir / "nodes" / partition(host, cpu)
+    d.mkdir(parents=True, exist_ok=True)
+    write_json(d / "meta.json", meta)
+    write_json(d / "summary.json", summary)
+
+
+def table_from_bytes(data: bytes) -> pa.Table:
+    return pq.read_table(pa.BufferReader(data))
+
+
+@dataclass
+class ClusterRun:
+    """A loaded cluster run: meta, summary, and lazily read node datasets."""
+
+    path: Path
+    meta: dict[str, Any]
+    summary: dict[str, Any]
+    _cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+
+    def dataset(self, name: str) -> ds.Dataset | None:
+        d = self.path / name
+        if not d.is_dir():
+            return None
+        return ds.dataset(d, format="parquet", partitioning=PARTITIONING)
+
+    def table(self, name: str) -> pa.Table:
+        """A whole node table with `host` and `cpu` columns (empty if absent)."""
+        if name not in self._cache:
+            dset = self.dataset(name)
+            if dset is None:
+                base = TABLES[name]
+                fields = [f for f in base if f.name != "cpu"]
+                self._cache[name] = pa.schema([*fields, ("host", pa.string()), ("cpu", pa.int32())]).empty_table()
+            else:
+                try:
+                    self._cache[name] = dset.to_table()
+                except (pa.ArrowException, OSError) as err:
+                    raise JitterscopeError(f"{self.path / name}: unreadable node table "
+                                           f"({str(err).splitlines()[0]})") from None
+        return self._cache[name]
+
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        return list(self.meta.get("nodes", []))
+
+    def node_summary(self, host: str, cpu: int) -> dict[str, Any]:
+        p = self.path / "nodes" / partition(host, cpu) / "summary.json"
+        try:
+            return dict(json.loads(p.read_text()))
+        except (OSError, json.JSONDecodeError) as err:
+            raise JitterscopeError(f"{p}: missing or corrupt node summary ({err})") from None
+
+
+def is_cluster(meta: dict[str, Any]) -> bool:
+    return meta.get("kind") == "cluster"
+
+
+def load_cluster(path: str | Path) -> ClusterRun:
+    run = load_run(path, check_tables=False)
+    if not is_cluster(run.meta):
+        raise JitterscopeError(f"{path}: a single-machine run, not a cluster run")
+    return ClusterRun(Path(path), run.meta, run.summary)

@@ -1,0 +1,144 @@
+"""Measure noise on every node of an MPI job at once, or run a real bulk-synchronous benchmark.
+
+Run under MPI: `mpiexec -n N jitterscope cluster measure|bsp ...`; one rank per
+node, or several per node on distinct CPUs.  Without MPI, install it with
+`pip install 'jitterscope[mpi]'` (mpi4py and the MPICH wheel with its mpiexec).
+
+cluster measure: every rank measures one CPU (probe + tracing where allowed),
+all starting at a barrier; rank 0 writes one cluster run directory (per-node
+Parquet partitions keyed by host and CPU) with a summary: noise per node, the
+noisiest nodes, the sources that hit most nodes, and outlier nodes with the
+sources that make them differ.
+
+cluster bsp: each rank repeats PHASES times a calibrated amount of work of
+length PHASE (a TSC loop that records the noise hitting it) followed by a
+barrier or an allreduce; reports the measured slowdown against the noise-free
+ideal and against the simulator's predictions from the noise it recorded
+(trace-driven and fitted).
+
+CPU choice: local rank r on a host measures online CPU (r+1) mod n (so the
+lowest CPU is used last), or the r-th CPU of --cpu-map.  A node is (host, CPU);
+$JITTERSCOPE_NODE_NAME ('{rank}' = the rank) renames a rank's host, so one
+machine can stand in for several nodes.  Every wait for other ranks has a
+deadline (--timeout): a rank that fails or hangs ends the whole job with a
+one-line error.
+
+EXAMPLES
+  mpiexec -n 64 -ppn 1 jitterscope cluster measure --duration 60s --out runs/room
+  mpiexec -n 8 jitterscope cluster measure --cpu-map 1,2,3,4,5,6,7,8 --json
+  mpiexec -n 16 jitterscope cluster bsp --phase 1ms --phases 2000 --sync allreduce
+  jitterscope report runs/room
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.units import parse_cpulist, parse_duration_ns, parse_duration_s, parse_size
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--threshold", default="1us", metavar="TIME", help="smallest gap counted as a detour (default 1us)")
+    p.add_argument("--cpu-map", metavar="LIST",
+                   help="CPU for each rank on a host, by local rank (default: local rank r -> CPU (r+1) mod n)")
+    p.add_argument("--out", metavar="DIR", type=Path, help="cluster run directory rank 0 creates (must not exist)")
+    p.add_argument("--timeout", default="60s", metavar="TIME",
+                   help="longest wait for other ranks at any synchronization before failing (default 60s)")
+    p.add_argument("--json", action="store_true", help="print the cluster summary as JSON (rank 0) and nothing else")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
+    m = sub.add_parser("measure", help="every rank measures its CPU; rank 0 writes one cluster run",
+                       description="Every rank measures its own CPU (barrier-aligned); rank 0 gathers one cluster run.")
+    m.add_argument("--duration", default="10s", metavar="TIME", help="how long to measure (default 10s)")
+    m.add_argument("--priority", metavar="fifo:N", help="run each probe SCHED_FIFO at priority N (1-99)")
+    m.add_argument("--no-trace", action="store_true", help="measure only; no kernel tracing or attribution")
+    m.add_argument("--buffer", default="4M", metavar="SIZE", help="trace ring buffer per CPU (default 4M)")
+    _common(m)
+    b = sub.add_parser("bsp", help="a real bulk-synchronous job: measured slowdown vs ideal vs simulator",
+                       description="Bulk-synchronous benchmark: calibrated work per phase, then a synchronization.")
+    b.add_argument("--phase", default="10ms", metavar="TIME", help="work per phase on every rank (default 10ms)")
+    b.add_argument("--phases", default=100, type=int, metavar="P", help="number of phases (default 100)")
+    b.add_argument("--sync", choices=["barrier", "allreduce"], default="barrier", help="end of phase (default barrier)")
+    b.add_argument("--replications", default=200, type=int, metavar="R",
+                   help="simulator replications for the trace-driven prediction (default 200)")
+    b.add_argument("--seed", default=1, type=int, help="simulator seed (default 1)")
+    _common(b)
+
+
+def _priority(text: str | None) -> int | None:
+    from jitterscope.commands.measure import _priority as parse
+
+    return parse(text)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not getattr(args, "cluster_command", None):
+        raise JitterscopeError("choose a subcommand: cluster measure or cluster bsp (see --help)")
+    from jitterscope.cluster.mpi import Cluster
+
+    timeout_s = parse_duration_s(args.timeout, what="--timeout")
+    if timeout_s <= 0:
+        raise JitterscopeError("--timeout must be positive")
+    cpu_map = parse_cpulist(args.cpu_map) if args.cpu_map else None
+    threshold_ns = parse_duration_ns(args.threshold, what="--threshold")
+    cluster = Cluster.start(args.cluster_command, timeout_s)
+    if args.cluster_command == "measure":
+        return _measure(args, cluster, timeout_s, cpu_map, threshold_ns)
+    return _bsp(args, cluster, timeout_s, cpu_map, threshold_ns)
+
+
+def _measure(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold_ns: float) -> int:  # type: ignore[no-untyped-def]
+    from jitterscope.cluster.measure import ClusterMeasureOptions, measure_rank
+    from jitterscope.cluster.render import render_measure
+
+    def prepare() -> ClusterMeasureOptions:
+        return ClusterMeasureOptions(
+            duration_ns=parse_duration_ns(args.duration, what="--duration"), threshold_ns=threshold_ns,
+            trace=not args.no_trace, priority=_priority(args.priority),
+            buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024), cpu_map=cpu_map,
+            out=args.out, timeout_s=timeout_s, command_line=list(sys.argv))
+
+    opts = cluster.run(prepare)
+    out = cluster.run(lambda: measure_rank(cluster, opts))
+    if out is None:
+        return 0
+    summary = json.loads((out / "summary.json").read_text())
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(render_measure(summary, out))
+    return 0
+
+
+def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold_ns: float) -> int:  # type: ignore[no-untyped-def]
+    from jitterscope.cluster.bsp import BspOptions, bsp_rank
+    from jitterscope.cluster.render import render_bsp
+
+    def prepare() -> BspOptions:
+        if args.phases < 1:
+            raise JitterscopeError("--phases must be at least 1")
+        if args.replications < 1:
+            raise JitterscopeError("--replications must be at least 1")
+        phase_ns = parse_duration_ns(args.phase, what="--phase")
+        if phase_ns < 10_000:
+            raise JitterscopeError("--phase must be at least 10us (the work loop is calibrated to it)")
+        return BspOptions(phase_ns=phase_ns, phases=args.phases, sync=args.sync, threshold_ns=threshold_ns,
+                          cpu_map=cpu_map, out=args.out, timeout_s=timeout_s, replications=args.replications,
+                          seed=args.seed, command_line=list(sys.argv))
+
+    opts = cluster.run(prepare)
+    out = cluster.run(lambda: bsp_rank(cluster, opts))
+    if out is None:
+        return 0
+    summary = json.loads((out / "summary.json").read_text())
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(render_bsp(summary, out))
+    return 0
