@@ -1,0 +1,36 @@
+"""Write a run's self-contained HTML report (figures also saved as SVG beside it).
+
+The report shows the run's header (host, kernel, command line, CPUs, duration,
+tracing state, lost events), noise per CPU, the top sources with shares and
+periods, detour-duration histograms per CPU on log scales, noise over time per
+CPU stacked by source kind, the duration distribution of each major source,
+the top chains and the unexplained part.  It needs no network to view.
+Prints the report's path.
+
+EXAMPLES
+  jitterscope report jitterscope-runs/20240501T120000Z-node7
+  jitterscope report RUN --out /tmp/node7.html --open
+"""
+
+from __future__ import annotations
+
+import argparse
+import webbrowser
+from pathlib import Path
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.add_argument("--out", "-o", type=Path, metavar="FILE",
+                   help="HTML file to write (default: RUN/report.html); SVGs go beside it")
+    p.add_argument("--open", action="store_true", help="open the report in a web browser")
+
+
+def run(args: argparse.Namespace) -> int:
+    from jitterscope.report import write_report
+
+    path = write_report(args.run, args.out)
+    print(path)
+    if args.open:
+        webbrowser.open(path.resolve().as_uri())
+    return 0

@@ -1,0 +1,182 @@
+"""Everything the report shows, as plain data (dicts, lists, numbers).
+
+Rendering (figures.py, html.py) only draws what this module computed, so the
+unit tests check the numbers here and the browser test checks the drawing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from jitterscope.rundir import Run
+from jitterscope.units import format_ns
+
+TOP_SOURCES = 20          # rows in the sources table
+MAJOR_SOURCES = 6         # sources that get their own duration distribution
+TOP_CHAINS = 10
+TIMELINE_BINS = 120       # noise-over-time resolution (bins per CPU)
+KINDS = ("irq", "softirq", "nmi", "thread", "unexplained")
+
+
+def log_bins(lo: float, hi: float, per_decade: int = 12) -> np.ndarray:
+    """Log-spaced histogram edges covering [lo, hi] (seed 001 plots on log scales)."""
+    lo = max(1.0, float(lo))
+    hi = max(hi, lo * 1.01)
+    a, b = np.floor(np.log10(lo) * per_decade), np.ceil(np.log10(hi) * per_decade)
+    return 10 ** (np.arange(a, b + 1) / per_decade)
+
+
+def histogram(values: np.ndarray, edges: np.ndarray) -> dict[str, Any]:
+    counts, _ = np.histogram(values, bins=edges)
+    return {"edges_ns": [float(e) for e in edges], "counts": [int(c) for c in counts]}
+
+
+def header(run: Run) -> dict[str, Any]:
+    m, s = run.meta, run.summary
+    tr = m.get("tracing") or {}
+    lost = int(s.get("lost_events", m.get("lost_events", 0)) or 0)
+    warnings = []
+    if not tr.get("enabled"):
+        warnings.append(f"Attribution is off: {tr.get('reason') or 'tracing disabled'}. "
+                        "All noise is shown as unexplained.")
+    if lost:
+        warnings.append(f"{lost} kernel trace events were lost (ring buffer overrun): "
+                        "attribution is incomplete; rerun with a larger --buffer.")
+    if m.get("interrupted"):
+        warnings.append("The measurement was interrupted and is shorter than asked.")
+    return {
+        "id": m.get("id"), "host": m.get("host"), "kernel": m.get("kernel"),
+        "command_line": " ".join(m.get("command_line") or []), "start": m.get("start"),
+        "duration_s": float(m.get("duration_s", 0.0)), "cpus": run.cpus,
+        "threshold_ns": (m.get("options") or {}).get("threshold_ns"),
+        "cpu_model": m.get("cpu_model"), "clocksource": m.get("clocksource"),
+        "virtualization": m.get("virtualization"), "tool_version": m.get("tool_version"),
+        "tracing": {"enabled": bool(tr.get("enabled")), "reason": tr.get("reason"),
+                    "events": tr.get("events"), "clock": tr.get("clock")},
+        "lost_events": lost, "lost_by_cpu": tr.get("lost_by_cpu") or {},
+        "interrupted": bool(m.get("interrupted")), "warnings": warnings,
+    }
+
+
+def source_label(kind: str, name: str) -> str:
+    return name if kind == "unexplained" else f"{kind}:{name}"
+
+
+def build_report_data(run: Run) -> dict[str, Any]:
+    """The report's content for one run (see the module docstring)."""
+    s = run.summary
+    det = run.detours
+    d_cpu = det.column("cpu").to_numpy()
+    d_start = det.column("start_ns").to_numpy()
+    d_dur = det.column("duration_ns").to_numpy()
+    att = run.attribution
+    a_det = att.column("detour").to_numpy()
+    a_kind = np.asarray(att.column("kind").to_pylist(), dtype=object)
+    a_name = np.asarray(att.column("name").to_pylist(), dtype=object)
+    a_ns = att.column("ns").to_numpy()
+    a_off = att.column("offset_ns").to_numpy()
+    duration_ns = max(run.duration_ns, int(d_start.max() + d_dur.max()) if len(d_start) else 1)
+    total_noise = int(d_dur.sum())
+    threshold = float(header(run)["threshold_ns"] or 1000)
+
+    cpus = []
+    for c in run.cpus:
+        row = dict((s.get("cpus") or {}).get(str(c), {}))
+        row["cpu"] = c
+        # Top source on this CPU, by its time inside this CPU's detours.
+        on = np.isin(a_det, np.flatnonzero(d_cpu == c))
+        top = None
+        if on.any():
+            keys = a_kind[on] + "\x1f" + a_name[on]
+            u, inv = np.unique(keys, return_inverse=True)
+            sums = np.bincount(inv, weights=a_ns[on])
+            k, n = str(u[int(np.argmax(sums))]).split("\x1f")
+            top = {"kind": k, "name": n, "share": float(sums.max() / max(1, sums.sum()))}
+        row["top_source"] = top
+        cpus.append(row)
+
+    edges = log_bins(min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
+                     float(d_dur.max()) if len(d_dur) else threshold * 10)
+    hists = [{"cpu": c, **histogram(d_dur[d_cpu == c], edges)} for c in run.cpus]
+
+    # Noise over time per CPU, stacked by source kind: each attribution row's
+    # ns lands in the bin where its detour started.
+    bin_ns = max(1, int(np.ceil(duration_ns / TIMELINE_BINS)))
+    nb = int(np.ceil(duration_ns / bin_ns))
+    t_att = d_start[a_det] + a_off if len(a_det) else np.zeros(0, np.int64)
+    b_att = np.minimum(t_att // bin_ns, nb - 1) if len(a_det) else t_att
+    att_cpu = d_cpu[a_det] if len(a_det) else np.zeros(0, np.int32)
+    timeline = []
+    for c in run.cpus:
+        series = {}
+        on = att_cpu == c
+        for k in KINDS:
+            sel = on & (a_kind == k)
+            ppm = np.bincount(b_att[sel], weights=a_ns[sel], minlength=nb) / bin_ns * 1e6
+            if sel.any():
+                series[k] = [round(float(x), 3) for x in ppm]
+        timeline.append({"cpu": c, "bin_s": bin_ns / 1e9, "bins": nb, "ppm_by_kind": series})
+
+    sources = []
+    for src in (s.get("sources") or [])[:TOP_SOURCES]:
+        sources.append({k: src.get(k) for k in ("kind", "name", "count", "total_ns", "share", "mean_ns",
+                                                  "p99_ns", "max_ns", "period_s", "cpus", "functions")})
+    # Per-occurrence durations of the major sources (and unexplained), log binned.
+    dists = []
+    majors = [(x["kind"], x["name"]) for x in (s.get("sources") or [])[:MAJOR_SOURCES]]
+    for kind, name in majors:
+        v = a_ns[(a_kind == kind) & (a_name == name)]
+        if len(v):
+            e = log_bins(float(v.min()), float(v.max()), per_decade=10)
+            dists.append({"kind": kind, "name": name, "label": source_label(kind, name), "n": int(len(v)),
+                          "median_ns": float(np.median(v)), **histogram(v, e)})
+
+    chains = []
+    for ch in (s.get("chains") or [])[:TOP_CHAINS]:
+        chains.append({"sources": list(ch["sources"]), "label": " → ".join(x.split(":", 1)[-1] for x in ch["sources"]),
+                       "count": int(ch["count"]), "total_ns": int(ch["total_ns"]),
+                       "share": ch["total_ns"] / total_noise if total_noise else 0.0})
+
+    un = dict(s.get("unexplained") or {"count": 0, "total_ns": 0, "share": 0.0, "likely": ""})
+    un_sel = a_kind == "unexplained"
+    whole = 0
+    if len(a_det):
+        # Detours with nothing traced at all: one row, unexplained.
+        per_det = np.bincount(a_det, minlength=len(d_dur))
+        whole = int(np.sum(per_det[a_det[un_sel]] == 1))
+    v = a_ns[un_sel]
+    un["whole_detours"] = whole
+    un["per_cpu_ns"] = {str(c): int(a_ns[un_sel & (att_cpu == c)].sum()) for c in run.cpus}
+    if len(v):
+        un["median_ns"] = float(np.median(v))
+        un["hist"] = histogram(v, log_bins(float(v.min()), float(v.max()), per_decade=10))
+    else:
+        un["median_ns"] = 0.0
+        un["hist"] = None
+
+    return {
+        "header": header(run), "cpus": cpus, "total_noise_ns": total_noise,
+        "histograms": hists, "timeline": timeline, "sources": sources,
+        "source_distributions": dists, "chains": chains, "unexplained": un,
+        "headline": headline(run, cpus, sources, un),
+    }
+
+
+def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]],
+             un: dict[str, Any]) -> str:
+    """One sentence a reader gets at a glance."""
+    if not cpus:
+        return "No CPUs were measured."
+    worst = max(cpus, key=lambda c: c.get("noise_ppm", 0.0))
+    parts = [f"CPU {worst['cpu']} lost {worst.get('noise_ppm', 0.0):,.0f} ppm "
+             f"({worst.get('noise_ppm', 0.0) / 1e4:.3g}% of its time) to {worst.get('detours', 0):,} detours"]
+    if sources:
+        top = sources[0]
+        per = f", every {format_ns(top['period_s'] * 1e9)}" if top.get("period_s") else ""
+        parts.append(f"the biggest source is {source_label(top['kind'], top['name'])} "
+                     f"({top['share'] * 100:.0f}% of all noise{per})")
+    if un.get("share"):
+        parts.append(f"{un['share'] * 100:.0f}% is unexplained")
+    return "; ".join(parts) + "."
