@@ -1,0 +1,172 @@
+"""TraceSession on the real kernel: capture, cleanup on every exit path, lost events.
+
+Each test uses its own journal directory (JITTERSCOPE_STATE_DIR) so that
+recovery here never touches other processes' journals.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import needs_tracing, probed_cpu
+
+from jitterscope.journal import Journal, recover_stale
+from jitterscope.tracing.parse import parse_trace
+from jitterscope.tracing.session import INSTANCE_PREFIX, TraceSession
+from jitterscope.tracing.tracefs import find_tracefs
+
+pytestmark = pytest.mark.timeout(60)
+
+
+@pytest.fixture(autouse=True)
+def private_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    d = tmp_path / "state"
+    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(d))
+    return d
+
+
+def instances() -> set[str]:
+    root = find_tracefs()
+    assert root is not None
+    return {p.name for p in (root / "instances").iterdir()}
+
+
+def busy_cpu(cpu: int, seconds: float) -> subprocess.Popen:
+    """Two processes on `cpu` ping-ponging a byte: a context switch every few µs."""
+    code = textwrap.dedent(f"""
+        import os, time
+        os.sched_setaffinity(0, {{{cpu}}})
+        a, b = os.pipe(); c, d = os.pipe()
+        end = time.monotonic() + {seconds}
+        if os.fork() == 0:
+            while True:
+                if not os.read(a, 1): os._exit(0)
+                os.write(d, b"x")
+        while time.monotonic() < end:
+            for _ in range(200):
+                os.write(b, b"x"); os.read(c, 1)
+        os.close(b)
+    """)
+    return subprocess.Popen([sys.executable, "-c", code])
+
+
+@needs_tracing
+def test_session_captures_timer_interrupts_and_switches_and_cleans_up(tmp_path: Path) -> None:
+    cpu = probed_cpu()
+    before = instances()
+    out = tmp_path / "trace"
+    with Journal("test") as journal:
+        with TraceSession([cpu], out, journal) as session:
+            assert f"{INSTANCE_PREFIX}{os.getpid()}" in instances()
+            load = busy_cpu(cpu, 0.3)
+            time.sleep(1.0)
+            load.wait(timeout=10)
+    assert instances() == before  # ours is gone, nobody else's was touched
+    td = parse_trace(out)
+    act = td.activity.to_pylist()
+    assert any(r["kind"] == "irq" and r["name"] == "local_timer" for r in act)
+    switched_in = [r for r in act if r["kind"] == "thread" and not r["clipped"]]
+    assert len(switched_in) >= 10  # the ping-pong made context switches
+    assert {r["cpu"] for r in act} == {cpu}  # the CPU mask kept other CPUs out
+    assert session.lost_events == td.lost_events
+    for f in ("events.txt", "formats.json", "stats.json", "session.json", "symbols.txt", f"cpu{cpu}.raw"):
+        assert (out / f).exists(), f
+
+
+@needs_tracing
+def test_ctrl_c_inside_the_session_still_removes_the_instance(tmp_path: Path) -> None:
+    before = instances()
+    with Journal("test") as journal:
+        with pytest.raises(KeyboardInterrupt):
+            with TraceSession([probed_cpu()], tmp_path / "trace", journal):
+                time.sleep(0.2)
+                raise KeyboardInterrupt
+        assert instances() == before
+    assert (tmp_path / "trace" / "stats.json").exists()  # what was captured is kept
+
+
+CHILD = """
+import sys, time
+from pathlib import Path
+from jitterscope.journal import Journal
+from jitterscope.tracing.session import TraceSession
+j = Journal("killed")
+s = TraceSession([int(sys.argv[1])], Path(sys.argv[2]), j, buffer_kb=64)
+s.start()
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def killed_session(tmp_path: Path) -> str:
+    """Start a session in a child, kill -9 it; return the instance it left."""
+    child = subprocess.Popen([sys.executable, "-c", CHILD, str(probed_cpu()), str(tmp_path / "child")],
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+        name = f"{INSTANCE_PREFIX}{child.pid}"
+        assert name in instances()
+    finally:
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=10)
+    assert name in instances()  # nothing could clean up after kill -9
+    return name
+
+
+@needs_tracing
+def test_instance_of_killed_run_is_removed_by_journal_recovery(tmp_path: Path) -> None:
+    name = killed_session(tmp_path)
+    undone = recover_stale()
+    assert name not in instances()
+    assert any(e["op"] == "rmdir" and e["path"].endswith(name) for e in undone)
+
+
+@needs_tracing
+def test_instance_of_killed_run_is_removed_by_the_next_start(tmp_path: Path) -> None:
+    name = killed_session(tmp_path)
+    with Journal("test") as journal:
+        with TraceSession([probed_cpu()], tmp_path / "trace", journal) as session:
+            assert name in session.stale_removed
+            assert name not in instances()
+    recover_stale()  # the dead run's journal: its instance is already gone
+
+
+@needs_tracing
+def test_tiny_buffer_reports_lost_events(tmp_path: Path) -> None:
+    cpu = probed_cpu()
+    out = tmp_path / "trace"
+    with Journal("test") as journal:
+        with TraceSession([cpu], out, journal, buffer_kb=4) as session:
+            busy_cpu(cpu, 1.0).wait(timeout=20)
+    td = parse_trace(out)
+    assert session.lost_events > 0
+    assert td.lost_events == session.lost_events
+    assert sum(td.lost_by_cpu.values()) == td.lost_events
+
+
+def test_without_root_tracing_available_says_why() -> None:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) not installed: cannot run as an unprivileged user")
+    if os.geteuid() != 0:
+        from jitterscope.tracing.tracefs import tracing_available
+
+        ok, reason = tracing_available()
+        assert not ok and reason and "root" in reason
+        return
+    code = "from jitterscope.tracing.tracefs import tracing_available as t; ok, r = t(); print(ok, '|', r)"
+    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--",
+                           sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
+                          cwd="/")
+    assert proc.returncode == 0, proc.stderr
+    ok, reason = proc.stdout.strip().split(" | ")
+    assert ok == "False" and "not root" in reason
