@@ -71,8 +71,10 @@ def test_multiplicative_model_recovers_factors():
     lv = d.levels()
     y = 10 * 4.0 ** lv[:, 0] * 0.5 ** lv[:, 1]
     al = allocation(d, y, log=True)
-    assert _by(al, "A")["factor"] == pytest.approx(4)
-    assert _by(al, "B")["factor"] == pytest.approx(0.5)
+    # From low to high: A multiplies y by 4^2, B by 0.5^2; the mean is the geometric mean 10.
+    assert _by(al, "A")["ratio"] == pytest.approx(16)
+    assert _by(al, "B")["ratio"] == pytest.approx(0.25)
+    assert al["mean"]["ratio"] == pytest.approx(10)
     assert _by(al, "AB")["q"] == pytest.approx(0, abs=1e-12)
     with pytest.raises(Exception):
         allocation(d, [1, 2, 0, 3], log=True)

@@ -67,7 +67,9 @@ def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: boo
             "percent": None if j == 0 else (float(100 * ss[j - 1] / sst) if sst > 0 else 0.0),
         }
         if log:
-            e["factor"] = float(10 ** q[j])  # multiplicative effect: y = 10^q0 * 10^(qA xA) * ...
+            # y = 10^q0 * 10^(qA xA) * ...: the mean is a geometric mean, and moving a factor
+            # from low (x=-1) to high (x=+1) multiplies y by 10^(2 q).
+            e["ratio"] = float(10 ** q[j]) if j == 0 else float(10 ** (2 * q[j]))
         if have_error:
             half = tcrit * s_q
             e["ci"] = [float(q[j] - half), float(q[j] + half)]

@@ -70,7 +70,8 @@ def text(a: dict[str, Any]) -> str:
             ci = f"({_num(e['ci'][0])}, {_num(e['ci'][1])})" if "ci" in e else ""
             pct = f"{e['percent']:.2f}%" if e["percent"] is not None else ""
             sig = ("yes" if e["significant"] else "no") if "significant" in e and e["effect"] != "I" else ""
-            extra = f"  x{e['factor']:.4g}" if "factor" in e else ""
+            extra = ("" if "ratio" not in e else f"  geometric mean {_num(e['ratio'])}" if e["effect"] == "I"
+                     else f"  high/low x{e['ratio']:.4g}")
             out.append(f"  {e['label']:<{w}}{_num(e['q']):>12}  {ci:<27}{pct:>12}  {sig}{extra}")
         if al["sse"] is not None:
             out.append(f"  {'error':<{w}}{'':>12}  {'':<27}{al['error_percent']:>11.2f}%  "

@@ -67,8 +67,10 @@ def describe_plan(plan: Plan) -> str:
         desc = d.describe()
         lines.append(f"design 2^({d.k}-{d.p}) fractional, resolution {roman(d.resolution())}: "
                      f"generators {', '.join(desc['generators'])}; {desc['defining_relation']}")
-        mains = [e for e in d.effects() if len(e) <= 2]
-        lines.append("  aliases: " + "  ".join(d.alias_name(e) for e in mains))
+        # Every column that carries a main effect or a two-factor interaction, with its aliases.
+        low_order = [e for e in d.effects()
+                     if min(len(a.lstrip("-")) for a in [e, *d.aliases(e)]) <= 2]
+        lines.append("  aliases: " + "  ".join(d.alias_name(e) for e in low_order))
     else:
         lines.append(f"design 2^{d.k} full factorial")
     lines.append(f"{d.n} treatments x {plan.replications} replications = {plan.runs} runs in random order "
