@@ -1,0 +1,258 @@
+"""`cluster bsp`: a real bulk-synchronous job, measured next to its predictions.
+
+Every rank, pinned to its CPU: calibrate the work loop to one phase, measure
+the noise-free cost of the synchronization, then P times: spin the calibrated
+work (native/bspwork.c, which records every gap above the threshold: the noise
+met during the work) and synchronize (MPI barrier or allreduce, polled against
+a deadline).  Rank 0 gathers every rank's per-phase timings and gaps, writes a
+cluster run directory and compares the measured runtime with the ideal and
+with the trace-driven and fitted predictions from the very noise recorded
+(cluster/predict.py).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import socket
+import statistics
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jitterscope import sysinfo
+from jitterscope.cluster import layout
+from jitterscope.cluster.bspwork import WorkLoop, calibrate, rdtsc
+from jitterscope.cluster.measure import check_out, choose_cpu, shared_cpu_warnings
+from jitterscope.cluster.mpi import Cluster
+from jitterscope.cluster.summary import node_key
+from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import base_meta, create_run_dir, write_json
+
+SYNC_SAMPLES = 300
+
+
+@dataclass
+class BspOptions:
+    phase_ns: float
+    phases: int
+    sync: str
+    threshold_ns: float
+    cpu_map: list[int] | None
+    out: Path | None
+    timeout_s: float
+    replications: int
+    seed: int
+    command_line: list[str]
+
+
+def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
+    """What every rank runs; rank 0 returns the run directory."""
+    from jitterscope.probe import tsc_hz
+
+    cpu = choose_cpu(cluster.local_rank, sysinfo.online_cpus(), opts.cpu_map)
+    sysinfo.check_cpus([cpu])
+    peers = cluster.allgather_json({"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu,
+                                    "node": cluster.node}, "CPU choice")
+    out: Path | None = None
+    if cluster.rank == 0:
+        import sys
+
+        for w in shared_cpu_warnings(peers):
+            print(f"jitterscope: warning: {w}", file=sys.stderr)
+        out = opts.out or Path("jitterscope-runs") / (
+            datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-bsp-{cluster.node}")
+        check_out(out)
+    os.sched_setaffinity(0, {cpu})  # the work and the synchronization run on the measured CPU
+    hz = tsc_hz()
+    loop = WorkLoop(max(1, round(opts.threshold_ns * hz / 1e9)))
+    cluster.checkpoint("calibration")
+    cal = calibrate(loop, opts.phase_ns * hz / 1e9)
+
+    send = np.zeros(1)
+    recv = np.zeros(1)
+
+    def sync(value: float) -> None:
+        deadline = time.monotonic() + opts.timeout_s
+        if opts.sync == "barrier":
+            cluster.barrier_spin(deadline)
+        else:
+            send[0] = value
+            cluster.allreduce_spin(send, recv, deadline)
+
+    cluster.checkpoint("sync calibration")
+    costs = []
+    for _ in range(SYNC_SAMPLES):
+        a = rdtsc()
+        sync(1.0)
+        costs.append(rdtsc() - a)
+    sync_cycles = float(statistics.median(costs))
+
+    P = opts.phases
+    first = np.zeros(P, dtype=np.int64)
+    last = np.zeros(P, dtype=np.int64)
+    ngaps = np.zeros(P, dtype=np.int64)
+    gap_cycles = np.zeros(P, dtype=np.int64)
+    sync_end = np.zeros(P, dtype=np.int64)
+    cluster.checkpoint("start")
+    sync(0.0)  # a tight synchronization: every rank leaves it within a few microseconds
+    t0 = rdtsc()
+    for k in range(P):
+        f, la, g, gc = loop.spin(cal.iterations)
+        sync((la - f) / hz)
+        sync_end[k] = rdtsc()
+        first[k], last[k], ngaps[k], gap_cycles[k] = f, la, g, gc
+    gs, gl = loop.gaps()
+
+    def ns(cycles: np.ndarray) -> np.ndarray:
+        return np.round(cycles.astype(np.float64) * (1e9 / hz)).astype(np.int64)
+
+    payload = pickle.dumps({
+        "rank": cluster.rank, "host": cluster.node, "cpu": cpu, "real_host": cluster.real_host,
+        "tsc_hz": hz, "iterations": cal.iterations, "cycles_per_iter": cal.cycles_per_iter,
+        "sync_ns": sync_cycles * 1e9 / hz, "dropped": loop.dropped,
+        "compute_start_ns": ns(first - t0), "compute_end_ns": ns(last - t0), "gaps": ngaps,
+        "gap_ns": ns(gap_cycles), "sync_end_ns": ns(sync_end - t0),
+        "gap_start_ns": ns(gs.astype(np.int64) - t0), "gap_len_ns": ns(gl.astype(np.int64)),
+        "kernel": os.uname().release, "start_unix_ns": time.time_ns() - int(ns(sync_end[-1:] - t0)[0]),
+    })
+    got = cluster.gather_bytes(payload, "its phase timings")
+    if cluster.rank != 0:
+        return None
+    assert out is not None and got is not None
+    ranks = [pickle.loads(b) for b in got]
+    create_run_dir(out)
+    write_bsp_run(out, ranks, opts, peers)
+    return out
+
+
+def working_timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
+    """A rank's gaps in working time: the waits at synchronizations cut out."""
+    start, end = r["compute_start_ns"].astype(float), r["compute_end_ns"].astype(float)
+    dur = end - start
+    offset = np.concatenate([[0.0], np.cumsum(dur)[:-1]])
+    gs = r["gap_start_ns"].astype(float)
+    k = np.clip(np.searchsorted(start, gs, side="right") - 1, 0, len(start) - 1)
+    return offset[k] + (gs - start[k]), r["gap_len_ns"].astype(float), float(dur.sum())
+
+
+def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
+    """The measured side and both predictions, as plain data."""
+    from jitterscope.cluster import predict
+
+    P = opts.phases
+    compute = np.stack([r["compute_end_ns"] - r["compute_start_ns"] for r in ranks]).astype(float)  # N x P
+    noise = np.stack([r["gap_ns"] for r in ranks]).astype(float)
+    clean = compute - noise
+    # The noise-free work each node's phase actually took (calibrations differ a
+    # little); the ideal job waits for the longest.
+    works = [float(w) for w in clean.mean(axis=1)]
+    work_ns = max(works)
+    sync_ns = float(np.median([r["sync_ns"] for r in ranks]))
+    ends = np.stack([r["sync_end_ns"] for r in ranks]).astype(float)
+    runtime_s = float(ends[:, -1].max()) / 1e9
+    ideal_s = P * (work_ns + sync_ns) / 1e9
+    phase_total = np.diff(np.concatenate([np.zeros((len(ranks), 1)), ends], axis=1), axis=1).mean(axis=0)
+    slowest = compute.argmax(axis=0)
+    measured = {"runtime_s": runtime_s, "ideal_s": ideal_s, "slowdown": runtime_s / ideal_s - 1,
+                "phase_mean_ns": round(float(phase_total.mean()), 1),
+                "phase_p99_ns": round(float(np.percentile(phase_total, 99)), 1),
+                "phase_max_ns": round(float(phase_total.max()), 1),
+                "work_target_ns": opts.phase_ns, "work_ns": round(work_ns, 1),
+                "work_spread": round(max(works) / min(works) - 1, 5),
+                "work_sd_ns": round(float(clean.std(axis=1).mean()), 1)}
+    timelines = []
+    for r in ranks:
+        s, ln, span = working_timeline(r)
+        timelines.append(predict.Timeline(s, ln, span))
+    preds: dict[str, Any] = {}
+    for key, fn in (("trace_driven", lambda: predict.trace_driven(timelines, works, sync_ns, P,
+                                                                 opts.replications, opts.seed)),
+                    ("fitted", lambda: predict.fitted(timelines, works, sync_ns, P))):
+        try:
+            p = fn()
+        except (ValueError, RuntimeError, FloatingPointError) as err:
+            preds[key] = {"error": str(err)}
+            continue
+        preds[key] = {"runtime_s": p.runtime_s, "ideal_s": p.ideal_s, "slowdown": p.slowdown,
+                      "ci95_s": p.ci95_s, "sd_s": p.sd_s,
+                      "slowdown_error": p.slowdown - measured["slowdown"],
+                      "runtime_rel_error": p.runtime_s / runtime_s - 1, **p.detail}
+    nodes = []
+    for i, r in enumerate(ranks):
+        nodes.append({"node": node_key(r["host"], r["cpu"]), "host": r["host"], "cpu": r["cpu"], "rank": r["rank"],
+                      "compute_mean_ns": round(float(compute[i].mean()), 1),
+                      "work_ns": round(works[i], 1),
+                      "compute_max_ns": round(float(compute[i].max()), 1),
+                      "noise_mean_ns": round(float(noise[i].mean()), 1),
+                      "noise_ppm": round(float(noise[i].sum() / compute[i].sum() * 1e6), 3),
+                      "gaps": int(r["gaps"].sum()), "gaps_dropped": int(r["dropped"]),
+                      "slowest_share": round(float((slowest == i).mean()), 4),
+                      "sync_ns": round(float(r["sync_ns"]), 1)})
+    return {"measured": measured, "predictions": preds, "nodes": nodes, "work_ns": work_ns, "sync_ns": sync_ns}
+
+
+def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peers: list[dict[str, Any]]) -> None:
+    result = analyse(ranks, opts)
+    P = opts.phases
+    rows: dict[str, list[Any]] = {k: [] for k in ("host", "cpu", "rank", "phase", "compute_ns", "noise_ns",
+                                                   "gaps", "phase_end_ns")}
+    for r in ranks:
+        rows["host"] += [r["host"]] * P
+        rows["cpu"] += [int(r["cpu"])] * P
+        rows["rank"] += [int(r["rank"])] * P
+        rows["phase"] += list(range(P))
+        rows["compute_ns"] += list(r["compute_end_ns"] - r["compute_start_ns"])
+        rows["noise_ns"] += list(r["gap_ns"])
+        rows["gaps"] += list(r["gaps"])
+        rows["phase_end_ns"] += list(r["sync_end_ns"])
+        layout.write_node_table(out, "detours", r["host"], r["cpu"], pa.table({
+            "cpu": pa.array(np.full(len(r["gap_start_ns"]), r["cpu"]), pa.int32()),
+            "start_ns": pa.array(r["gap_start_ns"], pa.int64()), "duration_ns": pa.array(r["gap_len_ns"], pa.int64())}))
+    pq.write_table(pa.table({
+        "host": pa.array(rows["host"], pa.string()), "cpu": pa.array(rows["cpu"], pa.int32()),
+        "rank": pa.array(rows["rank"], pa.int32()), "phase": pa.array(rows["phase"], pa.int32()),
+        "compute_ns": pa.array(rows["compute_ns"], pa.int64()), "noise_ns": pa.array(rows["noise_ns"], pa.int64()),
+        "gaps": pa.array(rows["gaps"], pa.int64()), "phase_end_ns": pa.array(rows["phase_end_ns"], pa.int64())}),
+        out / "bsp_phases.parquet", compression="zstd")
+    t0 = min(int(r["start_unix_ns"]) for r in ranks)
+    node_meta = [{"node": node_key(r["host"], r["cpu"]), "host": r["host"], "cpu": r["cpu"], "rank": r["rank"],
+                  "real_host": r["real_host"], "kernel": r["kernel"], "tsc_hz": r["tsc_hz"],
+                  "iterations": r["iterations"], "cycles_per_iter": r["cycles_per_iter"],
+                  "offset_ns": int(r["start_unix_ns"]) - t0, "partition": layout.partition(r["host"], r["cpu"])}
+                 for r in ranks]
+    m = result["measured"]
+    meta = base_meta(
+        kind="cluster", mode="bsp", id=out.name, host=ranks[0]["host"], kernel=ranks[0]["kernel"],
+        command_line=opts.command_line, start=datetime.fromtimestamp(t0 / 1e9, timezone.utc).isoformat(timespec="seconds"),
+        start_unix_ns=t0, duration_s=m["runtime_s"], interrupted=False, cpus=sorted({int(r["cpu"]) for r in ranks}),
+        cpu_model=sysinfo.cpu_model(), virtualization=sysinfo.virtualization(),
+        options={"phase_ns": opts.phase_ns, "phases": P, "sync": opts.sync, "threshold_ns": opts.threshold_ns,
+                 "cpu_map": opts.cpu_map, "timeout_s": opts.timeout_s, "replications": opts.replications,
+                 "seed": opts.seed},
+        tracing={"enabled": False, "reason": "cluster bsp records the work loop's own gaps, no kernel trace"},
+        lost_events=0, nodes=node_meta,
+        cluster={"ranks": len(ranks), "hosts": sorted({r["host"] for r in ranks}),
+                 "real_hosts": sorted({p["real_host"] for p in peers}),
+                 "cpu_choice": "--cpu-map" if opts.cpu_map else "local rank r -> online CPU (r+1) mod n"},
+        submitted_from=socket.gethostname(),
+    )
+    write_json(out / "meta.json", meta)
+    summary = {
+        "run": {"id": out.name, "kind": "cluster", "mode": "bsp", "nodes": len(ranks), "phases": P,
+                "phase_ns": opts.phase_ns, "work_ns": round(result["work_ns"], 1), "sync": opts.sync,
+                "sync_ns": round(result["sync_ns"], 1), "threshold_ns": opts.threshold_ns},
+        "measured": m,
+        "predictions": result["predictions"],
+        "nodes": result["nodes"],
+    }
+    write_json(out / "summary.json", summary)
+
+
+__all__ = ["BspOptions", "bsp_rank", "analyse", "working_timeline", "JitterscopeError"]
