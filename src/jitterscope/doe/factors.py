@@ -129,7 +129,7 @@ class CacheLoad(Factor):
     LEVELS = ("none", "resident", "thrash")
     ALIASES = {"off": "none"}
     PARAMS = ("cpu", "size")
-    setup_s = 1.0  # starting either load; touching a thrash set larger than the LLC dominates
+    setup_s = 0.6  # starting either load; touching a thrash set larger than the LLC dominates (bench_doe)
 
     def check_machine(self, ctx: Context) -> None:
         from jitterscope.doe.loads import l2_bytes, llc_bytes, mem_available
