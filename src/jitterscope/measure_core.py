@@ -40,6 +40,7 @@ class MeasureOptions:
     report: bool = True
     progress: bool = False
     command_line: list[str] = field(default_factory=lambda: list(sys.argv))
+    note: str | None = None  # shown on stderr once the run has started
 
 
 def default_run_dir() -> Path:
@@ -71,7 +72,14 @@ def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: P
     return run_measurement(opts, out_dir or default_run_dir(), on_tick, before_probe)
 
 
-def validate(opts: MeasureOptions) -> None:
+def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
+    """Check everything the user gave before anything is changed or created."""
+    if out_dir is not None:
+        parent = out_dir.parent if str(out_dir.parent) else Path(".")
+        if out_dir.exists():
+            raise JitterscopeError(f"{out_dir}: already exists; choose a new --out directory")
+        if parent.exists() and not os.access(parent, os.W_OK):
+            raise JitterscopeError(f"{parent}: not writable; choose another --out directory")
     if not opts.cpus:
         raise JitterscopeError("no CPUs to measure")
     sysinfo.check_cpus(opts.cpus)
@@ -86,14 +94,11 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
                     before_probe: Callable[[], None] | None = None) -> Path:
     from jitterscope import analysis
 
-    validate(opts)
-    parent = out_dir.parent if str(out_dir.parent) else Path(".")
-    if out_dir.exists():
-        raise JitterscopeError(f"{out_dir}: already exists; choose a new --out directory")
-    if parent.exists() and not os.access(parent, os.W_OK):
-        raise JitterscopeError(f"{parent}: not writable; choose another --out directory")
+    validate(opts, out_dir)
     tracing_ok, reason = _tracing_state(opts)
     run_dir = create_run_dir(out_dir)
+    if opts.note:
+        print(opts.note, file=sys.stderr)
     start = datetime.now(timezone.utc)
     meta: dict[str, Any] = base_meta(
         kind="measure", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),

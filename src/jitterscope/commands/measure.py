@@ -55,7 +55,7 @@ def _priority(text: str | None) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure_core import MeasureOptions, default_run_dir, run_measurement
+    from jitterscope.measure_core import MeasureOptions, default_run_dir, run_measurement, validate
     from jitterscope.render_text import render_summary
     from jitterscope.rundir import load_run
 
@@ -70,10 +70,12 @@ def run(args: argparse.Namespace) -> int:
         report=not args.no_report,
         progress=not args.json,
     )
+    out_dir = args.out or default_run_dir()
+    validate(opts, out_dir)
     if not args.cpus and not args.json:
-        print(f"measuring CPU {','.join(map(str, cpus))} (CPU {sysinfo.online_cpus()[0]} stays free for "
-              f"jitterscope itself; choose with --cpus)", file=sys.stderr)
-    run_dir = run_measurement(opts, args.out or default_run_dir())
+        opts.note = (f"measuring CPU {','.join(map(str, cpus))} (CPU {sysinfo.online_cpus()[0]} stays free for "
+                     f"jitterscope itself; choose with --cpus)")
+    run_dir = run_measurement(opts, out_dir)
     run = load_run(run_dir, check_tables=False)
     if args.json:
         print(json.dumps(run.summary, indent=2))
