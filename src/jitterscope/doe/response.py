@@ -24,6 +24,25 @@ from jitterscope.errors import JitterscopeError
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
 
+def _run_gently(argv: list[str], timeout: float) -> subprocess.CompletedProcess:
+    """Run measure; on Ctrl-C or a timeout ask it to stop (SIGTERM) so it undoes its own
+    changes (trace instance, priorities) before it is killed."""
+    with subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as proc:
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException as exc:
+            proc.terminate()
+            try:
+                proc.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.communicate()
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise JitterscopeError(f"jitterscope measure did not finish within {timeout:.0f} s") from None
+            raise
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
+
 @dataclass
 class MeasureResponse:
     cpus: list[int]
@@ -56,8 +75,7 @@ class MeasureResponse:
         return a
 
     def run(self, out: Path, fifo: int | None) -> tuple[float, dict[str, Any]]:
-        proc = subprocess.run(self.argv(out, fifo), capture_output=True, text=True,
-                              timeout=self.duration_s * 5 + 120)
+        proc = _run_gently(self.argv(out, fifo), timeout=self.duration_s * 5 + 120)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
             raise JitterscopeError(f"jitterscope measure failed ({proc.returncode}): {last}")
