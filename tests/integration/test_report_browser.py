@@ -14,7 +14,6 @@ import os
 import queue
 import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -22,10 +21,9 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-from fixtures_runs import Injector, build_run  # noqa: E402
+from tests.fixtures_runs import Injector, build_run  # noqa: E402
 
-from conftest import jitterscope  # noqa: E402
+from .conftest import jitterscope  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make browser installs it)")

@@ -30,7 +30,10 @@ _INT_FMT = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else "")
 def _log_axes(ax: Any) -> None:
     """Log axes labelled at 1-2-5 steps in plain units (no 10^x or minor-label clutter)."""
     for axis, fmt in ((ax.xaxis, _NS_FMT), (ax.yaxis, _INT_FMT)):
-        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0), numticks=12))
+        lo, hi = axis.get_view_interval()
+        # Label 1-2-5 within narrow ranges, decades only over wide ones (else labels collide).
+        subs = (1.0, 2.0, 5.0) if hi / max(lo, 1e-9) < 10 ** 2.5 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
         axis.set_major_formatter(fmt)
         axis.set_minor_formatter(NullFormatter())
 
@@ -81,6 +84,7 @@ def timeline_figure(t: dict[str, Any]) -> str:
         ax.set_xlim(0, t["bins"] * t["bin_s"])
         ax.set_ylim(bottom=0)
         ax.margins(y=0.25)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         ax.set_title(f"CPU {t['cpu']}: noise over time by source kind")
         ax.set_xlabel("time since start (s)")
         ax.set_ylabel(f"noise (ppm per {format_ns(t['bin_s'] * 1e9)})")

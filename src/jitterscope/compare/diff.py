@@ -1,0 +1,110 @@
+"""What changed between two samples: new, gone and changed sources, totals per CPU.
+
+Regression rule (documented in docs/commands/compare.md) — something got
+*significantly worse beyond the threshold* when all three hold:
+
+1. significant: its Benjamini-Hochberg q-value is below `alpha` (default 0.01)
+   for the rate test or the duration test (sources) or the block test (totals);
+2. it adds at least `min_ppm` (default 20 ppm = 20 us per second per CPU) of
+   noise, averaged over the compared CPUs (for a total: on that CPU);
+3. its noise is at least `min_ratio` (default 1.5) times what it was (always
+   true for a new source).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from jitterscope.compare import stats as S
+from jitterscope.compare.sample import Key, Sample
+
+
+@dataclass
+class Thresholds:
+    alpha: float = 0.01
+    min_ppm: float = 20.0
+    min_ratio: float = 1.5
+
+
+def _side(sample: Sample, key: Key) -> dict[str, Any]:
+    v = sample.occurrences.get(key, np.zeros(0, np.int64))
+    t_s = sample.exposure_ns / 1e9
+    return {"count": int(len(v)), "rate_hz": len(v) / t_s if t_s > 0 else 0.0,
+            "total_ns": int(v.sum()), "ppm": float(v.sum()) / sample.exposure_ns * 1e6 if sample.exposure_ns else 0.0,
+            "median_ns": float(np.median(v)) if len(v) else 0.0,
+            "p99_ns": float(np.percentile(v, 99)) if len(v) else 0.0}
+
+
+def _finite(x: float) -> float | None:
+    return None if x is None or not math.isfinite(x) else float(x)
+
+
+def diff(base: Sample, new: Sample, th: Thresholds | None = None) -> dict[str, Any]:
+    """Compare two samples of the same CPUs (see the module docstring)."""
+    th = th or Thresholds()
+    keys = sorted(set(base.occurrences) | set(new.occurrences))
+    tests: list[float] = []        # every p-value, for one BH adjustment
+    rows: list[dict[str, Any]] = []
+    for key in keys:
+        b, n = _side(base, key), _side(new, key)
+        rate = S.poisson_rate_test(b["count"], base.exposure_ns, n["count"], new.exposure_ns)
+        dur = S.duration_test(base.occurrences.get(key, np.zeros(0)), new.occurrences.get(key, np.zeros(0)))
+        row: dict[str, Any] = {
+            "kind": key[0], "name": key[1],
+            "names": sorted(base.names.get(key, set()) | new.names.get(key, set())),
+            "base": b, "new": n,
+            "rate": {"ratio": _finite(rate.ratio), "ci95": [_finite(rate.ci[0]), _finite(rate.ci[1])],
+                     "p": rate.p, "q": None, "_i": len(tests)},
+            "duration": None, "delta_ppm": n["ppm"] - b["ppm"],
+            "ppm_ratio": _finite(n["ppm"] / b["ppm"]) if b["ppm"] > 0 else None,
+        }
+        tests.append(rate.p)
+        if dur is not None:
+            row["duration"] = {"median_ratio": _finite(dur.median_ratio), "cliffs_delta": dur.cliffs_delta,
+                               "p": dur.p, "q": None, "_i": len(tests)}
+            tests.append(dur.p)
+        rows.append(row)
+    totals: dict[str, Any] = {}
+    for c in sorted(set(base.cpus) & set(new.cpus)):
+        bp, np_ = base.ppm(c), new.ppm(c)
+        p = S.block_test(base.blocks_ppm[c], new.blocks_ppm[c])
+        totals[str(c)] = {"base_ppm": bp, "new_ppm": np_, "delta_ppm": np_ - bp,
+                          "ratio": _finite(np_ / bp) if bp > 0 else None,
+                          "base_detours": base.detours.get(c, 0), "new_detours": new.detours.get(c, 0),
+                          "p": p, "q": None, "_i": len(tests)}
+        tests.append(p)
+    q = S.bh_adjust(tests)
+    for part in [r["rate"] for r in rows] + [r["duration"] for r in rows if r["duration"]] + list(totals.values()):
+        part["q"] = q[part.pop("_i")]
+
+    out_new, out_gone, out_changed = [], [], []
+    for r in rows:
+        q_min = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
+        r["significant"] = q_min < th.alpha
+        ratio_ok = r["base"]["ppm"] == 0 or r["new"]["ppm"] >= th.min_ratio * r["base"]["ppm"]
+        r["regression"] = bool(r["significant"] and r["delta_ppm"] >= th.min_ppm and ratio_ok)
+        if r["base"]["count"] == 0:
+            out_new.append(r)
+        elif r["new"]["count"] == 0:
+            out_gone.append(r)
+        elif r["significant"]:
+            r["direction"] = "worse" if r["delta_ppm"] > 0 else "better"
+            out_changed.append(r)
+    for t in totals.values():
+        t["significant"] = t["q"] < th.alpha
+        ratio_ok = t["base_ppm"] == 0 or t["new_ppm"] >= th.min_ratio * t["base_ppm"]
+        t["regression"] = bool(t["significant"] and t["delta_ppm"] >= th.min_ppm and ratio_ok)
+    order = lambda r: -abs(r["delta_ppm"])  # noqa: E731
+    regressions = [f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
+                   f"{r['delta_ppm']:+,.0f} ppm)" for r in sorted(rows, key=order) if r["regression"]]
+    regressions += [f"CPU {c} total noise ({t['delta_ppm']:+,.0f} ppm)" for c, t in totals.items() if t["regression"]]
+    return {
+        "new": sorted(out_new, key=order), "gone": sorted(out_gone, key=order),
+        "changed": sorted(out_changed, key=order), "total": totals,
+        "tests": len(tests), "regression": bool(regressions), "regressions": regressions,
+        "thresholds": {"alpha": th.alpha, "min_ppm": th.min_ppm, "min_ratio": th.min_ratio},
+    }

@@ -1,0 +1,68 @@
+"""Terminal rendering of a comparison (the data comes from compare_runs)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitterscope.units import format_ns
+
+
+def _q(q: float | None) -> str:
+    return "q=–" if q is None else f"q={q:.2g}"
+
+
+def _label(r: dict[str, Any]) -> str:
+    names = r.get("names") or []
+    extra = f" ({', '.join(names)})" if names and names != [r["name"]] else ""
+    return f"{r['kind']}:{r['name']}{extra}"
+
+
+def render_compare(res: dict[str, Any]) -> str:
+    b, n = res["runs"]["base"], res["runs"]["new"]
+    th = res["thresholds"]
+    lines = [f"BASE {b['id']} ({b['host']}, {b['duration_s']} s)",
+             f"NEW  {n['id']} ({n['host']}, {n['duration_s']} s)",
+             f"compared CPUs: {', '.join(map(str, res['compared_cpus']))}"]
+    lines += [f"not compared: {x}" for x in res["not_compared"]]
+    lines += [f"note: {x}" for x in res["notes"]]
+    lines.append("")
+    lines.append("Total noise per CPU")
+    for c, t in res["total"].items():
+        ratio = f"x{t['ratio']:.2f}" if t["ratio"] is not None else "new"
+        flag = "  REGRESSION" if t["regression"] else ("  significant" if t["significant"] else "")
+        lines.append(f"  CPU {c}: {t['base_ppm']:,.1f} -> {t['new_ppm']:,.1f} ppm "
+                     f"({t['delta_ppm']:+,.1f} ppm, {ratio}, {_q(t['q'])}){flag}")
+
+    def block(title: str, rows: list[dict[str, Any]], fmt) -> None:
+        lines.append("")
+        lines.append(f"{title} ({len(rows)})" if rows else f"{title}: none")
+        for r in rows:
+            flag = "  REGRESSION" if r["regression"] else ("" if r["significant"] else "  (not significant)")
+            lines.append("  " + fmt(r) + flag)
+
+    block("New sources", res["new"], lambda r: (
+        f"{_label(r)}: {r['new']['count']:,} times ({r['new']['rate_hz']:.3g}/s per CPU), "
+        f"median {format_ns(r['new']['median_ns'])}, {r['delta_ppm']:+,.1f} ppm, {_q(r['rate']['q'])}"))
+    block("Gone sources", res["gone"], lambda r: (
+        f"{_label(r)}: was {r['base']['count']:,} times, {r['base']['ppm']:,.1f} ppm, {_q(r['rate']['q'])}"))
+
+    def changed(r: dict[str, Any]) -> str:
+        parts = [f"{_label(r)} {r['direction']}: {r['base']['ppm']:,.1f} -> {r['new']['ppm']:,.1f} ppm"]
+        rr = r["rate"]
+        if rr["ratio"] is not None:
+            parts.append(f"rate x{rr['ratio']:.2f} [{rr['ci95'][0]:.2f}, {rr['ci95'][1]:.2f}] {_q(rr['q'])}")
+        d = r["duration"]
+        if d is not None:
+            parts.append(f"median {format_ns(r['base']['median_ns'])} -> {format_ns(r['new']['median_ns'])} "
+                         f"(Cliff's delta {d['cliffs_delta']:+.2f}, {_q(d['q'])})")
+        return "; ".join(parts)
+
+    block(f"Changed sources (q < {th['alpha']:g})", res["changed"], changed)
+    lines.append("")
+    if res["regression"]:
+        lines.append("REGRESSION: " + "; ".join(res["regressions"]))
+    else:
+        lines.append("no regression")
+    lines.append(f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {res['tests']} tests, "
+                 f">= {th['min_ppm']:g} ppm more noise, and >= {th['min_ratio']:g}x the base)")
+    return "\n".join(lines)
