@@ -15,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from .conftest import jitterscope, load_json, needs_tracing, probed_cpu
+from .test_trace_session import busy_cpu
 
 PERIOD_MS = 50
 BUSY_MS = 2
@@ -105,3 +106,25 @@ def test_without_tracing_it_still_measures_and_says_why(tmp_path):
     assert s["run"]["tracing"] is False and s["sources"] == []
     assert "attribution off" in s["unexplained"]["likely"]
     assert s["cpus"][str(cpu)]["resolution_ns"] > 0
+
+
+@needs_tracing
+def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path):
+    cpu = probed_cpu()
+    # Context switches every few microseconds fill a 4 KiB buffer faster than it can be read.
+    inj = busy_cpu(cpu, 5.0)
+    try:
+        time.sleep(0.3)
+        run_dir = tmp_path / "run"
+        proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "2s", "--buffer", "4K",
+                           "--out", str(run_dir), "--no-report")
+        assert proc.returncode == 0, proc.stderr
+    finally:
+        inj.kill()
+        inj.wait()
+    summary = load_json((run_dir / "summary.json").read_text())
+    meta = load_json((run_dir / "meta.json").read_text())
+    assert summary["lost_events"] > 0
+    assert meta["lost_events"] == summary["lost_events"]
+    assert f"lost kernel events: {summary['lost_events']}" in proc.stdout
+    assert "attribution is incomplete" in proc.stdout

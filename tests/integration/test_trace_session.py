@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import needs_tracing, probed_cpu
+from .conftest import needs_tracing, probed_cpu
 
 from jitterscope.journal import Journal, recover_stale
 from jitterscope.tracing.parse import parse_trace
