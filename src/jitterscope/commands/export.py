@@ -1,0 +1,54 @@
+"""Export a run for other tools: Perfetto trace, LogGOPSim noise trace, or CSV.
+
+  perfetto   Chrome/Perfetto trace JSON: a track per CPU, each detour with the
+             kernel activity inside it nested below; open in ui.perfetto.dev
+  loggopsim  LogGOPSim noise trace: `start_ns<TAB>duration_ns` per detour, `#`
+             comments; one file per CPU (FILE.cpuN.ext) unless --cpu or 1 CPU
+  csv        one row per detour: cpu, start_ns, duration_ns, main source, all sources
+
+EXAMPLES
+  jitterscope export RUN --format perfetto -o run.json
+  jitterscope export RUN --format loggopsim --cpu 1 -o noise-cpu1.txt
+  jitterscope export RUN --format csv -o detours.csv
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from jitterscope.errors import JitterscopeError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.add_argument("--format", "-f", required=True, choices=["perfetto", "loggopsim", "csv"])
+    p.add_argument("-o", "--out", type=Path, required=True, metavar="FILE", help="file to write")
+    p.add_argument("--cpu", type=int, help="loggopsim: only this CPU")
+    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    from jitterscope.export import write_csv, write_loggopsim, write_perfetto
+    from jitterscope.rundir import load_run
+
+    r = load_run(args.run)
+    if args.cpu is not None and args.format != "loggopsim":
+        raise JitterscopeError("--cpu applies to --format loggopsim only")
+    if not args.out.parent.is_dir() if str(args.out.parent) else False:
+        raise JitterscopeError(f"{args.out.parent}: no such directory")
+    try:
+        if args.format == "perfetto":
+            res = write_perfetto(r, args.out)
+        elif args.format == "loggopsim":
+            res = write_loggopsim(r, args.out, args.cpu)
+        else:
+            res = write_csv(r, args.out)
+    except OSError as err:
+        raise JitterscopeError(f"{args.out}: cannot write ({err.strerror})") from None
+    if args.json:
+        print(json.dumps(res))
+    else:
+        print(f"{res['detours']} detours written as {res['format']}: {', '.join(res['files'])}")
+    return 0

@@ -1,0 +1,62 @@
+"""LogGOPSim noise traces: one line per detour, `start<TAB>duration` in ns.
+
+LogGOPSim (Hoefler, Schneider & Lumsdaine, "LogGOPSim - Simulating
+Large-Scale Applications in the LogGOPS Model", HPDC/LSAP 2010; noise
+injection in "Characterizing the Influence of System Noise on Large-Scale
+Applications by Simulation", SC 2010) replays a measured noise trace per
+simulated process: each detour delays the process at its start time by its
+duration.  Lines starting with `#` are comments.  A trace is one CPU's
+timeline, so a multi-CPU run gives one file per CPU.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import Run
+
+
+def write_loggopsim(run: Run, out: Path, cpu: int | None = None) -> dict[str, Any]:
+    det = run.detours
+    d_cpu = det.column("cpu").to_numpy()
+    d_start = det.column("start_ns").to_numpy()
+    d_dur = det.column("duration_ns").to_numpy()
+    if cpu is not None and cpu not in run.cpus:
+        raise JitterscopeError(f"CPU {cpu} was not measured in this run (CPUs {run.cpus})")
+    cpus = [cpu] if cpu is not None else run.cpus
+    threshold = int(float((run.meta.get("options") or {}).get("threshold_ns") or 0))
+    files = []
+    for c in cpus:
+        path = out if len(cpus) == 1 else out.with_name(f"{out.stem}.cpu{c}{out.suffix}")
+        sel = d_cpu == c
+        header = [
+            "# LogGOPSim noise trace written by jitterscope",
+            f"# run {run.meta.get('id')} host {run.meta.get('host')} kernel {run.meta.get('kernel')}",
+            f"# cpu {c}; duration {run.duration_ns} ns; threshold {threshold} ns",
+            f"# detours {int(sel.sum())}; noise {int(d_dur[sel].sum())} ns",
+            "# start_ns\tduration_ns",
+        ]
+        body = np.column_stack([d_start[sel], d_dur[sel]]).astype(np.int64)
+        with open(path, "w") as f:
+            f.write("\n".join(header) + "\n")
+            np.savetxt(f, body, fmt="%d", delimiter="\t")
+        files.append(str(path))
+    return {"format": "loggopsim", "files": files, "detours": int(np.isin(d_cpu, cpus).sum())}
+
+
+def read_loggopsim(path: Path) -> np.ndarray:
+    """(start_ns, duration_ns) rows of a noise trace; `#` lines skipped."""
+    rows = []
+    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split("\t")
+        if len(parts) != 2:
+            raise JitterscopeError(f"{path}:{n}: expected start<TAB>duration, got {line!r}")
+        rows.append((int(parts[0]), int(parts[1])))
+    return np.array(rows, dtype=np.int64).reshape(-1, 2)

@@ -1,0 +1,95 @@
+"""Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing).
+
+One process ("jitterscope run <id>") with one thread track per CPU.  Each
+detour is a complete ("X") event; the kernel activity inside it is nested
+below as X events on the same track, clipped to the detour so that nesting is
+exact.  Timestamps are microseconds (the format's unit) with ns precision.
+Format: "Trace Event Format", Google, docs.google.com/document/d/1CvAClvFfyA5R-PhYUmn5OOQtYMH4h6I0nSsKchNAySU.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.rundir import Run
+
+PID = 1
+
+
+def _us(ns: np.ndarray | int) -> Any:
+    return np.round(np.asarray(ns, dtype=np.float64) / 1000.0, 3)
+
+
+def build_trace(run: Run) -> dict[str, Any]:
+    det = run.detours
+    d_cpu = det.column("cpu").to_numpy()
+    d_start = det.column("start_ns").to_numpy()
+    d_dur = det.column("duration_ns").to_numpy()
+    d_end = d_start + d_dur
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"jitterscope run {run.meta.get('id')}"}}]
+    for i, c in enumerate(run.cpus):
+        events.append({"ph": "M", "pid": PID, "tid": int(c), "name": "thread_name", "args": {"name": f"CPU {c}"}})
+        events.append({"ph": "M", "pid": PID, "tid": int(c), "name": "thread_sort_index", "args": {"sort_index": i}})
+    # Per detour: its sources and their ns, as the detour event's args.
+    att = run.attribution
+    a_det = att.column("detour").to_numpy()
+    labels = [f"{k}:{n}" for k, n in zip(att.column("kind").to_pylist(), att.column("name").to_pylist())]
+    a_ns = att.column("ns").to_numpy()
+    parts: dict[int, dict[str, int]] = {}
+    for d, lab, ns in zip(a_det.tolist(), labels, a_ns.tolist()):
+        parts.setdefault(d, {})[lab] = ns
+    ts, dur = _us(d_start), _us(d_dur)
+    for i in range(len(d_start)):
+        src = parts.get(i, {})
+        top = max(src, key=src.get) if src else "detour"
+        events.append({"ph": "X", "pid": PID, "tid": int(d_cpu[i]), "ts": float(ts[i]), "dur": float(dur[i]),
+                       "name": f"detour ({top.split(':', 1)[-1]})", "cat": "detour",
+                       "args": {"duration_ns": int(d_dur[i]), "sources_ns": src}})
+    # Kernel activity overlapping a detour, clipped to it (an activity on a
+    # probed CPU overlaps at most one detour: the probe was not running).
+    act = run.activity
+    if act.num_rows:
+        a_cpu = act.column("cpu").to_numpy()
+        a_s = act.column("start_ns").to_numpy()
+        a_e = act.column("end_ns").to_numpy()
+        kinds = act.column("kind").to_pylist()
+        names = act.column("name").to_pylist()
+        depth = act.column("depth").to_numpy()
+        for c in run.cpus:
+            dsel = np.flatnonzero(d_cpu == c)
+            asel = np.flatnonzero(a_cpu == c)
+            if not len(dsel) or not len(asel):
+                continue
+            k = np.searchsorted(d_start[dsel], a_e[asel], side="left") - 1
+            ok = k >= 0
+            k = np.where(ok, k, 0)
+            hit = ok & (d_end[dsel][k] > a_s[asel])
+            for j, kk in zip(asel[hit], k[hit]):
+                di = dsel[kk]
+                s, e = max(a_s[j], d_start[di]), min(a_e[j], d_end[di])
+                if e <= s:
+                    continue
+                events.append({"ph": "X", "pid": PID, "tid": int(c), "ts": float(_us(s)), "dur": float(_us(e - s)),
+                               "name": names[j], "cat": kinds[j],
+                               "args": {"kind": kinds[j], "depth": int(depth[j]), "ns": int(e - s)}})
+    # Stable order: by track, start, then longer (outer) first, so viewers nest correctly.
+    body = [e for e in events if e["ph"] == "X"]
+    body.sort(key=lambda e: (e["tid"], e["ts"], -e["dur"]))
+    return {"traceEvents": [e for e in events if e["ph"] == "M"] + body, "displayTimeUnit": "ns",
+            "otherData": {"host": run.meta.get("host"), "kernel": run.meta.get("kernel"),
+                          "run": run.meta.get("id"), "start": run.meta.get("start"),
+                          "lost_events": int(run.meta.get("lost_events", 0) or 0)}}
+
+
+def write_perfetto(run: Run, out: Path) -> dict[str, Any]:
+    trace = build_trace(run)
+    with open(out, "w") as f:
+        json.dump(trace, f, separators=(",", ":"))
+    n = sum(1 for e in trace["traceEvents"] if e.get("cat") == "detour")
+    return {"format": "perfetto", "files": [str(out)], "detours": n,
+            "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X")}

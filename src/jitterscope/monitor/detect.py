@@ -1,0 +1,62 @@
+"""New and regressed sources, window by window, with compare's test.
+
+The baseline is the pool of the first `baseline_windows` good windows (or a
+given baseline run).  Each later window is diffed against it; a line is logged
+when a source (or a CPU's total) *becomes* new-and-significant or regressed,
+and again when it recovers, so a persistent change is reported once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jitterscope.compare import Thresholds, diff, from_run, pool
+from jitterscope.compare.sample import Sample
+from jitterscope.rundir import Run
+
+
+class Detector:
+    def __init__(self, cpus: list[int], baseline_windows: int = 3, thresholds: Thresholds | None = None,
+                 baseline: Sample | None = None) -> None:
+        self.cpus = cpus
+        self.needed = baseline_windows
+        self.th = thresholds or Thresholds()
+        self._parts: list[Sample] = []
+        self.baseline = baseline
+        self.flagged: dict[str, str] = {}   # label -> description, currently regressed
+
+    @property
+    def ready(self) -> bool:
+        return self.baseline is not None
+
+    def feed(self, run: Run) -> list[str]:
+        """Take one finished window; return the log lines it causes."""
+        sample = from_run(run, self.cpus)
+        if self.baseline is None:
+            self._parts.append(sample)
+            if len(self._parts) >= self.needed:
+                self.baseline = pool(self._parts)
+                self._parts = []
+                return [f"baseline ready: {len(self.baseline.ids)} windows, "
+                        f"{self.baseline.exposure_ns / 1e9:.3g} CPU-seconds"]
+            return []
+        res = diff(self.baseline, sample, self.th)
+        return self._transitions(res)
+
+    def _transitions(self, res: dict[str, Any]) -> list[str]:
+        now: dict[str, str] = {}
+        for r in res["new"] + res["changed"]:
+            if r["regression"]:
+                what = "NEW SOURCE" if r["base"]["count"] == 0 else "REGRESSED"
+                q = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
+                now[f"{r['kind']}:{r['name']}"] = (
+                    f"{what} {r['kind']}:{r['name']}: {r['base']['ppm']:,.1f} -> {r['new']['ppm']:,.1f} ppm "
+                    f"({r['new']['count']} times, q={q:.2g})")
+        for c, t in res["total"].items():
+            if t["regression"]:
+                now[f"cpu{c}"] = (f"REGRESSED CPU {c} total noise: {t['base_ppm']:,.1f} -> {t['new_ppm']:,.1f} ppm "
+                                  f"(q={t['q']:.2g})")
+        lines = [desc for label, desc in now.items() if label not in self.flagged]
+        lines += [f"RECOVERED {label}" for label in self.flagged if label not in now]
+        self.flagged = now
+        return lines

@@ -1,0 +1,144 @@
+"""The monitor's main loop: measure a window every interval, keep history,
+update metrics, detect new/regressed sources; survive failed windows; stop
+cleanly on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, TextIO
+
+from jitterscope.compare import Thresholds
+from jitterscope.errors import JitterscopeError
+from jitterscope.monitor.detect import Detector
+from jitterscope.monitor.history import History
+from jitterscope.monitor.metrics import MonitorState, render_metrics, source_rows
+from jitterscope.rundir import load_run
+
+MeasureFn = Callable[..., Path]
+
+
+@dataclass
+class MonitorOptions:
+    cpus: list[int]
+    interval_s: float
+    window_s: float
+    history: Path
+    port: int = 9469
+    threshold_ns: float = 1000.0
+    trace: bool = True
+    priority: int | None = None
+    max_windows: int = 100
+    max_bytes: int = 512 * 1024**2
+    baseline_windows: int = 3
+    stop_after: int | None = None          # windows, then exit (tests, benchmarks)
+    thresholds: Thresholds = field(default_factory=Thresholds)
+
+
+def _default_measure() -> MeasureFn:
+    from jitterscope.measure_core import measure
+
+    return measure
+
+
+class Monitor:
+    def __init__(self, opts: MonitorOptions, measure_fn: MeasureFn | None = None, log: TextIO = sys.stderr) -> None:
+        self.opts = opts
+        self.measure = measure_fn or _default_measure()
+        self.out = log
+        self.history = History(opts.history, opts.max_windows, opts.max_bytes)
+        self.state = MonitorState(window_s=opts.window_s, interval_s=opts.interval_s)
+        self.detector = Detector(opts.cpus, opts.baseline_windows, opts.thresholds)
+        self.metrics_text = render_metrics(self.state)
+        self.stopping = False
+
+    def log(self, msg: str) -> None:
+        stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        print(f"{stamp} {msg}", file=self.out, flush=True)
+
+    def window(self) -> None:
+        """One window: measure, record, detect.  Raises only on a stop request."""
+        out = self.history.next_dir()
+        seq = self.history.seq
+        try:
+            run_dir = self.measure(cpus=self.opts.cpus, duration_ns=self.opts.window_s * 1e9,
+                                   threshold_ns=self.opts.threshold_ns, out_dir=out, trace=self.opts.trace,
+                                   priority=self.opts.priority, report=False, progress=False)
+            run = load_run(run_dir)
+        except KeyboardInterrupt:
+            if not (out / "summary.json").exists():
+                self.history.discard(out)  # half-written window: nothing to keep
+            raise
+        except Exception as err:  # a failed window is logged and skipped, never fatal
+            self.state.failures_total += 1
+            self.history.discard(out)
+            msg = str(err).splitlines()[0] if str(err) else type(err).__name__
+            self.log(f"window {seq} failed: {msg}")
+            self._publish()
+            return
+        s = run.summary
+        self.state.windows_total += 1
+        self.state.last = s
+        self.state.sources = source_rows(s)
+        self.state.lost_events_total += int(s.get("lost_events", 0) or 0)
+        self.state.last_end_unix = time.time()
+        cpus = ", ".join(f"CPU {c} {v.get('noise_ppm', 0):,.1f} ppm ({v.get('detours', 0)} detours)"
+                         for c, v in (s.get("cpus") or {}).items())
+        lost = int(s.get("lost_events", 0) or 0)
+        self.log(f"window {seq}: {cpus}; unexplained {(s.get('unexplained') or {}).get('share', 0) * 100:.0f}%"
+                 + (f"; LOST {lost} trace events" if lost else ""))
+        if not run.meta.get("interrupted"):
+            try:
+                for line in self.detector.feed(run):
+                    self.log(line)
+            except JitterscopeError as err:
+                self.log(f"window {seq}: comparison skipped: {err}")
+        self.state.regressions = len(self.detector.flagged)
+        del run
+        self.history.prune()
+        self._publish()
+
+    def _publish(self) -> None:
+        # One string swap: the server thread always sees a complete page.
+        self.metrics_text = render_metrics(self.state)
+
+    def run(self) -> int:
+        from jitterscope.monitor.server import start_server
+
+        srv = start_server(self.opts.port, lambda: self.metrics_text)
+        host, port = srv.server_address[:2]
+        self.log(f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {self.opts.window_s:g} s every "
+                 f"{self.opts.interval_s:g} s; history {self.history.root} (<= {self.opts.max_windows} windows, "
+                 f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{host}:{port}/metrics")
+        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+
+        def stop(signum: int, _frame: Any) -> None:
+            self.stopping = True
+            raise KeyboardInterrupt  # ends a window in progress early (measure writes it whole)
+
+        for s in old:
+            signal.signal(s, stop)
+        try:
+            next_start = time.monotonic()
+            while not self.stopping:
+                self.window()
+                if self.opts.stop_after is not None and self.state.windows_total + self.state.failures_total \
+                        >= self.opts.stop_after:
+                    break
+                next_start += self.opts.interval_s
+                while not self.stopping and time.monotonic() < next_start:
+                    time.sleep(min(0.2, max(0.0, next_start - time.monotonic())))
+                next_start = max(next_start, time.monotonic())
+        except KeyboardInterrupt:
+            pass
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+            srv.shutdown()
+            srv.server_close()
+        self.log(f"stopped after {self.state.windows_total} windows ({self.state.failures_total} failed)")
+        return 0
