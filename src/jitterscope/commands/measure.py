@@ -81,6 +81,8 @@ def run(args: argparse.Namespace) -> int:
         print(json.dumps(run.summary, indent=2))
     else:
         print(render_summary(run.summary, str(run_dir), run.meta))
+        if (run_dir / "report.html").exists():
+            print(f"Report: {run_dir / 'report.html'}")
         if not run.tracing:
             print(f"Attribution off: {run.meta['tracing'].get('reason')}")
     return 0
