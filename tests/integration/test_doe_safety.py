@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import jitterscope, probed_cpu
+from .conftest import jitterscope, probed_cpu
 from jitterscope.journal import journal_dir, read_setting
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
@@ -30,6 +30,11 @@ def snapshot() -> dict[str, object]:
             s[p] = read_setting(p)
     for t in glob.glob("/proc/[0-9]*/task/[0-9]*"):
         try:
+            # Other jitterscope runs and test sessions on this shared machine move themselves
+            # (measure keeps its own thread off the probed CPU); every other task is compared.
+            cmd = Path(t.split("/task/")[0], "cmdline").read_bytes()
+            if b"jitterscope" in cmd or b"pytest" in cmd:
+                continue
             s["affinity " + t] = sorted(os.sched_getaffinity(int(t.rsplit("/", 1)[1])))
         except OSError:
             pass
