@@ -30,12 +30,13 @@ from jitterscope import sysinfo
 from jitterscope.cluster import layout
 from jitterscope.cluster.bspwork import WorkLoop, calibrate, rdtsc
 from jitterscope.cluster.measure import check_out, choose_cpu, shared_cpu_warnings
-from jitterscope.cluster.mpi import Cluster
+from jitterscope.cluster.mpi import Cluster, ClusterTimeout
 from jitterscope.cluster.summary import node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import base_meta, create_run_dir, write_json
 
 SYNC_SAMPLES = 300
+SYNC_THRESHOLD_NS = 20_000
 
 
 @dataclass
@@ -50,6 +51,7 @@ class BspOptions:
     replications: int
     seed: int
     command_line: list[str]
+    priority: int | None = None
 
 
 def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
@@ -70,6 +72,11 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
             datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-bsp-{cluster.node}")
         check_out(out)
     os.sched_setaffinity(0, {cpu})  # the work and the synchronization run on the measured CPU
+    if opts.priority is not None:
+        try:  # only this rank's own scheduling: nothing on the system to restore
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(opts.priority))
+        except PermissionError:
+            raise JitterscopeError("--priority needs root or CAP_SYS_NICE") from None
     hz = tsc_hz()
     loop = WorkLoop(max(1, round(opts.threshold_ns * hz / 1e9)))
     cluster.checkpoint("calibration")
@@ -77,14 +84,30 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
 
     send = np.zeros(1)
     recv = np.zeros(1)
+    # Noise while waiting at a synchronization matters too (a preempted rank
+    # completes the barrier late); the Python poll loop sees gaps above
+    # SYNC_THRESHOLD_NS (its own iterations take about a microsecond).
+    sync_thr = max(loop.threshold, round(SYNC_THRESHOLD_NS * hz / 1e9))
+    sync_gaps: list[tuple[int, int]] = []
 
     def sync(value: float) -> None:
         deadline = time.monotonic() + opts.timeout_s
         if opts.sync == "barrier":
-            cluster.barrier_spin(deadline)
+            req = cluster.comm.Ibarrier()
         else:
             send[0] = value
-            cluster.allreduce_spin(send, recv, deadline)
+            req = cluster.comm.Iallreduce(send, recv)
+        prev = rdtsc()
+        checks = 0
+        while not req.Test():
+            now = rdtsc()
+            if now - prev > sync_thr:
+                sync_gaps.append((prev, now - prev))
+            prev = now
+            checks += 1
+            if checks % 1024 == 0 and time.monotonic() > deadline:
+                raise ClusterTimeout(f"a{'n' if opts.sync == 'allreduce' else ''} {opts.sync} did not complete "
+                                     f"within {opts.timeout_s:.0f} s (--timeout): another rank failed or hangs")
 
     cluster.checkpoint("sync calibration")
     costs = []
@@ -93,6 +116,7 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
         sync(1.0)
         costs.append(rdtsc() - a)
     sync_cycles = float(statistics.median(costs))
+    sync_gaps.clear()
 
     P = opts.phases
     first = np.zeros(P, dtype=np.int64)
@@ -103,12 +127,18 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     cluster.checkpoint("start")
     sync(0.0)  # a tight synchronization: every rank leaves it within a few microseconds
     t0 = rdtsc()
+    sync_gaps.clear()
     for k in range(P):
         f, la, g, gc = loop.spin(cal.iterations)
         sync((la - f) / hz)
         sync_end[k] = rdtsc()
         first[k], last[k], ngaps[k], gap_cycles[k] = f, la, g, gc
     gs, gl = loop.gaps()
+    if sync_gaps:  # one timeline: the work's gaps and the waits' gaps, in time order
+        sg = np.array(sync_gaps, dtype=np.uint64)
+        gs, gl = np.concatenate([gs, sg[:, 0]]), np.concatenate([gl, sg[:, 1]])
+        order = np.argsort(gs, kind="stable")
+        gs, gl = gs[order], gl[order]
 
     def ns(cycles: np.ndarray) -> np.ndarray:
         return np.round(cycles.astype(np.float64) * (1e9 / hz)).astype(np.int64)
@@ -120,6 +150,7 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
         "compute_start_ns": ns(first - t0), "compute_end_ns": ns(last - t0), "gaps": ngaps,
         "gap_ns": ns(gap_cycles), "sync_end_ns": ns(sync_end - t0),
         "gap_start_ns": ns(gs.astype(np.int64) - t0), "gap_len_ns": ns(gl.astype(np.int64)),
+        "sync_gaps": len(sync_gaps), "sync_threshold_ns": sync_thr * 1e9 / hz,
         "kernel": os.uname().release, "start_unix_ns": time.time_ns() - int(ns(sync_end[-1:] - t0)[0]),
     })
     got = cluster.gather_bytes(payload, "its phase timings")
@@ -132,14 +163,12 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     return out
 
 
-def working_timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
-    """A rank's gaps in working time: the waits at synchronizations cut out."""
-    start, end = r["compute_start_ns"].astype(float), r["compute_end_ns"].astype(float)
-    dur = end - start
-    offset = np.concatenate([[0.0], np.cumsum(dur)[:-1]])
-    gs = r["gap_start_ns"].astype(float)
-    k = np.clip(np.searchsorted(start, gs, side="right") - 1, 0, len(start) - 1)
-    return offset[k] + (gs - start[k]), r["gap_len_ns"].astype(float), float(dur.sum())
+def timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
+    """A rank's noise timeline over the whole run: the gaps its work loop saw
+    (above --threshold) and those its synchronization waits saw (above
+    SYNC_THRESHOLD_NS), in ns since the run's start."""
+    s, ln = r["gap_start_ns"].astype(float), r["gap_len_ns"].astype(float)
+    return s, ln, float(r["sync_end_ns"][-1])
 
 
 def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
@@ -169,12 +198,13 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
                 "work_sd_ns": round(float(clean.std(axis=1).mean()), 1)}
     timelines = []
     for r in ranks:
-        s, ln, span = working_timeline(r)
+        s, ln, span = timeline(r)
         timelines.append(predict.Timeline(s, ln, span))
     preds: dict[str, Any] = {}
     for key, fn in (("trace_driven", lambda: predict.trace_driven(timelines, works, sync_ns, P,
                                                                  opts.replications, opts.seed)),
-                    ("fitted", lambda: predict.fitted(timelines, works, sync_ns, P))):
+                    ("fitted", lambda: predict.fitted(timelines, works, sync_ns, P)),
+                    ("replay", lambda: predict.trace_driven(timelines, works, sync_ns, P, aligned=True))):
         try:
             p = fn()
         except (ValueError, RuntimeError, FloatingPointError) as err:
@@ -235,6 +265,7 @@ def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peer
         cpu_model=sysinfo.cpu_model(), virtualization=sysinfo.virtualization(),
         options={"phase_ns": opts.phase_ns, "phases": P, "sync": opts.sync, "threshold_ns": opts.threshold_ns,
                  "cpu_map": opts.cpu_map, "timeout_s": opts.timeout_s, "replications": opts.replications,
+                 "priority": opts.priority,
                  "seed": opts.seed},
         tracing={"enabled": False, "reason": "cluster bsp records the work loop's own gaps, no kernel trace"},
         lost_events=0, nodes=node_meta,
@@ -255,4 +286,4 @@ def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peer
     write_json(out / "summary.json", summary)
 
 
-__all__ = ["BspOptions", "bsp_rank", "analyse", "working_timeline", "JitterscopeError"]
+__all__ = ["BspOptions", "bsp_rank", "analyse", "timeline", "JitterscopeError"]

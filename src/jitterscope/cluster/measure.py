@@ -43,6 +43,26 @@ class ClusterMeasureOptions:
     command_line: list[str]
 
 
+def parse_cpu_map(text: str) -> list[int]:
+    """--cpu-map: CPUs in local-rank order; ranges (2-5) allowed, order and repeats kept."""
+    out: list[int] = []
+    for item in text.split(","):
+        item = item.strip()
+        try:
+            if "-" in item:
+                a, b = (int(x) for x in item.split("-", 1))
+                if b < a:
+                    raise ValueError
+                out += list(range(a, b + 1))
+            else:
+                out.append(int(item))
+        except ValueError:
+            raise JitterscopeError(f"malformed --cpu-map {text!r}: use CPUs in rank order, e.g. 1,2,3 or 1-3") from None
+    if any(c < 0 for c in out):
+        raise JitterscopeError(f"malformed --cpu-map {text!r}: CPUs are non-negative")
+    return out
+
+
 def choose_cpu(local_rank: int, online: list[int], cpu_map: list[int] | None) -> int:
     """The CPU a rank measures.
 

@@ -121,6 +121,10 @@ class Cluster:
         more = f" and {len(ranks) - 8} more" if len(ranks) > 8 else ""
         return f"rank{'s' if len(ranks) > 1 else ''} {shown}{more}"
 
+    @staticmethod
+    def _they(ranks: list[int]) -> str:
+        return "it" if len(ranks) == 1 else "they"
+
     # -- polling ------------------------------------------------------------------------
     def _tag(self) -> int:
         self._seq += 1  # every rank makes the same sequence of calls, so tags match
@@ -166,7 +170,7 @@ class Cluster:
         if not self._poll(lambda: bool(MPI.Request.Testall(size_reqs)), deadline, False):
             missing = [r for r, q in zip(range(1, self.size), size_reqs) if not q.Test()]
             raise ClusterTimeout(f"{self.describe(missing)} did not deliver {what} within {limit:.0f} s "
-                                 f"(--timeout): they failed or hang")
+                                 f"(--timeout): {self._they(missing)} failed or hang{'s' if len(missing) == 1 else ''}")
         bufs = [np.empty(int(sizes[r, 0]), dtype=np.uint8) for r in range(self.size)]
         bufs[0] = data
         data_reqs = [self.comm.Irecv(bufs[r], source=r, tag=tag + 1) for r in range(1, self.size)]
@@ -190,7 +194,7 @@ class Cluster:
                 missing = [r for i, r in enumerate(range(1, self.size))
                            if not (reqs[2 * i].Test() and reqs[2 * i + 1].Test())]
                 raise ClusterTimeout(f"{self.describe(missing)} did not take {what} within {limit:.0f} s: "
-                                     f"they failed or hang")
+                                     f"{self._they(missing)} failed or hang{'s' if len(missing) == 1 else ''}")
             return payload or b""
         size = np.zeros(1, dtype=np.int64)
         req = self.comm.Irecv(size, source=0, tag=tag)
@@ -216,19 +220,3 @@ class Cluster:
 
     def bcast_obj(self, obj: Any, what: str) -> Any:
         return pickle.loads(self.bcast_bytes(pickle.dumps(obj) if self.rank == 0 else None, what))
-
-    # -- tight synchronizations for the BSP benchmark -------------------------------------
-    def barrier_spin(self, deadline: float) -> None:
-        """MPI_Ibarrier polled without sleeping (as a blocking barrier would spin)."""
-        req = self.comm.Ibarrier()
-        if not self._poll(req.Test, deadline, True):
-            raise ClusterTimeout(f"a barrier did not complete within {self.timeout_s:.0f} s (--timeout): "
-                                 f"another rank failed or hangs")
-
-    def allreduce_spin(self, value: np.ndarray, out: np.ndarray, deadline: float) -> None:
-        """MPI_Iallreduce (sum) polled without sleeping."""
-        MPI = load_mpi()
-        req = self.comm.Iallreduce(value, out, op=MPI.SUM)
-        if not self._poll(req.Test, deadline, True):
-            raise ClusterTimeout(f"an allreduce did not complete within {self.timeout_s:.0f} s (--timeout): "
-                                 f"another rank failed or hangs")

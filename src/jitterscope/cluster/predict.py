@@ -19,9 +19,10 @@ The ideal is P (max_i W_i + S).
   variable as the integral of its survival function; e.g. David & Nagaraja,
   "Order Statistics", 3rd ed., 2003, section 3.1), computed numerically.
 
-A timeline is (start_ns, length_ns) of the gaps the work loop saw, in that
-node's *working* time: the waits at synchronizations are cut out, so each
-timeline says what noise a working CPU meets per unit of work time.
+A timeline is (start_ns, length_ns) of the gaps a node's loops saw over the
+run (the work loop's and the synchronization poll loop's), in ns since its start.
+In the trace-driven mode the synchronization is S of work on every node from
+the moment the last node arrives, so noise on any node then delays it too.
 """
 
 from __future__ import annotations
@@ -90,17 +91,29 @@ def _works(work_ns: float | list[float], n: int) -> list[float]:
 
 
 def trace_driven(timelines: list[Timeline], work_ns: float | list[float], sync_ns: float, phases: int,
-                 replications: int = 200, seed: int = 1) -> Prediction:
+                 replications: int = 200, seed: int = 1, aligned: bool = False) -> Prediction:
+    """aligned=True replays every timeline from its start (offset 0): the
+    recorded run itself, a check of the model rather than a prediction."""
     rng = np.random.default_rng(seed)
     n = len(timelines)
     works = _works(work_ns, n)
-    offsets = np.stack([rng.uniform(0, tl.span, replications) for tl in timelines], axis=1)  # R x N
+    if aligned:
+        replications = 1
+        offsets = np.zeros((1, n))
+    else:
+        offsets = np.stack([rng.uniform(0, tl.span, replications) for tl in timelines], axis=1)  # R x N
     t = np.zeros(replications)
+    ends = np.empty((replications, n))
     for _ in range(phases):
-        ends = np.empty((replications, n))
         for i, tl in enumerate(timelines):
             ends[:, i] = tl.finish(t + offsets[:, i], works[i]) - offsets[:, i]
-        t = ends.max(axis=1) + sync_ns
+        last = ends.max(axis=1)
+        # The synchronization needs every node running: noise on any node at
+        # that moment delays it (the sync is S of work on every node, from the
+        # moment the last one arrives).
+        for i, tl in enumerate(timelines):
+            ends[:, i] = tl.finish(last + offsets[:, i], sync_ns) - offsets[:, i]
+        t = ends.max(axis=1)
     runtimes = t / 1e9
     sd = float(runtimes.std(ddof=1)) if replications > 1 else None
     ci = 1.96 * sd / np.sqrt(replications) if sd is not None else None

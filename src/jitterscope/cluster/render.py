@@ -56,7 +56,8 @@ def render_bsp(s: dict[str, Any], out: Path) -> str:
              f"sync {r['sync']} (noise-free {format_ns(r['sync_ns'])})",
              f"  ideal (no noise)      {m['ideal_s']:.6f} s",
              f"  measured              {m['runtime_s']:.6f} s   slowdown {m['slowdown'] * 100:+.2f}%"]
-    for key, label in (("trace_driven", "simulated, trace"), ("fitted", "simulated, fitted")):
+    for key, label in (("trace_driven", "simulated, trace"), ("fitted", "simulated, fitted"),
+                       ("replay", "replayed as recorded")):
         p = s["predictions"].get(key)
         if not p:
             continue
@@ -64,7 +65,7 @@ def render_bsp(s: dict[str, Any], out: Path) -> str:
             lines.append(f"  {label:<21} unavailable: {p['error']}")
             continue
         ci = p.get("ci95_s")
-        ci_txt = f" ±{ci:.6f}" if ci else ""
+        ci_txt = f" ±{ci:.6f}" if ci else " " * 9
         lines.append(f"  {label:<21} {p['runtime_s']:.6f} s{ci_txt}   slowdown {p['slowdown'] * 100:+.2f}%   "
                      f"error {p['slowdown_error'] * 100:+.2f} points ({p['runtime_rel_error'] * 100:+.2f}% of runtime)")
     lines += ["", f"{'node':<28} {'compute mean':>13} {'noise/phase':>12} {'slowest in':>11}"]

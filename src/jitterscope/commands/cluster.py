@@ -38,7 +38,7 @@ import sys
 from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import parse_cpulist, parse_duration_ns, parse_duration_s, parse_size
+from jitterscope.units import parse_duration_ns, parse_duration_s, parse_size
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -68,6 +68,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--replications", default=200, type=int, metavar="R",
                    help="simulator replications for the trace-driven prediction (default 200)")
     b.add_argument("--seed", default=1, type=int, help="simulator seed (default 1)")
+    b.add_argument("--priority", metavar="fifo:N",
+                   help="run each rank SCHED_FIFO at priority N (only higher-priority work and interrupts then delay it)")
     _common(b)
 
 
@@ -85,7 +87,9 @@ def run(args: argparse.Namespace) -> int:
     timeout_s = parse_duration_s(args.timeout, what="--timeout")
     if timeout_s <= 0:
         raise JitterscopeError("--timeout must be positive")
-    cpu_map = parse_cpulist(args.cpu_map) if args.cpu_map else None
+    from jitterscope.cluster.measure import parse_cpu_map
+
+    cpu_map = parse_cpu_map(args.cpu_map) if args.cpu_map else None
     threshold_ns = parse_duration_ns(args.threshold, what="--threshold")
     cluster = Cluster.start(args.cluster_command, timeout_s)
     if args.cluster_command == "measure":
@@ -130,7 +134,7 @@ def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold
             raise JitterscopeError("--phase must be at least 10us (the work loop is calibrated to it)")
         return BspOptions(phase_ns=phase_ns, phases=args.phases, sync=args.sync, threshold_ns=threshold_ns,
                           cpu_map=cpu_map, out=args.out, timeout_s=timeout_s, replications=args.replications,
-                          seed=args.seed, command_line=list(sys.argv))
+                          seed=args.seed, command_line=list(sys.argv), priority=_priority(args.priority))
 
     opts = cluster.run(prepare)
     out = cluster.run(lambda: bsp_rank(cluster, opts))
