@@ -75,6 +75,17 @@ def test_two_ranks_gather_every_rank(tmp_path: Path) -> None:
     summary = json.loads(proc.stdout)  # only rank 0 prints, and only JSON
     check_gathered(out, 2, summary)
     assert {r["node"] for r in summary["nodes"]} == {"node0:1", "node1:0"}  # default: local rank r -> CPU (r+1) mod 2
+    # report and compare understand cluster runs.
+    rep = subprocess.run([sys.executable, "-m", "jitterscope", "report", str(out)], capture_output=True, text=True)
+    assert rep.returncode == 0, rep.stderr
+    page = (out / "report.html").read_text()
+    assert "node0:1" in page and "node1:0" in page and "<svg" in (out / "report-heatmap.svg").read_text()
+    cmp = subprocess.run([sys.executable, "-m", "jitterscope", "compare", str(out), str(out), "--json"],
+                         capture_output=True, text=True)
+    assert cmp.returncode == 0, cmp.stderr
+    diff = json.loads(cmp.stdout)
+    assert diff["kind"] == "cluster" and {x["node"] for x in diff["nodes"]} == {"node0:1", "node1:0"}
+    assert all(x["delta_ppm"] == 0 for x in diff["nodes"])
 
 
 @needs_tracing

@@ -16,6 +16,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     from jitterscope.report.figures import build_figures
     from jitterscope.report.html import render_html
 
+    run = load_run(run_dir, check_tables=False)
+    if run.meta.get("kind") == "cluster":  # per-node tables and a node x source heatmap
+        from jitterscope.cluster.report import write_cluster_report
+
+        return write_cluster_report(Path(run_dir), out)
     run = load_run(run_dir)
     out = Path(out) if out is not None else Path(run_dir) / "report.html"
     if out.is_dir():
