@@ -51,14 +51,15 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None) -> dict[str, A
     rows: list[dict[str, Any]] = []
     for key in keys:
         b, n = _side(base, key), _side(new, key)
-        rate = S.poisson_rate_test(b["count"], base.exposure_ns, n["count"], new.exposure_ns)
+        rate, phi = S.rate_test(b["count"], base.exposure_ns, n["count"], new.exposure_ns,
+                                base.block_counts(key), new.block_counts(key))
         dur = S.duration_test(base.occurrences.get(key, np.zeros(0)), new.occurrences.get(key, np.zeros(0)))
         row: dict[str, Any] = {
             "kind": key[0], "name": key[1],
             "names": sorted(base.names.get(key, set()) | new.names.get(key, set())),
             "base": b, "new": n,
             "rate": {"ratio": _finite(rate.ratio), "ci95": [_finite(rate.ci[0]), _finite(rate.ci[1])],
-                     "p": rate.p, "q": None, "_i": len(tests)},
+                     "p": rate.p, "q": None, "dispersion": round(phi, 3), "_i": len(tests)},
             "duration": None, "delta_ppm": n["ppm"] - b["ppm"],
             "ppm_ratio": _finite(n["ppm"] / b["ppm"]) if b["ppm"] > 0 else None,
         }

@@ -39,6 +39,8 @@ class Sample:
     cpus: list[int]
     exposure_ns: float                          # measured CPU-time: duration x CPUs, summed over runs
     occurrences: dict[Key, np.ndarray]          # ns the source took in each detour it appeared in
+    cells: dict[Key, np.ndarray]                # (cpu, time block) cell of each occurrence
+    n_cells: int                                # cells in all: blocks x CPUs, summed over runs
     names: dict[Key, set[str]]                  # raw names seen under a key
     noise_ns: dict[int, float]
     detours: dict[int, int]
@@ -46,6 +48,10 @@ class Sample:
     blocks_ppm: dict[int, np.ndarray]
     tracing: bool
     ids: list[str] = field(default_factory=list)
+
+    def block_counts(self, key: Key) -> np.ndarray:
+        """Occurrences of a source per (CPU, time block) cell."""
+        return np.bincount(self.cells.get(key, np.zeros(0, np.int64)), minlength=self.n_cells).astype(float)
 
     def ppm(self, cpu: int) -> float:
         t = self.cpu_exposure_ns.get(cpu, 0.0)
@@ -71,10 +77,15 @@ def from_run(run: Run, cpus: list[int]) -> Sample:
     att = run.attribution
     a_cpu = att.column("cpu").to_numpy()
     keep = np.isin(a_cpu, cpus)
+    a_det = att.column("detour").to_numpy()[keep]
+    cpu_index = {c: i for i, c in enumerate(cpus)}
+    a_cell = (np.array([cpu_index[int(c)] for c in a_cpu[keep]], dtype=np.int64) * nb
+              + np.minimum((d_start[a_det] / block_ns).astype(np.int64), nb - 1)) if len(a_det) else a_det
     kinds = np.asarray(att.column("kind").to_pylist(), dtype=object)[keep]
     names = np.asarray(att.column("name").to_pylist(), dtype=object)[keep]
     ns = att.column("ns").to_numpy()[keep]
     occ: dict[Key, list[np.ndarray]] = {}
+    cell: dict[Key, list[np.ndarray]] = {}
     raw: dict[Key, set[str]] = {}
     if len(ns):
         pairs = kinds + "\x1f" + names
@@ -83,9 +94,11 @@ def from_run(run: Run, cpus: list[int]) -> Sample:
             k, n = str(u).split("\x1f", 1)
             key = source_key(k, n)
             occ.setdefault(key, []).append(ns[inv == i])
+            cell.setdefault(key, []).append(a_cell[inv == i])
             raw.setdefault(key, set()).add(n)
     return Sample(cpus=list(cpus), exposure_ns=dur * len(cpus),
                   occurrences={k: np.concatenate(v) for k, v in occ.items()}, names=raw,
+                  cells={k: np.concatenate(v) for k, v in cell.items()}, n_cells=nb * len(cpus),
                   noise_ns=noise, detours=count, cpu_exposure_ns=expo, blocks_ppm=blocks,
                   tracing=run.tracing, ids=[str(run.meta.get("id"))])
 
@@ -96,15 +109,20 @@ def pool(samples: list[Sample]) -> Sample:
         return samples[0]
     cpus = sorted(set().union(*[set(s.cpus) for s in samples]))
     occ: dict[Key, list[np.ndarray]] = {}
+    cell: dict[Key, list[np.ndarray]] = {}
     raw: dict[Key, set[str]] = {}
+    offset = 0
     for s in samples:
         for k, v in s.occurrences.items():
             occ.setdefault(k, []).append(v)
+            cell.setdefault(k, []).append(s.cells[k] + offset)
             raw.setdefault(k, set()).update(s.names[k])
+        offset += s.n_cells
     add = lambda attr: {c: sum(getattr(s, attr).get(c, 0) for s in samples) for c in cpus}  # noqa: E731
     return Sample(
         cpus=cpus, exposure_ns=sum(s.exposure_ns for s in samples),
         occurrences={k: np.concatenate(v) for k, v in occ.items()}, names=raw,
+        cells={k: np.concatenate(v) for k, v in cell.items()}, n_cells=offset,
         noise_ns=add("noise_ns"), detours=add("detours"), cpu_exposure_ns=add("cpu_exposure_ns"),
         blocks_ppm={c: np.concatenate([s.blocks_ppm[c] for s in samples if c in s.blocks_ppm]) for c in cpus},
         tracing=all(s.tracing for s in samples), ids=[i for s in samples for i in s.ids])

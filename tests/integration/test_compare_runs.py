@@ -1,0 +1,97 @@
+"""compare through the CLI: real runs (injector vs quiet) and bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+
+from tests.fixtures_runs import Injector, build_run
+
+from .conftest import jitterscope, needs_tracing, probed_cpu
+
+# SCHED_FIFO keeps other helpers' ordinary processes off the probed CPU, so two
+# runs of this shared machine are "quiet" in the sense the comparison means;
+# the injector runs at FIFO 50, above the probe, as a real RT daemon would.
+PRIO = "fifo:10"
+INJ = "js-cmp-inj"  # a name no other test's injector uses on this shared machine
+
+
+def _measure(out, cpu):
+    jitterscope("measure", "--cpus", str(cpu), "--duration", "3s", "--priority", PRIO, "--no-report",
+                "--out", str(out), check=True, timeout=120)
+
+
+@needs_tracing
+def test_injected_daemon_is_new_and_quiet_runs_do_not_regress(tmp_path):
+    cpu = probed_cpu()
+    _measure(tmp_path / "quiet1", cpu)
+    _measure(tmp_path / "quiet2", cpu)
+    inj = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu), "--period", "20ms",
+                            "--busy", "500us", "--duration", "6s", "--name", INJ], stdout=subprocess.DEVNULL)
+    try:
+        time.sleep(0.3)
+        _measure(tmp_path / "noisy", cpu)
+    finally:
+        inj.terminate()
+        inj.wait(timeout=10)
+    quiet = jitterscope("compare", str(tmp_path / "quiet1"), str(tmp_path / "quiet2"), "--json",
+                        "--fail-on-regression")
+    res = json.loads(quiet.stdout)
+    assert quiet.returncode == 0, res["regressions"]
+    assert not res["regression"]
+    noisy = jitterscope("compare", str(tmp_path / "quiet2"), str(tmp_path / "noisy"), "--json",
+                        "--fail-on-regression")
+    assert noisy.returncode == 1, noisy.stderr
+    res = json.loads(noisy.stdout)
+    new = {(x["kind"], x["name"]): x for x in res["new"]}
+    assert ("thread", INJ) in new and new[("thread", INJ)]["regression"]
+    # 500 us every 20 ms = 25,000 ppm added on the one compared CPU.
+    assert new[("thread", INJ)]["delta_ppm"] == pytest.approx(25_000, rel=0.2)
+    # (The CPU's total is not asserted: on this shared VM the base noise can be
+    # large enough that +25,000 ppm stays under the 1.5x ratio.)
+    assert res["total"][str(cpu)]["delta_ppm"] != 0
+
+
+def test_cli_exit_codes_and_json_shape_on_synthetic_runs(tmp_path):
+    a = build_run(tmp_path / "a", cpus=[1, 2], seed=41)
+    b = build_run(tmp_path / "b", cpus=[2, 3], seed=42, injector=Injector(cpu=2))
+    p = jitterscope("compare", str(a), str(b), "--json", "--fail-on-regression")
+    assert p.returncode == 1 and p.stderr == ""
+    res = json.loads(p.stdout)
+    assert set(res) >= {"new", "gone", "changed", "total", "not_compared", "regression"}
+    assert all({"kind", "name"} <= set(x) for x in res["new"] + res["gone"] + res["changed"])
+    assert set(res["total"]) == {"2"} and res["not_compared"] == ["CPU 1: only in BASE", "CPU 3: only in NEW"]
+    text = jitterscope("compare", str(a), str(b))
+    assert text.returncode == 0 and "not compared: CPU 1: only in BASE" in text.stdout
+    assert "REGRESSION" in text.stdout
+
+
+def _bad_runs(tmp_path):
+    good = build_run(tmp_path / "good", seed=43, duration_s=0.5)
+    (tmp_path / "empty").mkdir()
+    newer = build_run(tmp_path / "newer", seed=44, duration_s=0.5)
+    meta = json.loads((newer / "meta.json").read_text())
+    meta["format_version"] = 99
+    (newer / "meta.json").write_text(json.dumps(meta))
+    trunc = build_run(tmp_path / "trunc", seed=45, duration_s=0.5)
+    data = (trunc / "attribution.parquet").read_bytes()
+    (trunc / "attribution.parquet").write_bytes(data[: len(data) // 2])
+    return good, {"empty": "not a jitterscope run", "newer": "newer than this jitterscope",
+                  "trunc": "Parquet", "missing": "no such run directory"}
+
+
+@pytest.mark.parametrize("command", ["compare", "report", "export"])
+def test_bad_runs_give_one_line_and_exit_2(tmp_path, command):
+    good, cases = _bad_runs(tmp_path)
+    for name, needle in cases.items():
+        bad = tmp_path / name
+        args = {"compare": ["compare", str(good), str(bad)], "report": ["report", str(bad)],
+                "export": ["export", str(bad), "--format", "csv", "-o", str(tmp_path / "x.csv")]}[command]
+        p = jitterscope(*args)
+        assert p.returncode == 2, (name, p.stderr)
+        assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, (name, p.stderr)
+        assert "Traceback" not in p.stderr

@@ -1,0 +1,59 @@
+"""monitor end to end: scrape /metrics twice and see the window counter advance; SIGTERM stops it cleanly."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+
+import pytest
+
+from .conftest import probed_cpu
+
+
+def _measure_missing() -> str | None:
+    try:
+        from jitterscope import measure_core
+    except ImportError:
+        return "jitterscope.measure_core missing"
+    if not hasattr(measure_core, "measure"):
+        return "jitterscope.measure_core.measure missing"
+    if importlib.util.find_spec("jitterscope.probe") is None:
+        return "jitterscope.probe missing"
+    return None
+
+
+def _windows(url: str) -> int:
+    text = urllib.request.urlopen(url, timeout=5).read().decode()
+    return int(re.search(r"^jitterscope_windows_total (\d+)$", text, re.M).group(1))
+
+
+@pytest.mark.skipif(_measure_missing() is not None, reason=str(_measure_missing()))
+def test_metrics_endpoint_advances_and_sigterm_stops_cleanly(tmp_path):
+    proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "monitor", "--cpus", str(probed_cpu()),
+                             "--interval", "1s", "--window", "300ms", "--port", "0", "--keep", "2",
+                             "--history", str(tmp_path / "hist")], stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stderr.readline()
+        url = re.search(r"(http://127\.0\.0\.1:\d+/metrics)", line).group(1)
+        deadline = time.monotonic() + 60
+        first = _windows(url)
+        while _windows(url) == first and time.monotonic() < deadline:
+            time.sleep(0.3)
+        second = _windows(url)
+        assert second > first
+        while _windows(url) < 3 and time.monotonic() < deadline:
+            time.sleep(0.3)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) == 0
+        rest = proc.stderr.read()
+        assert "stopped after" in rest and "Traceback" not in rest
+        assert len(list((tmp_path / "hist").iterdir())) <= 2  # bounded history
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
