@@ -57,7 +57,7 @@ def render_bsp(s: dict[str, Any], out: Path) -> str:
              f"  ideal (no noise)      {m['ideal_s']:.6f} s",
              f"  measured              {m['runtime_s']:.6f} s   slowdown {m['slowdown'] * 100:+.2f}%"]
     for key, label in (("trace_driven", "simulated, trace"), ("fitted", "simulated, fitted"),
-                       ("replay", "replayed as recorded")):
+                       ("replay", "replayed as recorded"), ("simulate", "jitterscope simulate")):
         p = s["predictions"].get(key)
         if not p:
             continue
