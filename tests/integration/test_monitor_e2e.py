@@ -48,6 +48,8 @@ def test_metrics_endpoint_advances_and_sigterm_stops_cleanly(tmp_path):
         assert second > first
         while _windows(url) < 3 and time.monotonic() < deadline:
             time.sleep(0.3)
+        text = urllib.request.urlopen(url, timeout=5).read().decode()
+        assert "jitterscope_window_failures_total 0" in text  # consecutive windows all work
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=30) == 0
         rest = proc.stderr.read()

@@ -109,3 +109,15 @@ def test_pooling_adds_exposure_and_occurrences(runs):
     assert len(p.occurrences[key]) == len(a.occurrences[key]) + len(b.occurrences[key])
     assert p.noise_ns[1] == a.noise_ns[1] + b.noise_ns[1]
     assert p.ppm(1) == pytest.approx((a.noise_ns[1] + b.noise_ns[1]) / (2 * a.cpu_exposure_ns[1]) * 1e6)
+
+
+def test_a_burst_is_not_read_as_many_independent_events():
+    base = np.zeros(30)
+    burst = np.zeros(30)
+    burst[7] = 20          # 20 occurrences, all in one 100 ms block
+    spread = np.zeros(30)
+    spread[::3] = 2        # 20 occurrences spread over the run
+    b, phi_b = S.rate_test(0, 3.0, 20, 3.0, base, burst)
+    s, phi_s = S.rate_test(0, 3.0, 20, 3.0, base, spread)
+    assert phi_b > 5 and b.p > 0.01
+    assert s.p < 1e-4 and s.p < b.p

@@ -4,6 +4,7 @@ cleanly on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
 import time
@@ -64,22 +65,28 @@ class Monitor:
         """One window: measure, record, detect.  Raises only on a stop request."""
         out = self.history.next_dir()
         seq = self.history.seq
+        # measure pins the calling process off the probed CPUs and leaves it so;
+        # restore the affinity each window or the next window's CPU check fails.
+        affinity = os.sched_getaffinity(0)
         try:
             run_dir = self.measure(cpus=self.opts.cpus, duration_ns=self.opts.window_s * 1e9,
                                    threshold_ns=self.opts.threshold_ns, out_dir=out, trace=self.opts.trace,
                                    priority=self.opts.priority, report=False, progress=False)
             run = load_run(run_dir)
         except KeyboardInterrupt:
+            os.sched_setaffinity(0, affinity)
             if not (out / "summary.json").exists():
                 self.history.discard(out)  # half-written window: nothing to keep
             raise
         except Exception as err:  # a failed window is logged and skipped, never fatal
+            os.sched_setaffinity(0, affinity)
             self.state.failures_total += 1
             self.history.discard(out)
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             self.log(f"window {seq} failed: {msg}")
             self._publish()
             return
+        os.sched_setaffinity(0, affinity)
         s = run.summary
         self.state.windows_total += 1
         self.state.last = s
