@@ -233,12 +233,17 @@ class Journal:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # Ctrl-C during undo must not leave half the knobs changed.
-        old = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        # Ctrl-C or SIGTERM during undo must not leave half the knobs changed.
+        blocked = {signal.SIGINT, signal.SIGTERM}
+        try:
+            old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
+        except (ValueError, OSError):
+            old = None
         try:
             self.undo()
         finally:
-            signal.signal(signal.SIGINT, old)
+            if old is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def stale_journals() -> list[Path]:
