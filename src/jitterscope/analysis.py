@@ -19,8 +19,29 @@ def _to_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
     return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
 
 
-def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None) -> dict[str, Any]:
-    """Write detours/activity/attribution Parquet, meta.json and summary.json."""
+SELF_SUFFIX = " (jitterscope)"
+
+
+def mark_own_threads(names: np.ndarray, kinds: np.ndarray, pids: np.ndarray, own: set[int]) -> np.ndarray:
+    """Name the tool's own threads apart, so its overhead is visible and never
+    confused with another program of the same name.  The probe threads
+    (js-probe/N) are left alone: their time is the probe's own."""
+    if not own:
+        return names
+    out = names.copy()
+    hit = (kinds == "thread") & np.isin(pids, list(own))
+    for i in np.flatnonzero(hit):
+        if not str(out[i]).startswith("js-probe/"):
+            out[i] = f"{out[i]}{SELF_SUFFIX}"
+    return out
+
+
+def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None,
+              own_tids: set[int] | None = None) -> dict[str, Any]:
+    """Write detours/activity/attribution Parquet, meta.json and summary.json.
+
+    `own_tids` are the thread ids of this jitterscope (its Python threads, the
+    probe's writer) so their time shows as the tool's own overhead."""
     from jitterscope.measure_core import detours_ns
     from jitterscope.probe import read_detours
 
@@ -55,6 +76,7 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
         a_end = _to_ns(act.column("end_tsc").to_numpy(), t0, hz)
         kinds = np.asarray(act.column("kind").to_pylist(), dtype=object)
         names = np.asarray(act.column("name").to_pylist(), dtype=object)
+        names = mark_own_threads(names, kinds, act.column("pid").to_numpy(), own_tids or set())
         sources, codes = source_table(kinds, names)
         seg = td.segments
         seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
@@ -69,7 +91,7 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
             functions = _functions(container, inside, names[ann])
         activity = pa.table({
             "cpu": a_cpu, "start_ns": a_start, "end_ns": a_end, "kind": act.column("kind"),
-            "name": act.column("name"), "depth": act.column("depth"), "detail": act.column("detail"),
+            "name": pa.array(names.tolist(), pa.string()), "depth": act.column("depth"), "detail": act.column("detail"),
         })
         write_table(run_dir, "activity", activity)
     else:

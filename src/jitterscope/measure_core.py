@@ -111,14 +111,14 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
                  "buffer_kb": opts.buffer_kb if tracing_ok else None},
     )
     try:
-        result, interrupted, steal_ns = _acquire(opts, run_dir, tracing_ok, on_tick, before_probe)
+        result, interrupted, steal_ns, own_tids = _acquire(opts, run_dir, tracing_ok, on_tick, before_probe)
     except BaseException:
         # Nothing was measured: leave no half-made run behind.
         shutil.rmtree(run_dir, ignore_errors=True)
         raise
     meta["interrupted"] = interrupted
     meta["steal_ns"] = steal_ns
-    analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None)
+    analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None, own_tids)
     if opts.report:
         _write_report(run_dir)
     return run_dir
@@ -126,8 +126,9 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
 
 def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
              on_tick: Callable[[float], None] | None,
-             before_probe: Callable[[], None] | None) -> tuple[Any, bool, float]:
-    """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns."""
+             before_probe: Callable[[], None] | None) -> tuple[Any, bool, float, set[int]]:
+    """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns,
+    and the thread ids of this jitterscope (to show its own overhead apart)."""
     from jitterscope.probe import Probe
 
     steal_before = sysinfo.steal_ticks(opts.cpus)
@@ -154,13 +155,23 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
         finally:
             if probe.running():
                 probe.stop()
+            own_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
             result = probe.wait(timeout=30)
             os.sched_setaffinity(0, restore_affinity)
             if session is not None:
                 session.stop()
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
-    return result, interrupted, steal_ns
+    return result, interrupted, steal_ns, own_tids
+
+
+def _thread_ids(pid: int | None) -> set[int]:
+    if not pid:
+        return set()
+    try:
+        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    except OSError:
+        return {int(pid)}
 
 
 def _tracing_state(opts: MeasureOptions) -> tuple[bool, str | None]:
