@@ -135,7 +135,8 @@ def make_summary(meta: dict[str, Any], att: Attribution, det_cpu: np.ndarray, de
     tracing = bool(meta["tracing"]["enabled"])
     unexplained_ns = float(att.ns[att.source == 0].sum())
     likely = S.likely_unexplained(meta.get("virtualization"), tracing, meta["tracing"].get("reason"),
-                                  float(meta.get("steal_ns", 0.0)), unexplained_ns)
+                                  float(meta.get("steal_ns", 0.0)), unexplained_ns,
+                                  S.long_unexplained_share(att))
     return {
         "run": {"id": meta["id"], "host": meta["host"], "kernel": meta["kernel"], "start": meta["start"],
                 "duration_s": meta["duration_s"], "threshold_ns": meta["options"]["threshold_ns"],

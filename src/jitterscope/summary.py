@@ -98,16 +98,30 @@ def unexplained_part(att: Attribution, total_noise: int, likely: str) -> dict[st
             "share": round(ns / total_noise, 6) if total_noise else 0.0, "likely": likely}
 
 
+LONG_GAP_NS = 500_000  # a guest-invisible gap this long is a descheduled vCPU, not a VM exit
+
+
+def long_unexplained_share(att: Attribution) -> float:
+    """Share of unexplained time in pieces of at least LONG_GAP_NS."""
+    u = att.ns[att.source == 0]
+    return float(u[u >= LONG_GAP_NS].sum() / u.sum()) if u.sum() else 0.0
+
+
 def likely_unexplained(virtualization: str | None, tracing: bool, reason: str | None,
-                       steal_ns: float, unexplained_ns: float) -> str:
-    """Say what most likely took the time no traced kernel activity covers."""
+                       steal_ns: float, unexplained_ns: float, long_share: float = 0.0) -> str:
+    """Say what most likely took the time no traced kernel activity covers.
+
+    In a guest, time the guest kernel cannot see is the hypervisor's: either
+    the vCPU was descheduled by the host (long gaps; counted as steal time when
+    the hypervisor reports it) or short VM exits (emulated timers, interrupts,
+    MSR/IO accesses).  On bare metal it is firmware (SMIs) or hardware."""
     if not tracing:
         return f"attribution off: {reason or 'tracing disabled'}"
     if virtualization:
-        if steal_ns > 0 and steal_ns >= 0.5 * unexplained_ns:
-            return (f"hypervisor: the host ran something else ({steal_ns / 1e6:.3g} ms of steal time "
-                    f"during the run on these CPUs)")
+        steal = f"steal time during the run was {steal_ns / 1e6:.3g} ms"
+        if (steal_ns > 0 and steal_ns >= 0.5 * unexplained_ns) or long_share >= 0.5:
+            return (f"hypervisor ({virtualization}): the host descheduled this vCPU to run something "
+                    f"else ({long_share * 100:.0f}% of it in gaps over {LONG_GAP_NS / 1e6:g} ms; {steal})")
         return (f"hypervisor ({virtualization}): VM exits such as emulated timers, interrupts or "
-                f"MSR accesses, which the guest kernel cannot see; steal time during the run "
-                f"was {steal_ns / 1e6:.3g} ms")
+                f"MSR accesses, which the guest kernel cannot see; {steal}")
     return "hardware or firmware: SMIs, SMT sibling contention, cache or TLB misses"
