@@ -11,7 +11,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import pytest
 from .conftest import needs_tracing, probed_cpu
 
 from jitterscope.journal import Journal, recover_stale
+from jitterscope.tracing.loadgen import switch_storm
 from jitterscope.tracing.parse import parse_trace
 from jitterscope.tracing.session import INSTANCE_PREFIX, TraceSession
 from jitterscope.tracing.tracefs import find_tracefs
@@ -41,22 +41,7 @@ def instances() -> set[str]:
 
 
 def busy_cpu(cpu: int, seconds: float) -> subprocess.Popen:
-    """Two processes on `cpu` ping-ponging a byte: a context switch every few µs."""
-    code = textwrap.dedent(f"""
-        import os, time
-        os.sched_setaffinity(0, {{{cpu}}})
-        a, b = os.pipe(); c, d = os.pipe()
-        end = time.monotonic() + {seconds}
-        if os.fork() == 0:
-            while True:
-                if not os.read(a, 1): os._exit(0)
-                os.write(d, b"x")
-        while time.monotonic() < end:
-            for _ in range(200):
-                os.write(b, b"x"); os.read(c, 1)
-        os.close(b)
-    """)
-    return subprocess.Popen([sys.executable, "-c", code])
+    return switch_storm(cpu, seconds)
 
 
 @needs_tracing

@@ -125,11 +125,29 @@ static uint32_t intern_n(const char *s, size_t n)
 
 static uint32_t intern(const char *s) { return intern_n(s, strlen(s)); }
 
-static uint32_t intern_int(long long v)
+static uint32_t intern_int_slow(long long v)
 {
     char b[32];
     int n = snprintf(b, sizeof b, "%lld", v);
     return intern_n(b, (size_t)n);
+}
+
+/* pids, irq and vector numbers repeat: a direct-mapped cache spares the
+ * formatting and hashing on every context switch */
+#define INT_CACHE 4096
+static struct { long long v; uint32_t id; } int_cache[INT_CACHE];
+static uint8_t int_cache_used[INT_CACHE];
+
+static uint32_t intern_int(long long v)
+{
+    size_t h = (size_t)((unsigned long long)v * 0x9E3779B97F4A7C15ull >> 52) & (INT_CACHE - 1);
+    if (int_cache_used[h] && int_cache[h].v == v)
+        return int_cache[h].id;
+    uint32_t id = intern_int_slow(v);
+    int_cache[h].v = v;
+    int_cache[h].id = id;
+    int_cache_used[h] = 1;
+    return id;
 }
 
 /* ---- events.txt: page layout and the enabled events ---------------------- */
@@ -500,9 +518,15 @@ static void open_thread(struct cpustate *c, int64_t t, uint32_t name, int32_t pi
 
 static uint32_t swapper_name(int cpu)
 {
-    char b[32];
-    snprintf(b, sizeof b, "swapper/%d", cpu);
-    return intern(b);
+    static int cached_cpu = -1;
+    static uint32_t cached;
+    if (cpu != cached_cpu) {
+        char b[32];
+        snprintf(b, sizeof b, "swapper/%d", cpu);
+        cached = intern(b);
+        cached_cpu = cpu;
+    }
+    return cached;
 }
 
 /* Start contiguous traced time at t; the running task is `pid` (comm unknown). */

@@ -19,6 +19,7 @@ wrapping the buffer) are disjoint from overrun and add.  Without stats.json
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import tempfile
 from dataclasses import dataclass, field
@@ -99,6 +100,13 @@ def lost_per_cpu(counts: dict[str, Any], stats: dict[str, dict[str, int]]) -> di
     return out
 
 
+def _load(path: Path, dtype: np.dtype) -> np.ndarray:
+    """Map the parser's output (no copy until columns are taken out of it)."""
+    if path.stat().st_size == 0:
+        return np.zeros(0, dtype=dtype)
+    return np.memmap(path, dtype=dtype, mode="r")
+
+
 def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     """Parse a trace directory written by TraceSession into intervals and segments.
 
@@ -111,25 +119,29 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     info = _session_info(trace_dir)
     hz = tsc_hz or info.get("tsc_hz")
     window = tuple(info["window"]) if info.get("window") else None
-    with tempfile.TemporaryDirectory(prefix="jitterscope-parse-") as tmp:
+    # tmpfs when there is one: the parser's output is read back at once and deleted
+    tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix="jitterscope-parse-", dir=tmp_parent) as tmp:
         out = Path(tmp)
         counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)  # type: ignore[arg-type]
-        acts = np.fromfile(out / "activity.bin", dtype=ACTIVITY_DTYPE)
-        segs = np.fromfile(out / "segments.bin", dtype=SEGMENT_DTYPE)
+        acts = _load(out / "activity.bin", ACTIVITY_DTYPE)
+        segs = np.array(_load(out / "segments.bin", SEGMENT_DTYPE))
         strings = (out / "strings.bin").read_bytes().split(b"\0")[:-1]
-    dictionary = pa.array([s.decode("utf-8", "replace") for s in strings], pa.string())
-    kinds = pa.array(KINDS, pa.string())
+        dictionary = pa.array([s.decode("utf-8", "replace") for s in strings], pa.string())
+        kinds = pa.array(KINDS, pa.string())
 
-    def decode(idx: np.ndarray, dic: pa.Array) -> pa.Array:
-        return pa.DictionaryArray.from_arrays(pa.array(idx.astype(np.int32)), dic).dictionary_decode()
+        def decode(idx: np.ndarray, dic: pa.Array) -> pa.Array:
+            # the parser's string indices → plain strings (the documented schema)
+            return pa.DictionaryArray.from_arrays(pa.array(idx), dic).dictionary_decode()
 
-    activity = pa.table({
-        "cpu": pa.array(acts["cpu"]), "start_tsc": pa.array(acts["start_tsc"]),
-        "end_tsc": pa.array(acts["end_tsc"]), "kind": decode(acts["kind"], kinds),
-        "name": decode(acts["name"], dictionary), "depth": pa.array(acts["depth"]),
-        "detail": decode(acts["detail"], dictionary), "pid": pa.array(acts["pid"]),
-        "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
-    }, schema=ACTIVITY_SCHEMA)
+        activity = pa.table({
+            "cpu": pa.array(acts["cpu"]), "start_tsc": pa.array(acts["start_tsc"]),
+            "end_tsc": pa.array(acts["end_tsc"]), "kind": decode(acts["kind"].view(np.int8), kinds),
+            "name": decode(acts["name"].view(np.int32), dictionary), "depth": pa.array(acts["depth"]),
+            "detail": decode(acts["detail"].view(np.int32), dictionary), "pid": pa.array(acts["pid"]),
+            "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
+        }, schema=ACTIVITY_SCHEMA)
+        del acts
     lost = lost_per_cpu(counts, _stats(trace_dir))
     events = {int(c): int(v["events"]) for c, v in counts.get("cpus", {}).items()}
     return TraceData(activity=activity, segments=segs, lost_events=int(sum(lost.values())),
