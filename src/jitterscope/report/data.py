@@ -33,6 +33,22 @@ def histogram(values: np.ndarray, edges: np.ndarray) -> dict[str, Any]:
     return {"edges_ns": [float(e) for e in edges], "counts": [int(c) for c in counts]}
 
 
+def _spread(start: np.ndarray, ns: np.ndarray, bin_ns: int, nb: int) -> np.ndarray:
+    """Sum intervals [start, start+ns) into bins of bin_ns, splitting those that cross bins."""
+    b0 = np.clip(start // bin_ns, 0, nb - 1)
+    b1 = np.clip((start + ns - 1) // bin_ns, 0, nb - 1)
+    one = b0 == b1
+    acc = np.bincount(b0[one], weights=ns[one], minlength=nb).astype(float)
+    for s0, n in zip(start[~one].tolist(), ns[~one].tolist()):
+        t, end = s0, s0 + n
+        while t < end:
+            b = min(int(t // bin_ns), nb - 1)
+            edge = end if b == nb - 1 else min(end, (b + 1) * bin_ns)
+            acc[b] += edge - t
+            t = edge
+    return acc
+
+
 def header(run: Run) -> dict[str, Any]:
     m, s = run.meta, run.summary
     tr = m.get("tracing") or {}
@@ -102,22 +118,23 @@ def build_report_data(run: Run) -> dict[str, Any]:
     hists = [{"cpu": c, **histogram(d_dur[d_cpu == c], edges)} for c in run.cpus]
 
     # Noise over time per CPU, stacked by source kind: each attribution row's
-    # ns lands in the bin where its detour started.
+    # ns is laid from where the source first took time in its detour, and split
+    # over the bins it spans (a 50 ms detour must not put 2x a bin in one bin).
     bin_ns = max(1, int(np.ceil(duration_ns / TIMELINE_BINS)))
-    nb = int(np.ceil(duration_ns / bin_ns))
-    t_att = d_start[a_det] + a_off if len(a_det) else np.zeros(0, np.int64)
-    b_att = np.minimum(t_att // bin_ns, nb - 1) if len(a_det) else t_att
+    nb = int(np.ceil(duration_ns / bin_ns)) + 1
+    t0 = d_start[a_det] + a_off if len(a_det) else np.zeros(0, np.int64)
     att_cpu = d_cpu[a_det] if len(a_det) else np.zeros(0, np.int32)
     timeline = []
     for c in run.cpus:
         series = {}
         on = att_cpu == c
         for k in KINDS:
-            sel = on & (a_kind == k)
-            ppm = np.bincount(b_att[sel], weights=a_ns[sel], minlength=nb) / bin_ns * 1e6
-            if sel.any():
-                series[k] = [round(float(x), 3) for x in ppm]
-        timeline.append({"cpu": c, "bin_s": bin_ns / 1e9, "bins": nb, "ppm_by_kind": series})
+            sel = np.flatnonzero(on & (a_kind == k))
+            if not len(sel):
+                continue
+            acc = _spread(t0[sel], a_ns[sel], bin_ns, nb)
+            series[k] = [round(float(x), 3) for x in acc[: nb - 1] / bin_ns * 1e6]
+        timeline.append({"cpu": c, "bin_s": bin_ns / 1e9, "bins": nb - 1, "ppm_by_kind": series})
 
     sources = []
     for src in (s.get("sources") or [])[:TOP_SOURCES]:

@@ -161,6 +161,7 @@ _ID = re.compile(r'\bid="([^"]+)"')
 def inline_svg(svg: str, prefix: str) -> str:
     """The SVG for embedding in HTML: no XML prolog, ids unique on the page."""
     svg = svg[svg.index("<svg"):]
+    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)  # RDF boilerplate, not needed inline
     ids = set(_ID.findall(svg))
     svg = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     # References to those ids: url(#x) and xlink:href="#x".
