@@ -47,15 +47,27 @@ def busy_cpu(cpu: int, seconds: float) -> subprocess.Popen:
 @needs_tracing
 def test_session_captures_timer_interrupts_and_switches_and_cleans_up(tmp_path: Path) -> None:
     cpu = probed_cpu()
-    before = instances()
+    root = find_tracefs()
+    assert root is not None
+    top = {f: (root / f).read_text() for f in ("trace_clock", "tracing_on", "buffer_size_kb", "tracing_cpumask")}
+    # someone else's instance, which the session must leave alone (other helpers'
+    # runs may create and remove jitterscope instances concurrently: not compared)
+    decoy = root / "instances" / f"js-test-decoy-{os.getpid()}"
+    decoy.mkdir()
+    ours = f"{INSTANCE_PREFIX}{os.getpid()}"
     out = tmp_path / "trace"
-    with Journal("test") as journal:
-        with TraceSession([cpu], out, journal) as session:
-            assert f"{INSTANCE_PREFIX}{os.getpid()}" in instances()
-            load = busy_cpu(cpu, 0.3)
-            time.sleep(1.0)
-            load.wait(timeout=10)
-    assert instances() == before  # ours is gone, nobody else's was touched
+    try:
+        with Journal("test") as journal:
+            with TraceSession([cpu], out, journal) as session:
+                assert ours in instances()
+                load = busy_cpu(cpu, 0.3)
+                time.sleep(1.0)
+                load.wait(timeout=10)
+        assert ours not in instances()
+        assert decoy.is_dir()
+        assert {f: (root / f).read_text() for f in top} == top  # top-level buffer untouched
+    finally:
+        decoy.rmdir()
     td = parse_trace(out)
     act = td.activity.to_pylist()
     assert any(r["kind"] == "irq" and r["name"] == "local_timer" for r in act)
@@ -69,13 +81,14 @@ def test_session_captures_timer_interrupts_and_switches_and_cleans_up(tmp_path: 
 
 @needs_tracing
 def test_ctrl_c_inside_the_session_still_removes_the_instance(tmp_path: Path) -> None:
-    before = instances()
+    ours = f"{INSTANCE_PREFIX}{os.getpid()}"
     with Journal("test") as journal:
         with pytest.raises(KeyboardInterrupt):
             with TraceSession([probed_cpu()], tmp_path / "trace", journal):
+                assert ours in instances()
                 time.sleep(0.2)
                 raise KeyboardInterrupt
-        assert instances() == before
+        assert ours not in instances()  # removed by the session, not by the journal
     assert (tmp_path / "trace" / "stats.json").exists()  # what was captured is kept
 
 

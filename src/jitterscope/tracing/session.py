@@ -127,7 +127,9 @@ class _Reader(threading.Thread):
 
     def run(self) -> None:
         try:
-            others = set(os.sched_getaffinity(0)) - self.avoid
+            from jitterscope.sysinfo import online_cpus
+
+            others = set(online_cpus()) - self.avoid
             if others:
                 os.sched_setaffinity(0, others)  # this thread only: stay off the probed CPUs
             poller = select.poll()
@@ -281,6 +283,9 @@ class TraceSession:
             except OSError:
                 continue
         (self.out_dir / "stats.json").write_text(json.dumps(self._stats, indent=1) + "\n")
+        # refined with the pages' missed counts once the scan has run (_finish_offline)
+        self._lost = sum(st.get("overrun", 0) + st.get("dropped_events", 0) + st.get("commit_overrun", 0)
+                         for st in self._stats.values())
 
     def _teardown(self) -> None:
         """Close readers and remove the instance, whatever state we are in."""
