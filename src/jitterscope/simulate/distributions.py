@@ -227,12 +227,17 @@ class SplicedTail(Delay):
         self.gpd = stats.genpareto(self.xi, loc=0.0, scale=self.scale)
         self.params = {"threshold": self.threshold, "xi": self.xi, "scale": self.scale,
                        "exceedance_fraction": self.zeta}
+        if self.zeta == 0:
+            self.family = "empirical"
+            self.params = {"samples": float(n)}
         self.lower = float(self.data[0])
         body = self.data[self.data <= self.threshold]
         self._body = body
         self.atoms = tuple(np.unique(body).tolist()[:1])
 
     def describe(self) -> str:
+        if self.zeta == 0:
+            return f"empirical distribution of {len(self.data)} measured delays"
         return (f"empirical below {_fmt_param('t', self.threshold)}, generalized-Pareto tail above "
                 f"(xi={self.xi:.4g}, scale={_fmt_param('s', self.scale)}, {self.zeta:.3g} of phases)")
 
