@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import re
+
+import numpy as np
 from typing import Any
 
 import matplotlib
@@ -32,8 +34,9 @@ def _log_axes(ax: Any) -> None:
     for axis, fmt in ((ax.xaxis, _NS_FMT), (ax.yaxis, _INT_FMT)):
         lo, hi = axis.get_view_interval()
         # Label 1-2-5 within narrow ranges, decades only over wide ones (else labels collide).
-        subs = (1.0, 2.0, 5.0) if hi / max(lo, 1e-9) < 10 ** 2.5 else (1.0,)
-        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12))
+        decades = np.log10(hi / max(lo, 1e-9))
+        subs = (1.0, 2.0, 5.0) if decades < 1.3 else (1.0,)
+        axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12 if decades <= 4 else 6))
         axis.set_major_formatter(fmt)
         axis.set_minor_formatter(NullFormatter())
 
@@ -111,10 +114,18 @@ def distributions_figure(dists: list[dict[str, Any]]) -> str:
         return _svg(fig)
 
 
+def _short(label: str, width: int = 48) -> str:
+    """Long chains would shrink the whole figure: keep both ends (the table has them whole)."""
+    if len(label) <= width:
+        return label
+    keep = (width - 1) // 2
+    return label[:keep] + "…" + label[-keep:]
+
+
 def chains_figure(chains: list[dict[str, Any]]) -> str:
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(chains) + 0.9))
-        labels = [c["label"] for c in chains][::-1]
+        labels = [_short(c["label"]) for c in chains][::-1]
         vals = [c["total_ns"] for c in chains][::-1]
         bars = ax.barh(range(len(chains)), vals, color="#6a5acd", height=0.65)
         ax.set_yticks(range(len(chains)), labels=labels, fontsize=8)
