@@ -1,0 +1,125 @@
+"""An execution-time profile from a jitterscope run directory (`etp: {run: DIR, ...}`).
+
+What is taken: the detour timeline of one measured CPU (`detours.parquet`:
+`start_ns`, `duration_ns` of every detour on that CPU, see docs/run-format.md)
+and the run's length (`meta.duration_s`).  A component that needs `base` of CPU
+time and starts at an instant s of that timeline finishes at the first instant
+by which it has had `base` of CPU time; the detours that start before it is
+done (and the rest of one in progress at s) stretch it:
+
+    wall(s) = base + time stolen by detours in [s, s + wall(s))
+
+The profile is the distribution of wall(s) over `samples` start instants spread
+evenly across the run (default 100,000), keeping only executions that end
+inside the measured run; each wall time is rounded to the model's resolution
+(to the nearest tick by default, `round: up` for never shorter than measured).
+Using the timeline rather than only the detour-duration histogram keeps what
+the histogram loses: how often detours come and how they cluster (a 4 ms tick,
+a daemon's burst), so a long `base` collects several detours as it would have.
+Detours below the run's threshold are not in the run and not in the profile.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.errors import JitterscopeError
+
+
+def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_ns: int,
+                  samples: int) -> np.ndarray:
+    """Wall time of `base_ns` of work started at `samples` evenly spread instants.
+
+    `starts`, `durations` describe non-overlapping detours sorted by start (ns).
+    Available CPU time avail(t) = t - stolen(0, t) is flat during a detour, so
+    the finish of work started at s is the first tau with avail(tau) = avail(s)
+    + base: tau = A + (sum of durations of detours whose flat level is below A).
+    """
+    from jitterscope.ptts.model import ModelError
+
+    starts = np.asarray(starts, dtype=np.int64)
+    durations = np.asarray(durations, dtype=np.int64)
+    order = np.argsort(starts, kind="stable")
+    starts, durations = starts[order], durations[order]
+    # merge overlaps defensively (the probe's gaps never overlap on one CPU)
+    ends = np.maximum.accumulate(starts + durations) if len(starts) else starts
+    if len(starts) > 1 and np.any(starts[1:] < ends[:-1]):
+        raise ModelError("run: overlapping detours on one CPU; not a probe timeline")
+    stolen_before = np.concatenate([[0], np.cumsum(durations)])  # S_j: stolen by detours 0..j-1
+    level = starts - stolen_before[:-1]  # avail(start_j) = a_j
+    last_start = run_ns - base_ns
+    if last_start <= 0:
+        raise ModelError(f"run: the run ({run_ns / 1e9:.3g} s) is shorter than the base execution time")
+    s = np.linspace(0, last_start, num=samples, endpoint=False).astype(np.int64)
+    # avail(s): number of detours starting at or before s, and whether s is inside the last of them
+    j = np.searchsorted(starts, s, side="right")
+    inside = (j > 0) & (s < (starts[np.maximum(j - 1, 0)] + durations[np.maximum(j - 1, 0)]))
+    avail_s = np.where(inside, level[np.maximum(j - 1, 0)], s - stolen_before[j])
+    target = avail_s + base_ns
+    m = np.searchsorted(level, target, side="left")  # detours with level < target are passed
+    tau = target + stolen_before[m]
+    wall = tau - s
+    return wall[tau <= run_ns]
+
+
+def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str):
+    from jitterscope.ptts.model import ETP, ModelError, parse_time_ns
+    from jitterscope.rundir import load_run
+
+    try:
+        run = load_run(path)
+    except JitterscopeError as err:
+        raise ModelError(f"{where}.run: {err}") from None
+    if "base" not in opts:
+        raise ModelError(f"{where}.base: missing; a run gives the noise, the base is the component's "
+                         f"own execution time without it (e.g. base: 11ms)")
+    base = parse_time_ns(opts["base"], f"{where}.base")
+    if base <= 0:
+        raise ModelError(f"{where}.base: must be positive")
+    cpus = run.cpus
+    cpu = opts.get("cpu")
+    if cpu is None:
+        if len(cpus) != 1:
+            raise ModelError(f"{where}.cpu: the run measured CPUs {cpus}; say which one (cpu: N)")
+        cpu = cpus[0]
+    if isinstance(cpu, bool) or not isinstance(cpu, int) or cpu not in cpus:
+        raise ModelError(f"{where}.cpu: {cpu!r} is not a CPU of the run (measured: {cpus})")
+    samples = opts.get("samples", 100_000)
+    if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000_000:
+        raise ModelError(f"{where}.samples: give a whole number of start instants in 1..10000000")
+    rounding = opts.get("round", "nearest")
+    if rounding not in ("nearest", "up"):
+        raise ModelError(f"{where}.round: give nearest or up")
+    tab = run.detours
+    cpu_col = np.asarray(tab.column("cpu").to_numpy(zero_copy_only=False))
+    sel = cpu_col == cpu
+    starts = np.asarray(tab.column("start_ns").to_numpy(zero_copy_only=False))[sel]
+    durs = np.asarray(tab.column("duration_ns").to_numpy(zero_copy_only=False))[sel]
+    if np.any(durs < 0):
+        raise ModelError(f"{where}.run: negative detour durations in {path}")
+    base_ns = int(round(float(base)))
+    try:
+        wall = wall_times_ns(starts, durs, run.duration_ns, base_ns, samples)
+    except ModelError as err:
+        raise ModelError(f"{where}.{err}") from None
+    if len(wall) == 0:
+        raise ModelError(f"{where}.run: no execution of {base_ns} ns fits inside the run")
+    # to ticks
+    r = Fraction(res_ns)
+    if r.denominator == 1 and r.numerator == 1:
+        ticks = wall.astype(np.int64)
+    else:
+        num, den = r.numerator, r.denominator  # ticks = wall * den / num
+        x = wall.astype(np.int64) * den
+        if rounding == "up":
+            ticks = -((-x) // num)
+        else:
+            ticks = (2 * x + num) // (2 * num)
+    vals, counts = np.unique(ticks.astype(np.int64), return_counts=True)
+    etp = ETP(vals, counts / counts.sum(),
+              source=f"run {path.name} cpu {cpu}: base {base_ns} ns + measured noise, {len(wall)} starts")
+    return etp

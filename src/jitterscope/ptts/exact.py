@@ -1,0 +1,454 @@
+"""Exact end-to-end latency and frame-loss analysis of a PTTS chain (seed 003, section 5.6).
+
+Semantics (the seed's, made precise)
+------------------------------------
+Component C_i triggers at every instant of A_i = {o_i + n*d_i : n integer}: the
+system is in its steady state, so offsets act modulo the period and the state
+at the end of a hyper-period h = lcm(d_i) equals the state at its start (the
+seed's eq. 5.7 sums from t_b - d_i + 1 for every triggering, the first one
+included, which is this reading).  A triggering of C_0 at a ("a frame") starts
+a container; C_0 produces it at a + X_0.  A container produced at p is consumed
+by the first triggering of the next component at or after p (production
+precedes consumption at equal instants):
+
+    T_0 = a,   T_{i+1} = ceil_{A_{i+1}}(T_i + X_i),   latency = T_{N-1} + X_{N-1} - a
+
+with X_i drawn from the ETP f_i independently per triggering.  The end-to-end
+distribution is the average over the h/d_0 triggerings of C_0 in one
+hyper-period (the seed's forest of latency trees, eq. 5.11, flattened by
+eq. 5.12 and aggregated).
+
+How it is computed without walking a million trees one by one
+-------------------------------------------------------------
+The path is a Markov chain over triggering instants, and what happens after
+T_i depends only on T_i modulo M_i = lcm(d_i, ..., d_{N-1}).  So the engine
+carries a measure over (class of T_i mod M_i, delay so far T_i - a) from stage
+to stage: each state expands into the few triggerings of C_{i+1} that can
+consume its container, with the seed's eq. 5.7 probability
+P(T_{i+1} = b | T_i = t) = F_i(b - t) - F_i(b - t - d_{i+1}) (F_i the cumulative
+ETP), and equal states are merged (bincount/unique).  Many frames share the
+class of their C_1 triggering, so the work after stage 0 is bounded by the
+number of classes times the delay range, not by the number of trees times the
+branching.  The last component adds its ETP by one convolution.  All
+probabilities are sums of products of ETP masses: exact up to float rounding.
+
+Loss
+----
+`loss` is the probability, per frame, that its container and the next frame's
+container are consumed by the same triggering of some component C_i, i >= 1
+(both lie in C_i's one-place input buffer between two of its triggerings, so
+the one written first is overwritten before it is read: one frame's data is
+lost).  It is computed exactly by the same propagation over pairs of paths
+(class of T_i^k, gap T_i^{k+1} - T_i^k), the two frames having independent
+execution times until they meet; the collision is counted at the first
+component where they meet.  A run of m consecutive frames meeting in one
+buffer loses m-1 frames and counts m-1 adjacent collisions, so this is the
+expected number of frames lost per frame, except for overwrites between frames
+that are not consecutive and do not meet their neighbour (possible only when a
+frame can overtake the next one; the simulation counts those too and reports
+both).  The latency distribution includes every frame, lost or not: a lost
+frame contributes the latency its container would have had (the seed's trees).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jitterscope.ptts.model import ETP, Model, ModelError
+
+# seconds per expanded state, measured on the 2-core reference machine (see
+# BENCHMARKS.md); used only to predict and refuse too-long analyses
+SEC_PER_STATE = 6.0e-8
+SEC_PER_PAIR_STATE = 6.0e-8
+CHUNK_STATES = 1 << 21
+
+
+@dataclass
+class Chain:
+    """The model in the engine's terms: ticks, offsets modulo the period."""
+
+    d: list[int]
+    o: list[int]
+    etp: list[ETP]
+    names: list[str]
+
+    @classmethod
+    def of(cls, model: Model) -> "Chain":
+        return cls([c.period for c in model.components], [c.offset % c.period for c in model.components],
+                   [c.etp for c in model.components], [c.name for c in model.components])
+
+    @property
+    def n(self) -> int:
+        return len(self.d)
+
+    @property
+    def h(self) -> int:
+        return math.lcm(*self.d)
+
+    @property
+    def trees(self) -> int:
+        return self.h // self.d[0]
+
+    def M(self, i: int) -> int:
+        """lcm of the periods from component i to the end."""
+        return math.lcm(*self.d[i:])
+
+    def K(self, i: int) -> int:
+        """Number of classes of C_i's triggerings (modulo M_i)."""
+        return self.M(i) // self.d[i]
+
+    def branching(self, i: int) -> int:
+        """Most triggerings of C_{i+1} that can consume one container of C_i."""
+        e, d = self.etp[i], self.d[i + 1]
+        return (e.hi - e.lo + d - 1) // d + 1
+
+    def delay_bounds(self, i: int) -> tuple[int, int]:
+        """Bounds of T_i - a (the delay before C_i triggers on the frame)."""
+        lo = hi = 0
+        for j in range(i):
+            lo += self.etp[j].lo
+            hi += self.etp[j].hi + self.d[j + 1] - 1
+        return lo, hi
+
+    def reach(self, i: int) -> int:
+        """How much the gap between two frames' paths can still change from stage i to the end."""
+        return sum(self.etp[j].hi - self.etp[j].lo + self.d[j + 1] - 1 for j in range(i, self.n - 1))
+
+    def transitions(self, i: int, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """For C_i triggered at t: candidate delays E to the consuming C_{i+1} triggering and their probabilities.
+
+        Seed eq. 5.7: u(i+1, t, b) = sum_{x = b-d+1}^{b} f_i(x - t) = F_i(b-t) - F_i(b-t-d).
+        Rows are padded with probability-0 candidates.
+        """
+        etp, d, o = self.etp[i], self.d[i + 1], self.o[i + 1]
+        w = (o - t) % d                       # wait from t to the next triggering at or after t
+        j0 = np.maximum(0, -((w - etp.lo) // d))  # first candidate not earlier than t + lo
+        e0 = w + j0 * d
+        E = e0[:, None] + d * np.arange(self.branching(i), dtype=np.int64)
+        P = etp.interval(E - d, E)
+        return E, P
+
+
+def predicted_work(model: Model) -> int:
+    """Seed eq. 5.15: (h/d_0) * prod_{i=0}^{N-2} ceil((tau_hat(i) - tau_check(i) + 1) / d_{i+1})."""
+    ch = Chain.of(model)
+    w = ch.trees
+    for i in range(ch.n - 1):
+        w *= -(-ch.etp[i].span // ch.d[i + 1])
+    return w
+
+
+def collisions_possible(ch: Chain) -> bool:
+    """False when no two consecutive frames can ever meet in a buffer (loss is exactly 0)."""
+    if ch.n < 2:
+        return False
+    e0, d1 = ch.etp[0], ch.d[1]
+    closest = ch.d[0] - (e0.hi - e0.lo + d1 - 1)  # smallest possible gap at C_1
+    return closest <= ch.reach(1)
+
+
+@dataclass
+class Estimate:
+    trees: int
+    predicted_work: int
+    states: int
+    pair_states: int
+    seconds: float
+
+
+def estimate(model: Model, loss: bool = True) -> Estimate:
+    """How many states the engine will expand and how long that takes (for refusing and --approximate)."""
+    ch = Chain.of(model)
+    n0 = ch.trees
+    states = 0
+    s = n0
+    for i in range(ch.n - 1):
+        b = ch.branching(i)
+        states += s * b
+        lo, hi = ch.delay_bounds(i + 1)
+        s = min(s * b, ch.K(i + 1) * (hi - lo + 1)) if i + 1 < ch.n - 1 else 0
+    pair = 0
+    if loss and collisions_possible(ch):
+        s = n0
+        for i in range(ch.n - 1):
+            b = ch.branching(i)
+            pair += s * b * b
+            s = min(s * b * b, ch.K(i + 1) * (2 * ch.reach(i + 1) + 1)) if i + 1 < ch.n - 1 else 0
+    secs = states * SEC_PER_STATE + pair * SEC_PER_PAIR_STATE
+    return Estimate(n0, predicted_work(model), states, pair, secs)
+
+
+@dataclass
+class Distribution:
+    """A latency PMF on ticks (support ascending, probabilities > 0)."""
+
+    times: np.ndarray
+    probs: np.ndarray
+
+    def cdf(self) -> np.ndarray:
+        return np.cumsum(self.probs)
+
+
+@dataclass
+class Result:
+    hyperperiod: int
+    trees: int
+    frames: int
+    latency: Distribution
+    loss: float | None
+    loss_by_component: dict[str, float] = field(default_factory=dict)
+    seconds: float = 0.0
+    states: int = 0
+
+
+def _aggregate(keys: np.ndarray, weights: np.ndarray, key_range: int | None) -> tuple[np.ndarray, np.ndarray]:
+    """Sum weights of equal keys; returns (unique keys, sums), dropping exact zeros."""
+    if len(keys) == 0:
+        return keys, weights
+    if key_range is not None and key_range <= max(8 * len(keys), 1 << 22) and key_range <= 1 << 27:
+        acc = np.bincount(keys, weights, minlength=key_range)
+        nz = np.flatnonzero(acc)
+        return nz.astype(np.int64), acc[nz]
+    u, inv = np.unique(keys, return_inverse=True)
+    s = np.bincount(inv, weights)
+    keep = s != 0
+    return u[keep], s[keep]
+
+
+DENSE_MAX = 1 << 25
+
+
+class _Accumulator:
+    """Sums weights by integer key: one bincount over a dense range when it is small, else sorted merging.
+
+    Keys are buffered and summed in a few large batches (a bincount per chunk
+    would allocate the whole range each time).
+    """
+
+    FLUSH = 1 << 24
+
+    def __init__(self, key_range: int) -> None:
+        self.range = key_range
+        self.dense = np.zeros(key_range) if key_range <= DENSE_MAX else None
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.buf_k: list[np.ndarray] = []
+        self.buf_w: list[np.ndarray] = []
+        self.buffered = 0
+
+    def add(self, keys: np.ndarray, weights: np.ndarray) -> None:
+        self.buf_k.append(keys)
+        self.buf_w.append(weights)
+        self.buffered += len(keys)
+        if self.buffered >= self.FLUSH:
+            self._flush()
+
+    def _flush(self) -> None:
+        if not self.buf_k:
+            return
+        k = np.concatenate(self.buf_k) if len(self.buf_k) > 1 else self.buf_k[0]
+        w = np.concatenate(self.buf_w) if len(self.buf_w) > 1 else self.buf_w[0]
+        self.buf_k, self.buf_w, self.buffered = [], [], 0
+        if self.dense is not None:
+            self.dense += np.bincount(k, w, minlength=self.range)
+        else:
+            m = w > 0
+            self.parts.append(_aggregate(k[m], w[m], None))
+
+    def result(self) -> tuple[np.ndarray, np.ndarray]:
+        self._flush()
+        if self.dense is not None:
+            nz = np.flatnonzero(self.dense)
+            return nz.astype(np.int64), self.dense[nz]
+        if not self.parts:
+            return np.zeros(0, np.int64), np.zeros(0)
+        if len(self.parts) == 1:
+            return self.parts[0]
+        return _aggregate(np.concatenate([k for k, _ in self.parts]), np.concatenate([w for _, w in self.parts]), None)
+
+
+def _frames(ch: Chain, frames: np.ndarray | None) -> np.ndarray:
+    if frames is None:
+        return np.arange(ch.trees, dtype=np.int64)
+    f = np.asarray(frames, dtype=np.int64) % ch.trees
+    return f
+
+
+def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tuple[Distribution, int]:
+    """The exact end-to-end latency PMF averaged over the given triggerings of C_0 (default: all)."""
+    ch = Chain.of(model)
+    ks = _frames(ch, frames)
+    q = ks
+    delta = np.zeros(len(ks), dtype=np.int64)
+    w = np.full(len(ks), 1.0 / len(ks))
+    expanded = 0
+    for i in range(ch.n - 1):
+        d_next, o_next = ch.d[i + 1], ch.o[i + 1]
+        last = i + 1 == ch.n - 1
+        K_next = 1 if last else ch.K(i + 1)
+        dlo, dhi = ch.delay_bounds(i + 1)
+        D = dhi - dlo + 1
+        if K_next * D >= 2**62:
+            raise ModelError(f"component {ch.names[i + 1]!r}: field period: too many phase classes "
+                             f"({K_next}) times delays ({D}) to index; use --approximate")
+        B = ch.branching(i)
+        chunk = max(1, CHUNK_STATES // B)
+        acc = _Accumulator(K_next * D)
+        for c0 in range(0, len(q), chunk):
+            qc, dc, wc = q[c0:c0 + chunk], delta[c0:c0 + chunk], w[c0:c0 + chunk]
+            t = ch.o[i] + qc * ch.d[i]
+            E, P = ch.transitions(i, t)
+            expanded += E.size
+            # a real candidate lies within the stage's delay bounds; padding (probability 0)
+            # may not, and is sent to key 0 where it adds nothing
+            dn = dc[:, None] + E
+            if last:
+                key = dn - dlo
+            else:
+                qn = ((t[:, None] + E - o_next) // d_next) % K_next
+                key = qn * D + (dn - dlo)
+            key[P == 0] = 0
+            acc.add(key.ravel(), (wc[:, None] * P).ravel())
+        keys, wts = acc.result()
+        q, delta, w = keys // D, keys % D + dlo, wts
+    # the last component: add its ETP (one convolution)
+    f = ch.etp[-1]
+    times, probs = _convolve(delta, w, f)
+    return Distribution(times, probs), expanded
+
+
+def _convolve(delta: np.ndarray, w: np.ndarray, f: ETP) -> tuple[np.ndarray, np.ndarray]:
+    if len(delta) * len(f.support) <= 4_000_000:
+        t = (delta[:, None] + f.support[None, :]).ravel()
+        p = (w[:, None] * f.prob[None, :]).ravel()
+        lo = int(t.min())
+        k, s = _aggregate(t - lo, p, int(t.max()) - lo + 1)
+        return k + lo, s
+    # dense: direct convolution in C (exact sums of products, no FFT noise)
+    dlo, dhi = int(delta.min()), int(delta.max())
+    a = np.zeros(dhi - dlo + 1)
+    np.add.at(a, delta - dlo, w)
+    b = np.zeros(f.hi - f.lo + 1)
+    b[f.support - f.lo] = f.prob
+    c = np.convolve(a, b)
+    support_mask = np.convolve(a != 0, b != 0) > 0  # exact support, so rounding never invents mass
+    nz = np.flatnonzero(support_mask & (c > 0))
+    return nz.astype(np.int64) + dlo + f.lo, c[nz]
+
+
+def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[float, list[float], int]:
+    """Exact probability that frame k's and frame k+1's containers meet in one buffer (see module doc).
+
+    Returns (total, per-component list where index i is the input buffer of C_i, states expanded).
+    """
+    ch = Chain.of(model)
+    by = [0.0] * ch.n
+    if not collisions_possible(ch):
+        return 0.0, by, 0
+    ks = _frames(ch, frames)
+    q = ks
+    g = np.full(len(ks), ch.d[0], dtype=np.int64)
+    w = np.full(len(ks), 1.0 / len(ks))
+    expanded = 0
+    for i in range(ch.n - 1):
+        d_next, o_next = ch.d[i + 1], ch.o[i + 1]
+        last = i + 1 == ch.n - 1
+        R = 0 if last else ch.reach(i + 1)
+        K_next = 1 if last else ch.K(i + 1)
+        G = 2 * R + 1
+        B = ch.branching(i)
+        chunk = max(1, CHUNK_STATES // (B * B))
+        acc = _Accumulator(0 if last else K_next * G)
+        hit_total = 0.0
+        for c0 in range(0, len(q), chunk):
+            qc, gc, wc = q[c0:c0 + chunk], g[c0:c0 + chunk], w[c0:c0 + chunk]
+            t = ch.o[i] + qc * ch.d[i]
+            E1, P1 = ch.transitions(i, t)
+            E2, P2 = ch.transitions(i, t + gc)
+            gn = gc[:, None, None] + E2[:, None, :] - E1[:, :, None]
+            m = np.abs(gn) <= R
+            expanded += int(m.size)
+            if not m.any():
+                continue
+            rows, r1, r2 = np.nonzero(m)
+            wsel = wc[rows] * P1[rows, r1] * P2[rows, r2]
+            gsel = gn[m]
+            hit = gsel == 0
+            hit_total += float(wsel[hit].sum())
+            if last:
+                continue
+            keep = ~hit & (wsel > 0)
+            rows, r1, gsel, wsel = rows[keep], r1[keep], gsel[keep], wsel[keep]
+            tn = t[rows] + E1[rows, r1]
+            qn = ((tn - o_next) // d_next) % K_next
+            acc.add(qn * G + (gsel + R), wsel)
+        by[i + 1] = hit_total
+        if last:
+            break
+        keys, wts = acc.result()
+        if len(keys) == 0:
+            break
+        q, g, w = keys // G, keys % G - R, wts
+    return float(sum(by)), by, expanded
+
+
+def analyse(model: Model, loss: bool = True, frames: np.ndarray | None = None) -> Result:
+    """Exact latency distribution and loss probability of the whole hyper-period (or of some frames)."""
+    t0 = time.perf_counter()
+    ch = Chain.of(model)
+    dist, n1 = latency_distribution(model, frames)
+    lp, by, n2 = loss_probability(model, frames) if loss else (None, [0.0] * ch.n, 0)
+    nfr = ch.trees if frames is None else len(np.asarray(frames))
+    return Result(ch.h, ch.trees, nfr, dist, lp,
+                  {ch.names[i]: by[i] for i in range(1, ch.n)} if loss else {},
+                  time.perf_counter() - t0, n1 + n2)
+
+
+# ---------------------------------------------------------------------------
+# One latency tree, as the seed draws it (figures 5.4 and 5.5)
+
+@dataclass
+class TreeNode:
+    component: int          # index; == N for the end node (output of the last component)
+    time: int               # ticks (absolute, within the hyper-period's timeline)
+    children: list[tuple[float, "TreeNode"]] = field(default_factory=list)
+
+
+def latency_tree(model: Model, k: int, max_nodes: int = 100_000) -> TreeNode:
+    """The latency tree of the k-th triggering of C_0 (seed eqs. 5.6-5.10)."""
+    ch = Chain.of(model)
+    a = ch.o[0] + (k % ch.trees) * ch.d[0]
+    count = [0]
+
+    def Z(i: int, t: int) -> TreeNode:
+        count[0] += 1
+        if count[0] > max_nodes:
+            raise ModelError(f"latency tree {k} has more than {max_nodes} nodes")
+        node = TreeNode(i, t)
+        if i + 1 == ch.n:  # W: the last component adds its latency
+            f = ch.etp[i]
+            for x, p in zip(f.support.tolist(), f.prob.tolist()):
+                node.children.append((p, TreeNode(ch.n, t + x)))
+            return node
+        E, P = ch.transitions(i, np.array([t], dtype=np.int64))
+        for e, p in zip(E[0].tolist(), P[0].tolist()):
+            if p > 0:
+                node.children.append((p, Z(i + 1, t + e)))
+        return node
+
+    return Z(0, a)
+
+
+def flatten(node: TreeNode, p: float = 1.0) -> dict[int, float]:
+    """Seed eq. 5.12: leaves of the tree with path probabilities, equal instants aggregated."""
+    out: dict[int, float] = {}
+    if not node.children:
+        out[node.time] = p
+        return out
+    for q, child in node.children:
+        for t, r in flatten(child, p * q).items():
+            out[t] = out.get(t, 0.0) + r
+    return out
