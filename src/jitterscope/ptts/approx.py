@@ -43,17 +43,35 @@ class Adaptation:
 
 
 def _round_preserving(periods: list[int], g: int) -> list[int]:
-    """Nearest multiples of g, keeping the order relation (<, =, >) among the original periods."""
+    """Multiples of g as close as possible (least total change) to the periods, keeping the order
+    relation (<, =, >) among the original periods, none below g."""
     distinct = sorted(set(periods))
-    rounded: dict[int, int] = {}
-    prev = 0
+    m = len(distinct)
+    # candidates: multiples of g around each period; a small DP over strictly increasing choices
+    cands = []
     for p in distinct:
-        r = max(g, (p + g // 2) // g * g)
-        if r <= prev:          # keep strictly increasing over the distinct originals
-            r = prev + g
-        rounded[p] = r
-        prev = r
-    # a second pass downward where rounding up collided and going down is closer
+        base = p // g
+        cands.append(sorted({max(1, base + k) * g for k in range(-m - 1, m + 2)}))
+    INF = float("inf")
+    cost = [[INF] * len(c) for c in cands]
+    back = [[-1] * len(c) for c in cands]
+    for a, r in enumerate(cands[0]):
+        cost[0][a] = abs(r - distinct[0])
+    for j in range(1, m):
+        for b, r in enumerate(cands[j]):
+            best, arg = INF, -1
+            for a, r0 in enumerate(cands[j - 1]):
+                if r0 < r and cost[j - 1][a] < best:
+                    best, arg = cost[j - 1][a], a
+            if arg >= 0:
+                cost[j][b] = best + abs(r - distinct[j])
+                back[j][b] = arg
+    b = min(range(len(cands[-1])), key=lambda i: cost[-1][i])
+    chosen = [0] * m
+    for j in range(m - 1, -1, -1):
+        chosen[j] = cands[j][b]
+        b = back[j][b]
+    rounded = dict(zip(distinct, chosen))
     return [rounded[p] for p in periods]
 
 

@@ -55,6 +55,8 @@ def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_n
     if last_start <= 0:
         raise ModelError(f"run: the run ({run_ns / 1e9:.3g} s) is shorter than the base execution time")
     s = np.linspace(0, last_start, num=samples, endpoint=False).astype(np.int64)
+    if len(starts) == 0:
+        return np.full(len(s), base_ns, dtype=np.int64)
     # avail(s): number of detours starting at or before s, and whether s is inside the last of them
     j = np.searchsorted(starts, s, side="right")
     inside = (j > 0) & (s < (starts[np.maximum(j - 1, 0)] + durations[np.maximum(j - 1, 0)]))

@@ -1,0 +1,144 @@
+"""`jitterscope ptts` end to end: text, JSON, plots, sweep, simulation, approximation, refusals, bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .conftest import jitterscope
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ptts"
+THESIS = str(EXAMPLES / "thesis-example.yaml")
+
+
+def test_text_output_prints_predicted_work_before_the_result():
+    p = jitterscope("ptts", THESIS, "--deadline", "200ms", check=True)
+    out = p.stdout
+    assert "hyper-period 40600 ms, 203 latency trees" in out
+    assert "predicted work 406 tree nodes (seed eq. 5.15)" in out
+    assert out.index("predicted work") < out.index("end-to-end latency (exact")
+    assert "deadline miss: P(latency > 200 ms)" in out
+    assert "frame loss" in out
+
+
+def test_json_has_exactly_the_documented_shape():
+    p = jitterscope("ptts", THESIS, "--deadline", "200", "--json", check=True)
+    d = json.loads(p.stdout)
+    assert d["hyperperiod"] == 40600 and d["trees"] == 203
+    lat = d["latency"]
+    assert set(lat) == {"pmf", "mean", "min", "max", "p50", "p90", "p99", "p999"}
+    assert abs(sum(p for _, p in lat["pmf"]) - 1) < 1e-12
+    assert all(isinstance(t, float) and 0 < q <= 1 for t, q in lat["pmf"])
+    assert lat["min"] == 85 and lat["max"] == 317
+    assert 0 < d["deadline_miss"] < 1 and d["deadline"] == 200
+    assert d["loss_probability"] == pytest.approx(8.5688e-05, rel=1e-4)
+    assert d["predicted_work"] == 406
+    assert "predicted work" in p.stderr  # notes go to stderr with --json
+
+
+def test_deadline_miss_is_absent_unless_asked():
+    d = json.loads(jitterscope("ptts", THESIS, "--json", check=True).stdout)
+    assert "deadline_miss" not in d
+
+
+def test_plots_are_written(tmp_path):
+    jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--deadline", "160ms", "--plots", str(tmp_path), check=True)
+    for stem in ("ptts-pmf", "ptts-cdf"):
+        assert (tmp_path / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+        assert (tmp_path / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_sweep_of_an_offset(tmp_path):
+    p = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--sweep", "wall.offset=0..80:10", "--deadline", "160",
+                    "--json", "--plots", str(tmp_path), check=True)
+    d = json.loads(p.stdout)
+    pts = d["sweep"]["points"]
+    assert [pt["offset"] for pt in pts] == [0, 10, 20, 30, 40, 50, 60, 70, 80]
+    means = [pt["latency"]["mean"] for pt in pts]
+    assert len(set(round(m, 6) for m in means)) > 1  # the phase matters (seed figure 5.14)
+    assert all("deadline_miss" in pt and "loss_probability" in pt for pt in pts)
+    assert (tmp_path / "ptts-sweep.svg").exists() and (tmp_path / "ptts-sweep.png").exists()
+    txt = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--sweep", "wall.offset=0..80:40", check=True).stdout
+    assert "offsets act modulo the period" in txt
+
+
+def test_simulate_reports_its_distance_to_the_exact_result():
+    p = jitterscope("ptts", THESIS, "--method", "simulate", "--iterations", "3000", "--seed", "1", "--json",
+                    check=True)
+    d = json.loads(p.stdout)
+    s = d["simulation"]
+    assert s["iterations"] == 3000
+    assert 0 <= s["kolmogorov"] <= 0.05 and 0 <= s["total_variation"] <= 1
+    assert s["dkw95"] == pytest.approx(0.0248, abs=1e-3)
+    assert "exact_loss_probability" in s
+    txt = jitterscope("ptts", THESIS, "--method", "simulate", "--iterations", "2000", "--seed", "1").stdout
+    assert "distance to the exact result: Kolmogorov" in txt
+
+
+def test_too_long_exact_analysis_is_refused_with_the_estimate():
+    p = jitterscope("ptts", str(EXAMPLES / "config-c.yaml"), "--max-time", "0.1s")
+    assert p.returncode == 2
+    err = p.stderr.strip()
+    assert len(err.splitlines()) == 1
+    assert "1,388,611 latency trees" in err and "eq. 5.15" in err and "--approximate" in err
+    assert "predicted work 4,165,833" in p.stdout  # printed before the refusal
+
+
+def test_approximate_reports_the_change_and_the_error():
+    p = jitterscope("ptts", str(EXAMPLES / "config-b.yaml"), "--approximate", "0.002s", "--json", check=True)
+    d = json.loads(p.stdout)
+    a = d["approximation"]
+    assert a["trees_from"] == 13861 and d["trees"] < 13861
+    assert any(x["change"] != 0 for x in a["periods"])
+    assert a["error"]["against"] == "exact"
+    assert 0 <= a["error"]["kolmogorov"] < 0.1
+    # when the original is itself too long, the error is measured against a simulation of it
+    p = jitterscope("ptts", str(EXAMPLES / "config-c.yaml"), "--approximate", "0.05s", "--max-time", "0.5s",
+                    "--iterations", "2000", "--seed", "2", "--json", check=True)
+    e = json.loads(p.stdout)["approximation"]["error"]
+    assert e["against"] == "simulation" and e["iterations"] == 2000 and e["dkw95"] > 0
+
+
+def test_tree_printout_matches_seed_figure_5_4():
+    out = jitterscope("ptts", THESIS, "--tree", "0", check=True).stdout
+    assert "--0.58--> (process, 146 ms)" in out
+    assert "293 ms  0.026" in out
+
+
+BAD = [
+    ("resolution: 0.1ms\ncomponents:\n  - {name: gpu, period: 16.66ms, etp: {pmf: {1ms: 1.0}}}\n",
+     ["'gpu'", "period", "resolution"]),
+    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {1ms: 0.5, 2ms: 0.2}}}\n",
+     ["'cam'", "etp.pmf", "sum to 0.7"]),
+    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {uniform: [5ms, 2ms]}}\n",
+     ["'cam'", "etp.uniform", "empty"]),
+    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {-2ms: 1.0}}}\n",
+     ["'cam'", "etp.pmf", "negative"]),
+    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, ofset: 2ms, etp: {pmf: {1ms: 1.0}}}\n",
+     ["'cam'", "unknown key 'ofset'"]),
+    ("resolution: 1ns\ncomponents:\n" + "".join(
+        f"  - {{name: c{i}, period: {p}ns, etp: {{pmf: {{1ns: 1.0}}}}}}\n"
+        for i, p in enumerate([1000003, 1000033, 1000037, 1000039])), ["'c3'", "period", "hyper-period"]),
+]
+
+
+@pytest.mark.parametrize("text,words", BAD)
+def test_bad_model_is_one_line_exit_2(tmp_path, text, words):
+    f = tmp_path / "m.yaml"
+    f.write_text(text)
+    p = jitterscope("ptts", str(f))
+    assert p.returncode == 2, p.stdout + p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jitterscope: error:")
+    for w in words:
+        assert w in lines[0]
+
+
+def test_bad_options_exit_2():
+    for args in (["--deadline", "fast"], ["--sweep", "nobody.offset=0..10:5"], ["--sweep", "wall.speed=1"],
+                 ["--tree", "999"], ["--iterations", "0", "--method", "simulate"]):
+        p = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), *args)
+        assert p.returncode == 2, args
+        assert len(p.stderr.strip().splitlines()) == 1, args
