@@ -86,7 +86,7 @@ def _describe(model) -> str:
         off = c.offset % c.period
         off_note = f" (= {model.fmt(off)} mod period)" if off != c.offset else ""
         lines.append(f"  {c.name:<{w}}  period {model.fmt(c.period):>10}  offset {model.fmt(c.offset):>9}{off_note}  "
-                     f"etp {model.fmt(e.lo)}..{model.fmt(e.hi)}, mean {model.fmt(e.mean())} ({len(e.support)} points)")
+                     f"etp {model.fmt(e.lo)}..{model.fmt(e.hi)}, mean {model.fmt(e.mean())} ({len(e.support)} point{'s' if len(e.support) != 1 else ''})")
     return "\n".join(lines)
 
 
@@ -261,7 +261,7 @@ def run(args: argparse.Namespace) -> int:
         series = [("exact" if args.method == "exact" else f"simulation ({out['simulation']['iterations']} frames)",
                    dist)]
         if args.method == "simulate" and exact_result is not None:
-            series.append(("exact", exact_result.latency))
+            series.insert(0, ("exact", exact_result.latency))  # as seed figure 5.11: exact, simulation on top
         if reference is not None:
             series[0] = (f"approximate (adapted periods, {est.trees:,} trees)", dist)
             series.append(reference)

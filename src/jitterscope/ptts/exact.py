@@ -63,7 +63,7 @@ from jitterscope.ptts.model import ETP, Model, ModelError
 # seconds per expanded state, measured on the 2-core reference machine (see
 # BENCHMARKS.md); used only to predict and refuse too-long analyses
 SEC_PER_STATE = 6.0e-8
-SEC_PER_PAIR_STATE = 6.0e-8
+SEC_PER_PAIR_STATE = 2.0e-8
 CHUNK_STATES = 1 << 21
 
 

@@ -90,6 +90,6 @@ def plot_sweep(out: Path, model: Model, label: str, values: list[float], dists: 
     a2.set_xlabel(f"{label} ({model.unit})")
     a2.set_ylabel(f"latency ({model.unit})")
     a2.grid(alpha=0.3)
-    a2.legend(fontsize=7)
+    a2.legend(fontsize=7, loc="best")
     fig.suptitle(f"{model.name}: end-to-end latency against {label}", fontsize=10)
     return _save(fig, out, "ptts-sweep")
