@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from jitterscope import summary as S
 from jitterscope.attribution import Attribution, attribute, attribute_annotations, source_table
@@ -22,18 +23,18 @@ def _to_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
 SELF_SUFFIX = " (jitterscope)"
 
 
-def mark_own_threads(names: np.ndarray, kinds: np.ndarray, pids: np.ndarray, own: set[int]) -> np.ndarray:
+def mark_own_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int]) -> pa.Array:
     """Name the tool's own threads apart, so its overhead is visible and never
     confused with another program of the same name.  The probe threads
     (js-probe/N) are left alone: their time is the probe's own."""
-    if not own:
+    if not own or len(names) == 0:
         return names
-    out = names.copy()
-    hit = (kinds == "thread") & np.isin(pids, list(own))
-    for i in np.flatnonzero(hit):
-        if not str(out[i]).startswith("js-probe/"):
-            out[i] = f"{out[i]}{SELF_SUFFIX}"
-    return out
+    hit = (np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
+           & np.isin(pids, list(own))
+           & ~np.asarray(pc.starts_with(names, "js-probe/").to_numpy(zero_copy_only=False)))
+    if not hit.any():
+        return names
+    return pc.if_else(pa.array(hit), pc.binary_join_element_wise(names, SELF_SUFFIX, ""), names)
 
 
 def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None,
@@ -74,9 +75,9 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
         a_cpu = act.column("cpu").to_numpy().astype(np.int32)
         a_start = _to_ns(act.column("start_tsc").to_numpy(), t0, hz)
         a_end = _to_ns(act.column("end_tsc").to_numpy(), t0, hz)
-        kinds = np.asarray(act.column("kind").to_pylist(), dtype=object)
-        names = np.asarray(act.column("name").to_pylist(), dtype=object)
-        names = mark_own_threads(names, kinds, act.column("pid").to_numpy(), own_tids or set())
+        kinds = act.column("kind").combine_chunks()
+        names = mark_own_threads(act.column("name").combine_chunks(), kinds,
+                                 act.column("pid").to_numpy(), own_tids or set())
         sources, codes = source_table(kinds, names)
         seg = td.segments
         seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
@@ -84,14 +85,14 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
         seg_end = _to_ns(np.asarray(seg["end_tsc"]), t0, hz)
         seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
         att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
-        ann = np.flatnonzero(np.isin(kinds, ANNOTATION_KINDS))
+        ann = np.flatnonzero(pc.is_in(kinds, pa.array(ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))
         if len(ann):
             container, inside = attribute_annotations(a_cpu[ann], a_start[ann], a_end[ann], det_cpu,
                                                       det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src)
-            functions = _functions(container, inside, names[ann])
+            functions = _functions(container, inside, names.take(pa.array(ann)).to_pylist())
         activity = pa.table({
             "cpu": a_cpu, "start_ns": a_start, "end_ns": a_end, "kind": act.column("kind"),
-            "name": pa.array(names.tolist(), pa.string()), "depth": act.column("depth"), "detail": act.column("detail"),
+            "name": names, "depth": act.column("depth"), "detail": act.column("detail"),
         })
         write_table(run_dir, "activity", activity)
     else:

@@ -75,18 +75,19 @@ def chain_list(att: Attribution, det_dur: np.ndarray) -> list[dict[str, Any]]:
     labels = [f"{k}:{n}" for k, n in att.sources]
     chains: Counter[tuple[str, ...]] = Counter()
     totals: dict[tuple[str, ...], int] = defaultdict(int)
-    # att is sorted by (detour, offset): walk runs of equal detour.
+    # att is sorted by (detour, offset): walk runs of equal detour once.
     sel = att.source != 0
-    d, s = att.detour[sel], att.source[sel]
-    if len(d) == 0:
-        return []
-    bounds = np.flatnonzero(np.diff(d)) + 1
-    for run_d, run_s in zip(np.split(d, bounds), np.split(s, bounds)):
-        if len(run_s) < 2:
-            continue
-        key = tuple(labels[int(x)] for x in run_s)
-        chains[key] += 1
-        totals[key] += int(det_dur[int(run_d[0])])
+    d, s = att.detour[sel].tolist(), att.source[sel].tolist()
+    i, n = 0, len(d)
+    while i < n:
+        j = i + 1
+        while j < n and d[j] == d[i]:
+            j += 1
+        if j - i >= 2:
+            key = tuple(labels[x] for x in s[i:j])
+            chains[key] += 1
+            totals[key] += int(det_dur[d[i]])
+        i = j
     ranked = sorted(chains, key=lambda k: -totals[k])[:TOP_CHAINS]
     return [{"sources": list(k), "count": chains[k], "total_ns": totals[k]} for k in ranked]
 
