@@ -16,7 +16,7 @@ THESIS = str(EXAMPLES / "thesis-example.yaml")
 def test_text_output_prints_predicted_work_before_the_result():
     p = jitterscope("ptts", THESIS, "--deadline", "200ms", check=True)
     out = p.stdout
-    assert "hyper-period 40600 ms, 203 latency trees" in out
+    assert "hyper-period 40,600 ms, 203 latency trees" in out
     assert "predicted work 406 tree nodes (seed eq. 5.15)" in out
     assert out.index("predicted work") < out.index("end-to-end latency (exact")
     assert "deadline miss: P(latency > 200 ms)" in out

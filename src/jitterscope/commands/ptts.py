@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
     est0 = exact.estimate(model)
     if not args.json:
         print(_describe(model))
-    _note(args, f"hyper-period {model.fmt(model.hyperperiod())}, {est0.trees:,} latency trees; predicted work "
+    _note(args, f"hyper-period {model.fmt_long(model.hyperperiod())}, {est0.trees:,} latency trees; predicted work "
                 f"{est0.predicted_work:,} tree nodes (seed eq. 5.15); exact analysis predicted to take "
                 f"{est0.seconds:.3g} s")
     est = est0
@@ -181,7 +181,7 @@ def run(args: argparse.Namespace) -> int:
         _note(args, _adaptation_text(model, adaptation))
         if adaptation.changed:
             est = exact.estimate(analysed)
-            _note(args, f"adapted: hyper-period {model.fmt(analysed.hyperperiod())}, {est.trees:,} latency trees; "
+            _note(args, f"adapted: hyper-period {model.fmt_long(analysed.hyperperiod())}, {est.trees:,} latency trees; "
                         f"predicted work {est.predicted_work:,} tree nodes (seed eq. 5.15); predicted time "
                         f"{est.seconds:.3g} s")
     out.update({"hyperperiod": model.ticks_to_unit(analysed.hyperperiod()), "trees": est.trees,
@@ -192,7 +192,7 @@ def run(args: argparse.Namespace) -> int:
         if est.seconds > max_time:
             raise JitterscopeError(
                 f"exact analysis would take about {est.seconds:.3g} s ({est.trees:,} latency trees over a "
-                f"hyper-period of {model.fmt(analysed.hyperperiod())}, predicted work {est.predicted_work:,} "
+                f"hyper-period of {model.fmt_long(analysed.hyperperiod())}, predicted work {est.predicted_work:,} "
                 f"nodes by seed eq. 5.15), over --max-time {args.max_time}; use --approximate to adapt the "
                 f"periods (seed section 5.7) or --method simulate, or raise --max-time")
         exact_result = exact.analyse(analysed)
@@ -281,20 +281,31 @@ def _adaptation_text(model, ad) -> str:
     for c, old, new in zip(model.components, ad.original, ad.periods):
         if old != new:
             parts.append(f"{c.name} {model.fmt(old)} -> {model.fmt(new)} ({(new - old) / old * 1e6:+.0f} ppm)")
+    from jitterscope.ptts.approx import phase_steps
+
+    names = [c.name for c in model.components]
+    steps = [f"{b} against {a} every {model.fmt(s0)} -> {model.fmt(s1)}"
+             for a, b, s0, s1 in zip(names, names[1:], phase_steps(ad.original), phase_steps(ad.periods))]
     return (f"approximate (seed 5.7): periods moved to multiples of {model.fmt(ad.grid)}: " + "; ".join(parts) +
             f"; latency trees {ad.original_estimate.trees:,} -> {ad.estimate.trees:,}, predicted time "
-            f"{ad.original_estimate.seconds:.3g} s -> {ad.estimate.seconds:.3g} s")
+            f"{ad.original_estimate.seconds:.3g} s -> {ad.estimate.seconds:.3g} s; relative phases: "
+            + "; ".join(steps))
 
 
 def _approximation_error(args, model, ad, approx_result, max_time):
     """Compare the adapted model's exact result with the original: exactly if affordable, else by simulation."""
     from jitterscope.ptts import exact, simulate, stats
+    from jitterscope.ptts.approx import phase_steps
 
     block: dict[str, Any] = {
         "grid": model.ticks_to_unit(ad.grid),
         "periods": [{"component": c.name, "from": model.ticks_to_unit(o), "to": model.ticks_to_unit(n),
                      "change": model.ticks_to_unit(n - o), "relative": (n - o) / o}
                     for c, o, n in zip(model.components, ad.original, ad.periods)],
+        "phase_steps": [{"components": [a.name, b.name], "from": model.ticks_to_unit(s0),
+                         "to": model.ticks_to_unit(s1)}
+                        for a, b, s0, s1 in zip(model.components, model.components[1:],
+                                                phase_steps(ad.original), phase_steps(ad.periods))],
         "hyperperiod_from": model.ticks_to_unit(model.hyperperiod()),
         "trees_from": ad.original_estimate.trees,
         "predicted_seconds_from": ad.original_estimate.seconds,
@@ -327,12 +338,12 @@ def _approximation_text(model, block) -> str:
         return "approximation error: none (periods unchanged)"
     if e["against"] == "exact":
         return (f"approximation error against the exact result of the original periods: Kolmogorov "
-                f"{e['kolmogorov']:.4g}, total variation {e['total_variation']:.4g}, mean shift "
-                f"{e['mean_shift']:+.4g} {model.unit}; original loss {_fmt_p(e['loss_original'] or 0.0)}")
+                f"{e['kolmogorov']:.4g}, mean shift {e['mean_shift']:+.4g} {model.unit}; original loss "
+                f"{_fmt_p(e['loss_original'] or 0.0)}")
     return (f"approximation error against a simulation of the original periods ({e['iterations']:,} frames; "
             f"exact analysis of the original is over --max-time): Kolmogorov {e['kolmogorov']:.4g} "
-            f"(the simulation itself is within {e['dkw95']:.3g} of the truth with 95% confidence), total "
-            f"variation {e['total_variation']:.4g}, mean shift {e['mean_shift']:+.4g} {model.unit}")
+            f"(the simulation itself is within {e['dkw95']:.3g} of the truth with 95% confidence), mean shift "
+            f"{e['mean_shift']:+.4g} {model.unit}")
 
 
 def _sweep(args, model, deadline, max_time) -> int:

@@ -13,7 +13,12 @@ multiple of g and never by more than it has to:
   different and in the same order: two clocks that drift against each other
   (16.66 and 16.67 ms) must keep drifting, or every relative phase but one
   disappears from the analysis and the distribution changes shape;
-* a period is never made 0 or negative.
+* a period is never made 0 or negative;
+* among the grids that fit, the one that distorts least wins: the larger of
+  the biggest period change and the coarsest step of the relative phases of
+  consecutive components (gcd of their periods; see `phase_steps`).  Rounding
+  66.66 ms to 66.64 = 4 x 16.66 ms would lock the sensor to the GPU's clock
+  and leave one relative phase of 833; the distortion measure rejects it.
 
 The change of every period (absolute and relative) is reported; the resulting
 error of the distribution is measured by the caller against the exact result
@@ -75,23 +80,56 @@ def _round_preserving(periods: list[int], g: int) -> list[int]:
     return [rounded[p] for p in periods]
 
 
+def phase_steps(periods: list[int]) -> list[int]:
+    """Step of the relative phases two consecutive components take over the hyper-period: gcd(d_i, d_{i+1}).
+
+    C_{i+1} sees the triggerings of C_i at phases o_i + k*d_i modulo d_{i+1}: a lattice of step
+    gcd(d_i, d_{i+1}).  Two clocks that drift slowly (66.66 against 4 x 16.66 ms) have a fine lattice;
+    commensurate periods (66.64 = 4 x 16.66) collapse it to one phase and change the distribution.
+    """
+    import math
+
+    return [math.gcd(a, b) for a, b in zip(periods, periods[1:])]
+
+
+def distortion(original: list[int], adapted: list[int]) -> tuple[int, int]:
+    """(worst of the largest period change and the coarsest phase step, total change), in ticks."""
+    change = [abs(a - o) for a, o in zip(adapted, original)]
+    steps = phase_steps(adapted)
+    return max(change + steps + [0]), sum(change)
+
+
+def _grids(limit: int):
+    g = 2
+    while g <= limit:
+        yield g
+        g = g + 1 if g < 1000 else int(g * 1.02) + 1
+
+
 def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None) -> Adaptation:
+    """Move the periods to multiples of a grid so the analysis fits the budget, distorting least.
+
+    Among the grids g whose least-change rounding fits the budget, the one with the smallest
+    `distortion` wins: the larger of the biggest period change and the coarsest relative-phase step
+    (both bounded below by g/2 and g, so the search stops once g exceeds the best found).
+    """
     orig = model.periods
     est0 = exact.estimate(model)
     if est0.seconds <= budget_s:
         return Adaptation(1, list(orig), list(orig), est0, est0)
-    limit = max_grid or max(1, min(orig))
-    best = None
-    g = 2
-    while g <= limit:
-        new = _round_preserving(orig, g)
-        cand = model.with_periods(new)
-        est = exact.estimate(cand)
-        if est.seconds <= budget_s:
-            best = Adaptation(g, new, list(orig), est, est0)
+    limit = max_grid or max(2, min(orig))
+    best: Adaptation | None = None
+    best_key: tuple[int, int] | None = None
+    for g in _grids(limit):
+        if best_key is not None and g > best_key[0]:
             break
-        # skip grids that cannot help: try the next integer, then grow faster once far out
-        g = g + 1 if g < 100 else int(g * 1.05) + 1
+        new = _round_preserving(orig, g)
+        key = distortion(orig, new)
+        if best_key is not None and key >= best_key:
+            continue
+        est = exact.estimate(model.with_periods(new))
+        if est.seconds <= budget_s:
+            best, best_key = Adaptation(g, new, list(orig), est, est0), key
     if best is None:
         from jitterscope.ptts.model import ModelError
 

@@ -171,6 +171,18 @@ class Model:
     def fmt(self, ticks: float, digits: int = 6) -> str:
         return f"{self.ticks_to_unit(ticks):.{digits}g} {self.unit}"
 
+    def fmt_long(self, ticks: int) -> str:
+        """A long span exactly, with thousands separators and a human-scale note: 92,564,809.26 ms (25.7 h)."""
+        r = self.resolution_ns / self.unit_ns
+        decimals = 0 if r >= 1 else math.ceil(-math.log10(float(r)) - 1e-9)
+        text = f"{float(int(ticks) * r):,.{decimals}f} {self.unit}"
+        secs = float(int(ticks) * self.resolution_ns) / 1e9
+        if secs >= 3600:
+            text += f" ({secs / 3600:.3g} h)"
+        elif secs >= 60:
+            text += f" ({secs / 60:.3g} min)"
+        return text
+
     def parse_time(self, text: Any, where: str) -> int:
         """A user time (`12ms`, or a bare number in the model's unit) in ticks."""
         return to_ticks(parse_time_ns(text, where, self.unit), self.resolution_ns, where)
