@@ -25,9 +25,12 @@ from jitterscope.simulate.trace import simulate_timelines
 Progress = Callable[[float], None]
 
 # Trace-mode cost model (measured on the 2-CPU benchmark machine, see BENCHMARKS.md):
-# per node and phase, the work step plus a few vector operations per sync round.
+# per node and phase, the work step plus a few vector operations per sync round,
+# plus a full recomputation for the nodes a round finds in or reaching a detour
+# (about the noise fraction plus detour rate x latency of them).
 NS_PER_NODE_PHASE = 300.0
 NS_PER_NODE_ROUND = 15.0
+NS_PER_RECOMPUTE = 350.0
 BYTES_PER_NODE = 160
 TIME_LIMIT_S = 600.0
 
@@ -43,27 +46,36 @@ def _mem_available() -> int:
     return 4 << 30
 
 
-def trace_cost(job: Job, simulations: int = 1) -> tuple[float, int]:
+def _round_ns(hit: float) -> float:
+    return NS_PER_NODE_ROUND + NS_PER_RECOMPUTE * min(1.0, hit)
+
+
+def round_hit_fraction(timelines: list[Timeline], job: Job) -> float:
+    """Share of nodes a sync round must recompute: noise fraction + detours per ns x latency."""
+    if not timelines:
+        return 0.0
+    return max(tl.noise_fraction + len(tl.starts) / tl.period_ns * job.link_latency_s * 1e9 for tl in timelines)
+
+
+def trace_cost(job: Job, simulations: int = 1, hit: float = 0.0) -> tuple[float, int]:
     """(estimated seconds, bytes) of a trace-driven simulation here."""
     secs = 0.0
     for n in job.nodes:
         m = 1 if job.cosched else n
-        per = NS_PER_NODE_PHASE + job.rounds(n) * NS_PER_NODE_ROUND
+        per = NS_PER_NODE_PHASE + job.rounds(n) * _round_ns(hit)
         secs += m * max(job.phases) * job.replications * per * 1e-9
     mem = (1 if job.cosched else max(job.nodes)) * BYTES_PER_NODE
     return secs * simulations, mem
 
 
-def check_trace_size(job: Job, what: str, simulations: int = 1) -> None:
+def check_trace_size(job: Job, what: str, simulations: int = 1, hit: float = 0.0) -> None:
     """Refuse trace-driven sizes that do not fit in memory or in TIME_LIMIT_S here."""
-    secs, mem = trace_cost(job, simulations)
+    secs, mem = trace_cost(job, simulations, hit)
     avail = _mem_available()
     if mem <= avail // 2 and secs <= TIME_LIMIT_S:
         return
-    per_node = max(job.phases) * job.replications * simulations * \
-        (NS_PER_NODE_PHASE + job.rounds(max(job.nodes)) * NS_PER_NODE_ROUND) * 1e-9
     n_mem = avail // 2 // BYTES_PER_NODE
-    n_time = int(TIME_LIMIT_S / per_node) if per_node > 0 else n_mem
+    n_time = int(max(job.nodes) * TIME_LIMIT_S / secs) if secs > 0 else n_mem
     raise JitterscopeError(
         f"trace-driven simulation of {max(job.nodes):.3g} nodes x {max(job.phases)} phases x "
         f"{job.replications} replications{f' x {simulations} runs' if simulations > 1 else ''} needs "
@@ -137,8 +149,9 @@ def simulate(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> Sim
         if not fit.any_fits:
             sim.notes.append(f"fit: {fit.verdict}")
         return sim
-    check_trace_size(job, spec.text if isinstance(spec, TraceNoise) else "RUN")
+    check_trace_size(job, spec.text if isinstance(spec, TraceNoise) else "RUN")   # before reading tables
     src = _trace_source(spec, job)
+    check_trace_size(job, spec.text if isinstance(spec, TraceNoise) else "RUN", hit=round_hit_fraction(src.timelines, job))
     return simulate_timelines(src.timelines, job, src.model, progress)
 
 
@@ -155,8 +168,9 @@ def by_source(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> tu
     top_n = max(job.nodes)
     scale_job = Job((top_n,), job.phases, job.phase_s, job.sync, job.link_latency_s, job.cosched,
                     job.replications, job.seed)
-    check_trace_size(job, spec.text)
-    check_trace_size(scale_job, spec.text, simulations=len(cuts))
+    hit = round_hit_fraction(noise.timelines(), job)
+    check_trace_size(job, spec.text, hit=hit)
+    check_trace_size(scale_job, spec.text, simulations=len(cuts), hit=hit)
     steps = 1 + len(cuts)
 
     def part(i: int) -> Progress | None:
