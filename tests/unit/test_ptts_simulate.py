@@ -74,6 +74,10 @@ def test_adaptation_shortens_the_hyperperiod_within_budget():
     assert all(abs(n - o) <= ad.grid for n, o in zip(ad.periods, ad.original))
     # 16.66 and 16.67 keep drifting against each other
     assert ad.periods[1] != ad.periods[2]
+    # and no clock is locked to its neighbour (66.64 = 4 x 16.66 would leave one relative phase)
+    assert max(approx.phase_steps(ad.periods)) <= 2 * ad.grid
+    locked = approx.distortion(ad.original, [6664, 1666, 1673])
+    assert locked[0] == 1666 and locked > approx.distortion(ad.original, ad.periods)
     unchanged = approx.adapt_periods(m, budget_s=1e6)
     assert not unchanged.changed and unchanged.grid == 1
 
