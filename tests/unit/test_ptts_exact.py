@@ -72,6 +72,25 @@ def test_agrees_with_brute_force_when_frames_overtake_and_collide():
     assert abs(sum(result.loss_by_component.values()) - result.loss) <= 1e-15
 
 
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("dense", [True, False])
+def test_chunked_and_sparse_paths_agree_with_brute_force(seed, dense, monkeypatch):
+    # many small chunks and flushes (as on a million trees), and the sorted (np.unique) merging used
+    # when phase classes x delays is too large for one array
+    monkeypatch.setattr(exact, "CHUNK_STATES", 7)
+    monkeypatch.setattr(exact._Accumulator, "FLUSH", 5)
+    if not dense:
+        monkeypatch.setattr(exact, "DENSE_MAX", 0)
+    rng = np.random.default_rng(100 + seed)
+    model = _random_chain(rng, n=3)
+    if model.trees() > 60:
+        model = _random_chain(np.random.default_rng(seed), n=2)
+    result = exact.analyse(model)
+    want_pmf, want_loss = brute.brute_force(model)
+    assert _max_diff(_pmf_dict(result.latency), want_pmf) <= 1e-12
+    assert abs(result.loss - want_loss) <= 1e-12
+
+
 def test_production_precedes_consumption_at_equal_instants():
     # C0 produces exactly at 4 ms, when C1 triggers: C1 consumes it at 4, not at 8
     model = _chain([

@@ -29,6 +29,13 @@ def test_times_are_exact_ticks():
     assert m.trees() == 1667  # lcm(6666, 1667) / 6666
 
 
+def test_display_unit_can_be_chosen():
+    m = _m([{"name": "a", "period": "16.6ms", "etp": {"pmf": {"11ms": 1.0}}}], resolution="10us", unit="ms")
+    assert m.unit == "ms" and m.ticks_to_unit(1660) == 16.6
+    assert m.parse_time(5, "x") == 500  # bare numbers are in the display unit
+    assert "field unit" in _err(unit="parsec")
+
+
 def test_uniform_is_inclusive_with_equal_mass_per_tick():
     m = _m([{"name": "a", "period": "200ms", "etp": {"uniform": ["50ms", "149ms"]}}])
     e = m.components[0].etp

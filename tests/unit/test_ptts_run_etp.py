@@ -42,6 +42,14 @@ def test_wall_times_against_a_step_by_step_walk():
         assert got.tolist() == want.tolist()
 
 
+def test_detours_overlapping_by_rounding_are_merged():
+    # TSC-to-ns conversion can make a detour end 1 ns after the next one starts
+    starts = np.array([100, 169, 500])
+    durs = np.array([70, 30, 10])
+    merged = wall_times_ns(np.array([100, 500]), np.array([99, 10]), 2000, 300, samples=200)
+    assert wall_times_ns(starts, durs, 2000, 300, samples=200).tolist() == merged.tolist()
+
+
 def test_no_noise_gives_the_base():
     w = wall_times_ns(np.zeros(0, np.int64), np.zeros(0, np.int64), 10_000, 1000, samples=50)
     assert set(w.tolist()) == {1000}

@@ -45,10 +45,15 @@ def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_n
     durations = np.asarray(durations, dtype=np.int64)
     order = np.argsort(starts, kind="stable")
     starts, durations = starts[order], durations[order]
-    # merge overlaps defensively (the probe's gaps never overlap on one CPU)
-    ends = np.maximum.accumulate(starts + durations) if len(starts) else starts
-    if len(starts) > 1 and np.any(starts[1:] < ends[:-1]):
-        raise ModelError("run: overlapping detours on one CPU; not a probe timeline")
+    # stolen time is the union of the detours: the probe's gaps do not overlap, but the conversion
+    # of TSC to ns can make one end a nanosecond after the next starts
+    if len(starts) > 1:
+        ends = starts + durations
+        prev_end = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]])
+        starts = np.maximum(starts, prev_end)
+        durations = np.maximum(ends - starts, 0)
+        keep = durations > 0
+        starts, durations = starts[keep], durations[keep]
     stolen_before = np.concatenate([[0], np.cumsum(durations)])  # S_j: stolen by detours 0..j-1
     level = starts - stolen_before[:-1]  # avail(start_j) = a_j
     last_start = run_ns - base_ns

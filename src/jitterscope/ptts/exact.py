@@ -64,6 +64,7 @@ from jitterscope.ptts.model import ETP, Model, ModelError
 # BENCHMARKS.md); used only to predict and refuse too-long analyses
 SEC_PER_STATE = 6.0e-8
 SEC_PER_PAIR_STATE = 2.0e-8
+SEC_PER_CONV = 2.0e-9
 CHUNK_STATES = 1 << 21
 
 
@@ -166,10 +167,12 @@ def estimate(model: Model, loss: bool = True) -> Estimate:
     n0 = ch.trees
     states = 0
     s = n0
+    s_last = n0
     for i in range(ch.n - 1):
         b = ch.branching(i)
         states += s * b
         lo, hi = ch.delay_bounds(i + 1)
+        s_last = s * b
         s = min(s * b, ch.K(i + 1) * (hi - lo + 1)) if i + 1 < ch.n - 1 else 0
     pair = 0
     if loss and collisions_possible(ch):
@@ -178,7 +181,10 @@ def estimate(model: Model, loss: bool = True) -> Estimate:
             b = ch.branching(i)
             pair += s * b * b
             s = min(s * b * b, ch.K(i + 1) * (2 * ch.reach(i + 1) + 1)) if i + 1 < ch.n - 1 else 0
-    secs = states * SEC_PER_STATE + pair * SEC_PER_PAIR_STATE
+    # the last component's profile is added by one convolution over the final delays
+    lo, hi = ch.delay_bounds(ch.n - 1)
+    conv = min(s_last, hi - lo + 1) * len(ch.etp[-1].support)
+    secs = states * SEC_PER_STATE + pair * SEC_PER_PAIR_STATE + conv * SEC_PER_CONV
     return Estimate(n0, predicted_work(model), states, pair, secs)
 
 

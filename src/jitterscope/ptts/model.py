@@ -225,7 +225,7 @@ def check_hyperperiod(model: Model) -> None:
                 f"{h} ticks, beyond what fits (2^62 ticks); use a coarser resolution or rounder periods")
 
 
-_TOP_KEYS = {"resolution", "components", "name", "description"}
+_TOP_KEYS = {"resolution", "unit", "components", "name", "description"}
 _COMP_KEYS = {"name", "period", "offset", "etp"}
 _ETP_KINDS = ("pmf", "uniform", "csv", "run")
 _ETP_OPTIONS = {
@@ -275,6 +275,10 @@ def model_from_dict(data: Any, base_dir: Path | None = None, path: Path | None =
     if res_ns <= 0:
         raise ModelError("field resolution: must be positive")
     unit = _resolution_unit(data["resolution"])
+    if "unit" in data:
+        unit = "us" if str(data["unit"]) == "µs" else str(data["unit"])
+        if unit not in UNITS_NS:
+            raise ModelError(f"field unit: unknown unit {data['unit']!r} (use ns, us, ms or s)")
     comps_raw = data.get("components")
     if not isinstance(comps_raw, list) or not comps_raw:
         raise ModelError(f"{where0}: field components must be a non-empty list of components")
