@@ -46,6 +46,22 @@ def _default_measure() -> MeasureFn:
     return measure
 
 
+def _release_memory() -> None:
+    """Give a window's peak back to the OS: a busy window's tables can be large,
+    and Arrow's pool and glibc's arenas otherwise keep that peak for good."""
+    import ctypes
+    import gc
+
+    import pyarrow as pa
+
+    gc.collect()
+    pa.default_memory_pool().release_unused()
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass
+
+
 class Monitor:
     def __init__(self, opts: MonitorOptions, measure_fn: MeasureFn | None = None, log: TextIO = sys.stderr) -> None:
         self.opts = opts
@@ -107,6 +123,7 @@ class Monitor:
         self.state.regressions = len(self.detector.flagged)
         del run
         self.history.prune()
+        _release_memory()
         self._publish()
 
     def _publish(self) -> None:
