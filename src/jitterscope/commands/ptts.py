@@ -71,7 +71,7 @@ def _latency_json(model, dist, with_pmf: bool = True) -> dict[str, Any]:
     s = stats.summary(dist)
     out: dict[str, Any] = {}
     if with_pmf:
-        out["pmf"] = [[model.ticks_to_unit(int(t)), float(p)] for t, p in zip(dist.times, dist.probs)]
+        out["pmf"] = [[t, p] for t, p in zip(model.ticks_to_unit(dist.times).tolist(), dist.probs.tolist())]
     for k in ("mean", "min", "max", "p50", "p90", "p99", "p999"):
         out[k] = model.ticks_to_unit(s[k])
     return out

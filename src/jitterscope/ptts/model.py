@@ -163,7 +163,11 @@ class Model:
         """Ticks (int, float or array) to the model's unit as floats."""
         r = self.resolution_ns / self.unit_ns
         if isinstance(ticks, np.ndarray):
-            return ticks.astype(np.float64) * float(r)
+            decimals = 0 if r >= 1 else math.ceil(-math.log10(float(r)) - 1e-9)
+            out = ticks.astype(np.float64) * float(r)
+            if r.denominator == 1 or (10 ** decimals * r).denominator == 1:
+                out = np.round(out, decimals)  # 6666 * 0.01 is 66.66, not 66.66000000000001
+            return out
         if isinstance(ticks, (int, np.integer)):
             return float(int(ticks) * r)  # exact, then the nearest float: 66.66, not 66.66000000000001
         return float(f"{float(ticks) * float(r):.12g}")
