@@ -35,6 +35,7 @@ from typing import Any
 
 DEFAULT_MAX_TIME = "60s"
 DEFAULT_APPROX_TIME = "5s"
+MAX_BYTES = 8 * 2**30  # states the exact engine may keep in memory
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -188,7 +189,14 @@ def run(args: argparse.Namespace) -> int:
                 "predicted_work": est.predicted_work})
 
     exact_result = None
-    if args.method == "exact" or est.seconds <= max_time:
+    fits_memory = est.peak_bytes <= MAX_BYTES
+    if args.method == "exact" and not fits_memory:
+        raise JitterscopeError(
+            f"exact analysis would hold about {est.peak_bytes / 2**30:.3g} GiB of states ({est.trees:,} latency "
+            f"trees over a hyper-period of {model.fmt_long(analysed.hyperperiod())}), over the "
+            f"{MAX_BYTES / 2**30:g} GiB limit; use --approximate to adapt the periods (seed section 5.7) or "
+            f"--method simulate")
+    if args.method == "exact" or (est.seconds <= max_time and fits_memory):
         if est.seconds > max_time:
             raise JitterscopeError(
                 f"exact analysis would take about {est.seconds:.3g} s ({est.trees:,} latency trees over a "

@@ -106,7 +106,8 @@ def _grids(limit: int):
         g = g + 1 if g < 1000 else int(g * 1.02) + 1
 
 
-def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None) -> Adaptation:
+def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None,
+                  max_bytes: int = 8 * 2**30) -> Adaptation:
     """Move the periods to multiples of a grid so the analysis fits the budget, distorting least.
 
     Among the grids g whose least-change rounding fits the budget, the one with the smallest
@@ -115,7 +116,11 @@ def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None) ->
     """
     orig = model.periods
     est0 = exact.estimate(model)
-    if est0.seconds <= budget_s:
+
+    def fits(e: exact.Estimate) -> bool:
+        return e.seconds <= budget_s and e.peak_bytes <= max_bytes
+
+    if fits(est0):
         return Adaptation(1, list(orig), list(orig), est0, est0)
     limit = max_grid or max(2, min(orig))
     best: Adaptation | None = None
@@ -128,7 +133,7 @@ def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None) ->
         if best_key is not None and key >= best_key:
             continue
         est = exact.estimate(model.with_periods(new))
-        if est.seconds <= budget_s:
+        if fits(est):
             best, best_key = Adaptation(g, new, list(orig), est, est0), key
     if best is None:
         from jitterscope.ptts.model import ModelError

@@ -159,6 +159,7 @@ class Estimate:
     states: int
     pair_states: int
     seconds: float
+    peak_bytes: int = 0  # memory the largest stage may hold (states kept between stages)
 
 
 def estimate(model: Model, loss: bool = True) -> Estimate:
@@ -168,12 +169,14 @@ def estimate(model: Model, loss: bool = True) -> Estimate:
     states = 0
     s = n0
     s_last = n0
+    peak = n0
     for i in range(ch.n - 1):
         b = ch.branching(i)
         states += s * b
         lo, hi = ch.delay_bounds(i + 1)
         s_last = s * b
         s = min(s * b, ch.K(i + 1) * (hi - lo + 1)) if i + 1 < ch.n - 1 else 0
+        peak = max(peak, s)
     pair = 0
     if loss and collisions_possible(ch):
         s = n0
@@ -185,7 +188,8 @@ def estimate(model: Model, loss: bool = True) -> Estimate:
     lo, hi = ch.delay_bounds(ch.n - 1)
     conv = min(s_last, hi - lo + 1) * len(ch.etp[-1].support)
     secs = states * SEC_PER_STATE + pair * SEC_PER_PAIR_STATE + conv * SEC_PER_CONV
-    return Estimate(n0, predicted_work(model), states, pair, secs)
+    # per kept state: class, delay and weight (24 bytes), about twice over while merging
+    return Estimate(n0, predicted_work(model), states, pair, secs, peak * 48)
 
 
 @dataclass
