@@ -86,6 +86,18 @@ def test_too_long_exact_analysis_is_refused_with_the_estimate():
     assert "predicted work 4,165,833" in p.stdout  # printed before the refusal
 
 
+def test_analysis_too_big_for_memory_is_refused(tmp_path):
+    f = tmp_path / "big.yaml"
+    f.write_text("resolution: 0.01ms\ncomponents:\n"
+                 "  - {name: a, period: 10.09ms, etp: {uniform: [5ms, 30ms]}}\n"
+                 "  - {name: b, period: 10.13ms, etp: {uniform: [2ms, 6ms]}}\n"
+                 "  - {name: c, period: 10.19ms, etp: {uniform: [1ms, 3ms]}}\n"
+                 "  - {name: d, period: 10.21ms, etp: {pmf: {2ms: 1.0}}}\n")
+    p = jitterscope("ptts", str(f), "--max-time", "1h")
+    assert p.returncode == 2
+    assert "GiB" in p.stderr and "1,053,924,187 latency trees" in p.stderr and "--approximate" in p.stderr
+
+
 def test_approximate_reports_the_change_and_the_error():
     p = jitterscope("ptts", str(EXAMPLES / "config-b.yaml"), "--approximate", "0.002s", "--json", check=True)
     d = json.loads(p.stdout)
