@@ -217,7 +217,10 @@ def _write_report(run_dir: Path) -> None:
 def detours_ns(raw: np.ndarray, t0_tsc: int, hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Probe records (TSC) to (cpu, start_ns, duration_ns) sorted by cpu, start."""
     cpu = raw["cpu"].astype(np.int32)
-    start = ((raw["start_tsc"].astype(np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
-    dur = (raw["duration_tsc"].astype(np.float64) * (1e9 / hz)).round().astype(np.int64)
+    rel = raw["start_tsc"].astype(np.int64) - np.int64(t0_tsc)
+    start = (rel * (1e9 / hz)).round().astype(np.int64)
+    # Round the end, not the duration, so back-to-back detours never overlap by a rounding ns.
+    end = ((rel + raw["duration_tsc"].astype(np.int64)) * (1e9 / hz)).round().astype(np.int64)
+    dur = end - start
     order = np.lexsort((start, cpu))
     return cpu[order], start[order], dur[order]
