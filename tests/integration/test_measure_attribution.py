@@ -93,6 +93,9 @@ def test_quiet_run_names_the_timer_tick_and_writes_every_table(tmp_path):
     sums = np.bincount(att.column("detour").to_numpy(), weights=att.column("ns").to_numpy(),
                        minlength=det.num_rows)
     assert np.array_equal(sums.astype(np.int64), det.column("duration_ns").to_numpy())
+    starts = det.column("start_ns").to_numpy()
+    ends = starts + det.column("duration_ns").to_numpy()
+    assert (starts[1:] >= ends[:-1]).all()  # one CPU: detours are disjoint and in order
     total = sum(s["total_ns"] for s in summary["sources"]) + summary["unexplained"]["total_ns"]
     assert total == c["noise_ns"]
 
