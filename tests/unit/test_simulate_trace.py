@@ -80,6 +80,37 @@ def test_dissemination_barrier_adds_log2_rounds():
         assert r.runtime_s <= r.ideal_s + 2e-9
 
 
+def test_own_placement_keeps_each_node_on_its_timeline():
+    from jitterscope.simulate.trace import simulate_timelines
+
+    # 10% duty cycle on node 0 only, phase not a multiple of the period: node 0's
+    # work takes W / 0.9 on average and the job waits for it every phase.
+    period, busy, work = 1000.0, 100.0, 370.0
+    noisy = Timeline(1e6, np.arange(0, 1e6, period), np.full(1000, busy))
+    quiet = Timeline(1e6, np.zeros(0), np.zeros(0))
+    job = Job((2,), (2000,), work * 1e-9, sync="none", replications=50, seed=3)
+    own = simulate_timelines([noisy, quiet], job, {}, placement="own").point(2, 2000)
+    assert own.runtime_s * 1e9 / 2000 == pytest.approx(work / 0.9, rel=0.01)
+    # A random timeline per node sometimes puts both nodes on the quiet one.
+    rand = simulate_timelines([noisy, quiet], job, {}).point(2, 2000)
+    assert rand.runtimes_s.min() < own.runtimes_s.min()
+    with pytest.raises(ValueError, match="one node per timeline"):
+        simulate_timelines([noisy, quiet], Job((3,), (10,), 1e-6), {}, placement="own")
+
+
+def test_recorded_placement_replays_from_offset_zero():
+    from jitterscope.simulate.trace import simulate_timelines
+
+    # One 50 ns detour at 120 ns on node 0: phases of 100 ns from time 0 meet it
+    # in phase 2 only, so 3 phases take 350 ns; node 1 is quiet.
+    hit = Timeline(1e6, np.array([120.0]), np.array([50.0]))
+    quiet = Timeline(1e6, np.zeros(0), np.zeros(0))
+    job = Job((2,), (1, 3), 100e-9, sync="none", replications=4)
+    sim = simulate_timelines([hit, quiet], job, {}, placement="recorded")
+    assert sim.point(2, 1).runtimes_s * 1e9 == pytest.approx([100.0] * 4)
+    assert sim.point(2, 3).runtimes_s * 1e9 == pytest.approx([350.0] * 4)
+
+
 @pytest.fixture(scope="module")
 def daemon_run(tmp_path_factory):
     """CPU 1: a 5 us tick every 1 ms (many, most of the noise) and a 2 ms daemon

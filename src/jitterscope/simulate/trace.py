@@ -55,25 +55,53 @@ def _advance(groups: list[_Group], start: np.ndarray, work: float, nxt: np.ndarr
     return end
 
 
+PLACEMENTS = ("random", "own", "recorded")
+
+
 def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
-                       progress: Callable[[float], None] | None = None) -> Simulation:
-    """Simulate the job with nodes replaying `timelines` (node i gets a random one)."""
+                       progress: Callable[[float], None] | None = None,
+                       placement: str = "random") -> Simulation:
+    """Simulate the job with nodes replaying `timelines`.
+
+    placement "random": node i replays a randomly chosen timeline (what a run of
+    a few CPUs says about a large cluster); "own": node i replays timelines[i]
+    (a measured cluster predicted node by node: one noisy node stays one noisy
+    node), from a random offset; "recorded": timelines[i] from offset 0, the
+    measured run itself pushed through the model (every replication is the same).
+    With "own" and "recorded" every job size must equal len(timelines)."""
+    if placement not in PLACEMENTS:
+        raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
+    own = placement != "random"
+    if own and any(n != len(timelines) for n in job.nodes):
+        raise ValueError(f"placement {placement!r} needs one node per timeline ({len(timelines)})")
     phases = sorted(job.phases)
     nodes = sorted(job.nodes)
     work_ns = job.phase_s * 1e9
     lat_ns = job.link_latency_s * 1e9
     results: list[Result] = []
-    total_units = sum(n if not job.cosched else 1 for n in nodes) * phases[-1] * job.replications
+    # Co-scheduled nodes replaying one timeline are identical: one stands for all.
+    merged = job.cosched and not own
+    total_units = sum(1 if merged else n for n in nodes) * phases[-1] * job.replications
     done_units = 0.0
     notes: list[str] = []
     periods = np.array([tl.period_ns for tl in timelines])
     for n in nodes:
         rng = np.random.default_rng([job.seed, n, 1])
         rounds = job.rounds(n)
-        n_sim = 1 if job.cosched else n   # co-scheduled nodes are identical: one stands for all
+        n_sim = 1 if merged else n
+        # With each node on its own timeline a replication is n timelines of one
+        # step each; simulating all replications side by side (rows of a
+        # batch x n array) keeps the per-timeline work vectorized.
+        batch = job.replications if own else 1
         runtimes = np.zeros((len(phases), job.replications))
-        for rep in range(job.replications):
-            if job.cosched:    # all nodes replay one timeline from one offset
+        for rep in range(0, job.replications, batch):
+            if placement == "recorded":
+                which, offs = np.tile(np.arange(n), batch), np.zeros(batch * n)
+            elif own:          # co-scheduled: one offset per replication (within the shortest timeline)
+                which = np.tile(np.arange(n), batch)
+                offs = (np.repeat(rng.uniform(0.0, periods.min(), batch), n) if job.cosched
+                        else rng.random(batch * n) * periods[which])
+            elif job.cosched:    # all nodes replay one timeline from one offset
                 which = rng.integers(len(timelines), size=1)
                 offs = np.array([rng.uniform(0.0, timelines[int(which[0])].period_ns)])
             else:
@@ -81,29 +109,32 @@ def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
                 offs = rng.random(n_sim) * periods[which]
             groups = [_Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines)
                       if (which == k).any()]
-            t = np.zeros(n_sim)
-            nxt = np.full(n_sim, -np.inf)      # unknown: first phase computes it for everyone
-            partner_base = np.arange(n_sim) if job.sync == "allreduce" and n_sim > 1 else None
+            t = np.zeros(batch * n_sim)
+            nxt = np.full(batch * n_sim, -np.inf)      # unknown: first phase computes it for everyone
+            partner = np.arange(n_sim) if job.sync == "allreduce" and n_sim > 1 else None
             pi = 0
             for k in range(1, phases[-1] + 1):
                 t = _advance(groups, t, work_ns, nxt)
+                rows = t.reshape(batch, n_sim)     # a view: one row per replication
                 if job.sync == "none":
-                    t[:] = t.max()
+                    rows[:] = rows.max(axis=1, keepdims=True)
                 else:
                     for r in range(rounds):
+                        rows = t.reshape(batch, n_sim)
                         if n_sim == 1:
                             m = t
                         elif job.sync == "barrier":
-                            m = np.maximum(t, np.roll(t, 1 << r))
+                            m = np.maximum(rows, np.roll(rows, 1 << r, axis=1)).ravel()
                         else:
-                            m = np.maximum(t, t[(partner_base ^ (1 << r)) % n_sim])
+                            assert partner is not None
+                            m = np.maximum(rows, rows[:, (partner ^ (1 << r)) % n_sim]).ravel()
                         t = _advance(groups, m, lat_ns, nxt)
                 if k == phases[pi]:
-                    runtimes[pi, rep] = t.max() / 1e9
+                    runtimes[pi, rep:rep + batch] = t.reshape(batch, n_sim).max(axis=1) / 1e9
                     pi += 1
                 if progress and k % 10 == 0:
-                    progress((done_units + n_sim * k) / total_units)
-            done_units += n_sim * phases[-1]
+                    progress((done_units + batch * n_sim * k) / total_units)
+            done_units += batch * n_sim * phases[-1]
         for j, p in enumerate(phases):
             results.append(Result(n, p, job.phase_s, runtimes[j], job.ideal_s(n, p)))
     longest = max(r.runtime_s for r in results)
