@@ -12,9 +12,13 @@ import sys
 import tempfile
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+from bench_trace import update_section  # noqa: E402
+
+from jitterscope import sysinfo  # noqa: E402
 from jitterscope.measure_core import measure
-from jitterscope.rundir import load_run
-from jitterscope.sysinfo import online_cpus
+from jitterscope.rundir import load_run  # noqa: E402
+from jitterscope.sysinfo import online_cpus  # noqa: E402
 
 PAIRS = int(os.environ.get("BENCH_PAIRS", "5"))
 SECONDS = float(os.environ.get("BENCH_SECONDS", "3"))
@@ -33,8 +37,30 @@ def main() -> int:
     print(f"CPU {cpu}, {PAIRS} interleaved pairs of {SECONDS:g} s")
     print(f"noise ppm with tracing:    {', '.join(f'{x:.0f}' for x in noise[True])}")
     print(f"noise ppm without tracing: {', '.join(f'{x:.0f}' for x in noise[False])}")
-    ratio = with_t / without if without else float("inf")
-    print(f"ratio traced/untraced: {ratio:.3f} (target <= 1.05)")
+    # The median of per-pair ratios: one run hit by a burst of host noise must
+    # not decide the figure (sums are shown too).
+    pair = [t / u for t, u in zip(noise[True], noise[False]) if u > 0]
+    ratio = float(sorted(pair)[len(pair) // 2]) if len(pair) % 2 else \
+        float(sum(sorted(pair)[len(pair) // 2 - 1:len(pair) // 2 + 1]) / 2)
+    print(f"per-pair ratios: {', '.join(f'{r:.3f}' for r in pair)}")
+    print(f"median ratio traced/untraced: {ratio:.3f} (target <= 1.05); ratio of sums {with_t / without:.3f}")
+    from datetime import date
+
+    body = f"""Noise measured with tracing / without tracing, {PAIRS} interleaved pairs of {SECONDS:g} s
+measurements of CPU {cpu} (traced first in even pairs, untraced first in odd ones)
+(`benchmarks/bench_measure.py`, {date.today()}). Machine: {sysinfo.cpu_model()},
+{len(online_cpus())} CPUs, Linux {sysinfo.kernel()} ({sysinfo.virtualization() or 'bare metal'}).
+
+| | noise ppm per run | sum |
+|---|---|---|
+| with tracing | {', '.join(f'{x:.0f}' for x in noise[True])} | {with_t:.0f} |
+| without tracing | {', '.join(f'{x:.0f}' for x in noise[False])} | {without:.0f} |
+| ratio per pair | {', '.join(f'{r:.3f}' for r in pair)} | |
+
+**Median per-pair ratio traced / untraced: {ratio:.3f}** — target <= 1.05: {'met' if ratio <= 1.05 else 'NOT met'}.
+On this guest most noise is the host descheduling the vCPU, which swings from run to run
+by more than tracing costs; the pairs are interleaved so drifts hit both sides alike."""
+    update_section(Path(__file__).resolve().parents[1] / "BENCHMARKS.md", "## Tracing overhead", body)
     return 0
 
 
