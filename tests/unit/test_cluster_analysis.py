@@ -10,9 +10,12 @@ import pytest
 
 from jitterscope.cluster import outliers as outl
 from jitterscope.cluster.measure import choose_cpu, parse_cpu_map, shared_cpu_warnings
-from jitterscope.cluster.predict import NodeFit, Timeline, expected_max, fitted, phase_delays, trace_driven
+from jitterscope.cluster.predict import bsp_job, expected_max, fitted, trace_driven
 from jitterscope.cluster.summary import build_summary, source_key
 from jitterscope.errors import JitterscopeError
+from jitterscope.simulate import Timeline
+from jitterscope.simulate import distributions as D
+from jitterscope.simulate.runs import phase_delays
 
 
 # -- outliers ------------------------------------------------------------------------------------
@@ -98,47 +101,53 @@ def test_cpu_choice_default_and_map() -> None:
     assert w == ["ranks 0,1 on h share CPU 1: each will see the others' probe as noise"]
 
 
-# -- predictors ------------------------------------------------------------------------------------------
-def test_timeline_free_time_and_its_inverse() -> None:
-    tl = Timeline(np.array([3.0, 13.0]), np.array([1.0, 2.0]), 20.0)  # 17 ns free per 20
-    assert tl.free(np.array([0.0, 3.0, 3.5, 4.0, 20.0, 23.5]))[:].tolist() == [0.0, 3.0, 3.0, 3.0, 17.0, 20.0]
-    assert tl.when_free(np.array([3.0, 3.5, 17.0 + 3.0])).tolist() == [3.0, 4.5, 23.0]
-    # Work-conserving: 5 ns from t=2 meets the gap at 3 (1 ns) -> ends at 8.
-    assert tl.finish(np.array([2.0]), 5.0).tolist() == [8.0]
-
-
+# -- predictors (the simulator's engine and fits, node by node) ----------------------------------------
 def test_periodic_noise_on_one_node_slows_the_job_by_its_duty_cycle() -> None:
     # 10% duty cycle, phase not a multiple of the period: each node's work takes
     # W / 0.9 on average, and the job waits for it (the other node is quiet).
     period, busy, work = 1000.0, 100.0, 370.0
     starts = np.arange(0, 1e6, period)
-    noisy = Timeline(starts, np.full(starts.size, busy), 1e6)
-    quiet = Timeline(np.zeros(0), np.zeros(0), 1e6)
-    p = trace_driven([noisy, quiet], work, 0.0, 2000, replications=200, seed=3)
+    noisy = Timeline(1e6, starts, np.full(starts.size, busy))
+    quiet = Timeline(1e6, np.zeros(0), np.zeros(0))
+    p = trace_driven([noisy, quiet], bsp_job(2, 2000, work, "barrier", 0.0, replications=200, seed=3))
     assert p.runtime_s * 1e9 / 2000 == pytest.approx(work / 0.9, rel=0.01)
+    assert p.ci95_s is not None and p.ci95_s < 0.01 * p.runtime_s
+
+
+def test_bsp_job_spreads_the_sync_over_its_rounds() -> None:
+    for n, rounds in ((2, 1), (4, 2), (5, 3)):
+        job = bsp_job(n, 10, 5e6, "barrier", 3000.0)
+        assert job.rounds(n) == rounds
+        assert job.ideal_s(n, 10) == pytest.approx(10 * (5e6 + 3000.0) / 1e9)
 
 
 def test_expected_max_of_exponentials_is_mean_times_harmonic_number() -> None:
-    mean = 50.0
+    mean = 50e-6
     for n in (1, 10, 100):
-        fits = [NodeFit("exponential", (0.0, mean), 0.0, None, 0)] * n
         h = sum(1 / k for k in range(1, n + 1))
-        assert expected_max(fits) == pytest.approx(mean * h, rel=1e-4)
+        assert expected_max([D.exponential(mean)] * n) == pytest.approx(mean * h, rel=1e-4)
 
 
 def test_bernoulli_delays_expected_max() -> None:
-    # Delay d with probability p (a narrow normal at d), else 0: E[max of n] = (1-(1-p)^n) d.
-    d, p, n = 1000.0, 0.1, 8
-    fits = [NodeFit("normal", (d, 1e-3), 1 - p, None, 0)] * n
-    assert expected_max(fits) == pytest.approx((1 - (1 - p) ** n) * d, rel=1e-4)
+    # Delay d with probability p, else 0: E[max of n] = (1-(1-p)^n) d.
+    d, p, n = 1e-3, 0.1, 8
+    assert expected_max([D.bernoulli(p, d)] * n) == pytest.approx((1 - (1 - p) ** n) * d, rel=1e-6)
+
+
+def test_expected_max_of_different_nodes() -> None:
+    # A node always 1 ms late and a quiet one: the phase waits 1 ms.  Two
+    # exponentials of means a, b: E[max] = a + b - ab/(a+b).
+    assert expected_max([D.SplicedTail(np.full(50, 1e-3), 1e-3, 0.0, 1.0), None]) == pytest.approx(1e-3)
+    a, b = 20e-6, 70e-6
+    assert expected_max([D.exponential(a), D.exponential(b)]) == pytest.approx(a + b - a * b / (a + b), rel=1e-4)
 
 
 def test_fitted_prediction_for_regular_noise() -> None:
     starts = np.arange(0, 1e7, 1000.0)
-    tl = Timeline(starts, np.full(starts.size, 100.0), 1e7)
-    delays = phase_delays(tl, 900.0)
+    tl = Timeline(1e7, starts, np.full(starts.size, 100.0))
+    delays = phase_delays([tl], 900.0)
     assert np.allclose(delays, 100.0)  # 900 of work always meets exactly one 100 ns gap
-    pred = fitted([tl], 900.0, 0.0, 100)
+    pred = fitted([tl], bsp_job(1, 100, 900.0, "barrier", 0.0))
     assert pred.runtime_s * 1e9 / 100 == pytest.approx(1000.0, rel=1e-3)
 
 

@@ -6,8 +6,8 @@ work (native/bspwork.c, which records every gap above the threshold: the noise
 met during the work) and synchronize (MPI barrier or allreduce, polled against
 a deadline).  Rank 0 gathers every rank's per-phase timings and gaps, writes a
 cluster run directory and compares the measured runtime with the ideal and
-with the trace-driven and fitted predictions from the very noise recorded
-(cluster/predict.py).
+with the simulator's trace-driven and fitted predictions from the very noise
+recorded (cluster/predict.py).
 """
 
 from __future__ import annotations
@@ -172,8 +172,9 @@ def timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
 
 
 def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
-    """The measured side and both predictions, as plain data."""
+    """The measured side and the simulator's predictions, as plain data."""
     from jitterscope.cluster import predict
+    from jitterscope.simulate.timeline import Timeline
 
     P = opts.phases
     compute = np.stack([r["compute_end_ns"] - r["compute_start_ns"] for r in ranks]).astype(float)  # N x P
@@ -199,12 +200,13 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
     timelines = []
     for r in ranks:
         s, ln, span = timeline(r)
-        timelines.append(predict.Timeline(s, ln, span))
+        timelines.append(Timeline(span, s, ln, label=node_key(r["host"], r["cpu"])))
+    job = predict.bsp_job(len(ranks), P, work_ns, opts.sync, sync_ns, opts.replications, opts.seed)
     preds: dict[str, Any] = {}
-    for key, fn in (("trace_driven", lambda: predict.trace_driven(timelines, works, sync_ns, P,
-                                                                 opts.replications, opts.seed)),
-                    ("fitted", lambda: predict.fitted(timelines, works, sync_ns, P)),
-                    ("replay", lambda: predict.trace_driven(timelines, works, sync_ns, P, aligned=True))):
+    for key, fn in (("trace_driven", lambda: predict.trace_driven(timelines, job)),
+                    ("fitted", lambda: predict.fitted(timelines, job)),
+                    ("replay", lambda: predict.trace_driven(timelines, job, "recorded")),
+                    ("simulate", lambda: predict.trace_driven(timelines, job, "random"))):
         try:
             p = fn()
         except (ValueError, RuntimeError, FloatingPointError) as err:
@@ -214,8 +216,6 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
                       "ci95_s": p.ci95_s, "sd_s": p.sd_s,
                       "slowdown_error": p.slowdown - measured["slowdown"],
                       "runtime_rel_error": p.runtime_s / runtime_s - 1, **p.detail}
-    preds["simulate"] = _library_prediction(timelines, works, sync_ns, opts, measured["runtime_s"],
-                                            measured["slowdown"])
     nodes = []
     for i, r in enumerate(ranks):
         nodes.append({"node": node_key(r["host"], r["cpu"]), "host": r["host"], "cpu": r["cpu"], "rank": r["rank"],
@@ -228,39 +228,6 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
                       "slowest_share": round(float((slowest == i).mean()), 4),
                       "sync_ns": round(float(r["sync_ns"]), 1)})
     return {"measured": measured, "predictions": preds, "nodes": nodes, "work_ns": work_ns, "sync_ns": sync_ns}
-
-
-def _library_prediction(timelines: list[Any], works: list[float], sync_ns: float, opts: BspOptions,
-                        runtime_s: float, slowdown: float) -> dict[str, Any]:
-    """`jitterscope simulate`'s own trace-driven engine on the same timelines.
-
-    It gives every simulated node a randomly chosen measured timeline, so a
-    cluster with one noisy node is predicted as a mix of noisy and quiet nodes;
-    the trace_driven entry keeps node i on its own timeline."""
-    try:
-        from jitterscope.simulate.job import Job
-        from jitterscope.simulate.timeline import Timeline as SimTimeline
-        from jitterscope.simulate.trace import simulate_timelines
-    except ImportError as err:
-        return {"error": f"jitterscope.simulate not available ({err})"}
-    n = len(timelines)
-    job = Job(nodes=(n,), phases=(opts.phases,), phase_s=max(works) / 1e9, sync=opts.sync,
-              link_latency_s=0.0, replications=opts.replications, seed=opts.seed)
-    rounds = job.rounds(n)
-    job = Job(nodes=(n,), phases=(opts.phases,), phase_s=max(works) / 1e9, sync=opts.sync,
-              link_latency_s=sync_ns / 1e9 / max(1, rounds), replications=opts.replications, seed=opts.seed)
-    try:
-        sim = simulate_timelines([SimTimeline(tl.span, tl.start, tl.length) for tl in timelines], job,
-                                 {"kind": "trace", "source": "cluster bsp"})
-        res = sim.results[0]
-        rt, ideal = float(res.runtime_s), float(res.ideal_s)
-    except (ValueError, TypeError, AttributeError, IndexError) as err:
-        return {"error": f"jitterscope.simulate failed ({err})"}
-    ci = getattr(res, "ci95_s", None)
-    return {"runtime_s": rt, "ideal_s": ideal, "slowdown": rt / ideal - 1,
-            "ci95_s": None if ci is None else (float(ci[1] - ci[0]) / 2 if isinstance(ci, (tuple, list)) else float(ci)),
-            "slowdown_error": rt / ideal - 1 - slowdown, "runtime_rel_error": rt / runtime_s - 1,
-            "assignment": "random measured timeline per node (jitterscope simulate)"}
 
 
 def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peers: list[dict[str, Any]]) -> None:
