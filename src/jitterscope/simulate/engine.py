@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.simulate.detours import Detours, detours_from_lengths
 from jitterscope.simulate.fitting import Fit, fit_delays
 from jitterscope.simulate.iid import simulate_iid
 from jitterscope.simulate.job import Job, Simulation
@@ -137,13 +138,21 @@ def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> 
     return fit_delays(delays, phase_s, replicates=replicates, seed=seed, source=str(path), cpus=noise.cpus)
 
 
+def run_detours(path: str) -> Detours:
+    """A run's detours as the stream a synchronization round meets (overlaps merged per CPU)."""
+    noise = load_noise(path)
+    tls = noise.timelines()
+    lengths = np.concatenate([tl.durations for tl in tls]) / 1e9
+    return detours_from_lengths(lengths, sum(tl.period_ns for tl in tls) / 1e9)
+
+
 def simulate(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> Simulation:
     """Simulate `job` under `spec`, choosing the engine the spec calls for."""
     if isinstance(spec, DistributionNoise):
         return simulate_iid(spec.delay, job, spec.text, progress)
     if isinstance(spec, FitNoise):
         fit = fit_run(str(spec.path), job.phase_s, seed=job.seed)
-        sim = simulate_iid(fit.best, job, spec.text, progress)
+        sim = simulate_iid(fit.best, job, spec.text, progress, run_detours(str(spec.path)))
         sim.model["fit"] = {"run": str(spec.path), "family": fit.best_name, "fits": fit.any_fits,
                             "verdict": fit.verdict}
         if not fit.any_fits:

@@ -3,21 +3,15 @@ directly (see `orderstats`), never N draws per phase.
 
 Runtime of one replication with P phases on N nodes:
 
-    T = P*W + sum_{k<=P} M_k + sum_{k<=P} sum_{j<=r} (L + H_kj)
+    without synchronization cost:  T = P W + sum_(k<=P) M_k,   M_k ~ max of N draws of D
+    with a barrier or allreduce:   T = P (W + R L) + sum_(k<=P) V_k
 
-M_k ~ max of N draws of the per-phase delay D; r = ceil(log2 N) synchronization
-rounds of link latency L; H_kj ~ max of N draws of the noise one round sees.
-
-Noise in a round.  D describes the noise a node meets in W of work.  A round is
-L of time on every node, so it meets a thinned version of the same noise:
-  * when D has an atom at 0 (bernoulli, fitted zero fractions), noise comes as
-    the non-zero draws: a round is hit with probability (L/W) P(D>0) and a hit
-    costs a draw of D given D>0;
-  * otherwise D is read as a compound Poisson sum of k = max(1, E[D]^2/Var[D])
-    events per phase (the moment match of a Poisson number of equal events), so
-    a round is hit with probability 1 - exp(-k L/W) and a hit costs D/k.
-Each round then waits for the worst node (max over N); for a dissemination
-barrier that is an upper bound, tight when hits are rare.
+R = ceil(log2 N) rounds of link latency L.  V_k is one node's phase time beyond
+W + R L: its compute delay and the barrier's, drawn from the exact law of the
+dissemination barrier's dependency tree under i.i.d. noise (`barrier`), in which
+a round on a node meets at most one detour (in progress when the message
+arrives, or starting during the round; `detours`).  The compute maximum inside
+V is the exact order statistic; only the barrier's increment is on a lattice.
 
 Sums over many phases.  When P x R draws exceed a budget the per-replication sum
 is drawn from the normal distribution with the exact mean and variance P E[M],
@@ -34,27 +28,13 @@ from collections.abc import Callable
 import numpy as np
 
 from jitterscope.simulate import distributions as D
+from jitterscope.simulate.barrier import LatticeDelay, phase_law
+from jitterscope.simulate.detours import Detours, detours_from_delay
 from jitterscope.simulate.job import Job, Result, Simulation
 from jitterscope.simulate.orderstats import max_moments, sample_max
 
 DRAW_BUDGET = 4_000_000       # draws per (N, term) before the CLT takes over
 CHUNK = 1_000_000             # draws held in memory at once
-
-
-def round_noise(delay: D.Delay, job: Job) -> tuple[D.Delay, str]:
-    """The delay one synchronization round of L sees on one node, and how it was derived."""
-    frac = min(1.0, job.link_latency_s / job.phase_s)
-    p_pos = float(delay.sf(np.array(0.0)))
-    if 0.0 in delay.atoms and p_pos < 1.0:
-        text = (f"a round is hit with probability (L/W)*P(D>0) = {frac * p_pos:.3g}; "
-                f"a hit costs a draw of D given D>0")
-        return D.ZeroInflated(delay, frac), text
-    m, v = delay.mean(), delay.var()
-    k = max(1.0, m * m / v) if v > 0 and math.isfinite(v) else 1.0
-    q = -math.expm1(-k * frac)
-    text = (f"D read as {k:.3g} events per phase (E[D]^2/Var[D]); a round is hit with probability "
-            f"1-exp(-k L/W) = {q:.3g} and a hit costs D/{k:.3g}")
-    return D.ZeroInflated(D.Scaled(delay, 1.0 / k), q), text
 
 
 def _sums(dist: D.Delay, n: float, counts: list[int], reps: int, rng: np.random.Generator,
@@ -85,24 +65,28 @@ def _sums(dist: D.Delay, n: float, counts: list[int], reps: int, rng: np.random.
 
 
 def simulate_iid(delay: D.Delay, job: Job, description: str,
-                 progress: Callable[[float], None] | None = None) -> Simulation:
-    """Simulate the job under i.i.d. per-phase delays `delay` (seconds)."""
+                 progress: Callable[[float], None] | None = None,
+                 detours: Detours | None = None) -> Simulation:
+    """Simulate the job under i.i.d. per-phase delays `delay` (seconds); `detours`
+    (from a run) say what a synchronization round meets, else `delay` is read as detours."""
     phases = sorted(job.phases)
-    hit, hit_text = round_noise(delay, job)
+    if detours is None:
+        detours = detours_from_delay(delay, job.phase_s)
     results: list[Result] = []
     notes: list[str] = []
     for i, n in enumerate(sorted(job.nodes)):
         rng = np.random.default_rng([job.seed, n])
         r = job.rounds(n)
-        m_mean, m_var = max_moments(delay, n)
-        sums = _sums(delay, n, phases, job.replications, rng, m_mean, m_var)
-        h_mean = h_var = 0.0
-        if r > 0:
-            h_mean, h_var = max_moments(hit, n)
-            sums = sums + _sums(hit, n, [p * r for p in phases], job.replications, rng, h_mean, h_var)
+        if r > 0:      # one node's phase (compute + barrier), from the barrier's tree
+            per: D.Delay = LatticeDelay(phase_law(delay, detours, n, r, job.link_latency_s))
+            m_mean, m_var = per.mean(), per.var()
+            sums = _sums(per, 1, phases, job.replications, rng, m_mean, m_var)
+        else:
+            m_mean, m_var = max_moments(delay, n)
+            sums = _sums(delay, n, phases, job.replications, rng, m_mean, m_var)
         for j, p in enumerate(phases):
             ideal = job.ideal_s(n, p)
-            expected = ideal + p * m_mean + p * r * h_mean
+            expected = ideal + p * m_mean
             results.append(Result(n, p, job.phase_s, ideal + sums[j], ideal,
                                   expected if math.isfinite(expected) else None))
         if progress:
@@ -117,7 +101,10 @@ def simulate_iid(delay: D.Delay, job: Job, description: str,
         "noise": delay.to_json(),
         "phase_s": job.phase_s, "sync": job.sync, "link_latency_s": job.link_latency_s,
         "sync_rounds": "ceil(log2 N)" if job.sync != "none" else 0,
-        "sync_noise": hit_text if job.sync != "none" else None,
+        "sync_noise": (f"the dissemination barrier's dependency tree with i.i.d. noise: a round on a node "
+                       f"waits for a detour in progress when the message arrives (if it began while the "
+                       f"node waited; its residual length) or one starting in the round (its full length); "
+                       f"detours: {detours.description}") if job.sync != "none" else None,
         "cosched": job.cosched, "replications": job.replications, "seed": job.seed,
         "spec": description,
     }
