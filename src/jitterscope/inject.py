@@ -17,12 +17,7 @@ CPU time; under SCHED_OTHER it may include time the injector was preempted.
 
 from __future__ import annotations
 
-import json
-import os
-import select
 import signal
-import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,6 +26,7 @@ import numpy as np
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
+from jitterscope.native_child import NativeChild
 
 INJECT_PROGRAM = "jitterscope-inject"
 DEFAULT_NAME = "jitterscope-inj"
@@ -92,7 +88,7 @@ class InjectResult:
     warnings: list[str]
 
 
-class Injector:
+class Injector(NativeChild[InjectResult]):
     """The native injector on one CPU; a context manager.
 
     On leaving the block it waits for a timed injector to finish its duration
@@ -100,10 +96,15 @@ class Injector:
     thread that started it (PR_SET_PDEATHSIG) and never outlives its duration.
     """
 
+    WHAT = "injector"
+    PROGRAM = INJECT_PROGRAM
+    STOP_SIGNAL = signal.SIGTERM
+
     def __init__(self, cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None = None,
                  name: str = DEFAULT_NAME, policy: str = "auto", truth_path: Path | None = None,
                  priority: int = DEFAULT_PRIORITY) -> None:
         validate(cpu, period_ns, busy_ns, duration_ns, name, policy, priority)
+        super().__init__()
         self.cpu = int(cpu)
         self.period_ns = int(period_ns)
         self.busy_ns = int(busy_ns)
@@ -112,11 +113,7 @@ class Injector:
         self.policy = policy
         self.priority = priority
         self.truth_path = None if truth_path is None else Path(truth_path)
-        self.pid = 0
         self.used_policy = ""
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._rest = b""
-        self._result: InjectResult | None = None
         self._ready: dict[str, Any] = {}
 
     def start(self) -> "Injector":
@@ -129,81 +126,19 @@ class Injector:
             cmd += ["--duration-ns", str(self.duration_ns)]
         if self.truth_path is not None:
             cmd += ["--truth", str(self.truth_path)]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE)
-        self.pid = self._proc.pid
-        line = self._first_line(10.0)
-        if line is None:
-            if self._proc.poll() is None:
-                self._proc.kill()
-            _, err = self._proc.communicate(timeout=10)
-            raise JitterscopeError(f"injector failed to start: {_last_line(err.decode(errors='replace'))}")
-        self._ready = json.loads(line)
+        self._ready = self._launch(cmd, 10.0)
         self.used_policy = str(self._ready["policy"])
         return self
 
-    def _first_line(self, timeout: float) -> str | None:
-        assert self._proc is not None and self._proc.stdout is not None
-        fd, buf, deadline = self._proc.stdout.fileno(), b"", time.monotonic() + timeout
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return None
-            buf += chunk
-        line, self._rest = buf.split(b"\n", 1)
-        return line.decode()
+    def exit_timeout(self) -> float | None:
+        # A timed injector is left to finish its duration.
+        return None if self.duration_ns is None else self.duration_ns / 1e9 + 30
 
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def stop(self) -> None:
-        if self.running():
-            assert self._proc is not None
-            self._proc.send_signal(signal.SIGTERM)
-
-    def wait(self, timeout: float | None = None) -> InjectResult:
-        if self._result is not None:
-            return self._result
-        if self._proc is None:
-            raise JitterscopeError("injector was never started")
-        try:
-            out, err = self._proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.communicate()
-            raise JitterscopeError(f"injector did not finish within {timeout} s; killed it") from None
-        err_text = err.decode(errors="replace")
-        if self._proc.returncode != 0:
-            raise JitterscopeError(f"injector failed (exit {self._proc.returncode}): {_last_line(err_text)}")
-        lines = [ln for ln in (self._rest + out).decode().splitlines() if ln.strip()]
-        end = next((json.loads(ln) for ln in lines if '"event": "end"' in ln), None)
-        if end is None:
-            raise JitterscopeError("injector ended without reporting")
-        self._result = InjectResult(
+    def _finish(self, end: dict[str, Any], err_text: str) -> InjectResult:
+        return InjectResult(
             wakeups=int(end["wakeups"]), missed=int(end["missed"]), interrupted=bool(end["interrupted"]),
             policy=self.used_policy, priority=int(self._ready.get("priority", 0)),
-            tsc_hz=float(self._ready["tsc_hz"]),
-            warnings=[ln.removeprefix("jitterscope-inject: warning: ")
-                      for ln in err_text.splitlines() if "warning:" in ln])
-        return self._result
-
-    def __enter__(self) -> "Injector":
-        if self._proc is None:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self.running() and (exc[0] is not None or self.duration_ns is None):
-            self.stop()
-        if self._proc is not None and self._result is None:
-            try:
-                self.wait(timeout=None if self.duration_ns is None else self.duration_ns / 1e9 + 30)
-            except JitterscopeError:
-                if exc[0] is None:
-                    raise
+            tsc_hz=float(self._ready["tsc_hz"]), warnings=self._warnings(err_text))
 
 
 def validate(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str,
@@ -249,8 +184,3 @@ def period_stats(truth: Truth) -> dict[str, float]:
         "busy_max_ns": float(busy.max()),
         "busy_total_ns": float(busy.sum()),
     }
-
-
-def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1].removeprefix("jitterscope-inject: ") if lines else "no message"

@@ -10,11 +10,8 @@ from __future__ import annotations
 
 import functools
 import json
-import os
-import select
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,6 +20,7 @@ import numpy as np
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
+from jitterscope.native_child import NativeChild, last_line
 from jitterscope.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
 
 PROBE_PROGRAM = "jitterscope-probe"
@@ -68,8 +66,7 @@ def _require_invariant_tsc() -> None:
 
 
 def _last_line(text: str) -> str:
-    lines = [ln for ln in text.strip().splitlines() if ln.strip()]
-    return lines[-1].removeprefix("jitterscope-probe: ") if lines else "no message"
+    return last_line(text, PROBE_PROGRAM)
 
 
 @dataclass
@@ -87,7 +84,7 @@ class ProbeResult:
     warnings: list[str] = field(default_factory=list)
 
 
-class Probe:
+class Probe(NativeChild[ProbeResult]):
     """The native detour probe on `cpus`; a context manager (waits on exit; stops it
     first when untimed or on an exception).
 
@@ -97,6 +94,11 @@ class Probe:
     probe spinning; start it from a thread that outlives the measurement.
     """
 
+    WHAT = "probe"
+    PROGRAM = PROBE_PROGRAM
+    STOP_SIGNAL = signal.SIGINT  # the probe still finishes its file
+    NO_END = "ended without reporting its statistics"
+
     def __init__(self, cpus: list[int], threshold_ns: float, out_path: Path,
                  duration_ns: int | None = None, fifo_priority: int | None = None) -> None:
         if not cpus:
@@ -105,6 +107,7 @@ class Probe:
             raise JitterscopeError("probe threshold must be positive")
         if fifo_priority is not None and not 1 <= fifo_priority <= 99:
             raise JitterscopeError(f"SCHED_FIFO priority {fifo_priority} out of range 1-99")
+        super().__init__()
         self.cpus = sorted(set(int(c) for c in cpus))
         self.threshold_ns = float(threshold_ns)
         self.out_path = Path(out_path)
@@ -113,13 +116,9 @@ class Probe:
         self.tsc_hz = 0.0
         self.threshold_cycles = 0
         self.t0_tsc = 0
-        self.pid = 0
         self.thread_comms: dict[int, str] = {}
         self.thread_tids: dict[int, int] = {}
         self.mlocked = True
-        self._proc: subprocess.Popen[bytes] | None = None
-        self._stdout_rest = b""
-        self._result: ProbeResult | None = None
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> "Probe":
@@ -135,78 +134,14 @@ class Probe:
             cmd += ["--duration-ns", str(int(self.duration_ns))]
         if self.fifo_priority is not None:
             cmd += ["--fifo", str(int(self.fifo_priority))]
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE)
-        self.pid = self._proc.pid
-        line = self._read_line(READY_TIMEOUT_S)
-        if line is None:
-            self._fail_start()
-        ready = json.loads(line)
+        ready = self._launch(cmd, READY_TIMEOUT_S)
         self.t0_tsc = int(ready["t0_tsc"])
         self.mlocked = bool(ready["mlocked"])
         self.thread_comms = {int(t["cpu"]): str(t["comm"]) for t in ready["threads"]}
         self.thread_tids = {int(t["cpu"]): int(t["tid"]) for t in ready["threads"]}
         return self
 
-    def _read_line(self, timeout: float) -> str | None:
-        """The first stdout line, or None if the probe exits (or hangs) first."""
-        assert self._proc is not None and self._proc.stdout is not None
-        fd = self._proc.stdout.fileno()
-        buf = b""
-        deadline = time.monotonic() + timeout
-        while b"\n" not in buf:
-            left = deadline - time.monotonic()
-            if left <= 0:
-                return None
-            r, _, _ = select.select([fd], [], [], left)
-            if not r:
-                continue
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                return None
-            buf += chunk
-        line, self._stdout_rest = buf.split(b"\n", 1)
-        return line.decode()
-
-    def _fail_start(self) -> None:
-        assert self._proc is not None
-        if self._proc.poll() is None:
-            self._proc.kill()
-        _, err = self._proc.communicate(timeout=10)
-        msg = _last_line(err.decode(errors="replace"))
-        raise JitterscopeError(f"probe failed to start: {msg}")
-
-    def running(self) -> bool:
-        return self._proc is not None and self._proc.poll() is None
-
-    def stop(self) -> None:
-        """End the measurement early; the probe still finishes its file."""
-        if self.running():
-            assert self._proc is not None
-            self._proc.send_signal(signal.SIGINT)
-
-    def wait(self, timeout: float | None = None) -> ProbeResult:
-        if self._result is not None:
-            return self._result
-        if self._proc is None:
-            raise JitterscopeError("probe was never started")
-        try:
-            out, err = self._proc.communicate(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.communicate()
-            raise JitterscopeError(f"probe did not finish within {timeout} s; killed it") from None
-        err_text = err.decode(errors="replace")
-        if self._proc.returncode != 0:
-            raise JitterscopeError(f"probe failed (exit {self._proc.returncode}): {_last_line(err_text)}")
-        lines = [ln for ln in (self._stdout_rest + out).decode().splitlines() if ln.strip()]
-        end = next((json.loads(ln) for ln in lines if '"event": "end"' in ln), None)
-        if end is None:
-            raise JitterscopeError("probe ended without reporting its statistics")
-        self._result = self._build_result(end, err_text)
-        return self._result
-
-    def _build_result(self, end: dict[str, Any], err_text: str) -> ProbeResult:
+    def _finish(self, end: dict[str, Any], err_text: str) -> ProbeResult:
         hz = self.tsc_hz
         per_cpu: dict[int, dict[str, Any]] = {}
         for cpu_s, s in end["cpus"].items():
@@ -225,29 +160,11 @@ class Probe:
                 "first_tsc": int(s["first_tsc"]),
                 "last_tsc": int(s["last_tsc"]),
             }
-        warnings = [ln.removeprefix("jitterscope-probe: warning: ")
-                    for ln in err_text.splitlines() if "warning:" in ln]
+        warnings = self._warnings(err_text)
         return ProbeResult(tsc_hz=hz, t0_tsc=self.t0_tsc, end_tsc=int(end["end_tsc"]), per_cpu=per_cpu,
                            records=int(end["records"]), dropped=int(end["dropped"]),
                            threshold_cycles=int(end["threshold_cycles"]), mlocked=self.mlocked,
                            warnings=warnings)
-
-    def __enter__(self) -> "Probe":
-        if self._proc is None:
-            self.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        # A normal exit lets a timed probe finish its duration; an untimed one,
-        # or an exception (Ctrl-C), ends it now.
-        if self.running() and (exc[0] is not None or self.duration_ns is None):
-            self.stop()
-        if self._proc is not None and self._result is None:
-            try:
-                self.wait(timeout=30)
-            except JitterscopeError:
-                if exc[0] is None:
-                    raise
 
 
 # -- reading the output ----------------------------------------------------------
