@@ -93,7 +93,7 @@ def test_iid_fit_with_barrier_tracks_the_trace_driven_barrier(tmp_path):
     the trace engine (and a real job) a node starts its next phase when its own
     barrier ends, so the spread of barrier end times carries into the next phase's
     maximum.  That carry-over is not modelled and makes the i.i.d. prediction low:
-    by 20% on this run and 25-32% on a measured 32%-noise VM run from 64 to 10^5
+    by about 20% on this run and 25-32% on a measured 32%-noise VM run from 64 to 10^5
     nodes (docs/commands/simulate.md).  The test pins that: never above the trace
     (beyond its CI) and at most 30% below.  The previous model (every round charged
     the maximum over all N nodes of a phase's delay) fails it at scale."""
