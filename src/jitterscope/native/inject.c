@@ -30,32 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#define JS_PROGRAM "jitterscope-inject"
+#include "js_cli.h"
 #include "js_tsc.h"
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("jitterscope-inject: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
-
-static uint64_t parse_u64(const char *s, const char *what)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-')
-        die("%s must be a non-negative integer, got '%s'", what, s);
-    return v;
-}
 
 static void ts_add(struct timespec *t, int64_t ns)
 {
@@ -113,9 +93,7 @@ int main(int argc, char **argv)
     if (prio < 1 || prio > 99)
         die("--priority must be 1..99");
 
-    pid_t parent = getppid();
-    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);  /* never outlive the parent */
-    if (getppid() != parent)
+    if (js_die_with_parent())  /* never outlive the parent */
         return 2;
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;  /* no SA_RESTART: interrupt the sleep */

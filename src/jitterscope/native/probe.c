@@ -37,6 +37,8 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#define JS_PROGRAM "jitterscope-probe"
+#include "js_cli.h"
 #include "js_tsc.h"
 #include "probe_records.h"
 
@@ -47,18 +49,6 @@
 
 #define likely(x) __builtin_expect(!!(x), 1)
 #define unlikely(x) __builtin_expect(!!(x), 0)
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void die(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("jitterscope-probe: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(2);
-}
 
 /* ---- per-CPU state: the ring and the loop's statistics ------------------ */
 
@@ -286,16 +276,6 @@ static int parse_cpus(const char *s, int *out, int max)
     return n;
 }
 
-static uint64_t parse_u64(const char *s, const char *what)
-{
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno || end == s || *end || s[0] == '-')
-        die("%s must be a non-negative integer, got '%s'", what, s);
-    return v;
-}
-
 /* ---- modes ---------------------------------------------------------------- */
 
 #define FIELD(S, F) printf("\"%s\": {\"offset\": %zu, \"size\": %zu}", #F, offsetof(struct S, F), \
@@ -498,11 +478,7 @@ int main(int argc, char **argv)
     if (fifo < 0 || fifo > 99)
         die("--fifo priority must be 1..99");
 
-    /* Die with the parent (a killed `measure` must not leave a probe spinning);
-     * SIGTERM so the file is still finished cleanly. */
-    pid_t parent = getppid();
-    prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
-    if (getppid() != parent)
+    if (js_die_with_parent())  /* a killed `measure` must not leave a probe spinning */
         return 2;
 
     int cpus[CPU_SETSIZE];
