@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -42,6 +43,33 @@ def probed_cpu() -> int:
     from jitterscope.sysinfo import online_cpus
 
     return online_cpus()[-1]
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie, dead but not yet reaped, does not)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rindex(")") + 2] != "Z"
+
+
+def assert_dies_with_parent(script: str, what: str) -> None:
+    """Run `script` (it starts a native program and prints its pid) in a Python
+    process, SIGKILL that process, and check the program follows within 5 s
+    (PR_SET_PDEATHSIG): a killed jitterscope must leave nothing spinning."""
+    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert alive(pid)
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 5
+    while alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not alive(pid), f"{what} outlived its parent"
 
 
 needs_tracing = pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason()))

@@ -15,18 +15,12 @@ import pytest
 from jitterscope.inject import Injector, read_truth
 from jitterscope.sysinfo import online_cpus
 
+from .conftest import assert_dies_with_parent
+
 CPU = online_cpus()[-1]
 PERIOD_NS = 10_000_000
 BUSY_NS = 1_000_000
 ROOT = os.geteuid() == 0
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_period_and_busy_time_match_the_request(tmp_path):
@@ -81,17 +75,7 @@ def test_injector_dies_with_its_parent(tmp_path):
     script = ("import time; from jitterscope.inject import Injector\n"
               f"i = Injector({CPU}, 50_000_000, 1_000_000).start()\n"
               "print(i.pid, flush=True); time.sleep(60)\n")
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        pid = int(parent.stdout.readline())
-        assert _alive(pid)
-    finally:
-        parent.kill()
-        parent.wait()
-    deadline = time.monotonic() + 5
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(pid), "injector outlived its parent"
+    assert_dies_with_parent(script, "injector")
 
 
 @pytest.mark.skipif(not ROOT, reason="checks SCHED_FIFO as root")

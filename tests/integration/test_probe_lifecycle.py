@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,15 +15,9 @@ from jitterscope.native_bin import native_bin
 from jitterscope.probe import Probe, read_detours, read_header
 from jitterscope.sysinfo import online_cpus
 
+from .conftest import assert_dies_with_parent
+
 CPU = online_cpus()[-1]
-
-
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rindex(")") + 2] != "Z"
 
 
 def test_threads_named_pinned_and_writer_kept_off_probed_cpu(tmp_path):
@@ -81,17 +74,7 @@ def test_probe_dies_with_its_parent(tmp_path):
     script = ("import sys, time; from pathlib import Path; from jitterscope.probe import Probe\n"
               f"p = Probe([{CPU}], 1000, Path({str(tmp_path / 'd.raw')!r})).start()\n"
               "print(p.pid, flush=True); time.sleep(60)\n")
-    parent = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
-    try:
-        probe_pid = int(parent.stdout.readline())
-        assert _alive(probe_pid)
-    finally:
-        parent.kill()
-        parent.wait()
-    deadline = time.monotonic() + 5
-    while _alive(probe_pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not _alive(probe_pid), "probe outlived its parent"
+    assert_dies_with_parent(script, "probe")
 
 
 def test_tsc_calibration_is_stable_to_100ppm():
