@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import subprocess
@@ -70,6 +71,47 @@ def assert_dies_with_parent(script: str, what: str) -> None:
     while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not alive(pid), f"{what} outlived its parent"
+
+
+def snapshot() -> dict[str, object]:
+    """Every system knob the built-in `doe` factors touch, to check that a run restores them."""
+    from jitterscope.journal import read_setting
+
+    s: dict[str, object] = {}
+    for p in glob.glob("/proc/irq/*/smp_affinity_list"):
+        s[p] = Path(p).read_text().strip()
+    for p in ("/proc/sys/kernel/timer_migration", "/sys/kernel/mm/transparent_hugepage/enabled",
+              "/sys/kernel/mm/ksm/run"):
+        if os.path.exists(p):
+            s[p] = read_setting(p)
+    for t in glob.glob("/proc/[0-9]*/task/[0-9]*"):
+        try:
+            # Other jitterscope runs and test sessions on this shared machine move themselves
+            # (measure keeps its own thread off the probed CPU); every other task is compared.
+            cmd = Path(t.split("/task/")[0], "cmdline").read_bytes()
+            if b"jitterscope" in cmd or b"pytest" in cmd:
+                continue
+            s["affinity " + t] = sorted(os.sched_getaffinity(int(t.rsplit("/", 1)[1])))
+        except OSError:
+            pass
+    return s
+
+
+def changed(before: dict[str, object], after: dict[str, object]) -> list[str]:
+    """Knobs that differ (tasks that came or went in between are not compared)."""
+    return [k for k in before if k in after and before[k] != after[k]]
+
+
+def load_pids() -> list[int]:
+    """Processes running the `doe` load generators (jitterscope.doe.loads)."""
+    out = []
+    for p in glob.glob("/proc/[0-9]*/cmdline"):
+        try:
+            if b"jitterscope.doe.loads" in Path(p).read_bytes():
+                out.append(int(p.split("/")[2]))
+        except OSError:
+            pass
+    return out
 
 
 needs_tracing = pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason()))

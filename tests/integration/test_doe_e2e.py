@@ -12,37 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import jitterscope, probed_cpu
-from jitterscope.journal import journal_dir, read_setting
+from .conftest import changed, jitterscope, load_pids, probed_cpu, snapshot
+from jitterscope.journal import journal_dir
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change IRQ affinity")
-
-
-def snapshot() -> dict[str, object]:
-    """Every knob the built-in factors touch."""
-    s: dict[str, object] = {}
-    for p in glob.glob("/proc/irq/*/smp_affinity_list"):
-        s[p] = Path(p).read_text().strip()
-    for p in ("/proc/sys/kernel/timer_migration", "/sys/kernel/mm/transparent_hugepage/enabled",
-              "/sys/kernel/mm/ksm/run"):
-        if os.path.exists(p):
-            s[p] = read_setting(p)
-    for t in glob.glob("/proc/[0-9]*/task/[0-9]*"):
-        try:
-            # Other jitterscope runs and test sessions on this shared machine move themselves
-            # (measure keeps its own thread off the probed CPU); every other task is compared.
-            cmd = Path(t.split("/task/")[0], "cmdline").read_bytes()
-            if b"jitterscope" in cmd or b"pytest" in cmd:
-                continue
-            s["affinity " + t] = sorted(os.sched_getaffinity(int(t.rsplit("/", 1)[1])))
-        except OSError:
-            pass
-    return s
-
-
-def same_state(before: dict, after: dict) -> list[str]:
-    """Keys that differ (tasks that came or went in between are not compared)."""
-    return [k for k in before if k in after and before[k] != after[k]]
 
 
 def _text(p: Path) -> str:
@@ -62,17 +35,6 @@ def _llc_bytes(cpu: int) -> int:
         n = int(size.rstrip("KMG")) * {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(size[-1], 1)
         best = max(best, (int(Path(d, "level").read_text()), n))
     return best[1]
-
-
-def load_processes() -> list[int]:
-    out = []
-    for p in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            if b"jitterscope.doe.loads" in Path(p).read_bytes():
-                out.append(int(p.split("/")[2]))
-        except OSError:
-            pass
-    return out
 
 
 # The measured workload: a memory-bound loop of ~0.5 s on the measured CPU.  It also
@@ -125,8 +87,8 @@ def test_two_builtin_factors_three_replications(tmp_path):
     after = snapshot()
     assert proc.returncode == 0, proc.stderr
     # Only the knobs this plan touches: other jobs on this shared machine may turn others.
-    assert [k for k in same_state(before, after) if k.startswith("/proc/irq/")] == []
-    assert load_processes() == []
+    assert [k for k in changed(before, after) if k.startswith("/proc/irq/")] == []
+    assert load_pids() == []
     assert not [p for p in journal_dir().glob("*.jsonl") if "doe e2e" in _text(p)]
 
     # Progress: one line per run with treatments done and time left.
@@ -243,7 +205,7 @@ def test_measure_response(tmp_path):
     out = tmp_path / "exp"
     proc = jitterscope("doe", "run", str(plan), "--out", str(out), timeout=300)
     assert proc.returncode == 0, proc.stderr
-    assert same_state(before, snapshot()) == []
+    assert changed(before, snapshot()) == []
     runs = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
     assert len(runs) == 8
     for r in runs:

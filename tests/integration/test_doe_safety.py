@@ -14,46 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import jitterscope, probed_cpu
+from .conftest import changed, jitterscope, load_pids, probed_cpu, snapshot
 from jitterscope.journal import journal_dir, read_setting
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
-
-
-def snapshot() -> dict[str, object]:
-    """Every knob the built-in factors touch."""
-    s: dict[str, object] = {}
-    for p in glob.glob("/proc/irq/*/smp_affinity_list"):
-        s[p] = Path(p).read_text().strip()
-    for p in ("/proc/sys/kernel/timer_migration", THP, "/sys/kernel/mm/ksm/run"):
-        if os.path.exists(p):
-            s[p] = read_setting(p)
-    for t in glob.glob("/proc/[0-9]*/task/[0-9]*"):
-        try:
-            # Other jitterscope runs and test sessions on this shared machine move themselves
-            # (measure keeps its own thread off the probed CPU); every other task is compared.
-            cmd = Path(t.split("/task/")[0], "cmdline").read_bytes()
-            if b"jitterscope" in cmd or b"pytest" in cmd:
-                continue
-            s["affinity " + t] = sorted(os.sched_getaffinity(int(t.rsplit("/", 1)[1])))
-        except OSError:
-            pass
-    return s
-
-
-def changed(before: dict, after: dict) -> list[str]:
-    return [k for k in before if k in after and before[k] != after[k]]
-
-
-def load_pids() -> list[int]:
-    out = []
-    for p in glob.glob("/proc/[0-9]*/cmdline"):
-        try:
-            if b"jitterscope.doe.loads" in Path(p).read_bytes():
-                out.append(int(p.split("/")[2]))
-        except OSError:
-            pass
-    return out
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change IRQs, task affinity and sysctls")
