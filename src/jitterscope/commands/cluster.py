@@ -35,10 +35,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import parse_duration_ns, parse_duration_s, parse_size
+
+if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
+    from jitterscope.cluster.mpi import Cluster
+
+O = TypeVar("O")  # a subcommand's options
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -108,16 +115,7 @@ def _measure(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, thres
             buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024), cpu_map=cpu_map,
             out=args.out, timeout_s=timeout_s, command_line=list(sys.argv))
 
-    opts = cluster.run(prepare)
-    out = cluster.run(lambda: measure_rank(cluster, opts))
-    if out is None:
-        return 0
-    summary = json.loads((out / "summary.json").read_text())
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(render_measure(summary, out))
-    return 0
+    return _run_ranks(cluster, prepare, measure_rank, render_measure, args.json)
 
 
 def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold_ns: float) -> int:  # type: ignore[no-untyped-def]
@@ -136,13 +134,17 @@ def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold
                           cpu_map=cpu_map, out=args.out, timeout_s=timeout_s, replications=args.replications,
                           seed=args.seed, command_line=list(sys.argv), priority=_priority(args.priority))
 
+    return _run_ranks(cluster, prepare, bsp_rank, render_bsp, args.json)
+
+
+def _run_ranks(cluster: Cluster, prepare: Callable[[], O], rank: Callable[[Cluster, O], Path | None],
+               render: Callable[[dict[str, Any], Path], str], as_json: bool) -> int:
+    """Every rank checks its options and does its part; rank 0, which wrote the
+    run directory, prints its summary."""
     opts = cluster.run(prepare)
-    out = cluster.run(lambda: bsp_rank(cluster, opts))
+    out = cluster.run(lambda: rank(cluster, opts))
     if out is None:
         return 0
     summary = json.loads((out / "summary.json").read_text())
-    if args.json:
-        print(json.dumps(summary, indent=2))
-    else:
-        print(render_bsp(summary, out))
+    print(json.dumps(summary, indent=2) if as_json else render(summary, out))
     return 0
