@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,13 +54,7 @@ class Run:
     def table(self, name: str) -> pa.Table:
         if name not in self._tables:
             f = self.path / f"{name}.parquet"
-            if not f.exists():
-                self._tables[name] = TABLES[name].empty_table()
-            else:
-                try:
-                    self._tables[name] = pq.read_table(f)
-                except (pa.ArrowException, OSError) as err:
-                    raise JitterscopeError(f"{f}: unreadable Parquet table ({str(err).splitlines()[0]})") from None
+            self._tables[name] = read_table(f, lambda: pq.read_table(f)) if f.exists() else TABLES[name].empty_table()
         return self._tables[name]
 
     @property
@@ -143,10 +138,22 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
+def conform(name: str, table: pa.Table) -> pa.Table:
+    """`table` as the run table `name`: its documented columns, in order, with their types."""
+    return table.select(TABLES[name].names).cast(TABLES[name])
+
+
 def write_table(run_dir: Path, name: str, table: pa.Table) -> None:
     """Write one of the run's tables, cast to its documented schema."""
-    table = table.select(TABLES[name].names).cast(TABLES[name])
-    pq.write_table(table, run_dir / f"{name}.parquet", compression="zstd")
+    pq.write_table(conform(name, table), run_dir / f"{name}.parquet", compression="zstd")
+
+
+def read_table(path: Path, read: Callable[[], pa.Table], what: str = "Parquet table") -> pa.Table:
+    """read() (of the table at `path`), with a one-line error when Arrow cannot read it."""
+    try:
+        return read()
+    except (pa.ArrowException, OSError) as err:
+        raise JitterscopeError(f"{path}: unreadable {what} ({str(err).splitlines()[0]})") from None
 
 
 def base_meta(**fields: Any) -> dict[str, Any]:

@@ -19,7 +19,6 @@ queryable without loading it whole.  Times are ns since that node's own start;
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
@@ -29,7 +28,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.rundir import TABLES, load_run, write_json
+from jitterscope.rundir import TABLES, Run, conform, load_run, read_table, write_json
 
 NODE_TABLES = ("detours", "attribution", "activity")
 PARTITIONING = ds.partitioning(pa.schema([("host", pa.string()), ("cpu", pa.int32())]), flavor="hive")
@@ -42,8 +41,7 @@ def partition(host: str, cpu: int) -> str:
 
 def write_node_table(run_dir: Path, name: str, host: str, cpu: int, table: pa.Table) -> None:
     """One node's table, without the cpu column (the partition key carries it)."""
-    schema = TABLES[name]
-    table = table.select(schema.names).cast(schema)
+    table = conform(name, table)
     if "cpu" in table.column_names:
         table = table.drop_columns(["cpu"])
     d = run_dir / name / partition(host, cpu)
@@ -62,14 +60,8 @@ def table_from_bytes(data: bytes) -> pa.Table:
     return pq.read_table(pa.BufferReader(data))
 
 
-@dataclass
-class ClusterRun:
-    """A loaded cluster run: meta, summary, and lazily read node datasets."""
-
-    path: Path
-    meta: dict[str, Any]
-    summary: dict[str, Any]
-    _cache: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+class ClusterRun(Run):
+    """A loaded cluster run: a run whose tables are per-node datasets, read lazily."""
 
     def dataset(self, name: str) -> ds.Dataset | None:
         d = self.path / name
@@ -79,19 +71,15 @@ class ClusterRun:
 
     def table(self, name: str) -> pa.Table:
         """A whole node table with `host` and `cpu` columns (empty if absent)."""
-        if name not in self._cache:
+        if name not in self._tables:
             dset = self.dataset(name)
             if dset is None:
                 base = TABLES[name]
                 fields = [f for f in base if f.name != "cpu"]
-                self._cache[name] = pa.schema([*fields, ("host", pa.string()), ("cpu", pa.int32())]).empty_table()
+                self._tables[name] = pa.schema([*fields, ("host", pa.string()), ("cpu", pa.int32())]).empty_table()
             else:
-                try:
-                    self._cache[name] = dset.to_table()
-                except (pa.ArrowException, OSError) as err:
-                    raise JitterscopeError(f"{self.path / name}: unreadable node table "
-                                           f"({str(err).splitlines()[0]})") from None
-        return self._cache[name]
+                self._tables[name] = read_table(self.path / name, dset.to_table, "node table")
+        return self._tables[name]
 
     @property
     def nodes(self) -> list[dict[str, Any]]:
