@@ -1,15 +1,16 @@
 """Report and compare for cluster runs: per-node tables and a node x source heatmap.
 
 `jitterscope report` and `compare` dispatch here when meta.json's kind is
-"cluster" (the hooks are one `if` in report/__init__.py and commands/compare.py).
-Data first (`heatmap_data`, `compare_clusters`), then rendering.
+"cluster" (the hooks are one `if` in report/__init__.py and commands/compare.py):
+the report takes this module's data, figures and page builders and writes them
+as it writes any run's.  Data first (`heatmap_data`, `compare_clusters`), then
+rendering.
 """
 
 from __future__ import annotations
 
 import html
 import io
-import os
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +19,7 @@ import numpy as np
 from jitterscope.cluster.layout import ClusterRun, load_cluster
 from jitterscope.cluster.summary import node_key, source_matrix
 from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import Run
 
 TOP_SOURCES = 15
 MAX_NODES_IN_HEATMAP = 200
@@ -111,28 +113,22 @@ def render_html(run: ClusterRun, data: dict[str, Any], svg: str) -> str:
     return "\n".join(parts)
 
 
-def write_cluster_report(run_dir: Path, out: Path | None = None) -> Path:
-    run = load_cluster(run_dir)
-    out = Path(out) if out is not None else Path(run_dir) / "report.html"
-    if out.is_dir():
-        out = out / "report.html"
-    data = heatmap_data(run) if "measured" not in run.summary else {"nodes": [], "sources": [], "ppm": []}
-    svg = heatmap_svg(data)
-    page = render_html(run, data, svg)
-    try:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        if svg:
-            _write(out.with_name(f"{out.stem}-heatmap.svg"), svg)
-        _write(out, page)
-    except OSError as err:
-        raise JitterscopeError(f"{out}: cannot write report ({err.strerror})") from None
-    return out
+# -- the report pipeline (report/__init__.py: data -> figures -> page, then it writes them) --------
+def build_report_data(run: Run) -> dict[str, Any]:
+    """What the cluster page shows; a bsp run has no node x source heatmap."""
+    crun = ClusterRun(run.path, run.meta, run.summary)
+    heat = heatmap_data(crun) if "measured" not in crun.summary else {"nodes": [], "sources": [], "ppm": []}
+    return {"run": crun, "heatmap": heat}
 
 
-def _write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, path)
+def build_figures(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
+    """Figure id -> (caption, SVG): the heatmap, when there is one (written as <stem>-heatmap.svg)."""
+    svg = heatmap_svg(data["heatmap"])
+    return {"heatmap": ("noise per node and source", svg)} if svg else {}
+
+
+def render_page(data: dict[str, Any], figs: dict[str, tuple[str, str]]) -> str:
+    return render_html(data["run"], data["heatmap"], figs["heatmap"][1] if "heatmap" in figs else "")
 
 
 # -- compare ---------------------------------------------------------------------------------
