@@ -138,6 +138,20 @@ def test_bsp_slowdown_predicted_by_simulator(tmp_path: Path) -> None:
     assert phases.num_rows == 2 * 300
 
 
+def _descends_from(pid: int, ancestor: int) -> bool:
+    """True when `ancestor` is a parent, grandparent... of `pid` (so a rank left
+    over from an earlier job is never picked)."""
+    while pid > 1:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        if pid == ancestor:
+            return True
+    return False
+
+
 def _rank_pid(mpi: subprocess.Popen, rank: int, timeout: float = 20) -> int:
     """The pid of the jitterscope process of `rank` (from PMI_RANK in its environment)."""
     deadline = time.monotonic() + timeout
@@ -152,7 +166,7 @@ def _rank_pid(mpi: subprocess.Popen, rank: int, timeout: float = 20) -> int:
                 envs = (d / "environ").read_bytes().split(b"\x00")
             except OSError:
                 continue
-            if f"PMI_RANK={rank}".encode() in envs and str(mpi.pid).encode() and d.name != str(mpi.pid):
+            if f"PMI_RANK={rank}".encode() in envs and _descends_from(int(d.name), mpi.pid):
                 return int(d.name)
         time.sleep(0.1)
     raise AssertionError(f"rank {rank} never appeared")

@@ -97,6 +97,9 @@ class Cluster:
         sys.stdout.flush()
         print(f"jitterscope: error: {message}", file=sys.stderr, flush=True)
         if self.size > 1:
+            # Give mpiexec's I/O forwarder time to pass the line on: MPI_Abort
+            # tears the job down at once and can swallow what was just written.
+            time.sleep(0.5)
             self.comm.Abort(2)
         raise SystemExit(2)
 
