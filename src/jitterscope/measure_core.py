@@ -8,6 +8,7 @@ library entry point for `monitor`, `doe` and `cluster`.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -134,20 +135,20 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
     steal_before = sysinfo.steal_ticks(opts.cpus)
     interrupted = False
     trace_dir = run_dir / "trace"
-    with Journal("measure") as journal:
-        session = None
+    # The exit stack unwinds on every path (success, error, Ctrl-C): affinity
+    # back, then the trace instance stopped and removed, then the journal.
+    with Journal("measure") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
             from jitterscope.tracing.session import TraceSession
 
             trace_dir.mkdir()
-            session = TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb)
-            session.start()
+            stack.enter_context(TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb))
         if before_probe is not None:  # outside the try: on failure there is no probe to wait for
             before_probe()
         probe = Probe(opts.cpus, opts.threshold_ns, run_dir / "detours.raw",
                       duration_ns=int(opts.duration_ns), fifo_priority=opts.priority)
         probe.start()
-        restore_affinity = _keep_tool_off(opts.cpus)
+        stack.callback(os.sched_setaffinity, 0, _keep_tool_off(opts.cpus))
         try:
             interrupted = _main_loop(probe, opts, on_tick)
         except KeyboardInterrupt:
@@ -157,9 +158,6 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
                 probe.stop()
             own_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
             result = probe.wait(timeout=30)
-            os.sched_setaffinity(0, restore_affinity)
-            if session is not None:
-                session.stop()
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
     return result, interrupted, steal_ns, own_tids

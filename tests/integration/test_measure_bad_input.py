@@ -4,7 +4,7 @@ import os
 
 import pytest
 
-from .conftest import jitterscope
+from .conftest import jitterscope, probed_cpu
 
 
 def _instances():
@@ -35,3 +35,28 @@ def test_existing_run_directory_is_refused(tmp_path):
     (tmp_path / "r").mkdir()
     proc = jitterscope("measure", "--duration", "1s", "--out", str(tmp_path / "r"))
     assert proc.returncode == 2 and "already exists" in proc.stderr
+
+
+def test_a_measurement_that_fails_midway_leaves_no_instance_and_no_run(tmp_path):
+    """A failure after the trace instance exists (here raised from the
+    before-probe hook): the instance and the half-made run directory go."""
+    import subprocess
+    import sys
+    import textwrap
+
+    code = textwrap.dedent(f"""
+        import sys
+        from pathlib import Path
+        from jitterscope import measure_core, errors
+        def boom():
+            raise errors.JitterscopeError("injected failure after tracing started")
+        try:
+            measure_core.measure([{probed_cpu()}], 1e9, 1000.0, Path({str(tmp_path / 'r')!r}), before_probe=boom)
+        except errors.JitterscopeError as e:
+            print("failed:", e)
+    """)
+    before = _instances()
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert "failed: injected failure" in proc.stdout, proc.stderr
+    assert not set(_instances()) - set(before)
+    assert not (tmp_path / "r").exists()
