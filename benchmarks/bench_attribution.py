@@ -23,7 +23,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).parent))
-from bench_trace import FIXTURE, TARGET, TARGET_EVENTS, record, replicate, update_section  # noqa: E402
+from bench_trace import TARGET, big_trace, update_section  # noqa: E402
 
 from jitterscope import summary as S  # noqa: E402
 from jitterscope import sysinfo  # noqa: E402
@@ -67,17 +67,8 @@ def pipeline(trace: Path) -> tuple[int, int]:
 
 
 def main() -> int:
-    cpu = sysinfo.online_cpus()[-1]
     with tempfile.TemporaryDirectory(prefix="jitterscope-bench-attr-") as tmp:
-        tmpd = Path(tmp)
-        rec = tmpd / "recorded"
-        if record(cpu, 2.0, rec):
-            source = f"a real 2 s capture of CPU {cpu} kept busy by context switches"
-        else:
-            rec = FIXTURE
-            source = "the recorded fixture (no root/tracefs to record here)"
-        big = tmpd / "big"
-        replicate(rec, big, TARGET_EVENTS)
+        big, _, source = big_trace(Path(tmp))
         pipeline(big)  # warm the page cache
         runs = []
         for _ in range(REPEATS):

@@ -113,18 +113,23 @@ def update_section(path: Path, heading: str, body: str) -> None:
     path.write_text(new.rstrip() + "\n")
 
 
-def main() -> int:
+def big_trace(tmpd: Path, target_events: int = TARGET_EVENTS) -> tuple[Path, int, str]:
+    """A multi-million-event trace in tmpd: a real capture replicated in time
+    (the recorded fixture where tracing is not possible); (dir, events, source)."""
     cpu = sysinfo.online_cpus()[-1]
+    rec = tmpd / "recorded"
+    if record(cpu, 2.0, rec):
+        source = f"a real 2 s capture of CPU {cpu} kept busy by two processes ping-ponging a byte"
+    else:
+        rec = FIXTURE
+        source = "the recorded fixture (tests/fixtures/trace; no root/tracefs to record here)"
+    big = tmpd / "big"
+    return big, replicate(rec, big, target_events), source
+
+
+def main() -> int:
     with tempfile.TemporaryDirectory(prefix="jitterscope-bench-trace-") as tmp:
-        tmpd = Path(tmp)
-        rec = tmpd / "recorded"
-        if record(cpu, 2.0, rec):
-            source = f"a real 2 s capture of CPU {cpu} kept busy by two processes ping-ponging a byte"
-        else:
-            rec = FIXTURE
-            source = "the recorded fixture (tests/fixtures/trace; no root/tracefs to record here)"
-        big = tmpd / "big"
-        n = replicate(rec, big, TARGET_EVENTS)
+        big, n, source = big_trace(Path(tmp))
         size_mb = sum(p.stat().st_size for p in big.glob("cpu*.raw")) / 1e6
         time_native(big)  # warm the page cache
         native = [time_native(big) for _ in range(REPEATS)]
