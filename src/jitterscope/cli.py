@@ -81,5 +81,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jitterscope: interrupted", file=sys.stderr)
         return 130
+    except PermissionError as e:
+        # A path the user named (or its parent) is not accessible to them.
+        print(f"jitterscope: error: {e.filename or ''}: permission denied", file=sys.stderr)
+        return 2
     except BrokenPipeError:
         return 0

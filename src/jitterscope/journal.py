@@ -32,7 +32,13 @@ def state_dir() -> Path:
         return Path(env)
     if os.geteuid() == 0:
         return Path("/var/lib/jitterscope")
-    return Path(os.environ.get("XDG_STATE_HOME", Path.home() / ".local/state")) / "jitterscope"
+    xdg = os.environ.get("XDG_STATE_HOME")
+    if xdg:
+        return Path(xdg) / "jitterscope"
+    # The user's own home, not $HOME: under sudo -u or setpriv $HOME can be another user's.
+    import pwd
+
+    return Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".local/state/jitterscope"
 
 
 def journal_dir() -> Path:
@@ -249,10 +255,12 @@ class Journal:
 def stale_journals() -> list[Path]:
     """Journal files whose owner is gone (their lock can be taken)."""
     d = journal_dir()
-    if not d.is_dir():
+    try:
+        paths = sorted(d.glob("*.jsonl")) if d.is_dir() else []
+    except OSError:  # not ours to read: nothing of ours to recover there
         return []
     out = []
-    for p in sorted(d.glob("*.jsonl")):
+    for p in paths:
         try:
             with open(p) as fh:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
