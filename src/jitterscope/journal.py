@@ -226,6 +226,7 @@ class Journal:
         if self._closed:
             return []
         self._closed = True
+        atexit.unregister(self.undo)  # a long-running monitor makes one journal per window
         failures = _undo_entries(self.entries)
         if self._fh is not None:
             self._fh.close()
