@@ -25,10 +25,10 @@ import pyarrow.compute as pc
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_trace import TARGET, big_trace, update_section  # noqa: E402
 
-from jitterscope import summary as S  # noqa: E402
+from jitterscope.measure import summary as S  # noqa: E402
 from jitterscope import sysinfo  # noqa: E402
-from jitterscope.analysis import ANNOTATION_KINDS, _functions  # noqa: E402
-from jitterscope.attribution import attribute, attribute_annotations, source_table  # noqa: E402
+from jitterscope.measure.build import ANNOTATION_KINDS, _functions  # noqa: E402
+from jitterscope.measure.attribution import attribute, attribute_annotations, source_table  # noqa: E402
 from jitterscope.tracing.parse import parse_trace  # noqa: E402
 
 REPEATS = 3

@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 from bench_trace import update_section  # noqa: E402
 
 from jitterscope import sysinfo  # noqa: E402
-from jitterscope.measure_core import measure
+from jitterscope.measure.lifecycle import measure
 from jitterscope.rundir import load_run  # noqa: E402
 from jitterscope.sysinfo import online_cpus  # noqa: E402
 

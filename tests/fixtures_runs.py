@@ -2,7 +2,7 @@
 
 `build_run(path, ...)` writes a complete run (meta.json, summary.json and the
 three Parquet tables) through `jitterscope.rundir`, with the summary and the
-attribution computed by the real `jitterscope.attribution` / `analysis` code
+attribution computed by the real `jitterscope.measure.attribution` / `analysis` code
 from a made-up kernel timeline.  Per CPU the timeline holds:
 
 * a 250 Hz `local_timer` tick (2-6 us), followed on some ticks by the `TIMER`
@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from jitterscope.analysis import make_summary
-from jitterscope.attribution import attribute, attribute_annotations, source_table
+from jitterscope.measure.build import make_summary
+from jitterscope.measure.attribution import attribute, attribute_annotations, source_table
 from jitterscope.rundir import base_meta, create_run_dir, write_json, write_table
 
 TSC_HZ = 2.5e9

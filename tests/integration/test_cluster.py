@@ -90,7 +90,7 @@ def test_two_ranks_gather_every_rank(tmp_path: Path) -> None:
 
 @needs_tracing
 def test_four_ranks_injector_node_is_the_outlier(tmp_path: Path) -> None:
-    from jitterscope.inject import Injector
+    from jitterscope.measure.inject import Injector
 
     out = tmp_path / "c4"
     # Rank 0 alone on CPU 1 with the injector; ranks 1-3 share CPU 0 (this VM has two CPUs).
@@ -113,7 +113,7 @@ def test_four_ranks_injector_node_is_the_outlier(tmp_path: Path) -> None:
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root for SCHED_FIFO ranks")
 def test_bsp_slowdown_predicted_by_simulator(tmp_path: Path) -> None:
-    from jitterscope.inject import Injector
+    from jitterscope.measure.inject import Injector
 
     out = tmp_path / "bsp"
     # 10% injected (SCHED_FIFO 50) on rank 0's CPU, not a multiple of the phase.  The

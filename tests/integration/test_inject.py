@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterscope.inject import Injector, read_truth
+from jitterscope.measure.inject import Injector, read_truth
 from jitterscope.sysinfo import online_cpus
 
 from .conftest import assert_dies_with_parent
@@ -72,7 +72,7 @@ def test_command_json_reports_measured_period(tmp_path):
 
 
 def test_injector_dies_with_its_parent(tmp_path):
-    script = ("import time; from jitterscope.inject import Injector\n"
+    script = ("import time; from jitterscope.measure.inject import Injector\n"
               f"i = Injector({CPU}, 50_000_000, 1_000_000).start()\n"
               "print(i.pid, flush=True); time.sleep(60)\n")
     assert_dies_with_parent(script, "injector")

@@ -27,7 +27,7 @@ BUSY_MS = 2
 @needs_tracing
 @pytest.mark.slow
 def test_injected_daemon_is_attributed_with_its_period(tmp_path):
-    from jitterscope.inject import read_truth
+    from jitterscope.measure.inject import read_truth
 
     cpu = probed_cpu()
     truth_file = tmp_path / "truth.csv"

@@ -54,7 +54,8 @@ def test_a_measurement_that_fails_midway_leaves_no_instance_and_no_run(tmp_path)
     code = textwrap.dedent(f"""
         import sys
         from pathlib import Path
-        from jitterscope import measure_core, errors
+        from jitterscope import errors
+        from jitterscope.measure import lifecycle as measure_core
         def boom():
             raise errors.JitterscopeError("injected failure after tracing started")
         try:

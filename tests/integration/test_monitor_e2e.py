@@ -17,13 +17,13 @@ from .conftest import probed_cpu
 
 def _measure_missing() -> str | None:
     try:
-        from jitterscope import measure_core
+        from jitterscope.measure import lifecycle as measure_core
     except ImportError:
-        return "jitterscope.measure_core missing"
+        return "jitterscope.measure.lifecycle missing"
     if not hasattr(measure_core, "measure"):
-        return "jitterscope.measure_core.measure missing"
-    if importlib.util.find_spec("jitterscope.probe") is None:
-        return "jitterscope.probe missing"
+        return "jitterscope.measure.lifecycle.measure missing"
+    if importlib.util.find_spec("jitterscope.measure.probe") is None:
+        return "jitterscope.measure.probe missing"
     return None
 
 

@@ -10,8 +10,8 @@ import os
 
 import numpy as np
 
-from jitterscope.inject import Injector, read_truth
-from jitterscope.probe import Probe, read_detours
+from jitterscope.measure.inject import Injector, read_truth
+from jitterscope.measure.probe import Probe, read_detours
 
 from jitterscope.sysinfo import online_cpus
 

@@ -10,7 +10,7 @@ import json
 import subprocess
 
 from jitterscope.native_bin import native_bin
-from jitterscope.probe_format import FLAG_COMPLETE, MAGIC, STRUCTS, VERSION, layout
+from jitterscope.measure.probe_format import FLAG_COMPLETE, MAGIC, STRUCTS, VERSION, layout
 
 
 def _c_layout() -> dict:

@@ -12,7 +12,7 @@ import pytest
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
-from jitterscope.probe import Probe, read_detours, read_header
+from jitterscope.measure.probe import Probe, read_detours, read_header
 from jitterscope.sysinfo import online_cpus
 
 from .conftest import assert_dies_with_parent
@@ -71,7 +71,7 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
 
 def test_probe_dies_with_its_parent(tmp_path):
     """A SIGKILLed measure must not leave a probe spinning (PR_SET_PDEATHSIG)."""
-    script = ("import sys, time; from pathlib import Path; from jitterscope.probe import Probe\n"
+    script = ("import sys, time; from pathlib import Path; from jitterscope.measure.probe import Probe\n"
               f"p = Probe([{CPU}], 1000, Path({str(tmp_path / 'd.raw')!r})).start()\n"
               "print(p.pid, flush=True); time.sleep(60)\n")
     assert_dies_with_parent(script, "probe")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from jitterscope.probe import Probe, read_detours
+from jitterscope.measure.probe import Probe, read_detours
 
 from jitterscope.sysinfo import online_cpus
 

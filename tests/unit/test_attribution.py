@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from jitterscope.attribution import attribute, attribute_annotations, source_table
+from jitterscope.measure.attribution import attribute, attribute_annotations, source_table
 
 
 def run(detours, segments):

@@ -1,6 +1,6 @@
 import numpy as np
 
-from jitterscope.periodicity import detect_period
+from jitterscope.measure.periodicity import detect_period
 
 
 def test_regular_occurrences_with_jitter_and_misses_give_the_period():

@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.inject import period_stats, read_truth
-from jitterscope.probe import read_detours, read_header
-from jitterscope.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
+from jitterscope.measure.inject import period_stats, read_truth
+from jitterscope.measure.probe import read_detours, read_header
+from jitterscope.measure.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
 
 
 def _write(path: Path, records: np.ndarray, *, complete: bool = True, n_records: int | None = None,

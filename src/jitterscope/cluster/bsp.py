@@ -56,7 +56,7 @@ class BspOptions:
 
 def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     """What every rank runs; rank 0 returns the run directory."""
-    from jitterscope.probe import tsc_hz
+    from jitterscope.measure.probe import tsc_hz
 
     cpu = choose_cpu(cluster.local_rank, sysinfo.online_cpus(), opts.cpu_map)
     sysinfo.check_cpus([cpu])

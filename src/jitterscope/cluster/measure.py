@@ -121,7 +121,7 @@ def _node_payload(run_dir: Path, cluster: Cluster, cpu: int, start_unix_ns: int)
 
 def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     """What every rank runs; rank 0 returns the cluster run directory."""
-    from jitterscope.measure_core import measure
+    from jitterscope.measure.lifecycle import measure
 
     online = sysinfo.online_cpus()
     cpu = choose_cpu(cluster.local_rank, online, opts.cpu_map)

@@ -64,7 +64,7 @@ def _check_truth_path(path: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.inject import Injector, period_stats, read_truth
+    from jitterscope.measure.inject import Injector, period_stats, read_truth
 
     cpu = _cpu(args.cpu)
     period = parse_duration_ns(args.period, what="--period")

@@ -55,8 +55,8 @@ def _priority(text: str | None) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure_core import MeasureOptions, default_run_dir, run_measurement, validate
-    from jitterscope.render_text import render_summary
+    from jitterscope.measure.lifecycle import MeasureOptions, default_run_dir, run_measurement, validate
+    from jitterscope.measure.render import render_summary
     from jitterscope.rundir import load_run
 
     cpus = parse_cpulist(args.cpus) if args.cpus else sysinfo.default_cpus()

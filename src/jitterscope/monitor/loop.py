@@ -41,7 +41,7 @@ class MonitorOptions:
 
 
 def _default_measure() -> MeasureFn:
-    from jitterscope.measure_core import measure
+    from jitterscope.measure.lifecycle import measure
 
     return measure
 

@@ -1,6 +1,6 @@
 /*
  * Binary layout of the probe's output file, shared by probe.c and
- * jitterscope/probe_format.py.  `jitterscope-probe --layout` prints the
+ * jitterscope/measure/probe_format.py.  `jitterscope-probe --layout` prints the
  * sizeof/offsetof of every struct here as JSON, and a test compares it with
  * the numpy dtypes, so the two sides cannot drift apart silently.
  *

@@ -9,8 +9,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jitterscope import summary as S
-from jitterscope.attribution import Attribution, attribute, attribute_annotations, source_table
+from jitterscope.measure import summary as S
+from jitterscope.measure.attribution import Attribution, attribute, attribute_annotations, source_table
 from jitterscope.rundir import write_json, write_table
 
 ANNOTATION_KINDS = ("work", "timer")
@@ -43,8 +43,8 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
 
     `own_tids` are the thread ids of this jitterscope (its Python threads, the
     probe's writer) so their time shows as the tool's own overhead."""
-    from jitterscope.measure_core import detours_ns
-    from jitterscope.probe import read_detours
+    from jitterscope.measure.lifecycle import detours_ns
+    from jitterscope.measure.probe import read_detours
 
     hz, t0 = float(probe.tsc_hz), int(probe.t0_tsc)
     raw_path = run_dir / "detours.raw"

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from jitterscope.attribution import Attribution
-from jitterscope.periodicity import detect_period
+from jitterscope.measure.attribution import Attribution
+from jitterscope.measure.periodicity import detect_period
 
 TOP_FUNCTIONS = 8
 TOP_CHAINS = 20

@@ -117,7 +117,7 @@ class Injector(NativeChild[InjectResult]):
         self._ready: dict[str, Any] = {}
 
     def start(self) -> "Injector":
-        from jitterscope.probe import tsc_hz
+        from jitterscope.measure.probe import tsc_hz
 
         cmd = [str(native_bin(INJECT_PROGRAM)), "--cpu", str(self.cpu), "--period-ns", str(self.period_ns),
                "--busy-ns", str(self.busy_ns), "--name", self.name, "--policy", self.policy,

@@ -93,7 +93,7 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
 def run_measurement(opts: MeasureOptions, out_dir: Path,
                     on_tick: Callable[[float], None] | None = None,
                     before_probe: Callable[[], None] | None = None) -> Path:
-    from jitterscope import analysis
+    from jitterscope.measure import build as analysis
 
     validate(opts, out_dir)
     tracing_ok, reason = _tracing_state(opts)
@@ -130,7 +130,7 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
              before_probe: Callable[[], None] | None) -> tuple[Any, bool, float, set[int]]:
     """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns,
     and the thread ids of this jitterscope (to show its own overhead apart)."""
-    from jitterscope.probe import Probe
+    from jitterscope.measure.probe import Probe
 
     steal_before = sysinfo.steal_ticks(opts.cpus)
     interrupted = False

@@ -21,7 +21,7 @@ import numpy as np
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
 from jitterscope.native_child import NativeChild, last_line
-from jitterscope.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
+from jitterscope.measure.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
 
 PROBE_PROGRAM = "jitterscope-probe"
 THREAD_COMM_PREFIX = "js-probe/"  # probe threads are named js-probe/<cpu>
