@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.runcheck import check_meta, check_summary
 
 FORMAT = "jitterscope-run"
 FORMAT_VERSION = 1
@@ -107,7 +108,9 @@ def load_run(path: str | os.PathLike[str], check_tables: bool = True) -> Run:
         age = "older" if isinstance(version, int) and version < FORMAT_VERSION else "newer"
         raise JitterscopeError(
             f"{p}: run format version {version} is {age} than this jitterscope reads ({FORMAT_VERSION})")
+    checked = check_meta(meta, p / "meta.json")
     summary = _read_json(p / "summary.json", "summary")
+    check_summary(summary, checked.kind, p / "summary.json")
     run = Run(p, meta, summary)
     if check_tables:
         for name in TABLES:

@@ -82,21 +82,46 @@ def parse_size(text: str, what: str = "size") -> int:
     return int(value)
 
 
-def parse_cpulist(text: str) -> list[int]:
-    """CPUs from the kernel's list syntax: `1`, `1,3`, `2-5`, `0-7:2`."""
+# Highest CPU number the kernel can ever have (CONFIG_NR_CPUS tops out at 8192), used
+# only when /sys does not say how many CPUs this machine can have.
+MAX_CPUS_FALLBACK = 8192
+
+
+def possible_cpu_limit() -> int:
+    """One past the highest CPU number this machine can have (/sys/devices/system/cpu/possible)."""
+    try:
+        with open("/sys/devices/system/cpu/possible") as f:
+            return max(_parse_cpulist(f.read().strip(), MAX_CPUS_FALLBACK, "possible CPUs")) + 1
+    except (OSError, ValueError, UsageError):
+        return MAX_CPUS_FALLBACK
+
+
+def parse_cpulist(text: str, limit: int | None = None) -> list[int]:
+    """CPUs from the kernel's list syntax: `1`, `1,3`, `2-5`, `0-7:2`.
+
+    Every number is checked against the machine's possible CPUs (`limit`, read
+    from /sys by default) before any range is expanded, so `0-99999999999` is a
+    one-line error, not gigabytes of integers.
+    """
+    return _parse_cpulist(text, possible_cpu_limit() if limit is None else limit, "CPU list")
+
+
+def _parse_cpulist(text: str, limit: int, what: str) -> list[int]:
     cpus: set[int] = set()
     if not str(text).strip():
-        raise UsageError("empty CPU list")
+        raise UsageError(f"empty {what}: give CPU numbers, e.g. 1, 1,3 or 2-5")
     for part in str(text).split(","):
         part = part.strip()
         m = re.match(r"^(\d+)(?:-(\d+)(?::(\d+))?)?$", part)
         if not m:
-            raise UsageError(f"malformed CPU list {text!r}: use e.g. 1, 1,3 or 2-5")
+            raise UsageError(f"malformed {what} {text!r}: use e.g. 1, 1,3 or 2-5")
         lo = int(m.group(1))
         hi = int(m.group(2)) if m.group(2) else lo
         step = int(m.group(3)) if m.group(3) else 1
         if hi < lo or step < 1:
             raise UsageError(f"malformed CPU range {part!r} in {text!r}")
+        if hi >= limit:
+            raise UsageError(f"CPU {hi} in {text!r} does not exist: this machine has CPUs 0-{limit - 1}")
         cpus.update(range(lo, hi + 1, step))
     return sorted(cpus)
 

@@ -23,10 +23,20 @@ def test_default_unit():
 
 
 def test_cpulists_round_trip():
-    assert parse_cpulist("0-3,5,8-12:2") == [0, 1, 2, 3, 5, 8, 10, 12]
+    assert parse_cpulist("0-3,5,8-12:2", limit=64) == [0, 1, 2, 3, 5, 8, 10, 12]
     assert format_cpulist([0, 1, 2, 5, 7, 8]) == "0-2,5,7-8"
     with pytest.raises(JitterscopeError):
         parse_cpulist("1-x")
+
+
+def test_cpulists_are_bounded_before_they_are_expanded():
+    # 0-99999999999 once allocated ~24 GB before any check; now it is refused by its end alone.
+    with pytest.raises(JitterscopeError, match="CPU 99999999999 .* does not exist"):
+        parse_cpulist("0-99999999999")
+    with pytest.raises(JitterscopeError, match="CPU 64 .*CPUs 0-63"):
+        parse_cpulist("1,64", limit=64)
+    with pytest.raises(JitterscopeError, match="empty CPU list"):
+        parse_cpulist(" ")
 
 
 def test_count_lists():

@@ -23,8 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from pydantic import Field, StrictBool, model_validator
 
-from jitterscope.errors import UsageError
+from jitterscope.config import ConfigModel, read_yaml, validate
+from jitterscope.errors import JitterscopeError, UsageError
 
 # Largest hyper-period (in ticks) the engine accepts: class indices and times
 # stay below 2**62 so sums of a time and a delay never overflow int64.
@@ -229,8 +231,6 @@ def check_hyperperiod(model: Model) -> None:
                 f"{h} ticks, beyond what fits (2^62 ticks); use a coarser resolution or rounder periods")
 
 
-_TOP_KEYS = {"resolution", "unit", "components", "name", "description"}
-_COMP_KEYS = {"name", "period", "offset", "etp"}
 _ETP_KINDS = ("pmf", "uniform", "csv", "run")
 _ETP_OPTIONS = {
     "pmf": {"normalize"},
@@ -238,6 +238,57 @@ _ETP_OPTIONS = {
     "csv": {"unit", "normalize"},
     "run": {"cpu", "base", "samples", "round"},
 }
+
+
+class EtpSpec(ConfigModel):
+    """One of pmf, uniform, csv, run, with that kind's options (checked after the keys)."""
+
+    pmf: dict[Any, Any] | None = None
+    uniform: list[Any] | None = Field(None, min_length=2, max_length=2)
+    csv: str | None = None
+    run: str | None = None
+    normalize: StrictBool = False
+    unit: str | None = None
+    cpu: Any = None
+    base: Any = None
+    samples: Any = None
+    round: Any = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "EtpSpec":
+        kinds = [k for k in _ETP_KINDS if k in self.model_fields_set]
+        if not kinds:
+            raise ValueError(f"empty profile: give one of {{pmf: ...}}, {{uniform: [lo, hi]}}, {{csv: FILE}}, "
+                             f"{{run: DIR, ...}}" if not self.model_fields_set else
+                             f"needs one of {', '.join(_ETP_KINDS)}")
+        if len(kinds) > 1:
+            raise ValueError(f"give exactly one of {', '.join(_ETP_KINDS)} (got {', '.join(kinds)})")
+        extra = sorted(self.model_fields_set - {kinds[0]} - _ETP_OPTIONS[kinds[0]])
+        if extra:
+            allowed = ", ".join(sorted(_ETP_OPTIONS[kinds[0]])) or "none"
+            raise ValueError(f"unknown key {extra[0]!r} for a {kinds[0]} profile (options: {allowed})")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return next(k for k in _ETP_KINDS if k in self.model_fields_set)
+
+
+class ComponentSpec(ConfigModel):
+    name: str = Field(min_length=1)
+    period: Any          # a time; turned into ticks once the resolution is known
+    offset: Any = "0ns"
+    etp: EtpSpec
+
+
+class ModelFile(ConfigModel):
+    """The model file's keys (docs/commands/ptts.md)."""
+
+    resolution: Any
+    unit: str | None = None
+    components: list[ComponentSpec] = Field(min_length=1)
+    name: str | None = None
+    description: str | None = None
 
 
 def _resolution_unit(text: Any) -> str:
@@ -248,103 +299,58 @@ def _resolution_unit(text: Any) -> str:
 
 def load_model(path: str | Path) -> Model:
     """Read and check a model file; every problem is a one-line ModelError."""
-    import yaml
-
     p = Path(path)
+    if not p.exists():
+        raise ModelError(f"{p}: no such model file")
     try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise ModelError(f"{p}: no such model file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ModelError(f"{p}: cannot read model file ({err})") from None
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        where = f" line {mark.line + 1}" if mark is not None else ""
-        raise ModelError(f"{p}:{where} not valid YAML ({getattr(err, 'problem', None) or err})") from None
+        data = read_yaml(p, "model file")
+    except ModelError:
+        raise
+    except JitterscopeError as err:
+        raise ModelError(str(err)) from None
     return model_from_dict(data, base_dir=p.parent, path=p)
 
 
 def model_from_dict(data: Any, base_dir: Path | None = None, path: Path | None = None) -> Model:
-    where0 = str(path) if path else "model"
-    if not isinstance(data, dict):
-        raise ModelError(f"{where0}: a model is a mapping with 'resolution' and 'components'")
-    unknown = sorted(set(map(str, data)) - _TOP_KEYS)
-    if unknown:
-        raise ModelError(f"{where0}: unknown key {unknown[0]!r} (expected: {', '.join(sorted(_TOP_KEYS))})")
-    if "resolution" not in data:
-        raise ModelError(f"{where0}: field resolution is missing (the tick, e.g. resolution: 1ms)")
-    res_ns = parse_time_ns(data["resolution"], "field resolution")
+    spec = validate(data, ModelFile, str(path) if path else "model", error=ModelError)
+    res_ns = parse_time_ns(spec.resolution, "field resolution")
     if res_ns <= 0:
         raise ModelError("field resolution: must be positive")
-    unit = _resolution_unit(data["resolution"])
-    if "unit" in data:
-        unit = "us" if str(data["unit"]) == "µs" else str(data["unit"])
+    unit = _resolution_unit(spec.resolution)
+    if spec.unit is not None:
+        unit = "us" if spec.unit == "µs" else spec.unit
         if unit not in UNITS_NS:
-            raise ModelError(f"field unit: unknown unit {data['unit']!r} (use ns, us, ms or s)")
-    comps_raw = data.get("components")
-    if not isinstance(comps_raw, list) or not comps_raw:
-        raise ModelError(f"{where0}: field components must be a non-empty list of components")
-    model = Model(res_ns, unit, [], path=path, name=str(data.get("name") or (path.stem if path else "model")))
+            raise ModelError(f"field unit: unknown unit {spec.unit!r} (use ns, us, ms or s)")
+    model = Model(res_ns, unit, [], path=path, name=spec.name or (path.stem if path else "model"))
     seen: set[str] = set()
-    for i, raw in enumerate(comps_raw):
-        label = f"component #{i + 1}"
-        if not isinstance(raw, dict):
-            raise ModelError(f"{label}: a component is a mapping with name, period, offset, etp")
-        if "name" in raw:
-            label = f"component {str(raw['name'])!r}"
-        unknown = sorted(set(map(str, raw)) - _COMP_KEYS)
-        if unknown:
-            raise ModelError(f"{label}: unknown key {unknown[0]!r} (expected: name, period, offset, etp)")
-        name = raw.get("name")
-        if not isinstance(name, str) or not name.strip():
-            raise ModelError(f"{label}: field name must be a non-empty string")
-        if name in seen:
+    for c in spec.components:
+        label = f"component {c.name!r}"
+        if c.name in seen:
             raise ModelError(f"{label}: field name: duplicate component name")
-        seen.add(name)
-        for req in ("period", "etp"):
-            if req not in raw:
-                raise ModelError(f"{label}: field {req} is missing")
-        period = to_ticks(parse_time_ns(raw["period"], f"{label}: field period"), res_ns, f"{label}: field period")
+        seen.add(c.name)
+        period = to_ticks(parse_time_ns(c.period, f"{label}: field period"), res_ns, f"{label}: field period")
         if period <= 0:
             raise ModelError(f"{label}: field period must be positive")
-        offset = to_ticks(parse_time_ns(raw.get("offset", "0ns"), f"{label}: field offset"), res_ns,
-                          f"{label}: field offset")
-        etp = parse_etp(raw["etp"], res_ns, label, base_dir or Path("."))
-        model.components.append(Component(name, period, offset, etp))
+        offset = to_ticks(parse_time_ns(c.offset, f"{label}: field offset"), res_ns, f"{label}: field offset")
+        etp = parse_etp(c.etp, res_ns, label, base_dir or Path("."))
+        model.components.append(Component(c.name, period, offset, etp))
     check_hyperperiod(model)
     return model
 
 
-def parse_etp(raw: Any, res_ns: Fraction, label: str, base_dir: Path) -> ETP:
+def parse_etp(spec: EtpSpec | Any, res_ns: Fraction, label: str, base_dir: Path) -> ETP:
     where = f"{label}: field etp"
-    if not isinstance(raw, dict):
-        raise ModelError(f"{where}: give one of {{pmf: ...}}, {{uniform: [lo, hi]}}, {{csv: FILE}}, {{run: DIR, ...}}")
-    kinds = [k for k in raw if k in _ETP_KINDS]
-    if len(kinds) != 1:
-        if not kinds:
-            other = [str(k) for k in raw]
-            raise ModelError(f"{where}: unknown key {other[0]!r} (expected one of: {', '.join(_ETP_KINDS)})"
-                             if other else f"{where}: empty profile")
-        raise ModelError(f"{where}: give exactly one of {', '.join(_ETP_KINDS)} (got {', '.join(kinds)})")
-    kind = kinds[0]
-    extra = sorted(set(map(str, raw)) - {kind} - _ETP_OPTIONS[kind])
-    if extra:
-        allowed = ", ".join(sorted(_ETP_OPTIONS[kind])) or "none"
-        raise ModelError(f"{where}: unknown key {extra[0]!r} for a {kind} profile (options: {allowed})")
-    normalize = raw.get("normalize", False)
-    if not isinstance(normalize, bool):
-        raise ModelError(f"{where}.normalize: must be true or false")
-    val = raw[kind]
+    if not isinstance(spec, EtpSpec):
+        spec = validate(spec, EtpSpec, where, error=ModelError)
+    kind = spec.kind
+    normalize = spec.normalize
     if kind == "pmf":
-        if not isinstance(val, dict) or not val:
+        if not spec.pmf:
             raise ModelError(f"{where}.pmf: empty profile (give {{time: probability, ...}})")
-        pairs = [(k, v) for k, v in val.items()]
+        pairs = [(k, v) for k, v in spec.pmf.items()]
         return _build(pairs, res_ns, f"{where}.pmf", None, normalize, "pmf")
     if kind == "uniform":
-        if not isinstance(val, (list, tuple)) or len(val) != 2:
-            raise ModelError(f"{where}.uniform: give [lo, hi] (inclusive)")
+        val = spec.uniform or []
         lo = to_ticks(parse_time_ns(val[0], f"{where}.uniform"), res_ns, f"{where}.uniform")
         hi = to_ticks(parse_time_ns(val[1], f"{where}.uniform"), res_ns, f"{where}.uniform")
         if lo < 0:
@@ -357,18 +363,17 @@ def parse_etp(raw: Any, res_ns: Fraction, label: str, base_dir: Path) -> ETP:
         sup = np.arange(lo, hi + 1, dtype=np.int64)
         return ETP(sup, np.full(n, 1.0 / n), source=f"uniform {lo}..{hi} ticks")
     if kind == "csv":
-        unit = raw.get("unit")
+        unit = spec.unit
         if unit is not None and str(unit) not in UNITS_NS:
             raise ModelError(f"{where}.unit: unknown unit {unit!r} (use ns, us, ms or s)")
-        f = _resolve(base_dir, val, f"{where}.csv")
+        f = _resolve(base_dir, spec.csv, f"{where}.csv")
         pairs = _read_csv(f, f"{where}.csv")
         return _build(pairs, res_ns, f"{where}.csv ({f.name})", str(unit) if unit else None, normalize,
                       f"csv {f.name}")
-    # run
-    from jitterscope.ptts.etp_run import etp_from_run
+    from jitterscope.ptts.etp_run import etp_from_run  # etp_run reads times with this module's parser
 
-    d = _resolve(base_dir, val, f"{where}.run")
-    return etp_from_run(d, raw, res_ns, where)
+    d = _resolve(base_dir, spec.run, f"{where}.run")
+    return etp_from_run(d, spec.model_dump(exclude_unset=True), res_ns, where)
 
 
 def _resolve(base_dir: Path, val: Any, where: str) -> Path:

@@ -12,11 +12,16 @@ Durations need a unit (a silent guess between s and ns is a factor of 10^9).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated, Any, ClassVar
 
+from pydantic import BeforeValidator, create_model, model_validator
+
+from jitterscope.config import ConfigModel, validate
 from jitterscope.errors import UsageError
 from jitterscope.simulate import distributions as D
 from jitterscope.units import parse_duration_s
@@ -106,45 +111,77 @@ def _example(family: str) -> str:
 def _parse_params(family: str, body: str, text: str) -> dict[str, float]:
     if family not in _PARAM_SETS:
         raise UsageError(f"unknown noise family {family!r} in {text!r}: use one of {', '.join(FAMILIES)}")
-    allowed = {k for ps in _PARAM_SETS[family] for k in ps}
-    out: dict[str, float] = {}
+    raw: dict[str, str] = {}
     for part in [p for p in body.split(",") if p.strip()]:
         if "=" not in part:
             raise UsageError(f"malformed parameter {part.strip()!r} in {text!r}: use name=value, e.g. {_example(family)}")
         key, value = (s.strip() for s in part.split("=", 1))
-        key = key.lower()
-        if key not in allowed:
-            raise UsageError(f"{family} has no parameter {key!r} (it takes {_describe_sets(family)})")
-        if key in out:
-            raise UsageError(f"parameter {key!r} given twice in {text!r}")
-        out[key] = _value(family, key, value)
-    given = set(out)
-    if not any(given == set(ps) for ps in _PARAM_SETS[family]):
-        missing = [k for k in _PARAM_SETS[family][0] if k not in given]
-        what = f"missing {', '.join(missing)}" if missing and given <= set(_PARAM_SETS[family][0]) else "wrong parameters"
-        raise UsageError(f"{family}: {what} in {text!r} (it takes {_describe_sets(family)})")
-    return out
+        if key.lower() in raw:
+            raise UsageError(f"parameter {key.lower()!r} given twice in {text!r}")
+        raw[key.lower()] = value
+    params = validate(raw, _params_model(family), f"--noise {text!r}", error=UsageError)
+    return {k: v for k, v in params.model_dump().items() if v is not None}
 
 
 def _describe_sets(family: str) -> str:
     return " or ".join("(" + ", ".join(ps) + ")" for ps in _PARAM_SETS[family])
 
 
-def _value(family: str, key: str, value: str) -> float:
-    what = f"{family} {key}"
-    if key in _DIMENSIONLESS:
+def _plain_number(v: Any) -> float:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        raise ValueError(f"must be a plain number (no unit), got {v!r}") from None
+    if not math.isfinite(x) or x <= 0:
+        raise ValueError(f"must be positive, got {v!r}")
+    return x
+
+
+def _probability(v: Any) -> float:
+    x = _plain_number(v)
+    if x > 1:
+        raise ValueError(f"is a probability: 0 < p <= 1, got {v!r}")
+    return x
+
+
+def _time(allow_zero: bool) -> Any:
+    def parse(v: Any) -> float:
+        if str(v).strip().startswith("-"):
+            raise ValueError(f"must not be negative, got {v!r}")
         try:
-            v = float(value)
-        except ValueError:
-            raise UsageError(f"{what} {value!r} must be a plain number (no unit)") from None
-        if not math.isfinite(v) or v <= 0:
-            raise UsageError(f"{what} must be positive, got {value!r}")
-        if key == "p" and v > 1:
-            raise UsageError(f"{what} is a probability: 0 < p <= 1, got {value!r}")
-        return v
-    if value.strip().startswith("-"):
-        raise UsageError(f"{what} must not be negative, got {value!r}")
-    return parse_duration_s(value, what=what, allow_zero=key in _ZERO_OK)
+            return parse_duration_s(v, what="time", allow_zero=allow_zero)
+        except UsageError as err:
+            raise ValueError(str(err)) from None
+    return parse
+
+
+class _Params(ConfigModel):
+    """A family's parameters; subclasses (one per family) are made from _PARAM_SETS."""
+
+    unknown_key: ClassVar[str] = "has no parameter {key!r} (it takes {expected})"
+    family: ClassVar[str] = ""
+
+    @model_validator(mode="after")
+    def _one_set(self) -> "_Params":
+        given = {k for k in self.model_fields_set}
+        sets = _PARAM_SETS[self.family]
+        if not any(given == set(ps) for ps in sets):
+            missing = [k for k in sets[0] if k not in given]
+            what = f"missing {', '.join(missing)}" if missing and given <= set(sets[0]) else "wrong parameters"
+            raise ValueError(f"{self.family}: {what} (it takes {_describe_sets(self.family)})")
+        return self
+
+
+@functools.cache
+def _params_model(family: str) -> type[_Params]:
+    names = sorted({k for ps in _PARAM_SETS[family] for k in ps})
+    fields: dict[str, Any] = {}
+    for k in names:
+        check = _probability if k == "p" else _plain_number if k in _DIMENSIONLESS else _time(k in _ZERO_OK)
+        fields[k] = (Annotated[float | None, BeforeValidator(check)], None)
+    model = create_model(f"{family.title()}Params", __base__=_Params, **fields)
+    model.family = family
+    return model
 
 
 def _build(family: str, p: dict[str, float], text: str) -> NoiseSpec:

@@ -1,0 +1,110 @@
+"""meta.json and summary.json checked at load, through the configuration layer (config.py).
+
+A run written by hand, by an older tool or half-overwritten must be refused in
+one line naming the file and the key ("summary.json: cpus.1.noise_ppm must be
+a number, got 'high'"), never read into a wrong answer or a traceback later.
+Keys beyond these are allowed (the format grows by adding keys); the types of the
+documented ones (docs/run-format.md) and the kinds are checked. Per-CPU and
+per-source numbers may be absent (read as 0), as in the synthetic runs tests write.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+
+from jitterscope.config import validate
+from jitterscope.tracing.records import KINDS
+
+# Kinds a summary source may have: the trace's kinds and the unexplained remainder.
+SOURCE_KINDS = frozenset(KINDS) | {"unexplained"}
+
+# Lax int: a count written as 142660465.0 by an older writer still reads; "high" or 1.5 do not.
+Count = Annotated[int, Field(ge=0)]
+Number = Annotated[float, Field(allow_inf_nan=False)]
+
+
+def _source_kind(k: str) -> str:
+    if k not in SOURCE_KINDS:
+        raise ValueError(f"must be one of {', '.join(sorted(SOURCE_KINDS))}, got {k!r}")
+    return k
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class Meta(_Open):
+    format: StrictStr
+    format_version: StrictInt
+    kind: Literal["measure", "cluster"] = "measure"
+    id: StrictStr | None = None
+    host: StrictStr | None = None
+    kernel: StrictStr | None = None
+    command_line: list[StrictStr] | None = None
+    start: StrictStr | None = None
+    start_unix_ns: StrictInt | None = None
+    duration_s: Annotated[Number, Field(ge=0)]
+    interrupted: StrictBool = False
+    cpus: list[Count] = []
+    options: dict[str, Any] = {}
+    tsc_hz: Number | None = None
+    t0_tsc: StrictInt | None = None
+    tracing: dict[str, Any] = {}
+    lost_events: Count = 0
+    probe: dict[str, Any] = {}
+
+
+class CpuSummary(_Open):
+    noise_ns: Count = 0
+    noise_ppm: Annotated[Number, Field(ge=0)] = 0.0
+    detours: Count = 0
+    p99_ns: Number = 0.0
+    max_ns: Count = 0
+    resolution_ns: Number = 0.0
+
+
+class Source(_Open):
+    kind: Annotated[StrictStr, AfterValidator(_source_kind)]
+    name: StrictStr
+    count: Count = 0
+    total_ns: Count = 0
+    share: Number = 0.0
+    cpus: list[Count] = []
+
+
+class Unexplained(_Open):
+    count: Count = 0
+    total_ns: Count = 0
+    share: Number = 0.0
+
+
+class Chain(_Open):
+    sources: list[StrictStr]
+    count: Count
+    total_ns: Count
+
+
+class MeasureSummary(_Open):
+    run: dict[str, Any]
+    cpus: dict[str, CpuSummary]
+    sources: list[Source]
+    chains: list[Chain] = []
+    unexplained: Unexplained = Unexplained()
+    lost_events: Count = 0
+
+
+class ClusterSummary(_Open):
+    run: dict[str, Any]
+    nodes: list[dict[str, Any]]
+
+
+def check_meta(meta: Any, path: Path) -> Meta:
+    """meta.json's documented fields have their documented types (one line naming file and key otherwise)."""
+    return validate(meta, Meta, str(path))
+
+
+def check_summary(summary: Any, kind: str, path: Path) -> None:
+    validate(summary, ClusterSummary if kind == "cluster" else MeasureSummary, str(path))
