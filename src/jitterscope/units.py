@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 
 from jitterscope.errors import UsageError
 
@@ -19,15 +20,38 @@ _DURATION_UNITS_NS = {
     "h": 3600e9,
 }
 _NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+
+DAY_S = 86400.0
+# Every duration option's accepted range in seconds (docs/limits.md): a value
+# outside is a typo or a wrong unit (`1ns` of measuring, `1e99s` of anything).
+# Keyed by the option's name as commands pass it in `what`; the shared option
+# parsers (commands/common.py) use the same names.
+DURATION_BOUNDS: dict[str, tuple[float, float]] = {
+    "--duration": (0.1, 7 * DAY_S),       # measure, cluster: the probe's own granularity is ~10 ms
+    "--threshold": (1e-8, 1.0),           # smallest gap recorded as a detour
+    "--interval": (0.1, DAY_S),           # monitor
+    "--window": (0.1, DAY_S),             # monitor
+    "--period": (1e-6, 3600.0),           # inject
+    "--busy": (1e-8, 3600.0),             # inject
+    "--phase": (1e-6, 3600.0),            # simulate, fit, cluster bsp: the work between barriers
+    "--link-latency": (0.0, 1.0),         # simulate
+    "--timeout": (1.0, 7 * DAY_S),        # cluster
+    "--max-time": (1e-3, 7 * DAY_S),      # ptts
+    "--approximate": (1e-4, 7 * DAY_S),   # ptts
+}
+# Any other duration (e.g. a key in a configuration file): from 1 ns to a year.
+DEFAULT_DURATION_BOUNDS = (1e-9, 366 * DAY_S)
 _DURATION_RE = re.compile(rf"^\s*({_NUM})\s*([a-zµ]*)\s*$")
 
 
 def parse_duration_ns(text: str | int | float, default_unit: str | None = None,
-                      what: str = "duration", allow_zero: bool = False) -> float:
+                      what: str = "duration", allow_zero: bool = False,
+                      bounds: tuple[float, float] | None = None) -> float:
     """Return a duration in nanoseconds from text like `250ms`, `2.5us`, `10s`.
 
     A bare number needs `default_unit`; otherwise the unit is required, since a
-    silent guess between seconds and nanoseconds is a factor of 10^9.
+    silent guess between seconds and nanoseconds is a factor of 10^9.  The value
+    must lie within `bounds` (seconds; by default `DURATION_BOUNDS[what]`).
     """
     if isinstance(text, (int, float)):
         if default_unit is None:
@@ -46,13 +70,66 @@ def parse_duration_ns(text: str | int | float, default_unit: str | None = None,
     ns = value * _DURATION_UNITS_NS[unit]
     if not math.isfinite(ns) or ns < 0 or (ns == 0 and not allow_zero):
         raise UsageError(f"{what} {text!r} must be {'non-negative' if allow_zero else 'positive'}")
+    lo, hi = bounds or DURATION_BOUNDS.get(what, DEFAULT_DURATION_BOUNDS)
+    if ns and not lo * 1e9 * (1 - 1e-12) <= ns <= hi * 1e9 * (1 + 1e-12):
+        raise UsageError(f"{what} {text!r} is too {'short' if ns < lo * 1e9 else 'long'}: "
+                         f"use {format_s(lo)} to {format_s(hi)}")
     return ns
 
 
 def parse_duration_s(text: str | int | float, default_unit: str | None = None,
-                     what: str = "duration", allow_zero: bool = False) -> float:
+                     what: str = "duration", allow_zero: bool = False,
+                     bounds: tuple[float, float] | None = None) -> float:
     """Like `parse_duration_ns`, in seconds."""
-    return parse_duration_ns(text, default_unit, what, allow_zero) / 1e9
+    return parse_duration_ns(text, default_unit, what, allow_zero, bounds) / 1e9
+
+
+def format_s(s: float) -> str:
+    """A bound for people: 100ms, 7 days, 1ns."""
+    if s >= DAY_S:
+        return f"{s / DAY_S:g} days" if s != DAY_S else "1 day"
+    if s >= 3600:
+        return f"{s / 3600:g}h"
+    if s >= 60:
+        return f"{s / 60:g}min"
+    for unit, f in (("s", 1), ("ms", 1e-3), ("us", 1e-6), ("ns", 1e-9)):
+        if s >= f or unit == "ns":
+            return f"{s / f:g}{unit}"
+    return f"{s}s"
+
+
+def seed_arg(text: str) -> int:
+    """argparse type of every --seed: an integer from 0 to 2^63-1."""
+    import argparse
+
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"seed must be an integer, got {text!r}") from None
+    if not 0 <= v < 2**63:
+        raise argparse.ArgumentTypeError(f"seed must be from 0 to 2^63-1, got {text}")
+    return v
+
+
+def count_arg(lo: int, hi: int) -> Callable[[str], int]:
+    """argparse type of an integer option bounded to [lo, hi] (e.g. --replications)."""
+    import argparse
+
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            try:
+                f = float(text)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            if not f.is_integer():
+                raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            v = int(f)
+        if not lo <= v <= hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {text}")
+        return v
+    return parse
 
 
 def format_ns(ns: float) -> str:
@@ -140,6 +217,10 @@ def format_cpulist(cpus: list[int]) -> str:
     return ",".join(out)
 
 
+MAX_LIST_VALUES = 10_000   # values in one count list (each is a separate computation)
+MAX_LIST_VALUE = 1e12      # a count beyond this is a typo (nodes, phases)
+
+
 def parse_count_list(text: str, what: str = "list") -> list[int]:
     """Integers from `1,10,100`, `1..1e6:log10` (one per decade) or `1..64:x2`.
 
@@ -154,6 +235,8 @@ def parse_count_list(text: str, what: str = "list") -> list[int]:
             step = m.group(3) or "+1"
             if lo <= 0 or hi < lo:
                 raise UsageError(f"bad range {part!r} in {what}: need 0 < start <= end")
+            if hi > MAX_LIST_VALUE:
+                raise UsageError(f"{what} value {m.group(2)} is beyond {MAX_LIST_VALUE:.0e}")
             if step == "log10":
                 k = 0
                 while lo * 10**k <= hi * (1 + 1e-12):
@@ -171,6 +254,9 @@ def parse_count_list(text: str, what: str = "list") -> list[int]:
                 d = float(step[1:])
                 if d <= 0:
                     raise UsageError(f"bad step {step!r} in {what}: must be positive")
+                if (hi - lo) / d + 1 > MAX_LIST_VALUES:
+                    raise UsageError(f"range {part!r} in {what} has {(hi - lo) / d + 1:.3g} values; "
+                                     f"at most {MAX_LIST_VALUES:,} (use :log10 or :x2)")
                 v = lo
                 while v <= hi * (1 + 1e-12):
                     values.append(int(round(v)))
@@ -180,7 +266,11 @@ def parse_count_list(text: str, what: str = "list") -> list[int]:
             f = float(part)
         except ValueError:
             raise UsageError(f"malformed {what} {text!r}: use e.g. 1,10,100 or 1..1e6:log10") from None
-        if f <= 0 or f != int(f):
+        if not math.isfinite(f) or f <= 0 or f != int(f):
             raise UsageError(f"{what} values must be positive integers, got {part!r}")
+        if f > MAX_LIST_VALUE:
+            raise UsageError(f"{what} value {part} is beyond {MAX_LIST_VALUE:.0e}")
         values.append(int(f))
+    if len(values) > MAX_LIST_VALUES:
+        raise UsageError(f"{what} has {len(values):,} values; at most {MAX_LIST_VALUES:,}")
     return sorted(set(values))

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import parse_duration_ns, parse_duration_s, parse_size
+from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, parse_size, seed_arg
 
 if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
     from jitterscope.cluster.mpi import Cluster
@@ -70,11 +70,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b = sub.add_parser("bsp", help="a real bulk-synchronous job: measured slowdown vs ideal vs simulator",
                        description="Bulk-synchronous benchmark: calibrated work per phase, then a synchronization.")
     b.add_argument("--phase", default="10ms", metavar="TIME", help="work per phase on every rank (default 10ms)")
-    b.add_argument("--phases", default=100, type=int, metavar="P", help="number of phases (default 100)")
+    b.add_argument("--phases", default=100, type=count_arg(1, 10**7), metavar="P", help="number of phases (default 100)")
     b.add_argument("--sync", choices=["barrier", "allreduce"], default="barrier", help="end of phase (default barrier)")
-    b.add_argument("--replications", default=200, type=int, metavar="R",
+    b.add_argument("--replications", default=200, type=count_arg(1, 10**6), metavar="R",
                    help="simulator replications for the trace-driven prediction (default 200)")
-    b.add_argument("--seed", default=1, type=int, help="simulator seed (default 1)")
+    b.add_argument("--seed", default=1, type=seed_arg, help="simulator seed (default 1)")
     b.add_argument("--priority", metavar="fifo:N",
                    help="run each rank SCHED_FIFO at priority N (only higher-priority work and interrupts then delay it)")
     _common(b)

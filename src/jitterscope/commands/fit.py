@@ -25,15 +25,15 @@ import argparse
 import json
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import parse_duration_s
+from jitterscope.units import count_arg, parse_duration_s, seed_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="run directory")
     p.add_argument("--phase", required=True, metavar="DURATION", help="work per phase, e.g. 10ms")
-    p.add_argument("--replicates", type=int, default=200, metavar="B",
+    p.add_argument("--replicates", type=count_arg(19, 10**6), default=200, metavar="B",
                    help="bootstrap replicates per p-value (default 200)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     p.add_argument("--json", action="store_true", help="print the result as JSON to stdout and nothing else there")
     p.add_argument("--plots", metavar="DIR", help="write fit_histogram.svg and fit_qq.svg into DIR")
 

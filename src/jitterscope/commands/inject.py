@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import format_ns, parse_duration_ns
+from jitterscope.units import DAY_S, format_ns, parse_duration_ns
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -69,7 +69,8 @@ def run(args: argparse.Namespace) -> int:
     cpu = _cpu(args.cpu)
     period = parse_duration_ns(args.period, what="--period")
     busy = parse_duration_ns(args.busy, what="--busy")
-    duration = parse_duration_ns(args.duration, what="--duration") if args.duration else None
+    # the injector may run for less than a measurement's minimum (down to one period)
+    duration = parse_duration_ns(args.duration, what="--duration", bounds=(1e-6, 7 * DAY_S)) if args.duration else None
     if args.truth is not None:
         _check_truth_path(args.truth)
     tmp = None

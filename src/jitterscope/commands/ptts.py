@@ -33,6 +33,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jitterscope.units import count_arg, seed_arg
+
 DEFAULT_MAX_TIME = "60s"
 DEFAULT_APPROX_TIME = "5s"
 MAX_BYTES = 8 * 2**30  # states the exact engine may keep in memory
@@ -45,9 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--plots", type=Path, metavar="DIR", help="write PMF and CDF (or sweep) figures, SVG and PNG")
     p.add_argument("--method", choices=("exact", "simulate"), default="exact",
                    help="exact analysis (default) or Monte Carlo simulation compared with it")
-    p.add_argument("--iterations", type=int, metavar="N",
+    p.add_argument("--iterations", type=count_arg(1, 10**9), metavar="N",
                    help="simulated frames (default 10000; with --approximate, for measuring the error: 20000)")
-    p.add_argument("--seed", type=int, metavar="S", help="random seed of the simulation (default: random)")
+    p.add_argument("--seed", type=seed_arg, metavar="S", help="random seed of the simulation (default: random)")
     p.add_argument("--approximate", nargs="?", const=DEFAULT_APPROX_TIME, metavar="TIME",
                    help=f"adapt periods (seed 5.7) until the analysis is predicted to take at most TIME "
                         f"(default {DEFAULT_APPROX_TIME}); reports the change and the error")
@@ -132,6 +134,8 @@ def _parse_sweep(text: str, model) -> tuple[int, str, list[int]]:
             step = max(1, (hi - lo) // 8) if hi > lo else 1
         if step <= 0 or hi < lo:
             raise UsageError(f"{where}: need LO <= HI and a positive STEP")
+        if (hi - lo) // step + 1 > 200:  # counted before the list is built: a huge range is one line, not OOM
+            raise UsageError(f"{where}: {(hi - lo) // step + 1:,} values; at most 200")
         values = list(range(lo, hi + 1, step))
     else:
         values = [model.parse_time(v, where) for v in spec.split(",")]

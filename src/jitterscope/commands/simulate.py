@@ -44,7 +44,7 @@ import sys
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.progress import Progress
-from jitterscope.units import parse_count_list, parse_duration_s
+from jitterscope.units import count_arg, parse_count_list, parse_duration_s, seed_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -58,9 +58,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="latency of one synchronization round (default 2us)")
     p.add_argument("--cosched", action="store_true",
                    help="co-scheduled noise: all nodes replay the same timeline at the same offset")
-    p.add_argument("--replications", type=int, metavar="R",
+    p.add_argument("--replications", type=count_arg(1, 10**7), metavar="R",
                    help="independent replications (default 100 for distributions, 10 for timelines)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     p.add_argument("--by-source", action="store_true", help="rank the run's sources by the slowdown removing each saves")
     p.add_argument("--json", action="store_true", help="print the result as JSON to stdout and nothing else there")
     p.add_argument("--plots", metavar="DIR", help="write runtime/slowdown SVG figures into DIR")

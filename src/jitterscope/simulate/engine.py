@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import budget
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate.detours import Detours, detours_from_lengths
 from jitterscope.simulate.fitting import Fit, fit_delays
@@ -33,18 +34,9 @@ NS_PER_NODE_PHASE = 300.0
 NS_PER_NODE_ROUND = 15.0
 NS_PER_RECOMPUTE = 350.0
 BYTES_PER_NODE = 160
-TIME_LIMIT_S = 600.0
-
-
-def _mem_available() -> int:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 4 << 30
+TIME_LIMIT_S = budget.TIME_LIMIT_S
+FIT_SUBSAMPLE = 2000        # goodness-of-fit statistics use at most this many delays (fitting.gof_cap)
+FIT_S_PER_DRAW = 2e-6       # seconds per delay and bootstrap replicate, measured here (2 CPUs)
 
 
 def _round_ns(hit: float) -> float:
@@ -72,27 +64,17 @@ def trace_cost(job: Job, simulations: int = 1, hit: float = 0.0) -> tuple[float,
 def check_trace_size(job: Job, what: str, simulations: int = 1, hit: float = 0.0) -> None:
     """Refuse trace-driven sizes that do not fit in memory or in TIME_LIMIT_S here."""
     secs, mem = trace_cost(job, simulations, hit)
-    avail = _mem_available()
-    if mem <= avail // 2 and secs <= TIME_LIMIT_S:
+    avail = budget.mem_available()
+    if budget.fits(mem, secs, TIME_LIMIT_S):
         return
     n_mem = avail // 2 // BYTES_PER_NODE
     n_time = int(max(job.nodes) * TIME_LIMIT_S / secs) if secs > 0 else n_mem
     raise JitterscopeError(
         f"trace-driven simulation of {max(job.nodes):.3g} nodes x {max(job.phases)} phases x "
         f"{job.replications} replications{f' x {simulations} runs' if simulations > 1 else ''} needs "
-        f"~{mem / 2**30:.3g} GiB ({avail / 2**30:.3g} GiB available) and ~{_fmt_time(secs)} here; it fits up to "
+        f"~{mem / 2**30:.3g} GiB ({avail / 2**30:.3g} GiB available) and ~{budget.fmt_time(secs)} here; it fits up to "
         f"~{min(n_mem, n_time):.2g} nodes (memory: {n_mem:.2g}, {TIME_LIMIT_S / 60:.0f} min: {n_time:.2g}); "
         f"for more nodes use the i.i.d. fit of this run: --noise fit:{what}")
-
-
-def _fmt_time(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.3g} days"
 
 
 @dataclass
@@ -134,6 +116,11 @@ def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> 
     if phase_s * 1e9 > noise.period_ns / 20:
         raise JitterscopeError(f"--phase {phase_s * 1e3:g} ms leaves fewer than 20 phases per CPU in the "
                                f"{noise.period_ns / 1e9:g} s run: use a shorter phase or a longer run")
+    n = len(noise.cpus or [0]) * noise.period_ns / (phase_s * 1e9)
+    # the per-phase delays and a few working copies; bootstrap time per subsampled delay and replicate
+    budget.check(f"fitting {n:.3g} phases of {phase_s * 1e3:g} ms with {replicates} replicates", n * 8 * 6,
+                 n * 2e-6 + min(n, FIT_SUBSAMPLE) * replicates * FIT_S_PER_DRAW,
+                 "use a longer --phase or fewer --replicates")
     delays = phase_delays(noise.timelines(), phase_s * 1e9) / 1e9
     return fit_delays(delays, phase_s, replicates=replicates, seed=seed, source=str(path), cpus=noise.cpus)
 

@@ -27,6 +27,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from jitterscope import budget
 from jitterscope.simulate import distributions as D
 from jitterscope.simulate.barrier import LatticeDelay, phase_law
 from jitterscope.simulate.detours import Detours, detours_from_delay
@@ -35,6 +36,7 @@ from jitterscope.simulate.orderstats import max_moments, sample_max
 
 DRAW_BUDGET = 4_000_000       # draws per (N, term) before the CLT takes over
 CHUNK = 1_000_000             # draws held in memory at once
+S_PER_DRAW = 5e-8             # seconds per drawn maximum, vectorised, on this 2-CPU machine
 
 
 def _sums(dist: D.Delay, n: float, counts: list[int], reps: int, rng: np.random.Generator,
@@ -64,12 +66,25 @@ def _sums(dist: D.Delay, n: float, counts: list[int], reps: int, rng: np.random.
     return out
 
 
+def check_iid_size(delay: D.Delay, job: Job) -> None:
+    """Refuse before drawing: R runtimes per (nodes, phases) cell are held, and draws are
+    capped by DRAW_BUDGET per cell unless the tail forbids the CLT (then P x R draws)."""
+    cells = len(job.nodes) * len(job.phases) * job.replications
+    heavy = not math.isfinite(delay.var()) if hasattr(delay, "var") else True
+    per_cell = max(job.phases) * job.replications
+    draws = len(job.nodes) * (per_cell if heavy else min(per_cell, DRAW_BUDGET))
+    budget.check(f"simulating {job.replications:,} replications of {len(job.nodes)} node counts x "
+                 f"{len(job.phases)} phase counts", cells * 8 * 3, draws * S_PER_DRAW + cells * 5e-8,
+                 "use fewer --replications or fewer --nodes/--phases values")
+
+
 def simulate_iid(delay: D.Delay, job: Job, description: str,
                  progress: Callable[[float], None] | None = None,
                  detours: Detours | None = None) -> Simulation:
     """Simulate the job under i.i.d. per-phase delays `delay` (seconds); `detours`
     (from a run) say what a synchronization round meets, else `delay` is read as detours."""
     phases = sorted(job.phases)
+    check_iid_size(delay, job)
     if detours is None:
         detours = detours_from_delay(delay, job.phase_s)
     results: list[Result] = []
