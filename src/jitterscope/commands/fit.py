@@ -25,6 +25,7 @@ import argparse
 import json
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.outpath import check_dir
 from jitterscope.units import count_arg, parse_duration_s, seed_arg
 
 
@@ -42,6 +43,8 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.simulate import fit_run
     from jitterscope.simulate.render import fit_text
 
+    if args.plots:  # refused before any work, and no parent directory is created
+        check_dir(args.plots, "--plots")
     phase_s = parse_duration_s(args.phase, what="--phase")
     if args.replicates < 19:
         raise JitterscopeError(f"--replicates must be at least 19 (p-values to 0.05), got {args.replicates}")

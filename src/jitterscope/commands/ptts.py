@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jitterscope.outpath import check_dir
 from jitterscope.units import count_arg, seed_arg
 
 DEFAULT_MAX_TIME = "60s"
@@ -154,6 +155,8 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.ptts.model import load_model
     from jitterscope.units import parse_duration_s
 
+    if args.plots:  # refused before any work, and no parent directory is created
+        check_dir(args.plots, "--plots")
     model = load_model(args.model)
     deadline = model.parse_time(args.deadline, "--deadline") if args.deadline is not None else None
     max_time = parse_duration_s(args.max_time, what="--max-time")

@@ -44,6 +44,7 @@ import sys
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.progress import Progress
+from jitterscope.outpath import check_dir
 from jitterscope.units import count_arg, parse_count_list, parse_duration_s, seed_arg
 
 
@@ -71,6 +72,8 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.simulate.render import simulate_text
     from jitterscope.simulate.spec import DistributionNoise, FitNoise
 
+    if args.plots:  # refused before any work, and no parent directory is created
+        check_dir(args.plots, "--plots")
     spec = parse_noise(args.noise)
     nodes = parse_count_list(args.nodes, "--nodes")
     phases = parse_count_list(args.phases, "--phases")

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Callable
+from typing import Any, Callable
 
 from jitterscope.errors import JitterscopeError
 
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line instead of socketserver's traceback: a scraper that hangs up is not our fault."""
+        err = sys.exc_info()[1]
+        if isinstance(err, (ConnectionError, TimeoutError)):
+            print(f"jitterscope: metrics client {client_address[0]}:{client_address[1]} disconnected "
+                  f"({type(err).__name__})", file=sys.stderr)
+        else:
+            print(f"jitterscope: metrics request from {client_address[0]} failed: {err!r}", file=sys.stderr)
 
 
 def start_server(port: int, text: Callable[[], str]) -> ThreadingHTTPServer:
@@ -30,7 +42,7 @@ def start_server(port: int, text: Callable[[], str]) -> ThreadingHTTPServer:
             pass
 
     try:
-        srv = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        srv = _Server(("127.0.0.1", port), Handler)
     except OSError as err:
         raise JitterscopeError(f"cannot serve metrics on 127.0.0.1:{port} ({err.strerror})") from None
     srv.daemon_threads = True

@@ -10,6 +10,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from jitterscope.outpath import make_dir  # noqa: E402
 from jitterscope.ptts.exact import Distribution  # noqa: E402
 from jitterscope.ptts.model import Model  # noqa: E402
 
@@ -17,7 +18,7 @@ Series = tuple[str, Distribution]
 
 
 def _save(fig, out: Path, stem: str) -> list[Path]:
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, "--plots")
     paths = []
     for ext in ("svg", "png"):
         p = out / f"{stem}.{ext}"

@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.outpath import check_file
 from jitterscope.rundir import load_run
 
 
@@ -24,11 +25,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     out = Path(out) if out is not None else Path(run_dir) / "report.html"
     if out.is_dir():
         out = out / "report.html"
+    check_file(out, "report")   # before any work, and no parent directory is created
     data = build_report_data(run)
     figs = build_figures(data)
     page = render_html(data, figs)
     try:
-        out.parent.mkdir(parents=True, exist_ok=True)
         for fig_id, (_, svg) in figs.items():
             _atomic_write(out.with_name(f"{out.stem}-{fig_id}.svg"), svg)
         _atomic_write(out, page)

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterscope.errors import JitterscopeError
+from jitterscope.outpath import make_dir
 
 
 def _plt():
@@ -22,12 +22,7 @@ def _plt():
 
 
 def _outdir(path: str | Path) -> Path:
-    p = Path(path)
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as err:
-        raise JitterscopeError(f"--plots {p}: cannot create directory ({err.strerror})") from None
-    return p
+    return make_dir(path, "--plots")
 
 
 def _table(results: list[dict[str, Any]]) -> tuple[list[int], list[int], dict[tuple[int, int], dict[str, Any]]]:
