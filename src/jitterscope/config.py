@@ -127,7 +127,9 @@ def validate(data: Any, model: type[M], source: str, error: type[JitterscopeErro
 
 def one_line(err: ValidationError, source: str, data: Any = None, model: type[BaseModel] | None = None) -> str:
     """The first error of `err` as `SOURCE: key.path must be ...` (pydantic reports all; one is enough)."""
-    e = err.errors(include_url=False)[0]
+    errors = err.errors(include_url=False)
+    # an unknown key first: `perod:` also makes `period` missing, and the typo is what to fix
+    e = next((x for x in errors if x.get("type") == "extra_forbidden"), errors[0])
     loc = tuple(e.get("loc", ()))
     kind = e.get("type", "")
     path = _path(loc, data)

@@ -184,6 +184,7 @@ def expected_figures(cpus: list[int]) -> set[str]:
 
 def test_report_renders_in_chromium_with_every_figure_drawn(tmp_path):
     run = build_run(tmp_path / "run", cpus=[1, 2], seed=3, injector=Injector(cpu=2))
+    (tmp_path / "out").mkdir()  # report never creates its directory
     proc = jitterscope("report", str(run), "--out", str(tmp_path / "out" / "noise.html"))
     assert proc.returncode == 0, proc.stderr
     page = tmp_path / "out" / "noise.html"

@@ -56,6 +56,7 @@ def test_sources_chains_unexplained_and_warnings(run):
 
 
 def test_write_report_puts_svgs_beside_the_html(run, tmp_path):
+    (tmp_path / "x").mkdir()  # the report never creates its directory (issue 17: not /nonexistent as root)
     out = write_report(run.path, tmp_path / "x" / "r.html")
     html = out.read_text()
     # Nothing the browser would fetch: no remote src/href/url().

@@ -28,6 +28,7 @@ from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.units import possible_cpu_limit
 
 
 @dataclass
@@ -46,6 +47,7 @@ class ClusterMeasureOptions:
 def parse_cpu_map(text: str) -> list[int]:
     """--cpu-map: CPUs in local-rank order; ranges (2-5) allowed, order and repeats kept."""
     out: list[int] = []
+    limit = possible_cpu_limit()
     for item in text.split(","):
         item = item.strip()
         try:
@@ -53,6 +55,8 @@ def parse_cpu_map(text: str) -> list[int]:
                 a, b = (int(x) for x in item.split("-", 1))
                 if b < a:
                     raise ValueError
+                if b >= limit:  # before the range is built: 0-99999999999 is one line, not gigabytes
+                    raise JitterscopeError(f"--cpu-map {text!r}: CPU {b} does not exist (CPUs 0-{limit - 1})")
                 out += list(range(a, b + 1))
             else:
                 out.append(int(item))

@@ -98,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
 
     cpu_map = parse_cpu_map(args.cpu_map) if args.cpu_map else None
     threshold_ns = parse_duration_ns(args.threshold, what="--threshold")
+    # every value is checked here, before MPI starts (rank 0 parses them again to broadcast)
+    if args.cluster_command == "measure":
+        parse_duration_ns(args.duration, what="--duration")
+    else:
+        parse_duration_ns(args.phase, what="--phase")
     cluster = Cluster.start(args.cluster_command, timeout_s)
     if args.cluster_command == "measure":
         return _measure(args, cluster, timeout_s, cpu_map, threshold_ns)

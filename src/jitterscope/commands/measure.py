@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.measure.render import render_summary
     from jitterscope.rundir import load_run
 
-    cpus = parse_cpulist(args.cpus) if args.cpus else sysinfo.default_cpus()
+    cpus = parse_cpulist(args.cpus) if args.cpus is not None else sysinfo.default_cpus()
     opts = MeasureOptions(
         cpus=cpus,
         duration_ns=parse_duration_ns(args.duration, what="--duration"),

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.commands.measure import _priority
     from jitterscope.monitor import Monitor, MonitorOptions
 
-    cpus = parse_cpulist(args.cpus) if args.cpus else sysinfo.default_cpus()
+    cpus = parse_cpulist(args.cpus) if args.cpus is not None else sysinfo.default_cpus()
     sysinfo.check_cpus(cpus)
     interval = parse_duration_s(args.interval, what="--interval")
     window = parse_duration_s(args.window, what="--window")

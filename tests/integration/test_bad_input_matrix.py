@@ -1,0 +1,211 @@
+"""Every command x every class of bad value: exit 2, one line on stderr, no traceback,
+and nothing on the machine changed (issue 17, item 5).
+
+All cases fail before measuring, so they run as parallel subprocesses (the real
+tool, as a user runs it) in a few seconds; each case then asserts on its own.
+The journal lives in a private state directory, so "no new journal" is exact.
+"""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+
+from .conftest import snapshot
+
+ROOT = Path(__file__).resolve().parents[2]
+HUGE_CPUS = "0-99999999999"
+NOPE = "/nonexistent-jitterscope-dir"
+
+# (case id, argv with placeholders RUN / BADRUN / PLAN / BADPLAN / MODEL / BADMODEL / NORUN, words in the error)
+CASES: list[tuple[str, list[str], str]] = [
+    # measure
+    ("measure-huge-cpus", ["measure", "--cpus", HUGE_CPUS, "--duration", "1s"], "does not exist"),
+    ("measure-empty-cpus", ["measure", "--cpus", " ", "--duration", "1s"], "empty CPU list"),
+    ("measure-malformed-cpus", ["measure", "--cpus", "1-x", "--duration", "1s"], "malformed CPU list"),
+    ("measure-absent-cpu", ["measure", "--cpus", "4096", "--duration", "1s"], "does not exist"),
+    ("measure-bad-duration", ["measure", "--duration", "5 parsecs"], "unknown unit"),
+    ("measure-negative-duration", ["measure", "--duration=-1s"], "must be positive"),
+    ("measure-huge-duration", ["measure", "--duration", "1e99s"], "too long"),
+    ("measure-tiny-duration", ["measure", "--duration", "1ns"], "too short"),
+    ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "cannot create"),
+    # monitor
+    ("monitor-huge-cpus", ["monitor", "--cpus", HUGE_CPUS], "does not exist"),
+    ("monitor-empty-cpus", ["monitor", "--cpus", ""], "empty CPU list"),
+    ("monitor-tiny-interval", ["monitor", "--interval", "1ns"], "too short"),
+    ("monitor-huge-window", ["monitor", "--window", "1e99s"], "too long"),
+    ("monitor-huge-count", ["monitor", "--keep", "1e12"], "must be from"),
+    ("monitor-bad-port", ["monitor", "--port", "70000"], "must be from"),
+    # inject
+    ("inject-malformed-cpu", ["inject", "--cpu", "x", "--period", "10ms", "--busy", "1ms"], "malformed --cpu"),
+    ("inject-tiny-period", ["inject", "--cpu", "1", "--period", "1ns", "--busy", "1ns"], "too short"),
+    ("inject-huge-busy", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1e99s"], "too long"),
+    ("inject-negative-duration", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--duration=-1s"],
+     "must be positive"),
+    ("inject-unwritable-truth", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--truth",
+                                 f"{NOPE}/t.csv"], "--truth"),
+    # report / compare / export
+    ("report-no-run", ["report", "NORUN"], "no such run directory"),
+    ("report-bad-summary", ["report", "BADRUN"], "summary.json: cpus.1.noise_ppm must be a number"),
+    ("report-unwritable-out", ["report", "RUN", "--out", f"{NOPE}/r.html"], "no such directory"),
+    ("compare-no-run", ["compare", "NORUN", "RUN"], "no such run directory"),
+    ("compare-bad-meta", ["compare", "RUN", "BADMETA"], "meta.json: kind must be one of"),
+    ("export-no-run", ["export", "--format", "csv", "-o", "OUT/x.csv", "NORUN"], "no such run directory"),
+    ("export-unwritable-out", ["export", "--format", "csv", "-o", f"{NOPE}/x.csv", "RUN"], "no such directory"),
+    # simulate
+    ("simulate-negative-seed", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases", "10",
+                                "--phase", "10ms", "--seed", "-1"], "seed must be"),
+    ("simulate-huge-replications", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases",
+                                    "10", "--phase", "10ms", "--replications", "1e9"], "--replications"),
+    ("simulate-huge-estimate", ["simulate", "--noise", "pareto(alpha=1.5,scale=1ms)", "--nodes", "1..1000:x2",
+                                "--phases", "100,1000", "--phase", "10ms", "--replications", "10000000"],
+     "would take"),
+    ("simulate-huge-list", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "1..1e11:+1", "--phases",
+                            "10", "--phase", "10ms"], "at most"),
+    ("simulate-tiny-phase", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases", "10",
+                             "--phase", "1ns"], "too short"),
+    ("simulate-malformed-spec", ["simulate", "--noise", "normal(mean=1ms,sd=2)", "--nodes", "8", "--phases", "10",
+                                 "--phase", "10ms"], "needs a unit"),
+    ("simulate-no-run", ["simulate", "--noise", "NORUN", "--nodes", "8", "--phases", "10", "--phase", "10ms"],
+     "NORUN"),
+    ("simulate-unwritable-plots", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases",
+                                   "10", "--phase", "10ms", "--plots", f"{NOPE}/p"], "no such directory"),
+    # fit
+    ("fit-tiny-phase", ["fit", "RUN", "--phase", "1ns"], "too short"),
+    ("fit-huge-duration", ["fit", "RUN", "--phase", "1e99s"], "too long"),
+    ("fit-huge-replicates", ["fit", "RUN", "--phase", "10ms", "--replicates", "1e8"], "--replicates"),
+    ("fit-negative-seed", ["fit", "RUN", "--phase", "10ms", "--seed", "-3"], "seed must be"),
+    ("fit-no-run", ["fit", "NORUN", "--phase", "10ms"], "no such run directory"),
+    ("fit-unwritable-plots", ["fit", "RUN", "--phase", "10ms", "--plots", f"{NOPE}/p"], "no such directory"),
+    # doe
+    ("doe-malformed-config", ["doe", "run", "BADPLAN", "--dry-run"], "unknown key 'colour'"),
+    ("doe-huge-cpus", ["doe", "run", "HUGEPLAN", "--dry-run"], "does not exist"),
+    ("doe-negative-seed", ["doe", "run", "SEEDPLAN", "--dry-run"], "seed must be at least 0"),
+    ("doe-no-plan", ["doe", "run", "NORUN.yaml", "--dry-run"], "NORUN.yaml"),
+    ("doe-no-dir", ["doe", "analyze", "NORUN"], "NORUN"),
+    # ptts
+    ("ptts-malformed-config", ["ptts", "BADMODEL"], "unknown key 'perod'"),
+    ("ptts-no-model", ["ptts", "NORUN.yaml"], "no such model file"),
+    ("ptts-huge-sweep", ["ptts", "MODEL", "--sweep", "b.offset=0..99999999999ms:1ms"], "at most 200"),
+    ("ptts-negative-seed", ["ptts", "MODEL", "--method", "simulate", "--seed", "-1"], "seed must be"),
+    ("ptts-huge-count", ["ptts", "MODEL", "--method", "simulate", "--iterations", "1e15"], "must be from"),
+    ("ptts-huge-duration", ["ptts", "MODEL", "--max-time", "1e99s"], "too long"),
+    ("ptts-unwritable-plots", ["ptts", "MODEL", "--plots", f"{NOPE}/p"], "no such directory"),
+    # cluster (fails before any MPI rank starts)
+    ("cluster-huge-cpu-map", ["cluster", "measure", "--cpu-map", HUGE_CPUS], "does not exist"),
+    ("cluster-tiny-duration", ["cluster", "measure", "--duration", "1ns"], "too short"),
+    ("cluster-tiny-phase", ["cluster", "bsp", "--phase", "1ns"], "too short"),
+    ("cluster-huge-timeout", ["cluster", "measure", "--timeout", "1e99s"], "too long"),
+    ("cluster-negative-seed", ["cluster", "bsp", "--seed", "-1"], "seed must be"),
+    ("cluster-huge-count", ["cluster", "bsp", "--phases", "1e12"], "must be from"),
+    # restore
+    ("restore-malformed", ["restore", "--all-of-it"], "unrecognized arguments"),
+]
+
+MODEL = """resolution: 1ms
+components:
+  - {name: a, period: 10ms, offset: 0ms, etp: {pmf: {1ms: 1.0}}}
+  - {name: b, period: 20ms, offset: 0ms, etp: {uniform: [1ms, 3ms]}}
+"""
+PLAN = """response: {command: [true], cpus: 1, estimate: 1s}
+factors:
+  - {name: one, kind: custom, low: "true", high: "true", restore: "true"}
+"""
+
+
+def _sysctls() -> dict[str, object]:
+    # Task and IRQ affinities are left out: other sessions on this shared machine move theirs.
+    return {k: v for k, v in snapshot().items() if not k.startswith("affinity ") and "/proc/irq/" not in k}
+
+
+def _instances() -> set[str]:
+    d = "/sys/kernel/tracing/instances"
+    return {n for n in os.listdir(d) if n.startswith("jitterscope-")} if os.path.isdir(d) else set()
+
+
+@pytest.fixture(scope="module")
+def results(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bad")
+    run = write_noise_run(tmp / "run", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 2e9)], 2.0)
+    bad = write_noise_run(tmp / "badrun", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 2e9)], 2.0)
+    s = json.loads((bad / "summary.json").read_text())
+    s["cpus"]["1"]["noise_ppm"] = "high"
+    (bad / "summary.json").write_text(json.dumps(s))
+    badmeta = write_noise_run(tmp / "badmeta", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 2e9)], 2.0)
+    m = json.loads((badmeta / "meta.json").read_text())
+    m["kind"] = "quantum"
+    (badmeta / "meta.json").write_text(json.dumps(m))
+    (tmp / "model.yaml").write_text(MODEL)
+    (tmp / "badmodel.yaml").write_text(MODEL.replace("period: 10ms", "perod: 10ms"))
+    (tmp / "plan.yaml").write_text(PLAN + "colour: red\n")
+    (tmp / "hugeplan.yaml").write_text(PLAN.replace("cpus: 1", f"cpus: {HUGE_CPUS}"))
+    (tmp / "seedplan.yaml").write_text(PLAN + "seed: -1\n")
+    (tmp / "out").mkdir()
+    subs = {"RUN": str(run), "BADRUN": str(bad), "BADMETA": str(badmeta), "MODEL": str(tmp / "model.yaml"),
+            "BADMODEL": str(tmp / "badmodel.yaml"), "BADPLAN": str(tmp / "plan.yaml"),
+            "HUGEPLAN": str(tmp / "hugeplan.yaml"), "SEEDPLAN": str(tmp / "seedplan.yaml"),
+            "NORUN": str(tmp / "no-such-run"), "OUT": str(tmp / "out")}
+    state = tmp / "state"
+    env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(state), "PYTHONPATH": str(ROOT / "src")}
+
+    def one(case: tuple[str, list[str], str]) -> tuple[str, subprocess.CompletedProcess, str]:
+        name, argv, words = case
+        argv = [_sub(a, subs) for a in argv]
+        # 4 GiB of address space: a case that tried to allocate per CPU of 0-99999999999 fails here, not the node
+        proc = subprocess.run(["prlimit", "--as=4294967296", sys.executable, "-m", "jitterscope", *argv],
+                              capture_output=True, text=True, timeout=60, env=env, cwd=tmp)
+        return name, proc, _sub(words, subs)
+
+    before, inst_before = _sysctls(), _instances()
+    try:
+        with ThreadPoolExecutor(max_workers=4) as pool:
+            out = {name: _outcome(f) for name, f in ((c[0], pool.submit(one, c)) for c in CASES)}
+        after = _sysctls()
+        journals = sorted(glob.glob(str(state / "journal" / "*")))
+        yield out, [k for k in before if k in after and before[k] != after[k]], _instances() - inst_before, journals
+    finally:  # a case that wrongly got as far as changing something is undone here, not left to others
+        subprocess.run([sys.executable, "-m", "jitterscope", "restore"], env=env, capture_output=True, timeout=60)
+
+
+def _outcome(future) -> tuple[subprocess.CompletedProcess | None, str]:
+    try:
+        _, proc, words = future.result()
+        return proc, words
+    except subprocess.TimeoutExpired as err:
+        return None, f"timed out after {err.timeout} s (it did not fail before working)"
+
+
+def _sub(text: str, subs: dict[str, str]) -> str:
+    for k in sorted(subs, key=len, reverse=True):
+        text = text.replace(k, subs[k])
+    return text
+
+
+@pytest.mark.parametrize("name", [c[0] for c in CASES])
+def test_bad_value_is_one_line_exit_2(results, name):
+    out, *_ = results
+    proc, words = out[name]
+    assert proc is not None, words
+    err = proc.stderr
+    assert proc.returncode == 2, f"exit {proc.returncode}: {err}"
+    assert "Traceback" not in err, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert words in err, err
+
+
+def test_nothing_on_the_machine_changed(results):
+    _, changed_knobs, new_instances, journals = results
+    assert changed_knobs == []
+    # an instance named for one of our (now ended) processes would be ours; there must be none
+    ours = {n for n in new_instances if not os.path.exists(f"/proc/{n.rsplit('-', 1)[-1]}")}
+    assert ours == set()
+    assert journals == []
