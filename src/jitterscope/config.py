@@ -38,7 +38,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import parse_cpulist, parse_duration_s
+from jitterscope.units import DURATION_BOUNDS, parse_cpulist, parse_duration_s
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -78,6 +78,14 @@ def _int_only(v: Any) -> Any:
 # Shared field types: one spelling of each kind of value across every file.
 Duration = Annotated[float, BeforeValidator(_as_value_error(lambda v: parse_duration_s(v)))]
 """Seconds, from `250ms`, `2.5us`, `10s` (a unit is required; bounded like every duration)."""
+
+
+def duration_like(option: str) -> Any:
+    """A duration field bounded like the command-line option `option` (units.DURATION_BOUNDS)."""
+    bounds = DURATION_BOUNDS[option]
+    return Annotated[float, BeforeValidator(_as_value_error(lambda v: parse_duration_s(v, bounds=bounds)))]
+
+
 DurationOrZero = Annotated[float, BeforeValidator(_as_value_error(
     lambda v: parse_duration_s(v, allow_zero=True)))]
 CpuList = Annotated[list[int], BeforeValidator(_as_value_error(lambda v: parse_cpulist(str(v))))]

@@ -159,8 +159,8 @@ def parse_size(text: str, what: str = "size") -> int:
     return int(value)
 
 
-# Highest CPU number the kernel can ever have (CONFIG_NR_CPUS tops out at 8192), used
-# only when /sys does not say how many CPUs this machine can have.
+# How many CPUs Linux can have at most (CONFIG_NR_CPUS tops out at 8192): the bound
+# when /sys does not say, and for lists that serve other hosts (cluster --cpu-map).
 MAX_CPUS_FALLBACK = 8192
 
 

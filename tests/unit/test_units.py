@@ -2,7 +2,7 @@ import pytest
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import (format_cpulist, parse_count_list, parse_cpulist, parse_duration_ns,
-                               parse_size)
+                               parse_duration_s, parse_size)
 
 
 @pytest.mark.parametrize("text,ns", [("250ms", 250e6), ("2.5us", 2500), ("10s", 10e9), ("1e3ns", 1000),
@@ -49,3 +49,23 @@ def test_count_lists():
 
 def test_sizes():
     assert parse_size("64K") == 65536 and parse_size("1g") == 2**30
+
+
+def test_every_duration_bound_is_documented():
+    from pathlib import Path
+
+    from jitterscope.units import DURATION_BOUNDS, format_s
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text()
+    for option, (lo, hi) in DURATION_BOUNDS.items():
+        row = next((ln for ln in doc.splitlines() if ln.startswith(f"| `{option}` |")), "")
+        assert f"| {format_s(lo)} | {format_s(hi)} |" in row, option
+
+
+def test_duration_bounds_are_one_line_errors():
+    with pytest.raises(JitterscopeError, match="--duration '1ns' is too short: use 100ms to 7 days"):
+        parse_duration_s("1ns", what="--duration")
+    with pytest.raises(JitterscopeError, match="too long"):
+        parse_duration_s("1e99s", what="--duration")
+    assert parse_duration_s("1ns") == 1e-9  # a duration with no option of its own: 1 ns to a year
+    assert parse_duration_s("1ms", what="--duration", bounds=(1e-6, 1.0)) == 1e-3

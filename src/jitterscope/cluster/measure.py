@@ -28,7 +28,7 @@ from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import base_meta, create_run_dir, write_json
-from jitterscope.units import possible_cpu_limit
+from jitterscope.units import MAX_CPUS_FALLBACK
 
 
 @dataclass
@@ -47,7 +47,7 @@ class ClusterMeasureOptions:
 def parse_cpu_map(text: str) -> list[int]:
     """--cpu-map: CPUs in local-rank order; ranges (2-5) allowed, order and repeats kept."""
     out: list[int] = []
-    limit = possible_cpu_limit()
+    limit = MAX_CPUS_FALLBACK  # the map serves every host, so not this machine's count: the kernel's limit
     for item in text.split(","):
         item = item.strip()
         try:
@@ -56,7 +56,7 @@ def parse_cpu_map(text: str) -> list[int]:
                 if b < a:
                     raise ValueError
                 if b >= limit:  # before the range is built: 0-99999999999 is one line, not gigabytes
-                    raise JitterscopeError(f"--cpu-map {text!r}: CPU {b} does not exist (CPUs 0-{limit - 1})")
+                    raise JitterscopeError(f"--cpu-map {text!r}: CPU {b} does not exist (Linux has at most {limit} CPUs)")
                 out += list(range(a, b + 1))
             else:
                 out.append(int(item))

@@ -18,7 +18,7 @@ from jitterscope.doe import factors as fx
 from jitterscope.doe.design import LETTERS, Design, parse_generator
 from jitterscope.doe.response import CommandResponse, MeasureResponse
 from jitterscope.config import (ConfigModel, CpuList, Duration, DurationOrZero, OpenModel, PositiveInt, Seed,
-                                parse_yaml, validate)
+                                duration_like, parse_yaml, validate)
 from jitterscope.errors import JitterscopeError
 MAX_FACTORS = 12
 
@@ -68,7 +68,7 @@ class Plan:
 
 class MeasureSpec(ConfigModel):
     cpus: CpuList | None = None
-    duration: Duration = 2.0
+    duration: duration_like("--duration") = 2.0  # type: ignore[valid-type]  # bounded like measure --duration
     metric: str = "noise_ppm"
     source: str | None = None
     threshold: str | int | float | None = None
