@@ -148,14 +148,33 @@ _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2,
                "mb": 1024**2, "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
 
 
+# Every size option's accepted range in bytes (docs/limits.md); others: 1 byte to 1 TiB.
+SIZE_BOUNDS: dict[str, tuple[int, int]] = {
+    "--buffer": (4 << 10, 1 << 30),     # trace ring buffer per CPU: the kernel refuses more, late
+    "--max-size": (1 << 20, 1 << 40),   # monitor history
+}
+DEFAULT_SIZE_BOUNDS = (1, 1 << 40)
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, f in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= f:
+            return f"{n / f:g}{unit}"
+    return f"{n}B"
+
+
 def parse_size(text: str, what: str = "size") -> int:
-    """Bytes from `64K`, `32MiB`, `1g`."""
+    """Bytes from `64K`, `32MiB`, `1g`, within `SIZE_BOUNDS[what]`."""
     m = re.match(rf"^\s*({_NUM})\s*([a-zA-Z]*)\s*$", str(text))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"malformed {what} {text!r}: use e.g. 64K, 32M, 1G")
     value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    if value <= 0:
+    if not math.isfinite(value) or value <= 0:
         raise UsageError(f"{what} {text!r} must be positive")
+    lo, hi = SIZE_BOUNDS.get(what, DEFAULT_SIZE_BOUNDS)
+    if not lo <= value <= hi:
+        raise UsageError(f"{what} {text!r} is too {'small' if value < lo else 'large'}: "
+                         f"use {_fmt_bytes(lo)} to {_fmt_bytes(hi)}")
     return int(value)
 
 

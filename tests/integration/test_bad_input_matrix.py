@@ -37,6 +37,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("measure-negative-duration", ["measure", "--duration=-1s"], "must be positive"),
     ("measure-huge-duration", ["measure", "--duration", "1e99s"], "too long"),
     ("measure-tiny-duration", ["measure", "--duration", "1ns"], "too short"),
+    ("measure-huge-size", ["measure", "--duration", "1s", "--buffer", "1e30G"], "too large"),
     ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "cannot create"),
     # monitor
     ("monitor-huge-cpus", ["monitor", "--cpus", HUGE_CPUS], "does not exist"),
@@ -58,6 +59,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("report-bad-summary", ["report", "BADRUN"], "summary.json: cpus.1.noise_ppm must be a number"),
     ("report-unwritable-out", ["report", "RUN", "--out", f"{NOPE}/r.html"], "no such directory"),
     ("compare-no-run", ["compare", "NORUN", "RUN"], "no such run directory"),
+    ("compare-nan", ["compare", "RUN", "RUN", "--min-ppm", "nan"], "--min-ppm"),
     ("compare-bad-meta", ["compare", "RUN", "BADMETA"], "meta.json: kind must be one of"),
     ("export-no-run", ["export", "--format", "csv", "-o", "OUT/x.csv", "NORUN"], "no such run directory"),
     ("export-unwritable-out", ["export", "--format", "csv", "-o", f"{NOPE}/x.csv", "RUN"], "no such directory"),

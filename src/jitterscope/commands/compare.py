@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.alpha < 1:
         raise JitterscopeError(f"--alpha {args.alpha} must be between 0 and 1")
-    if args.min_ppm < 0 or args.min_ratio < 1:
+    if not (math.isfinite(args.min_ppm) and math.isfinite(args.min_ratio)) or args.min_ppm < 0 or args.min_ratio < 1:
         raise JitterscopeError("--min-ppm must be >= 0 and --min-ratio >= 1")
     from jitterscope.rundir import load_run
 

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jitterscope.budget import mem_available
 from jitterscope.outpath import check_dir
 from jitterscope.units import count_arg, seed_arg
 
@@ -196,12 +197,13 @@ def run(args: argparse.Namespace) -> int:
                 "predicted_work": est.predicted_work})
 
     exact_result = None
-    fits_memory = est.peak_bytes <= MAX_BYTES
+    limit = min(MAX_BYTES, mem_available() // 2)  # the shared guard's rule: half of what is available
+    fits_memory = est.peak_bytes <= limit
     if args.method == "exact" and not fits_memory:
         raise JitterscopeError(
             f"exact analysis would hold about {est.peak_bytes / 2**30:.3g} GiB of states ({est.trees:,} latency "
             f"trees over a hyper-period of {model.fmt_long(analysed.hyperperiod())}), over the "
-            f"{MAX_BYTES / 2**30:g} GiB limit; use --approximate to adapt the periods (seed section 5.7) or "
+            f"{limit / 2**30:.3g} GiB limit; use --approximate to adapt the periods (seed section 5.7) or "
             f"--method simulate")
     if args.method == "exact" or (est.seconds <= max_time and fits_memory):
         if est.seconds > max_time:
