@@ -126,7 +126,11 @@ factors:
 
 def _sysctls() -> dict[str, object]:
     # Task and IRQ affinities are left out: other sessions on this shared machine move theirs.
-    return {k: v for k, v in snapshot().items() if not k.startswith("affinity ") and "/proc/irq/" not in k}
+    knobs = {k: v for k, v in snapshot().items() if not k.startswith("affinity ") and "/proc/irq/" not in k}
+    # tracefs mounted or not, as found (a failed command must not mount it and leave it)
+    knobs["tracefs mounts"] = sorted(ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()
+                                     if ln.split()[2] == "tracefs")
+    return knobs
 
 
 def _instances() -> set[str]:
