@@ -101,6 +101,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("ptts-negative-seed", ["ptts", "MODEL", "--method", "simulate", "--seed", "-1"], "seed must be"),
     ("ptts-huge-count", ["ptts", "MODEL", "--method", "simulate", "--iterations", "1e15"], "must be from"),
     ("ptts-huge-duration", ["ptts", "MODEL", "--max-time", "1e99s"], "too long"),
+    ("ptts-negative-duration", ["ptts", "MODEL", "--deadline=-1ms"], "must be positive"),
+    ("ptts-huge-deadline", ["ptts", "MODEL", "--deadline", "1e99s"], "below 2^62"),
     ("ptts-unwritable-plots", ["ptts", "MODEL", "--plots", f"{NOPE}/p"], "no such directory"),
     # cluster (fails before any MPI rank starts)
     ("cluster-huge-cpu-map", ["cluster", "measure", "--cpu-map", HUGE_CPUS], "does not exist"),

@@ -153,13 +153,15 @@ def _parse_sweep(text: str, model) -> tuple[int, str, list[int]]:
 def run(args: argparse.Namespace) -> int:
     from jitterscope.errors import JitterscopeError, UsageError
     from jitterscope.ptts import approx, exact, simulate, stats
-    from jitterscope.ptts.model import load_model
+    from jitterscope.ptts.model import MAX_TICKS, load_model
     from jitterscope.units import parse_duration_s
 
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
     model = load_model(args.model)
     deadline = model.parse_time(args.deadline, "--deadline") if args.deadline is not None else None
+    if deadline is not None and not 0 < deadline < MAX_TICKS:
+        raise UsageError(f"--deadline {args.deadline}: must be positive and below 2^62 ticks of the resolution")
     max_time = parse_duration_s(args.max_time, what="--max-time")
     if args.iterations is not None and args.iterations < 1:
         raise UsageError("--iterations must be at least 1")
