@@ -97,8 +97,6 @@ PositiveInt = Annotated[int, BeforeValidator(_int_only), Field(ge=1)]
 
 def read_yaml(path: str | Path, what: str = "file") -> Any:
     """The parsed YAML of `path`, or one line saying why it cannot be read."""
-    import yaml
-
     p = Path(path)
     try:
         text = p.read_text()

@@ -14,12 +14,13 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from jitterscope import sysinfo
+from jitterscope.config import (ConfigModel, CpuList, Duration, DurationOrZero, OpenModel, PositiveInt, Seed,
+                                duration_like, parse_yaml, validate)
 from jitterscope.doe import factors as fx
 from jitterscope.doe.design import LETTERS, Design, parse_generator
 from jitterscope.doe.response import CommandResponse, MeasureResponse
-from jitterscope.config import (ConfigModel, CpuList, Duration, DurationOrZero, OpenModel, PositiveInt, Seed,
-                                duration_like, parse_yaml, validate)
 from jitterscope.errors import JitterscopeError
+
 MAX_FACTORS = 12
 
 

@@ -258,8 +258,8 @@ class EtpSpec(ConfigModel):
     def _one_kind(self) -> "EtpSpec":
         kinds = [k for k in _ETP_KINDS if k in self.model_fields_set]
         if not kinds:
-            raise ValueError(f"empty profile: give one of {{pmf: ...}}, {{uniform: [lo, hi]}}, {{csv: FILE}}, "
-                             f"{{run: DIR, ...}}" if not self.model_fields_set else
+            raise ValueError("empty profile: give one of {pmf: ...}, {uniform: [lo, hi]}, {csv: FILE}, "
+                             "{run: DIR, ...}" if not self.model_fields_set else
                              f"needs one of {', '.join(_ETP_KINDS)}")
         if len(kinds) > 1:
             raise ValueError(f"give exactly one of {', '.join(_ETP_KINDS)} (got {', '.join(kinds)})")
