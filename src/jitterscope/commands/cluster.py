@@ -39,8 +39,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, parse_size, seed_arg
+from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, seed_arg
 
 if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
     from jitterscope.cluster.mpi import Cluster
@@ -49,23 +50,22 @@ O = TypeVar("O")  # a subcommand's options
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threshold", default="1us", metavar="TIME", help="smallest gap counted as a detour (default 1us)")
+    options.add_threshold(p)
     p.add_argument("--cpu-map", metavar="LIST",
                    help="CPU for each rank on a host, by local rank (default: local rank r -> CPU (r+1) mod n)")
     p.add_argument("--out", metavar="DIR", type=Path, help="cluster run directory rank 0 creates (must not exist)")
     p.add_argument("--timeout", default="60s", metavar="TIME",
                    help="longest wait for other ranks at any synchronization before failing (default 60s)")
-    p.add_argument("--json", action="store_true", help="print the cluster summary as JSON (rank 0) and nothing else")
+    options.add_json(p, "the cluster summary as JSON (rank 0)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
     m = sub.add_parser("measure", help="every rank measures its CPU; rank 0 writes one cluster run",
                        description="Every rank measures its own CPU (barrier-aligned); rank 0 gathers one cluster run.")
-    m.add_argument("--duration", default="10s", metavar="TIME", help="how long to measure (default 10s)")
-    m.add_argument("--priority", metavar="fifo:N", help="run each probe SCHED_FIFO at priority N (1-99)")
-    m.add_argument("--no-trace", action="store_true", help="measure only; no kernel tracing or attribution")
-    m.add_argument("--buffer", default="4M", metavar="SIZE", help="trace ring buffer per CPU (default 4M)")
+    options.add_duration(m)
+    options.add_priority(m, help="run each probe SCHED_FIFO at priority N (1-99)")
+    options.add_tracing(m)
     _common(m)
     b = sub.add_parser("bsp", help="a real bulk-synchronous job: measured slowdown vs ideal vs simulator",
                        description="Bulk-synchronous benchmark: calibrated work per phase, then a synchronization.")
@@ -75,15 +75,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--replications", default=200, type=count_arg(1, 10**6), metavar="R",
                    help="simulator replications for the trace-driven prediction (default 200)")
     b.add_argument("--seed", default=1, type=seed_arg, help="simulator seed (default 1)")
-    b.add_argument("--priority", metavar="fifo:N",
-                   help="run each rank SCHED_FIFO at priority N (only higher-priority work and interrupts then delay it)")
+    options.add_priority(b, help="run each rank SCHED_FIFO at priority N "
+                                 "(only higher-priority work and interrupts then delay it)")
     _common(b)
-
-
-def _priority(text: str | None) -> int | None:
-    from jitterscope.commands.measure import _priority as parse
-
-    return parse(text)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -97,10 +91,10 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.cluster.measure import parse_cpu_map
 
     cpu_map = parse_cpu_map(args.cpu_map) if args.cpu_map else None
-    threshold_ns = parse_duration_ns(args.threshold, what="--threshold")
+    threshold_ns = options.threshold_ns(args)
     # every value is checked here, before MPI starts (rank 0 parses them again to broadcast)
     if args.cluster_command == "measure":
-        parse_duration_ns(args.duration, what="--duration")
+        options.duration_ns(args)
     else:
         parse_duration_ns(args.phase, what="--phase")
     cluster = Cluster.start(args.cluster_command, timeout_s)
@@ -115,9 +109,9 @@ def _measure(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, thres
 
     def prepare() -> ClusterMeasureOptions:
         return ClusterMeasureOptions(
-            duration_ns=parse_duration_ns(args.duration, what="--duration"), threshold_ns=threshold_ns,
-            trace=not args.no_trace, priority=_priority(args.priority),
-            buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024), cpu_map=cpu_map,
+            duration_ns=options.duration_ns(args), threshold_ns=threshold_ns,
+            trace=not args.no_trace, priority=options.priority(args),
+            buffer_kb=options.buffer_kb(args), cpu_map=cpu_map,
             out=args.out, timeout_s=timeout_s, command_line=list(sys.argv))
 
     return _run_ranks(cluster, prepare, measure_rank, render_measure, args.json)
@@ -137,7 +131,7 @@ def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold
             raise JitterscopeError("--phase must be at least 10us (the work loop is calibrated to it)")
         return BspOptions(phase_ns=phase_ns, phases=args.phases, sync=args.sync, threshold_ns=threshold_ns,
                           cpu_map=cpu_map, out=args.out, timeout_s=timeout_s, replications=args.replications,
-                          seed=args.seed, command_line=list(sys.argv), priority=_priority(args.priority))
+                          seed=args.seed, command_line=list(sys.argv), priority=options.priority(args))
 
     return _run_ranks(cluster, prepare, bsp_rank, render_bsp, args.json)
 
@@ -151,5 +145,8 @@ def _run_ranks(cluster: Cluster, prepare: Callable[[], O], rank: Callable[[Clust
     if out is None:
         return 0
     summary = json.loads((out / "summary.json").read_text())
-    print(json.dumps(summary, indent=2) if as_json else render(summary, out))
+    if as_json:
+        options.print_json(summary)
+    else:
+        print(render(summary, out))
     return 0

@@ -22,36 +22,20 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
-import re
-import sys
 from pathlib import Path
 
-from jitterscope import sysinfo
-from jitterscope.errors import JitterscopeError
-from jitterscope.units import parse_cpulist, parse_duration_ns, parse_size
+from jitterscope import options, sysinfo
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cpus", metavar="LIST", help="CPUs to probe, e.g. 1 or 1-3,5 (default: all online but the lowest)")
-    p.add_argument("--duration", default="10s", metavar="TIME", help="how long to measure (default 10s)")
-    p.add_argument("--threshold", default="1us", metavar="TIME", help="smallest gap counted as a detour (default 1us)")
-    p.add_argument("--priority", metavar="fifo:N", help="run the probe SCHED_FIFO at priority N (1-99)")
-    p.add_argument("--no-trace", action="store_true", help="measure only; no kernel tracing or attribution")
-    p.add_argument("--buffer", default="4M", metavar="SIZE",
-                   help="trace ring buffer per CPU (default 4M); raise it if events are lost")
+    options.add_cpus(p)
+    options.add_duration(p)
+    options.add_threshold(p)
+    options.add_priority(p)
+    options.add_tracing(p)
     p.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
-    p.add_argument("--json", action="store_true", help="print summary.json to stdout and nothing else there")
-
-
-def _priority(text: str | None) -> int | None:
-    if text is None:
-        return None
-    m = re.fullmatch(r"(?:fifo:)?(\d+)", text.strip())
-    if not m:
-        raise JitterscopeError(f"malformed --priority {text!r}: use fifo:N with N in 1-99")
-    return int(m.group(1))
+    options.add_json(p, "summary.json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -59,14 +43,14 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.measure.render import render_summary
     from jitterscope.rundir import load_run
 
-    cpus = parse_cpulist(args.cpus) if args.cpus is not None else sysinfo.default_cpus()
+    cpus = options.cpus(args)
     opts = MeasureOptions(
         cpus=cpus,
-        duration_ns=parse_duration_ns(args.duration, what="--duration"),
-        threshold_ns=parse_duration_ns(args.threshold, what="--threshold"),
-        priority=_priority(args.priority),
+        duration_ns=options.duration_ns(args),
+        threshold_ns=options.threshold_ns(args),
+        priority=options.priority(args),
         trace=not args.no_trace,
-        buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024),
+        buffer_kb=options.buffer_kb(args),
         report=not args.no_report,
         progress=not args.json,
     )
@@ -78,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     run_dir = run_measurement(opts, out_dir)
     run = load_run(run_dir, check_tables=False)
     if args.json:
-        print(json.dumps(run.summary, indent=2))
+        options.print_json(run.summary)
     else:
         print(render_summary(run.summary, str(run_dir), run.meta))
         if (run_dir / "report.html").exists():

@@ -24,17 +24,18 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from jitterscope import options, sysinfo
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import count_arg, parse_cpulist, parse_duration_s, parse_size
+from jitterscope.units import count_arg, parse_duration_s, parse_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--cpus", metavar="LIST", help="CPUs to probe (default: all online but the lowest)")
+    options.add_cpus(p)
     p.add_argument("--interval", default="60s", metavar="TIME", help="time between window starts (default 60s)")
     p.add_argument("--window", default="5s", metavar="TIME", help="measurement window (default 5s)")
-    p.add_argument("--threshold", default="1us", metavar="TIME", help="smallest gap counted as a detour (default 1us)")
-    p.add_argument("--priority", metavar="fifo:N", help="run the probe SCHED_FIFO at priority N (1-99)")
-    p.add_argument("--no-trace", action="store_true", help="measure only; no attribution (no source metrics)")
+    options.add_threshold(p)
+    options.add_priority(p)
+    options.add_no_trace(p, help="measure only; no attribution (no source metrics)")
     p.add_argument("--history", type=Path, default=Path("jitterscope-monitor"), metavar="DIR",
                    help="directory of the rolling history (default ./jitterscope-monitor)")
     p.add_argument("--keep", type=count_arg(1, 10**6), default=100, metavar="N", help="keep at most N windows (default 100)")
@@ -46,11 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope import sysinfo
-    from jitterscope.commands.measure import _priority
-    from jitterscope.monitor import Monitor, MonitorOptions
+    from jitterscope.monitor import Monitor, MonitorOptions   # scipy, pyarrow: only when it runs
 
-    cpus = parse_cpulist(args.cpus) if args.cpus is not None else sysinfo.default_cpus()
+    cpus = options.cpus(args)
     sysinfo.check_cpus(cpus)
     interval = parse_duration_s(args.interval, what="--interval")
     window = parse_duration_s(args.window, what="--window")
@@ -62,8 +61,8 @@ def run(args: argparse.Namespace) -> int:
         raise JitterscopeError("--keep, --baseline-windows and --windows must be at least 1")
     opts = MonitorOptions(
         cpus=cpus, interval_s=interval, window_s=window, history=args.history, port=args.port,
-        threshold_ns=parse_duration_s(args.threshold, what="--threshold") * 1e9, trace=not args.no_trace,
-        priority=_priority(args.priority), max_windows=args.keep,
+        threshold_ns=options.threshold_ns(args), trace=not args.no_trace,
+        priority=options.priority(args), max_windows=args.keep,
         max_bytes=parse_size(args.max_size, what="--max-size"),
         baseline_windows=args.baseline_windows, stop_after=args.windows)
     return Monitor(opts).run()

@@ -1,0 +1,79 @@
+"""The one matplotlib setup behind every figure jitterscope draws.
+
+Every figure (report, cluster page, simulate/fit --plots, ptts --plots, doe's
+boxplot, and those of commands to come) is drawn with the pyplot this module
+hands out and saved through `save` or `svg_text`, so all of them share one
+backend (Agg: no display needed), one SVG setting (stable element ids, no date
+or creator stamp: the same data gives byte-identical files) and one place to
+change either.  matplotlib costs ~0.3 s to import, so it is imported on first
+use, not when a command module is loaded.
+
+How a command draws::
+
+    from jitterscope import plotting
+
+    plt = plotting.pyplot()
+    fig, ax = plt.subplots(figsize=(6, 3.5))
+    ax.plot(xs, ys)
+    plotting.save(fig, out_dir / "latency.svg")     # or: svg = plotting.svg_text(fig) to inline it
+
+`save` and `svg_text` close the figure.  `STYLE` is the house style of the HTML
+pages (text kept as text in the SVG, small fonts, no top/right spines); use it
+with `with plt.rc_context(plotting.STYLE): ...` where a figure sits in a page.
+"""
+
+from __future__ import annotations
+
+import io
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+# Saved with every SVG: no "Date" (files differ between runs otherwise) and no "Creator" (matplotlib's version).
+SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": None}
+# Element ids in an SVG are random unless salted; a fixed salt makes them the same for the same figure.
+_RC: dict[str, Any] = {"svg.hashsalt": "jitterscope"}
+STYLE: dict[str, Any] = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
+                         "axes.spines.right": False, "axes.titlesize": 10, "axes.titleweight": "bold",
+                         "font.family": ["DejaVu Sans", "sans-serif"]}
+PNG_DPI = 110
+
+
+def pyplot() -> ModuleType:
+    """matplotlib.pyplot on the Agg backend with the shared settings applied."""
+    import matplotlib   # lazy: ~0.3 s, and most commands never draw
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.rcParams.update(_RC)
+    return plt
+
+
+def _savefig(fig: Any, target: Any, fmt: str, **kwargs: Any) -> None:
+    if fmt == "svg":
+        kwargs.setdefault("metadata", SVG_METADATA)
+    elif fmt == "png":
+        kwargs.setdefault("dpi", PNG_DPI)
+    fig.savefig(target, format=fmt, **kwargs)
+
+
+def save(fig: Any, path: str | Path, close: bool = True, **kwargs: Any) -> Path:
+    """Write `fig` to `path` in the format its suffix names (svg, png, pdf); close it unless told not to."""
+    path = Path(path)
+    try:
+        _savefig(fig, path, path.suffix.lstrip(".").lower() or "svg", **kwargs)
+    finally:
+        if close:
+            pyplot().close(fig)
+    return path
+
+
+def svg_text(fig: Any, **kwargs: Any) -> str:
+    """`fig` as SVG text (to inline in a page), then closed."""
+    buf = io.StringIO()
+    try:
+        _savefig(fig, buf, "svg", **kwargs)
+    finally:
+        pyplot().close(fig)
+    return buf.getvalue()
