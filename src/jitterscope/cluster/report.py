@@ -10,12 +10,12 @@ rendering.
 from __future__ import annotations
 
 import html
-import io
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from jitterscope import plotting
 from jitterscope.cluster.layout import ClusterRun, load_cluster
 from jitterscope.cluster.summary import node_key, source_matrix
 from jitterscope.errors import JitterscopeError
@@ -40,12 +40,9 @@ def heatmap_data(run: ClusterRun) -> dict[str, Any]:
 
 
 def heatmap_svg(data: dict[str, Any]) -> str:
-    import matplotlib
+    from matplotlib.colors import LogNorm   # lazy, as in plotting.pyplot
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.colors import LogNorm
-
+    plt = plotting.pyplot()
     m = np.array(data["ppm"], dtype=float)
     if m.size == 0:
         return ""
@@ -59,10 +56,7 @@ def heatmap_svg(data: dict[str, Any]) -> str:
     ax.set_title("noise per node and source (ppm, log scale; blank = none)", fontsize=9)
     fig.colorbar(im, ax=ax, label="ppm")
     fig.tight_layout()
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg")
-    plt.close(fig)
-    return buf.getvalue()
+    return plotting.svg_text(fig)
 
 
 def _table(headers: list[str], rows: list[list[Any]]) -> str:

@@ -7,6 +7,9 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
+from jitterscope import plotting
 from jitterscope.doe.design import roman
 
 
@@ -142,12 +145,7 @@ def to_json(a: dict[str, Any]) -> str:
 
 def boxplot_svg(a: dict[str, Any], path: Path) -> None:
     """One box per treatment in Yates order, every replication drawn as a point."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    import numpy as np
-
+    plt = plotting.pyplot()
     ts = a["treatments"]
     fig, ax = plt.subplots(figsize=(max(5.0, 0.7 * len(ts) + 2), 4))
     data = [t["values"] for t in ts]
@@ -165,5 +163,4 @@ def boxplot_svg(a: dict[str, Any], path: Path) -> None:
     name = a.get("experiment", {}).get("name", "")
     ax.set_title(f"{name}: response per treatment" if name else "response per treatment")
     fig.tight_layout()
-    fig.savefig(path, format="svg", metadata={"Date": None})
-    plt.close(fig)
+    plotting.save(fig, path)

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import matplotlib
+import numpy as np
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
+from jitterscope import plotting
+from jitterscope.outpath import make_dir
+from jitterscope.ptts.exact import Distribution
+from jitterscope.ptts.model import Model
 
-from jitterscope.outpath import make_dir  # noqa: E402
-from jitterscope.ptts.exact import Distribution  # noqa: E402
-from jitterscope.ptts.model import Model  # noqa: E402
+plt = plotting.pyplot()   # this module is imported only when --plots is given
 
 Series = tuple[str, Distribution]
 
@@ -21,9 +20,7 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     make_dir(out, "--plots")
     paths = []
     for ext in ("svg", "png"):
-        p = out / f"{stem}.{ext}"
-        fig.savefig(p, dpi=110 if ext == "png" else None, bbox_inches="tight")
-        paths.append(p)
+        paths.append(plotting.save(fig, out / f"{stem}.{ext}", close=False, bbox_inches="tight"))
     plt.close(fig)
     return paths
 

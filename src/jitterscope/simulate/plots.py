@@ -8,17 +8,8 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import plotting
 from jitterscope.outpath import make_dir
-
-
-def _plt():
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    plt.rcParams["svg.hashsalt"] = "jitterscope"   # stable SVG ids between runs
-    return plt
 
 
 def _outdir(path: str | Path) -> Path:
@@ -33,7 +24,7 @@ def _table(results: list[dict[str, Any]]) -> tuple[list[int], list[int], dict[tu
 
 def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     """runtime_vs_nodes.svg, runtime_vs_phases.svg, slowdown_heatmap.svg (+ by_source.svg)."""
-    plt = _plt()
+    plt = plotting.pyplot()
     out = _outdir(outdir)
     nodes, phases, at = _table(data["results"])
     written: list[Path] = []
@@ -58,8 +49,7 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     ax.grid(alpha=0.3)
     written.append(out / "runtime_vs_nodes.svg")
     fig.tight_layout()
-    fig.savefig(written[-1])
-    plt.close(fig)
+    plotting.save(fig, written[-1])
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for n in nodes:
@@ -76,8 +66,7 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     ax.grid(alpha=0.3)
     written.append(out / "runtime_vs_phases.svg")
     fig.tight_layout()
-    fig.savefig(written[-1])
-    plt.close(fig)
+    plotting.save(fig, written[-1])
 
     grid = np.array([[at[(n, p)]["slowdown"] * 100 for n in nodes] for p in phases])
     fig, ax = plt.subplots(figsize=(1.2 + 0.9 * len(nodes), 1.4 + 0.45 * len(phases)))
@@ -94,8 +83,7 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     fig.colorbar(im, ax=ax, label="slowdown %")
     written.append(out / "slowdown_heatmap.svg")
     fig.tight_layout()
-    fig.savefig(written[-1])
-    plt.close(fig)
+    plotting.save(fig, written[-1])
 
     bs = data.get("by_source")
     if bs and bs["sources"]:
@@ -109,8 +97,7 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
         ax.grid(alpha=0.3, axis="x")
         written.append(out / "by_source.svg")
         fig.tight_layout()
-        fig.savefig(written[-1])
-        plt.close(fig)
+        plotting.save(fig, written[-1])
     return written
 
 
@@ -118,7 +105,7 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
     """fit_histogram.svg (positive delays with fitted densities) and fit_qq.svg."""
     from scipy import stats
 
-    plt = _plt()
+    plt = plotting.pyplot()
     out = _outdir(outdir)
     x = np.sort(fit.delays_s[fit.delays_s > 0])
     scale, unit = (1e6, "us") if x.max() < 1e-3 else (1e3, "ms")
@@ -147,8 +134,7 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
     ax.legend(fontsize=7)
     written.append(out / "fit_histogram.svg")
     fig.tight_layout()
-    fig.savefig(written[-1])
-    plt.close(fig)
+    plotting.save(fig, written[-1])
 
     panels = len(fams) + (1 if fit.tail else 0)
     fig, axes = plt.subplots(2, (panels + 1) // 2, figsize=(3 * ((panels + 1) // 2), 6))
@@ -180,6 +166,5 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
     fig.suptitle("Q-Q plots (points on the line: the model fits)", fontsize=9)
     written.append(out / "fit_qq.svg")
     fig.tight_layout()
-    fig.savefig(written[-1])
-    plt.close(fig)
+    plotting.save(fig, written[-1])
     return written
