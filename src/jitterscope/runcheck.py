@@ -1,5 +1,8 @@
 """meta.json and summary.json checked at load, through the configuration layer (config.py).
 
+Each run kind (rundir.KINDS) names its summary model here (and may name a meta
+model derived from `Meta`); a new kind adds its model to this file.
+
 A run written by hand, by an older tool or half-overwritten must be refused in
 one line naming the file and the key ("summary.json: cpus.1.noise_ppm must be
 a number, got 'high'"), never read into a wrong answer or a traceback later.
@@ -11,9 +14,17 @@ per-source numbers may be absent (read as 0), as in the synthetic runs tests wri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StrictStr
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    StrictInt,
+    StrictStr,
+)
 
 from jitterscope.config import validate
 from jitterscope.tracing.records import KINDS
@@ -39,7 +50,7 @@ class _Open(BaseModel):
 class Meta(_Open):
     format: StrictStr
     format_version: StrictInt
-    kind: Literal["measure", "cluster"] = "measure"
+    kind: StrictStr = "measure"   # one of rundir.KINDS (checked there)
     id: StrictStr | None = None
     host: StrictStr | None = None
     kernel: StrictStr | None = None
@@ -101,10 +112,14 @@ class ClusterSummary(_Open):
     nodes: list[dict[str, Any]]
 
 
-def check_meta(meta: Any, path: Path) -> Meta:
+M = TypeVar("M", bound=BaseModel)
+
+
+def check_meta(meta: Any, path: Path, model: type[M] = Meta) -> M:  # type: ignore[assignment]
     """meta.json's documented fields have their documented types (one line naming file and key otherwise)."""
-    return validate(meta, Meta, str(path))
+    return validate(meta, model, str(path))
 
 
-def check_summary(summary: Any, kind: str, path: Path) -> None:
-    validate(summary, ClusterSummary if kind == "cluster" else MeasureSummary, str(path))
+def check_summary(summary: Any, model: type[BaseModel], path: Path) -> None:
+    """summary.json against its kind's model (rundir.KINDS[kind].summary)."""
+    validate(summary, model, str(path))

@@ -1,9 +1,9 @@
 """The run directory: what a measurement leaves, and what every analysis reads.
 
-Layout (see docs/run-format.md for the reference):
+Layout of a `measure` run (docs/run-format.md is the reference):
 
-    meta.json            self-description: format version, host, kernel, CPUs, options
-    summary.json         the documented, stable summary (see `summary.py`)
+    meta.json            self-description: format version, kind, host, kernel, CPUs, options
+    summary.json         the documented, stable summary (its model is in runcheck.py)
     detours.parquet      cpu, start_ns, duration_ns           (one row per detour)
     activity.parquet     cpu, start_ns, end_ns, kind, name, depth, detail
     attribution.parquet  detour, cpu, kind, name, ns, offset_ns (a detour's time per source)
@@ -11,25 +11,108 @@ Layout (see docs/run-format.md for the reference):
 
 All times are nanoseconds since the run's start (`meta.t0_tsc`), in one clock
 shared by the probe and the kernel trace.
+
+Run kinds
+---------
+Every kind of run directory (`measure`, `cluster`, and each new command's) is an
+entry in `KINDS`: its tables (name -> `TableSpec`: pyarrow schema, when the
+table is required, whether it is one file or a per-node dataset) and its
+summary.json model.  `load_run` checks any kind against its entry, and
+`Run.table(name)` reads any kind's table.  A required table that is missing,
+or any table that is corrupt or lacks its columns, is a one-line error naming
+the file; never an empty table.  An optional table that is absent reads as an
+empty table with its schema (e.g. `activity` of a run measured without tracing:
+there is no kernel activity to record).
+
+A new kind registers here, at the end of this file, with its summary model in
+runcheck.py (a pydantic model; unknown keys are allowed, documented keys typed):
+
+    SYNC_WAITS = pa.schema([("thread", pa.int32()), ("start_ns", pa.int64()), ("wait_ns", pa.int64())])
+    SYNC_LOCKS = pa.schema([("lock", pa.string()), ("acquires", pa.int64())])
+    register_kind(RunKind(
+        "sync",
+        tables={"waits": TableSpec(SYNC_WAITS),                      # required: missing is an error
+                "locks": TableSpec(SYNC_LOCKS, required=never)},     # optional: absent reads as empty
+        summary=runcheck.SyncSummary,
+        doc="`jitterscope sync`: per-thread waits of a pthread program"))
+    # write: meta = base_meta(kind="sync", ...); write_table(run_dir, "waits", table, kind="sync")
+    # read:  run = load_run(path, kinds=("sync",), purpose="sync report"); run.table("waits")
+
+`required` is a predicate on meta.json (or, for a per-node table, on that
+node's entry in `meta.nodes`): `always`, `never`, `if_traced`, or your own.
+Add the kind's section to docs/run-format.md.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import pyarrow as pa
+import pyarrow.dataset as ds
 import pyarrow.parquet as pq
+from pydantic import BaseModel
 
+from jitterscope import runcheck
 from jitterscope.errors import JitterscopeError
-from jitterscope.runcheck import check_meta, check_summary
 
 FORMAT = "jitterscope-run"
 FORMAT_VERSION = 1
+
+Required = Callable[[Mapping[str, Any]], bool]
+
+
+def always(meta: Mapping[str, Any]) -> bool:
+    return True
+
+
+def never(meta: Mapping[str, Any]) -> bool:
+    return False
+
+
+def if_traced(meta: Mapping[str, Any]) -> bool:
+    """Required when kernel tracing was on (meta.tracing.enabled)."""
+    return bool((meta.get("tracing") or {}).get("enabled"))
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """One table of a run kind.
+
+    `per_node`: the table is a hive-partitioned dataset, `<name>/host=<h>/cpu=<c>/part-0.parquet`,
+    one file per entry of `meta.nodes`, without the `cpu` column (the partition carries it);
+    read whole, it has `host` and `cpu` columns."""
+
+    schema: pa.Schema
+    required: Required = always
+    per_node: bool = False
+
+
+@dataclass(frozen=True)
+class RunKind:
+    name: str
+    tables: Mapping[str, TableSpec]
+    summary: type[BaseModel]
+    meta: type[BaseModel] = runcheck.Meta
+    doc: str = ""
+
+
+KINDS: dict[str, RunKind] = {}
+
+
+def register_kind(kind: RunKind) -> RunKind:
+    """Add a run kind (at import of this module: see the module docstring)."""
+    if kind.name in KINDS and KINDS[kind.name] is not kind:
+        raise ValueError(f"run kind {kind.name!r} is registered twice")
+    KINDS[kind.name] = kind
+    return kind
+
 
 DETOUR_SCHEMA = pa.schema([("cpu", pa.int32()), ("start_ns", pa.int64()), ("duration_ns", pa.int64())])
 ACTIVITY_SCHEMA = pa.schema([
@@ -40,23 +123,61 @@ ATTRIBUTION_SCHEMA = pa.schema([
     ("detour", pa.int64()), ("cpu", pa.int32()), ("kind", pa.string()),
     ("name", pa.string()), ("ns", pa.int64()), ("offset_ns", pa.int64()),
 ])
+# The measure run's tables (also the per-node tables of a cluster run).
 TABLES = {"detours": DETOUR_SCHEMA, "activity": ACTIVITY_SCHEMA, "attribution": ATTRIBUTION_SCHEMA}
+NODE_PARTITIONING = ds.partitioning(pa.schema([("host", pa.string()), ("cpu", pa.int32())]), flavor="hive")
+
+
+def partition(host: str, cpu: int) -> str:
+    """A node's partition directory (pyarrow URI-decodes hive values, so any host name round-trips)."""
+    return f"host={quote(host, safe='')}/cpu={int(cpu)}"
 
 
 @dataclass
 class Run:
-    """A loaded run directory.  Tables are read lazily and cached."""
+    """A loaded run directory of any kind.  Tables are read lazily and cached."""
 
     path: Path
     meta: dict[str, Any]
     summary: dict[str, Any]
     _tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
 
+    @property
+    def kind(self) -> str:
+        return str(self.meta.get("kind", "measure"))
+
+    @property
+    def spec(self) -> RunKind:
+        return KINDS[self.kind]
+
+    def has_table(self, name: str) -> bool:
+        """The kind has this table and it is on disk (a per-node table: for at least one node)."""
+        spec = self.spec.tables.get(name)
+        if spec is None:
+            return False
+        return (self.path / name).is_dir() if spec.per_node else (self.path / f"{name}.parquet").exists()
+
     def table(self, name: str) -> pa.Table:
+        """The table `name`, cast to its schema; a per-node table whole, with `host` and `cpu` columns.
+
+        Missing (when required), corrupt or without its columns: one-line JitterscopeError naming the file."""
         if name not in self._tables:
-            f = self.path / f"{name}.parquet"
-            self._tables[name] = read_table(f, lambda: pq.read_table(f)) if f.exists() else TABLES[name].empty_table()
+            spec = self.spec.tables.get(name)
+            if spec is None:
+                raise JitterscopeError(f"{self.path}: a {self.kind} run has no {name!r} table "
+                                       f"(it has {', '.join(self.spec.tables) or 'none'})")
+            self._tables[name] = _read_node_table(self, name, spec) if spec.per_node else _read_file_table(
+                self.path / f"{name}.parquet", spec, self.meta, self.kind)
         return self._tables[name]
+
+    def node_files(self, name: str) -> list[tuple[dict[str, Any], Path]]:
+        """(node entry of meta.nodes, its file) for a per-node table."""
+        return [(n, self.path / name / str(n.get("partition") or partition(str(n["host"]), int(n["cpu"])))
+                 / "part-0.parquet") for n in self.nodes]
+
+    @property
+    def nodes(self) -> list[dict[str, Any]]:
+        return [dict(n) for n in self.meta.get("nodes", []) if isinstance(n, dict)]
 
     @property
     def detours(self) -> pa.Table:
@@ -80,7 +201,58 @@ class Run:
 
     @property
     def duration_ns(self) -> int:
-        return int(round(float(self.meta["duration_s"]) * 1e9))
+        return round(float(self.meta["duration_s"]) * 1e9)
+
+
+def _missing(f: Path, kind: str, name: str) -> JitterscopeError:
+    return JitterscopeError(f"{f}: missing; a {kind} run needs its {name} table (the run is incomplete)")
+
+
+def _cast(f: Path, table: pa.Table, schema: pa.Schema) -> pa.Table:
+    absent = [n for n in schema.names if n not in table.column_names]
+    if absent:
+        raise JitterscopeError(f"{f}: corrupt table (no column {', '.join(absent)})")
+    try:
+        return table.select(schema.names).cast(schema)
+    except (pa.ArrowException, ValueError) as err:
+        raise JitterscopeError(f"{f}: corrupt table ({str(err).splitlines()[0]})") from None
+
+
+def _read_file_table(f: Path, spec: TableSpec, meta: Mapping[str, Any], kind: str) -> pa.Table:
+    if not f.exists():
+        if spec.required(meta):
+            raise _missing(f, kind, f.stem)
+        return spec.schema.empty_table()
+    return _cast(f, read_table(f, lambda: pq.read_table(f)), spec.schema)
+
+
+def _node_schema(schema: pa.Schema) -> pa.Schema:
+    return pa.schema([*(f for f in schema if f.name != "cpu"), ("host", pa.string()), ("cpu", pa.int32())])
+
+
+def _read_node_table(run: Run, name: str, spec: TableSpec) -> pa.Table:
+    files = [f for n, f in run.node_files(name) if _check_node_file(run, name, spec, n, f)]
+    schema = _node_schema(spec.schema)
+    if not files:
+        return schema.empty_table()
+    dset = ds.dataset([str(f) for f in files], format="parquet", partitioning=NODE_PARTITIONING,
+                      partition_base_dir=str(run.path / name))
+    try:
+        table = dset.to_table()
+    except (pa.ArrowException, OSError):
+        for f in files:  # name the file that cannot be read
+            read_table(f, partial(pq.read_table, f))
+        raise
+    return _cast(run.path / name, table, schema)
+
+
+def _check_node_file(run: Run, name: str, spec: TableSpec, node: Mapping[str, Any], f: Path) -> bool:
+    """Whether the node has this table; a required one missing is an error."""
+    if f.exists():
+        return True
+    if spec.required(node):
+        raise _missing(f, run.kind, f"{name} (node {node.get('host')}:{node.get('cpu')})")
+    return False
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
@@ -95,8 +267,13 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def load_run(path: str | os.PathLike[str], check_tables: bool = True) -> Run:
-    """Open a run directory, with a one-line error for anything that is not one."""
+def load_run(path: str | os.PathLike[str], check_tables: bool = True, kinds: tuple[str, ...] | None = None,
+             purpose: str | None = None) -> Run:
+    """Open a run directory, with a one-line error for anything that is not one.
+
+    `kinds`: the kinds the caller reads; another kind is refused naming `purpose`
+    ("export reads measure runs").  `check_tables`: required tables exist, every
+    table present has a readable Parquet footer with the kind's columns."""
     p = Path(path)
     if not p.is_dir():
         raise JitterscopeError(f"{p}: no such run directory")
@@ -108,19 +285,39 @@ def load_run(path: str | os.PathLike[str], check_tables: bool = True) -> Run:
         age = "older" if isinstance(version, int) and version < FORMAT_VERSION else "newer"
         raise JitterscopeError(
             f"{p}: run format version {version} is {age} than this jitterscope reads ({FORMAT_VERSION})")
-    checked = check_meta(meta, p / "meta.json")
+    kind = meta.get("kind", "measure")
+    if kind not in KINDS:
+        raise JitterscopeError(f"{p / 'meta.json'}: kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
+    spec = KINDS[kind]
+    runcheck.check_meta(meta, p / "meta.json", spec.meta)
+    if kinds is not None and kind not in kinds:
+        what = f"{purpose} reads" if purpose else "expected"
+        raise JitterscopeError(f"{p}: a {kind} run; {what} {' and '.join(kinds)} runs")
     summary = _read_json(p / "summary.json", "summary")
-    check_summary(summary, checked.kind, p / "summary.json")
+    runcheck.check_summary(summary, spec.summary, p / "summary.json")
     run = Run(p, meta, summary)
     if check_tables:
-        for name in TABLES:
-            f = p / f"{name}.parquet"
-            if f.exists():
-                try:
-                    pq.read_metadata(f)
-                except (pa.ArrowException, OSError) as err:
-                    raise JitterscopeError(f"{f}: truncated or corrupt Parquet table ({str(err).splitlines()[0]})") from None
+        check_run_tables(run)
     return run
+
+
+def check_run_tables(run: Run) -> None:
+    """Every required table exists; every table present has a readable footer and the kind's columns."""
+    for name, spec in run.spec.tables.items():
+        if spec.per_node:
+            files = [f for n, f in run.node_files(name) if _check_node_file(run, name, spec, n, f)]
+            want = [c for c in spec.schema.names if c != "cpu"]
+        else:
+            f = run.path / f"{name}.parquet"
+            files = [f] if f.exists() else []
+            if not files and spec.required(run.meta):
+                raise _missing(f, run.kind, name)
+            want = spec.schema.names
+        for f in files:
+            schema = read_table(f, partial(pq.read_schema, f))
+            absent = [c for c in want if c not in schema.names]
+            if absent:
+                raise JitterscopeError(f"{f}: corrupt table (no column {', '.join(absent)})")
 
 
 def create_run_dir(path: str | os.PathLike[str]) -> Path:
@@ -141,22 +338,23 @@ def write_json(path: Path, data: dict[str, Any]) -> None:
     os.replace(tmp, path)
 
 
-def conform(name: str, table: pa.Table) -> pa.Table:
-    """`table` as the run table `name`: its documented columns, in order, with their types."""
-    return table.select(TABLES[name].names).cast(TABLES[name])
+def conform(name: str, table: pa.Table, kind: str = "measure") -> pa.Table:
+    """`table` as the table `name` of run kind `kind`: its documented columns, in order, with their types."""
+    schema = KINDS[kind].tables[name].schema
+    return table.select(schema.names).cast(schema)
 
 
-def write_table(run_dir: Path, name: str, table: pa.Table) -> None:
+def write_table(run_dir: Path, name: str, table: pa.Table, kind: str = "measure") -> None:
     """Write one of the run's tables, cast to its documented schema."""
-    pq.write_table(conform(name, table), run_dir / f"{name}.parquet", compression="zstd")
+    pq.write_table(conform(name, table, kind), run_dir / f"{name}.parquet", compression="zstd")
 
 
-def read_table(path: Path, read: Callable[[], pa.Table], what: str = "Parquet table") -> pa.Table:
+def read_table(path: Path, read: Callable[[], Any], what: str = "Parquet table") -> Any:
     """read() (of the table at `path`), with a one-line error when Arrow cannot read it."""
     try:
         return read()
     except (pa.ArrowException, OSError) as err:
-        raise JitterscopeError(f"{path}: unreadable {what} ({str(err).splitlines()[0]})") from None
+        raise JitterscopeError(f"{path}: truncated or corrupt {what} ({str(err).splitlines()[0]})") from None
 
 
 def base_meta(**fields: Any) -> dict[str, Any]:
@@ -164,3 +362,31 @@ def base_meta(**fields: Any) -> dict[str, Any]:
     from jitterscope import __version__
 
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "tool_version": __version__, **fields}
+
+
+# ---- run kinds (a new kind adds its entry below; see the module docstring) ----
+
+register_kind(RunKind(
+    "measure",
+    tables={"detours": TableSpec(DETOUR_SCHEMA),
+            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced),
+            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced)},
+    summary=runcheck.MeasureSummary,
+    doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources"))
+
+
+def _is_bsp(meta: Mapping[str, Any]) -> bool:
+    return meta.get("mode") == "bsp"
+
+
+register_kind(RunKind(
+    "cluster",
+    tables={"detours": TableSpec(DETOUR_SCHEMA, per_node=True),
+            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced, per_node=True),
+            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced, per_node=True),
+            "bsp_phases": TableSpec(pa.schema([
+                ("host", pa.string()), ("cpu", pa.int32()), ("rank", pa.int32()), ("phase", pa.int32()),
+                ("compute_ns", pa.int64()), ("noise_ns", pa.int64()), ("gaps", pa.int64()),
+                ("phase_end_ns", pa.int64())]), required=_is_bsp)},
+    summary=runcheck.ClusterSummary,
+    doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets"))

@@ -62,7 +62,7 @@ def test_unreadable_file_is_one_line(tmp_path):
     ("summary.json", lambda s: s["cpus"]["1"].update(noise_ppm="high"), "cpus.1.noise_ppm must be a number"),
     ("summary.json", lambda s: s["sources"].append({"kind": "ghost", "name": "x"}), "kind must be one of"),
     ("summary.json", lambda s: s.pop("cpus"), "cpus is missing"),
-    ("meta.json", lambda m: m.update(kind="bogus"), "kind must be one of 'measure' or 'cluster'"),
+    ("meta.json", lambda m: m.update(kind="bogus"), "kind must be one of 'measure', 'cluster'"),
     ("meta.json", lambda m: m.update(cpus="1"), "cpus must be a list"),
     ("meta.json", lambda m: m.update(duration_s="long"), "duration_s must be a number"),
 ])

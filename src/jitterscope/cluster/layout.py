@@ -21,22 +21,17 @@ from __future__ import annotations
 import json
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.rundir import TABLES, Run, conform, load_run, read_table, write_json
+from jitterscope.rundir import NODE_PARTITIONING as PARTITIONING
+from jitterscope.rundir import Run, conform, load_run, partition, write_json
 
 NODE_TABLES = ("detours", "attribution", "activity")
-PARTITIONING = ds.partitioning(pa.schema([("host", pa.string()), ("cpu", pa.int32())]), flavor="hive")
-
-
-def partition(host: str, cpu: int) -> str:
-    # pyarrow URI-decodes hive values, so any host name round-trips.
-    return f"host={quote(host, safe='')}/cpu={int(cpu)}"
+__all__ = ["NODE_TABLES", "PARTITIONING", "ClusterRun", "load_cluster", "partition", "write_node_table"]
 
 
 def write_node_table(run_dir: Path, name: str, host: str, cpu: int, table: pa.Table) -> None:
@@ -69,22 +64,6 @@ class ClusterRun(Run):
             return None
         return ds.dataset(d, format="parquet", partitioning=PARTITIONING)
 
-    def table(self, name: str) -> pa.Table:
-        """A whole node table with `host` and `cpu` columns (empty if absent)."""
-        if name not in self._tables:
-            dset = self.dataset(name)
-            if dset is None:
-                base = TABLES[name]
-                fields = [f for f in base if f.name != "cpu"]
-                self._tables[name] = pa.schema([*fields, ("host", pa.string()), ("cpu", pa.int32())]).empty_table()
-            else:
-                self._tables[name] = read_table(self.path / name, dset.to_table, "node table")
-        return self._tables[name]
-
-    @property
-    def nodes(self) -> list[dict[str, Any]]:
-        return list(self.meta.get("nodes", []))
-
     def node_summary(self, host: str, cpu: int) -> dict[str, Any]:
         p = self.path / "nodes" / partition(host, cpu) / "summary.json"
         try:
@@ -98,7 +77,7 @@ def is_cluster(meta: dict[str, Any]) -> bool:
 
 
 def load_cluster(path: str | Path) -> ClusterRun:
-    run = load_run(path, check_tables=False)
+    run = load_run(path)
     if not is_cluster(run.meta):
         raise JitterscopeError(f"{path}: a single-machine run, not a cluster run")
     return ClusterRun(Path(path), run.meta, run.summary)

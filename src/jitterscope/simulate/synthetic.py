@@ -4,7 +4,8 @@
 `periodic_source(...)` makes one source's detours; `write_noise_run(...)` merges
 sources per CPU (coinciding detours become one detour whose time is split among
 its sources, as attribution.parquet does) and writes meta.json, summary.json,
-detours.parquet and attribution.parquet through `jitterscope.rundir`.
+detours.parquet and (when traced) attribution.parquet and activity.parquet
+(each source's occurrences as kernel activity) through `jitterscope.rundir`.
 """
 
 from __future__ import annotations
@@ -44,12 +45,14 @@ def write_noise_run(path: str | Path, sources: list[Source], duration_s: float, 
     cpus = sorted(set(cpus or []) | {s.cpu for s in sources}) or [1]
     det_rows: list[tuple[int, int, int]] = []
     att_rows: list[tuple[int, int, str, str, int, int]] = []
+    act_rows: list[tuple[int, int, int, str, str]] = []
     for cpu in cpus:
         pieces = []   # (start, end, kind, name)
         for s in sources:
             if s.cpu == cpu:
                 pieces += [(int(a), int(a + d), s.kind, s.name) for a, d in zip(s.starts_ns, s.durations_ns)]
         pieces.sort()
+        act_rows += [(cpu, a, b, k, n) for a, b, k, n in pieces]
         # merge overlapping pieces into detours; a later piece's time starts where the
         # detour so far ends (each ns counted once, to one source)
         i = 0
@@ -78,6 +81,10 @@ def write_noise_run(path: str | Path, sources: list[Source], duration_s: float, 
         write_table(run_dir, "attribution", pa.table({
             "detour": [r[0] for r in att_rows], "cpu": [r[1] for r in att_rows], "kind": [r[2] for r in att_rows],
             "name": [r[3] for r in att_rows], "ns": [r[4] for r in att_rows], "offset_ns": [r[5] for r in att_rows]}))
+        write_table(run_dir, "activity", pa.table({
+            "cpu": [r[0] for r in act_rows], "start_ns": [r[1] for r in act_rows], "end_ns": [r[2] for r in act_rows],
+            "kind": pa.array([r[3] for r in act_rows], pa.string()), "name": pa.array([r[4] for r in act_rows], pa.string()),
+            "depth": [0 if r[3] == "thread" else 1 for r in act_rows], "detail": pa.array([""] * len(act_rows), pa.string())}))
     dur_ns = duration_s * 1e9
     meta = base_meta(
         kind="measure", id=run_dir.name, host="synthetic", kernel="synthetic",
