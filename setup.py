@@ -22,6 +22,8 @@ PROGRAMS = {
 # Shared objects loaded with ctypes (the cluster bsp work loop runs in the rank's own thread).
 SHARED = {
     "libjsbspwork.so": ["bspwork.c"],
+    # The LD_PRELOAD interposer of `jitterscope sync` (pthread synchronisation records).
+    "libjssync.so": ["interpose.c"],
 }
 
 
