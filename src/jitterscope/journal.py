@@ -1,27 +1,62 @@
 """On-disk journal of every change jitterscope makes to the system, and its undo.
 
-Each process that changes anything (a tracefs instance, a sysctl, IRQ affinity,
-a background load, a scheduling policy) first appends what it will change and
-how to undo it to its own journal file, fsynced, then makes the change.  The
-owner holds an exclusive `flock` on its file for its whole life, so a journal
-whose lock can be taken belongs to a dead process: `recover_stale` (run by
-every jitterscope command before it starts, and by `jitterscope restore`) then
-undoes it.  A machine is always left as it was found.
+Each process that changes anything (a tracefs instance or mount, a sysctl, IRQ
+affinity, a background load, a scheduling policy, a scratch directory) first
+appends what it will change and how to undo it to its own journal file,
+fsynced, then makes the change.  The owner holds an exclusive `flock` on its
+file for its whole life, so a journal whose lock can be taken belongs to a dead
+process: `recover_stale` (run by every jitterscope command before it starts,
+and by `jitterscope restore`) then undoes it.  A machine is always left as it
+was found.
+
+Adding a new kind of change (one entry type + one undo function):
+
+1. Write `_undo_<op>(entry) -> Outcome | str | None` (here, or in your own
+   module and registered lazily with `register_undo(op, "module:function")`
+   so that crash recovery in a fresh process can still find it).  It reads
+   only the entry's own fields (JSON values), must be safe to run twice and
+   after a reboot, and says what it did: return an `Outcome` ("restored",
+   "unchanged" when it was already as found, "kept" when data was moved to
+   safety) or a plain string (= restored).  Raise on failure; the message
+   becomes the item's one "could not undo" line.
+2. Add it to `UNDO` (or `register_undo`), and optionally a method on
+   `Journal` that calls `self.begin(op, **fields)` *before* making the change.
+   Entries about a process carry its start time (`process_start_time`) so a
+   recycled pid is never touched.
+3. `describe` names the item in `restore`'s output from its `path`, `target`,
+   `pid` or `pgid` field; give the entry one of them.
+
+Entries are undone newest first, when the owner leaves its `with Journal`
+block (exit, exception, Ctrl-C, SIGTERM, SIGHUP), or by recovery after a
+crash.  `Journal.release(entry)` undoes one entry early and records that it is
+done, so recovery never repeats it.
+
+Mounts are shared: two jitterscope processes that need tracefs where it was
+not mounted share one mount through a lock-protected registry of the users
+(pid + start time) in /run/jitterscope (a mount does not outlive a boot, and
+neither does /run), kept per mount namespace.  The last live user unmounts
+what a jitterscope process mounted; a mount found already there is never
+touched.  `sweep_mounts` (run by `restore`) finds mounts whose users all died.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
+import importlib
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Self
 
 from jitterscope.errors import JitterscopeError
 
@@ -68,95 +103,333 @@ def process_start_time(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
+def _alive(user: dict[str, Any]) -> bool:
+    return process_start_time(int(user["pid"])) == user.get("start")
+
+
+@dataclass
+class Outcome:
+    """What undoing one entry did: status is restored, unchanged, kept or failed."""
+
+    status: str
+    text: str
+
+
+def describe(e: dict[str, Any]) -> str:
+    """The item an entry is about, as restore names it."""
+    what = e.get("path") or e.get("target") or e.get("pid") or e.get("pgid") or e.get("argv") or e.get("command")
+    if isinstance(what, list):
+        what = " ".join(map(str, what))
+    return f"{e.get('op')} {what}"
+
+
 # --- undo operations -------------------------------------------------------
 
-def _undo_file(e: dict[str, Any]) -> None:
-    Path(e["path"]).write_text(str(e["original"]))
+def _undo_file(e: dict[str, Any]) -> Outcome:
+    p, original = Path(e["path"]), str(e["original"])
+    try:
+        if read_setting(p) == original:
+            return Outcome("unchanged", f"{p} already {original}")
+    except OSError:
+        pass  # unreadable now: write it anyway; a failure says why
+    p.write_text(original)
+    return Outcome("restored", f"{p} set back to {original}")
 
 
-def _undo_rmdir(e: dict[str, Any]) -> None:
+def _undo_rmdir(e: dict[str, Any]) -> Outcome:
     p = Path(e["path"])
-    if p.exists():
-        for _ in range(50):
-            try:
-                p.rmdir()
-                return
-            except OSError as err:  # tracefs instances are busy while a reader holds them
-                if err.errno == 2:
-                    return
-                time.sleep(0.05)
-        p.rmdir()
+    if not p.exists():
+        return Outcome("unchanged", f"{p} already gone")
+    for _ in range(50):
+        try:
+            p.rmdir()
+            return Outcome("restored", f"removed {p}")
+        except FileNotFoundError:
+            return Outcome("unchanged", f"{p} already gone")
+        except OSError:  # tracefs instances are busy while a reader holds them
+            time.sleep(0.05)
+    p.rmdir()
+    return Outcome("restored", f"removed {p}")
 
 
-def _undo_umount(e: dict[str, Any]) -> None:
-    subprocess.run(["umount", e["path"]], check=False, capture_output=True)
+def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self") -> bool:
+    try:
+        lines = Path(f"/proc/{pid}/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    for ln in lines:
+        f = ln.split()
+        if len(f) > 2 and f[1] == target and (fstype is None or f[2] == fstype):
+            return True
+    return False
+
+
+def _undo_umount(e: dict[str, Any]) -> Outcome:
+    """Journals written before mounts were shared: unmount if still mounted."""
+    if not _is_mounted(e["path"]):
+        return Outcome("unchanged", f"{e['path']} already unmounted")
+    _umount(e["path"])
+    return Outcome("restored", f"unmounted {e['path']}")
 
 
 def _same_process(e: dict[str, Any], pid: int) -> bool:
     return process_start_time(pid) == e.get("start")
 
 
-def _undo_killpg(e: dict[str, Any]) -> None:
+def _undo_killpg(e: dict[str, Any]) -> Outcome:
     pgid = int(e["pgid"])
     if not _same_process(e, pgid):
-        return
+        return Outcome("unchanged", f"process group {pgid} already ended")
     try:
         os.killpg(pgid, signal.SIGKILL)
     except ProcessLookupError:
-        return
+        return Outcome("unchanged", f"process group {pgid} already ended")
     # Reap it if it is our child; otherwise wait for it to disappear.
     for _ in range(100):
         try:
             if os.waitpid(pgid, os.WNOHANG)[0]:
-                return
+                break
         except ChildProcessError:
             if process_start_time(pgid) is None:
-                return
+                break
         time.sleep(0.02)
+    return Outcome("restored", f"stopped process group {pgid}")
 
 
-def _undo_sched(e: dict[str, Any]) -> None:
+def _undo_sched(e: dict[str, Any]) -> Outcome:
     pid = int(e["pid"])
-    if _same_process(e, pid):
-        os.sched_setscheduler(pid, int(e["policy"]), os.sched_param(int(e["priority"])))
+    if not _same_process(e, pid):
+        return Outcome("unchanged", f"process {pid} already ended")
+    os.sched_setscheduler(pid, int(e["policy"]), os.sched_param(int(e["priority"])))
+    return Outcome("restored", f"process {pid} scheduling policy {e['policy']} priority {e['priority']}")
 
 
-def _undo_affinity(e: dict[str, Any]) -> None:
+def _undo_affinity(e: dict[str, Any]) -> Outcome:
     pid = int(e["pid"])
-    if _same_process(e, pid):
-        os.sched_setaffinity(pid, set(e["cpus"]))
+    if not _same_process(e, pid):
+        return Outcome("unchanged", f"process {pid} already ended")
+    os.sched_setaffinity(pid, set(e["cpus"]))
+    return Outcome("restored", f"process {pid} CPU affinity {e['cpus']}")
 
 
-def _undo_argv(e: dict[str, Any]) -> None:
-    subprocess.run(e["argv"], check=False, capture_output=True, timeout=60)
+def _run_undo(cmd: Any, shell: bool) -> Outcome:
+    proc = subprocess.run(cmd, shell=shell, check=False, capture_output=True, text=True, timeout=60)
+    shown = cmd if shell else " ".join(cmd)
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
+        raise RuntimeError(f"`{shown}` failed: {last}")
+    return Outcome("restored", f"ran `{shown}`")
 
 
-def _undo_shell(e: dict[str, Any]) -> None:
+def _undo_argv(e: dict[str, Any]) -> Outcome:
+    return _run_undo(list(e["argv"]), shell=False)
+
+
+def _undo_shell(e: dict[str, Any]) -> Outcome:
     # Only ever a command the user wrote in their own plan (custom DoE factors).
-    subprocess.run(e["command"], shell=True, check=False, capture_output=True, timeout=60)
+    return _run_undo(e["command"], shell=True)
 
 
-UNDO: dict[str, Callable[[dict[str, Any]], None]] = {
+def _undo_scratch(e: dict[str, Any]) -> Outcome:
+    """A scratch directory: removed, except a part worth keeping (`keep`, e.g. a
+    rank's raw capture not yet handed over), which is moved to `keep_to` first."""
+    p = Path(e["path"])
+    if not p.exists():
+        return Outcome("unchanged", f"{p} already removed")
+    keep = p / e["keep"] if e.get("keep") else None
+    if keep is not None and keep.exists() and any(keep.iterdir()):
+        dest = _free_name(Path(e.get("keep_to") or state_dir() / "kept" / p.name))
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(keep), str(dest))
+        shutil.rmtree(p, ignore_errors=True)
+        return Outcome("kept", f"{p}: moved what it held to {dest} ({e.get('hint') or 'kept'})")
+    shutil.rmtree(p)
+    return Outcome("restored", f"removed {p}")
+
+
+def _free_name(p: Path) -> Path:
+    if not p.exists():
+        return p
+    for i in range(2, 1000):
+        q = p.with_name(f"{p.name}-{i}")
+        if not q.exists():
+            return q
+    raise RuntimeError(f"no free name next to {p}")
+
+
+# --- shared mounts ------------------------------------------------------------
+
+MOUNT_REGISTRY = Path("/run/jitterscope")
+
+
+def _mnt_ns(pid: int | str = "self") -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt").strip("mnt:[]")
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def _mount_registry(ns: str) -> Iterator[dict[str, Any]]:
+    """The registry of jitterscope's mounts in one mount namespace, locked while in use:
+    {target: {"fstype", "users": [{pid, start}]}}.  Saved on leaving the block."""
+    MOUNT_REGISTRY.mkdir(mode=0o755, parents=True, exist_ok=True)
+    path = MOUNT_REGISTRY / f"mounts-{ns}.json"
+    with open(MOUNT_REGISTRY / "mounts.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            reg = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            reg = {}
+        yield reg
+        if reg:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(reg) + "\n")
+            os.replace(tmp, path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _umount(target: str, ns_pid: int | None = None) -> None:
+    cmd = ["umount", target]
+    if ns_pid is not None:  # a mount in another namespace: unmount it there
+        cmd = ["nsenter", f"--mount=/proc/{ns_pid}/ns/mnt", "--", *cmd]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=30)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stderr.strip().splitlines() or [f"umount exit {proc.returncode}"])[-1])
+
+
+def _process_in_ns(ns: str) -> int | None:
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and _mnt_ns(d.name) == ns:
+            return int(d.name)
+    return None
+
+
+def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, Any] | None) -> Outcome:
+    """Drop `user` (and dead users) from a mount; unmount it when no live user is left."""
+    rec = reg.get(target)
+    if rec is None:
+        return Outcome("unchanged", f"{target}: not mounted by jitterscope, left as found")
+    users = list(rec.get("users", []))
+    if user is not None:
+        for i, u in enumerate(users):
+            if u.get("pid") == user.get("pid") and u.get("start") == user.get("start"):
+                del users[i]
+                break
+    rec["users"] = [u for u in users if _alive(u)]
+    if rec["users"]:
+        pids = ", ".join(str(u["pid"]) for u in rec["users"])
+        return Outcome("unchanged", f"{target} left mounted: jitterscope process(es) {pids} still use it")
+    ns_pid = None
+    if ns != _mnt_ns():
+        ns_pid = _process_in_ns(ns)
+        if ns_pid is None:  # the namespace, and its mount, ended with its last process
+            del reg[target]
+            return Outcome("unchanged", f"{target} (mount namespace {ns}) already gone with its namespace")
+    mounted = _is_mounted(target, rec.get("fstype"), ns_pid or "self")
+    if mounted:
+        _umount(target, ns_pid)  # raises if busy: the record stays for the next restore
+    del reg[target]
+    if not mounted:
+        return Outcome("unchanged", f"{target} already unmounted")
+    return Outcome("restored", f"unmounted {rec.get('fstype')} from {target} (jitterscope mounted it; "
+                               f"no jitterscope process uses it any more)")
+
+
+def _undo_mount(e: dict[str, Any]) -> Outcome:
+    ns = str(e.get("ns") or _mnt_ns())
+    with _mount_registry(ns) as reg:
+        return _release_mount(reg, e["target"], ns, {"pid": e.get("pid"), "start": e.get("start")})
+
+
+def sweep_mounts() -> list[Outcome]:
+    """Mounts jitterscope made whose users all died without a journal saying so."""
+    out: list[Outcome] = []
+    try:
+        files = sorted(MOUNT_REGISTRY.glob("mounts-*.json"))
+    except OSError:
+        return out
+    for f in files:
+        ns = f.stem.removeprefix("mounts-")
+        try:
+            with _mount_registry(ns) as reg:
+                for target in list(reg):
+                    if any(_alive(u) for u in reg[target].get("users", [])):
+                        continue
+                    try:
+                        out.append(_release_mount(reg, target, ns, None))
+                    except Exception as err:  # noqa: BLE001 - one line per item, keep going
+                        out.append(Outcome("failed", f"{target}: could not unmount: {err}"))
+        except OSError as err:
+            out.append(Outcome("failed", f"{f}: {err.strerror}"))
+    return out
+
+
+# --- the registry of undo functions -----------------------------------------
+
+UndoFn = Callable[[dict[str, Any]], "Outcome | str | None"]
+
+
+def _lazy(spec: str) -> UndoFn:
+    """An undo function that lives in another module, imported when first needed."""
+    def run(e: dict[str, Any]) -> Outcome | str | None:
+        mod, _, name = spec.partition(":")
+        fn: UndoFn = getattr(importlib.import_module(mod), name)
+        return fn(e)
+    run.__qualname__ = spec
+    return run
+
+
+UNDO: dict[str, UndoFn] = {
     "file": _undo_file,
     "rmdir": _undo_rmdir,
     "umount": _undo_umount,
+    "mount": _undo_mount,
     "killpg": _undo_killpg,
     "sched": _undo_sched,
     "affinity": _undo_affinity,
     "argv": _undo_argv,
     "shell": _undo_shell,
+    "scratch": _undo_scratch,
+    "trace_instance": _lazy("jitterscope.tracing.session:undo_instance"),
 }
 
 
+def register_undo(op: str, fn: UndoFn | str) -> None:
+    """Register an entry type defined elsewhere; `fn` may be "module:function" (imported
+    when needed).  Register at import of journal.py's caller *and* list it in UNDO above
+    if crash recovery in a process that never imported that module must undo it."""
+    UNDO[op] = _lazy(fn) if isinstance(fn, str) else fn
+
+
+def _undo_one(e: dict[str, Any]) -> Outcome:
+    try:
+        got = UNDO[e["op"]](e)
+    except Exception as err:  # noqa: BLE001 - keep going: every other knob must still go back
+        text = getattr(err, "strerror", None) or str(err) or type(err).__name__
+        return Outcome("failed", f"{describe(e)}: {text}")
+    if isinstance(got, Outcome):
+        return got
+    return Outcome("restored", got or describe(e))
+
+
 def _undo_entries(entries: list[dict[str, Any]]) -> list[str]:
-    """Undo in reverse order; return descriptions of what could not be undone."""
+    """Undo in reverse order, annotating each entry with its outcome; return the failures."""
     failures = []
     for e in reversed(entries):
-        try:
-            UNDO[e["op"]](e)
-        except Exception as err:  # keep going: every other knob must still go back
-            failures.append(f"{e.get('op')} {e.get('path') or e.get('pid') or e.get('pgid') or ''}: {err}")
+        out = _undo_one(e)
+        e["result"], e["message"] = out.status, out.text
+        if out.status == "failed":
+            failures.append(out.text)
     return failures
+
+
+def say(e: dict[str, Any]) -> str:
+    """One line for one undone entry: what happened, never two verdicts for one item."""
+    verb = {"restored": "restored", "unchanged": "already as found", "kept": "kept",
+            "failed": "could not undo"}.get(e.get("result", ""), e.get("result", ""))
+    return f"{verb}: {e.get('message') or describe(e)}"
 
 
 class Journal:
@@ -180,26 +453,40 @@ class Journal:
         except OSError as err:
             raise JitterscopeError(f"cannot create journal directory {d}: {err.strerror}") from None
         self.path = d / f"{os.getpid()}-{int(time.time() * 1e6)}.jsonl"
-        self._fh = open(self.path, "a+")
+        self._fh = open(self.path, "a+")  # noqa: SIM115 - held (and locked) for the journal's life
         fcntl.flock(self._fh, fcntl.LOCK_EX)
         self._write({"op": "header", "label": self.label, "pid": os.getpid(),
-                     "argv": sys.argv, "time": time.time()})
+                     "start": process_start_time(os.getpid()), "argv": sys.argv, "time": time.time()})
         atexit.register(self.undo)
 
     def _write(self, entry: dict[str, Any]) -> None:
-        self._fh.write(json.dumps(entry) + "\n")
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
+        try:
+            self._fh.write(json.dumps(entry) + "\n")
+            self._fh.flush()
+            os.fsync(self._fh.fileno())
+        except OSError as err:  # e.g. disk full: the change must then not be made
+            raise JitterscopeError(f"cannot write the journal {self.path}: {err.strerror}; "
+                                   f"nothing was changed") from None
 
     def begin(self, op: str, **fields: Any) -> dict[str, Any]:
         if op not in UNDO:
             raise ValueError(f"unknown journal op {op}")
         if self._fh is None:
             self._open()
-        entry = {"op": op, **fields}
+        entry = {"op": op, "seq": len(self.entries), **fields}
         self._write(entry)
         self.entries.append(entry)
         return entry
+
+    def release(self, entry: dict[str, Any]) -> Outcome:
+        """Undo one entry now (before the others) and record that it is done."""
+        if entry not in self.entries:
+            raise ValueError("entry is not in this journal")
+        out = _undo_one(entry)
+        if out.status != "failed":
+            self.entries.remove(entry)
+            self._write({"op": "done", "seq": entry.get("seq")})
+        return out
 
     # Convenience wrappers for the common changes.
     def set_file(self, path: str | Path, value: str) -> None:
@@ -221,6 +508,45 @@ class Journal:
                    cpus=sorted(os.sched_getaffinity(pid)))
         os.sched_setaffinity(pid, cpus)
 
+    def use_mount(self, target: str | Path, fstype: str, source: str = "nodev") -> bool:
+        """Make sure `fstype` is mounted at `target`, sharing a mount another jitterscope
+        process made; True if it is mounted afterwards.  A mount that was there before
+        any jitterscope process is used as is and never unmounted."""
+        target, ns, me = str(target), _mnt_ns(), os.getpid()
+        start = process_start_time(me)
+        with _mount_registry(ns) as reg:
+            if _is_mounted(target, fstype) and target not in reg:
+                return True  # someone else's mount
+            self.begin("mount", target=target, fstype=fstype, ns=ns, pid=me, start=start)
+            rec = reg.setdefault(target, {"fstype": fstype, "users": []})
+            rec["users"] = [u for u in rec["users"] if _alive(u)] + [{"pid": me, "start": start}]
+            if _is_mounted(target, fstype):
+                return True
+            proc = subprocess.run(["mount", "-t", fstype, source, target], capture_output=True, check=False)
+            if proc.returncode != 0 and len(rec["users"]) == 1:
+                del reg[target]
+            return proc.returncode == 0
+
+    def scratch_dir(self, prefix: str, parent: str | Path | None = None, keep: str | None = None,
+                    keep_to: str | Path | None = None, hint: str | None = None) -> Path:
+        """A new directory `<parent>/<prefix><pid>-<n>`, removed when the journal is undone
+        (also after a crash).  If it then holds a non-empty `keep` subdirectory, that is
+        moved to `keep_to` (default: the state dir's kept/) instead of being deleted."""
+        base = Path(parent or os.environ.get("TMPDIR") or "/tmp").absolute()
+        for n in range(1000):
+            p = base / f"{prefix}{os.getpid()}-{n}"
+            if p.exists():
+                continue
+            entry = self.begin("scratch", path=str(p), keep=keep, hint=hint,
+                               keep_to=str(Path(keep_to).absolute()) if keep_to else None)
+            try:
+                p.mkdir(mode=0o700)
+                return p
+            except FileExistsError:
+                self.entries.remove(entry)
+                self._write({"op": "done", "seq": entry["seq"]})
+        raise JitterscopeError(f"cannot create a scratch directory in {base}")
+
     def undo(self) -> list[str]:
         """Undo every change, newest first, and delete the journal."""
         if self._closed:
@@ -232,16 +558,17 @@ class Journal:
             self._fh.close()
             if self.path is not None:
                 self.path.unlink(missing_ok=True)
-        for f in failures:
-            print(f"jitterscope: warning: could not undo {f}", file=sys.stderr)
+        for e in self.entries:
+            if e.get("result") in ("failed", "kept"):
+                print(f"jitterscope: {'warning: ' if e['result'] == 'failed' else ''}{say(e)}", file=sys.stderr)
         return failures
 
-    def __enter__(self) -> "Journal":
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        # Ctrl-C or SIGTERM during undo must not leave half the knobs changed.
-        blocked = {signal.SIGINT, signal.SIGTERM}
+        # Ctrl-C, SIGTERM or SIGHUP during undo must not leave half the knobs changed.
+        blocked = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
         try:
             old = signal.pthread_sigmask(signal.SIG_BLOCK, blocked)
         except (ValueError, OSError):
@@ -251,6 +578,13 @@ class Journal:
         finally:
             if old is not None:
                 signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+@contextlib.contextmanager
+def scratch(prefix: str, parent: str | Path | None = None) -> Iterator[Path]:
+    """A temporary directory that a crash cannot leave behind (journalled)."""
+    with Journal(f"scratch {prefix}") as j:
+        yield j.scratch_dir(prefix, parent)
 
 
 def stale_journals() -> list[Path]:
@@ -273,8 +607,29 @@ def stale_journals() -> list[Path]:
     return out
 
 
+def _read_entries(fh: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    header: dict[str, Any] = {}
+    entries: list[dict[str, Any]] = []
+    done: set[Any] = set()
+    for line in fh:
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue  # a torn last line: the change it announced was never made
+        if e.get("op") == "header":
+            header = e
+        elif e.get("op") == "done":
+            done.add(e.get("seq"))
+        elif e.get("op") in UNDO:
+            entries.append(e)
+    return header, [e for e in entries if "seq" not in e or e["seq"] not in done]
+
+
 def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
-    """Undo what crashed jitterscope processes left changed; return the entries undone."""
+    """Undo what crashed jitterscope processes left changed; return the entries, each
+    with its `result` (restored, unchanged, kept, failed) and `message`.
+
+    Unless `quiet`, one line per item on stderr."""
     undone: list[dict[str, Any]] = []
     for p in stale_journals():
         with open(p) as fh:
@@ -282,20 +637,14 @@ def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue
-            entries = []
-            for line in fh:
-                try:
-                    e = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a torn last line: the change it announced was never made
-                if e.get("op") in UNDO:
-                    entries.append(e)
-            failures = _undo_entries(entries)
+            header, entries = _read_entries(fh)
+            _undo_entries(entries)
             p.unlink(missing_ok=True)
+        owner = f"{header.get('label', 'jitterscope')} (pid {header.get('pid', p.name.split('-')[0])})"
+        for e in entries:
+            e["owner"] = owner
         undone.extend(entries)
-        if not quiet and entries:
-            print(f"jitterscope: restored {len(entries)} change(s) left by an interrupted run "
-                  f"({p.name})", file=sys.stderr)
-        for f in failures:
-            print(f"jitterscope: warning: could not undo {f}", file=sys.stderr)
+        if not quiet:
+            for e in entries:
+                print(f"jitterscope: {say(e)} (left by an interrupted {owner})", file=sys.stderr)
     return undone

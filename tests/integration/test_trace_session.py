@@ -125,7 +125,8 @@ def test_instance_of_killed_run_is_removed_by_journal_recovery(tmp_path: Path) -
     name = killed_session(tmp_path)
     undone = recover_stale()
     assert name not in instances()
-    assert any(e["op"] == "rmdir" and e["path"].endswith(name) for e in undone)
+    assert any(e["op"] == "trace_instance" and e["path"].endswith(name) and e["result"] == "restored"
+               for e in undone)
 
 
 @needs_tracing

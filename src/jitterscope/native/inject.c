@@ -99,6 +99,7 @@ int main(int argc, char **argv)
     sa.sa_handler = on_signal;  /* no SA_RESTART: interrupt the sleep */
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);  /* a closed terminal ends it like Ctrl-C: the truth file is finished */
 
     cpu_set_t set;
     CPU_ZERO(&set);

@@ -415,19 +415,36 @@ static int mode_align(const char *path, long n)
 static void usage(void)
 {
     fputs("usage: jitterscope-probe --cpus LIST --threshold-cycles N --out FILE "
-          "[--duration-ns D] [--fifo PRIO] [--tsc-hz HZ]\n"
+          "[--duration-ns D] [--fifo PRIO] [--tsc-hz HZ] [--end-file FILE]\n"
           "       jitterscope-probe --layout | --calibrate MS | "
           "--bench-loop CPU [--bench-iters N] [--bench-repeats R] | --align-marker PATH N\n", stderr);
     exit(2);
 }
 
+/* The end line: the run's totals and every probe thread's loop statistics. */
+static void print_end(FILE *f, const struct probe_thread *th, int n, uint64_t end_tsc, uint64_t written,
+                      uint64_t dropped, uint64_t threshold)
+{
+    fprintf(f, "{\"event\": \"end\", \"end_tsc\": %" PRIu64 ", \"records\": %" PRIu64 ", \"dropped\": %" PRIu64
+            ", \"threshold_cycles\": %" PRIu64 ", \"cpus\": {", end_tsc, written, dropped, threshold);
+    for (int i = 0; i < n; i++) {
+        const struct probe_thread *t = &th[i];
+        fprintf(f, "%s\"%u\": {\"iterations\": %" PRIu64 ", \"first_tsc\": %" PRIu64 ", \"last_tsc\": %" PRIu64
+                ", \"detours\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"detour_cycles\": %" PRIu64
+                ", \"min_loop_cycles\": %" PRIu64 "}",
+                i ? ", " : "", t->cpu, t->iterations, t->first_tsc, t->last_tsc, t->detours, t->dropped,
+                t->detour_cycles, t->min_cycles == UINT64_MAX ? 0 : t->min_cycles);
+    }
+    fprintf(f, "}}\n");
+}
+
 int main(int argc, char **argv)
 {
-    const char *cpus_arg = NULL, *out = NULL, *align_path = NULL;
+    const char *cpus_arg = NULL, *out = NULL, *align_path = NULL, *end_file = NULL;
     uint64_t threshold = 0, duration_ns = 0, bench_iters = 20000000, tsc_hz = 0;
     int fifo = 0, have_threshold = 0, bench_cpu = -1, bench_repeats = 11, calibrate_ms = 0;
     long align_n = 0;
-    enum { O_CPUS = 1, O_THR, O_OUT, O_DUR, O_FIFO, O_LAYOUT, O_CAL, O_BENCH, O_BITERS, O_BREP, O_ALIGN, O_HZ };
+    enum { O_CPUS = 1, O_THR, O_OUT, O_DUR, O_FIFO, O_LAYOUT, O_CAL, O_BENCH, O_BITERS, O_BREP, O_ALIGN, O_HZ, O_END };
     static const struct option opts[] = {
         {"cpus", required_argument, 0, O_CPUS},
         {"threshold-cycles", required_argument, 0, O_THR},
@@ -441,6 +458,7 @@ int main(int argc, char **argv)
         {"bench-iters", required_argument, 0, O_BITERS},
         {"bench-repeats", required_argument, 0, O_BREP},
         {"align-marker", required_argument, 0, O_ALIGN},
+        {"end-file", required_argument, 0, O_END},
         {0, 0, 0, 0},
     };
     int c;
@@ -458,6 +476,7 @@ int main(int argc, char **argv)
         case O_BITERS: bench_iters = parse_u64(optarg, "--bench-iters"); break;
         case O_BREP: bench_repeats = (int)parse_u64(optarg, "--bench-repeats"); break;
         case O_ALIGN: align_path = optarg; break;
+        case O_END: end_file = optarg; break;
         default: usage();
         }
     }
@@ -503,10 +522,12 @@ int main(int argc, char **argv)
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
     sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);  /* a closed terminal ends the run like Ctrl-C: the file is finished */
     pthread_sigmask(SIG_BLOCK, &sigs, &old);
 
     struct probe_thread *th = aligned_alloc(64, (size_t)n * sizeof *th);
@@ -593,17 +614,22 @@ int main(int argc, char **argv)
     if (pwrite(fd, &hdr, sizeof hdr, 0) != sizeof hdr || fsync(fd) != 0 || close(fd) != 0)
         die("finishing %s: %s", out, strerror(errno));
 
-    printf("{\"event\": \"end\", \"end_tsc\": %" PRIu64 ", \"records\": %" PRIu64 ", \"dropped\": %" PRIu64
-           ", \"threshold_cycles\": %" PRIu64 ", \"cpus\": {", end_tsc, written, dropped, threshold);
-    for (int i = 0; i < n; i++) {
-        struct probe_thread *t = &th[i];
-        printf("%s\"%u\": {\"iterations\": %" PRIu64 ", \"first_tsc\": %" PRIu64 ", \"last_tsc\": %" PRIu64
-               ", \"detours\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"detour_cycles\": %" PRIu64
-               ", \"min_loop_cycles\": %" PRIu64 "}",
-               i ? ", " : "", t->cpu, t->iterations, t->first_tsc, t->last_tsc, t->detours, t->dropped,
-               t->detour_cycles, t->min_cycles == UINT64_MAX ? 0 : t->min_cycles);
+    /* The end line also goes to --end-file (written whole, then renamed): if
+     * jitterscope itself was killed, the run's statistics survive with the records. */
+    if (end_file) {
+        char tmp[4096];
+        snprintf(tmp, sizeof tmp, "%s.tmp", end_file);
+        FILE *f = fopen(tmp, "w");
+        if (f) {
+            print_end(f, th, n, end_tsc, written, dropped, threshold);
+            int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+            if (fclose(f) != 0 || !ok || rename(tmp, end_file) != 0) {
+                fprintf(stderr, "jitterscope-probe: warning: cannot write %s: %s\n", end_file, strerror(errno));
+                unlink(tmp);
+            }
+        }
     }
-    printf("}}\n");
+    print_end(stdout, th, n, end_tsc, written, dropped, threshold);
     fflush(stdout);
     return 0;
 }

@@ -130,8 +130,10 @@ def events_txt(info: dict[str, Any]) -> str:
 
 
 def save(out_dir: Path, info: dict[str, Any]) -> None:
-    (out_dir / "formats.json").write_text(json.dumps(info, indent=1) + "\n")
-    (out_dir / "events.txt").write_text(events_txt(info))
+    from jitterscope.atomic import write_text
+
+    write_text(out_dir / "formats.json", json.dumps(info, indent=1) + "\n")
+    write_text(out_dir / "events.txt", events_txt(info))
 
 
 def load(trace_dir: Path) -> dict[str, Any]:

@@ -12,6 +12,13 @@ top-level buffer and other instances are never touched.
 A start and a stop marker (`jitterscope-start <CLOCK_MONOTONIC ns>`) are
 written into the instance from the first probed CPU: they bound the capture
 window in TSC and give the TSC rate, so the trace directory is self-contained.
+
+Nothing captured is lost to a crash: pages go to the files unbuffered as they
+are read, the event formats and session.json are written before tracing
+starts, and the instance's journal entry (`trace_instance`) names the
+directory it drains into, so recovery after `kill -9` (`undo_instance`) first
+saves the pages still in the kernel's buffer and the ring statistics, then
+removes the instance.  `finish_capture` completes such a directory offline.
 """
 
 from __future__ import annotations
@@ -27,8 +34,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from jitterscope import atomic
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal, process_start_time
+from jitterscope.journal import Journal, Outcome, process_start_time
 from jitterscope.tracing import formats, symbols
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
 
@@ -205,7 +213,8 @@ class TraceSession:
         self.events, self.missing = wanted_events(root)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         inst = root / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
-        self.journal.begin("rmdir", path=str(inst))
+        self.journal.begin("trace_instance", path=str(inst), drain_to=str(self.out_dir.absolute()),
+                           cpus=self.cpus)
         try:
             inst.mkdir()
         except OSError as err:
@@ -237,7 +246,7 @@ class TraceSession:
             "instance": self.instance.name if self.instance else None, "pid": os.getpid(),
             "cpus": self.cpus, "buffer_kb": self.buffer_kb, "clock": TRACE_CLOCK,
             "page_size": self.page_size, "events": [f"{s}/{e}" for s, e in self.events],
-            "missing_events": self.missing,
+            "missing_events": self.missing, "boot_id": boot_id(),
         })
         self._write_info()
 
@@ -249,7 +258,8 @@ class TraceSession:
                 self._fds[cpu] = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
             except OSError as err:
                 raise JitterscopeError(f"cannot open {path}: {err.strerror}") from None
-            self._files[cpu] = open(self.out_dir / f"cpu{cpu}.raw", "wb", buffering=1 << 20)
+            # unbuffered: a page read is a page on disk, whatever happens to this process
+            self._files[cpu] = open(self.out_dir / f"cpu{cpu}.raw", "wb", buffering=0)
         self._reader = _Reader(self._fds, self._files, self.page_size, self.cpus)
         self._reader.start()
 
@@ -277,12 +287,7 @@ class TraceSession:
 
     def _save_stats(self) -> None:
         assert self.instance is not None
-        for cpu in self.cpus:
-            try:
-                self._stats[str(cpu)] = read_stats(self.instance / "per_cpu" / f"cpu{cpu}" / "stats")
-            except OSError:
-                continue
-        (self.out_dir / "stats.json").write_text(json.dumps(self._stats, indent=1) + "\n")
+        self._stats = save_stats(self.instance, self.out_dir, self.cpus)
         # refined with the pages' missed counts once the scan has run (_finish_offline)
         self._lost = sum(st.get("overrun", 0) + st.get("dropped_events", 0) + st.get("commit_overrun", 0)
                          for st in self._stats.values())
@@ -315,38 +320,12 @@ class TraceSession:
         self._stopped = True
 
     def _finish_offline(self) -> None:
-        """Markers → capture window and TSC rate; symbols and comms the trace needs."""
-        from jitterscope.tracing.parse import lost_per_cpu, run_parser
-
-        try:
-            with tempfile.TemporaryDirectory(prefix="jitterscope-scan-") as tmp:
-                counts = run_parser(self.out_dir, Path(tmp), scan=True)
-        except JitterscopeError as err:
-            self._info["scan_error"] = str(err)
-            self._write_info()
-            return
-        marks = {m["text"].split()[0]: m for m in counts.get("markers", [])}
-        start, stop = marks.get("jitterscope-start"), marks.get("jitterscope-stop")
-        if start and stop:
-            self._info["window"] = [int(start["tsc"]), int(stop["tsc"])]
-            dt_ns = self._info["stop_mono_ns"] - self._info["start_mono_ns"]
-            if dt_ns > 10_000_000:  # below 10 ms the marker write latency dominates
-                self._info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
-        addrs = [int(a, 16) for a in counts.get("addresses", [])]
-        symbols.save(self.out_dir / "symbols.txt", symbols.resolve(addrs))
-        comms = []
-        for pid in counts.get("unknown_pids", []):
-            try:
-                comms.append(f"{pid} {Path(f'/proc/{pid}/comm').read_text().strip()}\n")
-            except OSError:
-                continue
-        (self.out_dir / "comms.txt").write_text("".join(comms))
-        self._lost = int(sum(lost_per_cpu(counts, self._stats).values()))
-        self._info["lost_events"] = self._lost
-        self._write_info()
+        self._info = finish_capture(self.out_dir, self._info, self._stats)
+        if "lost_events" in self._info:
+            self._lost = int(self._info["lost_events"])
 
     def _write_info(self) -> None:
-        (self.out_dir / "session.json").write_text(json.dumps(self._info, indent=1) + "\n")
+        write_session_info(self.out_dir, self._info)
 
     @property
     def lost_events(self) -> int:
@@ -385,3 +364,115 @@ class TraceSession:
 
 def remove_dir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
+
+
+def boot_id() -> str | None:
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
+
+
+def write_session_info(out_dir: Path, info: dict[str, Any]) -> None:
+    atomic.write_text(out_dir / "session.json", json.dumps(info, indent=1) + "\n")
+
+
+def save_stats(instance: Path, out_dir: Path, cpus: list[int]) -> dict[str, dict[str, int]]:
+    """The instance's per-CPU ring statistics, saved as stats.json."""
+    stats: dict[str, dict[str, int]] = {}
+    for cpu in cpus:
+        try:
+            stats[str(cpu)] = read_stats(instance / "per_cpu" / f"cpu{cpu}" / "stats")
+        except OSError:
+            continue
+    atomic.write_text(out_dir / "stats.json", json.dumps(stats, indent=1) + "\n")
+    return stats
+
+
+def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[str, int]],
+                   end_tsc: int | None = None) -> dict[str, Any]:
+    """Markers → capture window and TSC rate; symbols and comms the trace needs;
+    lost events.  Return the completed session info (also saved as session.json).
+
+    Run at stop, and by `analyze` on the capture of a killed run: then the stop
+    marker is missing and `end_tsc` (the probe's end) closes the window, and the
+    kernel symbols are only looked up if the machine has not rebooted since."""
+    from jitterscope.tracing.parse import lost_per_cpu, run_parser
+
+    info = dict(info)
+    try:
+        with tempfile.TemporaryDirectory(prefix="jitterscope-scan-") as tmp:
+            counts = run_parser(out_dir, Path(tmp), scan=True)
+    except JitterscopeError as err:
+        info["scan_error"] = str(err)
+        write_session_info(out_dir, info)
+        return info
+    marks = {m["text"].split()[0]: m for m in counts.get("markers", [])}
+    start, stop = marks.get("jitterscope-start"), marks.get("jitterscope-stop")
+    if start and stop:
+        info["window"] = [int(start["tsc"]), int(stop["tsc"])]
+        dt_ns = info["stop_mono_ns"] - info["start_mono_ns"]
+        if dt_ns > 10_000_000:  # below 10 ms the marker write latency dominates
+            info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
+    elif start and end_tsc:
+        info["window"] = [int(start["tsc"]), int(end_tsc)]
+    same_boot = info.get("boot_id") is None or info.get("boot_id") == boot_id()
+    if same_boot or not (out_dir / "symbols.txt").exists():
+        addrs = [int(a, 16) for a in counts.get("addresses", [])]
+        atomic.write_text(out_dir / "symbols.txt", symbols.text(symbols.resolve(addrs) if same_boot else {}))
+    if same_boot or not (out_dir / "comms.txt").exists():
+        comms = []
+        for pid in counts.get("unknown_pids", []) if same_boot else []:
+            try:
+                comms.append(f"{pid} {Path(f'/proc/{pid}/comm').read_text().strip()}\n")
+            except OSError:
+                continue
+        atomic.write_text(out_dir / "comms.txt", "".join(comms))
+    info["lost_events"] = int(sum(lost_per_cpu(counts, stats).values()))
+    write_session_info(out_dir, info)
+    return info
+
+
+def undo_instance(e: dict[str, Any]) -> Outcome:
+    """Journal undo of `trace_instance`: save what the instance still holds into the
+    capture directory it was draining into (if that still exists), then remove it."""
+    inst = Path(e["path"])
+    if not inst.exists():
+        return Outcome("unchanged", f"trace instance {inst} already removed")
+    out = Path(e["drain_to"]) if e.get("drain_to") else None
+    pages = 0
+    if out is not None and out.is_dir() and (out / "session.json").exists():
+        pages = _drain_instance(inst, out, [int(c) for c in e.get("cpus", [])])
+    _rmdir_retry(inst)
+    saved = f" after saving its last {pages} page(s) into {out}" if pages else ""
+    return Outcome("restored", f"removed trace instance {inst}{saved}")
+
+
+def _drain_instance(inst: Path, out: Path, cpus: list[int]) -> int:
+    try:
+        (inst / "tracing_on").write_text("0")
+        page = int(json.loads((out / "session.json").read_text()).get("page_size") or 4096)
+    except (OSError, ValueError):
+        page = 4096
+    pages = 0
+    for cpu in cpus:
+        try:
+            fd = os.open(inst / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw", os.O_RDONLY | os.O_NONBLOCK)
+        except OSError:
+            continue
+        try:
+            with open(out / f"cpu{cpu}.raw", "ab", buffering=0) as fh:
+                while True:
+                    try:
+                        data = os.read(fd, page)
+                    except OSError:
+                        break
+                    if not data:
+                        break
+                    fh.write(data)
+                    pages += 1
+        finally:
+            os.close(fd)
+    if not (out / "stats.json").exists():
+        save_stats(inst, out, cpus)
+    return pages

@@ -45,5 +45,12 @@ def resolve(addresses: list[int], kallsyms: Path = Path("/proc/kallsyms")) -> di
     return out
 
 
+def text(names: dict[int, str]) -> str:
+    """symbols.txt's content."""
+    return "".join(f"{a:x} {n}\n" for a, n in sorted(names.items()))
+
+
 def save(path: Path, names: dict[int, str]) -> None:
-    path.write_text("".join(f"{a:x} {n}\n" for a, n in sorted(names.items())))
+    from jitterscope.atomic import write_text
+
+    write_text(path, text(names))

@@ -2,13 +2,13 @@
 
 tracefs is normally at /sys/kernel/tracing; old systems only expose it under
 debugfs.  When neither is mounted, a root user gets it mounted at
-/sys/kernel/tracing through the journal (so it is unmounted again afterwards).
+/sys/kernel/tracing through the journal, shared with any other jitterscope
+process that needs it, and unmounted again by the last of them.
 """
 
 from __future__ import annotations
 
 import os
-import subprocess
 from pathlib import Path
 
 from jitterscope.journal import Journal
@@ -59,14 +59,17 @@ def _tracefs_supported() -> bool:
 
 
 def ensure_tracefs(journal: Journal | None) -> Path | None:
-    """tracefs, mounting it at /sys/kernel/tracing (journalled) if it is absent."""
+    """tracefs, mounting it at /sys/kernel/tracing (journalled) if it is absent.
+
+    The mount is shared with every other jitterscope process that needs it
+    (`Journal.use_mount`): the last one to finish unmounts it, and a tracefs
+    that was mounted before any jitterscope process is never unmounted."""
     found = find_tracefs()
-    if found is not None or journal is None or os.geteuid() != 0 or not _tracefs_supported():
+    if journal is None or os.geteuid() != 0 or not _tracefs_supported() or found == LEGACY:
         return found
-    if not PRIMARY.is_dir():
+    if found is None and not PRIMARY.is_dir():
         return None
-    journal.begin("umount", path=str(PRIMARY))
-    subprocess.run(["mount", "-t", "tracefs", "nodev", str(PRIMARY)], capture_output=True, check=False)
+    journal.use_mount(PRIMARY, "tracefs")
     return find_tracefs()
 
 

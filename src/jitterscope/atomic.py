@@ -1,0 +1,124 @@
+"""Atomic file writes: every file jitterscope writes appears whole or not at all.
+
+A writer writes to a hidden temporary name next to the target
+(`.<stem>.<pid>.tmp<suffix>`, so the suffix still tells matplotlib or pyarrow
+the format, and dataset readers skip it as hidden), fsyncs it, renames it over
+the target and fsyncs the directory.  If anything fails (disk full, Ctrl-C, a
+bug) the temporary file is removed, so no `report.html.tmp` is left behind; only
+`kill -9` between write and rename can leave one, and `sweep_temporaries`
+(run by `analyze`) removes those of dead processes.
+
+Disk full is one line naming the file (`JitterscopeError`), never a traceback
+from deep inside pyarrow or matplotlib.
+
+    with atomic_path(out / "plot.svg") as tmp:
+        fig.savefig(tmp)
+    with atomic_open(out / "detours.csv", "w", newline="") as f:
+        csv.writer(f).writerows(rows)
+    write_text(out / "report.html", html)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from jitterscope.errors import JitterscopeError
+
+_TMP = re.compile(r"^\.(?P<stem>.+)\.(?P<pid>\d+)\.tmp(?P<suffix>\.[^.]*)?$")
+
+
+def temporary_name(path: Path) -> Path:
+    return path.with_name(f".{path.stem}.{os.getpid()}.tmp{path.suffix}")
+
+
+def is_disk_full(err: BaseException) -> bool:
+    """ENOSPC or EDQUOT, also when a library only kept the message (pyarrow)."""
+    if isinstance(err, OSError) and err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    text = str(err)
+    return "No space left on device" in text or "Disk quota exceeded" in text or "errno 28]" in text
+
+
+def write_error(path: Path, err: BaseException) -> JitterscopeError:
+    """The one-line error for a failed write of `path`."""
+    if is_disk_full(err):
+        return JitterscopeError(f"{path}: disk full (no space left on device)")
+    reason = getattr(err, "strerror", None) or str(err).splitlines()[0]
+    return JitterscopeError(f"cannot write {path}: {reason}")
+
+
+def fsync_dir(d: Path) -> None:
+    try:
+        fd = os.open(d, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass  # some filesystems cannot sync a directory; the rename is still atomic
+    finally:
+        os.close(fd)
+
+
+def _fsync_file(p: Path) -> None:
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike[str], durable: bool = True) -> Iterator[Path]:
+    """Yield a temporary path to write `path` through; on success it replaces `path`."""
+    target = Path(path)
+    tmp = temporary_name(target)
+    try:
+        yield tmp
+        if durable:
+            _fsync_file(tmp)
+        os.replace(tmp, target)
+    except BaseException as err:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        if isinstance(err, OSError) or (is_disk_full(err) and not isinstance(err, JitterscopeError)):
+            raise write_error(target, err) from None
+        raise
+    if durable:
+        fsync_dir(target.parent)
+
+
+@contextlib.contextmanager
+def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Iterator[IO[Any]]:
+    """open() for writing, through a temporary name (see atomic_path)."""
+    with atomic_path(path) as tmp, open(tmp, mode, **kw) as fh:
+        yield fh
+
+
+def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding=encoding)
+
+
+def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_bytes(data)
+
+
+def sweep_temporaries(d: Path) -> list[Path]:
+    """Remove temporaries that dead processes left in `d` (and below); return them."""
+    removed = []
+    for p in Path(d).rglob(".*.tmp*"):
+        m = _TMP.match(p.name)
+        if not m or Path(f"/proc/{m['pid']}").exists():
+            continue
+        with contextlib.suppress(OSError):
+            p.unlink()
+            removed.append(p)
+    return removed
