@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import pkgutil
 import signal
 import sys
@@ -61,9 +62,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _interrupt(signum: int, _frame: object) -> None:
+    """SIGTERM and SIGHUP end a command like Ctrl-C: every cleanup path runs and a
+    measurement still writes its run.  After a hang-up the terminal is gone, so
+    what would be printed to it goes nowhere instead of failing the write."""
+    if signum == signal.SIGHUP:
+        try:
+            null = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                if os.isatty(fd):
+                    os.dup2(null, fd)
+            os.close(null)
+        except OSError:
+            pass
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
-    # Turn SIGTERM into KeyboardInterrupt so every command's cleanup path runs.
-    signal.signal(signal.SIGTERM, lambda *_: (_ for _ in ()).throw(KeyboardInterrupt()))
+    # Turn SIGTERM and SIGHUP into KeyboardInterrupt so every command's cleanup path runs.
+    signal.signal(signal.SIGTERM, _interrupt)
+    signal.signal(signal.SIGHUP, _interrupt)
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_module", None):
@@ -81,9 +99,17 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jitterscope: interrupted", file=sys.stderr)
         return 130
-    except PermissionError as e:
-        # A path the user named (or its parent) is not accessible to them.
-        print(f"jitterscope: error: {e.filename or ''}: permission denied", file=sys.stderr)
-        return 2
     except BrokenPipeError:
         return 0
+    except OSError as e:
+        from jitterscope.atomic import is_disk_full
+
+        # A path the user named (or its parent) is not accessible to them, or its disk is full.
+        if isinstance(e, PermissionError):
+            what = "permission denied"
+        elif is_disk_full(e):
+            what = "disk full (no space left on device)"
+        else:
+            raise
+        print(f"jitterscope: error: {e.filename or ''}: {what}", file=sys.stderr)
+        return 2
