@@ -41,21 +41,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.compare import Thresholds, compare_runs
-    from jitterscope.compare.render import render_compare
+    from jitterscope.compare import Thresholds, compare_runs, render_text
 
     if not 0 < args.alpha < 1:
         raise JitterscopeError(f"--alpha {args.alpha} must be between 0 and 1")
     if not (math.isfinite(args.min_ppm) and math.isfinite(args.min_ratio)) or args.min_ppm < 0 or args.min_ratio < 1:
         raise JitterscopeError("--min-ppm must be >= 0 and --min-ratio >= 1")
-    from jitterscope.rundir import load_run
-
-    if any(load_run(p, check_tables=False).meta.get("kind") == "cluster" for p in (args.base, args.new)):
-        from jitterscope.cluster.report import compare_clusters, render_compare as render_cluster
-
-        cres = compare_clusters(args.base, args.new)
-        print(json.dumps(cres, indent=2) if args.json else render_cluster(cres))
-        return 0
     res = compare_runs(args.base, args.new, Thresholds(args.alpha, args.min_ppm, args.min_ratio))
-    print(json.dumps(res, indent=2) if args.json else render_compare(res))
-    return 1 if args.fail_on_regression and res["regression"] else 0
+    print(json.dumps(res, indent=2) if args.json else render_text(res))
+    return 1 if args.fail_on_regression and res.get("regression") else 0

@@ -33,7 +33,7 @@ class Thresholds:
 def _side(sample: Sample, key: Key) -> dict[str, Any]:
     v = sample.occurrences.get(key, np.zeros(0, np.int64))
     t_s = sample.exposure_ns / 1e9
-    return {"count": int(len(v)), "rate_hz": len(v) / t_s if t_s > 0 else 0.0,
+    return {"count": len(v), "rate_hz": len(v) / t_s if t_s > 0 else 0.0,
             "total_ns": int(v.sum()), "ppm": float(v.sum()) / sample.exposure_ns * 1e6 if sample.exposure_ns else 0.0,
             "median_ns": float(np.median(v)) if len(v) else 0.0,
             "p99_ns": float(np.percentile(v, 99)) if len(v) else 0.0}
@@ -99,7 +99,7 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None) -> dict[str, A
         t["significant"] = t["q"] < th.alpha
         ratio_ok = t["base_ppm"] == 0 or t["new_ppm"] >= th.min_ratio * t["base_ppm"]
         t["regression"] = bool(t["significant"] and t["delta_ppm"] >= th.min_ppm and ratio_ok)
-    order = lambda r: -abs(r["delta_ppm"])  # noqa: E731
+    order = lambda r: -abs(r["delta_ppm"])
     regressions = [f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
                    f"{r['delta_ppm']:+,.0f} ppm)" for r in sorted(rows, key=order) if r["regression"]]
     regressions += [f"CPU {c} total noise ({t['delta_ppm']:+,.0f} ppm)" for c, t in totals.items() if t["regression"]]

@@ -1,6 +1,6 @@
 """Everything the report shows, as plain data (dicts, lists, numbers).
 
-Rendering (figures.py, html.py) only draws what this module computed, so the
+Rendering (figures.py, run.py with templates/run.html.j2) only draws what this module computed, so the
 unit tests check the numbers here and the browser test checks the drawing.
 """
 
@@ -147,7 +147,7 @@ def build_report_data(run: Run) -> dict[str, Any]:
         v = a_ns[(a_kind == kind) & (a_name == name)]
         if len(v):
             e = log_bins(float(v.min()), float(v.max()), per_decade=10)
-            dists.append({"kind": kind, "name": name, "label": source_label(kind, name), "n": int(len(v)),
+            dists.append({"kind": kind, "name": name, "label": source_label(kind, name), "n": len(v),
                           "median_ns": float(np.median(v)), **histogram(v, e)})
 
     chains = []
@@ -187,8 +187,8 @@ def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]]
     if not cpus:
         return "No CPUs were measured."
     worst = max(cpus, key=lambda c: c.get("noise_ppm", 0.0))
-    parts = [f"CPU {worst['cpu']} lost {worst.get('noise_ppm', 0.0):,.0f} ppm "
-             f"({worst.get('noise_ppm', 0.0) / 1e4:.3g}% of its time) to {worst.get('detours', 0):,} detours"]
+    parts = [(f"CPU {worst['cpu']} lost {worst.get('noise_ppm', 0.0):,.0f} ppm "
+              f"({worst.get('noise_ppm', 0.0) / 1e4:.3g}% of its time) to {worst.get('detours', 0):,} detours")]
     if sources:
         top = sources[0]
         per = f", every {format_ns(top['period_s'] * 1e9)}" if top.get("period_s") else ""

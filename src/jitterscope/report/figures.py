@@ -1,30 +1,24 @@
 """Draw the report's figures as SVG text from the plain data of `data.py`.
 
 Matplotlib renders each figure once; the SVG is both written beside the HTML
-and inlined in it (with its ids prefixed, since several SVGs share one page).
+and inlined in it (page.Figure prefixes its ids, since several SVGs share one page).
 """
 
 from __future__ import annotations
 
-import io
-import re
-
-import numpy as np
 from typing import Any
 
-import matplotlib
+import numpy as np
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from jitterscope import plotting
+from jitterscope.report.page import Figure
+from jitterscope.units import format_ns
 
-from jitterscope.units import format_ns  # noqa: E402
-
+plt = plotting.pyplot()   # this module is imported only to draw (report/__init__.py imports it late)
 KIND_COLORS = {"irq": "#3b6fb6", "softirq": "#e8913a", "nmi": "#c0392b", "thread": "#3f9b5a",
                "unexplained": "#9a9a9a"}
-_RC = {"svg.fonttype": "none", "svg.hashsalt": "jitterscope", "font.size": 9, "axes.spines.top": False,
-       "axes.spines.right": False, "axes.titlesize": 10, "axes.titleweight": "bold",
-       "font.family": ["DejaVu Sans", "sans-serif"]}
+_RC = plotting.STYLE
 _NS_FMT = FuncFormatter(lambda v, _: format_ns(v).replace(" ", "\u2009"))
 _INT_FMT = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else "")
 
@@ -41,11 +35,9 @@ def _log_axes(ax: Any) -> None:
         axis.set_minor_formatter(NullFormatter())
 
 
-def _svg(fig: Any) -> str:
-    buf = io.StringIO()
-    fig.savefig(buf, format="svg", bbox_inches="tight", metadata={"Date": None, "Creator": None})
-    plt.close(fig)
-    return buf.getvalue()
+def svg_text(fig: Any) -> str:
+    """The figure as SVG text cropped to its drawing, closed."""
+    return plotting.svg_text(fig, bbox_inches="tight")
 
 
 def _bars(ax: Any, edges: list[float], counts: list[int], color: str) -> None:
@@ -70,7 +62,7 @@ def histogram_figure(h: dict[str, Any]) -> str:
         ax.set_title(f"CPU {h['cpu']}: detour durations ({sum(h['counts']):,} detours)")
         ax.set_xlabel("detour duration (log)")
         ax.set_ylabel("detours (log)")
-        return _svg(fig)
+        return svg_text(fig)
 
 
 def timeline_figure(t: dict[str, Any]) -> str:
@@ -93,7 +85,7 @@ def timeline_figure(t: dict[str, Any]) -> str:
         ax.set_ylabel(f"noise (ppm per {format_ns(t['bin_s'] * 1e9)})")
         ax.grid(True, axis="y", color="#e4e4e4", linewidth=0.6)
         ax.set_axisbelow(True)
-        return _svg(fig)
+        return svg_text(fig)
 
 
 def distributions_figure(dists: list[dict[str, Any]]) -> str:
@@ -111,7 +103,7 @@ def distributions_figure(dists: list[dict[str, Any]]) -> str:
         fig.supxlabel("time per occurrence (log); dashed: median", fontsize=8)
         fig.supylabel("occurrences (log)", fontsize=8)
         fig.tight_layout()
-        return _svg(fig)
+        return svg_text(fig)
 
 
 def _short(label: str, width: int = 48) -> str:
@@ -135,7 +127,7 @@ def chains_figure(chains: list[dict[str, Any]]) -> str:
             ax.text(b.get_width(), b.get_y() + b.get_height() / 2, f" ×{c['count']:,}", va="center", fontsize=7)
         ax.margins(x=0.15)
         ax.set_title("Top chains: sources in succession inside one detour")
-        return _svg(fig)
+        return svg_text(fig)
 
 
 def unexplained_figure(un: dict[str, Any]) -> str:
@@ -146,36 +138,22 @@ def unexplained_figure(un: dict[str, Any]) -> str:
         ax.set_title("Unexplained time per detour")
         ax.set_xlabel("unexplained ns in one detour (log)")
         ax.set_ylabel("detours (log)")
-        return _svg(fig)
+        return svg_text(fig)
 
 
-def build_figures(data: dict[str, Any]) -> dict[str, tuple[str, str]]:
-    """Figure id -> (caption, SVG text), in page order."""
-    figs: dict[str, tuple[str, str]] = {}
+def build_figures(data: dict[str, Any]) -> list[Figure]:
+    """The run page's figures, in page order."""
+    figs: list[Figure] = []
     for h in data["histograms"]:
         if sum(h["counts"]):
-            figs[f"histogram-cpu{h['cpu']}"] = (f"Detour durations on CPU {h['cpu']}", histogram_figure(h))
+            figs.append(Figure(f"histogram-cpu{h['cpu']}", f"Detour durations on CPU {h['cpu']}", histogram_figure(h)))
     for t in data["timeline"]:
-        figs[f"timeline-cpu{t['cpu']}"] = (f"Noise over time on CPU {t['cpu']}", timeline_figure(t))
+        figs.append(Figure(f"timeline-cpu{t['cpu']}", f"Noise over time on CPU {t['cpu']}", timeline_figure(t)))
     if data["source_distributions"]:
-        figs["sources"] = ("Duration distribution of the major sources", distributions_figure(data["source_distributions"]))
+        figs.append(Figure("sources", "Duration distribution of the major sources",
+                           distributions_figure(data["source_distributions"])))
     if data["chains"]:
-        figs["chains"] = ("Top chains", chains_figure(data["chains"]))
+        figs.append(Figure("chains", "Top chains", chains_figure(data["chains"])))
     if data["unexplained"].get("hist"):
-        figs["unexplained"] = ("Unexplained time per detour", unexplained_figure(data["unexplained"]))
+        figs.append(Figure("unexplained", "Unexplained time per detour", unexplained_figure(data["unexplained"])))
     return figs
-
-
-_ID = re.compile(r'\bid="([^"]+)"')
-
-
-def inline_svg(svg: str, prefix: str) -> str:
-    """The SVG for embedding in HTML: no XML prolog, ids unique on the page."""
-    svg = svg[svg.index("<svg"):]
-    svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.S)  # RDF boilerplate, not needed inline
-    ids = set(_ID.findall(svg))
-    svg = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', svg)
-    # References to those ids: url(#x) and xlink:href="#x".
-    svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})" if m.group(1) in ids else m.group(0), svg)
-    svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"' if m.group(1) in ids else m.group(0), svg)
-    return svg
