@@ -24,6 +24,7 @@ enum js_kind {
 /* flags */
 #define JS_CLIPPED_START 1u /* began before the capture (or a lost-events gap) */
 #define JS_CLIPPED_END 2u   /* still open at the capture end (or a gap) */
+#define JS_PREEMPTED 4u     /* thread slice ended with the task still runnable (sched_switch prev_state) */
 
 /* activity.bin: one interval of kernel activity on one CPU (raw TSC). */
 struct js_activity {

@@ -171,6 +171,7 @@ struct evdef {
     struct field f[MAXF];     /* role-specific, see field_names */
 };
 /* Field order per role (names as in the kernel's format files). */
+#define SWITCH_PREV_STATE 4  /* f[] slot of sched_switch's optional prev_state */
 static const char *field_names[R_NROLES][MAXF] = {
     [R_IRQ_ENTRY] = {"irq", "name"},
     [R_IRQ_EXIT] = {"irq"},
@@ -254,6 +255,9 @@ static void load_events(const char *dir)
                 for (int i = 0; i < MAXF && field_names[e->role][i]; i++)
                     if (!strcmp(k, field_names[e->role][i]))
                         e->f[i].off = atoi(o), e->f[i].size = atoi(s);
+                /* optional: whether a switched-out task was still runnable (preempted) */
+                if (e->role == R_SWITCH && !strcmp(k, "prev_state"))
+                    e->f[SWITCH_PREV_STATE].off = atoi(o), e->f[SWITCH_PREV_STATE].size = atoi(s);
             }
             for (int i = 0; i < MAXF && field_names[e->role][i]; i++)
                 if (e->f[i].off < 0)
@@ -716,6 +720,13 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
         }
         close_frames(c, 1, t, JS_CLIPPED_END); /* contexts left open: exits lost */
         suspend_work(c, t);
+        /* Runnable when switched out (state 0, or TASK_REPORT_MAX: "R+", preempted): it lost
+         * the CPU rather than blocking.  The report states are the bits below TASK_REPORT_MAX. */
+        if (e->f[SWITCH_PREV_STATE].off >= 0 && prev != 0) {
+            uint64_t st = rd(d + e->f[SWITCH_PREV_STATE].off, e->f[SWITCH_PREV_STATE].size);
+            if ((st & 0xff) == 0)
+                acts[c->st[0].act].flags |= JS_PREEMPTED;
+        }
         close_frames(c, 0, t, 0);
         open_thread(c, t, next == 0 ? swapper_name(c->cpu) : comm_str(d + e->f[2].off, e->f[2].size),
                     next, 0);

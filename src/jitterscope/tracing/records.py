@@ -19,3 +19,4 @@ SEGMENT_DTYPE = np.dtype([("start_tsc", "<i8"), ("end_tsc", "<i8"), ("cpu", "<i4
 KINDS = ["thread", "irq", "softirq", "nmi", "work", "timer"]
 CLIPPED_START = 1
 CLIPPED_END = 2
+PREEMPTED = 4      # a thread slice that ended with the task still runnable
