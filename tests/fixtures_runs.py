@@ -218,3 +218,33 @@ def build_run(path: str | Path, spec: RunSpec | None = None, **overrides: Any) -
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return run_dir
+
+
+def build_cluster_run(path: str | Path, nodes: list[tuple[str, int]] | None = None, tracing: bool = True,
+                      seed: int = 0) -> Path:
+    """A cluster run written by the real cluster writer (cluster/measure.py) from one synthetic
+    node run per (host, cpu), as rank 0 writes it after `cluster measure`."""
+    import pickle
+    import tempfile
+
+    from jitterscope.cluster.measure import ClusterMeasureOptions, write_cluster_run
+
+    nodes = nodes or [("node-a", 1), ("node-b", 1), ("node-c", 1)]
+    payloads, peers = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for rank, (host, cpu) in enumerate(nodes):
+            d = build_run(Path(tmp) / f"r{rank}", cpus=[cpu], seed=seed + rank, tracing=tracing, host=host,
+                          duration_s=2.0)
+            meta = __import__("json").loads((d / "meta.json").read_text())
+            meta.update(rank=rank, node=host, real_host="synthetic", barrier_unix_ns=meta["start_unix_ns"] + rank)
+            tables = {n: (d / f"{n}.parquet").read_bytes() for n in ("detours", "attribution", "activity")
+                      if (d / f"{n}.parquet").exists()}
+            payloads.append(pickle.dumps({"rank": rank, "host": host, "cpu": cpu, "meta": meta, "tables": tables,
+                                          "summary": __import__("json").loads((d / "summary.json").read_text())}))
+            peers.append({"rank": rank, "real_host": "synthetic", "cpu": cpu, "node": host})
+    out = create_run_dir(path)
+    opts = ClusterMeasureOptions(duration_ns=2e9, threshold_ns=1000, trace=tracing, priority=None, buffer_kb=4096,
+                                 cpu_map=None, out=out, timeout_s=60.0,
+                                 command_line=["jitterscope", "cluster", "measure", "--duration", "2s"])
+    write_cluster_run(out, [pickle.loads(p) for p in payloads], opts, peers)
+    return out

@@ -179,6 +179,14 @@ class Run:
     def nodes(self) -> list[dict[str, Any]]:
         return [dict(n) for n in self.meta.get("nodes", []) if isinstance(n, dict)]
 
+    def node_runs(self) -> list[tuple[str, Run]]:
+        """The run as single-machine runs: a run with nodes (cluster) gives one `measure` run per
+        node, labelled `host:cpu`, whose tables are that node's files (detour indices, times and
+        CPU are the node's own); any other run is itself, labelled by its host."""
+        if not any(s.per_node for s in self.spec.tables.values()):
+            return [(str(self.meta.get("host") or self.path.name), self)]
+        return [(f"{n['host']}:{n['cpu']}", NodeRun.of(self, n)) for n in self.nodes]
+
     @property
     def detours(self) -> pa.Table:
         return self.table("detours")
@@ -202,6 +210,48 @@ class Run:
     @property
     def duration_ns(self) -> int:
         return round(float(self.meta["duration_s"]) * 1e9)
+
+
+@dataclass
+class NodeRun(Run):
+    """One node of a per-node run, read as a `measure` run (see `Run.node_runs`)."""
+
+    parent: Run | None = None
+    node: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, parent: Run, node: dict[str, Any]) -> NodeRun:
+        part = str(node.get("partition") or partition(str(node["host"]), int(node["cpu"])))
+        d = parent.path / "nodes" / part
+        meta = _read_json(d / "meta.json", "node metadata") if (d / "meta.json").exists() else {
+            "host": node["host"], "duration_s": node.get("duration_s", parent.meta.get("duration_s")),
+            "tracing": node.get("tracing") or {"enabled": False, "reason": "not traced"},
+            "options": parent.meta.get("options", {})}
+        meta = {**meta, "kind": "measure", "cpus": [int(node["cpu"])], "id": f"{parent.meta.get('id')}/{part}"}
+        summary = _read_json(d / "summary.json", "node summary") if (d / "summary.json").exists() else {}
+        return cls(d, meta, summary, parent=parent, node=node)
+
+    def has_table(self, name: str) -> bool:
+        return self.parent is not None and self._file(name).exists()
+
+    def _file(self, name: str) -> Path:
+        assert self.parent is not None
+        return next(f for n, f in self.parent.node_files(name) if n == self.node)
+
+    def table(self, name: str) -> pa.Table:
+        if name not in self._tables:
+            assert self.parent is not None
+            spec = self.parent.spec.tables.get(name)
+            if spec is None or not spec.per_node:
+                raise JitterscopeError(f"{self.parent.path}: a {self.parent.kind} run has no per-node {name!r} table")
+            f = self._file(name)
+            if not _check_node_file(self.parent, name, spec, self.node, f):
+                self._tables[name] = spec.schema.empty_table()
+            else:
+                t = read_table(f, partial(pq.read_table, f))
+                t = t.append_column("cpu", pa.array([int(self.node["cpu"])] * t.num_rows, pa.int32()))
+                self._tables[name] = _cast(f, t, spec.schema)
+        return self._tables[name]
 
 
 def _missing(f: Path, kind: str, name: str) -> JitterscopeError:

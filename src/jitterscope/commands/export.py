@@ -6,6 +6,9 @@
              comments; one file per CPU (FILE.cpuN.ext) unless --cpu or 1 CPU
   csv        one row per detour: cpu, start_ns, duration_ns, main source, all sources
 
+A cluster run exports node by node: a Perfetto process per node, a LogGOPSim
+file per node (FILE.HOST.cpuN.ext), and a first CSV column `node` (host:cpu).
+
 EXAMPLES
   jitterscope export RUN --format perfetto -o run.json
   jitterscope export RUN --format loggopsim --cpu 1 -o noise-cpu1.txt

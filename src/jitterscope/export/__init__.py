@@ -6,4 +6,4 @@ from jitterscope.export.perfetto import build_trace, write_perfetto
 
 FORMATS = ("perfetto", "loggopsim", "csv")
 
-__all__ = ["FORMATS", "build_trace", "write_perfetto", "write_loggopsim", "read_loggopsim", "write_csv"]
+__all__ = ["FORMATS", "build_trace", "read_loggopsim", "write_csv", "write_loggopsim", "write_perfetto"]

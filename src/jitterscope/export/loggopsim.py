@@ -6,11 +6,13 @@ injection in "Characterizing the Influence of System Noise on Large-Scale
 Applications by Simulation", SC 2010) replays a measured noise trace per
 simulated process: each detour delays the process at its start time by its
 duration.  Lines starting with `#` are comments.  A trace is one CPU's
-timeline, so a multi-CPU run gives one file per CPU.
+timeline, so a multi-CPU run gives one file per CPU (FILE.cpuN.ext), and a
+cluster run one file per node (FILE.HOST.cpuN.ext).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +23,38 @@ from jitterscope.rundir import Run
 
 
 def write_loggopsim(run: Run, out: Path, cpu: int | None = None) -> dict[str, Any]:
-    det = run.detours
-    d_cpu = det.column("cpu").to_numpy()
-    d_start = det.column("start_ns").to_numpy()
-    d_dur = det.column("duration_ns").to_numpy()
-    if cpu is not None and cpu not in run.cpus:
-        raise JitterscopeError(f"CPU {cpu} was not measured in this run (CPUs {run.cpus})")
-    cpus = [cpu] if cpu is not None else run.cpus
-    threshold = int(float((run.meta.get("options") or {}).get("threshold_ns") or 0))
-    files = []
-    for c in cpus:
-        path = out if len(cpus) == 1 else out.with_name(f"{out.stem}.cpu{c}{out.suffix}")
-        sel = d_cpu == c
-        header = [
-            "# LogGOPSim noise trace written by jitterscope",
-            f"# run {run.meta.get('id')} host {run.meta.get('host')} kernel {run.meta.get('kernel')}",
-            f"# cpu {c}; duration {run.duration_ns} ns; threshold {threshold} ns",
-            f"# detours {int(sel.sum())}; noise {int(d_dur[sel].sum())} ns",
-            "# start_ns\tduration_ns",
-        ]
-        body = np.column_stack([d_start[sel], d_dur[sel]]).astype(np.int64)
-        with open(path, "w") as f:
-            f.write("\n".join(header) + "\n")
-            np.savetxt(f, body, fmt="%d", delimiter="\t")
+    nodes = run.node_runs()
+    cluster = nodes[0][1] is not run
+    cpus = sorted({c for _, r in nodes for c in r.cpus})
+    if cpu is not None and cpu not in cpus:
+        raise JitterscopeError(f"CPU {cpu} was not measured in this run (CPUs {cpus})")
+    targets = [(r, c, f"{re.sub(r'[^A-Za-z0-9._-]', '_', str(r.meta.get('host')))}.cpu{c}" if cluster else f"cpu{c}")
+               for _, r in nodes for c in r.cpus if cpu is None or c == cpu]
+    files, count = [], 0
+    for r, c, tag in targets:
+        path = out if len(targets) == 1 else out.with_name(f"{out.stem}.{tag}{out.suffix}")
+        count += _write_one(r, c, path)
         files.append(str(path))
-    return {"format": "loggopsim", "files": files, "detours": int(np.isin(d_cpu, cpus).sum())}
+    return {"format": "loggopsim", "files": files, "detours": count}
+
+
+def _write_one(run: Run, c: int, path: Path) -> int:
+    det = run.detours
+    sel = det.column("cpu").to_numpy() == c
+    d_start = det.column("start_ns").to_numpy()[sel]
+    d_dur = det.column("duration_ns").to_numpy()[sel]
+    threshold = int(float((run.meta.get("options") or {}).get("threshold_ns") or 0))
+    header = [
+        "# LogGOPSim noise trace written by jitterscope",
+        f"# run {run.meta.get('id')} host {run.meta.get('host')} kernel {run.meta.get('kernel')}",
+        f"# cpu {c}; duration {run.duration_ns} ns; threshold {threshold} ns",
+        f"# detours {int(sel.sum())}; noise {int(d_dur.sum())} ns",
+        "# start_ns\tduration_ns",
+    ]
+    with open(path, "w") as f:
+        f.write("\n".join(header) + "\n")
+        np.savetxt(f, np.column_stack([d_start, d_dur]).astype(np.int64), fmt="%d", delimiter="\t")
+    return int(sel.sum())
 
 
 def read_loggopsim(path: Path) -> np.ndarray:

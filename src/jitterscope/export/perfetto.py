@@ -1,6 +1,7 @@
 """Chrome trace-event JSON (opens in ui.perfetto.dev and chrome://tracing).
 
-One process ("jitterscope run <id>") with one thread track per CPU.  Each
+One process ("jitterscope run <id>") with one thread track per CPU; a cluster
+run has one process per node ("<host>:<cpu>").  Each
 detour is a complete ("X") event; the kernel activity inside it is nested
 below as X events on the same track, clipped to the detour so that nesting is
 exact.  Timestamps are microseconds (the format's unit) with ns precision.
@@ -25,16 +26,31 @@ def _us(ns: np.ndarray | int) -> Any:
 
 
 def build_trace(run: Run) -> dict[str, Any]:
+    nodes = run.node_runs()
+    events: list[dict[str, Any]] = []
+    for i, (label, r) in enumerate(nodes):
+        name = f"jitterscope run {run.meta.get('id')}" if r is run else label
+        events += _node_events(r, PID + i, name)
+    # Stable order: by track, start, then longer (outer) first, so viewers nest correctly.
+    body = [e for e in events if e["ph"] == "X"]
+    body.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
+    return {"traceEvents": [e for e in events if e["ph"] == "M"] + body, "displayTimeUnit": "ns",
+            "otherData": {"host": run.meta.get("host"), "kernel": run.meta.get("kernel"),
+                          "run": run.meta.get("id"), "start": run.meta.get("start"),
+                          "lost_events": int(run.meta.get("lost_events", 0) or 0)}}
+
+
+def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
     det = run.detours
     d_cpu = det.column("cpu").to_numpy()
     d_start = det.column("start_ns").to_numpy()
     d_dur = det.column("duration_ns").to_numpy()
     d_end = d_start + d_dur
     events: list[dict[str, Any]] = [
-        {"ph": "M", "pid": PID, "name": "process_name", "args": {"name": f"jitterscope run {run.meta.get('id')}"}}]
+        {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]
     for i, c in enumerate(run.cpus):
-        events.append({"ph": "M", "pid": PID, "tid": int(c), "name": "thread_name", "args": {"name": f"CPU {c}"}})
-        events.append({"ph": "M", "pid": PID, "tid": int(c), "name": "thread_sort_index", "args": {"sort_index": i}})
+        events.append({"ph": "M", "pid": pid, "tid": int(c), "name": "thread_name", "args": {"name": f"CPU {c}"}})
+        events.append({"ph": "M", "pid": pid, "tid": int(c), "name": "thread_sort_index", "args": {"sort_index": i}})
     # Per detour: its sources and their ns, as the detour event's args.
     att = run.attribution
     a_det = att.column("detour").to_numpy()
@@ -47,7 +63,7 @@ def build_trace(run: Run) -> dict[str, Any]:
     for i in range(len(d_start)):
         src = parts.get(i, {})
         top = max(src, key=src.get) if src else "detour"
-        events.append({"ph": "X", "pid": PID, "tid": int(d_cpu[i]), "ts": float(ts[i]), "dur": float(dur[i]),
+        events.append({"ph": "X", "pid": pid, "tid": int(d_cpu[i]), "ts": float(ts[i]), "dur": float(dur[i]),
                        "name": f"detour ({top.split(':', 1)[-1]})", "cat": "detour",
                        "args": {"duration_ns": int(d_dur[i]), "sources_ns": src}})
     # Kernel activity overlapping a detour, clipped to it (an activity on a
@@ -74,16 +90,10 @@ def build_trace(run: Run) -> dict[str, Any]:
                 s, e = max(a_s[j], d_start[di]), min(a_e[j], d_end[di])
                 if e <= s:
                     continue
-                events.append({"ph": "X", "pid": PID, "tid": int(c), "ts": float(_us(s)), "dur": float(_us(e - s)),
+                events.append({"ph": "X", "pid": pid, "tid": int(c), "ts": float(_us(s)), "dur": float(_us(e - s)),
                                "name": names[j], "cat": kinds[j],
                                "args": {"kind": kinds[j], "depth": int(depth[j]), "ns": int(e - s)}})
-    # Stable order: by track, start, then longer (outer) first, so viewers nest correctly.
-    body = [e for e in events if e["ph"] == "X"]
-    body.sort(key=lambda e: (e["tid"], e["ts"], -e["dur"]))
-    return {"traceEvents": [e for e in events if e["ph"] == "M"] + body, "displayTimeUnit": "ns",
-            "otherData": {"host": run.meta.get("host"), "kernel": run.meta.get("kernel"),
-                          "run": run.meta.get("id"), "start": run.meta.get("start"),
-                          "lost_events": int(run.meta.get("lost_events", 0) or 0)}}
+    return events
 
 
 def write_perfetto(run: Run, out: Path) -> dict[str, Any]:

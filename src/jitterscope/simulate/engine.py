@@ -20,7 +20,13 @@ from jitterscope.simulate.fitting import Fit, fit_delays
 from jitterscope.simulate.iid import simulate_iid
 from jitterscope.simulate.job import Job, Simulation
 from jitterscope.simulate.runs import RunNoise, load_noise, phase_delays, source_cuts
-from jitterscope.simulate.spec import DistributionNoise, FitNoise, NoiseSpec, PeriodicNoise, TraceNoise
+from jitterscope.simulate.spec import (
+    DistributionNoise,
+    FitNoise,
+    NoiseSpec,
+    PeriodicNoise,
+    TraceNoise,
+)
 from jitterscope.simulate.timeline import Timeline, periodic_timeline
 from jitterscope.simulate.trace import simulate_timelines
 
@@ -101,11 +107,11 @@ def _trace_source(spec: TraceNoise | PeriodicNoise, job: Job) -> _TraceSource:
     tls = noise.timelines()
     return _TraceSource(tls, {
         "kind": "trace",
-        "description": (f"each node replays the measured noise of one of CPUs {','.join(map(str, noise.cpus))} "
+        "description": (f"each node replays the measured noise of one of {noise.where} "
                         f"of run {noise.run.meta.get('id', spec.path)} ({noise.period_ns / 1e9:g} s, wrapping "
                         f"around) from {placement}; phases are work-conserving"),
-        "noise": {"run": str(spec.path), "cpus": noise.cpus, "duration_s": noise.period_ns / 1e9,
-                  "detours": int(len(noise.duration_ns)),
+        "noise": {"run": str(spec.path), "cpus": noise.labels or noise.cpus, "duration_s": noise.period_ns / 1e9,
+                  "detours": len(noise.duration_ns),
                   "noise_fraction": {tl.label: tl.noise_fraction for tl in tls}},
         **base}, noise)
 
@@ -122,7 +128,8 @@ def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> 
                  n * 2e-6 + min(n, FIT_SUBSAMPLE) * replicates * FIT_S_PER_DRAW,
                  "use a longer --phase or fewer --replicates")
     delays = phase_delays(noise.timelines(), phase_s * 1e9) / 1e9
-    return fit_delays(delays, phase_s, replicates=replicates, seed=seed, source=str(path), cpus=noise.cpus)
+    return fit_delays(delays, phase_s, replicates=replicates, seed=seed, source=str(path),
+                      cpus=noise.labels or noise.cpus)
 
 
 def run_detours(path: str) -> Detours:
@@ -197,4 +204,4 @@ def by_source(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> tu
     return base, out
 
 
-__all__ = ["simulate", "fit_run", "by_source", "check_trace_size", "trace_cost"]
+__all__ = ["by_source", "check_trace_size", "fit_run", "simulate", "trace_cost"]

@@ -212,7 +212,7 @@ class Fit:
     verdict: str
     any_fits: bool
     source: str = ""
-    cpus: list[int] = field(default_factory=list)
+    cpus: list[int] | list[str] = field(default_factory=list)  # CPUs, or host:cpu nodes of a cluster run
 
     def to_json(self) -> dict[str, Any]:
         d = self.delays_s
@@ -286,7 +286,7 @@ def _fit_tail(x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap:
 
 
 def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed: int = 0,
-               gof_cap: int = 2000, source: str = "", cpus: list[int] | None = None) -> Fit:
+               gof_cap: int = 2000, source: str = "", cpus: list[int] | list[str] | None = None) -> Fit:
     """Fit all families to per-phase delays (seconds) and choose a model for maxima."""
     d = np.asarray(delays_s, dtype=float)
     rng = np.random.default_rng(seed)

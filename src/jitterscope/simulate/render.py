@@ -54,8 +54,8 @@ def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
 
 def fit_text(data: dict[str, Any]) -> str:
     d = data["delays"]
-    lines = [f"run {data['run']}: {d['count']} phases of {_t(data['phase_s'])} on CPUs "
-             f"{','.join(map(str, d['cpus']))}; delay mean {_t(d['mean_s'])}, p50 {_t(d['p50_s'])}, "
+    lines = [f"run {data['run']}: {d['count']} phases of {_t(data['phase_s'])} on "
+             f"{'nodes' if any(isinstance(c, str) for c in d['cpus']) else 'CPUs'} {','.join(map(str, d['cpus']))}; delay mean {_t(d['mean_s'])}, p50 {_t(d['p50_s'])}, "
              f"p99 {_t(d['p99_s'])}, max {_t(d['max_s'])}; {d['zero_fraction'] * 100:.3g}% met no noise",
              f"goodness of fit on {data['gof']['sample']} positive delays, p-values by parametric bootstrap "
              f"({data['gof']['replicates']} refitted replicates)", "",

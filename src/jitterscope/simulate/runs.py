@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
@@ -13,8 +13,11 @@ from jitterscope.simulate.timeline import Timeline
 
 @dataclass
 class RunNoise:
-    """A run's detours as arrays (detours.parquet row order, so attribution rows
-    can index them), plus what a timeline needs."""
+    """A run's detours as arrays, plus what a timeline needs.
+
+    `cpu` holds each detour's timeline key: its CPU for a single-machine run, the
+    node's index for a cluster run (each node its own timeline, `labels[i]` = host:cpu).
+    Rows are in detours.parquet order (node after node), so `attribution()` can index them."""
 
     run: Run
     cpu: np.ndarray
@@ -22,22 +25,48 @@ class RunNoise:
     duration_ns: np.ndarray
     period_ns: float
     cpus: list[int]
+    labels: list[str] = field(default_factory=list)
+    _parts: list[tuple[Run, np.ndarray]] = field(default_factory=list, repr=False)
+
+    @property
+    def where(self) -> str:
+        """'CPUs 1,3' or 'nodes a:1,b:1' (what the timelines are)."""
+        if self.labels:
+            return f"nodes {','.join(self.labels)}"
+        return f"CPUs {','.join(map(str, self.cpus))}"
 
     def timelines(self, duration_ns: np.ndarray | None = None) -> list[Timeline]:
-        """One timeline per probed CPU (optionally with replaced detour durations)."""
+        """One timeline per probed CPU or node (optionally with replaced detour durations)."""
         d = self.duration_ns if duration_ns is None else duration_ns
         out = []
-        for c in self.cpus:
+        for i, c in enumerate(self.cpus):
             sel = self.cpu == c
+            label = self.labels[i] if self.labels else f"cpu{c}"
             try:
-                out.append(Timeline(self.period_ns, self.start_ns[sel], d[sel], label=f"cpu{c}"))
+                out.append(Timeline(self.period_ns, self.start_ns[sel], d[sel], label=label))
             except ValueError:
-                raise JitterscopeError(f"{self.run.path}: CPU {c} was never free of noise; nothing to replay") from None
+                raise JitterscopeError(f"{self.run.path}: {label} was never free of noise; nothing to replay") from None
         return out
+
+    def attribution(self) -> tuple[np.ndarray, np.ndarray, list[str], list[str]]:
+        """(detour row in these arrays, ns, kind, name) of every attribution row, over all nodes."""
+        det, ns, kinds, names = [], [], [], []
+        for run, rows in self._parts:
+            att = run.attribution
+            d = att.column("detour").to_numpy(zero_copy_only=False).astype(np.int64)
+            if d.max(initial=-1) >= len(rows) or d.min(initial=0) < 0:
+                raise JitterscopeError(f"{run.path}: attribution refers to detours that do not exist")
+            keep = rows[d] >= 0    # detours past the replayed period were left out
+            det.append(rows[d][keep])
+            ns.append(att.column("ns").to_numpy(zero_copy_only=False).astype(np.float64)[keep])
+            kinds += [k for k, ok in zip(att.column("kind").to_pylist(), keep) if ok]
+            names += [n for n, ok in zip(att.column("name").to_pylist(), keep) if ok]
+        return (np.concatenate(det) if det else np.zeros(0, np.int64),
+                np.concatenate(ns) if ns else np.zeros(0), kinds, names)
 
 
 def load_noise(path: str) -> RunNoise:
-    """Open a run and read its detours; one-line errors for anything unusable."""
+    """Open a run (a cluster run: one timeline per node) and read its detours; one-line errors."""
     run = load_run(path)
     try:
         period_ns = float(run.meta["duration_s"]) * 1e9
@@ -45,14 +74,30 @@ def load_noise(path: str) -> RunNoise:
         raise JitterscopeError(f"{run.path}: meta.json has no usable duration_s") from None
     if not period_ns > 0:
         raise JitterscopeError(f"{run.path}: run duration is {period_ns / 1e9:g} s; nothing to replay")
-    t = run.detours
-    cpu = t.column("cpu").to_numpy(zero_copy_only=False).astype(np.int64)
-    start = t.column("start_ns").to_numpy(zero_copy_only=False).astype(np.float64)
-    dur = t.column("duration_ns").to_numpy(zero_copy_only=False).astype(np.float64)
-    cpus = sorted(set(run.cpus) | set(np.unique(cpu).tolist()))
+    nodes = run.node_runs()
+    cluster = nodes[0][1] is not run
+    cols: list[list[np.ndarray]] = [[], [], []]
+    parts, labels, n = [], [], 0
+    for i, (label, r) in enumerate(nodes):
+        t = r.detours
+        cpu = t.column("cpu").to_numpy(zero_copy_only=False).astype(np.int64)
+        start = t.column("start_ns").to_numpy(zero_copy_only=False).astype(np.float64)
+        dur = t.column("duration_ns").to_numpy(zero_copy_only=False).astype(np.float64)
+        # a cluster replays every node over the shortest node's duration (meta.duration_s)
+        keep = (start + dur <= period_ns) if cluster else np.ones(len(cpu), bool)
+        rows = np.full(len(cpu), -1, np.int64)
+        rows[keep] = n + np.arange(int(keep.sum()))
+        n += int(keep.sum())
+        cols[0].append(np.full(int(keep.sum()), i) if cluster else cpu[keep])
+        cols[1].append(start[keep])
+        cols[2].append(dur[keep])
+        parts.append((r, rows))
+        labels.append(label)
+    cpu, start, dur = (np.concatenate(c) for c in cols)
+    cpus = list(range(len(nodes))) if cluster else sorted(set(run.cpus) | set(np.unique(cpu).tolist()))
     if not cpus:
         raise JitterscopeError(f"{run.path}: the run probed no CPUs")
-    return RunNoise(run, cpu, start, dur, period_ns, cpus)
+    return RunNoise(run, cpu, start, dur, period_ns, cpus, labels if cluster else [], parts)
 
 
 def phase_delays(timelines: list[Timeline], phase_ns: float) -> np.ndarray:
@@ -81,15 +126,9 @@ def source_cuts(noise: RunNoise) -> list[tuple[str, str, np.ndarray, int]]:
         reason = run.meta.get("tracing", {}).get("reason") or "tracing was off"
         raise JitterscopeError(f"{run.path}: the run has no attribution ({reason}); --by-source needs a run "
                                f"measured with kernel tracing")
-    att = run.attribution
-    if att.num_rows == 0:
-        raise JitterscopeError(f"{run.path}: attribution.parquet is empty; --by-source has no sources to remove")
-    det = att.column("detour").to_numpy(zero_copy_only=False).astype(np.int64)
-    ns = att.column("ns").to_numpy(zero_copy_only=False).astype(np.float64)
-    kinds = att.column("kind").to_pylist()
-    names = att.column("name").to_pylist()
-    if det.max(initial=-1) >= len(noise.duration_ns) or det.min(initial=0) < 0:
-        raise JitterscopeError(f"{run.path}: attribution.parquet refers to detours that do not exist")
+    det, ns, kinds, names = noise.attribution()
+    if len(det) == 0:
+        raise JitterscopeError(f"{run.path}: the attribution table is empty; --by-source has no sources to remove")
     keys = np.array([f"{k}\x00{n}" for k, n in zip(kinds, names)], dtype=object)
     uniq, code = np.unique(keys, return_inverse=True)
     out = []
