@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from jitterscope.native_bin import native_bin  # noqa: E402
-from jitterscope.measure.probe import tsc_hz  # noqa: E402
+from jitterscope.measure.tsc import tsc_hz  # noqa: E402
 from jitterscope.sysinfo import cpu_model, online_cpus  # noqa: E402
 
 TARGET = 1.3

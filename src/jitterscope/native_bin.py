@@ -9,6 +9,11 @@ from jitterscope.errors import JitterscopeError
 
 _BIN_DIR = Path(__file__).resolve().parent / "native" / "bin"
 
+# The native programs setup.py builds (PROGRAMS there), by the name they are installed under.
+PROBE_PROGRAM = "jitterscope-probe"
+INJECT_PROGRAM = "jitterscope-inject"
+TRACEPARSE_PROGRAM = "jitterscope-traceparse"
+
 
 def native_bin(name: str) -> Path:
     """Path of the native program `name` (e.g. "jitterscope-probe"), checked executable.

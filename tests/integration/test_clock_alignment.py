@@ -83,6 +83,6 @@ def test_probe_tsc_and_x86_tsc_trace_clock_agree_within_1us():
 
 
 def _tsc_hz() -> float:
-    from jitterscope.measure.probe import tsc_hz
+    from jitterscope.measure.tsc import tsc_hz
 
     return tsc_hz()

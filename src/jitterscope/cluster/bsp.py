@@ -33,6 +33,7 @@ from jitterscope.cluster.measure import check_out, choose_cpu, shared_cpu_warnin
 from jitterscope.cluster.mpi import Cluster, ClusterTimeout
 from jitterscope.cluster.summary import node_key
 from jitterscope.errors import JitterscopeError
+from jitterscope.measure import tsc
 from jitterscope.rundir import base_meta, create_run_dir, write_json
 
 SYNC_SAMPLES = 300
@@ -56,8 +57,6 @@ class BspOptions:
 
 def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     """What every rank runs; rank 0 returns the run directory."""
-    from jitterscope.measure.probe import tsc_hz
-
     cpu = choose_cpu(cluster.local_rank, sysinfo.online_cpus(), opts.cpu_map)
     sysinfo.check_cpus([cpu])
     peers = cluster.allgather_json({"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu,
@@ -77,17 +76,17 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(opts.priority))
         except PermissionError:
             raise JitterscopeError("--priority needs root or CAP_SYS_NICE") from None
-    hz = tsc_hz()
-    loop = WorkLoop(max(1, round(opts.threshold_ns * hz / 1e9)))
+    hz = tsc.tsc_hz()
+    loop = WorkLoop(max(1, round(tsc.to_ticks(opts.threshold_ns, hz))))
     cluster.checkpoint("calibration")
-    cal = calibrate(loop, opts.phase_ns * hz / 1e9)
+    cal = calibrate(loop, tsc.to_ticks(opts.phase_ns, hz))
 
     send = np.zeros(1)
     recv = np.zeros(1)
     # Noise while waiting at a synchronization matters too (a preempted rank
     # completes the barrier late); the Python poll loop sees gaps above
     # SYNC_THRESHOLD_NS (its own iterations take about a microsecond).
-    sync_thr = max(loop.threshold, round(SYNC_THRESHOLD_NS * hz / 1e9))
+    sync_thr = max(loop.threshold, round(tsc.to_ticks(SYNC_THRESHOLD_NS, hz)))
     sync_gaps: list[tuple[int, int]] = []
 
     def sync(value: float) -> None:
@@ -140,17 +139,17 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
         order = np.argsort(gs, kind="stable")
         gs, gl = gs[order], gl[order]
 
-    def ns(cycles: np.ndarray) -> np.ndarray:
-        return np.round(cycles.astype(np.float64) * (1e9 / hz)).astype(np.int64)
+    def ns(cycles: np.ndarray) -> np.ndarray:   # whole ns, like every time in the run
+        return tsc.to_int_ns(cycles, hz)
 
     payload = pickle.dumps({
         "rank": cluster.rank, "host": cluster.node, "cpu": cpu, "real_host": cluster.real_host,
         "tsc_hz": hz, "iterations": cal.iterations, "cycles_per_iter": cal.cycles_per_iter,
-        "sync_ns": sync_cycles * 1e9 / hz, "dropped": loop.dropped,
+        "sync_ns": tsc.to_ns(sync_cycles, hz), "dropped": loop.dropped,
         "compute_start_ns": ns(first - t0), "compute_end_ns": ns(last - t0), "gaps": ngaps,
         "gap_ns": ns(gap_cycles), "sync_end_ns": ns(sync_end - t0),
         "gap_start_ns": ns(gs.astype(np.int64) - t0), "gap_len_ns": ns(gl.astype(np.int64)),
-        "sync_gaps": len(sync_gaps), "sync_threshold_ns": sync_thr * 1e9 / hz,
+        "sync_gaps": len(sync_gaps), "sync_threshold_ns": tsc.to_ns(sync_thr, hz),
         "kernel": os.uname().release, "start_unix_ns": time.time_ns() - int(ns(sync_end[-1:] - t0)[0]),
     })
     got = cluster.gather_bytes(payload, "its phase timings")

@@ -11,14 +11,12 @@ import pyarrow.compute as pc
 
 from jitterscope.measure import summary as S
 from jitterscope.measure.attribution import Attribution, attribute, attribute_annotations, source_table
+from jitterscope.measure.probe import read_detours
+from jitterscope.measure.tsc import detours_ns, since_ns, to_ns
 from jitterscope.rundir import write_json, write_table
+from jitterscope.tracing.parse import parse_trace
 
 ANNOTATION_KINDS = ("work", "timer")
-
-
-def _to_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
-    return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
-
 
 SELF_SUFFIX = " (jitterscope)"
 
@@ -43,16 +41,13 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
 
     `own_tids` are the thread ids of this jitterscope (its Python threads, the
     probe's writer) so their time shows as the tool's own overhead."""
-    from jitterscope.measure.lifecycle import detours_ns
-    from jitterscope.measure.probe import read_detours
-
     hz, t0 = float(probe.tsc_hz), int(probe.t0_tsc)
     raw_path = run_dir / "detours.raw"
     raw = read_detours(raw_path)
     det_cpu, det_start, det_dur = detours_ns(raw, t0, hz)
     del raw
     cpus = [int(c) for c in meta["cpus"]]
-    measured = {c: max(0, int(probe.per_cpu[c]["last_tsc"]) - int(probe.per_cpu[c]["first_tsc"])) * 1e9 / hz
+    measured = {c: to_ns(max(0, int(probe.per_cpu[c]["last_tsc"]) - int(probe.per_cpu[c]["first_tsc"])), hz)
                 for c in cpus if c in probe.per_cpu}
     resolution = {c: float(probe.per_cpu[c]["resolution_ns"]) for c in cpus if c in probe.per_cpu}
     meta["tsc_hz"] = hz
@@ -65,24 +60,22 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
     lost = 0
     functions: dict[int, list[str]] = {}
     if trace_dir is not None:
-        from jitterscope.tracing.parse import parse_trace
-
         td = parse_trace(trace_dir)
         lost = int(td.lost_events)
         meta["tracing"]["events"] = int(td.n_events)
         meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in dict(td.lost_by_cpu).items()}
         act = td.activity
         a_cpu = act.column("cpu").to_numpy().astype(np.int32)
-        a_start = _to_ns(act.column("start_tsc").to_numpy(), t0, hz)
-        a_end = _to_ns(act.column("end_tsc").to_numpy(), t0, hz)
+        a_start = since_ns(act.column("start_tsc").to_numpy(), t0, hz)
+        a_end = since_ns(act.column("end_tsc").to_numpy(), t0, hz)
         kinds = act.column("kind").combine_chunks()
         names = mark_own_threads(act.column("name").combine_chunks(), kinds,
                                  act.column("pid").to_numpy(), own_tids or set())
         sources, codes = source_table(kinds, names)
         seg = td.segments
         seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
-        seg_start = _to_ns(np.asarray(seg["start_tsc"]), t0, hz)
-        seg_end = _to_ns(np.asarray(seg["end_tsc"]), t0, hz)
+        seg_start = since_ns(np.asarray(seg["start_tsc"]), t0, hz)
+        seg_end = since_ns(np.asarray(seg["end_tsc"]), t0, hz)
         seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
         att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
         ann = np.flatnonzero(pc.is_in(kinds, pa.array(ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))

@@ -25,10 +25,11 @@ from typing import Any
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.native_bin import native_bin
+from jitterscope.measure import tsc
+from jitterscope.native_bin import INJECT_PROGRAM, native_bin
 from jitterscope.native_child import NativeChild
+from jitterscope.sysinfo import check_cpus
 
-INJECT_PROGRAM = "jitterscope-inject"
 DEFAULT_NAME = "jitterscope-inj"
 DEFAULT_PRIORITY = 50
 POLICIES = ("auto", "fifo", "other")
@@ -117,11 +118,9 @@ class Injector(NativeChild[InjectResult]):
         self._ready: dict[str, Any] = {}
 
     def start(self) -> "Injector":
-        from jitterscope.measure.probe import tsc_hz
-
         cmd = [str(native_bin(INJECT_PROGRAM)), "--cpu", str(self.cpu), "--period-ns", str(self.period_ns),
                "--busy-ns", str(self.busy_ns), "--name", self.name, "--policy", self.policy,
-               "--priority", str(self.priority), "--tsc-hz", str(round(tsc_hz()))]
+               "--priority", str(self.priority), "--tsc-hz", str(round(tsc.tsc_hz()))]
         if self.duration_ns is not None:
             cmd += ["--duration-ns", str(self.duration_ns)]
         if self.truth_path is not None:
@@ -144,8 +143,6 @@ class Injector(NativeChild[InjectResult]):
 def validate(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str,
              policy: str, priority: int) -> None:
     """One-line errors for every bad input, before anything starts."""
-    from jitterscope.sysinfo import check_cpus
-
     check_cpus([int(cpu)])
     if period_ns < 10_000:
         raise JitterscopeError(f"period {period_ns:.0f} ns is too short: use at least 10us")
@@ -169,15 +166,16 @@ def period_stats(truth: Truth) -> dict[str, float]:
     if len(truth) < 2:
         raise JitterscopeError("too few wake-ups to measure a period")
     starts = truth.start_tsc.astype(np.float64)
-    periods = np.diff(starts) * 1e9 / hz
-    busy = (truth.end_tsc - truth.start_tsc).astype(np.float64) * 1e9 / hz
+    periods = tsc.to_ns(np.diff(starts), hz)
+    busy = tsc.to_ns(truth.end_tsc - truth.start_tsc, hz)
     nominal = float(truth.meta.get("period_ns", np.median(periods)))
     # Overall rate from the first to the last wake-up: the absolute deadlines
     # make this the nominal period exactly, whatever each wake-up's latency.
-    slots = np.round((starts[-1] - starts[0]) * 1e9 / hz / nominal)
+    span_ns = tsc.to_ns(float(starts[-1] - starts[0]), hz)
+    slots = np.round(span_ns / nominal)
     return {
         "period_mean_ns": float(periods.mean()),
-        "period_overall_ns": float((starts[-1] - starts[0]) * 1e9 / hz / slots) if slots else float("nan"),
+        "period_overall_ns": float(span_ns / slots) if slots else float("nan"),
         "period_p99_dev_ns": float(np.percentile(np.abs(periods - nominal), 99)),
         "period_max_dev_ns": float(np.abs(periods - nominal).max()),
         "busy_mean_ns": float(busy.mean()),

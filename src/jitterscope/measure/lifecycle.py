@@ -19,13 +19,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
+from jitterscope.measure import build as analysis
+from jitterscope.measure.probe import Probe
 from jitterscope.progress import Progress
-from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.rundir import base_meta, create_run_dir
+from jitterscope.tracing.session import TraceSession
+from jitterscope.tracing.tracefs import tracing_available
 
 DEFAULT_RUNS = Path("jitterscope-runs")
 
@@ -93,8 +95,6 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
 def run_measurement(opts: MeasureOptions, out_dir: Path,
                     on_tick: Callable[[float], None] | None = None,
                     before_probe: Callable[[], None] | None = None) -> Path:
-    from jitterscope.measure import build as analysis
-
     validate(opts, out_dir)
     tracing_ok, reason = _tracing_state(opts)
     run_dir = create_run_dir(out_dir)
@@ -130,8 +130,6 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
              before_probe: Callable[[], None] | None) -> tuple[Any, bool, float, set[int]]:
     """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns,
     and the thread ids of this jitterscope (to show its own overhead apart)."""
-    from jitterscope.measure.probe import Probe
-
     steal_before = sysinfo.steal_ticks(opts.cpus)
     interrupted = False
     trace_dir = run_dir / "trace"
@@ -139,8 +137,6 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
     # back, then the trace instance stopped and removed, then the journal.
     with Journal("measure") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
-            from jitterscope.tracing.session import TraceSession
-
             trace_dir.mkdir()
             stack.enter_context(TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb))
         if before_probe is not None:  # outside the try: on failure there is no probe to wait for
@@ -175,10 +171,6 @@ def _thread_ids(pid: int | None) -> set[int]:
 def _tracing_state(opts: MeasureOptions) -> tuple[bool, str | None]:
     if not opts.trace:
         return False, "disabled with --no-trace"
-    try:
-        from jitterscope.tracing.tracefs import tracing_available
-    except ImportError:
-        return False, "kernel tracing support is not built into this jitterscope"
     return tracing_available()
 
 
@@ -202,23 +194,12 @@ def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None
 
 
 def _write_report(run_dir: Path) -> None:
-    try:
+    try:  # lazy: the report draws with matplotlib (~0.3 s), which --no-report never needs
         from jitterscope.report import write_report
-    except ImportError:
+    except ImportError as err:
+        print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)
         return
     try:
         write_report(run_dir)
-    except JitterscopeError as err:
+    except (JitterscopeError, OSError) as err:   # the run itself is complete: say so, do not fail it
         print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)
-
-
-def detours_ns(raw: np.ndarray, t0_tsc: int, hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Probe records (TSC) to (cpu, start_ns, duration_ns) sorted by cpu, start."""
-    cpu = raw["cpu"].astype(np.int32)
-    rel = raw["start_tsc"].astype(np.int64) - np.int64(t0_tsc)
-    start = (rel * (1e9 / hz)).round().astype(np.int64)
-    # Round the end, not the duration, so back-to-back detours never overlap by a rounding ns.
-    end = ((rel + raw["duration_tsc"].astype(np.int64)) * (1e9 / hz)).round().astype(np.int64)
-    dur = end - start
-    order = np.lexsort((start, cpu))
-    return cpu[order], start[order], dur[order]

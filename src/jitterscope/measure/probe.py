@@ -8,10 +8,7 @@ its per-CPU statistics at the end.  `read_detours` opens its binary output
 
 from __future__ import annotations
 
-import functools
-import json
 import signal
-import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,50 +16,14 @@ from typing import Any
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.native_bin import native_bin
-from jitterscope.native_child import NativeChild, last_line
+from jitterscope.measure import tsc
 from jitterscope.measure.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
+from jitterscope.native_bin import PROBE_PROGRAM, native_bin
+from jitterscope.native_child import NativeChild, last_line
 
-PROBE_PROGRAM = "jitterscope-probe"
 THREAD_COMM_PREFIX = "js-probe/"  # probe threads are named js-probe/<cpu>
 WRITER_COMM = "js-probe-writer"
 READY_TIMEOUT_S = 15.0
-
-
-@functools.lru_cache(maxsize=1)
-def tsc_hz() -> float:
-    """TSC frequency in Hz, calibrated once per process.
-
-    The probe measures TSC ticks against CLOCK_MONOTONIC_RAW over 150 ms, taking
-    at each end the tightest of 64 (tsc, clock, tsc) brackets.  With the `tsc`
-    clocksource MONOTONIC_RAW *is* the kernel's TSC-to-ns conversion (its
-    refined tsc_khz), so this reproduces the kernel's own figure; repeated
-    calibrations agree to well under 1 ppm (tests/integration/test_probe_tsc.py
-    asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.
-    """
-    _require_invariant_tsc()
-    out = subprocess.run([str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"],
-                         capture_output=True, text=True, timeout=30)
-    if out.returncode != 0:
-        raise JitterscopeError(f"TSC calibration failed: {_last_line(out.stderr)}")
-    hz = float(json.loads(out.stdout)["tsc_hz"])
-    if not 1e8 < hz < 1e11:
-        raise JitterscopeError(f"TSC calibration gave an implausible {hz:.0f} Hz")
-    return hz
-
-
-def _require_invariant_tsc() -> None:
-    """The probe's clock must tick at a constant rate and never stop."""
-    try:
-        text = Path("/proc/cpuinfo").read_text()
-    except OSError:
-        return
-    if "vendor_id" not in text:
-        raise JitterscopeError("the probe needs an x86-64 CPU (it reads the TSC)")
-    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
-    missing = [f for f in ("tsc", "constant_tsc") if f not in flags]
-    if missing:
-        raise JitterscopeError(f"the CPU lacks {', '.join(missing)}: TSC timestamps would not be comparable")
 
 
 def _last_line(text: str) -> str:
@@ -125,8 +86,8 @@ class Probe(NativeChild[ProbeResult]):
         from jitterscope.sysinfo import check_cpus
 
         check_cpus(self.cpus)
-        self.tsc_hz = tsc_hz()
-        self.threshold_cycles = max(1, round(self.threshold_ns * self.tsc_hz / 1e9))
+        self.tsc_hz = tsc.tsc_hz()
+        self.threshold_cycles = max(1, round(tsc.to_ticks(self.threshold_ns, self.tsc_hz)))
         cmd = [str(native_bin(PROBE_PROGRAM)), "--cpus", ",".join(map(str, self.cpus)),
                "--threshold-cycles", str(self.threshold_cycles), "--out", str(self.out_path),
                "--tsc-hz", str(round(self.tsc_hz))]
@@ -151,8 +112,8 @@ class Probe(NativeChild[ProbeResult]):
             per_cpu[int(cpu_s)] = {
                 "iterations": it,
                 # Mean iteration time outside detours: the smallest gap the loop can see.
-                "resolution_ns": busy / it * 1e9 / hz if it else 0.0,
-                "loop_ns_min": int(s["min_loop_cycles"]) * 1e9 / hz,
+                "resolution_ns": tsc.to_ns(busy / it, hz) if it else 0.0,
+                "loop_ns_min": tsc.to_ns(int(s["min_loop_cycles"]), hz),
                 "min_loop_cycles": int(s["min_loop_cycles"]),
                 "detours": int(s["detours"]),
                 "dropped": int(s["dropped"]),

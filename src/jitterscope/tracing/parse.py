@@ -30,14 +30,14 @@ import numpy as np
 import pyarrow as pa
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.native_bin import native_bin
-from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_END, CLIPPED_START, KINDS, SEGMENT_DTYPE
+from jitterscope.native_bin import TRACEPARSE_PROGRAM, native_bin
+from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_END, CLIPPED_START, KINDS, PREEMPTED, SEGMENT_DTYPE
 
-PARSER = "jitterscope-traceparse"
+PARSER = TRACEPARSE_PROGRAM
 ACTIVITY_SCHEMA = pa.schema([
     ("cpu", pa.int32()), ("start_tsc", pa.int64()), ("end_tsc", pa.int64()), ("kind", pa.string()),
     ("name", pa.string()), ("depth", pa.int16()), ("detail", pa.string()), ("pid", pa.int32()),
-    ("clipped", pa.bool_()),
+    ("clipped", pa.bool_()), ("preempted", pa.bool_()),
 ])
 
 
@@ -140,6 +140,7 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
             "name": decode(acts["name"].view(np.int32), dictionary), "depth": pa.array(acts["depth"]),
             "detail": decode(acts["detail"].view(np.int32), dictionary), "pid": pa.array(acts["pid"]),
             "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
+            "preempted": pa.array((acts["flags"] & PREEMPTED) != 0),
         }, schema=ACTIVITY_SCHEMA)
         del acts
     lost = lost_per_cpu(counts, _stats(trace_dir))

@@ -1,0 +1,98 @@
+"""The TSC clock: its frequency, and every conversion between ticks and nanoseconds.
+
+The probe, the injector, the bsp work loop and the kernel trace (trace clock
+`x86-tsc`) all stamp with the raw TSC, so one frequency converts them all onto
+one time axis.  Every conversion goes through this module, so they round alike:
+times relative to the run's t0 are rounded to whole nanoseconds, durations and
+rates stay floating point.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from pathlib import Path
+from typing import overload
+
+import numpy as np
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import PROBE_PROGRAM, native_bin
+from jitterscope.native_child import last_line
+
+NS_PER_S = 1e9
+
+
+@functools.lru_cache(maxsize=1)
+def tsc_hz() -> float:
+    """TSC frequency in Hz, calibrated once per process.
+
+    The probe measures TSC ticks against CLOCK_MONOTONIC_RAW over 150 ms, taking
+    at each end the tightest of 64 (tsc, clock, tsc) brackets.  With the `tsc`
+    clocksource MONOTONIC_RAW *is* the kernel's TSC-to-ns conversion (its
+    refined tsc_khz), so this reproduces the kernel's own figure; repeated
+    calibrations agree to well under 1 ppm (tests/integration/test_probe_lifecycle.py
+    asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.
+    """
+    _require_invariant_tsc()
+    out = subprocess.run([str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"],
+                         capture_output=True, text=True, timeout=30)
+    if out.returncode != 0:
+        raise JitterscopeError(f"TSC calibration failed: {last_line(out.stderr, PROBE_PROGRAM)}")
+    hz = float(json.loads(out.stdout)["tsc_hz"])
+    if not 1e8 < hz < 1e11:
+        raise JitterscopeError(f"TSC calibration gave an implausible {hz:.0f} Hz")
+    return hz
+
+
+def _require_invariant_tsc() -> None:
+    """The probe's clock must tick at a constant rate and never stop."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return
+    if "vendor_id" not in text:
+        raise JitterscopeError("the probe needs an x86-64 CPU (it reads the TSC)")
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
+    missing = [f for f in ("tsc", "constant_tsc") if f not in flags]
+    if missing:
+        raise JitterscopeError(f"the CPU lacks {', '.join(missing)}: TSC timestamps would not be comparable")
+
+
+@overload
+def to_ns(ticks: float, hz: float) -> float: ...
+@overload
+def to_ns(ticks: np.ndarray, hz: float) -> np.ndarray: ...
+def to_ns(ticks: float | np.ndarray, hz: float) -> float | np.ndarray:
+    """A length in ticks as (fractional) nanoseconds."""
+    if isinstance(ticks, np.ndarray):
+        return ticks.astype(np.float64) * (NS_PER_S / hz)
+    return float(ticks) * (NS_PER_S / hz)
+
+
+def to_ticks(ns: float, hz: float) -> float:
+    """A length in nanoseconds as (fractional) ticks."""
+    return ns * hz / NS_PER_S
+
+
+def to_int_ns(ticks: np.ndarray, hz: float) -> np.ndarray:
+    """Lengths in ticks as whole nanoseconds (int64, rounded to nearest)."""
+    return np.round(np.asarray(ticks).astype(np.float64) * (NS_PER_S / hz)).astype(np.int64)
+
+
+def since_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
+    """TSC stamps as whole nanoseconds since `t0_tsc` (int64; the difference is taken in ticks first)."""
+    return to_int_ns(np.asarray(tsc, dtype=np.int64) - np.int64(t0_tsc), hz)
+
+
+def detours_ns(raw: np.ndarray, t0_tsc: int, hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Probe records (TSC) to (cpu, start_ns, duration_ns) sorted by cpu, start."""
+    cpu = raw["cpu"].astype(np.int32)
+    rel = raw["start_tsc"].astype(np.int64) - np.int64(t0_tsc)
+    start = to_int_ns(rel, hz)
+    # Round the end, not the duration, so back-to-back detours never overlap by a rounding ns.
+    end = to_int_ns(rel + raw["duration_tsc"].astype(np.int64), hz)
+    dur = end - start
+    order = np.lexsort((start, cpu))
+    return cpu[order], start[order], dur[order]
