@@ -28,6 +28,8 @@ from typing import Any
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.ptts.etp import ETP, ModelError, parse_time_ns
+from jitterscope.rundir import load_run
 
 
 def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_ns: int,
@@ -39,8 +41,6 @@ def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_n
     the finish of work started at s is the first tau with avail(tau) = avail(s)
     + base: tau = A + (sum of durations of detours whose flat level is below A).
     """
-    from jitterscope.ptts.model import ModelError
-
     starts = np.asarray(starts, dtype=np.int64)
     durations = np.asarray(durations, dtype=np.int64)
     order = np.argsort(starts, kind="stable")
@@ -73,10 +73,7 @@ def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_n
     return wall[tau <= run_ns]
 
 
-def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str):
-    from jitterscope.ptts.model import ETP, ModelError, parse_time_ns
-    from jitterscope.rundir import load_run
-
+def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str) -> ETP:
     try:
         run = load_run(path)
     except JitterscopeError as err:
