@@ -35,6 +35,7 @@ import typing
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar
 
+import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
 from jitterscope.errors import JitterscopeError
@@ -108,8 +109,6 @@ def read_yaml(path: str | Path, what: str = "file") -> Any:
 
 
 def parse_yaml(text: str, source: str) -> Any:
-    import yaml
-
     try:
         return yaml.safe_load(text)
     except yaml.YAMLError as err:

@@ -47,6 +47,7 @@ import fcntl
 import importlib
 import json
 import os
+import pwd
 import re
 import shutil
 import signal
@@ -71,8 +72,6 @@ def state_dir() -> Path:
     if xdg:
         return Path(xdg) / "jitterscope"
     # The user's own home, not $HOME: under sudo -u or setpriv $HOME can be another user's.
-    import pwd
-
     return Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".local/state/jitterscope"
 
 

@@ -16,6 +16,7 @@ import os
 import pickle
 import socket
 import statistics
+import sys
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -63,8 +64,6 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
                                     "node": cluster.node}, "CPU choice")
     out: Path | None = None
     if cluster.rank == 0:
-        import sys
-
         for w in shared_cpu_warnings(peers):
             print(f"jitterscope: warning: {w}", file=sys.stderr)
         out = opts.out or Path("jitterscope-runs") / (
@@ -172,6 +171,7 @@ def timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
 
 def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
     """The measured side and the simulator's predictions, as plain data."""
+    # lazy: the simulator brings scipy (~0.5 s), and only rank 0 analyses
     from jitterscope.cluster import predict
     from jitterscope.simulate.timeline import Timeline
 

@@ -25,8 +25,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TextIO
 
+import numpy as np
+
 from jitterscope import sysinfo
-from jitterscope.doe.design import roman, run_order
+from jitterscope.doe import render
+from jitterscope.doe.analysis import Data, analyze
+from jitterscope.doe.design import Design, parse_generator, roman, run_order
 from jitterscope.doe.factors import APPLY_ORDER
 from jitterscope.doe.plan import Plan
 from jitterscope.doe.response import MeasureResponse
@@ -207,11 +211,6 @@ def load_experiment(out: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]
 def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = None,
                 groups_by: list[str] | None = None) -> dict[str, Any]:
     """Analyse a finished experiment directory; plain data (see analysis.analyze)."""
-    import numpy as np
-
-    from jitterscope.doe.analysis import Data, analyze
-    from jitterscope.doe.design import Design, parse_generator
-
     info, done = load_experiment(out)
     d = info["design"]
     design = Design(d["k"], [parse_generator(g, d["k"], d["p"]) for g in d["generators"]])
@@ -241,8 +240,6 @@ def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = N
 
 
 def write_outputs(out: Path, a: dict[str, Any]) -> str:
-    from jitterscope.doe import render
-
     txt = render.text(a)
     (out / "analysis.json").write_text(render.to_json(a) + "\n")
     (out / "analysis.txt").write_text(txt)

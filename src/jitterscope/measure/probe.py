@@ -20,6 +20,7 @@ from jitterscope.measure import tsc
 from jitterscope.measure.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
 from jitterscope.native_bin import PROBE_PROGRAM, native_bin
 from jitterscope.native_child import NativeChild, last_line
+from jitterscope.sysinfo import check_cpus
 
 THREAD_COMM_PREFIX = "js-probe/"  # probe threads are named js-probe/<cpu>
 WRITER_COMM = "js-probe-writer"
@@ -83,8 +84,6 @@ class Probe(NativeChild[ProbeResult]):
 
     # -- lifecycle -------------------------------------------------------------
     def start(self) -> "Probe":
-        from jitterscope.sysinfo import check_cpus
-
         check_cpus(self.cpus)
         self.tsc_hz = tsc.tsc_hz()
         self.threshold_cycles = max(1, round(tsc.to_ticks(self.threshold_ns, self.tsc_hz)))

@@ -28,9 +28,11 @@ simulation of the original model (see commands/ptts.py).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from jitterscope.ptts import exact
+from jitterscope.ptts.etp import ModelError
 from jitterscope.ptts.model import Model
 
 
@@ -87,8 +89,6 @@ def phase_steps(periods: list[int]) -> list[int]:
     gcd(d_i, d_{i+1}).  Two clocks that drift slowly (66.66 against 4 x 16.66 ms) have a fine lattice;
     commensurate periods (66.64 = 4 x 16.66) collapse it to one phase and change the distribution.
     """
-    import math
-
     return [math.gcd(a, b) for a, b in zip(periods, periods[1:])]
 
 
@@ -136,8 +136,6 @@ def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None,
         if fits(est):
             best, best_key = Adaptation(g, new, list(orig), est, est0), key
     if best is None:
-        from jitterscope.ptts.model import ModelError
-
         raise ModelError(f"component {model.components[0].name!r}: field period: no adaptation of the periods "
                          f"to a grid up to {limit} ticks brings the analysis under {budget_s:g} s")
     return best

@@ -14,6 +14,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from jitterscope.atomic import write_text
+
 _FIELD = re.compile(r"field:(?P<decl>[^;]+);\s*offset:(?P<off>\d+);\s*size:(?P<size>\d+);\s*signed:(?P<signed>\d)")
 
 # The parser's role for each event, and the fields it needs.
@@ -130,8 +132,6 @@ def events_txt(info: dict[str, Any]) -> str:
 
 
 def save(out_dir: Path, info: dict[str, Any]) -> None:
-    from jitterscope.atomic import write_text
-
     write_text(out_dir / "formats.json", json.dumps(info, indent=1) + "\n")
     write_text(out_dir / "events.txt", events_txt(info))
 

@@ -28,6 +28,7 @@ import json
 import os
 import select
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -37,7 +38,9 @@ from typing import Any
 from jitterscope import atomic
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, Outcome, process_start_time
+from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing import formats, symbols
+from jitterscope.tracing.parse import lost_per_cpu, run_parser
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
 
 INSTANCE_PREFIX = "jitterscope-"
@@ -135,8 +138,6 @@ class _Reader(threading.Thread):
 
     def run(self) -> None:
         try:
-            from jitterscope.sysinfo import online_cpus
-
             others = set(online_cpus()) - self.avoid
             if others:
                 os.sched_setaffinity(0, others)  # this thread only: stay off the probed CPUs
@@ -314,7 +315,6 @@ class TraceSession:
                 _rmdir_retry(self.instance)
             except OSError as err:
                 # the journal retries at exit; say so rather than fail the measurement
-                import sys
                 print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}",
                       file=sys.stderr)
         self._stopped = True
@@ -397,8 +397,6 @@ def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[st
     Run at stop, and by `analyze` on the capture of a killed run: then the stop
     marker is missing and `end_tsc` (the probe's end) closes the window, and the
     kernel symbols are only looked up if the machine has not rebooted since."""
-    from jitterscope.tracing.parse import lost_per_cpu, run_parser
-
     info = dict(info)
     try:
         with tempfile.TemporaryDirectory(prefix="jitterscope-scan-") as tmp:

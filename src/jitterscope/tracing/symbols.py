@@ -10,6 +10,8 @@ from __future__ import annotations
 import bisect
 from pathlib import Path
 
+from jitterscope.atomic import write_text
+
 
 def resolve(addresses: list[int], kallsyms: Path = Path("/proc/kallsyms")) -> dict[int, str]:
     """Name each address: the text symbol it points into (`sym+0x10` when not at its start)."""
@@ -51,6 +53,4 @@ def text(names: dict[int, str]) -> str:
 
 
 def save(path: Path, names: dict[int, str]) -> None:
-    from jitterscope.atomic import write_text
-
     write_text(path, text(names))
