@@ -4,8 +4,11 @@ Sources are matched by kind and name (kworker ids, which change between boots,
 match as kworker/N:*).  A source's rate is compared with the exact conditional
 test for two Poisson rates, its per-occurrence time with the Mann-Whitney test
 (effect size: Cliff's delta), each CPU's total noise with Mann-Whitney on
-100 ms blocks; p-values are adjusted with Benjamini-Hochberg.  Only the CPUs
-both runs measured are compared; the rest is listed as not compared.
+equal time blocks; p-values are adjusted with Benjamini-Hochberg.  Only the CPUs
+both runs measured are compared; the rest is listed as not compared.  Runs
+measured differently are put on a common basis (detours above the higher
+--threshold in both) or not tested (a traced against an untraced run, a
+real-time probe against a normal one): never a regression from a setting.
 
 With --fail-on-regression the exit code is 1 when the total noise of a CPU or
 any source got worse with q < ALPHA (0.01), by at least MIN_PPM (20 ppm, i.e.

@@ -14,6 +14,7 @@ from typing import Any, NamedTuple
 
 from jitterscope.compare import cluster
 from jitterscope.compare import render as measure_render
+from jitterscope.compare.comparable import as_json, basis
 from jitterscope.compare.diff import Thresholds, diff
 from jitterscope.compare.sample import Sample, from_run, pool, source_key
 from jitterscope.errors import JitterscopeError
@@ -34,19 +35,21 @@ def compare_loaded(base: Run, new: Run, th: Thresholds | None = None) -> dict[st
         raise JitterscopeError(f"nothing to compare: BASE measured CPUs {base.cpus}, NEW measured {new.cpus}")
     not_compared = [f"CPU {c}: only in BASE" for c in sorted(set(base.cpus) - set(new.cpus))]
     not_compared += [f"CPU {c}: only in NEW" for c in sorted(set(new.cpus) - set(base.cpus))]
-    if not (base.tracing and new.tracing):
-        which = " and ".join(w for w, r in (("BASE", base), ("NEW", new)) if not r.tracing)
-        not_compared.append(f"sources: attribution is off in {which}; only total and unexplained noise compared")
-    notes = []
+    on = basis(base, new)
+    not_compared += on.not_comparable
+    notes = list(on.notes)
     for w, r in (("BASE", base), ("NEW", new)):
         lost = int(r.meta.get("lost_events", 0) or 0)
         if lost:
             notes.append(f"{w} lost {lost} trace events: part of its noise is misattributed to unexplained")
     if base.meta.get("host") != new.meta.get("host"):
         notes.append(f"different hosts: {base.meta.get('host')} vs {new.meta.get('host')}")
-    result = diff(from_run(base, cpus), from_run(new, cpus), th)
+    b, n = (from_run(r, cpus, on.threshold_ns, on.block_ns) for r in (base, new))
+    if not on.sources:   # untraced on one side: its noise is all "unexplained"; no source is comparable
+        b.occurrences, n.occurrences = {}, {}
+    result = diff(b, n, th, frozenset(on.untested_kinds), on.test_totals)
     return {"runs": {"base": _run_info(base), "new": _run_info(new)}, "compared_cpus": cpus,
-            "not_compared": not_compared, "notes": notes, **result}
+            "basis": as_json(on), "not_compared": not_compared, "notes": notes, **result}
 
 
 class Kind(NamedTuple):

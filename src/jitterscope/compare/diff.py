@@ -43,8 +43,13 @@ def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def diff(base: Sample, new: Sample, th: Thresholds | None = None) -> dict[str, Any]:
-    """Compare two samples of the same CPUs (see the module docstring)."""
+def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds: frozenset[str] = frozenset(),
+         test_totals: bool = True) -> dict[str, Any]:
+    """Compare two samples of the same CPUs (see the module docstring).
+
+    Sources of `untested_kinds`, and the totals unless `test_totals`, are shown but never
+    significant nor a regression: the runs were measured so that they are not comparable
+    (compare/comparable.py)."""
     th = th or Thresholds()
     keys = sorted(set(base.occurrences) | set(new.occurrences))
     tests: list[float] = []        # every p-value, for one BH adjustment
@@ -85,7 +90,8 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None) -> dict[str, A
     out_new, out_gone, out_changed = [], [], []
     for r in rows:
         q_min = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
-        r["significant"] = q_min < th.alpha
+        r["significant"] = q_min < th.alpha and r["kind"] not in untested_kinds
+        r["tested"] = r["kind"] not in untested_kinds
         ratio_ok = r["base"]["ppm"] == 0 or r["new"]["ppm"] >= th.min_ratio * r["base"]["ppm"]
         r["regression"] = bool(r["significant"] and r["delta_ppm"] >= th.min_ppm and ratio_ok)
         if r["base"]["count"] == 0:
@@ -96,7 +102,8 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None) -> dict[str, A
             r["direction"] = "worse" if r["delta_ppm"] > 0 else "better"
             out_changed.append(r)
     for t in totals.values():
-        t["significant"] = t["q"] < th.alpha
+        t["significant"] = t["q"] < th.alpha and test_totals
+        t["tested"] = test_totals
         ratio_ok = t["base_ppm"] == 0 or t["new_ppm"] >= th.min_ratio * t["base_ppm"]
         t["regression"] = bool(t["significant"] and t["delta_ppm"] >= th.min_ppm and ratio_ok)
     order = lambda r: -abs(r["delta_ppm"])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitterscope.units import format_ns
+from jitterscope.humanize import count, number, seconds
+from jitterscope.humanize import duration_ns as format_ns
 
 
 def _q(q: float | None) -> str:
@@ -20,8 +21,8 @@ def _label(r: dict[str, Any]) -> str:
 def render_compare(res: dict[str, Any]) -> str:
     b, n = res["runs"]["base"], res["runs"]["new"]
     th = res["thresholds"]
-    lines = [f"BASE {b['id']} ({b['host']}, {b['duration_s']} s)",
-             f"NEW  {n['id']} ({n['host']}, {n['duration_s']} s)",
+    lines = [f"BASE {b['id']} ({b['host']}, {seconds(b['duration_s'])})",
+             f"NEW  {n['id']} ({n['host']}, {seconds(n['duration_s'])})",
              f"compared CPUs: {', '.join(map(str, res['compared_cpus']))}"]
     lines += [f"not compared: {x}" for x in res["not_compared"]]
     lines += [f"note: {x}" for x in res["notes"]]
@@ -30,24 +31,27 @@ def render_compare(res: dict[str, Any]) -> str:
     for c, t in res["total"].items():
         ratio = f"x{t['ratio']:.2f}" if t["ratio"] is not None else "new"
         flag = "  REGRESSION" if t["regression"] else ("  significant" if t["significant"] else "")
-        lines.append(f"  CPU {c}: {t['base_ppm']:,.1f} -> {t['new_ppm']:,.1f} ppm "
-                     f"({t['delta_ppm']:+,.1f} ppm, {ratio}, {_q(t['q'])}){flag}")
+        flag = flag if t.get("tested", True) else "  (not tested: see 'not compared')"
+        lines.append(f"  CPU {c}: {number(t['base_ppm'])} -> {number(t['new_ppm'])} ppm "
+                     f"({'+' if t['delta_ppm'] >= 0 else ''}{number(t['delta_ppm'])} ppm, {ratio}, {_q(t['q'])}){flag}")
 
     def block(title: str, rows: list[dict[str, Any]], fmt) -> None:
         lines.append("")
         lines.append(f"{title} ({len(rows)})" if rows else f"{title}: none")
         for r in rows:
             flag = "  REGRESSION" if r["regression"] else ("" if r["significant"] else "  (not significant)")
+            flag = flag if r.get("tested", True) else "  (not tested: see 'not compared')"
             lines.append("  " + fmt(r) + flag)
 
     block("New sources", res["new"], lambda r: (
-        f"{_label(r)}: {r['new']['count']:,} times ({r['new']['rate_hz']:.3g}/s per CPU), "
-        f"median {format_ns(r['new']['median_ns'])}, {r['delta_ppm']:+,.1f} ppm, {_q(r['rate']['q'])}"))
+        f"{_label(r)}: {count(r['new']['count'], 'time')} ({number(r['new']['rate_hz'])}/s per CPU), "
+        f"median {format_ns(r['new']['median_ns'])}, {'+' if r['delta_ppm'] >= 0 else ''}{number(r['delta_ppm'])} ppm, "
+        f"{_q(r['rate']['q'])}"))
     block("Gone sources", res["gone"], lambda r: (
-        f"{_label(r)}: was {r['base']['count']:,} times, {r['base']['ppm']:,.1f} ppm, {_q(r['rate']['q'])}"))
+        f"{_label(r)}: was {count(r['base']['count'], 'time')}, {number(r['base']['ppm'])} ppm, {_q(r['rate']['q'])}"))
 
     def changed(r: dict[str, Any]) -> str:
-        parts = [f"{_label(r)} {r['direction']}: {r['base']['ppm']:,.1f} -> {r['new']['ppm']:,.1f} ppm"]
+        parts = [f"{_label(r)} {r['direction']}: {number(r['base']['ppm'])} -> {number(r['new']['ppm'])} ppm"]
         rr = r["rate"]
         if rr["ratio"] is not None:
             parts.append(f"rate x{rr['ratio']:.2f} [{rr['ci95'][0]:.2f}, {rr['ci95'][1]:.2f}] {_q(rr['q'])}")
@@ -59,10 +63,13 @@ def render_compare(res: dict[str, Any]) -> str:
 
     block(f"Changed sources (q < {th['alpha']:g})", res["changed"], changed)
     lines.append("")
+    basis = res.get("basis") or {}
     if res["regression"]:
         lines.append("REGRESSION: " + "; ".join(res["regressions"]))
+    elif not basis.get("totals_tested", True) and not basis.get("sources", True):
+        lines.append("nothing tested: the runs were measured differently (see 'not compared')")
     else:
         lines.append("no regression")
-    lines.append(f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {res['tests']} tests, "
+    lines.append(f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {count(res['tests'], 'test')}, "
                  f">= {th['min_ppm']:g} ppm more noise, and >= {th['min_ratio']:g}x the base)")
     return "\n".join(lines)

@@ -58,14 +58,21 @@ class Sample:
         return self.noise_ns.get(cpu, 0.0) / t * 1e6 if t > 0 else 0.0
 
 
-def from_run(run: Run, cpus: list[int]) -> Sample:
+def from_run(run: Run, cpus: list[int], min_ns: float = 0.0, block_ns: float | None = None) -> Sample:
+    """The run's sample on `cpus`; detours shorter than `min_ns` left out (with their attribution);
+    per-CPU totals in blocks of `block_ns` (default: the run's duration in MIN..MAX_BLOCKS blocks)."""
     dur = float(run.duration_ns)
     det = run.detours
     d_cpu = det.column("cpu").to_numpy()
     d_start = det.column("start_ns").to_numpy()
     d_dur = det.column("duration_ns").to_numpy()
-    nb = int(min(MAX_BLOCKS, max(MIN_BLOCKS, dur // BLOCK_NS)))
-    block_ns = dur / nb
+    short = d_dur < min_ns
+    if block_ns is None:
+        nb = int(min(MAX_BLOCKS, max(MIN_BLOCKS, dur // BLOCK_NS)))
+        block_ns = dur / nb
+    else:
+        nb = max(1, round(dur / block_ns))
+    d_cpu = np.where(short, -1, d_cpu)   # a left-out detour belongs to no CPU
     noise, count, blocks, expo = {}, {}, {}, {}
     for c in cpus:
         sel = d_cpu == c
@@ -77,6 +84,8 @@ def from_run(run: Run, cpus: list[int]) -> Sample:
     att = run.attribution
     a_cpu = att.column("cpu").to_numpy()
     keep = np.isin(a_cpu, cpus)
+    if short.any():
+        keep &= ~short[np.clip(att.column("detour").to_numpy(), 0, max(len(short) - 1, 0))]
     a_det = att.column("detour").to_numpy()[keep]
     cpu_index = {c: i for i, c in enumerate(cpus)}
     a_cell = (np.array([cpu_index[int(c)] for c in a_cpu[keep]], dtype=np.int64) * nb
