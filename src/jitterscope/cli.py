@@ -15,7 +15,9 @@ import signal
 import sys
 from types import ModuleType
 
-from jitterscope import __version__
+import jitterscope.commands
+from jitterscope import __version__, journal
+from jitterscope.atomic import is_disk_full
 from jitterscope.errors import JitterscopeError
 
 # Commands that must not trigger crash recovery first (they do it themselves or
@@ -24,8 +26,7 @@ _NO_RECOVERY = {"restore"}
 
 
 def _command_modules() -> dict[str, ModuleType]:
-    import jitterscope.commands as pkg
-
+    pkg = jitterscope.commands
     mods: dict[str, ModuleType] = {}
     for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
         if info.name.startswith("_"):
@@ -89,8 +90,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         if args.command not in _NO_RECOVERY:
-            from jitterscope import journal
-
             journal.recover_stale(quiet=False)
         return int(args._module.run(args) or 0)
     except JitterscopeError as e:
@@ -102,8 +101,6 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return 0
     except OSError as e:
-        from jitterscope.atomic import is_disk_full
-
         # A path the user named (or its parent) is not accessible to them, or its disk is full.
         if isinstance(e, PermissionError):
             what = "permission denied"

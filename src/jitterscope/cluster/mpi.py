@@ -39,7 +39,7 @@ class ClusterTimeout(JitterscopeError):
 
 def load_mpi() -> Any:
     """mpi4py's MPI module, or a one-line error saying how to get it."""
-    try:
+    try:  # lazy: importing mpi4py initialises MPI, which only cluster commands may do
         from mpi4py import MPI
     except ImportError:
         raise JitterscopeError(MPI_HINT) from None

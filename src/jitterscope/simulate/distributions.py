@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from scipy import stats
+from scipy import integrate, stats
 
 Array = np.ndarray
 
@@ -192,8 +192,6 @@ class ZeroInflated(Delay):
 
 def _positive_part_moment(d: Delay, k: int) -> float:
     """E[max(D,0)^k] by integrating k x^(k-1) S(x) over x > 0."""
-    from scipy import integrate
-
     if d.lower >= 0 and k == 1:
         return d.mean()
     if d.lower >= 0 and k == 2:
@@ -280,8 +278,6 @@ class SplicedTail(Delay):
 
     def expected_max(self, n_nodes: float) -> float:
         """Exact body (a step function) plus a quadrature over the tail."""
-        from scipy import integrate
-
         xs = np.unique(self._body)
         total = float(xs[0]) if len(xs) else self.threshold
         if len(xs):

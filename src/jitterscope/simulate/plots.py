@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from scipy import stats
 
 from jitterscope import plotting
 from jitterscope.outpath import make_dir
@@ -103,8 +104,6 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
 
 def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
     """fit_histogram.svg (positive delays with fitted densities) and fit_qq.svg."""
-    from scipy import stats
-
     plt = plotting.pyplot()
     out = _outdir(outdir)
     x = np.sort(fit.delays_s[fit.delays_s > 0])
