@@ -16,9 +16,9 @@ comparisons between groups and outliers; it writes analysis.json, analysis.txt
 and boxplot.svg into DIR.  Plan reference: docs/commands/doe.md.
 
 EXAMPLES
-  jitterscope doe run examples/doe/cache-and-timers.yaml --dry-run
-  jitterscope doe run examples/doe/cache-and-timers.yaml --out runs/doe1
-  jitterscope doe run examples/doe/cache-and-timers.yaml --out runs/doe1 --resume
+  jitterscope doe run examples/doe/udp-and-cache.yaml --dry-run
+  jitterscope doe run examples/doe/udp-and-cache.yaml --out runs/doe1
+  jitterscope doe run examples/doe/udp-and-cache.yaml --out runs/doe1 --resume
   jitterscope doe run big-plan.yaml --yes          # longer than the plan's budget
   jitterscope doe analyze runs/doe1
   jitterscope doe analyze runs/doe1 --log --json   # multiplicative model, JSON

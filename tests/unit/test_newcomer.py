@@ -1,0 +1,32 @@
+"""What a newcomer meets works as written (issue 17.6): every file an example names exists."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from jitterscope.cli import _command_modules
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE_PATH = re.compile(r"\bexamples/[\w./{},-]+\.(?:ya?ml|csv)\b")
+
+
+def _texts() -> list[tuple[str, str]]:
+    out = [(f"jitterscope {name} --help", mod.__doc__ or "") for name, mod in _command_modules().items()]
+    out += [(str(p.relative_to(ROOT)), p.read_text()) for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]]
+    return out
+
+
+def _expand(path: str) -> list[str]:
+    m = re.search(r"\{([^}]*)\}", path)
+    if not m:
+        return [path]
+    return [q for alt in m.group(1).split(",") for q in _expand(path[:m.start()] + alt + path[m.end():])]
+
+
+@pytest.mark.parametrize("where,text", _texts(), ids=lambda x: x if len(x) < 60 else "")
+def test_every_example_file_named_exists(where: str, text: str) -> None:
+    missing = [p for raw in EXAMPLE_PATH.findall(text) for p in _expand(raw) if not (ROOT / p).exists()]
+    assert not missing, f"{where} names {missing}, which do not exist"
