@@ -18,9 +18,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
+
 UNEXPLAINED = ("unexplained", "unexplained")
-TIME_OWNING_KINDS = ("irq", "softirq", "nmi", "thread")
-PROBE_COMM_PREFIX = "js-probe/"
 
 
 @dataclass
@@ -63,7 +63,7 @@ def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndar
     lookup = np.zeros(len(kd) * n_names, dtype=np.int32)
     for k in present:
         kind, name = kd[k // n_names], nd[k % n_names]
-        if kind == "thread" and name.startswith(PROBE_COMM_PREFIX):
+        if kind == "thread" and name.startswith(THREAD_COMM_PREFIX):
             continue
         code = index.setdefault((kind, name), len(sources))
         if code == len(sources):

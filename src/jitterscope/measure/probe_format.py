@@ -12,6 +12,8 @@ import numpy as np
 MAGIC = b"JSPROBE\0"
 VERSION = 1
 FLAG_COMPLETE = 1  # JS_FILE_COMPLETE: the probe finished the file cleanly
+# native/probe.c names each probe thread js-probe/<cpu>: the attribution knows the probe's own time by it.
+THREAD_COMM_PREFIX = "js-probe/"
 
 # struct js_file_header
 HEADER_DTYPE = np.dtype([

@@ -45,9 +45,6 @@ class History:
     def size(path: Path) -> int:
         return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
 
-    def total_bytes(self) -> int:
-        return sum(self.size(p) for p in self.windows())
-
     def discard(self, path: Path) -> None:
         shutil.rmtree(path, ignore_errors=True)
 

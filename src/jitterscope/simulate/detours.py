@@ -35,15 +35,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 
 from jitterscope.simulate import distributions as D
-
-
-class _HasSf(Protocol):
-    def sf(self, x: np.ndarray) -> np.ndarray: ...
 
 
 @dataclass

@@ -135,6 +135,3 @@ def save(out_dir: Path, info: dict[str, Any]) -> None:
     write_text(out_dir / "formats.json", json.dumps(info, indent=1) + "\n")
     write_text(out_dir / "events.txt", events_txt(info))
 
-
-def load(trace_dir: Path) -> dict[str, Any]:
-    return json.loads((trace_dir / "formats.json").read_text())
