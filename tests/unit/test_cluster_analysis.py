@@ -164,5 +164,5 @@ def test_cluster_without_mpi_says_how_to_get_it() -> None:
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
-    assert "pip install 'jitterscope[mpi]'" in proc.stderr
+    assert "make mpi" in proc.stderr and "pip install -e '.[mpi]'" in proc.stderr
 

@@ -26,8 +26,8 @@ import numpy as np
 
 from jitterscope.errors import JitterscopeError
 
-MPI_HINT = ("cluster commands need MPI: pip install 'jitterscope[mpi]' (mpi4py and the MPICH wheel, "
-            "with its mpiexec), then run: mpiexec -n N jitterscope cluster ...")
+MPI_HINT = ("cluster commands need MPI (mpi4py and an MPI library): in a source checkout run `make mpi` "
+            "(or .venv/bin/pip install -e '.[mpi]'), then: .venv/bin/mpiexec -n N jitterscope cluster ...")
 NODE_ENV = "JITTERSCOPE_NODE_NAME"
 _TAG_BASE = 7100
 T = TypeVar("T")

@@ -1,8 +1,9 @@
 """Measure noise on every node of an MPI job at once, or run a real bulk-synchronous benchmark.
 
 Run under MPI: `mpiexec -n N jitterscope cluster measure|bsp ...`; one rank per
-node, or several per node on distinct CPUs.  Without MPI, install it with
-`pip install 'jitterscope[mpi]'` (mpi4py and the MPICH wheel with its mpiexec).
+node, or several per node on distinct CPUs (at most one rank per online CPU of
+a host).  Without MPI, install it in a source checkout with `make mpi` (or
+`.venv/bin/pip install -e '.[mpi]'`: mpi4py and the MPICH wheel with its mpiexec).
 
 cluster measure: every rank measures one CPU (probe + tracing where allowed),
 all starting at a barrier; rank 0 writes one cluster run directory (per-node
