@@ -101,16 +101,20 @@ def build_report_data(run: Run) -> dict[str, Any]:
     for c in run.cpus:
         row = dict((s.get("cpus") or {}).get(str(c), {}))
         row["cpu"] = c
-        # Top source on this CPU, by its time inside this CPU's detours.
+        # One rule with the headline: the biggest *explained* source on this CPU (by its
+        # time inside this CPU's detours) and, apart, the unexplained share of that time.
         on = np.isin(a_det, np.flatnonzero(d_cpu == c))
+        cpu_ns = float(a_ns[on].sum())
+        explained = on & (a_kind != "unexplained")
         top = None
-        if on.any():
-            keys = a_kind[on] + "\x1f" + a_name[on]
+        if explained.any():
+            keys = a_kind[explained] + "\x1f" + a_name[explained]
             u, inv = np.unique(keys, return_inverse=True)
-            sums = np.bincount(inv, weights=a_ns[on])
+            sums = np.bincount(inv, weights=a_ns[explained])
             k, n = str(u[int(np.argmax(sums))]).split("\x1f")
-            top = {"kind": k, "name": n, "share": float(sums.max() / max(1, sums.sum()))}
+            top = {"kind": k, "name": n, "share": float(sums.max() / max(1.0, cpu_ns))}
         row["top_source"] = top
+        row["unexplained_share"] = float(a_ns[on & (a_kind == "unexplained")].sum() / cpu_ns) if cpu_ns else 0.0
         cpus.append(row)
 
     edges = log_bins(min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
