@@ -56,6 +56,15 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_flags() -> set[str]:
+    """The CPU feature flags of /proc/cpuinfo (e.g. constant_tsc, nonstop_tsc, hypervisor)."""
+    try:
+        m = re.search(r"^flags\s*:(.*)$", Path("/proc/cpuinfo").read_text(), re.M)
+    except OSError:
+        return set()
+    return set(m.group(1).split()) if m else set()
+
+
 def clocksource() -> str:
     try:
         return Path("/sys/devices/system/clocksource/clocksource0/current_clocksource").read_text().strip()
@@ -102,6 +111,14 @@ def steal_ticks(cpus: list[int]) -> dict[int, int]:
     except OSError:
         pass
     return out
+
+
+def boot_id() -> str | None:
+    """This boot's random id (changes at every boot: runtime settings from before are gone)."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return None
 
 
 def user_hz() -> int:

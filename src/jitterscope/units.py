@@ -236,6 +236,59 @@ def format_cpulist(cpus: list[int]) -> str:
     return ",".join(out)
 
 
+def format_cpumask(cpus: list[int]) -> str:
+    """The kernel's bitmap syntax (tracing_cpumask, workqueue cpumask, /proc/irq/N/smp_affinity):
+    32-bit hex groups, most significant first, comma-separated: [0, 1] -> `00000003`."""
+    mask = 0
+    for c in cpus:
+        mask |= 1 << c
+    groups = []
+    while True:
+        groups.append(f"{mask & 0xFFFFFFFF:08x}")
+        mask >>= 32
+        if not mask:
+            break
+    return ",".join(reversed(groups))
+
+
+def parse_cpumask(text: str, limit: int | None = None) -> list[int]:
+    """CPUs from a kernel bitmap (`3`, `00000000,00000003`, `0x3`): the inverse of `format_cpumask`.
+
+    Masks, ranges and lists are three spellings of one set: compare them after parsing."""
+    raw = str(text).strip().lower().replace(",", "")
+    raw = raw.removeprefix("0x")
+    if not raw or not re.fullmatch(r"[0-9a-f]+", raw):
+        raise UsageError(f"malformed CPU mask {text!r}: use hex, e.g. 3 or 00000000,00000003")
+    mask = int(raw, 16)
+    cpus = [i for i in range(mask.bit_length()) if mask >> i & 1]
+    top = possible_cpu_limit() if limit is None else limit
+    if cpus and cpus[-1] >= top:
+        raise UsageError(f"CPU {cpus[-1]} in mask {text!r} does not exist: this machine has CPUs 0-{top - 1}")
+    return cpus
+
+
+def parse_kernel_cpulist(text: str, nr_cpus: int) -> list[int]:
+    """CPUs from a kernel boot parameter's list (Documentation/admin-guide/kernel-parameters.rst, "cpu lists"):
+    `1,3`, `2-5`, `all`, `N` (the last CPU), and `0-15:2/4` (use 2 of every group of 4)."""
+    cpus: set[int] = set()
+    last = nr_cpus - 1
+    for part in str(text).split(","):
+        part = part.strip().replace("N", str(last))
+        if part == "all":
+            cpus.update(range(nr_cpus))
+            continue
+        m = re.fullmatch(r"(\d+)(?:-(\d+)(?::(\d+)/(\d+))?)?", part)
+        if not m:
+            raise UsageError(f"malformed kernel CPU list {text!r}")
+        lo = int(m.group(1))
+        hi = int(m.group(2)) if m.group(2) else lo
+        used, group = (int(m.group(3)), int(m.group(4))) if m.group(3) else (1, 1)
+        if hi < lo or group < 1 or used < 1 or used > group:
+            raise UsageError(f"malformed CPU range {part!r} in kernel CPU list {text!r}")
+        cpus.update(c for c in range(lo, hi + 1) if (c - lo) % group < used)
+    return sorted(cpus)
+
+
 MAX_LIST_VALUES = 10_000   # values in one count list (each is a separate computation)
 MAX_LIST_VALUE = 1e12      # a count beyond this is a typo (nodes, phases)
 

@@ -4,7 +4,8 @@ Every factor validates its two levels and checks that this machine can apply
 them *before* the experiment starts (`check`), so a plan that cannot run fails
 with nothing changed.  `apply` makes the change for one run, always through the
 Journal, which records the undo durably first; the runner undoes the journal
-after each run, and `jitterscope restore` does it after a crash.
+after each run, and `jitterscope restore` does it after a crash.  System knobs
+are read and written through `jitterscope.knobs`, the layer `tune` uses too.
 
 Kinds (levels in brackets; the plan picks two of them as low and high):
   cache_load      [none, resident, thrash]  CPU-bound load on another CPU
@@ -26,16 +27,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar
 
-from jitterscope import sysinfo
+from jitterscope import knobs
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal, read_setting
+from jitterscope.journal import Journal
+from jitterscope.knobs import irq as irq_knobs
+from jitterscope.knobs import tasks as task_knobs
 from jitterscope.units import format_cpulist, parse_size
-
-TIMER_MIGRATION = Path("/proc/sys/kernel/timer_migration")
-THP = Path("/sys/kernel/mm/transparent_hugepage/enabled")
-KSM = Path("/sys/kernel/mm/ksm/run")
-PROC_IRQ = Path("/proc/irq")
-PF_NO_SETAFFINITY = 0x04000000  # include/linux/sched.h: per-CPU kernel threads
 
 
 @dataclass
@@ -198,14 +195,6 @@ class UdpFlood(Factor):
         return True
 
 
-def movable_irqs() -> list[Path]:
-    """/proc/irq/N/smp_affinity_list files (whether the kernel lets each move is found on writing)."""
-    if not PROC_IRQ.is_dir():
-        return []
-    return sorted((p / "smp_affinity_list" for p in PROC_IRQ.iterdir()
-                   if p.name.isdigit() and (p / "smp_affinity_list").exists()), key=lambda p: int(p.parent.name))
-
-
 class IrqAffinity(Factor):
     LEVELS = ("unchanged", "to", "away")
     ALIASES = {"default": "unchanged", "on": "to", "off": "away"}
@@ -213,32 +202,15 @@ class IrqAffinity(Factor):
 
     def check_machine(self, ctx: Context) -> None:
         _need_root(self, "change IRQ affinity")
-        if not movable_irqs():
-            raise JitterscopeError(f"factor {self.name!r} (irq_affinity): no IRQ in /proc/irq to move")
+        if not any(i.movable for i in irq_knobs.irqs()):
+            raise JitterscopeError(f"factor {self.name!r} (irq_affinity): no IRQ in /proc/irq can move")
         if "away" in (self.low, self.high) and not ctx.others:
             raise JitterscopeError(f"factor {self.name!r}: IRQs cannot go away from every online CPU")
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
-        if value == "unchanged":
-            return
-        target = format_cpulist(ctx.cpus if value == "to" else ctx.others)
-        for path in movable_irqs():
-            try:
-                if read_setting(path) == target:
-                    continue
-                j.set_file(path, target)
-            except OSError:
-                # Not movable (per-CPU or managed IRQ): the write failed, so nothing to undo.
-                if j.entries and j.entries[-1].get("path") == str(path):
-                    j.entries.pop()
-
-
-def _task_flags(tid: str) -> int | None:
-    try:
-        stat = Path(f"/proc/{tid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[6])
-    except (OSError, ValueError, IndexError):
-        return None
+        if value != "unchanged":
+            # IRQs that cannot move (managed, per-CPU) or refuse these CPUs are left as they are.
+            irq_knobs.move_all(j, ctx.cpus if value == "to" else ctx.others)
 
 
 class TaskAffinity(Factor):
@@ -252,60 +224,42 @@ class TaskAffinity(Factor):
             raise JitterscopeError(f"factor {self.name!r}: tasks cannot be kept away from every online CPU")
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
-        if value == "unchanged":
-            return
-        measured = set(ctx.cpus)
-        mine = {int(t) for t in os.listdir("/proc/self/task")}
-        for tdir in Path("/proc").glob("[0-9]*/task/[0-9]*"):
-            tid = int(tdir.name)
-            if tid in mine:
-                continue  # the runner starts the measured workload; its children set their own CPUs
-            flags = _task_flags(f"{tdir.parent.parent.name}/task/{tid}")
-            if flags is None or flags & PF_NO_SETAFFINITY:
-                continue
-            try:
-                cur = os.sched_getaffinity(tid)
-            except OSError:
-                continue
-            new = (cur - measured) if value == "away" else (cur | measured)
-            if not new or new == cur:
-                continue  # pinned to the measured CPUs only: the owner meant it
-            try:
-                j.set_affinity(tid, new)
-            except OSError:
-                # Gone, or its cpuset forbids it: nothing changed.
-                if j.entries and j.entries[-1].get("pid") == tid:
-                    j.entries.pop()
+        if value != "unchanged":
+            # The runner starts the measured workload itself; its children set their own CPUs.
+            task_knobs.move_all(j, ctx.cpus, away=value == "away")
 
 
 class _FileFactor(Factor):
-    PATH: Path = Path("/nonexistent")
+    KNOB = ""  # its name in jitterscope.knobs
     WHAT = ""
 
+    @property
+    def knob(self) -> knobs.FileKnob:
+        return knobs.FILE_KNOBS[self.KNOB]
+
     def check_machine(self, ctx: Context) -> None:
-        _need_file(self, self.PATH, self.WHAT)
+        _need_file(self, self.knob.path, self.WHAT)
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
-        if read_setting(self.PATH) != value:
-            j.set_file(self.PATH, value)
+        self.knob.apply(j, self.knob.normalise(value))
 
 
 class TimerMigration(_FileFactor):
     LEVELS = ("0", "1")
     ALIASES = {"off": "0", "on": "1", "false": "0", "true": "1"}
-    PATH = TIMER_MIGRATION
+    KNOB = "kernel.timer_migration"
     WHAT = "kernel.timer_migration (CONFIG_NO_HZ_COMMON)"
 
 
 class Thp(_FileFactor):
     LEVELS = ("always", "madvise", "never")
     ALIASES = {"on": "always", "off": "never", "true": "always", "false": "never"}
-    PATH = THP
+    KNOB = "mm.thp.enabled"
     WHAT = "transparent huge pages"
 
     def check_machine(self, ctx: Context) -> None:
         super().check_machine(ctx)
-        choices = THP.read_text().replace("[", "").replace("]", "").split()
+        choices = self.knob.offered()
         for v in (self.low, self.high):
             if v not in choices:
                 raise JitterscopeError(f"factor {self.name!r} (thp): this kernel offers {', '.join(choices)}, "
@@ -315,7 +269,7 @@ class Thp(_FileFactor):
 class Ksm(_FileFactor):
     LEVELS = ("0", "1")
     ALIASES = {"off": "0", "on": "1", "false": "0", "true": "1"}
-    PATH = KSM
+    KNOB = "mm.ksm.run"
     WHAT = "KSM (CONFIG_KSM)"
 
 
