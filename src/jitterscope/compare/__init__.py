@@ -29,7 +29,10 @@ def _run_info(run: Run) -> dict[str, Any]:
             "tracing": run.tracing, "lost_events": int(run.meta.get("lost_events", 0) or 0)}
 
 
-def compare_loaded(base: Run, new: Run, th: Thresholds | None = None) -> dict[str, Any]:
+def compare_loaded(base: Run, new: Run, th: Thresholds | None = None,
+                   only: set[tuple[str, str]] | None = None) -> dict[str, Any]:
+    """Compare two loaded runs.  `only` restricts the sources (source_key keys) to a family of hypotheses
+    named in advance (`tune verify`'s targets): the tests and their Benjamini-Hochberg family are then those."""
     cpus = sorted(set(base.cpus) & set(new.cpus))
     if not cpus:
         raise JitterscopeError(f"nothing to compare: BASE measured CPUs {base.cpus}, NEW measured {new.cpus}")
@@ -47,6 +50,9 @@ def compare_loaded(base: Run, new: Run, th: Thresholds | None = None) -> dict[st
     b, n = (from_run(r, cpus, on.threshold_ns, on.block_ns) for r in (base, new))
     if not on.sources:   # untraced on one side: its noise is all "unexplained"; no source is comparable
         b.occurrences, n.occurrences = {}, {}
+    if only is not None:
+        for s in (b, n):
+            s.occurrences = {k: v for k, v in s.occurrences.items() if k in only}
     result = diff(b, n, th, frozenset(on.untested_kinds), on.test_totals)
     return {"runs": {"base": _run_info(base), "new": _run_info(new)}, "compared_cpus": cpus,
             "basis": as_json(on), "not_compared": not_compared, "notes": notes, **result}

@@ -87,7 +87,7 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds
     for part in [r["rate"] for r in rows] + [r["duration"] for r in rows if r["duration"]] + list(totals.values()):
         part["q"] = q[part.pop("_i")]
 
-    out_new, out_gone, out_changed = [], [], []
+    out_new, out_gone, out_changed, out_same = [], [], [], []
     for r in rows:
         q_min = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
         r["significant"] = q_min < th.alpha and r["kind"] not in untested_kinds
@@ -101,6 +101,8 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds
         elif r["significant"]:
             r["direction"] = "worse" if r["delta_ppm"] > 0 else "better"
             out_changed.append(r)
+        else:
+            out_same.append(r)
     for t in totals.values():
         t["significant"] = t["q"] < th.alpha and test_totals
         t["tested"] = test_totals
@@ -112,7 +114,7 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds
     regressions += [f"CPU {c} total noise ({t['delta_ppm']:+,.0f} ppm)" for c, t in totals.items() if t["regression"]]
     return {
         "new": sorted(out_new, key=order), "gone": sorted(out_gone, key=order),
-        "changed": sorted(out_changed, key=order), "total": totals,
+        "changed": sorted(out_changed, key=order), "unchanged": sorted(out_same, key=order), "total": totals,
         "tests": len(tests), "regression": bool(regressions), "regressions": regressions,
         "thresholds": {"alpha": th.alpha, "min_ppm": th.min_ppm, "min_ratio": th.min_ratio},
     }
