@@ -5,19 +5,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from jitterscope.units import format_ns
+from jitterscope.humanize import count, percent, ppm, seconds
+from jitterscope.humanize import duration_ns as format_ns
 
 MAX_ROWS = 20
 
 
 def _ppm(x: float) -> str:
-    return f"{x:,.0f} ppm ({x / 1e4:.3g}%)" if x >= 1 else f"{x:.3g} ppm"
+    return f"{ppm(x)} ({percent(x / 1e6)})" if x >= 1 else ppm(x)
 
 
 def render_measure(s: dict[str, Any], out: Path) -> str:
     run = s["run"]
-    lines = [f"cluster run {out}: {run['nodes']} nodes ({run['hosts']} hosts, {run['ranks']} ranks), "
-             f"{run['duration_s']:.3g} s, threshold {format_ns(run['threshold_ns'])}, "
+    lines = [f"cluster run {out}: {count(run['nodes'], 'node')} ({count(run['hosts'], 'host')}, "
+             f"{count(run['ranks'], 'rank')}), {seconds(run['duration_s'])}, threshold {format_ns(run['threshold_ns'])}, "
              f"tracing {'on' if run['tracing'] else 'off'}",
              f"noise per node: median {_ppm(s['noise_ppm']['median'])}, "
              f"min {_ppm(s['noise_ppm']['min'])}, max {_ppm(s['noise_ppm']['max'])}", "",
@@ -26,10 +27,10 @@ def render_measure(s: dict[str, Any], out: Path) -> str:
         lines.append(f"{r['node']:<28} {r['rank']:>4} {_ppm(r['noise_ppm']):>22} {r['detours']:>8} "
                      f"{format_ns(r['p99_ns']):>10} {format_ns(r['max_ns']):>10}  {r['top_source'] or '-'}")
     if len(s["nodes"]) > MAX_ROWS:
-        lines.append(f"... {len(s['nodes']) - MAX_ROWS} more nodes in summary.json")
+        lines.append(f"... {count(len(s['nodes']) - MAX_ROWS, 'more node', 'more nodes')} in summary.json")
     lines += ["", "sources by nodes hit:"]
     for src in s["sources"][:10]:
-        lines.append(f"  {src['kind'] + ':' + src['name']:<40} {src['nodes']:>4} nodes  mean {_ppm(src['mean_ppm'])}"
+        lines.append(f"  {src['kind'] + ':' + src['name']:<40} {count(src['nodes'], 'node'):>10}  mean {_ppm(src['mean_ppm'])}"
                      f", worst {src['max_node']} {_ppm(src['max_ppm'])}")
     lines.append("")
     method = s["outlier_method"]
@@ -45,17 +46,17 @@ def render_measure(s: dict[str, Any], out: Path) -> str:
                             for x in o["sources"][:3])
             lines.append(f"  {o['node']}: {why}")
     if s.get("lost_events"):
-        lines.append(f"warning: {s['lost_events']} kernel trace events lost: attribution is incomplete")
+        lines.append(f"warning: {count(s['lost_events'], 'kernel trace event')} lost: attribution is incomplete")
     return "\n".join(lines)
 
 
 def render_bsp(s: dict[str, Any], out: Path) -> str:
     r = s["run"]
     m = s["measured"]
-    lines = [f"cluster bsp {out}: {r['nodes']} nodes, {r['phases']} phases of {format_ns(r['phase_ns'])}, "
+    lines = [f"cluster bsp {out}: {count(r['nodes'], 'node')}, {count(r['phases'], 'phase')} of {format_ns(r['phase_ns'])}, "
              f"sync {r['sync']} (noise-free {format_ns(r['sync_ns'])})",
              f"  ideal (no noise)      {m['ideal_s']:.6f} s",
-             f"  measured              {m['runtime_s']:.6f} s   slowdown {m['slowdown'] * 100:+.2f}%"]
+             f"  measured              {m['runtime_s']:.6f} s   slowdown {'+' if m['slowdown'] >= 0 else ''}{percent(m['slowdown'])}"]
     for key, label in (("trace_driven", "simulated, trace"), ("fitted", "simulated, fitted"),
                        ("replay", "replayed as recorded"), ("simulate", "jitterscope simulate")):
         p = s["predictions"].get(key)
@@ -66,10 +67,10 @@ def render_bsp(s: dict[str, Any], out: Path) -> str:
             continue
         ci = p.get("ci95_s")
         ci_txt = f" ±{ci:.6f}" if ci else " " * 9
-        lines.append(f"  {label:<21} {p['runtime_s']:.6f} s{ci_txt}   slowdown {p['slowdown'] * 100:+.2f}%   "
+        lines.append(f"  {label:<21} {p['runtime_s']:.6f} s{ci_txt}   slowdown {'+' if p['slowdown'] >= 0 else ''}{percent(p['slowdown'])}   "
                      f"error {p['slowdown_error'] * 100:+.2f} points ({p['runtime_rel_error'] * 100:+.2f}% of runtime)")
     lines += ["", f"{'node':<28} {'compute mean':>13} {'noise/phase':>12} {'slowest in':>11}"]
     for n in s["nodes"][:MAX_ROWS]:
         lines.append(f"{n['node']:<28} {format_ns(n['compute_mean_ns']):>13} {format_ns(n['noise_mean_ns']):>12} "
-                     f"{n['slowest_share'] * 100:>10.1f}%")
+                     f"{percent(n['slowest_share']):>11}")
     return "\n".join(lines)

@@ -66,8 +66,8 @@ def _bsp_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
          "columns": [Column(""), Column("runtime (s)", "{:.6f}"), Column("slowdown", "sgnpct"),
                      Column("error vs measured", "sgnpct")], "rows": rows},
         {"id": "nodes", "title": "Nodes",
-         "columns": [Column("node"), Column("rank", "int"), Column("compute mean (ns)", "{}"),
-                     Column("noise/phase (ns)", "{}"), Column("noise (ppm)", "{}"), Column("slowest in", "pct")],
+         "columns": [Column("node"), Column("rank", "int"), Column("compute mean", "ns"),
+                     Column("noise/phase", "ns"), Column("noise (ppm)", "ppm"), Column("slowest in", "pct")],
          "rows": [[n["node"], n["rank"], n["compute_mean_ns"], n["noise_mean_ns"], n["noise_ppm"], n["slowest_share"]]
                   for n in s["nodes"]]},
     ]
@@ -76,19 +76,19 @@ def _bsp_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
 def _measure_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         {"id": "nodes", "title": "Noise per node",
-         "columns": [Column("node"), Column("rank", "int"), Column("noise (ppm)", "{}"), Column("detours", "int"),
-                     Column("p99 (ns)", "{}"), Column("max (ns)", "{}"), Column("top source")],
+         "columns": [Column("node"), Column("rank", "int"), Column("noise (ppm)", "ppm"), Column("detours", "int"),
+                     Column("p99", "ns"), Column("max", "ns"), Column("top source")],
          "rows": [[r["node"], r["rank"], r["noise_ppm"], r["detours"], r["p99_ns"], r["max_ns"], r["top_source"]]
                   for r in s["nodes"]]},
         {"id": "sources", "title": "Sources by nodes hit",
-         "columns": [Column("source"), Column("nodes", "int"), Column("mean (ppm)", "{}"), Column("worst node"),
-                     Column("worst (ppm)", "{}")],
+         "columns": [Column("source"), Column("nodes", "int"), Column("mean (ppm)", "ppm"), Column("worst node"),
+                     Column("worst (ppm)", "ppm")],
          "rows": [[f"{x['kind']}:{x['name']}", x["nodes"], x["mean_ppm"], x["max_node"], x["max_ppm"]]
                   for x in s["sources"][:SOURCE_ROWS]]},
         {"id": "outliers", "title": "Outlier nodes", "empty": "none",
          "note": f"Method: {s['outlier_method']['name']}, cutoff {s['outlier_method']['cutoff']}.",
-         "columns": [Column("node"), Column("source"), Column("ppm", "{}"), Column("typical (ppm)", "{}"),
-                     Column("robust z", "{}")],
+         "columns": [Column("node"), Column("source"), Column("ppm", "ppm"), Column("typical (ppm)", "ppm"),
+                     Column("robust z", "{:.1f}")],
          "rows": [[o["node"], x["source"], x["ppm"], x["typical_ppm"], x["z"]]
                   for o in s["outliers"] for x in o["sources"]]},
     ]

@@ -32,7 +32,8 @@ from markupsafe import Markup
 from jitterscope import __version__
 from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_file
-from jitterscope.units import format_ns
+from jitterscope.humanize import duration_ns as format_ns
+from jitterscope.humanize import number, percent
 
 
 @dataclass(frozen=True)
@@ -76,20 +77,20 @@ class PageInfo:
 
 
 def fmt_value(v: Any, fmt: str | None) -> str:
-    """One number as a table shows it: int 1,234 | ns 1.2 µs | ppm 1,234.5 | pct 12.3% | sgnpct +1.2%
-    | `{…}` any str.format spec. None is an em dash."""
+    """One number as a table shows it (through humanize.py): int 1,234 | ns 1.2 µs | ppm 1,234
+    | pct 12.3% | sgnpct +1.2% | `{…}` any str.format spec. None is an em dash."""
     if v is None:
         return "—"
     if fmt == "int":
-        return f"{v:,.0f}"
+        return number(round(v))
     if fmt == "ns":
         return format_ns(float(v))
     if fmt == "ppm":
-        return f"{v:,.1f}"
+        return number(float(v))
     if fmt == "pct":
-        return f"{v * 100:.1f}%"
+        return percent(float(v))
     if fmt == "sgnpct":
-        return f"{v * 100:+.2f}%"
+        return ("+" if v >= 0 else "") + percent(float(v))
     if fmt and fmt.startswith("{"):
         return fmt.format(v)
     return str(v)
