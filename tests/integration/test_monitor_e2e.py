@@ -29,7 +29,7 @@ def _measure_missing() -> str | None:
 
 def _windows(url: str) -> int:
     text = urllib.request.urlopen(url, timeout=5).read().decode()
-    return int(re.search(r"^jitterscope_windows_total (\d+)$", text, re.M).group(1))
+    return int(float(re.search(r"^jitterscope_windows_total ([0-9.e+]+)$", text, re.MULTILINE).group(1)))
 
 
 @pytest.mark.skipif(_measure_missing() is not None, reason=str(_measure_missing()))
@@ -38,8 +38,10 @@ def test_metrics_endpoint_advances_and_sigterm_stops_cleanly(tmp_path):
                              "--interval", "1s", "--window", "300ms", "--port", "0", "--keep", "2",
                              "--history", str(tmp_path / "hist")], stderr=subprocess.PIPE, text=True)
     try:
-        line = proc.stderr.readline()
-        url = re.search(r"(http://127\.0\.0\.1:\d+/metrics)", line).group(1)
+        # The first line naming the URL (a journal recovery may print a line before it).
+        lines = iter(proc.stderr.readline, "")
+        found = next(m for m in (re.search(r"(http://127\.0\.0\.1:\d+/metrics)", ln) for ln in lines) if m)
+        url = found.group(1)
         deadline = time.monotonic() + 60
         first = _windows(url)
         while _windows(url) == first and time.monotonic() < deadline:

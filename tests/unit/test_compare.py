@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pytest
 from scipy import stats
 
-from tests.fixtures_runs import Injector, build_run  # noqa: E402
-
-from jitterscope.compare import compare_runs, from_run, pool, source_key  # noqa: E402
-from jitterscope.compare import stats as S  # noqa: E402
-from jitterscope.rundir import load_run  # noqa: E402
+from jitterscope.compare import compare_runs, from_run, pool, source_key
+from jitterscope.compare import stats as S
+from jitterscope.rundir import load_run
+from tests.fixtures_runs import Injector, build_run
 
 
 def test_rate_test_is_the_conditional_binomial_and_its_interval_covers_the_ratio():
@@ -42,6 +39,14 @@ def test_bh_matches_the_step_up_definition():
     p = [0.001, 0.04, 0.03, 0.5]
     # sorted 0.001, 0.03, 0.04, 0.5 -> m*p/rank = 0.004, 0.06, 0.0533, 0.5 -> monotone from the top
     assert S.bh_adjust(p) == pytest.approx([0.004, 0.0533333, 0.0533333, 0.5])
+    assert S.bh_adjust([0.02, float("nan")]) == pytest.approx([0.04, 1.0])  # an untestable p counts as 1
+
+
+def test_bh_agrees_with_statsmodels_on_ties_and_many_tests():
+    multitest = pytest.importorskip("statsmodels.stats.multitest", reason="statsmodels not installed")
+    rng = np.random.default_rng(5)
+    p = np.concatenate([rng.uniform(size=300), rng.uniform(0, 1e-4, 20), [0.5] * 10, [1.0, 0.0]])
+    assert S.bh_adjust(list(p)) == pytest.approx(list(multitest.multipletests(p, method="fdr_bh")[1]), abs=1e-12)
 
 
 def test_kworker_ids_match_across_boots():
@@ -119,6 +124,6 @@ def test_a_burst_is_not_read_as_many_independent_events():
     spread = np.zeros(30)
     spread[::3] = 2        # 20 occurrences spread over the run
     b, phi_b = S.rate_test(0, 3.0, 20, 3.0, base, burst)
-    s, phi_s = S.rate_test(0, 3.0, 20, 3.0, base, spread)
+    s, _ = S.rate_test(0, 3.0, 20, 3.0, base, spread)
     assert phi_b > 5 and b.p > 0.01
     assert s.p < 1e-4 and s.p < b.p

@@ -6,8 +6,6 @@ import io
 import re
 from pathlib import Path
 
-import pytest
-
 from jitterscope.monitor import Monitor, MonitorOptions
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History

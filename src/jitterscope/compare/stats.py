@@ -116,10 +116,9 @@ def block_test(base_blocks: np.ndarray, new_blocks: np.ndarray) -> float:
 
 
 def bh_adjust(pvalues: list[float]) -> list[float]:
-    """Benjamini-Hochberg adjusted p-values (q-values), same order."""
+    """Benjamini-Hochberg adjusted p-values (q-values), same order (scipy.stats.false_discovery_control).
+    A p-value that could not be computed (NaN) counts as 1."""
     if not pvalues:
         return []
-    from statsmodels.stats.multitest import multipletests
-
     p = np.nan_to_num(np.asarray(pvalues, dtype=float), nan=1.0)
-    return [float(q) for q in multipletests(p, method="fdr_bh")[1]]
+    return [float(q) for q in stats.false_discovery_control(p, method="bh")]

@@ -37,8 +37,8 @@ class Detector:
             if len(self._parts) >= self.needed:
                 self.baseline = pool(self._parts)
                 self._parts = []
-                return [f"baseline ready: {len(self.baseline.ids)} windows, "
-                        f"{self.baseline.exposure_ns / 1e9:.3g} CPU-seconds"]
+                return [(f"baseline ready: {len(self.baseline.ids)} windows, "
+                         f"{self.baseline.exposure_ns / 1e9:.3g} CPU-seconds")]
             return []
         res = diff(self.baseline, sample, self.th)
         return self._transitions(res)

@@ -8,16 +8,20 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, TextIO
+from typing import Any, TextIO
+
+from prometheus_client.exposition import generate_latest
 
 from jitterscope.compare import Thresholds
 from jitterscope.errors import JitterscopeError
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History
-from jitterscope.monitor.metrics import MonitorState, render_metrics, source_rows
+from jitterscope.monitor.metrics import MonitorState, registry_for, source_rows
+from jitterscope.monitor.server import ADDR, start_server
 from jitterscope.rundir import load_run
 
 MeasureFn = Callable[..., Path]
@@ -70,7 +74,8 @@ class Monitor:
         self.history = History(opts.history, opts.max_windows, opts.max_bytes)
         self.state = MonitorState(window_s=opts.window_s, interval_s=opts.interval_s)
         self.detector = Detector(opts.cpus, opts.baseline_windows, opts.thresholds)
-        self.metrics_text = render_metrics(self.state)
+        self.published = replace(self.state)   # what a scrape reads: a copy, swapped whole
+        self.registry = registry_for(lambda: self.published)
         self.stopping = False
 
     def log(self, msg: str) -> None:
@@ -94,7 +99,7 @@ class Monitor:
             if not (out / "summary.json").exists():
                 self.history.discard(out)  # half-written window: nothing to keep
             raise
-        except Exception as err:  # a failed window is logged and skipped, never fatal
+        except Exception as err:  # noqa: BLE001 (a failed window is logged and skipped, never fatal)
             os.sched_setaffinity(0, affinity)
             self.state.failures_total += 1
             self.history.discard(out)
@@ -127,17 +132,19 @@ class Monitor:
         self._publish()
 
     def _publish(self) -> None:
-        # One string swap: the server thread always sees a complete page.
-        self.metrics_text = render_metrics(self.state)
+        # One reference swap: a scrape in the server thread always sees one complete window.
+        self.published = replace(self.state)
+
+    @property
+    def metrics_text(self) -> str:
+        """The metrics as a scrape would get them now."""
+        return generate_latest(self.registry).decode("utf-8")
 
     def run(self) -> int:
-        from jitterscope.monitor.server import start_server
-
-        srv = start_server(self.opts.port, lambda: self.metrics_text)
-        host, port = srv.server_address[:2]
+        srv = start_server(self.opts.port, self.registry)
         self.log(f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {self.opts.window_s:g} s every "
                  f"{self.opts.interval_s:g} s; history {self.history.root} (<= {self.opts.max_windows} windows, "
-                 f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{host}:{port}/metrics")
+                 f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{ADDR}:{srv.server_port}/metrics")
         old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
         def stop(signum: int, _frame: Any) -> None:

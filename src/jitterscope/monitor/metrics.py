@@ -1,24 +1,30 @@
-"""Prometheus text exposition (format 0.0.4) of the monitor's state.
+"""The monitor's state as Prometheus metrics: a custom collector for prometheus_client.
 
 Per-window values are gauges of the latest window; counters run since start.
 Sources use compare's identity (kworker ids folded to kworker/N:*) and only
 the top ones are exported, so label sets stay bounded over a long run.
+prometheus_client writes the exposition format (escaping, content negotiation,
+OpenMetrics when a scraper asks for it); the metric names are documented in
+docs/commands/monitor.md.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from prometheus_client.core import (
+    CollectorRegistry,
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    Metric,
+)
+from prometheus_client.exposition import generate_latest
+
+from jitterscope.compare.sample import source_key
+
 TOP_SOURCES = 30
-
-
-def _esc(v: Any) -> str:
-    return str(v).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(**kv: Any) -> str:
-    return "{" + ",".join(f'{k}="{_esc(v)}"' for k, v in kv.items()) + "}" if kv else ""
 
 
 @dataclass
@@ -34,52 +40,71 @@ class MonitorState:
     sources: list[dict[str, Any]] = field(default_factory=list)  # [{kind, name, total_ns, count}]
 
 
-def render_metrics(st: MonitorState) -> str:
-    out: list[str] = []
+def _gauge(name: str, help_: str, value: float | None = None, labels: tuple[str, ...] = (),
+           samples: list[tuple[list[str], float]] | None = None) -> GaugeMetricFamily:
+    g = GaugeMetricFamily(name, help_, value=value, labels=list(labels) if labels else None)
+    for label_values, v in samples or []:
+        g.add_metric(label_values, v)
+    return g
 
-    def metric(name: str, kind: str, help_: str, samples: list[tuple[dict[str, Any], float]]) -> None:
-        out.append(f"# HELP {name} {help_}")
-        out.append(f"# TYPE {name} {kind}")
-        for labels, value in samples:
-            out.append(f"{name}{_labels(**labels)} {value:.10g}")
 
-    metric("jitterscope_windows_total", "counter", "Measurement windows completed.", [({}, st.windows_total)])
-    metric("jitterscope_window_failures_total", "counter", "Measurement windows that failed.",
-           [({}, st.failures_total)])
-    metric("jitterscope_lost_events_total", "counter", "Kernel trace events lost, all windows.",
-           [({}, st.lost_events_total)])
-    metric("jitterscope_window_seconds", "gauge", "Length of each measurement window.", [({}, st.window_s)])
-    metric("jitterscope_interval_seconds", "gauge", "Time between window starts.", [({}, st.interval_s)])
-    metric("jitterscope_regressed_sources", "gauge",
-           "Sources (and CPU totals) currently new or significantly worse than the baseline.", [({}, st.regressions)])
-    s = st.last
-    if s is not None:
-        cpus = s.get("cpus", {})
-        metric("jitterscope_last_window_end_seconds", "gauge", "Unix time the latest window ended.",
-               [({}, st.last_end_unix)])
-        metric("jitterscope_noise_ppm", "gauge", "Noise in the latest window: detour time per measured time, ppm.",
-               [({"cpu": c}, v.get("noise_ppm", 0.0)) for c, v in cpus.items()])
-        metric("jitterscope_detours", "gauge", "Detours in the latest window.",
-               [({"cpu": c}, v.get("detours", 0)) for c, v in cpus.items()])
-        metric("jitterscope_max_detour_ns", "gauge", "Longest detour in the latest window, ns.",
-               [({"cpu": c}, v.get("max_ns", 0)) for c, v in cpus.items()])
-        metric("jitterscope_lost_events", "gauge", "Kernel trace events lost in the latest window.",
-               [({}, s.get("lost_events", 0))])
-        metric("jitterscope_unexplained_share", "gauge",
-               "Share of the latest window's noise no traced activity explains (0-1).",
-               [({}, (s.get("unexplained") or {}).get("share", 0.0))])
+class MonitorCollector:
+    """Yields the metrics of `state()`, read once per scrape (the monitor swaps in a new state
+    object after each window, so one scrape never mixes two windows)."""
+
+    def __init__(self, state: Callable[[], MonitorState]) -> None:
+        self._state = state
+
+    def collect(self) -> Iterator[Metric]:
+        st = self._state()
+        yield CounterMetricFamily("jitterscope_windows_total", "Measurement windows completed.",
+                                  value=st.windows_total)
+        yield CounterMetricFamily("jitterscope_window_failures_total", "Measurement windows that failed.",
+                                  value=st.failures_total)
+        yield CounterMetricFamily("jitterscope_lost_events_total", "Kernel trace events lost, all windows.",
+                                  value=st.lost_events_total)
+        yield _gauge("jitterscope_window_seconds", "Length of each measurement window.", st.window_s)
+        yield _gauge("jitterscope_interval_seconds", "Time between window starts.", st.interval_s)
+        yield _gauge("jitterscope_regressed_sources",
+                     "Sources (and CPU totals) currently new or significantly worse than the baseline.",
+                     st.regressions)
+        s = st.last
+        if s is None:
+            return
+        cpus = sorted((s.get("cpus") or {}).items(), key=lambda kv: int(kv[0]))
+        yield _gauge("jitterscope_last_window_end_seconds", "Unix time the latest window ended.", st.last_end_unix)
+        yield _gauge("jitterscope_noise_ppm", "Noise in the latest window: detour time per measured time, ppm.",
+                     labels=("cpu",), samples=[([c], v.get("noise_ppm", 0.0)) for c, v in cpus])
+        yield _gauge("jitterscope_detours", "Detours in the latest window.",
+                     labels=("cpu",), samples=[([c], v.get("detours", 0)) for c, v in cpus])
+        yield _gauge("jitterscope_max_detour_ns", "Longest detour in the latest window, ns.",
+                     labels=("cpu",), samples=[([c], v.get("max_ns", 0)) for c, v in cpus])
+        yield _gauge("jitterscope_lost_events", "Kernel trace events lost in the latest window.",
+                     s.get("lost_events", 0))
+        yield _gauge("jitterscope_unexplained_share",
+                     "Share of the latest window's noise no traced activity explains (0-1).",
+                     (s.get("unexplained") or {}).get("share", 0.0))
         top = st.sources[:TOP_SOURCES]
-        metric("jitterscope_source_noise_ns", "gauge", "Time a source took inside detours in the latest window, ns.",
-               [({"kind": x["kind"], "name": x["name"]}, x["total_ns"]) for x in top])
-        metric("jitterscope_source_detours", "gauge", "Detours a source appeared in, latest window.",
-               [({"kind": x["kind"], "name": x["name"]}, x["count"]) for x in top])
-    return "\n".join(out) + "\n"
+        yield _gauge("jitterscope_source_noise_ns", "Time a source took inside detours in the latest window, ns.",
+                     labels=("kind", "name"), samples=[([x["kind"], x["name"]], x["total_ns"]) for x in top])
+        yield _gauge("jitterscope_source_detours", "Detours a source appeared in, latest window.",
+                     labels=("kind", "name"), samples=[([x["kind"], x["name"]], x["count"]) for x in top])
+
+
+def registry_for(state: Callable[[], MonitorState]) -> CollectorRegistry:
+    """A registry holding only the monitor's metrics (no process or platform collectors)."""
+    reg = CollectorRegistry(auto_describe=False)
+    reg.register(MonitorCollector(state))
+    return reg
+
+
+def render_metrics(st: MonitorState) -> str:
+    """The text exposition (format 0.0.4) of `st`, as a scrape sees it."""
+    return generate_latest(registry_for(lambda: st)).decode("utf-8")
 
 
 def source_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     """The latest window's sources keyed as compare keys them (kworker ids folded)."""
-    from jitterscope.compare.sample import source_key
-
     agg: dict[tuple[str, str], dict[str, Any]] = {}
     for x in summary.get("sources") or []:
         k = source_key(x["kind"], x["name"])

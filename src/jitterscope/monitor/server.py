@@ -1,50 +1,57 @@
-"""The metrics endpoint: HTTP on 127.0.0.1 only (never another interface)."""
+"""The metrics endpoint: prometheus_client's HTTP server on 127.0.0.1 only (never another interface).
+
+A scraper that hangs up mid-response is logged in one line (prometheus_client's
+server drops it silently, the standard library's would print a traceback); so is
+a request that fails for any other reason.
+"""
 
 from __future__ import annotations
 
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import start_http_server
+from prometheus_client.registry import Collector
 
 from jitterscope.errors import JitterscopeError
 
-CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+WSGIApp = Callable[[dict[str, Any], Any], Iterable[bytes]]
+ADDR = "127.0.0.1"
 
 
-class _Server(ThreadingHTTPServer):
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        """One line instead of socketserver's traceback: a scraper that hangs up is not our fault."""
-        err = sys.exc_info()[1]
-        if isinstance(err, (ConnectionError, TimeoutError)):
-            print(f"jitterscope: metrics client {client_address[0]}:{client_address[1]} disconnected "
-                  f"({type(err).__name__})", file=sys.stderr)
-        else:
-            print(f"jitterscope: metrics request from {client_address[0]} failed: {err!r}", file=sys.stderr)
+def _one_line_errors(app: WSGIApp) -> WSGIApp:
+    def logged(environ: dict[str, Any], start_response: Any) -> Iterable[bytes]:
+        client = environ.get("REMOTE_ADDR", "?")
+        try:
+            body = app(environ, start_response)
+        except Exception as err:  # noqa: BLE001 (any failure is one line and a 500, never a traceback)
+            print(f"jitterscope: metrics request from {client} failed: {err!r}", file=sys.stderr)
+            start_response("500 Internal Server Error", [("Content-Type", "text/plain")], sys.exc_info())
+            return [b"metrics unavailable\n"]
+        return _watched(body, client)
+
+    return logged
 
 
-def start_server(port: int, text: Callable[[], str]) -> ThreadingHTTPServer:
-    """Serve `text()` at /metrics on 127.0.0.1:port (0 = any free port) in a thread."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 (http.server's naming)
-            if self.path.split("?")[0] not in ("/metrics", "/"):
-                self.send_error(404, "try /metrics")
-                return
-            body = text().encode()
-            self.send_response(200)
-            self.send_header("Content-Type", CONTENT_TYPE)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args: object) -> None:  # scrapes are not worth a log line
-            pass
-
+def _watched(body: Iterable[bytes], client: str) -> Iterator[bytes]:
+    # The server closes the response unfinished (GeneratorExit here) only when writing it failed.
     try:
-        srv = _Server(("127.0.0.1", port), Handler)
+        yield from body
+    except GeneratorExit:
+        print(f"jitterscope: metrics client {client} disconnected before the response was sent", file=sys.stderr)
+        raise
+
+
+def start_server(port: int, registry: Collector) -> WSGIServer:
+    """Serve `registry` at http://127.0.0.1:port/metrics (0 = any free port) in a daemon thread;
+    the server's `server_port` is the port it got."""
+    try:
+        httpd, _thread = start_http_server(port, addr=ADDR, registry=registry)
     except OSError as err:
-        raise JitterscopeError(f"cannot serve metrics on 127.0.0.1:{port} ({err.strerror})") from None
-    srv.daemon_threads = True
-    threading.Thread(target=srv.serve_forever, name="metrics", daemon=True).start()
-    return srv
+        raise JitterscopeError(f"cannot serve metrics on {ADDR}:{port} ({err.strerror})") from None
+    app = httpd.get_app()
+    assert app is not None  # start_http_server always installs prometheus_client's app
+    httpd.set_app(_one_line_errors(app))
+    return httpd
