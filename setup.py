@@ -18,6 +18,11 @@ PROGRAMS = {
     "jitterscope-probe": ["probe.c"],
     "jitterscope-inject": ["inject.c"],
     "jitterscope-traceparse": ["traceparse.c"],
+    "jitterscope-pipeline": ["pipeline.c"],
+    # protect: the duty-cycling controller and its load generators (Syn 'C', pointer chase)
+    "jitterscope-protect": ["protect.c", "protect_loop.c", "protect_io.c"],
+    "jitterscope-synload": ["synload.c"],
+    "jitterscope-chase": ["chase.c"],
 }
 # Shared objects loaded with ctypes (the cluster bsp work loop runs in the rank's own thread).
 SHARED = {

@@ -33,7 +33,7 @@ static void die(const char *fmt, ...)
     exit(2);
 }
 
-static uint64_t parse_u64(const char *s, const char *what)
+static __attribute__((unused)) uint64_t parse_u64(const char *s, const char *what)
 {
     char *end;
     errno = 0;
@@ -46,7 +46,7 @@ static uint64_t parse_u64(const char *s, const char *what)
 /* Die with the parent: a killed jitterscope must not leave a program spinning
  * on a CPU.  SIGTERM, so the program still ends cleanly (finishes its files).
  * Returns 0, or -1 when the parent is already gone (then exit at once). */
-static int js_die_with_parent(void)
+static __attribute__((unused)) int js_die_with_parent(void)
 {
     pid_t parent = getppid();
     prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);

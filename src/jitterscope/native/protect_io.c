@@ -1,0 +1,594 @@
+/*
+ * Signals (what the control thread reads every Ts) and actuators (how it
+ * suspends a best-effort CPU's work) of jitterscope-protect.
+ *
+ * Signals: report (byte counters the programs publish in their report page),
+ * slack (the critical program's heartbeats against its deadline), pmu (LLC
+ * read/write events per CPU, x 64 B), resctrl (MBM mbm_total_bytes), cputime
+ * (perf task-clock of the best-effort tasks), noise (a short pointer chase
+ * timed on a protected CPU: its slowdown against the fastest seen), always
+ * (every sample is over: unconditional duty-cycling, for calibration).
+ * Actuators: rt (this thread spins at SCHED_FIFO), deadline (a SCHED_DEADLINE
+ * thread spins), signal (SIGSTOP/SIGCONT), file (a string written to a file:
+ * the cgroup freezer, resctrl MBA), cfs (cpu.cfs_quota_us / cpu.max).
+ */
+#include "protect.h"
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/perf_event.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define JS_PROGRAM "jitterscope-protect"
+#include "js_cli.h"
+
+_Atomic int64_t g_noise_ns, g_noise_min_ns = INT64_MAX;
+_Atomic uint64_t g_noise_seq;
+static volatile uint64_t g_noise_sink;
+
+/* ---- perf ------------------------------------------------------------------ */
+
+static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
+{
+    a->size = sizeof *a;
+    return (int)syscall(SYS_perf_event_open, a, pid, cpu, group, PERF_FLAG_FD_CLOEXEC);
+}
+
+static int64_t read_u64_fd(int fd)
+{
+    uint64_t v = 0;
+    if (read(fd, &v, sizeof v) != (ssize_t)sizeof v)
+        return -1;
+    return (int64_t)v;
+}
+
+/* LLC accesses (L2 misses reaching the LLC) for reads and writes on `cpu`, grouped.
+ * Returns the leader fd or -1 with errno set. */
+static int pmu_open(int cpu)
+{
+    struct perf_event_attr a;
+    memset(&a, 0, sizeof a);
+    a.type = g_cfg.pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
+    a.config = g_cfg.pmu_raw ? g_cfg.pmu_read_config
+        : (PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16));
+    a.read_format = PERF_FORMAT_GROUP;
+    int lead = perf_open(&a, -1, cpu, -1);
+    if (lead < 0)
+        return -1;
+    memset(&a, 0, sizeof a);
+    a.type = g_cfg.pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
+    a.config = g_cfg.pmu_raw ? g_cfg.pmu_write_config
+        : (PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_WRITE << 8) | (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16));
+    int w = perf_open(&a, -1, cpu, lead);
+    if (w < 0) {
+        int e = errno;
+        close(lead);
+        errno = e;
+        return -1;
+    }
+    return lead;
+}
+
+/* --check-pmu: can the LLC events be counted on `cpu`?  One JSON line either way. */
+int pmu_check(int cpu)
+{
+    int fd = pmu_open(cpu);
+    if (fd < 0) {
+        int e = errno;
+        printf("{\"ok\": false, \"errno\": %d, \"error\": \"%s\"}\n", e,
+               e == ENOENT ? "this kernel or CPU offers no such event (no hardware PMU here)" : strerror(e));
+        return 0;
+    }
+    close(fd);
+    printf("{\"ok\": true}\n");
+    return 0;
+}
+
+/* Every task of a process, or of every process in a process group, counted
+ * with a task-clock event that children created later inherit. */
+static void open_task_clocks(struct unit *u, pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)) && u->n_taskfds < MAX_TASKFDS) {
+        if (!isdigit((unsigned char)e->d_name[0]))
+            continue;
+        struct perf_event_attr a;
+        memset(&a, 0, sizeof a);
+        a.type = PERF_TYPE_SOFTWARE;
+        a.config = PERF_COUNT_SW_TASK_CLOCK;
+        a.inherit = 1;
+        int fd = perf_open(&a, atoi(e->d_name), -1, -1);
+        if (fd >= 0)
+            u->taskfds[u->n_taskfds++] = fd;
+    }
+    closedir(d);
+}
+
+static pid_t pgrp_of(const char *pid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%s/stat", pid);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    char *p = strrchr(buf, ')');
+    int pgrp = -1;
+    if (!p || sscanf(p + 2, "%*c %*d %d", &pgrp) != 1)
+        return -1;
+    return pgrp;
+}
+
+static void open_group_clocks(struct unit *u, pid_t pgid)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        if (isdigit((unsigned char)e->d_name[0]) && pgrp_of(e->d_name) == pgid)
+            open_task_clocks(u, atoi(e->d_name));
+    closedir(d);
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static int open_path(const char *path, int flags, const char *what)
+{
+    int fd = open(path, flags | O_CLOEXEC);
+    if (fd < 0)
+        die("cannot open %s %s: %s", what, path, strerror(errno));
+    return fd;
+}
+
+void io_setup_unit(struct unit *u)
+{
+    u->pmu_fd = u->act_fd = u->confirm_fd = u->dl_efd = -1;
+    for (int i = 0; i < u->n_targets; i++) {
+        if (u->targets[i].group)
+            open_group_clocks(u, u->targets[i].id);
+        else
+            open_task_clocks(u, u->targets[i].id);
+    }
+    if (g_cfg.signal == SIG_CPUTIME && !u->n_taskfds)
+        die("cannot count the CPU time of CPU %d's best-effort tasks (perf task-clock): %s", u->cpu,
+            u->n_targets ? strerror(errno) : "no process was given for it");
+    if (g_cfg.signal == SIG_PMU && (u->pmu_fd = pmu_open(u->cpu)) < 0)
+        die("cannot count LLC reads/writes on CPU %d: %s", u->cpu,
+            errno == ENOENT ? "no hardware PMU event here (use --signal report, slack, cputime or noise)"
+                            : strerror(errno));
+    for (int i = 0; i < u->n_mbm; i++)
+        u->mbm_fd[i] = open_path(u->mbm_path[i], O_RDONLY, "resctrl counter");
+    if (g_cfg.signal == SIG_RESCTRL && !u->n_mbm)
+        die("--signal resctrl needs an mbm_total_bytes file for CPU %d", u->cpu);
+    if (g_cfg.signal == SIG_REPORT && !u->n_pages)
+        die("--signal report needs a report page for CPU %d", u->cpu);
+    if (g_cfg.actuator == ACT_FILE || g_cfg.actuator == ACT_CFS) {
+        if (!u->act_path)
+            die("the actuator needs a file for CPU %d", u->cpu);
+        u->act_fd = open_path(u->act_path, O_WRONLY, "actuator file");
+    }
+    if (u->confirm_path)
+        u->confirm_fd = open_path(u->confirm_path, O_RDONLY, "confirmation file");
+    if (g_cfg.actuator == ACT_SIGNAL && !u->n_targets)
+        die("--actuator sigstop needs a process or group for CPU %d", u->cpu);
+}
+
+/* ---- signals ------------------------------------------------------------------ */
+
+static void page_sums(struct unit *u, uint64_t *r, uint64_t *w)
+{
+    *r = *w = 0;
+    for (int i = 0; i < u->n_pages; i++) {
+        *r += atomic_load_explicit(&u->pages[i]->read_bytes, memory_order_relaxed);
+        *w += atomic_load_explicit(&u->pages[i]->write_bytes, memory_order_relaxed);
+    }
+}
+
+static int64_t task_cpu(struct unit *u)
+{
+    int64_t sum = 0;
+    for (int i = 0; i < u->n_taskfds; i++) {
+        int64_t v = read_u64_fd(u->taskfds[i]);
+        if (v > 0)
+            sum += v;
+    }
+    return sum;
+}
+
+static int pmu_read(struct unit *u, int64_t out[2])
+{
+    uint64_t buf[3];
+    if (read(u->pmu_fd, buf, sizeof buf) != (ssize_t)sizeof buf || buf[0] != 2)
+        return -1;
+    out[0] = (int64_t)buf[1];
+    out[1] = (int64_t)buf[2];
+    return 0;
+}
+
+static uint64_t mbm_total(struct unit *u)
+{
+    uint64_t sum = 0;
+    char buf[32];
+    for (int i = 0; i < u->n_mbm; i++) {
+        ssize_t n = pread(u->mbm_fd[i], buf, sizeof buf - 1, 0);
+        if (n > 0) {
+            buf[n] = 0;
+            sum += strtoull(buf, NULL, 10);
+        }
+    }
+    return sum;
+}
+
+void io_baseline(struct unit *u)
+{
+    page_sums(u, &u->prev_read, &u->prev_write);
+    u->prev_cpu = task_cpu(u);
+    if (!u->samples) {  /* accounting starts once, at go */
+        u->acct_bytes = u->prev_read + u->prev_write;
+        u->acct_cpu = u->prev_cpu;
+    }
+    if (u->pmu_fd >= 0)
+        pmu_read(u, u->prev_pmu);
+    if (u->n_mbm)
+        u->prev_mbm = mbm_total(u);
+    if (g_cfg.crit)
+        u->beats_seen = atomic_load_explicit(&g_cfg.crit->beats, memory_order_acquire);
+}
+
+/* The largest latency among the heartbeats since the last sample (-1: none new). */
+static int64_t new_beats_max(struct unit *u)
+{
+    struct js_report_page *p = g_cfg.crit;
+    uint64_t b = atomic_load_explicit(&p->beats, memory_order_acquire), from = u->beats_seen;
+    if (b - from > JS_REPORT_BEATS)
+        from = b - JS_REPORT_BEATS;
+    int64_t mx = -1;
+    for (uint64_t i = from; i < b; i++) {
+        int64_t l = p->beat[i & (JS_REPORT_BEATS - 1)].latency_ns;
+        if (l > mx)
+            mx = l;
+    }
+    u->beats_seen = b;
+    return mx;
+}
+
+static void slack_signal(struct unit *u, struct jsp_sample *s, int *over, double *pressure)
+{
+    static _Thread_local int64_t held = -1;
+    int64_t deadline = g_cfg.deadline_ns ? g_cfg.deadline_ns : g_cfg.crit->deadline_ns;
+    int64_t l = new_beats_max(u);
+    if (l < 0) {
+        s->flags |= held < 0 ? JSP_S_NOSIGNAL : JSP_S_STALE;
+        l = held;
+    }
+    held = l;
+    s->metric = l;
+    int64_t limit = deadline - g_cfg.thr_slack_ns;  /* act when slack = deadline - latency <= threshold */
+    if (l < 0 || deadline <= 0 || limit <= 0)
+        return;
+    *pressure = (double)l / (double)limit;
+    *over = l >= limit;
+}
+
+static void noise_signal(struct jsp_sample *s, int *over, double *pressure)
+{
+    static _Thread_local uint64_t seen;
+    uint64_t seq = atomic_load(&g_noise_seq);
+    int64_t v = atomic_load(&g_noise_ns), base = atomic_load(&g_noise_min_ns);
+    if (!seq) {
+        s->flags |= JSP_S_NOSIGNAL;
+        return;
+    }
+    if (seq == seen)
+        s->flags |= JSP_S_STALE;
+    seen = seq;
+    s->metric = v;
+    double slow = (double)v / (double)base - 1.0;
+    *pressure = slow / g_cfg.thr_ratio;
+    *over = *pressure >= 1.0;
+}
+
+void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over, double *pressure)
+{
+    uint64_t r, w;
+    s->progress_bytes = -1;
+    s->cpu_ns = -1;
+    int64_t cpu_sig = 0;
+    if (u->n_pages) {
+        page_sums(u, &r, &w);
+        s->progress_bytes = (int64_t)(r + w - u->acct_bytes);   /* since the last sample, for accounting */
+        u->acct_bytes = r + w;
+        s->read_bytes = (int64_t)(r - u->prev_read);            /* since the window began, for the signal */
+        s->write_bytes = (int64_t)(w - u->prev_write);
+        u->prev_read = r;
+        u->prev_write = w;
+    }
+    if (u->n_taskfds) {
+        int64_t c = task_cpu(u);
+        s->cpu_ns = c - u->acct_cpu;
+        cpu_sig = c - u->prev_cpu;
+        u->acct_cpu = c;
+        u->prev_cpu = c;
+    }
+    *over = 0;
+    *pressure = 0;
+    switch (g_cfg.signal) {
+    case SIG_REPORT:
+        *over = bw_over((uint64_t)s->read_bytes, (uint64_t)s->write_bytes, window_ns, pressure);
+        break;
+    case SIG_PMU: {
+        int64_t v[2] = {0, 0};
+        if (pmu_read(u, v) == 0) {
+            s->read_bytes = (v[0] - u->prev_pmu[0]) * 64;
+            s->write_bytes = (v[1] - u->prev_pmu[1]) * 64;
+            u->prev_pmu[0] = v[0];
+            u->prev_pmu[1] = v[1];
+            *over = bw_over((uint64_t)s->read_bytes, (uint64_t)s->write_bytes, window_ns, pressure);
+        } else {
+            s->flags |= JSP_S_NOSIGNAL;
+        }
+        break;
+    }
+    case SIG_RESCTRL: {
+        uint64_t m = mbm_total(u);
+        s->read_bytes = (int64_t)(m - u->prev_mbm);
+        s->write_bytes = 0;
+        u->prev_mbm = m;
+        *over = bw_over((uint64_t)s->read_bytes, 0, window_ns, pressure);
+        break;
+    }
+    case SIG_SLACK:
+        slack_signal(u, s, over, pressure);
+        break;
+    case SIG_NOISE:
+        noise_signal(s, over, pressure);
+        break;
+    case SIG_ALWAYS:  /* persistent excess by decree: duty-cycle unconditionally (calibration) */
+        *over = 1;
+        *pressure = 1.0;
+        break;
+    case SIG_CPUTIME:
+        s->metric = cpu_sig;
+        *pressure = (double)cpu_sig / ((double)window_ns * g_cfg.thr_ratio);
+        *over = *pressure >= 1.0;
+        break;
+    default:
+        break;
+    }
+}
+
+/* CLOCK_MONOTONIC of the best-effort programs' last reported progress (INT64_MIN: no page). */
+int64_t io_last_progress(struct unit *u)
+{
+    if (!u->n_pages)
+        return INT64_MIN;
+    int64_t last = INT64_MIN;
+    for (int i = 0; i < u->n_pages; i++) {
+        int64_t t = atomic_load_explicit(&u->pages[i]->last_ns, memory_order_acquire);
+        if (t > last)
+            last = t;
+    }
+    return last;
+}
+
+/* ---- actuators ------------------------------------------------------------------- */
+
+static void write_str(int fd, const char *s)
+{
+    size_t n = strlen(s);
+    while (pwrite(fd, s, n, 0) < 0 && errno == EINTR) {}
+}
+
+static void signal_targets(struct unit *u, int sig)
+{
+    for (int i = 0; i < u->n_targets; i++)
+        kill(u->targets[i].group ? -u->targets[i].id : u->targets[i].id, sig);
+}
+
+void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs)
+{
+    switch (g_cfg.actuator) {
+    case ACT_DEADLINE: {
+        atomic_store(&u->dl_until, until_abs);
+        uint64_t one = 1;
+        if (write(u->dl_efd, &one, sizeof one) < 0) {}
+        break;
+    }
+    case ACT_SIGNAL:
+        signal_targets(u, SIGSTOP);
+        break;
+    case ACT_FILE:
+        write_str(u->act_fd, g_cfg.act_on);
+        break;
+    case ACT_CFS: {
+        /* share Ts/(Ts+S) of each CFS period; the kernel's minimum quota is 1 ms */
+        int64_t q = g_cfg.cfs_period_us * g_cfg.ts_ns / (g_cfg.ts_ns + s_ns);
+        char buf[64];
+        snprintf(buf, sizeof buf, g_cfg.act_on, (long long)(q < 1000 ? 1000 : q));  /* "%lld" or "%lld PERIOD" */
+        write_str(u->act_fd, buf);
+        u->throttled = 1;
+        break;
+    }
+    default:
+        break;
+    }
+}
+
+void act_release(struct unit *u, int at_sample)
+{
+    switch (g_cfg.actuator) {
+    case ACT_SIGNAL:
+        signal_targets(u, SIGCONT);
+        break;
+    case ACT_FILE:
+        write_str(u->act_fd, g_cfg.act_off);
+        break;
+    case ACT_CFS:
+        if (at_sample && u->throttled) {
+            write_str(u->act_fd, g_cfg.act_off);
+            u->throttled = 0;
+        }
+        break;
+    case ACT_DEADLINE:
+        atomic_store(&u->dl_until, 0);
+        break;
+    default:
+        break;
+    }
+}
+
+/* Did the stop take effect?  (The freezer reports FROZEN or `frozen 1` once every task is.) */
+int act_confirmed(struct unit *u)
+{
+    if (u->confirm_fd < 0 || !g_cfg.confirm_expect)
+        return 1;
+    char buf[256];
+    ssize_t n = pread(u->confirm_fd, buf, sizeof buf - 1, 0);
+    if (n <= 0)
+        return 0;
+    buf[n] = 0;
+    return strstr(buf, g_cfg.confirm_expect) != NULL;
+}
+
+void act_release_all(void)
+{
+    for (int i = 0; i < g_n_units; i++)
+        act_release(&g_units[i], 1);
+}
+
+/* ---- the SCHED_DEADLINE blocker ------------------------------------------------------ */
+
+struct js_sched_attr {
+    uint32_t size, sched_policy;
+    uint64_t sched_flags;
+    int32_t sched_nice;
+    uint32_t sched_priority;
+    uint64_t sched_runtime, sched_deadline, sched_period;
+};
+
+/* A thread pinned to the best-effort CPU with runtime S (+ margin) every Ts+S:
+ * woken by the control thread, it spins until told, above every other class. */
+void *dl_main(void *arg)
+{
+    struct unit *u = arg;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(u->cpu, &set);
+    int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    int64_t s = g_cfg.law == LAW_FIXED ? g_cfg.s_ns : g_cfg.s_max_ns;
+    struct js_sched_attr a = {.size = sizeof a, .sched_policy = 6 /* SCHED_DEADLINE */,
+                              .sched_runtime = (uint64_t)(s + s / 20 + 20000),
+                              .sched_deadline = (uint64_t)(g_cfg.ts_ns + s),
+                              .sched_period = (uint64_t)(g_cfg.ts_ns + s)};
+    if (!err && syscall(SYS_sched_setattr, 0, &a, 0) != 0)
+        err = errno;
+    if (err) {
+        snprintf(u->error, sizeof u->error, "cannot start the SCHED_DEADLINE blocker on CPU %d: %s%s", u->cpu,
+                 strerror(err), err == EPERM || err == EBUSY
+                 ? " (a deadline task must own its whole root domain: put CPU in an exclusive cpuset "
+                   "partition, or use --actuator rt)" : "");
+        atomic_store(&u->ready, -1);
+        return NULL;
+    }
+    pthread_setname_np(pthread_self(), "js-protect-dl");
+    atomic_store(&u->ready, 1);
+    uint64_t v;
+    while (!atomic_load(&g_stop)) {
+        if (read(u->dl_efd, &v, sizeof v) < 0 && errno != EINTR)
+            break;
+        int64_t until = atomic_load(&u->dl_until);
+        while (now_ns() < until && !atomic_load_explicit(&g_stop, memory_order_relaxed))
+            __builtin_ia32_pause();
+    }
+    return NULL;
+}
+
+/* ---- the noise probe ------------------------------------------------------------------- */
+
+/* A random cyclic walk over the probe buffer's cache lines: each step one dependent load. */
+static uint64_t *chase_build(uint64_t bytes)
+{
+    uint64_t lines = bytes / 64;
+    uint64_t *buf = aligned_alloc(64, lines * 64);
+    uint64_t *order = malloc(lines * sizeof *order);
+    if (!buf || !order)
+        die("cannot allocate the noise probe's %llu bytes", (unsigned long long)bytes);
+    for (uint64_t i = 0; i < lines; i++)
+        order[i] = i;
+    uint64_t x = 0x9E3779B97F4A7C15ull;
+    for (uint64_t i = lines - 1; i > 0; i--) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        uint64_t j = x % (i + 1), t = order[i];
+        order[i] = order[j];
+        order[j] = t;
+    }
+    for (uint64_t i = 0; i < lines; i++)
+        buf[order[i] * 8] = order[(i + 1) % lines] * 8;
+    free(order);
+    return buf;
+}
+
+void *noise_main(void *arg)
+{
+    struct unit *u = arg;  /* carries the probe's CPU and error slot */
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(g_cfg.noise_cpu, &set);
+    int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (!err && g_cfg.prio > 0) {
+        struct sched_param sp = {.sched_priority = g_cfg.prio};
+        err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+    }
+    if (err) {
+        snprintf(u->error, sizeof u->error, "cannot start the noise probe on CPU %d: %s", g_cfg.noise_cpu,
+                 strerror(err));
+        atomic_store(&u->ready, -1);
+        return NULL;
+    }
+    pthread_setname_np(pthread_self(), "js-protect-nz");
+    uint64_t *buf = chase_build(g_cfg.noise_bytes);
+    uint64_t idx = 0;
+    atomic_store(&u->ready, 1);
+    while (!atomic_load(&g_go) && !atomic_load(&g_stop))
+        usleep(1000);
+    int64_t next = now_ns();
+    while (!atomic_load(&g_stop)) {
+        next += g_cfg.ts_ns;
+        struct timespec ts = {next / 1000000000LL, next % 1000000000LL};
+        clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
+        int64_t best = INT64_MAX;
+        for (int rep = 0; rep < 3; rep++) {  /* the fastest of 3: an interrupt inflates one, not all */
+            int64_t a = now_ns();
+            for (uint64_t k = 0; k < g_cfg.noise_steps; k++)
+                idx = buf[idx];
+            int64_t d = now_ns() - a;
+            if (d < best)
+                best = d;
+        }
+        g_noise_sink = idx;  /* keeps the walk from being optimised away */
+        atomic_store(&g_noise_ns, best);
+        if (best < atomic_load(&g_noise_min_ns))
+            atomic_store(&g_noise_min_ns, best);
+        atomic_fetch_add(&g_noise_seq, 1);
+    }
+    free(buf);
+    return NULL;
+}

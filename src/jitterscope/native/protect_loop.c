@@ -1,0 +1,319 @@
+/*
+ * The control loop of jitterscope-protect, its laws and the replay clock.
+ *
+ * One control thread per best-effort CPU, pinned there at SCHED_FIFO above
+ * every best-effort task (thesis section 4.6.3).  Every Ts it reads the
+ * signal, applies the law and, when the law says so, suspends the CPU's
+ * best-effort work for S through the actuator, then resumes it and samples
+ * again Ts later.  Under persistent excess the best-effort share is therefore
+ * Ts/(Ts+S).  Every sample and every suspension becomes a record.
+ *
+ * Replay runs the same law on recorded counters in virtual time (no sleeping,
+ * no actuator), so its decisions are exactly reproducible.
+ */
+#include "protect.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <string.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- laws ------------------------------------------------------------------ */
+
+/* The suspension the law asks for (0: none).  fixed: S whenever the signal is
+ * at or over its threshold (thesis L1887-1892).  proportional (thesis future
+ * work, L3348-3355): S = clamp(gain * (pressure - 1) * Ts, S_min, S_max). */
+int64_t law_decide(int over, double pressure)
+{
+    if (!over)
+        return 0;
+    if (g_cfg.law == LAW_FIXED)
+        return g_cfg.s_ns;
+    double s = g_cfg.gain * (pressure - 1.0) * (double)g_cfg.ts_ns;
+    if (s < (double)g_cfg.s_min_ns)
+        s = (double)g_cfg.s_min_ns;
+    if (s > (double)g_cfg.s_max_ns)
+        s = (double)g_cfg.s_max_ns;
+    return (int64_t)s;
+}
+
+/* Over budget when bytes x 1e9 >= threshold x window in either direction,
+ * compared in exact integers (a threshold equal to the rate triggers). */
+int bw_over(uint64_t read_bytes, uint64_t write_bytes, int64_t window_ns, double *pressure)
+{
+    unsigned __int128 win = (unsigned __int128)(uint64_t)(window_ns > 0 ? window_ns : 1);
+    int over_r = g_cfg.thr_read && (unsigned __int128)read_bytes * 1000000000u >= g_cfg.thr_read * win;
+    int over_w = g_cfg.thr_write && (unsigned __int128)write_bytes * 1000000000u >= g_cfg.thr_write * win;
+    double pr = g_cfg.thr_read ? (double)read_bytes * 1e9 / ((double)g_cfg.thr_read * (double)win) : 0;
+    double pw = g_cfg.thr_write ? (double)write_bytes * 1e9 / ((double)g_cfg.thr_write * (double)win) : 0;
+    *pressure = pr > pw ? pr : pw;
+    return over_r || over_w;
+}
+
+int phase_on(int64_t t_rel)
+{
+    if (g_cfg.phase_ns <= 0)
+        return 1;
+    int64_t k = t_rel < 0 ? 0 : t_rel / g_cfg.phase_ns;
+    return (int)((k % 2 == 0) == (g_cfg.phase_first_on != 0));
+}
+
+/* ---- real time --------------------------------------------------------------- */
+
+static void sleep_until(int64_t t)
+{
+    struct timespec ts = {t / 1000000000LL, t % 1000000000LL};
+    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL) == EINTR)
+        if (atomic_load(&g_stop))
+            return;
+}
+
+static int64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The RT blocker never takes more of its CPU than the budget (below the
+ * kernel's sched_rt_runtime_us share): a token bucket refilled at that rate,
+ * charged with this thread's own CPU time (spinning and sampling alike). */
+#define RT_BUCKET_NS 10e6  /* in any 1 s window the blocker takes at most budget x 1 s + 10 ms */
+
+static int64_t rt_clip(struct unit *u, int64_t want, int64_t t)
+{
+    const double cap = RT_BUCKET_NS;
+    int64_t cpu = thread_cpu_ns();
+    u->tokens += g_cfg.rt_budget * (double)(t - u->tokens_t) - (double)(cpu - u->tokens_cpu);
+    if (u->tokens > cap)
+        u->tokens = cap;
+    u->tokens_t = t;
+    u->tokens_cpu = cpu;
+    if (u->tokens <= 0)
+        return 0;
+    return (double)want <= u->tokens ? want : (int64_t)u->tokens;
+}
+
+static void spin_until(int64_t t)
+{
+    while (now_ns() < t && !atomic_load_explicit(&g_stop, memory_order_relaxed))
+        __builtin_ia32_pause();
+}
+
+/* One suspension of `s` ns from now; returns when the program runs again. */
+static void suspend(struct unit *u, int64_t s)
+{
+    union jsp_record r;
+    memset(&r, 0, sizeof r);
+    r.x.kind = JSP_SUSPENSION;
+    r.x.cpu = (uint16_t)u->cpu;
+    r.x.requested_ns = s;
+    if (g_cfg.actuator == ACT_RT) {
+        int64_t got = rt_clip(u, s, now_ns());
+        if (got < s) {
+            r.x.flags |= JSP_X_CLIPPED;
+            u->clipped++;
+            s = got;
+            if (s <= 0)
+                return;
+        }
+    }
+    int64_t t = now_ns();
+    act_engage(u, s, t + s);
+    int64_t issued = now_ns();
+    if (g_cfg.actuator == ACT_RT)
+        spin_until(t + s);
+    else
+        sleep_until(t + s);
+    int64_t end = now_ns();
+    if (!act_confirmed(u)) {
+        r.x.flags |= JSP_X_UNCONFIRMED;
+        u->unconfirmed++;
+    }
+    int64_t last = io_last_progress(u);
+    act_release(u, 0);
+    int64_t resumed = now_ns();
+    r.x.t_ns = t - g_t0;
+    r.x.issue_ns = issued - t;
+    r.x.end_ns = end - g_t0;
+    r.x.resumed_ns = resumed - g_t0;
+    if (last == INT64_MIN) {
+        r.x.flags |= JSP_X_NOSTOP;
+        r.x.stopped_ns = INT64_MIN;
+    } else {
+        r.x.stopped_ns = last - t;
+    }
+    if (g_cfg.actuator == ACT_RT)
+        u->spin_ns += end - t;
+    u->suspended_ns += end - t;
+    u->suspensions++;
+    push(u, &r);
+}
+
+static int pin_and_schedule(struct unit *u)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(u->cpu, &set);
+    int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+    if (err) {
+        snprintf(u->error, sizeof u->error, "cannot pin the control thread to CPU %d: %s", u->cpu, strerror(err));
+        return -1;
+    }
+    char name[16];
+    snprintf(name, sizeof name, "js-protect/%d", u->cpu);
+    pthread_setname_np(pthread_self(), name);
+    if (g_cfg.prio > 0) {
+        struct sched_param sp = {.sched_priority = g_cfg.prio};
+        err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
+        if (err) {
+            snprintf(u->error, sizeof u->error, "cannot use SCHED_FIFO priority %d on CPU %d: %s%s",
+                     g_cfg.prio, u->cpu, strerror(err),
+                     err == EPERM ? " (needs root; a cgroup with cpu.rt_runtime_us = 0 also refuses it)" : "");
+            return -1;
+        }
+    }
+    return 0;
+}
+
+void *control_main(void *arg)
+{
+    struct unit *u = arg;
+    u->tid = gettid();
+    if (pin_and_schedule(u)) {
+        atomic_store(&u->ready, -1);
+        return NULL;
+    }
+    atomic_store(&u->ready, 1);
+    while (!atomic_load(&g_go))
+        if (atomic_load(&g_stop))
+            return NULL;
+        else
+            sleep_until(now_ns() + 1000000);
+    io_baseline(u);
+    int64_t prev = now_ns(), next = prev + g_cfg.ts_ns;
+    u->tokens_t = prev;
+    u->tokens_cpu = thread_cpu_ns();
+    u->tokens = RT_BUCKET_NS;
+    while (!atomic_load(&g_stop)) {
+        sleep_until(next);
+        if (atomic_load(&g_stop))
+            break;
+        int64_t t = now_ns();
+        union jsp_record r;
+        memset(&r, 0, sizeof r);
+        int over = 0;
+        double pressure = 0;
+        io_read(u, t - prev, &r.s, &over, &pressure);
+        int64_t s = law_decide(over, pressure);
+        r.s.kind = JSP_SAMPLE;
+        r.s.cpu = (uint16_t)u->cpu;
+        r.s.t_ns = t - g_t0;
+        r.s.window_ns = t - prev;
+        r.s.pressure_ppm = (int64_t)(pressure * 1e6);
+        if (phase_on(t - g_t0)) {
+            r.s.flags |= JSP_S_ON;
+        } else if (s) {
+            r.s.flags |= JSP_S_WOULD;
+            s = 0;
+        }
+        r.s.suspend_ns = s;
+        u->samples++;
+        u->over += over != 0;
+        push(u, &r);
+        if (s > 0) {
+            suspend(u, s);
+            io_baseline(u);  /* the next window is the Ts after the program runs again */
+            prev = now_ns();
+            next = prev + g_cfg.ts_ns;
+        } else {
+            if (g_cfg.actuator == ACT_CFS)
+                act_release(u, 1);
+            prev = t;
+            next += g_cfg.ts_ns;
+            if (next <= t)   /* woke more than Ts late: keep the grid, skip missed slots */
+                next += ((t - next) / g_cfg.ts_ns + 1) * g_cfg.ts_ns;
+        }
+    }
+    act_release(u, 1);
+    u->thread_cpu_ns = thread_cpu_ns();
+    return NULL;
+}
+
+/* ---- replay ---------------------------------------------------------------------- */
+
+/* Counter value at virtual time t, linearly interpolated between rows. */
+static uint64_t interp(const uint64_t *v, int64_t t)
+{
+    const int64_t *ts = g_cfg.rp_t;
+    size_t n = g_cfg.rp_n, lo = 0, hi = n - 1;
+    if (t <= ts[0])
+        return v[0];
+    if (t >= ts[n - 1])
+        return v[n - 1];
+    while (hi - lo > 1) {
+        size_t mid = (lo + hi) / 2;
+        if (ts[mid] <= t)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double f = (double)(t - ts[lo]) / (double)(ts[hi] - ts[lo]);
+    return v[lo] + (uint64_t)((double)(v[hi] - v[lo]) * f + 0.5);
+}
+
+/* The control loop in virtual time over the replayed counters: each window is
+ * exactly Ts, a suspension exactly S, and the records land in the same file. */
+void replay_run(struct unit *u)
+{
+    int64_t start = g_cfg.rp_t[0], end = g_cfg.rp_t[g_cfg.rp_n - 1];
+    int64_t prev = start, t = start + g_cfg.ts_ns;
+    while (t <= end && !atomic_load(&g_stop)) {
+        uint64_t r0 = interp(g_cfg.rp_r, prev), r1 = interp(g_cfg.rp_r, t);
+        uint64_t w0 = interp(g_cfg.rp_w, prev), w1 = interp(g_cfg.rp_w, t);
+        union jsp_record r;
+        memset(&r, 0, sizeof r);
+        r.s.kind = JSP_SAMPLE;
+        r.s.cpu = (uint16_t)u->cpu;
+        r.s.t_ns = t - start;
+        r.s.window_ns = t - prev;
+        r.s.read_bytes = (int64_t)(r1 - r0);
+        r.s.write_bytes = (int64_t)(w1 - w0);
+        r.s.cpu_ns = -1;
+        double pressure = 0;
+        int over = bw_over(r1 - r0, w1 - w0, r.s.window_ns, &pressure);
+        int64_t s = law_decide(over, pressure);
+        r.s.pressure_ppm = (int64_t)(pressure * 1e6);
+        if (phase_on(t - start)) {
+            r.s.flags |= JSP_S_ON;
+        } else if (s) {
+            r.s.flags |= JSP_S_WOULD;
+            s = 0;
+        }
+        r.s.suspend_ns = s;
+        u->samples++;
+        u->over += over;
+        push(u, &r);
+        if (s > 0) {
+            union jsp_record x;
+            memset(&x, 0, sizeof x);
+            x.x.kind = JSP_SUSPENSION;
+            x.x.cpu = (uint16_t)u->cpu;
+            x.x.flags = JSP_X_NOSTOP;
+            x.x.t_ns = t - start;
+            x.x.requested_ns = s;
+            x.x.stopped_ns = INT64_MIN;
+            x.x.end_ns = x.x.resumed_ns = t - start + s;
+            push(u, &x);
+            u->suspensions++;
+            u->suspended_ns += s;
+            prev = t + s;
+            t = prev + g_cfg.ts_ns;
+        } else {
+            prev = t;
+            t += g_cfg.ts_ns;
+        }
+    }
+}
