@@ -13,8 +13,11 @@ import sys
 import time
 from pathlib import Path
 
-from jitterscope.ptts import brute, exact, simulate, stats
-from jitterscope.ptts.model import load_model
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support: the brute-force reference
+
+from jitterscope.ptts import exact, simulate, stats  # noqa: E402
+from jitterscope.ptts.model import load_model  # noqa: E402
+from tests.support import brute  # noqa: E402
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "ptts"
 

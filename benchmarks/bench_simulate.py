@@ -7,14 +7,17 @@ from __future__ import annotations
 
 import math
 import platform
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 
-from jitterscope.simulate import Job, parse_noise, sample_max, simulate
-from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support: synthetic noise runs
+
+from jitterscope.simulate import Job, parse_noise, sample_max, simulate  # noqa: E402
+from tests.support.noise_runs import periodic_source, write_noise_run  # noqa: E402
 
 
 def machine() -> str:

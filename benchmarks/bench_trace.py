@@ -28,6 +28,7 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))   # tests.support: the context-switch storm
 
 from jitterscope import sysinfo  # noqa: E402
 from jitterscope.tracing.parse import parse_trace, run_parser  # noqa: E402
@@ -47,7 +48,7 @@ def record(cpu: int, seconds: float, out: Path) -> bool:
     if not ok:
         return False
     from jitterscope.journal import Journal
-    from jitterscope.tracing.loadgen import switch_storm
+    from tests.support.loadgen import switch_storm
     from jitterscope.tracing.session import TraceSession
 
     with Journal("bench-trace") as j, TraceSession([cpu], out, j, buffer_kb=32768):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+from tests.support.noise_runs import periodic_source, write_noise_run
 
 from .conftest import snapshot
 

@@ -7,7 +7,7 @@ import json
 import pytest
 from .conftest import jitterscope
 
-from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+from tests.support.noise_runs import periodic_source, write_noise_run
 
 RESULT_KEYS = {"nodes", "phases", "phase_s", "runtime_s", "ideal_s", "slowdown", "ci95_s"}
 

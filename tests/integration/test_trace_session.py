@@ -19,7 +19,7 @@ import pytest
 from .conftest import needs_tracing, probed_cpu
 
 from jitterscope.journal import Journal, recover_stale
-from jitterscope.tracing.loadgen import switch_storm
+from tests.support.loadgen import switch_storm
 from jitterscope.tracing.parse import parse_trace
 from jitterscope.tracing.session import INSTANCE_PREFIX, TraceSession
 from jitterscope.tracing.tracefs import find_tracefs

@@ -9,7 +9,7 @@ import pytest
 from jitterscope.config import ConfigModel, CpuList, Duration, Seed, load_config
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import load_run
-from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+from tests.support.noise_runs import periodic_source, write_noise_run
 
 
 class Inner(ConfigModel):

@@ -11,7 +11,7 @@ from scipy import stats
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import fit_delays, fit_run
 from jitterscope.simulate.fitting import _fit_gamma, _fit_weibull, gof_statistics
-from jitterscope.simulate.synthetic import Source, write_noise_run
+from tests.support.noise_runs import Source, write_noise_run
 
 
 def test_mle_matches_scipy():

@@ -7,7 +7,7 @@ import pytest
 from jitterscope import budget, outpath
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import engine
-from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+from tests.support.noise_runs import periodic_source, write_noise_run
 
 
 def test_guard_refuses_memory_and_time_naming_the_option(monkeypatch):

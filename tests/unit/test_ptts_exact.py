@@ -8,7 +8,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterscope.ptts import brute, exact
+from jitterscope.ptts import exact
+from tests.support import brute
 from jitterscope.ptts.model import load_model, model_from_dict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ptts"

@@ -20,7 +20,7 @@ from jitterscope.rundir import (
     write_json,
     write_table,
 )
-from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+from tests.support.noise_runs import periodic_source, write_noise_run
 
 
 def _run(tmp_path: Path, tracing: bool = True) -> Path:

@@ -98,7 +98,7 @@ def test_iid_fit_with_barrier_tracks_the_trace_driven_barrier(tmp_path):
     (beyond its CI) and at most 30% below.  The previous model (every round charged
     the maximum over all N nodes of a phase's delay) fails it at scale."""
     from jitterscope.simulate import Job, parse_noise, simulate
-    from jitterscope.simulate.synthetic import periodic_source, write_noise_run
+    from tests.support.noise_runs import periodic_source, write_noise_run
 
     r = 10e9
     run = write_noise_run(tmp_path / "noisy", [

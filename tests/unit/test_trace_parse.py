@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterscope.tracing import synth as S
+from tests.support import synth as S
 from jitterscope.tracing.parse import TraceData, lost_per_cpu, parse_trace
 
 try:

@@ -3,8 +3,8 @@
 Seed 003, chapter 5.  `model` reads the model file, `exact` computes the latency
 distribution and the frame-loss probability over one hyper-period, `simulate`
 is an independent Monte Carlo of the same system, `approx` adapts periods to
-shorten the hyper-period (section 5.7), `brute` enumerates every combination
-(the tests' reference), `plots` draws the figures.  The command is
+shorten the hyper-period (section 5.7), `plots` draws the figures; the tests'
+brute-force reference is tests/support/brute.py.  The command is
 `jitterscope ptts` (commands/ptts.py); the model file is documented in
 docs/commands/ptts.md.
 """

@@ -1,11 +1,13 @@
 """Write small run directories from synthetic noise timelines with known sources
-(for tests, examples and documentation of simulate/fit).
+(for tests, benchmarks and documentation of simulate/fit).
 
 `periodic_source(...)` makes one source's detours; `write_noise_run(...)` merges
 sources per CPU (coinciding detours become one detour whose time is split among
 its sources, as attribution.parquet does) and writes meta.json, summary.json,
 detours.parquet and (when traced) attribution.parquet and activity.parquet
 (each source's occurrences as kernel activity) through `jitterscope.rundir`.
+summary.json comes from the real builder (`measure.build.make_summary`), so it
+has every field a measured run's has.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 
+from jitterscope.measure.attribution import UNEXPLAINED, Attribution, attribute
+from jitterscope.measure.build import make_summary
 from jitterscope.rundir import base_meta, create_run_dir, write_json, write_table
 
 
@@ -93,15 +97,22 @@ def write_noise_run(path: str | Path, sources: list[Source], duration_s: float, 
         virtualization=None, options={"threshold_ns": 1000},
         tracing={"enabled": tracing, "reason": None if tracing else "disabled with --no-trace",
                  "clock": "x86-tsc" if tracing else None, "buffer_kb": None, "events": len(att_rows)},
-        lost_events=0, tsc_hz=1e9, t0_tsc=0, probe={})
-    noise = {str(c): float(det[det[:, 0] == c, 2].sum()) for c in cpus}
-    summary = {"run": {"id": run_dir.name, "host": "synthetic", "kernel": "synthetic",
-                       "start": meta["start"], "duration_s": duration_s, "threshold_ns": 1000,
-                       "tracing": tracing, "cpus": cpus},
-               "cpus": {c: {"noise_ns": v, "noise_ppm": v / dur_ns * 1e6,
-                            "detours": int((det[:, 0] == int(c)).sum())} for c, v in noise.items()},
-               "sources": [], "chains": [], "unexplained": {"count": 0, "total_ns": 0, "share": 0.0, "likely": ""},
-               "lost_events": 0}
+        lost_events=0, tsc_hz=1e9, t0_tsc=0, probe={}, steal_ns=0.0)
+    att = _attribution(att_rows if tracing else [], det)
+    summary = make_summary(meta, att, det[:, 0].astype(np.int32), det[:, 1], det[:, 2],
+                           {c: dur_ns for c in cpus}, {c: 10.0 for c in cpus}, {})
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return run_dir
+
+
+def _attribution(rows: list[tuple[int, int, str, str, int, int]], det: np.ndarray) -> Attribution:
+    """The attribution of `rows` (detour, cpu, kind, name, ns, offset); untraced, as measure
+    builds it: every detour wholly unexplained."""
+    if not rows:
+        return attribute(det[:, 0].astype(np.int32), det[:, 1], det[:, 2], np.zeros(0, np.int32),
+                         np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int32), [UNEXPLAINED])
+    sources = [UNEXPLAINED] + sorted({(r[2], r[3]) for r in rows} - {UNEXPLAINED})
+    code = {s: i for i, s in enumerate(sources)}
+    return Attribution(np.array([r[0] for r in rows], np.int64), np.array([code[(r[2], r[3])] for r in rows], np.int32),
+                       np.array([r[4] for r in rows], np.int64), np.array([r[5] for r in rows], np.int64), sources)
