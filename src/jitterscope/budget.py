@@ -12,6 +12,7 @@ the caller passes its own (e.g. ptts --max-time).
 from __future__ import annotations
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.humanize import seconds
 
 TIME_LIMIT_S = 600.0
 
@@ -29,13 +30,7 @@ def mem_available() -> int:
 
 
 def fmt_time(s: float) -> str:
-    if s < 120:
-        return f"{s:.0f} s"
-    if s < 7200:
-        return f"{s / 60:.0f} min"
-    if s < 2 * 86400:
-        return f"{s / 3600:.1f} h"
-    return f"{s / 86400:.3g} days"
+    return seconds(s)
 
 
 def fits(bytes_: float, seconds: float, time_limit_s: float = TIME_LIMIT_S) -> bool:

@@ -15,7 +15,7 @@ def test_guard_refuses_memory_and_time_naming_the_option(monkeypatch):
     budget.check("x", 1 << 30, 1.0, "use less")
     with pytest.raises(JitterscopeError, match=r"x needs ~5 GiB \(8 GiB available\); use less"):
         budget.check("x", 5 << 30, 1.0, "use less")
-    with pytest.raises(JitterscopeError, match=r"would take ~2.0 h here \(limit 10 min\); use less"):
+    with pytest.raises(JitterscopeError, match=r"would take ~2 h here \(limit 10 min\); use less"):
         budget.check("x", 1, 7200.0, "use less")
 
 

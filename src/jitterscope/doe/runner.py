@@ -35,6 +35,8 @@ from jitterscope.doe.factors import APPLY_ORDER
 from jitterscope.doe.plan import Plan
 from jitterscope.doe.response import MeasureResponse
 from jitterscope.errors import JitterscopeError
+from jitterscope.humanize import count
+from jitterscope.humanize import seconds as fmt_s
 from jitterscope.journal import Journal
 
 EXPERIMENT_FORMAT = "jitterscope-doe"
@@ -77,24 +79,17 @@ def describe_plan(plan: Plan) -> str:
         lines.append("  aliases: " + "  ".join(d.alias_name(e) for e in low_order))
     else:
         lines.append(f"design 2^{d.k} full factorial")
-    lines.append(f"{d.n} treatments x {plan.replications} replications = {plan.runs} runs in random order "
+    lines.append(f"{count(d.n, 'treatment')} x {count(plan.replications, 'replication')} = "
+                 f"{count(plan.runs, 'run')} in random order "
                  f"(seed {plan.seed}); about {fmt_s(plan.estimate_s())}")
     return "\n".join(lines)
-
-
-def fmt_s(s: float) -> str:
-    if s < 90:
-        return f"{s:.0f} s"
-    if s < 5400:
-        return f"{s / 60:.1f} min"
-    return f"{s / 3600:.1f} h"
 
 
 def check_budget(plan: Plan, yes: bool) -> None:
     est = plan.estimate_s()
     if est > plan.budget_s and not yes:
         raise JitterscopeError(
-            f"{plan.runs} runs take about {fmt_s(est)}, more than the plan's budget of {fmt_s(plan.budget_s)}: "
+            f"{count(plan.runs, 'run')} take about {fmt_s(est)}, more than the plan's budget of {fmt_s(plan.budget_s)}: "
             f"add --yes to run anyway, or use fewer factors, a fractional design or fewer replications")
 
 
@@ -176,7 +171,7 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
                     y, extra = plan.response.run(run_dir, fifo)
             except JitterscopeError as err:
                 raise JitterscopeError(f"run {i + 1} (treatment {labels[t]}): {err}; every change was undone, "
-                                       f"{len(done)} runs are kept: fix it and add --resume") from None
+                                       f"{count(len(done), 'finished run')} kept: fix it and add --resume") from None
             rec = {"run": i, "treatment": t, "label": labels[t], "rep": rep, "y": y, "levels": levels,
                    "start": started, "seconds": round(time.monotonic() - t0, 3), **extra}
             log.write(json.dumps(rec) + "\n")

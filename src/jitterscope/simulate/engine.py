@@ -15,6 +15,7 @@ import numpy as np
 
 from jitterscope import budget
 from jitterscope.errors import JitterscopeError
+from jitterscope.humanize import count, number, seconds
 from jitterscope.simulate.detours import Detours, detours_from_lengths
 from jitterscope.simulate.fitting import Fit, fit_delays
 from jitterscope.simulate.iid import simulate_iid
@@ -76,10 +77,11 @@ def check_trace_size(job: Job, what: str, simulations: int = 1, hit: float = 0.0
     n_mem = avail // 2 // BYTES_PER_NODE
     n_time = int(max(job.nodes) * TIME_LIMIT_S / secs) if secs > 0 else n_mem
     raise JitterscopeError(
-        f"trace-driven simulation of {max(job.nodes):.3g} nodes x {max(job.phases)} phases x "
-        f"{job.replications} replications{f' x {simulations} runs' if simulations > 1 else ''} needs "
-        f"~{mem / 2**30:.3g} GiB ({avail / 2**30:.3g} GiB available) and ~{budget.fmt_time(secs)} here; it fits up to "
-        f"~{min(n_mem, n_time):.2g} nodes (memory: {n_mem:.2g}, {TIME_LIMIT_S / 60:.0f} min: {n_time:.2g}); "
+        f"trace-driven simulation of {count(max(job.nodes), 'node')} x {count(max(job.phases), 'phase')} x "
+        f"{count(job.replications, 'replication')}{f' x {simulations} runs' if simulations > 1 else ''} needs "
+        f"~{mem / 2**30:.3g} GiB ({avail / 2**30:.3g} GiB available) and ~{seconds(secs)} here; it fits up to "
+        f"~{number(min(n_mem, n_time), 2)} nodes (memory: {number(n_mem, 2)}, {TIME_LIMIT_S / 60:.0f} min: "
+        f"{number(n_time, 2)}); "
         f"for more nodes use the i.i.d. fit of this run: --noise fit:{what}")
 
 
@@ -124,7 +126,7 @@ def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> 
                                f"{noise.period_ns / 1e9:g} s run: use a shorter phase or a longer run")
     n = len(noise.cpus or [0]) * noise.period_ns / (phase_s * 1e9)
     # the per-phase delays and a few working copies; bootstrap time per subsampled delay and replicate
-    budget.check(f"fitting {n:.3g} phases of {phase_s * 1e3:g} ms with {replicates} replicates", n * 8 * 6,
+    budget.check(f"fitting {count(round(n), 'phase')} of {seconds(phase_s)} with {count(replicates, 'replicate')}", n * 8 * 6,
                  n * 2e-6 + min(n, FIT_SUBSAMPLE) * replicates * FIT_S_PER_DRAW,
                  "use a longer --phase or fewer --replicates")
     delays = phase_delays(noise.timelines(), phase_s * 1e9) / 1e9

@@ -4,19 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from jitterscope.humanize import count, number, percent, plural
+from jitterscope.humanize import seconds as _t
+
 
 def _n(n: int) -> str:
-    return f"{n:,}" if n < 10**7 else f"{n:.3g}"
-
-
-def _t(s: float) -> str:
-    if s >= 100:
-        return f"{s:,.1f} s"
-    if s >= 1:
-        return f"{s:.4g} s"
-    if s >= 1e-3:
-        return f"{s * 1e3:.4g} ms"
-    return f"{s * 1e6:.4g} us"
+    return number(n) if n < 1e15 else f"{n:.3g}"
 
 
 def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
@@ -24,7 +17,7 @@ def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
     lines = [f"model: {m['description']}",
              f"job: phases of {_t(m['phase_s'])} work, sync {m['sync']}"
              + (f" (ceil(log2 N) rounds of {_t(m['link_latency_s'])})" if m["sync"] != "none" else "")
-             + f"; {m['replications']} replications, seed {m['seed']}"]
+             + f"; {count(m['replications'], 'replication')}, seed {m['seed']}"]
     if m.get("sync_noise"):
         lines.append(f"sync noise: {m['sync_noise']}")
     if m.get("fit"):
@@ -35,18 +28,18 @@ def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
         ci = r["ci95_s"]
         cis = f"[{_t(ci[0])}, {_t(ci[1])}]" if ci else "-"
         lines.append(f"{_n(r['nodes']):>14} {r['phases']:>8} {_t(r['runtime_s']):>12} {_t(r['ideal_s']):>12} "
-                     f"{r['slowdown'] * 100:>9.3g}%  {cis}")
+                     f"{percent(r['slowdown']):>10}  {cis}")
     bs = data.get("by_source")
     if bs:
         lines.append("")
-        lines.append(f"fix first, for {_n(bs['nodes'])} nodes x {bs['phases']} phases "
-                     f"(slowdown now {bs['baseline_slowdown'] * 100:.3g}%):")
+        lines.append(f"fix first, for {count(bs['nodes'], 'node')} x {count(bs['phases'], 'phase')} "
+                     f"(slowdown now {percent(bs['baseline_slowdown'])}):")
         lines.append(f"{'rank':>4}  {'source':<36} {'share of noise':>15} {'slowdown without':>17} {'saves':>9}")
         for s in bs["sources"]:
             src = f"{s['kind']}:{s['name']}"[:36]
-            share = f"{s['share'] * 100:.3g}% (#{s['share_rank']})"
-            lines.append(f"{s['rank']:>4}  {src:<36} {share:>15} {s['slowdown'] * 100:>16.3g}% "
-                         f"{s['reduction'] * 100:>7.3g}pp")
+            share = f"{percent(s['share'])} (#{s['share_rank']})"
+            lines.append(f"{s['rank']:>4}  {src:<36} {share:>15} {percent(s['slowdown']):>17} "
+                         f"{number(s['reduction'] * 100):>7}pp")
     for note in notes:
         lines.append(f"note: {note}")
     return "\n".join(lines)
@@ -54,11 +47,12 @@ def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
 
 def fit_text(data: dict[str, Any]) -> str:
     d = data["delays"]
-    lines = [f"run {data['run']}: {d['count']} phases of {_t(data['phase_s'])} on "
-             f"{'nodes' if any(isinstance(c, str) for c in d['cpus']) else 'CPUs'} {','.join(map(str, d['cpus']))}; delay mean {_t(d['mean_s'])}, p50 {_t(d['p50_s'])}, "
-             f"p99 {_t(d['p99_s'])}, max {_t(d['max_s'])}; {d['zero_fraction'] * 100:.3g}% met no noise",
-             f"goodness of fit on {data['gof']['sample']} positive delays, p-values by parametric bootstrap "
-             f"({data['gof']['replicates']} refitted replicates)", "",
+    where = "nodes" if any(isinstance(c, str) for c in d["cpus"]) else plural(len(d["cpus"]), "CPU")
+    lines = [(f"run {data['run']}: {count(d['count'], 'phase')} of {_t(data['phase_s'])} on "
+             f"{where} {','.join(map(str, d['cpus']))}; delay mean {_t(d['mean_s'])}, p50 {_t(d['p50_s'])}, "
+             f"p99 {_t(d['p99_s'])}, max {_t(d['max_s'])}; {percent(d['zero_fraction'])} met no noise"),
+             (f"goodness of fit on {count(data['gof']['sample'], 'positive delay')}, p-values by parametric "
+             f"bootstrap ({count(data['gof']['replicates'], 'refitted replicate')})"), "",
              f"{'rank':>4}  {'family':<12} {'KS D':>8} {'KS p':>7} {'AD A2':>9} {'AD p':>7}  fits  parameters"]
     for f in data["families"]:
         params = ", ".join(f"{k}={_p(k, v)}" for k, v in f["params"].items())
@@ -70,7 +64,7 @@ def fit_text(data: dict[str, Any]) -> str:
         lines.append(f"      {'GPD tail':<12} {t['ks']['statistic']:>8.4f} {t['ks']['p_value']:>7.3f} "
                      f"{t['ad']['statistic']:>9.3f} {t['ad']['p_value']:>7.3f}  {'yes' if t['fits'] else 'no ':<4}  "
                      f"xi={t['xi']:.3g}, scale={_t(t['scale_s'])} over {_t(t['threshold_s'])} "
-                     f"({t['exceedances']} exceedances)")
+                     f"({count(t['exceedances'], 'exceedance')})")
     lines += ["", f"verdict: {data['verdict']}", f"model for simulate: {data['best']['model']}"]
     return "\n".join(lines)
 
