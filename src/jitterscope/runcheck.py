@@ -112,6 +112,26 @@ class ClusterSummary(_Open):
     nodes: list[dict[str, Any]]
 
 
+class SyncTypeSummary(_Open):
+    count: Count = 0
+    jitter_ns: Count = 0
+    share: Number = 0.0
+
+
+class SyncSummary(_Open):
+    """`jitterscope sync` (docs/run-format.md, "sync runs")."""
+
+    run: dict[str, Any]
+    run_ns: Count = 0
+    sync_jitter_ns: Count = 0
+    types: dict[str, SyncTypeSummary] = {}
+    objects: list[dict[str, Any]] = []
+    critical_path: dict[str, Any] = {}
+    frames: dict[str, Any] = {}
+    dropped: Count = 0
+    lost_events: Count = 0
+
+
 M = TypeVar("M", bound=BaseModel)
 
 

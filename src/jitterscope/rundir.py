@@ -440,3 +440,19 @@ register_kind(RunKind(
                 ("phase_end_ns", pa.int64())]), required=_is_bsp)},
     summary=runcheck.ClusterSummary,
     doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets"))
+
+
+def _sync_kind() -> RunKind:
+    from jitterscope.sync import schema as S
+
+    return RunKind(
+        "sync",
+        tables={"threads": TableSpec(S.THREADS), "waits": TableSpec(S.WAITS), "jitter": TableSpec(S.JITTER),
+                "events": TableSpec(S.EVENTS), "segments": TableSpec(S.SEGMENTS),
+                "critical_path": TableSpec(S.CRITICAL_PATH), "frames": TableSpec(S.FRAMES),
+                "objects": TableSpec(S.OBJECTS), "causes": TableSpec(S.CAUSES, required=if_traced)},
+        summary=runcheck.SyncSummary,
+        doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path")
+
+
+register_kind(_sync_kind())

@@ -105,7 +105,7 @@ static void *lu_waiter(void *arg)
     pin(g_cpu);
     waiter_tid = gettid();
     for (int i = 0; i < K; i++) {
-        while (atomic_load(&stage) != 2 * i + 1)
+        while (atomic_load(&stage) < 2 * i + 1)
             sleep_ns(20000);
         pthread_mutex_lock(&m);          /* contended: the holder has it */
         pthread_mutex_unlock(&m);
@@ -134,7 +134,7 @@ static int run_lu(int hold)
             pthread_mutex_unlock(&m);    /* u_e: the waiter is runnable ... */
             spin_ns(200000);             /* ... but this FIFO thread keeps its CPU 200 us */
         }
-        while (atomic_load(&stage) != 2 * i + 2)
+        while (atomic_load(&stage) < 2 * i + 2)
             sleep_ns(20000);
     }
     pthread_join(w, NULL);
@@ -167,7 +167,7 @@ static int run_sw(int delay_ns)
     pthread_create(&w, NULL, sw_waiter, NULL);
     fifo(20);
     for (int i = 0; i < K; i++) {
-        while (atomic_load(&stage) != 2 * i + 1)
+        while (atomic_load(&stage) < 2 * i + 1)
             sleep_ns(20000);
         wait_sleeping(waiter_tid);
         pthread_mutex_lock(&m);
@@ -175,7 +175,7 @@ static int run_sw(int delay_ns)
         pthread_cond_signal(&cv);        /* s_e */
         pthread_mutex_unlock(&m);
         spin_ns(delay_ns);               /* the waiter is runnable, this FIFO thread keeps the CPU */
-        while (atomic_load(&stage) != 2 * i + 2)
+        while (atomic_load(&stage) < 2 * i + 2)
             sleep_ns(20000);
     }
     pthread_join(w, NULL);
@@ -313,7 +313,7 @@ static void *hl_waiter(void *arg)
 {
     (void)arg;
     for (int i = 0; i < K; i++) {
-        while (atomic_load(&stage) != 2 * i + 1)
+        while (atomic_load(&stage) < 2 * i + 1)
             sleep_ns(20000);
         pthread_mutex_lock(&m);
         pthread_mutex_unlock(&m);
@@ -332,7 +332,7 @@ static int run_holdlong(void)
         atomic_store(&stage, 2 * i + 1);
         spin_ns((int64_t)hold_ms * 1000000);
         pthread_mutex_unlock(&m);
-        while (atomic_load(&stage) != 2 * i + 2)
+        while (atomic_load(&stage) < 2 * i + 2)
             sleep_ns(20000);
     }
     pthread_join(w, NULL);

@@ -1,0 +1,218 @@
+"""The kernel cause of each late wake-up: the attribution engine on the program's threads.
+
+The trace (private instance on every CPU the program runs on) gives each CPU's
+time as segments owned by the innermost context.  For a jitter interval the
+attribution engine (measure/attribution.py) splits its time among them:
+
+* waiter side (lu, sw, bw, barw, jw): [release, w_x] on the CPU the waiter
+  returned on: idle (the vCPU's wake-up), another task or an interrupt running
+  there, or the waiter itself (`self`: its wake-up path, re-locking);
+* caller side (u, s, b, bar): [entry, exit] on the caller's CPU;
+* holder delay `hd` (an extension the paper's hardware could not see): for a
+  wait whose releaser was known, the releaser's *lost* time between the
+  waiter's entry and the release: interrupts inside its slices and the time it
+  sat preempted (runnable, its CPU taken: sched_switch prev_state), each piece
+  attributed on the CPU it lost;
+* non-synchronisation `ns` (seed App. C.2.4): every other lost piece of a
+  program thread, outside its wake-up intervals.
+
+The same threshold rule turns hd and ns pieces into jitter.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from jitterscope.measure.attribution import attribute, source_table
+from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
+
+SELF = ("self", "self")
+
+
+@dataclass
+class Timeline:
+    """The trace as the attribution engine needs it, in ns since t0."""
+
+    seg_cpu: np.ndarray
+    seg_start: np.ndarray
+    seg_end: np.ndarray
+    seg_src: np.ndarray
+    seg_pid: np.ndarray              # pid (tid) owning each segment's activity
+    sources: list[tuple[str, str]]
+    slices: dict[int, list[tuple[int, int, int, bool]]]  # tid -> [(cpu, start, end, preempted)]
+    lost_events: int
+    events: int
+    _by_cpu: dict[int, np.ndarray] | None = None
+
+    def on_cpu(self, cpu: int) -> np.ndarray:
+        """Indices of the segments of one CPU, in time order (segments are sorted by cpu, start)."""
+        if self._by_cpu is None:
+            self._by_cpu = {int(c): np.flatnonzero(self.seg_cpu == c) for c in np.unique(self.seg_cpu)}
+        return self._by_cpu.get(int(cpu), np.zeros(0, np.int64))
+
+
+def _ns(tsc: np.ndarray, t0: int, hz: float) -> np.ndarray:
+    return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0)) * (1e9 / hz)).round().astype(np.int64)
+
+
+def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int]) -> Timeline:
+    from jitterscope.tracing.parse import parse_trace
+
+    td = parse_trace(trace_dir)
+    act = td.activity
+    kinds = act.column("kind").combine_chunks()
+    names = act.column("name").combine_chunks()
+    pids = act.column("pid").to_numpy()
+    is_thread = np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
+    mine = is_thread & np.isin(pids, list(program_tids))
+    if mine.any():  # the program's threads by tid: "pigz (tid 4242)", so a waiter's own time is found
+        labels = pa.array([f"{n} (tid {p})" if m else n for n, p, m in zip(names.to_pylist(), pids, mine)],
+                          pa.string())
+    else:
+        labels = names
+    sources, codes = source_table(kinds, labels)
+    seg = td.segments
+    owner = np.asarray(seg["owner"]).astype(np.int64)
+    starts = _ns(act.column("start_tsc").to_numpy(), t0_tsc, hz)
+    ends = _ns(act.column("end_tsc").to_numpy(), t0_tsc, hz)
+    cpu = act.column("cpu").to_numpy()
+    pre = act.column("preempted").to_numpy(zero_copy_only=False) if "preempted" in act.column_names \
+        else np.zeros(act.num_rows, bool)
+    slices: dict[int, list[tuple[int, int, int, bool]]] = defaultdict(list)
+    for i in np.flatnonzero(mine):
+        slices[int(pids[i])].append((int(cpu[i]), int(starts[i]), int(ends[i]), bool(pre[i])))
+    for v in slices.values():
+        v.sort(key=lambda s: s[1])
+    return Timeline(np.asarray(seg["cpu"]).astype(np.int32), _ns(np.asarray(seg["start_tsc"]), t0_tsc, hz),
+                    _ns(np.asarray(seg["end_tsc"]), t0_tsc, hz), codes[owner] if len(owner) else codes[:0],
+                    pids[owner] if len(owner) else pids[:0], sources, dict(slices), int(td.lost_events),
+                    int(td.n_events))
+
+
+def lost_pieces(tl: Timeline, tid: int) -> list[tuple[int, int, int]]:
+    """(cpu, start, end) of the time thread `tid` lost: interrupts inside its slices,
+    and the gaps after a slice that ended with it still runnable (preempted)."""
+    out: list[tuple[int, int, int]] = []
+    sl = tl.slices.get(tid, [])
+    for k, (cpu, s, e, pre) in enumerate(sl):
+        sel = tl.on_cpu(cpu)
+        a = np.searchsorted(tl.seg_end[sel], s, side="right")
+        b = np.searchsorted(tl.seg_start[sel], e, side="left")
+        for j in sel[a:b]:
+            if tl.seg_pid[j] != tid or tl.sources[tl.seg_src[j]][0] != "thread":
+                lo, hi = max(s, int(tl.seg_start[j])), min(e, int(tl.seg_end[j]))
+                if hi > lo:
+                    out.append((cpu, lo, hi))
+        if pre and k + 1 < len(sl) and sl[k + 1][1] > e:
+            out.append((cpu, e, sl[k + 1][1]))
+    return out
+
+
+def _attribute(tl: Timeline, cpu: np.ndarray, start: np.ndarray, end: np.ndarray
+               ) -> list[list[tuple[str, str, int]]]:
+    """Per interval, [(kind, name, ns)] of the sources that owned its time."""
+    att = attribute(cpu, start, end - start, tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources)
+    out: list[list[tuple[str, str, int]]] = [[] for _ in range(len(start))]
+    for d, s, ns in zip(att.detour.tolist(), att.source.tolist(), att.ns.tolist()):
+        k, n = att.sources[s]
+        out[d].append((k, n, int(ns)))
+    return out
+
+
+def _self(name: str, tid: int) -> bool:
+    return name.endswith(f"(tid {tid})")
+
+
+def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str, Any]], program_tids: set[int],
+            threshold_ns: int, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
+    causes: list[dict[str, Any]] = []
+    sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
+    if sel:
+        parts = _attribute(tl, np.array([r["cpu"] for r in sel]), np.array([r["start_ns"] for r in sel]),
+                           np.array([r["end_ns"] for r in sel]))
+        for r, p in zip(sel, parts):
+            side = "waiter" if r["type"] in WAITER_TYPES else "caller"
+            for k, n, ns in p:
+                k, n = SELF if k == "thread" and _self(n, r["tid"]) else (k, n)
+                causes.append({"jitter": r["id"], "side": side, "kind": k, "name": n, "ns": ns})
+    pieces = {t: sorted(lost_pieces(tl, t), key=lambda x: x[1]) for t in program_tids}
+    piece_ends = {t: [e for _, _, e in p] for t, p in pieces.items()}   # disjoint per thread: sorted too
+    new: list[dict[str, Any]] = []
+    next_id = len(intervals)
+    # holder delay: the releaser's lost time while the waiter waited for it
+    hd_rows: list[tuple[dict[str, Any], list[tuple[int, int, int]]]] = []
+    for w in waits:
+        r = w["releaser_tid"]
+        if not r or w["release_ns"] is None or r not in pieces:
+            continue
+        a, b = w["enter_ns"], w["release_ns"]
+        lst, ends = pieces[r], piece_ends[r]
+        k = bisect.bisect_right(ends, a)
+        inside = []
+        while k < len(lst) and lst[k][1] < b:
+            c, s0, e0 = lst[k]
+            if min(e0, b) > max(s0, a):
+                inside.append((c, max(s0, a), min(e0, b)))
+            k += 1
+        if inside:
+            hd_rows.append((w, inside))
+    t_hd = np.array([sum(e - s for _, s, e in p) for _, p in hd_rows], dtype=np.int64)
+    for (w, p), t, j in zip(hd_rows, t_hd, jitter_of(t_hd, threshold_ns, mode)):
+        if j <= 0:
+            continue
+        row = {"id": next_id, "type": "hd", "pid": w["pid"], "tid": w["tid"], "obj": w["obj"],
+               "start_ns": w["enter_ns"], "end_ns": w["release_ns"], "t_ns": int(t), "jitter_ns": int(j),
+               "wait": w["wait"], "releaser_tid": w["releaser_tid"], "cpu": p[0][0], "site": 0}
+        new.append(row)
+        _book(tl, row, p, "holder", causes)
+        next_id += 1
+    # non-synchronisation: lost pieces outside the thread's own wake-up intervals
+    wake: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    for r in intervals:
+        if r["type"] in WAITER_TYPES:
+            wake[r["tid"]].append((r["start_ns"], r["end_ns"]))
+    pids = {w["tid"]: w["pid"] for w in waits}
+    for t, p in pieces.items():
+        wk = sorted(wake.get(t, []))
+        starts = [s for s, _ in wk]
+        reach = list(np.maximum.accumulate([e for _, e in wk])) if wk else []
+
+        def in_wake(x: int) -> bool:
+            k = bisect.bisect_right(starts, x) - 1
+            return k >= 0 and reach[k] > x
+
+        p = [x for x in p if not in_wake(x[1])]
+        if not p:
+            continue
+        tt = np.array([e - s for _, s, e in p], dtype=np.int64)
+        for x, v, j in zip(p, tt, jitter_of(tt, threshold_ns, mode)):
+            if j <= 0:
+                continue
+            row = {"id": next_id, "type": "ns", "pid": pids.get(t, 0), "tid": t, "obj": 0, "start_ns": x[1],
+                   "end_ns": x[2], "t_ns": int(v), "jitter_ns": int(j), "wait": None, "releaser_tid": None,
+                   "cpu": x[0], "site": 0}
+            new.append(row)
+            _book(tl, row, [x], "thread", causes)
+            next_id += 1
+    return new, causes
+
+
+def _book(tl: Timeline, row: dict[str, Any], pieces: list[tuple[int, int, int]], side: str,
+          causes: list[dict[str, Any]]) -> None:
+    parts = _attribute(tl, np.array([c for c, _, _ in pieces]), np.array([s for _, s, _ in pieces]),
+                       np.array([e for _, _, e in pieces]))
+    total: dict[tuple[str, str], int] = defaultdict(int)
+    for p in parts:
+        for k, n, ns in p:
+            total[(k, n)] += ns
+    for (k, n), ns in total.items():
+        causes.append({"jitter": row["id"], "side": side, "kind": k, "name": n, "ns": ns})

@@ -1,0 +1,154 @@
+"""Critical-path jitter (spec A.5; seed 000 sec. 4.1.4) and frames (A.4).
+
+Two readings of "the critical path's jitter":
+
+* counter rule (the paper's, default): each thread accumulates its own jitter;
+  a created thread starts with its creator's count; a join sets the joiner's
+  count to max(joiner, joined); with `merge_at_barrier` ([impl]) every
+  participant of a barrier round takes the round's maximum.  The program's
+  critical-path jitter is the main thread's count at its end.
+* happens-before walk: from the main thread's end, step back through the
+  thread's last wait to the thread that released it (at the release), through
+  a thread's start to its creator (at the create); the steps partition the run
+  time into `run`, `wake` (release -> waiter back) and `create` pieces, and the
+  jitter on the path is the jitter booked inside those pieces.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import numpy as np
+
+from jitterscope.sync.model import latest_before, releaser_of
+
+MAX_STEPS = 1_000_000
+
+
+def barrier_rounds(intervals: list[dict[str, Any]]) -> list[tuple[int, list[int]]]:
+    """(release time, participants) of every complete barrier round."""
+    rounds: dict[tuple[int, int, int], set[int]] = defaultdict(set)
+    ends: dict[tuple[int, int, int], int] = {}
+    for r in intervals:
+        if r["type"] == "barw":
+            key = (r["pid"], r["obj"], r["start_ns"])
+            rounds[key] |= {r["tid"], r["releaser_tid"]}
+            ends[key] = max(ends.get(key, r["end_ns"]), r["end_ns"])
+    return [(ends[k], sorted(v)) for k, v in rounds.items()]
+
+
+def counter_rule(rows: list[dict[str, Any]], intervals: list[dict[str, Any]], root: int,
+                 merge_at_barrier: bool = False) -> dict[str, Any]:
+    """The paper's jitter-count propagation; returns the root thread's count and every thread's."""
+    ops: list[tuple[int, int, str, Any]] = []
+    for r in intervals:
+        if r["jitter_ns"] > 0:
+            ops.append((r["end_ns"], 0, "add", (r["tid"], r["jitter_ns"])))
+    for t in rows:
+        if t["creator_tid"]:
+            ops.append((t["create_ns"] if t["create_ns"] is not None else t["start_ns"], 1, "create",
+                        (t["creator_tid"], t["tid"])))
+        if t["joined_by"]:
+            ops.append((t["join_ns"], 2, "join", (t["joined_by"], t["tid"])))
+    if merge_at_barrier:
+        for end, tids in barrier_rounds(intervals):
+            ops.append((end, 2, "merge", tids))
+    ops.sort(key=lambda o: (o[0], o[1]))
+    count: dict[int, int] = defaultdict(int)
+    for _, _, op, arg in ops:
+        if op == "add":
+            count[arg[0]] += arg[1]
+        elif op == "create":
+            count[arg[1]] = count[arg[0]] + count.get(arg[1], 0)
+        elif op == "join":
+            count[arg[0]] = max(count[arg[0]], count[arg[1]])
+        else:
+            top = max(count[t] for t in arg)
+            for t in arg:
+                count[t] = top
+    return {"jitter_ns": int(count.get(root, 0)), "per_thread": {int(k): int(v) for k, v in count.items()}}
+
+
+def walk(rows: list[dict[str, Any]], waits: list[dict[str, Any]], root: int) -> list[dict[str, Any]]:
+    """The happens-before critical path, from the root thread's end back to its start."""
+    by_tid = {r["tid"]: r for r in rows}
+    per = releaser_of(waits)
+    if root not in by_tid:
+        return []
+    cur, t = root, int(by_tid[root]["end_ns"])
+    steps: list[dict[str, Any]] = []
+    for _ in range(MAX_STEPS):
+        th = by_tid[cur]
+        start = int(th["start_ns"])
+        w = latest_before(per.get(cur, []), t)
+        if w is not None and w["exit_ns"] > start and w["releaser_tid"] in by_tid \
+                and w["release_ns"] >= by_tid[w["releaser_tid"]]["start_ns"] and w["release_ns"] < t:
+            steps.append({"tid": cur, "kind": "run", "start_ns": w["exit_ns"], "end_ns": t, "wait": -1})
+            steps.append({"tid": cur, "kind": "wake", "start_ns": w["release_ns"], "end_ns": w["exit_ns"],
+                          "wait": w["wait"]})
+            cur, t = w["releaser_tid"], int(w["release_ns"])
+            continue
+        steps.append({"tid": cur, "kind": "run", "start_ns": start, "end_ns": t, "wait": -1})
+        creator = th["creator_tid"]
+        if creator in by_tid and th["create_ns"] is not None and th["create_ns"] < start:
+            steps.append({"tid": cur, "kind": "create", "start_ns": int(th["create_ns"]), "end_ns": start,
+                          "wait": -1})
+            cur, t = creator, int(th["create_ns"])
+            continue
+        break
+    steps = [s for s in reversed(steps) if s["end_ns"] > s["start_ns"] or s["kind"] == "wake"]
+    for k, s in enumerate(steps):
+        s["step"] = k
+    return steps
+
+
+def path_jitter(steps: list[dict[str, Any]], intervals: list[dict[str, Any]]) -> int:
+    """Book each step's jitter: a wake step carries its wait's jitter; a run step the
+    jitter of its thread's own intervals inside it (pro rata where they straddle it)."""
+    by_wait = {r["wait"]: r for r in intervals if r.get("wait") is not None and r["type"] != "hd"}
+    own: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for r in intervals:
+        if r["jitter_ns"] > 0 and r.get("wait") is None:
+            own[r["tid"]].append(r)
+    total = 0
+    for s in steps:
+        j = 0.0
+        if s["kind"] == "wake":
+            r = by_wait.get(s["wait"])
+            j = r["jitter_ns"] if r else 0
+        elif s["kind"] == "run":
+            for r in own.get(s["tid"], []):
+                ov = min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])
+                span = r["end_ns"] - r["start_ns"]
+                if ov > 0 and span > 0:
+                    j += r["jitter_ns"] * ov / span
+        s["jitter_ns"] = int(round(j))
+        total += s["jitter_ns"]
+    return total
+
+
+def frames(events_frame_times: np.ndarray, frame_ids: np.ndarray, run_start: int, run_end: int,
+           intervals: list[dict[str, Any]], steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Frames between consecutive marks (any thread); without marks, the whole run is one frame."""
+    order = np.argsort(events_frame_times, kind="stable")
+    marks = events_frame_times[order]
+    ids = frame_ids[order]
+    if len(marks) < 2:
+        bounds = [(0, run_start, run_end)]
+    else:
+        bounds = [(int(ids[k]), int(marks[k]), int(marks[k + 1])) for k in range(len(marks) - 1)]
+    ends = np.array([r["end_ns"] for r in intervals if r["jitter_ns"] > 0], dtype=np.int64)
+    jit = np.array([r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0], dtype=np.int64)
+    out = []
+    for k, (fid, a, b) in enumerate(bounds):
+        sel = (ends > a) & (ends <= b)
+        pj = 0.0
+        for s in steps:
+            ov = min(s["end_ns"], b) - max(s["start_ns"], a)
+            span = s["end_ns"] - s["start_ns"]
+            if ov > 0 and span > 0:
+                pj += s.get("jitter_ns", 0) * ov / span
+        out.append({"frame": k, "id": fid, "start_ns": a, "end_ns": b, "jitter_ns": int(jit[sel].sum()),
+                    "path_jitter_ns": int(round(pj))})
+    return out

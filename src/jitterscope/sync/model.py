@@ -1,0 +1,380 @@
+"""The paper's event model: interposer records -> threads, waits and jitter intervals.
+
+Section A.2-A.3 of the spec (seed 000, "Architectural Support for Handling
+Jitter in Shared Memory based Parallel Applications", Table 1, Fig. 6, App.
+C.2).  Every wait names the thread that released it:
+
+  lu   lock-unlock      l_x(sleeping acquirer) - u_e(last unlock of that mutex before l_x)
+  u    unlock           u_x - u_e (unlocks that had sleepers)
+  sw   signal-wait      w_x - s_e (oldest pending signal stamp, FIFO per condvar)
+  s    signal           s_x - s_e
+  bw   broadcast-wait   w_x - b_e (b_e stamps every waiter registered then)
+  b    broadcast        b_x - b_e
+  barw barrier-wait     return - arrival of the round's last arriver (glibc's barrier is futex-based)
+  bar  barrier          the last arriver's own return - arrival
+  jw   join-wait        j_x - the joined thread's exit (an extension: the paper has no join type)
+
+An interval T becomes jitter by the threshold rule (A.3.3): N = threshold
+(default 10 us), strict T > N; `excess` (default) books T - N, `whole` books
+T.  Unmatched waits (spurious wake-ups, timeouts, a signal not seen) are
+counted, never guessed.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitterscope.sync import records as R
+
+MODES = ("excess", "whole")
+WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw")
+RELEASER_TYPES = ("u", "s", "b", "bar")
+SYNC_TYPES = WAITER_TYPES + RELEASER_TYPES
+LOCK_OPS = {R.LOCK: "lock", R.RDLOCK: "rdlock", R.WRLOCK: "wrlock"}
+UNLOCK_OF = {R.LOCK: R.UNLOCK, R.RDLOCK: R.RWUNLOCK, R.WRLOCK: R.RWUNLOCK}
+
+
+@dataclass
+class Options:
+    """Every [impl]/[D] choice of the spec, with its default (docs/commands/sync.md)."""
+
+    threshold_ns: int = 10_000        # base N = threshold theta (A.3.3)
+    mode: str = "excess"              # excess: T - N; whole: T (A.3.3)
+    lu_sleep_only: bool = True        # lu only when the acquirer slept (A.3.5 step 3)
+    merge_at_barrier: bool = False    # critical-path counters merge at barriers (A.5 [impl])
+
+
+def jitter_of(t_ns: np.ndarray | int, threshold_ns: int, mode: str) -> np.ndarray:
+    """The threshold rule: T > N counts; excess books T - N, whole books T."""
+    t = np.asarray(t_ns, dtype=np.int64)
+    over = t > threshold_ns
+    return np.where(over, t - threshold_ns if mode == "excess" else t, 0).astype(np.int64)
+
+
+@dataclass
+class Events:
+    """All processes' records, ns since t0, sorted by (enter, exit)."""
+
+    pid: np.ndarray
+    tid: np.ndarray
+    op: np.ndarray
+    obj: np.ndarray
+    aux: np.ndarray
+    site: np.ndarray
+    enter: np.ndarray
+    exit: np.ndarray
+    cpu: np.ndarray
+    flags: np.ndarray
+    result: np.ndarray
+    processes: list[dict[str, Any]] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.enter)
+
+
+def load_events(logs: list[R.ProcessLog], t0_tsc: int, hz: float) -> Events:
+    """Concatenate every process's records and convert TSC to ns since t0."""
+    recs = [lg.records for lg in logs]
+    pids = [np.full(len(lg.records), lg.pid, np.int32) for lg in logs]
+    rec = np.concatenate(recs) if recs else np.zeros(0, R.RECORD_DTYPE)
+    pid = np.concatenate(pids) if pids else np.zeros(0, np.int32)
+
+    def ns(tsc: np.ndarray) -> np.ndarray:
+        return ((tsc.astype(np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
+
+    enter, exit_ = ns(rec["enter_tsc"]), ns(rec["exit_tsc"])
+    order = np.lexsort((exit_, enter))
+    procs = [{"pid": lg.pid, "ppid": int(lg.header["ppid"]), "comm": lg.comm, "complete": lg.complete,
+              "records": int(len(lg.records)), "dropped": int(lg.header["dropped"]),
+              "threads": int(lg.header["threads"]), "start_ns": int(ns(np.array([lg.header["start_tsc"]]))[0]),
+              "end_ns": int(ns(np.array([lg.header["end_tsc"]]))[0]) if lg.complete else None,
+              "file": lg.path.name} for lg in logs]
+    return Events(pid[order], rec["tid"][order].astype(np.int32), rec["type"][order].astype(np.int16),
+                  rec["obj"][order], rec["aux"][order], rec["site"][order], enter[order], exit_[order],
+                  rec["cpu"][order].astype(np.int32), rec["flags"][order].astype(np.int32),
+                  rec["result"][order], procs)
+
+
+def _comm(obj: int, aux: int) -> str:
+    raw = int(obj).to_bytes(8, "little") + int(aux).to_bytes(8, "little")
+    return raw.split(b"\0")[0].decode(errors="replace")
+
+
+def threads(ev: Events) -> list[dict[str, Any]]:
+    """One row per thread: creator, create/start/end times, who joined it when."""
+    rows: dict[int, dict[str, Any]] = {}
+    last: dict[int, int] = {}
+    for i in range(len(ev)):
+        t = int(ev.tid[i])
+        last[t] = max(last.get(t, -(1 << 62)), int(ev.exit[i]))
+    for p in ev.processes:  # the main thread starts with the process
+        rows[p["pid"]] = {"pid": p["pid"], "tid": p["pid"], "name": p["comm"], "creator_tid": 0, "create_ns": None,
+                          "start_ns": p["start_ns"], "end_ns": None, "joined_by": 0, "join_ns": None}
+    creates: dict[tuple[int, int], int] = {}     # (pid, seq) -> event index of CREATE
+    handles: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # (pid, pthread_t) -> [(time, seq)]
+    seq_tid: dict[tuple[int, int], int] = {}
+    for i in np.flatnonzero(ev.op == R.CREATE):
+        if ev.result[i] == 0:
+            creates[(int(ev.pid[i]), int(ev.aux[i]))] = int(i)
+            handles[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
+    for i in np.flatnonzero(ev.op == R.START):
+        pid, tid, seq = int(ev.pid[i]), int(ev.tid[i]), int(ev.aux[i])
+        c = creates.get((pid, seq))
+        seq_tid[(pid, seq)] = tid
+        rows[tid] = {"pid": pid, "tid": tid, "name": "", "creator_tid": int(ev.obj[i]),
+                     "create_ns": int(ev.enter[c]) if c is not None else None, "start_ns": int(ev.enter[i]),
+                     "end_ns": None, "joined_by": 0, "join_ns": None}
+    for i in np.flatnonzero(ev.op == R.EXIT):
+        r = rows.get(int(ev.tid[i]))
+        if r is not None and r["end_ns"] is None:
+            r["end_ns"] = int(ev.enter[i])
+            r["name"] = _comm(int(ev.obj[i]), int(ev.aux[i])) or r["name"]
+    for i in np.flatnonzero(ev.op == R.JOIN):
+        child = join_target(ev, int(i), handles, seq_tid)
+        if child is not None and child in rows and ev.result[i] == 0:
+            rows[child]["joined_by"] = int(ev.tid[i])
+            rows[child]["join_ns"] = int(ev.exit[i])
+    for t, r in rows.items():
+        if r["end_ns"] is None:  # crashed, exec'd or killed: its last record
+            r["end_ns"] = last.get(t, r["start_ns"])
+    return sorted(rows.values(), key=lambda r: (r["start_ns"], r["tid"]))
+
+
+def join_target(ev: Events, i: int, handles: dict[tuple[int, int], list[tuple[int, int]]],
+                seq_tid: dict[tuple[int, int], int]) -> int | None:
+    """The tid a JOIN waited for: the latest create of that pthread_t before the join (handles are reused)."""
+    cands = handles.get((int(ev.pid[i]), int(ev.obj[i])), [])
+    best = None
+    for t, seq in cands:
+        if t <= ev.enter[i]:
+            best = seq
+    return seq_tid.get((int(ev.pid[i]), best)) if best is not None else None
+
+
+@dataclass
+class Matched:
+    waits: list[dict[str, Any]]
+    intervals: list[dict[str, Any]]   # every T, jitter or not
+    unmatched: dict[str, int]
+
+
+class _Builder:
+    def __init__(self, ev: Events, opts: Options) -> None:
+        self.ev, self.opts = ev, opts
+        self.waits: list[dict[str, Any]] = []
+        self.intervals: list[dict[str, Any]] = []
+        self.unmatched: dict[str, int] = defaultdict(int)
+
+    def wait(self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None) -> int:
+        ev = self.ev
+        self.waits.append({"wait": len(self.waits), "pid": int(ev.pid[i]), "tid": int(ev.tid[i]), "op": op,
+                           "obj": int(ev.obj[i]), "enter_ns": int(ev.enter[i]), "release_ns": release,
+                           "exit_ns": int(ev.exit[i]), "releaser_tid": releaser, "releaser_event": rel_event,
+                           "event": int(i)})
+        return len(self.waits) - 1
+
+    def interval(self, typ: str, i: int, start: int, end: int, wait: int | None, releaser: int | None,
+                 tid: int | None = None, obj: int | None = None) -> None:
+        ev = self.ev
+        self.intervals.append({"type": typ, "pid": int(ev.pid[i]), "tid": int(ev.tid[i]) if tid is None else tid,
+                               "obj": int(ev.obj[i]) if obj is None else obj, "start_ns": int(start),
+                               "end_ns": int(end), "t_ns": int(end - start), "wait": wait,
+                               "releaser_tid": releaser, "cpu": int(ev.cpu[i]), "site": int(ev.site[i])})
+
+
+def _by_obj(ev: Events, ops: tuple[int, ...]) -> dict[tuple[int, int], list[int]]:
+    out: dict[tuple[int, int], list[int]] = defaultdict(list)
+    for i in np.flatnonzero(np.isin(ev.op, ops)):
+        out[(int(ev.pid[i]), int(ev.obj[i]))].append(int(i))
+    return out
+
+
+def _locks(b: _Builder) -> None:
+    ev = b.ev
+    unlocks = _by_obj(ev, (R.UNLOCK, R.RWUNLOCK))   # indices in enter order (ev is sorted)
+    starts = {k: ev.enter[np.array(v)] for k, v in unlocks.items()}
+    for i in np.flatnonzero(np.isin(ev.op, list(LOCK_OPS))):
+        i = int(i)
+        if ev.result[i] != 0:
+            b.unmatched["lock_failed"] += 1
+            continue
+        key = (int(ev.pid[i]), int(ev.obj[i]))
+        lst = unlocks.get(key, [])
+        cand: list[int] = []
+        if lst:
+            k = int(np.searchsorted(starts[key], ev.exit[i], side="right")) - 1
+            while k >= 0 and ev.enter[lst[k]] >= ev.enter[i]:
+                j = lst[k]
+                if ev.op[j] == UNLOCK_OF[int(ev.op[i])] and ev.tid[j] != ev.tid[i]:
+                    cand = [j]
+                    break
+                k -= 1
+        if not cand:
+            b.wait(i, LOCK_OPS[int(ev.op[i])], None, None, None)
+            b.unmatched["lock_no_unlock"] += 1
+            continue
+        j = cand[-1]  # modify-timestamp semantics: the last unlock before l_x
+        w = b.wait(i, LOCK_OPS[int(ev.op[i])], int(ev.enter[j]), int(ev.tid[j]), j)
+        if b.opts.lu_sleep_only and not ev.flags[i] & R.SF_SLEPT:
+            b.unmatched["lock_not_slept"] += 1
+            continue
+        b.interval("lu", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
+    for i in np.flatnonzero(np.isin(ev.op, (R.UNLOCK, R.RWUNLOCK))):
+        b.interval("u", int(i), int(ev.enter[i]), int(ev.exit[i]), None, None)
+
+
+def _conds(b: _Builder) -> None:
+    """Per condvar in time order: waiters register at w_e, a signal claims the oldest
+    unclaimed waiter and pushes its s_e onto a FIFO, a broadcast stamps every
+    waiter registered then, w_x takes its broadcast stamp or the oldest pending signal."""
+    ev = b.ev
+    for (pid, obj), idx in _by_obj(ev, (R.COND_WAIT, R.COND_SIGNAL, R.COND_BROADCAST)).items():
+        steps: list[tuple[int, int, int]] = []   # (time, order, event): exits after entries at equal times
+        for i in idx:
+            if ev.op[i] == R.COND_WAIT:
+                steps += [(int(ev.enter[i]), 0, i), (int(ev.exit[i]), 2, i)]
+            else:
+                steps.append((int(ev.enter[i]), 1, i))
+        steps.sort()
+        registered: dict[int, list[Any]] = {}      # wait event -> [state, stamp, stamp event]
+        fifo: list[tuple[int, int]] = []
+        for t, kind, i in steps:
+            if kind == 0:
+                registered[i] = [None, None, None]
+            elif kind == 1:
+                op = int(ev.op[i])
+                b.interval("s" if op == R.COND_SIGNAL else "b", i, int(ev.enter[i]), int(ev.exit[i]), None, None)
+                free = [w for w, st in registered.items() if st[0] is None]
+                if not free:
+                    b.unmatched["signal_no_waiter"] += 1
+                elif op == R.COND_SIGNAL:
+                    registered[free[0]][0] = "sig"
+                    fifo.append((t, i))
+                else:
+                    for w in free:
+                        registered[w] = ["bc", t, i]
+            else:
+                st = registered.pop(i, [None, None, None])
+                if ev.result[i] != 0:
+                    b.unmatched["wait_timed_out"] += 1
+                    continue
+                if st[0] == "bc":
+                    j = st[2]
+                    w = b.wait(i, "cond", st[1], int(ev.tid[j]), j)
+                    b.interval("bw", i, st[1], int(ev.exit[i]), w, int(ev.tid[j]))
+                elif fifo and fifo[0][0] <= t:
+                    ts, j = fifo.pop(0)
+                    w = b.wait(i, "cond", ts, int(ev.tid[j]), j)
+                    b.interval("sw", i, ts, int(ev.exit[i]), w, int(ev.tid[j]))
+                else:
+                    b.wait(i, "cond", None, None, None)
+                    b.unmatched["wait_spurious"] += 1
+
+
+def _barriers(b: _Builder) -> None:
+    """Rounds of `count` arrivals in arrival order (a thread can only arrive for the
+    next round after the round's last arriver really arrived, so order keeps rounds)."""
+    ev = b.ev
+    counts: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    for i in np.flatnonzero(ev.op == R.BARRIER_INIT):
+        counts[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
+    for key, idx in _by_obj(ev, (R.BARRIER_WAIT,)).items():
+        idx = sorted(idx, key=lambda i: (int(ev.enter[i]), i))
+        inits = counts.get(key) or [(0, len({int(ev.tid[i]) for i in idx}))]
+        pos = 0
+        while pos < len(idx):
+            t = int(ev.enter[idx[pos]])
+            n = [c for ts, c in inits if ts <= t][-1] if any(ts <= t for ts, _ in inits) else inits[0][1]
+            rnd = idx[pos:pos + max(1, n)]
+            pos += max(1, n)
+            if len(rnd) < n:
+                b.unmatched["barrier_incomplete_round"] += len(rnd)
+                break
+            last = rnd[-1]
+            for i in rnd[:-1]:
+                w = b.wait(i, "barrier", int(ev.enter[last]), int(ev.tid[last]), last)
+                b.interval("barw", i, int(ev.enter[last]), int(ev.exit[i]), w, int(ev.tid[last]))
+            b.interval("bar", last, int(ev.enter[last]), int(ev.exit[last]), None, None)
+
+
+def _joins(b: _Builder, rows: list[dict[str, Any]]) -> None:
+    ev = b.ev
+    by_tid = {r["tid"]: r for r in rows}
+    handles: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
+    seq_tid: dict[tuple[int, int], int] = {}
+    for i in np.flatnonzero(ev.op == R.CREATE):
+        handles[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
+    for i in np.flatnonzero(ev.op == R.START):
+        seq_tid[(int(ev.pid[i]), int(ev.aux[i]))] = int(ev.tid[i])
+    for i in np.flatnonzero(ev.op == R.JOIN):
+        i = int(i)
+        child = join_target(ev, i, handles, seq_tid)
+        if child is None or child not in by_tid or ev.result[i] != 0:
+            b.unmatched["join_unknown_thread"] += 1
+            continue
+        end = int(by_tid[child]["end_ns"])
+        if end <= ev.enter[i]:
+            continue  # the thread had ended: the join did not wait
+        w = b.wait(i, "join", end, child, None)
+        b.interval("jw", i, end, int(ev.exit[i]), w, child, obj=child)
+
+
+def match(ev: Events, rows: list[dict[str, Any]], opts: Options) -> Matched:
+    """Waits (with their releaser) and every interval T of the paper's types."""
+    b = _Builder(ev, opts)
+    _locks(b)
+    _conds(b)
+    _barriers(b)
+    _joins(b, rows)
+    b.intervals.sort(key=lambda r: (r["start_ns"], r["end_ns"]))
+    t = np.array([r["t_ns"] for r in b.intervals], dtype=np.int64)
+    for r, j in zip(b.intervals, jitter_of(t, opts.threshold_ns, opts.mode)):
+        r["jitter_ns"] = int(j)
+    for k, r in enumerate(b.intervals):
+        r["id"] = k
+    return Matched(b.waits, b.intervals, dict(b.unmatched))
+
+
+def segments(rows: list[dict[str, Any]], waits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per thread, the stretches between its blocking waits: what it computed (wall time)."""
+    per: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for w in waits:
+        per[w["tid"]].append(w)
+    out = []
+    for r in rows:
+        t, at, after = r["start_ns"], r["start_ns"], -1
+        for w in sorted(per.get(r["tid"], []), key=lambda w: w["enter_ns"]):
+            if w["enter_ns"] > at:
+                out.append({"pid": r["pid"], "tid": r["tid"], "start_ns": at, "end_ns": w["enter_ns"],
+                            "after_wait": after})
+            at, after = max(at, w["exit_ns"]), w["wait"]
+        if r["end_ns"] is not None and r["end_ns"] > at:
+            out.append({"pid": r["pid"], "tid": r["tid"], "start_ns": at, "end_ns": r["end_ns"], "after_wait": after})
+        del t
+    return out
+
+
+def releaser_of(waits: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+    """Waits by waiting thread, sorted by exit (for the critical-path walk)."""
+    per: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for w in waits:
+        per[w["tid"]].append(w)
+    for v in per.values():
+        v.sort(key=lambda w: w["exit_ns"])
+    return per
+
+
+def latest_before(waits: list[dict[str, Any]], t: int) -> dict[str, Any] | None:
+    """The last wait (by exit) ending at or before t with a known releaser."""
+    exits = [w["exit_ns"] for w in waits]
+    k = bisect.bisect_right(exits, t) - 1
+    while k >= 0:
+        if waits[k]["release_ns"] is not None and waits[k]["releaser_tid"]:
+            return waits[k]
+        k -= 1
+    return None

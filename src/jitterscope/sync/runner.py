@@ -1,0 +1,177 @@
+"""`jitterscope sync -- CMD`: the lifecycle (measure's shape, with a program instead of the probe).
+
+check the command → create the run directory → journal → private trace
+instance on the program's CPUs → run CMD with libjssync.so preloaded (its
+stdin/stdout/stderr are the user's; Ctrl-C and SIGTERM reach it, not us) →
+wait → stop the trace → analyse (sync/build.py) → the program's exit code.
+The raw logs (`sync-raw/`) and trace (`trace/`) are written before any
+analysis and kept, so a crash of the program or of the analysis loses nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from jitterscope import sysinfo
+from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
+from jitterscope.native_bin import native_bin
+from jitterscope.rundir import base_meta, create_run_dir
+from jitterscope.sync.model import Options
+from jitterscope.sync.records import LIBRARY
+
+
+@dataclass
+class SyncOptions:
+    command: list[str]
+    out_dir: Path
+    analysis: Options = field(default_factory=Options)
+    cpus: list[int] | None = None        # CPUs the program may use (default: all online)
+    trace: bool = True
+    buffer_kb: int = 8192
+    report: bool = True
+    command_line: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+def check_command(cmd: list[str]) -> str:
+    """The program's path; one-line errors for a missing, non-executable or static program."""
+    if not cmd:
+        raise JitterscopeError("no command: give it after --, e.g. jitterscope sync -- ./myprog args")
+    path = shutil.which(cmd[0])
+    if path is None:
+        raise JitterscopeError(f"{cmd[0]}: command not found")
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as err:
+        raise JitterscopeError(f"{path}: cannot read ({err.strerror})") from None
+    if head[:4] == b"\x7fELF" and not _dynamic(path, head):
+        raise JitterscopeError(f"{path} is statically linked: the interposer cannot attach (LD_PRELOAD needs a "
+                               f"dynamically linked program)")
+    return path
+
+
+def _dynamic(path: str, head: bytes) -> bool:
+    """Whether an ELF file asks for a program interpreter (PT_INTERP): the dynamic loader does LD_PRELOAD."""
+    if head[4] != 2:          # only 64-bit ELF here
+        return True
+    phoff = int.from_bytes(head[32:40], "little")
+    phentsize, phnum = int.from_bytes(head[54:56], "little"), int.from_bytes(head[56:58], "little")
+    with open(path, "rb") as f:
+        f.seek(phoff)
+        table = f.read(phentsize * phnum)
+    return any(int.from_bytes(table[k * phentsize:k * phentsize + 4], "little") == 3 for k in range(phnum))
+
+
+def _tracing_state(trace: bool) -> tuple[bool, str | None]:
+    if not trace:
+        return False, "disabled with --no-trace"
+    from jitterscope.tracing.tracefs import tracing_available
+
+    return tracing_available()
+
+
+def program_env(raw_dir: Path, cpus: list[int]) -> dict[str, str]:
+    """The program's environment: the interposer preloaded, its output directory, the writer's CPUs."""
+    env = dict(os.environ)
+    lib = str(native_bin(LIBRARY))
+    env["LD_PRELOAD"] = f"{lib}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else lib
+    env["JS_SYNC_DIR"] = str(raw_dir.resolve())
+    spare = sorted(set(sysinfo.online_cpus()) - set(cpus))
+    if spare:
+        env["JS_SYNC_WRITER_CPUS"] = ",".join(map(str, spare))
+    return env
+
+
+def run_program(cmd: list[str], env: dict[str, str], cpus: list[int] | None) -> tuple[int, bool]:
+    """Run CMD to its end; SIGINT/SIGTERM sent to us go to it.  Returns (exit code, interrupted)."""
+    aff = set(cpus) if cpus else None
+    try:
+        proc = subprocess.Popen(cmd, env=env, preexec_fn=(lambda: os.sched_setaffinity(0, aff)) if aff else None)
+    except OSError as err:
+        raise JitterscopeError(f"{cmd[0]}: cannot run ({err.strerror})") from None
+    got: list[int] = []
+
+    def forward(sig: int, _frame: Any) -> None:
+        got.append(sig)
+        with contextlib.suppress(ProcessLookupError):
+            proc.send_signal(sig)
+
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    try:
+        while True:
+            try:
+                rc = proc.wait()
+                break
+            except InterruptedError:
+                continue
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    return (128 - rc if rc < 0 else rc), bool(got) or rc in (-signal.SIGINT, -signal.SIGTERM)
+
+
+def run_sync(opts: SyncOptions) -> tuple[Path, int]:
+    """Run and analyse; return the run directory and the program's exit code."""
+    from jitterscope.measure.tsc import tsc_hz
+    from jitterscope.sync.build import build
+
+    path = check_command(opts.command)
+    cpus = opts.cpus or sysinfo.online_cpus()
+    sysinfo.check_cpus(cpus)
+    tracing_ok, reason = _tracing_state(opts.trace)
+    hz = tsc_hz()
+    run_dir = create_run_dir(opts.out_dir)
+    raw = run_dir / "sync-raw"
+    raw.mkdir()
+    meta: dict[str, Any] = base_meta(
+        kind="sync", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
+        command_line=opts.command_line, command=opts.command, program=path,
+        start=datetime.now(timezone.utc).isoformat(timespec="seconds"), start_unix_ns=time.time_ns(),
+        cpus=cpus, cpu_model=sysinfo.cpu_model(), clocksource=sysinfo.clocksource(),
+        virtualization=sysinfo.virtualization(),
+        options={"threshold_ns": opts.analysis.threshold_ns, "mode": opts.analysis.mode,
+                 "lu_sleep_only": opts.analysis.lu_sleep_only, "merge_at_barrier": opts.analysis.merge_at_barrier,
+                 "trace": opts.trace, "buffer_kb": opts.buffer_kb},
+        tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
+                 "buffer_kb": opts.buffer_kb if tracing_ok else None},
+        duration_s=0.0)
+    steal_before = sysinfo.steal_ticks(cpus)
+    with Journal("sync") as journal, contextlib.ExitStack() as stack:
+        if tracing_ok:
+            from jitterscope.tracing.session import TraceSession
+
+            (run_dir / "trace").mkdir()
+            stack.enter_context(TraceSession(cpus, run_dir / "trace", journal, buffer_kb=opts.buffer_kb))
+        code, interrupted = run_program(opts.command, program_env(raw, cpus), opts.cpus)
+    steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - steal_before.get(c, 0) for c in cpus)
+    meta.update(exit_code=code, interrupted=interrupted, steal_ns=steal * 1e9 / sysinfo.user_hz())
+    if not any(raw.glob("sync-*.raw")):
+        shutil.rmtree(run_dir, ignore_errors=True)
+        raise JitterscopeError(f"{opts.command[0]} left no sync records: the interposer did not load (a setuid "
+                               f"program, or one that clears LD_PRELOAD); exit code {code}")
+    build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
+    if opts.report:
+        _report(run_dir)
+    return run_dir, code
+
+
+def _report(run_dir: Path) -> None:
+    try:
+        from jitterscope.sync.report import write_report
+    except ImportError:
+        return
+    try:
+        write_report(run_dir)
+    except JitterscopeError as err:
+        print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)
