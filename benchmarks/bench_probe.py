@@ -4,16 +4,15 @@
 loop function (with the threshold and ring) and a loop of bare rdtsc reads,
 interleaved, alternating which goes first, and reports cycles per iteration of
 each.  It also times the fenced alternatives (rdtscp, lfence+rdtsc) to show
-why the probe uses plain rdtsc.  Figures go to BENCHMARKS.md under "## Probe".
+why the probe uses plain rdtsc.  Prints the "## Probe" section of BENCHMARKS.md
+(benchlib.section); exit 1 if the target is missed.
 """
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import platform
-import re
 import subprocess
 import sys
 from datetime import datetime, timezone
@@ -22,6 +21,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from benchlib import section  # noqa: E402
 from jitterscope.native_bin import native_bin  # noqa: E402
 from jitterscope.measure.tsc import tsc_hz  # noqa: E402
 from jitterscope.sysinfo import cpu_model, online_cpus  # noqa: E402
@@ -32,25 +34,6 @@ HEADING = "## Probe"
 
 def machine() -> str:
     return f"{cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}"
-
-
-def update_section(path: Path, heading: str, body: str) -> None:
-    """Replace (or append) this benchmark's own section, leaving the others alone."""
-    path.touch(exist_ok=True)
-    with open(path, "r+") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)  # other benchmarks may write their sections concurrently
-        text = fh.read()
-        section = f"{heading}\n\n{body.strip()}\n"
-        pattern = re.compile(rf"^{re.escape(heading)}\n.*?(?=^## |\Z)", re.S | re.M)
-        if pattern.search(text):
-            text = pattern.sub(lambda _: section + "\n", text, count=1).rstrip() + "\n"
-        else:
-            if not text.strip():
-                text = "# Benchmarks\n"
-            text = text.rstrip() + "\n\n" + section
-        fh.seek(0)
-        fh.truncate()
-        fh.write(text)
 
 
 def main() -> int:
@@ -86,8 +69,7 @@ Fastest single probe iteration: {r['probe_min_loop_cycles']} cycles. A fenced re
 so the loop uses plain `rdtsc`; one-off timestamps (alignment markers, injector truth) use
 `lfence; rdtsc; lfence`.
 """
-    print(body)
-    update_section(ROOT / "BENCHMARKS.md", HEADING, body)
+    section(HEADING, body)
     return 0 if ok else 1
 
 

@@ -16,6 +16,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support: synthetic noise runs
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import Targets  # noqa: E402
 from jitterscope.simulate import Job, parse_noise, sample_max, simulate  # noqa: E402
 from tests.support.noise_runs import periodic_source, write_noise_run  # noqa: E402
 
@@ -35,15 +37,17 @@ def best_of(k: int, fn):
     return min(times), out
 
 
-def main() -> None:
+def main() -> int:
     print(f"machine: {machine()}")
+    targets = Targets()
     spec = parse_noise("normal(mean=1.91ms,sd=0.36ms)")
 
     # 1. order statistics at N = 1e9
     job = Job((10**9,), (10**4,), 10e-3, replications=100)
     t1, sim = best_of(3, lambda: simulate(spec, job))
     r = sim.point(10**9, 10**4)
-    print(f"order-statistic N=1e9 P=1e4 R=100: {t1:.3f} s (target < 2 s)  runtime {r.runtime_s:.3f} s, "
+    print(f"order-statistic N=1e9 P=1e4 R=100: {t1:.3f} s (target < 2 s: "
+          f"{targets.check('order statistics at N=1e9 under 2 s', t1 < 2)})  runtime {r.runtime_s:.3f} s, "
           f"exact {r.expected_s:.3f} s, CI [{r.ci95_s[0]:.3f}, {r.ci95_s[1]:.3f}]")
 
     # 2. trace-driven 1e5 nodes x 100 phases, from a 10 s run with a 4 ms tick, TIMER softirq and a daemon
@@ -57,7 +61,8 @@ def main() -> None:
             tjob = Job((10**5,), (100,), phase, replications=1)
             t2, tsim = best_of(1, lambda: simulate(parse_noise(str(run)), tjob))
             print(f"trace-driven 1e5 nodes x 100 phases of {phase * 1e3:g} ms (barrier, 17 rounds): {t2:.2f} s "
-                  f"(target < 30 s)  slowdown {tsim.point(10**5, 100).slowdown:.3%}")
+                  f"(target < 30 s: {targets.check(f'trace-driven 1e5 nodes, {phase * 1e3:g} ms phases, under 30 s', t2 < 30)})"
+                  f"  slowdown {tsim.point(10**5, 100).slowdown:.3%}")
 
     # 3. order statistics vs brute force at N = 1e5 (P = 200 phases, 5 replications)
     n, p, reps = 10**5, 200, 5
@@ -77,9 +82,11 @@ def main() -> None:
     te, e = best_of(5, exact)
     se = math.sqrt(b.var(ddof=1) / reps + e.var(ddof=1) / reps)
     print(f"N=1e5 P={p} R={reps}: brute force {tb:.2f} s, order statistics {te * 1e3:.2f} ms, "
-          f"speed-up {tb / te:.0f}x (target >= 100x); mean per phase {b.mean() / p * 1e3:.4f} vs "
+          f"speed-up {tb / te:.0f}x (target >= 100x: {targets.check('order statistics 100x brute force', tb / te >= 100)}); "
+          f"mean per phase {b.mean() / p * 1e3:.4f} vs "
           f"{e.mean() / p * 1e3:.4f} ms, difference {abs(b.mean() - e.mean()) / se:.2f} standard errors")
+    return targets.exit_code()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -7,8 +7,8 @@ shifted in time, into a trace of several million kernel events and times
   - the native parser alone (jitterscope-traceparse, CPU time of one process
     = one core), and
   - parse_trace end to end (parser + loading its output into numpy/pyarrow).
-Target: >= 2 million kernel events per second on one core.  Figures go to
-BENCHMARKS.md under "## Trace parsing".
+Target: >= 2 million kernel events per second on one core (exit 1 if missed).
+Prints the "## Trace parsing" section of BENCHMARKS.md (benchlib.section).
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # tests.support: the context-switch storm
 
+from benchlib import section  # noqa: E402
 from jitterscope import sysinfo  # noqa: E402
 from jitterscope.tracing.parse import parse_trace, run_parser  # noqa: E402
 
@@ -100,20 +101,6 @@ def time_native(trace: Path) -> tuple[float, float, dict]:
     return wall, cpu, counts
 
 
-def update_section(path: Path, heading: str, body: str) -> None:
-    """Replace (or append) our section of BENCHMARKS.md, leaving every other one alone."""
-    text = path.read_text() if path.exists() else "# Benchmarks\n"
-    lines = text.splitlines(keepends=True)
-    start = next((i for i, ln in enumerate(lines) if ln.strip() == heading), None)
-    block = f"{heading}\n\n{body.rstrip()}\n\n"
-    if start is None:
-        new = text.rstrip() + "\n\n" + block
-    else:
-        end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-        new = "".join(lines[:start]) + block + "".join(lines[end:])
-    path.write_text(new.rstrip() + "\n")
-
-
 def big_trace(tmpd: Path, target_events: int = TARGET_EVENTS) -> tuple[Path, int, str]:
     """A multi-million-event trace in tmpd: a real capture replicated in time
     (the recorded fixture where tracing is not possible); (dir, events, source)."""
@@ -179,7 +166,7 @@ one after the other, and on this shared 2-CPU guest wall times swing with other 
 **{rate_e2e / 1e6:.1f} M events/s end to end on one core** — target >= 2 M/s: {met}.
 The lead's attribution (detours × segments) comes on top; see its section.
 """
-    update_section(ROOT / "BENCHMARKS.md", HEADING, body)
+    section(HEADING, body)
     return 0 if rate_e2e >= TARGET else 1
 
 
