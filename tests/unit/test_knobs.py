@@ -8,7 +8,7 @@ import pytest
 
 from jitterscope.errors import UsageError
 from jitterscope.knobs import FileKnob, canonical, known_names, resolve
-from jitterscope.units import format_cpumask, parse_cpulist, parse_cpumask, parse_kernel_cpulist
+from jitterscope.units import format_cpumask, parse_cpumask, parse_kernel_cpulist
 
 
 def test_cpu_sets_are_one_set_however_spelled():
@@ -67,5 +67,3 @@ def test_unknown_knob_names_the_known_ones():
     assert "irq.N.affinity" in known_names() and "task.PID.affinity" in known_names()
     with pytest.raises(UsageError, match="not a process id"):
         resolve("task.abc.affinity")
-    cpus = parse_cpulist("0")
-    assert cpus == [0]

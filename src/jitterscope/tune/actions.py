@@ -1,0 +1,113 @@
+"""What each `jitterscope tune ACTION` does with its parsed arguments (commands/tune.py declares them)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from jitterscope import options, sysinfo
+from jitterscope.errors import UsageError
+from jitterscope.tune import render
+
+
+def audit(args: argparse.Namespace) -> int:
+    from jitterscope.tune.audit import audit as run_audit
+
+    cpus = options.cpus(args)
+    sysinfo.check_cpus(cpus)
+    a = run_audit(cpus)
+    print(options.to_json(a) if args.json else render.render_audit(a))
+    return 0
+
+
+def plan(args: argparse.Namespace) -> int:
+    from jitterscope.outpath import check_file
+    from jitterscope.tune import planfile
+    from jitterscope.tune.plan import make_plan
+
+    if args.out is not None:
+        check_file(args.out, "--out")
+    p = make_plan(args.run)
+    if args.out is not None:
+        planfile.write(p, args.out)
+    print(options.to_json(p) if args.json else render.render_plan(p))
+    if args.out is not None and not args.json:
+        print(f"\nPlan written to {args.out}: `jitterscope tune verify {args.out} --before {args.run}` applies it "
+              f"and measures the effect")
+    return 0
+
+
+def changes_of(args: argparse.Namespace) -> tuple[list[Any], list[str], list[str], Any]:
+    """(changes, skipped, boot parameters, plan) from PLAN and/or --knob, all validated; nothing changed."""
+    from jitterscope.tune import apply as ap
+    from jitterscope.tune import planfile
+
+    if args.plan is None and not args.knob:
+        raise UsageError("give a PLAN file (from `tune plan --out`) or --knob NAME=VALUE")
+    changes: list[Any] = []
+    skipped: list[str] = []
+    boot: list[str] = []
+    plan_file = None
+    if args.plan is not None:
+        plan_file = planfile.load(args.plan)
+        ap.check_plan_host(plan_file, args.force, str(args.plan))
+        changes, skipped = ap.from_plan(plan_file)
+        boot = plan_file.boot.params
+    extra = ap.prepare([(n, v, []) for n, v in ap.parse_pairs(args.knob)])
+    names = {c.name for c in extra}
+    return [c for c in changes if c.name not in names] + extra, skipped, boot, plan_file
+
+
+def apply(args: argparse.Namespace) -> int:
+    from jitterscope.tune import apply as ap
+
+    changes, skipped, boot, _ = changes_of(args)
+    if args.boot and not boot:
+        raise UsageError("--boot: the plan has no boot parameters" if args.plan else "--boot needs a PLAN file")
+    if args.boot_root is not None and not args.boot:
+        raise UsageError("--boot-root goes with --boot")
+    if args.boot_root is not None and not args.boot_root.is_dir():
+        raise UsageError(f"--boot-root {args.boot_root}: no such directory")
+    if args.dry_run:
+        r = {"rows": [{"knob": c.name, "before": c.before, "value": c.value, "now": c.before} for c in changes],
+             "skipped": skipped, "boot_params": boot, "record": None}
+    else:
+        r = ap.apply_changes(changes, "tune apply", boot if args.boot else None, args.boot_root,
+                             plan=str(args.plan) if args.plan else None)
+        r["skipped"], r["boot_params"] = skipped, [] if args.boot else boot
+    print(options.to_json(r) if args.json else render.render_apply(r, args.dry_run))
+    return 0
+
+
+def verify(args: argparse.Namespace) -> int:
+    from jitterscope.tune.verify import run_verify
+
+    return run_verify(args)
+
+
+def revert(args: argparse.Namespace) -> int:
+    from jitterscope.tune.revert import revert as run_revert
+
+    done = run_revert(args.all, args.record)
+    if args.json:
+        options.print_json({"reverted": done})
+    elif not done:
+        print("nothing to revert: tune has no changes on record")
+    else:
+        print("\n\n".join(render.render_rows(r, "Reverted") for r in done))
+        if not all(r["complete"] for r in done):
+            print("\nSome knobs are not back (see above); they stay on record for `tune status`")
+    return 0 if all(r["complete"] for r in done) else 1
+
+
+def status(args: argparse.Namespace) -> int:
+    from jitterscope.tune.revert import status as run_status
+
+    recs = run_status()
+    if args.json:
+        options.print_json({"records": recs})
+    elif not recs:
+        print("tune has no changes on record")
+    else:
+        print("\n\n".join(render.render_rows(r, "Record") for r in recs))
+    return 0

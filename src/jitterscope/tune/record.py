@@ -1,0 +1,111 @@
+"""The persistent record of what `tune apply` (and a kept `tune verify`) changed, and `tune revert`.
+
+A record is a journal (journal.py's format: a header line, then one JSON entry
+per change with its original value, the value tune wrote, the knob's name and
+form) that outlives the process: `<state dir>/tune/<time>-<pid>.jsonl`, not in
+/run, so it survives a reboot.  While `apply` changes the system the entries sit
+in its ordinary journal (a crash there is undone by the next command or
+`jitterscope restore`); once every change is made and re-read, they are written
+to the record (fsynced, renamed into place) and the journal is closed empty.
+
+Reverting goes newest first and proves each knob: its value is re-read after
+the undo and compared with the original.  A knob whose value is no longer what
+tune wrote was changed by someone else since: it is reported, not overwritten.
+Runtime settings do not survive a reboot (the header keeps the boot id): after
+one they are skipped, and said so; bootloader edits are reverted.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from jitterscope import journal, sysinfo
+from jitterscope.errors import JitterscopeError
+from jitterscope.knobs.base import canonical
+from jitterscope.units import format_cpulist
+
+
+def record_dir() -> Path:
+    return journal.state_dir() / "tune"
+
+
+def records() -> list[Path]:
+    """Records, oldest first."""
+    d = record_dir()
+    return sorted(d.glob("*.jsonl"), key=lambda p: p.name) if d.is_dir() else []
+
+
+def persist(j: journal.Journal, **header: Any) -> Path | None:
+    """Hand the journal's changes over to a new record; None when nothing changed."""
+    if not j.entries:
+        return None
+    d = record_dir()
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
+    head = {"op": "header", "kind": "tune-record", "time": time.time(), "boot_id": sysinfo.boot_id(),
+            "host": sysinfo.host(), "kernel": sysinfo.kernel(), "argv": sys.argv, **header}
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "w") as fh:
+        fh.writelines(json.dumps(e) + "\n" for e in [head, *j.entries])
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    fd = os.open(d, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    # The record holds the changes now: the journal must not undo them when this process ends.
+    j.entries.clear()
+    j.undo()
+    return path
+
+
+def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    header: dict[str, Any] = {}
+    entries = []
+    try:
+        lines = path.read_text().splitlines()
+    except OSError as err:
+        raise JitterscopeError(f"{path}: cannot read the tune record ({err.strerror})") from None
+    for line in lines:
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if e.get("op") == "header":
+            header = e
+        elif e.get("op") in journal.UNDO:
+            entries.append(e)
+    return header, entries
+
+
+def now_value(e: dict[str, Any]) -> str | None:
+    """The current value of what entry `e` changed (canonical), None if it is gone."""
+    if e["op"] == "affinity":
+        if journal.process_start_time(int(e["pid"])) != e.get("start"):
+            return None
+        return format_cpulist(sorted(os.sched_getaffinity(int(e["pid"]))))
+    if e["op"] == "file":
+        p = Path(e["path"])
+        if not p.exists():
+            return None
+        return p.read_text() if e.get("form") == "text" else canonical(e.get("form", "text"), journal.read_setting(p))
+    return None
+
+
+def original(e: dict[str, Any]) -> str:
+    if e["op"] == "affinity":
+        return format_cpulist(e["cpus"])
+    return str(e["original"]) if e.get("form") == "text" else canonical(e.get("form", "text"), str(e["original"]))
+
+
+def shown(e: dict[str, Any], value: str | None) -> str:
+    if value is None:
+        return "(gone)"
+    return "(file contents)" if e.get("form") == "text" else value

@@ -1,0 +1,116 @@
+"""Remedies for thread, NMI and unexplained sources (see rules.py for the rest)."""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from jitterscope.knobs import FILE_KNOBS, tasks
+from jitterscope.tune.rules import Ctx, knob, out
+
+# The measuring jitterscope's own threads (measure.build names them `NAME (jitterscope)`) and its probe.
+SELF = re.compile(r"( \(jitterscope\)$)|^js-probe/|^jitterscope-pro")
+KTHREADS: dict[str, tuple[str, str | None, str, str]] = {   # name pattern -> (knob, value, expectation, why)
+    r"^khugepaged$": ("mm.thp.enabled", "never", "gone", "khugepaged collapses pages into huge pages"),
+    r"^kcompactd\d+$": ("vm.compaction_proactiveness", "0", "fewer", "proactive memory compaction"),
+    r"^ksmd$": ("mm.ksm.run", "0", "gone", "kernel samepage merging scans memory"),
+    r"^watchdog/\d+$": ("kernel.watchdog_cpumask", None, "gone", "the lockup detector's per-CPU thread"),
+}
+BOUND = {  # per-CPU kernel threads: what removes their work
+    r"^ksoftirqd/": "softirqs deferred to a thread under load: see the softirq sources",
+    r"^migration/": "the stopper thread: moves tasks for load balancing and affinity changes (isolcpus=domain)",
+    r"^rcuc/": "RCU callbacks (rcu_nocbs offloads them)",
+    r"^cpuhp/": "CPU hotplug: do not offline/online CPUs while measuring",
+    r"^kworker/\d+:": "a per-CPU kworker: see its work functions",
+    r"^idle_inject/": "idle injection (thermal or powercap): a firmware/platform policy",
+}
+SWAPPER = re.compile(r"^swapper/")
+
+
+def _alive(pids: list[int], name: str) -> list[tuple[int, str]]:
+    """(pid, comm) of the pids still running under that name (a thread name may be `comm (process)`)."""
+    comm = name.split(" (")[0]
+    found = []
+    for pid in pids:
+        sf = tasks.stat_fields(pid)
+        if sf is not None and sf[0] == comm[:15]:
+            found.append((pid, sf[0]))
+    return found
+
+
+def _unit(pid: int) -> str | None:
+    try:
+        m = re.search(r"/([^/]+\.service)$", Path(f"/proc/{pid}/cgroup").read_text(), re.MULTILINE)
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
+def thread_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+    name, ppm = s["name"], s["ppm"]
+    if SELF.search(name):
+        return out("self", 0.0, "jitterscope's own measurement (probe start/stop, its tool process)")
+    if SWAPPER.match(name):
+        return out("none", 0.0, "the idle task")
+    for pat, (k, value, expect, why) in KTHREADS.items():
+        if re.match(pat, name) and (k not in FILE_KNOBS or FILE_KNOBS[k].exists()):
+            return out("knob", ppm if expect == "gone" else ppm * 0.5, f"{name}: {why}",
+                       [knob(k, value or ctx.hk, expect, 0.0 if expect == "gone" else None, why)])
+    for pat, why in BOUND.items():
+        if re.match(pat, name):
+            return out("none", 0.0, f"{name} is bound to its CPU: {why}")
+    if name.startswith("kworker/u"):
+        return out("knob", ppm, "an unbound kworker: the workqueue cpumask keeps unbound work on housekeeping CPUs",
+                   [knob("workqueue.cpumask", ctx.hk, "gone", 0.0, "unbound work off these CPUs")])
+    return _process(s, ctx)
+
+
+def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+    name, ppm = s["name"], s["ppm"]
+    live = _alive(ctx.pids.get(name, []), name)
+    if not live:
+        return out("none", 0.0, f"{name} ran here (pids {', '.join(map(str, ctx.pids.get(name, []))) or '?'}) but "
+                   f"is gone now (short-lived): start such processes on the housekeeping CPUs (taskset -c {ctx.hk}, "
+                   f"a cpuset, or CPUAffinity={ctx.hk} in /etc/systemd/system.conf for every service)")
+    ks, notes = [], []
+    for pid, comm in live:
+        kernel = bool((tasks.stat_fields(pid) or ("", 0))[1] & tasks.PF_KTHREAD)
+        try:
+            pinned = set(os.sched_getaffinity(pid)) <= set(ctx.cpus)
+        except OSError:
+            continue
+        why = f"{'kernel thread' if kernel else 'process'} {comm} (pid {pid})"
+        if pinned:
+            why += f", pinned to CPU {ctx.cpus_text} only (by itself or its launcher): moving it overrides that"
+        unit = None if kernel else _unit(pid)
+        if unit:
+            notes.append(f"{comm} is {unit}: make it last with `systemctl set-property {unit} AllowedCPUs={ctx.hk}` "
+                         f"or CPUAffinity={ctx.hk} in the unit")
+        ks.append(knob(f"task.{pid}.affinity", ctx.hk, "gone", 0.0, why, process=comm))
+    if not ks:
+        return out("none", 0.0, f"{name}: gone before it could be moved")
+    why = f"{name}: move it to the housekeeping CPUs (sched_setaffinity on every thread)"
+    return out("knob", ppm, "; ".join([why] + notes), ks)
+
+
+def nmi_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+    k = FILE_KNOBS["kernel.nmi_watchdog"]
+    if k.exists() and k.read() != "0":
+        return out("knob", s["ppm"], "NMIs of the hard-lockup detector (perf)",
+                   [knob("kernel.nmi_watchdog", "0", "gone", 0.0, "no hard-lockup NMIs")], ["nmi_watchdog=0"])
+    return out("none", 0.0, f"NMI {s['name']}: perf sampling or a hardware event")
+
+
+def unexplained_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+    if ctx.virtualization:
+        return out("host", 0.0, f"time the guest kernel cannot see: the {ctx.virtualization} host took it (VM "
+                   "exits, a descheduled vCPU). A guest cannot fix this; the host must: dedicate (pin) physical "
+                   "CPUs to these vCPUs without overcommit, isolate those pCPUs on the host (isolcpus/nohz_full), "
+                   "enable halt-polling (halt_poll_ns) or guest haltpoll, and keep host IRQs, THP/KSM scanning "
+                   "and other guests off them")
+    return out("host", 0.0, "time no kernel activity covers on bare metal: system management interrupts (SMIs) "
+               "and firmware. Check the SMI count (MSR 0x34, e.g. turbostat's SMI column) and ask the vendor for "
+               "a low-latency BIOS profile (no power management SMIs, no C-states beyond C1, memory patrol "
+               "scrubbing off)")

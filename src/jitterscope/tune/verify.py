@@ -1,0 +1,107 @@
+"""`tune verify`: measure (or take --before), apply the plan, measure again under the same options, compare.
+
+Everything the user gave is checked before the baseline is measured; a plan
+made from the baseline itself is checked right after it.  The changes are made
+through this command's journal and stay there while the second run measures,
+so Ctrl-C, an error or a crash in between leaves the machine as found.  At the
+end they are kept as a `tune apply` would keep them (a record for `tune
+revert`), or, with --revert, undone and re-read to prove it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from jitterscope import options, sysinfo
+from jitterscope.config import validate
+from jitterscope.errors import JitterscopeError, UsageError
+from jitterscope.journal import Journal
+from jitterscope.measure import measure
+from jitterscope.measure.lifecycle import DEFAULT_RUNS
+from jitterscope.outpath import check_dir
+from jitterscope.rundir import Run, load_run, write_json
+from jitterscope.tune import apply as ap
+from jitterscope.tune import planfile, record, render_verify
+from jitterscope.tune.actions import changes_of
+from jitterscope.tune.plan import make_plan
+from jitterscope.tune.verify_data import analyse
+
+SETTLE_S = 0.3      # an IRQ moves at its next interrupt, a task at once
+SETTLE_KNOBS = {"vm.stat_interval": lambda before: float(before) + 0.3}   # work already queued keeps its old delay
+
+
+def _measure_opts(args: argparse.Namespace, before: Run | None, plan_cpus: list[int] | None) -> dict[str, Any]:
+    if before is not None:
+        o = before.meta.get("options", {})
+        if not before.tracing:
+            raise UsageError(f"--before {before.path}: measured without tracing; verify compares sources, so it "
+                             f"needs a traced run")
+        return {"cpus": before.cpus, "duration_ns": float(o.get("duration_ns") or before.duration_ns),
+                "threshold_ns": float(o.get("threshold_ns", 1000.0)), "priority": o.get("priority"),
+                "buffer_kb": int(o.get("buffer_kb", 4096))}
+    cpus = options.cpus(args) if args.cpus is not None or not plan_cpus else plan_cpus
+    sysinfo.check_cpus(cpus)
+    return {"cpus": cpus, "duration_ns": options.duration_ns(args), "threshold_ns": options.threshold_ns(args),
+            "priority": options.priority(args), "buffer_kb": options.buffer_kb(args)}
+
+
+def _run(opts: dict[str, Any], out: Path, label: str) -> Run:
+    print(f"measuring {label}: CPU {','.join(map(str, opts['cpus']))} for {opts['duration_ns'] / 1e9:g} s ...",
+          flush=True)
+    path = measure(opts["cpus"], opts["duration_ns"], opts["threshold_ns"], out, trace=True,
+                   priority=opts["priority"], buffer_kb=opts["buffer_kb"], progress=True)
+    run = load_run(path)
+    if run.meta.get("interrupted"):
+        raise KeyboardInterrupt
+    return run
+
+
+def _settle(changes: list[Any]) -> float:
+    return max([SETTLE_S] + [SETTLE_KNOBS[c.name](c.before) for c in changes if c.name in SETTLE_KNOBS])
+
+
+def run_verify(args: argparse.Namespace) -> int:
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha} must be between 0 and 1")
+    out = args.out or DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-{sysinfo.host()}-tune"
+    if out.exists():
+        raise UsageError(f"--out {out}: already exists; choose a new directory")
+    check_dir(out, "--out")
+    before = load_run(args.before) if args.before else None
+    changes, skipped, _, plan_file = changes_of(args) if (args.plan or args.knob) else ([], [], [], None)
+    opts = _measure_opts(args, before, plan_file.cpus if plan_file else None)
+    if os.geteuid() != 0:
+        raise JitterscopeError("tune verify changes kernel settings: run it as root")
+    out.mkdir(parents=True)
+    if before is None:
+        before = _run(opts, out / "before", "before")
+    if plan_file is None:
+        plan = make_plan(before.path)
+        plan_file = validate(plan, planfile.PlanFile, f"plan from {before.path}")
+        changes, skipped = ap.from_plan(plan_file)
+        changes += ap.prepare([(n, v, []) for n, v in ap.parse_pairs(args.knob)])
+    planfile.write(plan_file.model_dump(), out / "plan.yaml")
+    if not changes:
+        raise JitterscopeError("nothing to verify: the plan has no runtime knob to change (see `tune plan`)")
+    with Journal("tune verify") as j:
+        rows = [{"knob": c.name, "before": c.before, "value": c.value, "changed": bool(c.knob.apply(j, c.value)),
+                 "now": c.knob.read()} for c in changes]
+        time.sleep(_settle(changes))
+        after = _run(opts, out / "after", "after")
+        result = analyse(before, after, changes, args.alpha)
+        rec = None if args.revert else record.persist(j, label="tune verify", out=str(out))
+    if args.revert:
+        result["reverted"] = [{"knob": c.name, "original": c.before, "now": c.knob.read(),
+                               "back": c.knob.read() == c.before} for c in changes]
+    result.update({"before": str(before.path), "after": str(after.path), "out": str(out), "applied": rows,
+                   "skipped": skipped, "record": str(rec) if rec else None, "boot": plan_file.boot.model_dump(),
+                   "unaddressed": plan_file.unaddressed})
+    write_json(out / "verify.json", result)
+    render_verify.write_page(result, out / "verify.html")
+    print(options.to_json(result) if args.json else render_verify.render_text(result))
+    return 0 if result["ok"] else 1
+
