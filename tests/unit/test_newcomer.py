@@ -30,3 +30,17 @@ def _expand(path: str) -> list[str]:
 def test_every_example_file_named_exists(where: str, text: str) -> None:
     missing = [p for raw in EXAMPLE_PATH.findall(text) for p in _expand(raw) if not (ROOT / p).exists()]
     assert not missing, f"{where} names {missing}, which do not exist"
+
+
+def test_report_open_without_a_browser_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                capsys: pytest.CaptureFixture[str]) -> None:
+    from jitterscope.cli import main
+    from tests.support.noise_runs import periodic_source, write_noise_run
+
+    run = write_noise_run(tmp_path / "r", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 1e9)], 1.0)
+    for var in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        monkeypatch.delenv(var, raising=False)
+    assert main(["report", str(run), "--open"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == str(run / "report.html") and (run / "report.html").exists()
+    assert err.count("\n") == 1 and "report not opened: no graphical session" in err

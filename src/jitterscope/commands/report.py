@@ -15,6 +15,8 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 import webbrowser
 from pathlib import Path
 
@@ -32,5 +34,20 @@ def run(args: argparse.Namespace) -> int:
     path = write_report(args.run, args.out)
     print(path)
     if args.open:
-        webbrowser.open(path.resolve().as_uri())
+        why = open_in_browser(path)
+        if why:
+            print(f"jitterscope: note: report not opened: {why}; open {path} in a browser yourself",
+                  file=sys.stderr)
     return 0
+
+
+def open_in_browser(path: Path) -> str | None:
+    """Open the page; None when a browser took it, else why not (the report is written either way)."""
+    if not any(os.environ.get(v) for v in ("BROWSER", "DISPLAY", "WAYLAND_DISPLAY")):
+        return "no graphical session ($DISPLAY and $WAYLAND_DISPLAY unset) and no $BROWSER"
+    try:
+        if webbrowser.open(path.resolve().as_uri()):
+            return None
+    except webbrowser.Error as err:
+        return f"no web browser found ({err})"
+    return "no web browser found (set $BROWSER)"
