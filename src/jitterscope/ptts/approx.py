@@ -48,6 +48,20 @@ class Adaptation:
     def changed(self) -> bool:
         return self.periods != self.original
 
+    def describe(self, model: Model) -> str:
+        """One line: which periods moved where, and what that buys."""
+        if not self.changed:
+            return "approximate: the periods need no change (the exact analysis already fits the budget)"
+        parts = [f"{c.name} {model.fmt(old)} -> {model.fmt(new)} ({(new - old) / old * 1e6:+.0f} ppm)"
+                 for c, old, new in zip(model.components, self.original, self.periods) if old != new]
+        names = [c.name for c in model.components]
+        steps = [f"{b} against {a} every {model.fmt(s0)} -> {model.fmt(s1)}"
+                 for a, b, s0, s1 in zip(names, names[1:], phase_steps(self.original), phase_steps(self.periods))]
+        return (f"approximate (seed 5.7): periods moved to multiples of {model.fmt(self.grid)}: " + "; ".join(parts)
+                + f"; latency trees {self.original_estimate.trees:,} -> {self.estimate.trees:,}, predicted time "
+                f"{self.original_estimate.seconds:.3g} s -> {self.estimate.seconds:.3g} s; relative phases: "
+                + "; ".join(steps))
+
 
 def _round_preserving(periods: list[int], g: int) -> list[int]:
     """Multiples of g as close as possible (least total change) to the periods, keeping the order
