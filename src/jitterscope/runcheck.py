@@ -132,6 +132,45 @@ class SyncSummary(_Open):
     lost_events: Count = 0
 
 
+class PipelineLatency(_Open):
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    min: Number | None = None
+    p50: Number | None = None
+    p99: Number | None = None
+    p999: Number | None = None
+    max: Number | None = None
+
+
+class PipelineSummary(_Open):
+    """`jitterscope pipeline run` (docs/run-format.md, "pipeline runs")."""
+
+    run: dict[str, Any]
+    latency: PipelineLatency
+    subboxes: list[dict[str, Any]] = []
+    outputs: dict[str, Any] = {}
+    guard: dict[str, Any] = {}
+    late: dict[str, Any] | None = None
+    lost_events: Count = 0
+
+
+class ProtectSummary(_Open):
+    """`jitterscope protect` (docs/run-format.md, "protect runs")."""
+
+    run: dict[str, Any]
+    signal: StrictStr
+    actuator: StrictStr
+    law: StrictStr
+    sample_ns: Number
+    suspend_ns: Number
+    phases: dict[str, dict[str, Any]]
+    progress_ratio: Number | None = None
+    critical: dict[str, Any] | None = None
+    cpus: dict[str, dict[str, Any]] = {}
+    controller: dict[str, Any] = {}
+
+
 M = TypeVar("M", bound=BaseModel)
 
 

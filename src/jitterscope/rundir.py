@@ -456,3 +456,33 @@ def _sync_kind() -> RunKind:
 
 
 register_kind(_sync_kind())
+
+
+def _pipeline_kind() -> RunKind:
+    from jitterscope.pipeline import schema as P
+
+    return RunKind(
+        "pipeline",
+        tables={"iterations": TableSpec(P.ITERATIONS), "outputs": TableSpec(P.OUTPUTS),
+                "subboxes": TableSpec(P.SUBBOXES, required=never),   # only with per-sub-box timers
+                "attribution": TableSpec(P.ATTRIBUTION, required=if_traced)},
+        summary=runcheck.PipelineSummary,
+        doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations")
+
+
+register_kind(_pipeline_kind())
+
+
+def _protect_kind() -> RunKind:
+    from jitterscope.protect import schema as P
+
+    return RunKind(
+        "protect",
+        tables={"samples": TableSpec(P.SAMPLES), "suspensions": TableSpec(P.SUSPENSIONS),
+                "iterations": TableSpec(P.ITERATIONS)},
+        summary=runcheck.ProtectSummary,
+        doc="`jitterscope protect`: every sample, decision and suspension of the duty-cycling controller, "
+            "and the critical program's iterations")
+
+
+register_kind(_protect_kind())

@@ -1,0 +1,95 @@
+"""The runtime's raw result → the pipeline run directory's tables, summary.json and meta.json."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from jitterscope.measure.tsc import since_ns, to_int_ns
+from jitterscope.pipeline.compiler import Schedule
+from jitterscope.pipeline.late import attribute_iterations, late_summary
+from jitterscope.pipeline.runtime import read_result
+from jitterscope.pipeline.stats import latency_stats
+from jitterscope.rundir import write_json, write_table
+
+KIND = "pipeline"
+
+
+def build_run(run_dir: Path, meta: dict[str, Any], sched: Schedule, trace_dir: Path | None, own_tids: set[int],
+              late_percentile: float = 99.0) -> dict[str, Any]:
+    raw = run_dir / "raw"
+    res = read_result(raw / "result.bin")
+    hz, t0 = float(res.header["tsc_hz"]), int(res.header["t0_tsc"])
+    it = res.iters
+    n = len(it)
+    release = since_ns(it["release_tsc"], t0, hz)
+    start = since_ns(it["start_tsc"], t0, hz)
+    end = since_ns(it["end_tsc"], t0, hz)
+    latency = end - release
+    idx = np.arange(n, dtype=np.int64)
+    write_table(run_dir, "iterations", pa.table({"iteration": idx, "release_ns": release, "start_ns": start,
+                                                 "end_ns": end, "latency_ns": latency}), kind=KIND)
+    sinks = [b.name for b in sched.graph.boxes if b.kernel == "sink"]
+    write_table(run_dir, "outputs", pa.table({
+        "iteration": np.repeat(idx, len(sinks)), "sink": pa.array(sinks * n, pa.string()),
+        "digest": pa.array(res.digests.reshape(-1), pa.uint64())}), kind=KIND)
+    per_sub = _subbox_table(run_dir, sched, res.timers, release, t0, hz)
+    meta["duration_s"] = round(float(end.max() - min(0, int(release.min()))) / 1e9, 6) if n else 0.0
+    meta["iterations"] = n
+    meta["guard_violations"] = int(res.header["guard_violations"])
+    summary: dict[str, Any] = {
+        "run": {"id": meta["id"], "host": meta["host"], "start": meta["start"], "graph": sched.graph.name,
+                "heuristic": sched.options.heuristic, "memory": sched.memory.allocator,
+                "threads": len(sched.threads), "cpus": meta["cpus"], "iterations": n,
+                "interrupted": bool(meta.get("interrupted"))},
+        "latency": latency_stats(latency),
+        "subboxes": per_sub,
+        "outputs": {"sinks": sinks, "digest": _digest_of(res.digests)},
+        "guard": {"enabled": bool(meta["options"]["guard"]), "violations": int(res.header["guard_violations"])},
+    }
+    if trace_dir is not None and n:
+        att, lost = attribute_iterations(trace_dir, t0, hz, start, end, list(meta["cpus"]), own_tids)
+        write_table(run_dir, "attribution", att, kind=KIND)
+        meta["lost_events"] = lost
+        summary["late"] = late_summary(latency, att, late_percentile)
+        summary["lost_events"] = lost
+    write_json(run_dir / "summary.json", summary)
+    write_json(run_dir / "meta.json", meta)
+    shutil.rmtree(raw, ignore_errors=True)
+    return summary
+
+
+def _subbox_table(run_dir: Path, sched: Schedule, timers: np.ndarray | None, release: np.ndarray, t0: int,
+                  hz: float) -> list[dict[str, Any]]:
+    """Write subboxes.parquet (with timers) and return per-sub-box statistics for the summary."""
+    if timers is None:
+        return []
+    n, m = timers.shape
+    subs = sched.inst.subboxes
+    thread = sched.plan.thread_of()
+    s_ns = since_ns(timers["start_tsc"].reshape(-1), t0, hz).reshape(n, m) - release[:, None]
+    d_ns = to_int_ns(timers["end_tsc"].astype(np.int64) - timers["start_tsc"].astype(np.int64), hz).reshape(n, m)
+    write_table(run_dir, "subboxes", pa.table({
+        "iteration": np.repeat(np.arange(n, dtype=np.int64), m),
+        "subbox": pa.array([x.name for x in subs] * n, pa.string()),
+        "box": pa.array([x.box for x in subs] * n, pa.string()),
+        "thread": np.tile(np.asarray(thread, np.int32), n),
+        "start_ns": s_ns.reshape(-1), "duration_ns": d_ns.reshape(-1)}), kind=KIND)
+    out = []
+    for j, x in enumerate(subs):
+        d = d_ns[:, j].astype(np.float64)
+        out.append({"name": x.name, "thread": thread[j], "mean_ns": float(d.mean()) if n else 0.0,
+                    "sd_ns": float(d.std(ddof=1)) if n > 1 else 0.0, "max_ns": float(d.max()) if n else 0.0,
+                    "start_mean_ns": float(s_ns[:, j].mean()) if n else 0.0})
+    return out
+
+
+def _digest_of(digests: np.ndarray) -> str:
+    """One hex digest of every sink's digest of every iteration (equal runs, equal string)."""
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(digests, dtype="<u8").tobytes()).hexdigest()[:16]

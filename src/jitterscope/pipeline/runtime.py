@@ -1,0 +1,118 @@
+"""Run the native pipeline runtime on a plan and read what it recorded.
+
+`Runtime` starts `jitterscope-pipeline` (native/pipeline.c) as a `NativeChild`:
+it returns once every thread is placed, with `t0_tsc` and the threads' ids and
+names (`js-pipe/<t>`, what the trace attribution recognises as the pipeline's
+own time).  While it runs, the heartbeat file (a js_heartbeat page it keeps
+current) gives the iterations completed and the latest latencies: the progress
+bar reads it, and so can another program (e.g. `protect`'s critical-program
+monitor: see docs/commands/pipeline.md).  `read_result` checks the result
+file and returns its arrays.
+"""
+
+from __future__ import annotations
+
+import signal
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
+from jitterscope.native_child import NativeChild
+from jitterscope.pipeline import plan_format as F
+
+PROGRAM = "jitterscope-pipeline"
+THREAD_COMM_PREFIX = "js-pipe/"
+READY_TIMEOUT_S = 60.0
+
+
+@dataclass
+class RuntimeEnd:
+    iterations: int
+    interrupted: bool
+    guard_violations: int
+    first_violation: str
+    end_tsc: int
+    warnings: list[str] = field(default_factory=list)
+
+
+class Runtime(NativeChild[RuntimeEnd]):
+    WHAT = "pipeline runtime"
+    PROGRAM = PROGRAM
+    STOP_SIGNAL = signal.SIGINT  # it finishes the iterations already started and writes its file
+    NO_END = "ended without reporting"
+
+    def __init__(self, plan: Path, out: Path, heartbeat: Path | None = None, exit_timeout_s: float = 60.0) -> None:
+        super().__init__()
+        self.plan, self.out, self.heartbeat = plan, out, heartbeat
+        self._exit_timeout = exit_timeout_s
+        self.duration_ns = 0  # it ends by itself after its iterations: leaving the block waits, not stops
+        self.t0_tsc = 0
+        self.mlocked = False
+        self.threads: list[dict[str, Any]] = []
+
+    def exit_timeout(self) -> float | None:
+        return self._exit_timeout
+
+    def start(self) -> Runtime:
+        cmd = [str(native_bin(PROGRAM)), "--plan", str(self.plan), "--out", str(self.out)]
+        if self.heartbeat is not None:
+            cmd += ["--heartbeat", str(self.heartbeat)]
+        ready = self._launch(cmd, READY_TIMEOUT_S)
+        self.t0_tsc = int(ready["t0_tsc"])
+        self.mlocked = bool(ready["mlocked"])
+        self.threads = list(ready["threads"])
+        return self
+
+    def _finish(self, end: dict[str, Any], err_text: str) -> RuntimeEnd:
+        return RuntimeEnd(int(end["iterations"]), bool(end["interrupted"]), int(end["guard_violations"]),
+                          str(end["first_violation"]), int(end["end_tsc"]), self._warnings(err_text))
+
+
+def heartbeat_done(path: Path) -> int:
+    """Iterations the runtime has completed so far (0 before it has written its heartbeat)."""
+    try:
+        h = np.memmap(path, dtype=F.HEARTBEAT, mode="r", shape=(1,))[0]
+    except (OSError, ValueError):
+        return 0
+    return int(h["done"]) if bytes(h["magic"]) == F.HEARTBEAT_MAGIC.rstrip(b"\0") else 0
+
+
+@dataclass
+class Result:
+    header: dict[str, Any]
+    iters: np.ndarray                 # RESULT_ITER per completed iteration
+    digests: np.ndarray               # uint64 [iterations, sinks]
+    timers: np.ndarray | None         # RESULT_TIMER [iterations, sub-boxes]
+
+
+def read_result(path: Path) -> Result:
+    """The runtime's result file, checked (one-line error if unusable)."""
+    try:
+        data = Path(path).read_bytes()
+    except OSError as err:
+        raise JitterscopeError(f"{path}: cannot read the pipeline result ({err.strerror})") from None
+    hd = F.RESULT_HEADER
+    if len(data) < hd.itemsize:
+        raise JitterscopeError(f"{path}: truncated pipeline result")
+    h = np.frombuffer(data, hd, count=1)[0]
+    if bytes(h["magic"]).ljust(8, b"\0") != F.RESULT_MAGIC or int(h["version"]) != F.VERSION:
+        raise JitterscopeError(f"{path}: not a pipeline result of this version")
+    if not int(h["flags"]) & F.RESULT_COMPLETE:
+        raise JitterscopeError(f"{path}: the pipeline result is incomplete (the runtime was killed)")
+    n, sinks, subs = int(h["iterations_done"]), int(h["n_sinks"]), int(h["n_subboxes"])
+    timers = bool(int(h["flags"]) & F.RESULT_TIMERS)
+    off = hd.itemsize
+    want = off + n * F.RESULT_ITER.itemsize + n * sinks * 8 + (n * subs * F.RESULT_TIMER.itemsize if timers else 0)
+    if len(data) != want:
+        raise JitterscopeError(f"{path}: corrupt pipeline result ({len(data)} bytes, expected {want})")
+    iters = np.frombuffer(data, F.RESULT_ITER, count=n, offset=off)
+    off += n * F.RESULT_ITER.itemsize
+    digests = np.frombuffer(data, "<u8", count=n * sinks, offset=off).reshape(n, sinks)
+    off += n * sinks * 8
+    tm = np.frombuffer(data, F.RESULT_TIMER, count=n * subs, offset=off).reshape(n, subs) if timers else None
+    header = {name: h[name].item() for name in (hd.names or ()) if name not in ("magic", "reserved")}
+    return Result(header, iters, digests, tm)
