@@ -19,7 +19,6 @@ PROGRAMS = {
     "jitterscope-inject": ["inject.c"],
     "jitterscope-traceparse": ["traceparse.c"],
     "jitterscope-pipeline": ["pipeline.c"],
-    "jitterscope-pipeline": ["pipeline.c"],
     # protect: the duty-cycling controller and its load generators (Syn 'C', pointer chase)
     "jitterscope-protect": ["protect.c", "protect_loop.c", "protect_io.c"],
     "jitterscope-synload": ["synload.c"],
