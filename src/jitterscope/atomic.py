@@ -101,8 +101,8 @@ def atomic_open(path: str | os.PathLike[str], mode: str = "w", **kw: Any) -> Ite
         yield fh
 
 
-def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8") -> None:
-    with atomic_path(path) as tmp:
+def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8", durable: bool = True) -> None:
+    with atomic_path(path, durable=durable) as tmp:
         tmp.write_text(text, encoding=encoding)
 
 

@@ -392,6 +392,9 @@ UNDO: dict[str, UndoFn] = {
     "shell": _undo_shell,
     "scratch": _undo_scratch,
     "trace_instance": _lazy("jitterscope.tracing.session:undo_instance"),
+    "protect_cgroup": _lazy("jitterscope.protect.cgroups:undo_cgroup"),
+    "protect_move": _lazy("jitterscope.protect.cgroups:undo_move"),
+    "protect_sigcont": _lazy("jitterscope.protect.cgroups:undo_sigcont"),
 }
 
 
@@ -636,6 +639,8 @@ def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
                 continue
+            if os.fstat(fh.fileno()).st_nlink == 0:
+                continue  # another recovery got here first and has undone it
             header, entries = _read_entries(fh)
             _undo_entries(entries)
             p.unlink(missing_ok=True)

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,23 @@ def load_pids() -> list[int]:
 
 
 needs_tracing = pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason()))
+
+
+@pytest.fixture(scope="session")
+def tracefs() -> Iterator[Path]:
+    """The tracefs directory, set up the way the tool does it: on a fresh machine
+    (tracefs not mounted) mounted through the journal, shared with any jitterscope
+    run, and unmounted again when the session ends (or by recovery if it is killed)."""
+    reason = tracing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    from jitterscope.journal import Journal
+    from jitterscope.tracing.tracefs import ensure_tracefs
+
+    journal = Journal("test session: tracefs")
+    root = ensure_tracefs(journal)
+    if root is None:
+        journal.undo()
+        pytest.skip("tracefs is not mounted and cannot be mounted here")
+    yield root
+    journal.undo()

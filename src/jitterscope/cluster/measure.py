@@ -5,7 +5,9 @@ wait at a barrier, start the probe (so every node measures the same interval),
 analyse locally, then hand the node's tables and summary to rank 0, which
 writes the cluster run directory (cluster/layout.py) and its summary
 (cluster/summary.py).  Every step that waits for other ranks has a deadline
-(cluster/mpi.py).
+(cluster/mpi.py).  A rank's own run lives in a journalled scratch directory
+until the cluster run is written; if the job fails before, each rank's raw
+capture is kept as `<out>.rank<N>` for `jitterscope analyze`, never lost.
 """
 
 from __future__ import annotations
@@ -15,7 +17,6 @@ import pickle
 import shutil
 import socket
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -27,6 +28,7 @@ from jitterscope.cluster import layout
 from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
 from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.units import MAX_CPUS_FALLBACK
 
@@ -138,16 +140,16 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
         raise JitterscopeError(f"node {dup[0]} is measured by several ranks: give ranks distinct CPUs "
                                f"(--cpu-map) or distinct node names")
 
-    # Rank 0 settles the output directory before anyone measures.
+    # Rank 0 settles the output directory before anyone measures; every rank learns
+    # it, to keep its capture next to it if the job fails.
     out: Path | None = None
     if cluster.rank == 0:
         for w in shared_cpu_warnings(peers):
             print(f"jitterscope: warning: {w}", file=sys.stderr)
         out = opts.out or default_out(cluster.node)
         check_out(out)
-    cluster.checkpoint("setup")
+    planned = Path(cluster.bcast_obj(str(out) if out is not None else None, "the output directory"))
 
-    scratch = Path(tempfile.mkdtemp(prefix=f"jitterscope-cluster-r{cluster.rank}-"))
     start_unix_ns = 0
     measure_limit = opts.duration_ns / 1e9 + opts.timeout_s
 
@@ -156,20 +158,35 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
         cluster.checkpoint("probe start")
         start_unix_ns = time.time_ns()
 
-    try:
+    # The rank's own run is measured in a journalled scratch directory: removed once
+    # the cluster run holding it is written; if the job fails first (this rank or
+    # another killed, rank 0 failing to write), the raw capture is moved next to the
+    # planned output instead (kill -9: by the next jitterscope command).
+    with Journal(f"cluster measure rank {cluster.rank}") as journal:
+        keep_to = _keep_location(planned, cluster.rank)
+        scratch = journal.scratch_dir(f"jitterscope-cluster-r{cluster.rank}-", keep="run", keep_to=keep_to,
+                                      hint="`jitterscope analyze` it to finish this rank's run")
         run_dir = measure([cpu], opts.duration_ns, opts.threshold_ns, scratch / "run", trace=opts.trace,
                           priority=opts.priority, report=False, progress=False, buffer_kb=opts.buffer_kb,
-                          before_probe=at_barrier)
+                          before_probe=at_barrier, kept_as=keep_to)
         payload = _node_payload(run_dir, cluster, cpu, start_unix_ns)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    got = cluster.gather_bytes(payload, "its measurement", timeout_s=measure_limit)
-    if cluster.rank != 0:
-        return None
-    assert out is not None and got is not None
-    create_run_dir(out)
-    write_cluster_run(out, [pickle.loads(b) for b in got], opts, peers)
-    return out
+        got = cluster.gather_bytes(payload, "its measurement", timeout_s=measure_limit)
+        if cluster.rank == 0:
+            assert out is not None and got is not None
+            create_run_dir(out)
+            write_cluster_run(out, [pickle.loads(b) for b in got], opts, peers)
+        cluster.checkpoint("the cluster run written")
+        shutil.rmtree(run_dir)  # it is in the cluster run now: nothing left to keep
+    return out if cluster.rank == 0 else None
+
+
+def _keep_location(planned: Path, rank: int) -> Path | None:
+    """Where a failed rank keeps its capture: next to the planned cluster run if that
+    directory exists on this host and is writable, else (None) the state dir's kept/."""
+    parent = planned.parent if str(planned.parent) else Path(".")
+    if parent.is_dir() and os.access(parent, os.W_OK):
+        return (parent / f"{planned.name}.rank{rank}").absolute()
+    return None
 
 
 def write_cluster_run(out: Path, nodes: list[dict[str, Any]], opts: ClusterMeasureOptions,

@@ -36,14 +36,16 @@ def mark_own_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: se
 
 
 def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None,
-              own_tids: set[int] | None = None) -> dict[str, Any]:
+              own_tids: set[int] | None = None, allow_incomplete: bool = False) -> dict[str, Any]:
     """Write detours/activity/attribution Parquet, meta.json and summary.json.
 
     `own_tids` are the thread ids of this jitterscope (its Python threads, the
-    probe's writer) so their time shows as the tool's own overhead."""
+    probe's writer) so their time shows as the tool's own overhead.  The raw
+    capture is left in place: the caller removes it once the run is durable
+    (capture.finish); `allow_incomplete` reads the records of a killed probe."""
     hz, t0 = float(probe.tsc_hz), int(probe.t0_tsc)
     raw_path = run_dir / "detours.raw"
-    raw = read_detours(raw_path)
+    raw = read_detours(raw_path, allow_incomplete=allow_incomplete)
     det_cpu, det_start, det_dur = detours_ns(raw, t0, hz)
     del raw
     cpus = [int(c) for c in meta["cpus"]]
@@ -96,7 +98,6 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
     summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured, resolution, functions)
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
-    raw_path.unlink(missing_ok=True)
     return summary
 
 

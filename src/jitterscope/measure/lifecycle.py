@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import socket
 import sys
 import time
@@ -23,6 +22,7 @@ from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.measure import build as analysis
+from jitterscope.measure import capture
 from jitterscope.measure.probe import Probe
 from jitterscope.progress import Progress
 from jitterscope.rundir import base_meta, create_run_dir
@@ -64,15 +64,16 @@ def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: P
             trace: bool = True, priority: int | None = None, report: bool = False,
             progress: bool = False, buffer_kb: int = 4096,
             on_tick: Callable[[float], None] | None = None,
-            before_probe: Callable[[], None] | None = None) -> Path:
+            before_probe: Callable[[], None] | None = None, kept_as: Path | None = None) -> Path:
     """Measure and write a complete run directory; return its path.
 
     `before_probe` runs after tracing is set up, just before the probe starts
-    (cluster measure synchronizes the ranks there)."""
+    (cluster measure synchronizes the ranks there).  `kept_as` is where the
+    caller keeps the raw capture if this fails (errors name it instead of out_dir)."""
     opts = MeasureOptions(cpus=cpus, duration_ns=duration_ns, threshold_ns=threshold_ns,
                           priority=priority, trace=trace, report=report, progress=progress,
                           buffer_kb=buffer_kb)
-    return run_measurement(opts, out_dir or default_run_dir(), on_tick, before_probe)
+    return run_measurement(opts, out_dir or default_run_dir(), on_tick, before_probe, kept_as)
 
 
 def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
@@ -94,7 +95,9 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
 
 def run_measurement(opts: MeasureOptions, out_dir: Path,
                     on_tick: Callable[[float], None] | None = None,
-                    before_probe: Callable[[], None] | None = None) -> Path:
+                    before_probe: Callable[[], None] | None = None, kept_as: Path | None = None) -> Path:
+    """The lifecycle.  Raw data is written first (measure/capture.py): once the probe
+    has started, no failure deletes the run directory; the error says how to finish it."""
     validate(opts, out_dir)
     tracing_ok, reason = _tracing_state(opts)
     run_dir = create_run_dir(out_dir)
@@ -112,14 +115,25 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
                  "buffer_kb": opts.buffer_kb if tracing_ok else None},
     )
     try:
-        result, interrupted, steal_ns, own_tids = _acquire(opts, run_dir, tracing_ok, on_tick, before_probe)
+        cap = capture.Capture(run_dir, meta)
     except BaseException:
-        # Nothing was measured: leave no half-made run behind.
-        shutil.rmtree(run_dir, ignore_errors=True)
+        capture.discard(run_dir)
         raise
+    try:
+        result, interrupted, steal_ns, own_tids = _acquire(opts, run_dir, tracing_ok, on_tick, before_probe, cap)
+    except BaseException as err:  # noqa: BLE001 - as below
+        if not cap.probe_started and not capture.has_raw(run_dir):
+            capture.discard(run_dir)  # nothing was measured: leave no half-made run behind
+            raise
+        raise capture.kept(run_dir, err, "measuring", kept_as) from None
+    cap.captured(result, interrupted, steal_ns, own_tids)
     meta["interrupted"] = interrupted
     meta["steal_ns"] = steal_ns
-    analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None, own_tids)
+    try:
+        analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None, own_tids)
+        capture.finish(run_dir)
+    except BaseException as err:  # noqa: BLE001 - any failure keeps the raw capture, and says so
+        raise capture.kept(run_dir, err, "analysing", kept_as) from None
     if opts.report:
         _write_report(run_dir)
     return run_dir
@@ -127,7 +141,8 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
 
 def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
              on_tick: Callable[[float], None] | None,
-             before_probe: Callable[[], None] | None) -> tuple[Any, bool, float, set[int]]:
+             before_probe: Callable[[], None] | None,
+             cap: capture.Capture) -> tuple[Any, bool, float, set[int]]:
     """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns,
     and the thread ids of this jitterscope (to show its own overhead apart)."""
     steal_before = sysinfo.steal_ticks(opts.cpus)
@@ -136,14 +151,19 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
     # The exit stack unwinds on every path (success, error, Ctrl-C): affinity
     # back, then the trace instance stopped and removed, then the journal.
     with Journal("measure") as journal, contextlib.ExitStack() as stack:
+        session = None
         if tracing_ok:
             trace_dir.mkdir()
-            stack.enter_context(TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb))
+            session = stack.enter_context(TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb))
         if before_probe is not None:  # outside the try: on failure there is no probe to wait for
             before_probe()
         probe = Probe(opts.cpus, opts.threshold_ns, run_dir / "detours.raw",
-                      duration_ns=int(opts.duration_ns), fifo_priority=opts.priority)
+                      duration_ns=int(opts.duration_ns), fifo_priority=opts.priority,
+                      end_path=run_dir / "detours.end.json",
+                      trace_off=session.instance / "tracing_on" if session and session.instance else None)
         probe.start()
+        cap.probe_running(probe.tsc_hz, probe.t0_tsc, _thread_ids(os.getpid()) | _thread_ids(probe.pid),
+                          steal_before)
         stack.callback(os.sched_setaffinity, 0, _keep_tool_off(opts.cpus))
         try:
             interrupted = _main_loop(probe, opts, on_tick)

@@ -62,7 +62,8 @@ class Probe(NativeChild[ProbeResult]):
     NO_END = "ended without reporting its statistics"
 
     def __init__(self, cpus: list[int], threshold_ns: float, out_path: Path,
-                 duration_ns: int | None = None, fifo_priority: int | None = None) -> None:
+                 duration_ns: int | None = None, fifo_priority: int | None = None,
+                 end_path: Path | None = None, trace_off: Path | None = None) -> None:
         if not cpus:
             raise JitterscopeError("no CPUs to probe")
         if threshold_ns <= 0:
@@ -75,6 +76,8 @@ class Probe(NativeChild[ProbeResult]):
         self.out_path = Path(out_path)
         self.duration_ns = duration_ns
         self.fifo_priority = fifo_priority
+        self.end_path = end_path  # the probe also writes its end line here (survives a killed parent)
+        self.trace_off = trace_off  # a trace instance's tracing_on, which the probe clears if orphaned
         self.tsc_hz = 0.0
         self.threshold_cycles = 0
         self.t0_tsc = 0
@@ -94,6 +97,10 @@ class Probe(NativeChild[ProbeResult]):
             cmd += ["--duration-ns", str(int(self.duration_ns))]
         if self.fifo_priority is not None:
             cmd += ["--fifo", str(int(self.fifo_priority))]
+        if self.end_path is not None:
+            cmd += ["--end-file", str(self.end_path)]
+        if self.trace_off is not None:
+            cmd += ["--trace-off-if-orphaned", str(self.trace_off)]
         ready = self._launch(cmd, READY_TIMEOUT_S)
         self.t0_tsc = int(ready["t0_tsc"])
         self.mlocked = bool(ready["mlocked"])
@@ -102,29 +109,33 @@ class Probe(NativeChild[ProbeResult]):
         return self
 
     def _finish(self, end: dict[str, Any], err_text: str) -> ProbeResult:
-        hz = self.tsc_hz
-        per_cpu: dict[int, dict[str, Any]] = {}
-        for cpu_s, s in end["cpus"].items():
-            it = int(s["iterations"])
-            span = int(s["last_tsc"]) - int(s["first_tsc"])
-            busy = max(0, span - int(s["detour_cycles"]))  # time the loop itself ran
-            per_cpu[int(cpu_s)] = {
-                "iterations": it,
-                # Mean iteration time outside detours: the smallest gap the loop can see.
-                "resolution_ns": tsc.to_ns(busy / it, hz) if it else 0.0,
-                "loop_ns_min": tsc.to_ns(int(s["min_loop_cycles"]), hz),
-                "min_loop_cycles": int(s["min_loop_cycles"]),
-                "detours": int(s["detours"]),
-                "dropped": int(s["dropped"]),
-                "detour_cycles": int(s["detour_cycles"]),
-                "first_tsc": int(s["first_tsc"]),
-                "last_tsc": int(s["last_tsc"]),
-            }
-        warnings = self._warnings(err_text)
-        return ProbeResult(tsc_hz=hz, t0_tsc=self.t0_tsc, end_tsc=int(end["end_tsc"]), per_cpu=per_cpu,
-                           records=int(end["records"]), dropped=int(end["dropped"]),
-                           threshold_cycles=int(end["threshold_cycles"]), mlocked=self.mlocked,
-                           warnings=warnings)
+        return result_from_end(end, self.tsc_hz, self.t0_tsc, self.mlocked, self._warnings(err_text))
+
+
+def result_from_end(end: dict[str, Any], hz: float, t0_tsc: int, mlocked: bool = True,
+                    warnings: list[str] | None = None) -> ProbeResult:
+    """The probe's result from its end line (printed, or saved in its --end-file)."""
+    per_cpu: dict[int, dict[str, Any]] = {}
+    for cpu_s, s in end["cpus"].items():
+        it = int(s["iterations"])
+        span = int(s["last_tsc"]) - int(s["first_tsc"])
+        busy = max(0, span - int(s["detour_cycles"]))  # time the loop itself ran
+        per_cpu[int(cpu_s)] = {
+            "iterations": it,
+            # Mean iteration time outside detours: the smallest gap the loop can see.
+            "resolution_ns": tsc.to_ns(busy / it, hz) if it else 0.0,
+            "loop_ns_min": tsc.to_ns(int(s["min_loop_cycles"]), hz),
+            "min_loop_cycles": int(s["min_loop_cycles"]),
+            "detours": int(s["detours"]),
+            "dropped": int(s["dropped"]),
+            "detour_cycles": int(s["detour_cycles"]),
+            "first_tsc": int(s["first_tsc"]),
+            "last_tsc": int(s["last_tsc"]),
+        }
+    return ProbeResult(tsc_hz=hz, t0_tsc=int(t0_tsc), end_tsc=int(end["end_tsc"]), per_cpu=per_cpu,
+                       records=int(end["records"]), dropped=int(end["dropped"]),
+                       threshold_cycles=int(end["threshold_cycles"]), mlocked=mlocked,
+                       warnings=list(warnings or []))
 
 
 # -- reading the output ----------------------------------------------------------

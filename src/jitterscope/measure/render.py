@@ -25,7 +25,7 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
             f"{format_cpulist(run['cpus'])}, threshold {format_ns(run['threshold_ns'])}, {tracing}")
     lines.append(head)
     if meta and meta.get("interrupted"):
-        lines.append("  (ended early by Ctrl-C: the run covers the time measured)")
+        lines.append("  (ended early: the run covers the time measured)")
     if run["tracing"]:
         lines.append(f"  lost kernel events: {lost}" + ("  <- attribution is incomplete; try a larger --buffer"
                                                        if lost else ""))

@@ -416,9 +416,28 @@ static void usage(void)
 {
     fputs("usage: jitterscope-probe --cpus LIST --threshold-cycles N --out FILE "
           "[--duration-ns D] [--fifo PRIO] [--tsc-hz HZ] [--end-file FILE]\n"
+          "       [--trace-off-if-orphaned TRACING_ON_FILE]\n"
           "       jitterscope-probe --layout | --calibrate MS | "
           "--bench-loop CPU [--bench-iters N] [--bench-repeats R] | --align-marker PATH N\n", stderr);
     exit(2);
+}
+
+/* Whether jitterscope died.  While its threads exit one by one the probe is handed
+ * to a sibling thread (getppid() unchanged), but the main thread is a zombie then. */
+static int parent_gone(pid_t parent)
+{
+    if (getppid() != parent)
+        return 1;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)parent);
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return 1;
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    const char *end = strrchr(buf, ')');
+    return !end || end[1] != ' ' || end[2] == 'Z' || end[2] == 'X';
 }
 
 /* The end line: the run's totals and every probe thread's loop statistics. */
@@ -440,11 +459,12 @@ static void print_end(FILE *f, const struct probe_thread *th, int n, uint64_t en
 
 int main(int argc, char **argv)
 {
-    const char *cpus_arg = NULL, *out = NULL, *align_path = NULL, *end_file = NULL;
+    const char *cpus_arg = NULL, *out = NULL, *align_path = NULL, *end_file = NULL,
+               *trace_off = NULL;
     uint64_t threshold = 0, duration_ns = 0, bench_iters = 20000000, tsc_hz = 0;
     int fifo = 0, have_threshold = 0, bench_cpu = -1, bench_repeats = 11, calibrate_ms = 0;
     long align_n = 0;
-    enum { O_CPUS = 1, O_THR, O_OUT, O_DUR, O_FIFO, O_LAYOUT, O_CAL, O_BENCH, O_BITERS, O_BREP, O_ALIGN, O_HZ, O_END };
+    enum { O_CPUS = 1, O_THR, O_OUT, O_DUR, O_FIFO, O_LAYOUT, O_CAL, O_BENCH, O_BITERS, O_BREP, O_ALIGN, O_HZ, O_END, O_TOFF };
     static const struct option opts[] = {
         {"cpus", required_argument, 0, O_CPUS},
         {"threshold-cycles", required_argument, 0, O_THR},
@@ -459,6 +479,7 @@ int main(int argc, char **argv)
         {"bench-repeats", required_argument, 0, O_BREP},
         {"align-marker", required_argument, 0, O_ALIGN},
         {"end-file", required_argument, 0, O_END},
+        {"trace-off-if-orphaned", required_argument, 0, O_TOFF},
         {0, 0, 0, 0},
     };
     int c;
@@ -477,6 +498,7 @@ int main(int argc, char **argv)
         case O_BREP: bench_repeats = (int)parse_u64(optarg, "--bench-repeats"); break;
         case O_ALIGN: align_path = optarg; break;
         case O_END: end_file = optarg; break;
+        case O_TOFF: trace_off = optarg; break;
         default: usage();
         }
     }
@@ -497,6 +519,7 @@ int main(int argc, char **argv)
     if (fifo < 0 || fifo > 99)
         die("--fifo priority must be 1..99");
 
+    pid_t parent = getppid();
     if (js_die_with_parent())  /* a killed `measure` must not leave a probe spinning */
         return 2;
 
@@ -599,6 +622,16 @@ int main(int argc, char **argv)
             written += drain(&th[i], fd, out);
         if (duration_ns && js_ns(CLOCK_MONOTONIC) - start_ns >= (int64_t)duration_ns)
             break;
+    }
+    /* jitterscope was killed: its trace reader is gone, so stop the kernel trace now,
+     * before newer events overwrite pages not yet read; recovery saves the rest. */
+    if (trace_off && parent_gone(parent)) {
+        int tfd = open(trace_off, O_WRONLY | O_CLOEXEC);
+        if (tfd >= 0) {
+            if (write(tfd, "0", 1) != 1)
+                fprintf(stderr, "jitterscope-probe: warning: cannot stop tracing at %s\n", trace_off);
+            close(tfd);
+        }
     }
     atomic_store(&g_stop, 1);
     uint64_t dropped = 0;

@@ -88,19 +88,34 @@ def _rmdir_retry(path: Path, timeout_s: float = 5.0) -> None:
             time.sleep(0.05)
 
 
+# Where each live instance drains to, readable by any jitterscope process whatever
+# its journal directory, so whoever removes a dead run's instance saves its pages.
+DRAIN_RECORDS = Path("/run/jitterscope/instances")
+
+
+def _drain_record(name: str) -> Path:
+    return DRAIN_RECORDS / f"{name}.json"
+
+
 def clean_stale_instances(root: Path) -> list[str]:
-    """Remove jitterscope-<pid> instances whose process is gone; return their names."""
+    """Remove jitterscope-<pid> instances whose process is gone (saving what they
+    still hold into their capture directory); return their names."""
     removed = []
     inst = root / "instances"
     for d in sorted(inst.glob(f"{INSTANCE_PREFIX}*")):
         suffix = d.name[len(INSTANCE_PREFIX):]
         if not suffix.isdigit():
             continue
+        try:
+            rec = json.loads(_drain_record(d.name).read_text())
+        except (OSError, ValueError):
+            rec = {}
         pid = int(suffix)
-        if pid != os.getpid() and process_start_time(pid) is not None:
+        start = process_start_time(pid)
+        if pid != os.getpid() and start is not None and rec.get("start", start) == start:
             continue  # a live jitterscope owns it
         try:
-            _rmdir_retry(d, timeout_s=2.0)
+            _remove_instance(d, rec.get("drain_to"), rec.get("cpus", []))
             removed.append(d.name)
         except OSError:
             continue
@@ -214,9 +229,12 @@ class TraceSession:
         self.events, self.missing = wanted_events(root)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         inst = root / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
-        self.journal.begin("trace_instance", path=str(inst), drain_to=str(self.out_dir.absolute()),
-                           cpus=self.cpus)
+        drain = {"drain_to": str(self.out_dir.absolute()), "cpus": self.cpus}
+        self.journal.begin("trace_instance", path=str(inst), **drain)
         try:
+            DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
+            atomic.write_text(_drain_record(inst.name), json.dumps(
+                {**drain, "pid": os.getpid(), "start": process_start_time(os.getpid())}), durable=False)
             inst.mkdir()
         except OSError as err:
             raise JitterscopeError(f"cannot create trace instance {inst}: {err.strerror}") from None
@@ -313,6 +331,7 @@ class TraceSession:
         if self.instance is not None:
             try:
                 _rmdir_retry(self.instance)
+                _drain_record(self.instance.name).unlink(missing_ok=True)
             except OSError as err:
                 # the journal retries at exit; say so rather than fail the measurement
                 print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}",
@@ -436,14 +455,23 @@ def undo_instance(e: dict[str, Any]) -> Outcome:
     capture directory it was draining into (if that still exists), then remove it."""
     inst = Path(e["path"])
     if not inst.exists():
+        _drain_record(inst.name).unlink(missing_ok=True)
         return Outcome("unchanged", f"trace instance {inst} already removed")
-    out = Path(e["drain_to"]) if e.get("drain_to") else None
+    pages = _remove_instance(inst, e.get("drain_to"), e.get("cpus", []))
+    saved = f" after saving its last {pages} page(s) into {e['drain_to']}" if pages else ""
+    return Outcome("restored", f"removed trace instance {inst}{saved}")
+
+
+def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
+    """Save what the instance still holds into `drain_to` (if that capture still exists),
+    remove it; return the pages saved."""
+    out = Path(drain_to) if drain_to else None
     pages = 0
     if out is not None and out.is_dir() and (out / "session.json").exists():
-        pages = _drain_instance(inst, out, [int(c) for c in e.get("cpus", [])])
-    _rmdir_retry(inst)
-    saved = f" after saving its last {pages} page(s) into {out}" if pages else ""
-    return Outcome("restored", f"removed trace instance {inst}{saved}")
+        pages = _drain_instance(inst, out, [int(c) for c in cpus])
+    _rmdir_retry(inst, timeout_s=2.0)
+    _drain_record(inst.name).unlink(missing_ok=True)
+    return pages
 
 
 def _drain_instance(inst: Path, out: Path, cpus: list[int]) -> int:

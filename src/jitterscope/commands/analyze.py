@@ -1,0 +1,67 @@
+"""Finish a run that was cut short: rebuild it from the raw capture that survived.
+
+`measure` writes its raw data first (the probe's records, the kernel trace's
+pages, the run's metadata) and keeps it until the analysed run is complete.
+If the measurement or its analysis was interrupted — kill -9, a closed
+terminal (SIGHUP), a second Ctrl-C, disk full, a killed MPI rank — the run
+directory still holds that raw capture, and this command builds the same
+tables, summary.json and report.html a finished measurement writes.  It says
+what could not be recovered (for example the last 10 ms of a killed probe);
+the list is also kept in meta.json under `recovered.missing`.
+
+Exit code 0 when the run is complete afterwards (also when it already was);
+2 when nothing can be rebuilt, with the reason.
+
+EXAMPLES
+  jitterscope analyze jitterscope-runs/20250101T120000Z-node1
+  jitterscope analyze runs/killed --json     # the summary as JSON
+  jitterscope analyze /var/tmp/js-kept/rank1 --no-report
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from jitterscope.errors import JitterscopeError
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("run", metavar="DIR", type=Path, help="run directory holding a raw capture")
+    p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
+    p.add_argument("--json", action="store_true", help="print summary.json to stdout and nothing else there")
+
+
+def run(args: argparse.Namespace) -> int:
+    from jitterscope.measure.lifecycle import _write_report
+    from jitterscope.measure.recover import analyze, is_complete
+    from jitterscope.measure.render import render_summary
+    from jitterscope.rundir import load_run
+
+    if not args.run.is_dir():
+        raise JitterscopeError(f"{args.run}: no such run directory")
+    if is_complete(args.run):
+        run = load_run(args.run)
+        if args.json:
+            print(json.dumps(run.summary, indent=2))
+        else:
+            print(f"{args.run}: already a complete run; nothing to analyse")
+        return 0
+    missing = analyze(args.run)
+    if not args.no_report:
+        _write_report(args.run)
+    run = load_run(args.run)
+    if args.json:
+        print(json.dumps(run.summary, indent=2))
+        return 0
+    print(render_summary(run.summary, str(args.run), run.meta))
+    if missing:
+        print("\nRecovered from a cut-short run; not recovered:")
+        for m in missing:
+            print(f"  - {m}")
+    else:
+        print("\nRecovered from a cut-short run; nothing was lost.")
+    if (args.run / "report.html").exists():
+        print(f"Report: {args.run / 'report.html'}")
+    return 0

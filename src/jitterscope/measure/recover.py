@@ -1,0 +1,128 @@
+"""Rebuild a complete run from whatever raw capture survived (`jitterscope analyze`).
+
+A measurement writes its raw data first (measure/capture.py).  When it was cut
+short — kill -9, a closed terminal, a second Ctrl-C, disk full, a killed MPI
+rank — this turns what is left into the same run directory a finished
+measurement writes, and lists what could not be recovered (also kept in
+meta.json under `recovered.missing`), so a user always gets their run back or
+a clear statement of what was lost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.atomic import sweep_temporaries
+from jitterscope.errors import JitterscopeError
+from jitterscope.measure import build
+from jitterscope.measure import capture as C
+from jitterscope.measure.probe import (
+    ProbeResult,
+    read_detours,
+    read_header,
+    result_from_end,
+)
+
+
+def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> ProbeResult:
+    """The probe's result: saved by jitterscope, else written by the probe, else estimated."""
+    header = read_header(run_dir / "detours.raw")
+    if not header["complete"]:
+        missing.append("detours after the probe's last write (it was killed; at most its last 10 ms)")
+    if cap.get("state") == "captured" and cap.get("probe"):
+        p = dict(cap["probe"])
+        p["per_cpu"] = {int(k): v for k, v in p["per_cpu"].items()}
+        return ProbeResult(**p)
+    hz = float(cap.get("tsc_hz") or header["tsc_hz"])
+    t0 = int(cap.get("t0_tsc") or header["t0_tsc"])
+    try:
+        end = json.loads((run_dir / "detours.end.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        end = None
+    if end is not None:
+        return result_from_end(end, hz, t0)
+    missing.append("the probe's loop statistics (it was killed): each CPU's measured time is estimated "
+                   "from the last detour recorded, and its resolution is unknown")
+    raw = read_detours(run_dir / "detours.raw", allow_incomplete=True)
+    ends = raw["start_tsc"].astype(np.int64) + raw["duration_tsc"].astype(np.int64)
+    end_tsc = int(ends.max()) if len(raw) else t0
+    per_cpu = {}
+    for c in cap["meta"]["cpus"]:
+        mine = raw["cpu"] == int(c)
+        per_cpu[int(c)] = {"iterations": 0, "resolution_ns": 0.0, "loop_ns_min": 0.0, "min_loop_cycles": 0,
+                           "detours": int(mine.sum()), "dropped": 0,
+                           "detour_cycles": int(raw["duration_tsc"][mine].sum()),
+                           "first_tsc": t0, "last_tsc": end_tsc, "estimated": True}
+    return ProbeResult(tsc_hz=hz, t0_tsc=t0, end_tsc=end_tsc, per_cpu=per_cpu, records=len(raw),
+                       dropped=int(header["dropped"]), threshold_cycles=0)
+
+
+def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str]) -> Path | None:
+    """The trace directory, completed offline (window, symbols, comms) if the run was cut short."""
+    from jitterscope.tracing.session import boot_id, finish_capture
+
+    td = run_dir / "trace"
+    if not meta.get("tracing", {}).get("enabled"):
+        return None
+    if not (td / "events.txt").exists():
+        missing.append("the kernel trace (it had not started): no attribution")
+        meta["tracing"].update(enabled=False, reason="trace lost: the run was interrupted before it started")
+        return None
+    try:
+        info = json.loads((td / "session.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        info = {}
+    try:
+        stats = json.loads((td / "stats.json").read_text())
+    except (OSError, json.JSONDecodeError):
+        stats = {}
+        missing.append("the trace's ring-buffer statistics: lost kernel events are counted from the pages alone")
+    if "window" not in info or not (td / "symbols.txt").exists():
+        if info.get("boot_id") not in (None, boot_id()):
+            missing.append("kernel function names and thread names (the machine rebooted since)")
+        if "stop_mono_ns" not in info:
+            missing.append("the trace's stop marker: its window ends at the probe's end")
+        finish_capture(td, info, stats, end_tsc=end_tsc)
+    return td
+
+
+def is_complete(run_dir: Path) -> bool:
+    """A finished run: its summary is written and no raw capture waits for analysis."""
+    return (run_dir / "summary.json").exists() and not (run_dir / C.CAPTURE).exists()
+
+
+def analyze(run_dir: Path) -> list[str]:
+    """Write the complete run in `run_dir` from its raw capture; return what was missing."""
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise JitterscopeError(f"{run_dir}: no such run directory")
+    cap = C.load_capture(run_dir)
+    if cap is None:
+        if (run_dir / "detours.raw").exists():
+            raise JitterscopeError(f"{run_dir}: capture.json is missing or corrupt, so the raw records cannot "
+                                   f"be placed (which CPUs, options, host): the run cannot be rebuilt")
+        raise JitterscopeError(f"{run_dir}: nothing to analyse (no raw capture: capture.json, detours.raw)")
+    if not (run_dir / "detours.raw").exists():
+        raise JitterscopeError(f"{run_dir}: the probe's records (detours.raw) are missing: the measurement "
+                               f"never started or they were deleted; nothing to rebuild")
+    sweep_temporaries(run_dir)
+    missing: list[str] = []
+    meta = dict(cap["meta"])
+    result = _probe_result(run_dir, cap, missing)
+    finished = cap.get("state") == "captured"
+    meta["interrupted"] = bool(cap.get("interrupted")) or not finished
+    if "steal_ns" in cap:
+        meta["steal_ns"] = float(cap["steal_ns"])
+    else:
+        missing.append("hypervisor steal time during the run (not used to judge what is unexplained)")
+    trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing)
+    meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                         "missing": missing}
+    build.build_run(run_dir, meta, result, trace_dir, set(cap.get("own_tids", [])), allow_incomplete=True)
+    C.finish(run_dir)
+    return missing
