@@ -59,7 +59,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from jitterscope import runcheck
+from jitterscope import atomic, runcheck
 from jitterscope.errors import JitterscopeError
 
 FORMAT = "jitterscope-run"
@@ -327,6 +327,9 @@ def load_run(path: str | os.PathLike[str], check_tables: bool = True, kinds: tup
     p = Path(path)
     if not p.is_dir():
         raise JitterscopeError(f"{p}: no such run directory")
+    if (p / "capture.json").exists():  # measure/capture.py: raw data waiting for analysis
+        raise JitterscopeError(f"{p}: an unfinished run (its measurement or analysis was cut short): "
+                               f"`jitterscope analyze {p}` finishes it")
     meta = _read_json(p / "meta.json", "run metadata")
     if meta.get("format") != FORMAT:
         raise JitterscopeError(f"{p}: not a jitterscope run (meta.json has no format {FORMAT!r})")
@@ -383,9 +386,8 @@ def create_run_dir(path: str | os.PathLike[str]) -> Path:
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    """Write a run's JSON file atomically (atomic.py: whole or not at all)."""
+    atomic.write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 
 
 def conform(name: str, table: pa.Table, kind: str = "measure") -> pa.Table:
@@ -395,8 +397,9 @@ def conform(name: str, table: pa.Table, kind: str = "measure") -> pa.Table:
 
 
 def write_table(run_dir: Path, name: str, table: pa.Table, kind: str = "measure") -> None:
-    """Write one of the run's tables, cast to its documented schema."""
-    pq.write_table(conform(name, table, kind), run_dir / f"{name}.parquet", compression="zstd")
+    """Write one of the run's tables, cast to its documented schema (atomically)."""
+    with atomic.atomic_path(run_dir / f"{name}.parquet") as tmp:
+        pq.write_table(conform(name, table, kind), tmp, compression="zstd")
 
 
 def read_table(path: Path, read: Callable[[], Any], what: str = "Parquet table") -> Any:
