@@ -323,7 +323,14 @@ def weibull(shape: float, scale: float) -> Delay:
 
 
 def pareto(alpha: float, scale: float) -> Delay:
+    """Pareto type I: S(x) = (scale/x)^alpha for x >= scale, so every phase is delayed by at least `scale`
+    (not Lomax / Pareto II, which starts at 0)."""
     return ScipyDelay("pareto", {"alpha": alpha, "scale": scale}, stats.pareto(alpha, scale=scale))
+
+
+def uniform(low: float, high: float) -> Delay:
+    """Uniform on [low, high]; E[max of N] = low + (high - low) N / (N + 1)."""
+    return ScipyDelay("uniform", {"low": low, "high": high}, stats.uniform(loc=low, scale=high - low))
 
 
 def bernoulli(p: float, delay: float) -> Delay:

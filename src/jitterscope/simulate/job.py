@@ -70,9 +70,13 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         ci = self.ci95_s
-        return {"nodes": self.nodes, "phases": self.phases, "phase_s": self.phase_s,
-                "runtime_s": self.runtime_s, "ideal_s": self.ideal_s, "slowdown": self.slowdown,
-                "ci95_s": [ci[0], ci[1]] if ci else None}
+        out = {"nodes": self.nodes, "phases": self.phases, "phase_s": self.phase_s,
+               "runtime_s": self.runtime_s, "ideal_s": self.ideal_s, "slowdown": self.slowdown,
+               "ci95_s": [ci[0], ci[1]] if ci else None}
+        if self.expected_s is not None:   # the model's exact expectation (runtime_s is the Monte Carlo mean)
+            out["expected_s"] = self.expected_s
+            out["expected_slowdown"] = self.expected_s / self.ideal_s - 1 if self.ideal_s > 0 else None
+        return out
 
 
 def mean_ci95(x: np.ndarray) -> tuple[float, float] | None:

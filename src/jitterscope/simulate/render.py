@@ -23,12 +23,15 @@ def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
     if m.get("fit"):
         lines.append(f"fit: {m['fit']['verdict']}")
     lines.append("")
-    lines.append(f"{'nodes':>14} {'phases':>8} {'runtime':>12} {'ideal':>12} {'slowdown':>10}  95% CI of runtime")
+    exact = any("expected_s" in r for r in data["results"])
+    lines.append(f"{'nodes':>14} {'phases':>8} {'runtime':>12} {'ideal':>12} {'slowdown':>10}  95% CI of runtime"
+                 + ("  (exact mean)" if exact else ""))
     for r in data["results"]:
         ci = r["ci95_s"]
         cis = f"[{_t(ci[0])}, {_t(ci[1])}]" if ci else "-"
+        ex = f"  ({_t(r['expected_s'])})" if r.get("expected_s") is not None else ""
         lines.append(f"{_n(r['nodes']):>14} {r['phases']:>8} {_t(r['runtime_s']):>12} {_t(r['ideal_s']):>12} "
-                     f"{percent(r['slowdown']):>10}  {cis}")
+                     f"{percent(r['slowdown']):>10}  {cis}{ex}")
     bs = data.get("by_source")
     if bs:
         lines.append("")

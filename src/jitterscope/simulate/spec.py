@@ -3,8 +3,9 @@ a run directory (trace-driven) or `fit:RUN` (the best fit of a run's delays).
 
     normal(mean=1.91ms, sd=0.36ms)      lognormal(median=1ms, sigma=0.5)
     exponential(mean=50us)              gamma(shape=2, scale=1ms)
-    weibull(shape=0.8, scale=1ms)       pareto(alpha=2.5, scale=100us)
-    bernoulli(p=0.01, delay=2ms)        periodic(period=10ms, duration=25us)
+    weibull(shape=0.8, scale=1ms)       pareto(alpha=2.5, scale=100us)   (Pareto I: >= scale)
+    uniform(low=0us, high=200us)        bernoulli(p=0.01, delay=2ms)
+    periodic(period=10ms, duration=25us)
     runs/quiet                          fit:runs/quiet
 
 Durations need a unit (a silent guess between s and ns is a factor of 10^9).
@@ -34,11 +35,12 @@ _PARAM_SETS: dict[str, list[tuple[str, ...]]] = {
     "gamma": [("shape", "scale"), ("shape", "mean"), ("mean", "sd")],
     "weibull": [("shape", "scale")],
     "pareto": [("alpha", "scale")],
+    "uniform": [("low", "high")],
     "bernoulli": [("p", "delay")],
     "periodic": [("period", "duration")],
 }
 _DIMENSIONLESS = {"sigma", "shape", "alpha", "p"}
-_ZERO_OK = {"mean"}  # a normal delay may be centred on 0 (only sd spreads it)
+_ZERO_OK = {"mean", "low"}  # a normal delay may be centred on 0 (only sd spreads it); a uniform start at 0
 FAMILIES = tuple(_PARAM_SETS)
 
 
@@ -104,6 +106,7 @@ def _example(family: str) -> str:
         "normal": "normal(mean=1.91ms,sd=0.36ms)", "lognormal": "lognormal(median=1ms,sigma=0.5)",
         "exponential": "exponential(mean=50us)", "gamma": "gamma(shape=2,scale=1ms)",
         "weibull": "weibull(shape=0.8,scale=1ms)", "pareto": "pareto(alpha=2.5,scale=100us)",
+        "uniform": "uniform(low=0us,high=200us)",
         "bernoulli": "bernoulli(p=0.01,delay=2ms)", "periodic": "periodic(period=10ms,duration=25us)",
     }[family]
 
@@ -214,6 +217,10 @@ def _build(family: str, p: dict[str, float], text: str) -> NoiseSpec:
             raise UsageError(f"pareto alpha must exceed 1 (at alpha <= 1 the expected delay is infinite), "
                              f"got {p['alpha']:g}")
         return DistributionNoise(D.pareto(p["alpha"], p["scale"]), text)
+    if family == "uniform":
+        if p["high"] <= p["low"]:
+            raise UsageError(f"uniform high must exceed low in {text!r}")
+        return DistributionNoise(D.uniform(p["low"], p["high"]), text)
     if family == "bernoulli":
         return DistributionNoise(D.bernoulli(p["p"], p["delay"]), text)
     if family == "periodic":
