@@ -23,17 +23,17 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import math
 from pathlib import Path
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", type=Path, metavar="BASE", help="the reference run directory")
     p.add_argument("new", type=Path, metavar="NEW", help="the run to check against it")
-    p.add_argument("--json", action="store_true", help="print the comparison as JSON and nothing else")
+    options.add_json(p, "the comparison as JSON")
     p.add_argument("--fail-on-regression", action="store_true",
                    help="exit 1 when total noise or a source got significantly worse (see above)")
     p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate for significance (default 0.01)")
@@ -51,5 +51,8 @@ def run(args: argparse.Namespace) -> int:
     if not (math.isfinite(args.min_ppm) and math.isfinite(args.min_ratio)) or args.min_ppm < 0 or args.min_ratio < 1:
         raise JitterscopeError("--min-ppm must be >= 0 and --min-ratio >= 1")
     res = compare_runs(args.base, args.new, Thresholds(args.alpha, args.min_ppm, args.min_ratio))
-    print(json.dumps(res, indent=2) if args.json else render_text(res))
+    if args.json:
+        options.print_json(res)
+    else:
+        print(render_text(res))
     return 1 if args.fail_on_regression and res.get("regression") else 0

@@ -18,9 +18,9 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 
 
@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--format", "-f", required=True, choices=["perfetto", "loggopsim", "csv"])
     p.add_argument("-o", "--out", type=Path, required=True, metavar="FILE", help="file to write")
     p.add_argument("--cpu", type=int, help="loggopsim: only this CPU")
-    p.add_argument("--json", action="store_true", help="print what was written as JSON")
+    options.add_json(p, "what was written as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as err:
         raise JitterscopeError(f"{args.out}: cannot write ({err.strerror})") from None
     if args.json:
-        print(json.dumps(res))
+        options.print_json(res)
     else:
         print(f"{res['detours']} detours written as {res['format']}: {', '.join(res['files'])}")
     return 0

@@ -22,8 +22,8 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_dir
 from jitterscope.units import count_arg, parse_duration_s, seed_arg
@@ -31,11 +31,12 @@ from jitterscope.units import count_arg, parse_duration_s, seed_arg
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="run directory")
-    p.add_argument("--phase", required=True, metavar="DURATION", help="work per phase, e.g. 10ms")
+    p.add_argument("--phase", metavar="DURATION", help="work per phase, e.g. 10ms (a pipeline run: not needed, "
+                   "its iterations' delays over the fastest one are fitted)")
     p.add_argument("--replicates", type=count_arg(19, 10**6), default=200, metavar="B",
                    help="bootstrap replicates per p-value (default 200)")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-    p.add_argument("--json", action="store_true", help="print the result as JSON to stdout and nothing else there")
+    options.add_json(p)
     p.add_argument("--plots", metavar="DIR", help="write fit_histogram.svg and fit_qq.svg into DIR")
 
 
@@ -45,10 +46,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
-    phase_s = parse_duration_s(args.phase, what="--phase")
     if args.replicates < 19:
         raise JitterscopeError(f"--replicates must be at least 19 (p-values to 0.05), got {args.replicates}")
-    fit = fit_run(args.run, phase_s, replicates=args.replicates, seed=args.seed)
+    if _kind(args.run) == "pipeline":
+        from jitterscope.pipeline.fitting import fit_pipeline
+
+        fit = fit_pipeline(args.run, replicates=args.replicates, seed=args.seed)
+    else:
+        if args.phase is None:
+            raise JitterscopeError("--phase is required: the work per phase, e.g. 10ms")
+        phase_s = parse_duration_s(args.phase, what="--phase")
+        fit = fit_run(args.run, phase_s, replicates=args.replicates, seed=args.seed)
     data = fit.to_json()
     written = []
     if args.plots:
@@ -56,9 +64,15 @@ def run(args: argparse.Namespace) -> int:
 
         written = fit_plots(fit, args.plots)
     if args.json:
-        print(json.dumps(data, indent=2))
+        options.print_json(data)
     else:
         print(fit_text(data))
         if written:
             print("plots: " + ", ".join(str(p) for p in written))
     return 0
+
+
+def _kind(path: str) -> str:
+    from jitterscope.rundir import load_run
+
+    return load_run(path, check_tables=False).kind

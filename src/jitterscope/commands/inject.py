@@ -19,13 +19,13 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import DAY_S, format_ns, parse_duration_ns
 
@@ -40,7 +40,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="scheduling policy (default: fifo when permitted, else other)")
     p.add_argument("--priority", type=int, default=50, metavar="N", help="SCHED_FIFO priority 1-99 (default 50)")
     p.add_argument("--truth", type=Path, metavar="FILE", help="write the exact busy intervals (TSC) here")
-    p.add_argument("--json", action="store_true", help="print the result as JSON to stdout and nothing else there")
+    options.add_json(p)
 
 
 def _cpu(text: str) -> int:
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         if tmp is not None:
             Path(tmp.name).unlink(missing_ok=True)
     if args.json:
-        print(json.dumps(out, indent=2))
+        options.print_json(out)
     else:
         print(_render(out))
     return 0

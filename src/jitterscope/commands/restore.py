@@ -21,15 +21,14 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
-from jitterscope import journal
+from jitterscope import journal, options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print what was undone as JSON")
+    options.add_json(p, "what was undone as JSON")
 
 
 def _leftovers() -> list[journal.Outcome]:
@@ -53,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     found = _leftovers()
     failed = any(e.get("result") == "failed" for e in undone) or any(o.status == "failed" for o in found)
     if args.json:
-        print(json.dumps({"undone": undone, "found": [vars(o) for o in found]}, indent=2))
+        options.print_json({"undone": undone, "found": [vars(o) for o in found]})
         return 1 if failed else 0
     if not undone and not found:
         print("nothing to restore: no interrupted jitterscope run left changes behind")

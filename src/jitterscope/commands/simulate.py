@@ -39,12 +39,12 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
-from jitterscope.progress import Progress
 from jitterscope.outpath import check_dir
+from jitterscope.progress import Progress
 from jitterscope.units import count_arg, parse_count_list, parse_duration_s, seed_arg
 
 
@@ -63,7 +63,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="independent replications (default 100 for distributions, 10 for timelines)")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     p.add_argument("--by-source", action="store_true", help="rank the run's sources by the slowdown removing each saves")
-    p.add_argument("--json", action="store_true", help="print the result as JSON to stdout and nothing else there")
+    options.add_json(p)
     p.add_argument("--plots", metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
 
 
@@ -109,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             sim.notes.append("plots: " + ", ".join(str(p) for p in written))
     if args.json:
-        print(json.dumps(data, indent=2))
+        options.print_json(data)
         for note in sim.notes:
             print(f"jitterscope: note: {note}", file=sys.stderr)
     else:
