@@ -60,7 +60,7 @@ struct unit {
     /* actuator */
     const char *act_path, *confirm_path; /* file and cfs actuators */
     int act_fd, confirm_fd;              /* -1 if unused */
-    int throttled;                       /* cfs: quota currently set */
+    int64_t throttled;                   /* cfs: the quota currently set (us), 0 = none */
     /* deadline blocker */
     pthread_t dl_thread;
     int dl_efd;

@@ -419,12 +419,16 @@ void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs)
         write_str(u->act_fd, g_cfg.act_on);
         break;
     case ACT_CFS: {
-        /* share Ts/(Ts+S) of each CFS period; the kernel's minimum quota is 1 ms */
+        /* share Ts/(Ts+S) of each CFS period; the kernel's minimum quota is 1 ms.  Written only when
+         * it changes: every write refills the group's runtime and restarts its period. */
         int64_t q = g_cfg.cfs_period_us * g_cfg.ts_ns / (g_cfg.ts_ns + s_ns);
-        char buf[64];
-        snprintf(buf, sizeof buf, g_cfg.act_on, (long long)(q < 1000 ? 1000 : q));  /* "%lld" or "%lld PERIOD" */
-        write_str(u->act_fd, buf);
-        u->throttled = 1;
+        q = q < 1000 ? 1000 : q;
+        if (u->throttled != q) {
+            char buf[64];
+            snprintf(buf, sizeof buf, g_cfg.act_on, (long long)q);  /* "%lld" or "%lld PERIOD" */
+            write_str(u->act_fd, buf);
+            u->throttled = q;
+        }
         break;
     }
     default:

@@ -281,7 +281,7 @@ void replay_run(struct unit *u)
         r.s.window_ns = t - prev;
         r.s.read_bytes = (int64_t)(r1 - r0);
         r.s.write_bytes = (int64_t)(w1 - w0);
-        r.s.cpu_ns = -1;
+        r.s.cpu_ns = r.s.progress_bytes = r.s.metric = -1;  /* a replay has no programs */
         double pressure = 0;
         int over = bw_over(r1 - r0, w1 - w0, r.s.window_ns, &pressure);
         int64_t s = law_decide(over, pressure);

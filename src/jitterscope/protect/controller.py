@@ -1,0 +1,89 @@
+"""Run the native controller (jitterscope-protect) as a child.
+
+It is started in a process group of its own with --wait-go: it sets up every
+thread, prints its ready line and waits; the session journals its group (so a
+crash kills a spinning blocker) and the processes it may stop, then says "go".
+It stops by itself after --duration-ns or on SIGTERM, and in both cases resumes
+everything it suspended before printing its end line.  It dies with its parent.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
+from jitterscope.native_child import NativeChild
+
+PROGRAM = "jitterscope-protect"
+READY_TIMEOUT_S = 20.0
+
+
+@dataclass
+class ControllerResult:
+    end: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+class Controller(NativeChild[ControllerResult]):
+    WHAT = "controller"
+    PROGRAM = PROGRAM
+    STOP_SIGNAL = signal.SIGTERM
+    NO_END = "ended without reporting (was it killed?)"
+
+    def __init__(self, args: list[str], out: Path, duration_ns: int | None, writer_cpus: list[int]) -> None:
+        super().__init__()
+        self.args = args
+        self.out = out
+        self.duration_ns = duration_ns
+        self.writer_cpus = writer_cpus
+        self.ready: dict[str, Any] = {}
+
+    def start(self) -> Controller:
+        cmd = [str(native_bin(PROGRAM)), "--wait-go", "--out", str(self.out), *self.args]
+        cpus = set(self.writer_cpus)
+        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=True, preexec_fn=lambda: os.sched_setaffinity(0, cpus))
+        self.pid = self._proc.pid
+        line = self._first_line(READY_TIMEOUT_S)
+        if line is None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            _, err = self._proc.communicate(timeout=10)
+            raise JitterscopeError(f"controller failed to start: {self._last_line(err.decode(errors='replace'))}")
+        self.ready = json.loads(line)
+        return self
+
+    def go(self) -> None:
+        """Start controlling (after the session has journalled the controller's group)."""
+        assert self._proc is not None and self._proc.stdin is not None
+        try:   # left open: communicate() closes it when waiting for the end line
+            self._proc.stdin.write(b"go\n")
+            self._proc.stdin.flush()
+        except BrokenPipeError:
+            pass  # it died: wait() reports why
+
+    def exit_timeout(self) -> float | None:
+        return 30.0 if self.duration_ns is None else self.duration_ns / 1e9 + 30
+
+    def _finish(self, end: dict[str, Any], err_text: str) -> ControllerResult:
+        return ControllerResult(end=end, warnings=self._warnings(err_text))
+
+
+def run_replay(args: list[str], out: Path) -> dict[str, Any]:
+    """The controller on replayed counters (virtual time: no threads, no actuator); its end line."""
+    proc = subprocess.run([str(native_bin(PROGRAM)), "--out", str(out), *args], capture_output=True, text=True,
+                          timeout=600)
+    if proc.returncode != 0:
+        raise JitterscopeError(f"controller failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}"
+                               .replace(f"{PROGRAM}: ", ""))
+    lines = [json.loads(ln) for ln in proc.stdout.splitlines() if '"event": "end"' in ln]
+    if not lines:
+        raise JitterscopeError("controller ended without reporting")
+    return dict(lines[-1])

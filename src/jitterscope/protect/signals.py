@@ -1,0 +1,169 @@
+"""The signals the controller can act on: what each measures, its threshold, whether this host has it.
+
+| signal  | measures (per best-effort CPU, every Ts)                        | threshold (>= triggers)          |
+|---------|-----------------------------------------------------------------|----------------------------------|
+| pmu     | LLC read and write accesses x 64 B (perf_event_open, per CPU)   | bandwidth, or % of the peak      |
+| resctrl | memory bandwidth of the group, MBM mbm_total_bytes              | bandwidth, or % of the peak      |
+| report  | bytes the best-effort programs publish (report API)             | bandwidth, or % of the peak      |
+| slack   | the critical program's latest latency against its deadline      | slack margin: time or % deadline |
+| noise   | a 64-load pointer chase timed on a protected CPU, vs its fastest| slowdown %                       |
+| cputime | CPU time of the best-effort tasks (perf task-clock)             | share of the CPU %               |
+| replay  | a CSV of (t, read_bytes, write_bytes), in virtual time          | bandwidth                        |
+| always  | nothing: every sample is over (duty-cycle unconditionally)      | -                                |
+| none    | nothing: no sample is over (measure only: the unprotected case) | -                                |
+
+`auto` picks, in order: pmu (a hardware PMU), resctrl (MBM), report (every
+best-effort program publishes), slack (the critical program publishes
+heartbeats and a deadline), cputime (anything else: weak, but needs nothing).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
+
+BANDWIDTH = ("pmu", "resctrl", "report", "replay")
+SIGNALS = ("auto", "pmu", "resctrl", "report", "slack", "noise", "cputime", "replay", "always", "none")
+DEFAULT_THRESHOLD = {"bandwidth": "25%", "slack": "10%", "noise": "20%", "cputime": "50%"}
+RESCTRL = Path("/sys/fs/resctrl")
+
+_BW_UNITS = {"b": 1, "kb": 1e3, "mb": 1e6, "gb": 1e9, "kib": 1024, "mib": 1024**2, "gib": 1024**3}
+
+
+@dataclass
+class Threshold:
+    """A parsed --threshold: bytes/s per direction, a share (0..1), or a time (ns)."""
+
+    read_bps: float | None = None
+    write_bps: float | None = None
+    percent: float | None = None      # of the peak bandwidth, of the deadline, slowdown or CPU share
+    ns: float | None = None
+
+
+def parse_bandwidth(text: str, what: str = "--threshold") -> float:
+    """Bytes per second from `2GB/s`, `500MiB/s`, `1.5e9B/s`."""
+    m = re.fullmatch(r"\s*([0-9.]+(?:[eE][+-]?\d+)?)\s*([kKmMgG]i?[bB]|[bB])/s\s*", text)
+    if not m:
+        raise JitterscopeError(f"malformed bandwidth {text!r} in {what}: use e.g. 2GB/s, 500MiB/s")
+    v = float(m.group(1)) * _BW_UNITS[m.group(2).lower()]
+    if not math.isfinite(v) or v <= 0 or v > 1e15:
+        raise JitterscopeError(f"{what} {text!r} must be a positive bandwidth below 1PB/s")
+    return v
+
+
+def _percent(text: str, what: str) -> float:
+    try:
+        v = float(text.strip().rstrip("%"))
+    except ValueError:
+        raise JitterscopeError(f"malformed percentage {text!r} in {what}: use e.g. 25%") from None
+    if not 0 < v <= 1000:
+        raise JitterscopeError(f"{what} {text!r} must be above 0% and at most 1000%")
+    return v / 100
+
+
+def parse_threshold(text: str, signal: str) -> Threshold:
+    """--threshold for `signal`: `2GB/s`, `read=2GB/s,write=1GB/s`, `25%` (bandwidth signals),
+    `100us` or `10%` (slack), `20%` (noise, cputime)."""
+    from jitterscope.units import parse_duration_ns
+
+    what = f"--threshold {text!r}"
+    t = text.strip()
+    if signal in BANDWIDTH:
+        if t.endswith("%"):
+            return Threshold(percent=_percent(t, what))
+        if "=" not in t:
+            bw = parse_bandwidth(t)
+            return Threshold(read_bps=bw, write_bps=bw)
+        out = Threshold()
+        for part in t.split(","):
+            key, _, val = part.partition("=")
+            if key.strip() not in ("read", "write"):
+                raise JitterscopeError(f"{what}: use read=BW and/or write=BW, e.g. read=2GB/s,write=1GB/s")
+            setattr(out, f"{key.strip()}_bps", parse_bandwidth(val))
+        return out
+    if signal == "slack" and not t.endswith("%"):
+        return Threshold(ns=parse_duration_ns(t, what="--threshold", allow_zero=True, bounds=(0.0, 3600.0)))
+    if signal in ("slack", "noise", "cputime"):
+        if not t.endswith("%"):
+            raise JitterscopeError(f"{what}: the {signal} signal takes a percentage, e.g. 20%")
+        return Threshold(percent=_percent(t, what))
+    return Threshold()
+
+
+def default_threshold(signal: str) -> str:
+    if signal in ("always", "none"):
+        return ""
+    return DEFAULT_THRESHOLD["bandwidth" if signal in BANDWIDTH else signal]
+
+
+def pmu_status(cpu: int) -> tuple[bool, str]:
+    """Whether LLC read/write events can be counted on `cpu` here, and if not why."""
+    try:
+        out = subprocess.run([str(native_bin("jitterscope-protect")), "--check-pmu", str(cpu)],
+                             capture_output=True, text=True, timeout=10)
+        got = json.loads(out.stdout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return False, "could not run the PMU check"
+    return bool(got.get("ok")), str(got.get("error", ""))
+
+
+def mbm_files() -> list[Path]:
+    """resctrl's per-domain memory-bandwidth counters of the default group (empty without MBM)."""
+    return sorted(RESCTRL.glob("mon_data/mon_L3_*/mbm_total_bytes")) if RESCTRL.is_dir() else []
+
+
+def choose(requested: str, cpus: list[int], be_publish: bool, critical_beats: bool) -> tuple[str, str]:
+    """The signal to use and why (`auto` follows the order in the module docstring)."""
+    if requested == "pmu":
+        ok, why = pmu_status(cpus[0])
+        if not ok:
+            raise JitterscopeError(f"--signal pmu: {why}; use --signal report, slack, noise or cputime")
+        return "pmu", "requested"
+    if requested == "resctrl" and not mbm_files():
+        raise JitterscopeError("--signal resctrl: no /sys/fs/resctrl with MBM counters on this host "
+                               "(mount resctrl on a CPU with RDT monitoring)")
+    if requested == "report" and not be_publish:
+        raise JitterscopeError("--signal report: the best-effort programs publish no counters (they must use "
+                               "the report API, as jitterscope-synload does); use --signal cputime or slack")
+    if requested == "slack" and not critical_beats:
+        raise JitterscopeError("--signal slack: the critical program publishes no heartbeats with a deadline "
+                               "(use the report API and --deadline, or --signal report/cputime)")
+    if requested != "auto":
+        return requested, "requested"
+    ok, why = pmu_status(cpus[0])
+    if ok:
+        return "pmu", "hardware PMU counts LLC reads/writes"
+    if mbm_files():
+        return "resctrl", f"no PMU ({why}); resctrl MBM present"
+    if be_publish:
+        return "report", f"no PMU ({why}); the best-effort programs publish their bytes"
+    if critical_beats:
+        return "slack", f"no PMU ({why}); the critical program publishes heartbeats and a deadline"
+    return "cputime", f"no PMU ({why}) and nothing publishes: best-effort CPU time is the only signal"
+
+
+def peak_bandwidth(cpu: int, seconds: float = 0.3) -> tuple[float, float]:
+    """The CPU's own peak read and write bandwidth (B/s), by jitterscope-synload streaming half the LLC.
+
+    The reference of a percentage threshold (the thesis: 25% "of the maximal bandwidth", L1908);
+    measured before any best-effort program starts, or given with --peak."""
+    from jitterscope.doe.loads import llc_bytes
+
+    buf = max(1 << 20, (llc_bytes(cpu) or 32 << 20) // 2)
+    out = []
+    for mode in ("read", "write"):
+        proc = subprocess.run([str(native_bin("jitterscope-synload")), "--mode", mode, "--cpu", str(cpu),
+                               "--buffer", str(buf), "--duration-ns", str(int(seconds * 1e9))],
+                              capture_output=True, text=True, timeout=60, env={})
+        if proc.returncode != 0:
+            raise JitterscopeError(f"measuring the peak bandwidth of CPU {cpu} failed: "
+                                   f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+        out.append(float(json.loads(proc.stdout)["bytes_per_s"]))
+    return out[0], out[1]
