@@ -88,7 +88,8 @@
       (t, a, f, arg), NULL)                                                                                  \
     X(int, pthread_join, (pthread_t t, void **r), (t, r), NULL)                                              \
     X(int, pthread_timedjoin_np, (pthread_t t, void **r, const struct timespec *ts), (t, r, ts), NULL)       \
-    X(void, pthread_exit, (void *r), (r), NULL)
+    X(void, pthread_exit, (void *r), (r), NULL)                                                              \
+    X(void, _exit, (int status), (status), NULL)
 
 #define DECLARE_REAL(ret, name, params, args, ver) static ret(*real_##name) params;
 JS_HOOKS(DECLARE_REAL)
@@ -156,6 +157,7 @@ static inline uint64_t tscp(uint32_t *cpu)
 }
 
 static void start_writer(void);
+static void catch_fatal(void);
 
 static struct ring *claim_ring(void)
 {
@@ -311,6 +313,8 @@ static void save_maps(void)
         close(out);
 }
 
+static pthread_mutex_t g_drain_lock = PTHREAD_MUTEX_INITIALIZER;  /* writer vs fatal-signal handler */
+
 static void *writer_main(void *arg)
 {
     (void)arg;
@@ -322,7 +326,9 @@ static void *writer_main(void *arg)
     while (atomic_load(&g_writer_state) == 1) {
         struct timespec d = {0, DRAIN_NS};
         nanosleep(&d, NULL);
+        REAL(pthread_mutex_lock)(&g_drain_lock);
         drain_all(0);
+        REAL(pthread_mutex_unlock)(&g_drain_lock);
     }
     return NULL;
 }
@@ -416,6 +422,7 @@ static void after_fork_child(void)
     atomic_store(&g_threads, 0);
     g_finishing = 0;
     pthread_mutex_init(&g_writer_lock, NULL);
+    pthread_mutex_init(&g_drain_lock, NULL);
     if (g_fd >= 0)
         close(g_fd);
     g_fd = -1;
@@ -456,9 +463,45 @@ __attribute__((constructor)) static void js_init(void)
     pthread_key_create(&g_key, ring_gone);
     pthread_atfork(NULL, NULL, after_fork_child);
     open_file();  /* the main thread starts at the header's start_tsc; its ring comes with its first record */
+    if (g_on)
+        catch_fatal();
 }
 
 __attribute__((destructor)) static void js_fini(void) { finish(); }
+
+/* A crash: drain what the rings hold (write() is async-signal-safe), then die of the same signal.
+ * Installed only where the program left the default action, and reset by SA_RESETHAND. */
+static void on_fatal(int sig)
+{
+    if (g_on && g_fd >= 0 && REAL(pthread_mutex_trylock)(&g_drain_lock) == 0) {
+        drain_all(1);
+        g_on = 0;
+    }
+    raise(sig);
+}
+
+static void catch_fatal(void)
+{
+    static const int sigs[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+    for (unsigned i = 0; i < sizeof sigs / sizeof *sigs; i++) {
+        struct sigaction old;
+        if (sigaction(sigs[i], NULL, &old) == 0 && old.sa_handler == SIG_DFL) {
+            struct sigaction sa;
+            memset(&sa, 0, sizeof sa);
+            sa.sa_handler = on_fatal;
+            sa.sa_flags = SA_RESETHAND | SA_NODEFER;
+            sigaction(sigs[i], &sa, NULL);
+        }
+    }
+}
+
+/* _exit skips destructors: a forked child ending with _exit still leaves its records. */
+EXPORT void _exit(int status)
+{
+    finish();
+    REAL(_exit)(status);
+    __builtin_unreachable();
+}
 
 /* ---- helpers for the wrappers ------------------------------------------------ */
 
