@@ -57,7 +57,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from jitterscope.errors import JitterscopeError
 
@@ -565,7 +565,7 @@ class Journal:
                 print(f"jitterscope: {'warning: ' if e['result'] == 'failed' else ''}{say(e)}", file=sys.stderr)
         return failures
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> Journal:
         return self
 
     def __exit__(self, *exc: object) -> None:
