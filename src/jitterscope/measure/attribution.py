@@ -49,9 +49,10 @@ def _dictionary(values: Any) -> tuple[np.ndarray, list[str]]:
 def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndarray]:
     """Map each activity row to a source index (0 = unexplained).
 
-    Rows of the probe's own threads map to 0: time the probe "ran" but did not
-    loop was taken by something the kernel did not see.  Works on dictionary
-    codes, so millions of rows cost a few array passes, not a Python loop.
+    Rows of the probe's own threads (`js-probe/N`; another jitterscope's carry the
+    suffix " (another jitterscope)", given by thread id in measure/peers.py) map to 0:
+    time the probe "ran" but did not loop was taken by something the kernel did not see.
+    Works on dictionary codes, so millions of rows cost a few array passes, not a Python loop.
     """
     ki, kd = _dictionary(kinds)
     ni, nd = _dictionary(names)
@@ -63,7 +64,7 @@ def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndar
     lookup = np.zeros(len(kd) * n_names, dtype=np.int32)
     for k in present:
         kind, name = kd[k // n_names], nd[k % n_names]
-        if kind == "thread" and name.startswith(THREAD_COMM_PREFIX):
+        if kind == "thread" and name.startswith(THREAD_COMM_PREFIX) and name[len(THREAD_COMM_PREFIX):].isdigit():
             continue
         code = index.setdefault((kind, name), len(sources))
         if code == len(sources):

@@ -9,8 +9,14 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jitterscope.measure import peers
 from jitterscope.measure import summary as S
-from jitterscope.measure.attribution import Attribution, attribute, attribute_annotations, source_table
+from jitterscope.measure.attribution import (
+    Attribution,
+    attribute,
+    attribute_annotations,
+    source_table,
+)
 from jitterscope.measure.probe import read_detours
 from jitterscope.measure.tsc import detours_ns, since_ns, to_ns
 from jitterscope.rundir import write_json, write_table
@@ -18,21 +24,12 @@ from jitterscope.tracing.parse import parse_trace
 
 ANNOTATION_KINDS = ("work", "timer")
 
-SELF_SUFFIX = " (jitterscope)"
+SELF_SUFFIX = peers.SELF_SUFFIX
 
 
 def mark_own_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int]) -> pa.Array:
-    """Name the tool's own threads apart, so its overhead is visible and never
-    confused with another program of the same name.  The probe threads
-    (js-probe/N) are left alone: their time is the probe's own."""
-    if not own or len(names) == 0:
-        return names
-    hit = (np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
-           & np.isin(pids, list(own))
-           & ~np.asarray(pc.starts_with(names, "js-probe/").to_numpy(zero_copy_only=False)))
-    if not hit.any():
-        return names
-    return pc.if_else(pa.array(hit), pc.binary_join_element_wise(names, SELF_SUFFIX, ""), names)
+    """The tool's own threads named apart (by thread id), another jitterscope's too (measure/peers.py)."""
+    return peers.name_threads(names, kinds, pids, own)
 
 
 def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None,

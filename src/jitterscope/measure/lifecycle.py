@@ -22,7 +22,7 @@ from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.measure import build as analysis
-from jitterscope.measure import capture
+from jitterscope.measure import capture, peers
 from jitterscope.measure.probe import Probe
 from jitterscope.progress import Progress
 from jitterscope.rundir import base_meta, create_run_dir
@@ -103,6 +103,9 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
     run_dir = create_run_dir(out_dir)
     if opts.note:
         print(opts.note, file=sys.stderr)
+    shared = peers.warning(opts.cpus)
+    if shared:
+        print(shared, file=sys.stderr)
     start = datetime.now(timezone.utc)
     meta: dict[str, Any] = base_meta(
         kind="measure", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
@@ -162,8 +165,10 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
                       end_path=run_dir / "detours.end.json",
                       trace_off=session.instance / "tracing_on" if session and session.instance else None)
         probe.start()
-        cap.probe_running(probe.tsc_hz, probe.t0_tsc, _thread_ids(os.getpid()) | _thread_ids(probe.pid),
-                          steal_before)
+        # Our threads by id, at the start (every probe thread exists, some still under the probe
+        # binary's name) and again at the end: a run recognises only its own (measure/peers.py).
+        started_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
+        cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, steal_before)
         stack.callback(os.sched_setaffinity, 0, _keep_tool_off(opts.cpus))
         try:
             interrupted = _main_loop(probe, opts, on_tick)
@@ -172,7 +177,7 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
         finally:
             if probe.running():
                 probe.stop()
-            own_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
+            own_tids = started_tids | _thread_ids(os.getpid()) | _thread_ids(probe.pid)
             result = probe.wait(timeout=30)
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()

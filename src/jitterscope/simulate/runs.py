@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.measure.peers import SELF_SUFFIX
 from jitterscope.rundir import Run, load_run
 from jitterscope.simulate.timeline import Timeline
 
@@ -118,6 +119,8 @@ def phase_delays(timelines: list[Timeline], phase_ns: float) -> np.ndarray:
 
 def source_cuts(noise: RunNoise) -> list[tuple[str, str, np.ndarray, int]]:
     """For each attributed source: (kind, name, ns to remove from each detour, total ns).
+    The measuring jitterscope's own threads (" (jitterscope)") are not ranked: they run only
+    while measuring, so removing them is nothing a user can do to the system.
 
     A detour's time is split among sources in attribution.parquet (each ns counted
     once); removing a source subtracts its share from every detour it touched."""
@@ -133,9 +136,11 @@ def source_cuts(noise: RunNoise) -> list[tuple[str, str, np.ndarray, int]]:
     uniq, code = np.unique(keys, return_inverse=True)
     out = []
     for i, key in enumerate(uniq):
+        kind, name = str(key).split("\x00", 1)
+        if name.endswith(SELF_SUFFIX):   # the measuring tool's own overhead is not the system's to fix
+            continue
         sel = code == i
         cut = np.bincount(det[sel], weights=ns[sel], minlength=len(noise.duration_ns))
-        kind, name = str(key).split("\x00", 1)
         out.append((kind, name, cut, int(ns[sel].sum())))
     out.sort(key=lambda x: -x[3])
     return out
