@@ -17,11 +17,12 @@ import select
 import signal
 import subprocess
 import time
-from typing import Any, Generic, Self, TypeVar
+from typing import Any, Generic, TypeVar
 
 from jitterscope.errors import JitterscopeError
 
 R = TypeVar("R")
+C = TypeVar("C", bound="NativeChild[Any]")   # typing.Self needs Python 3.11; we support 3.10
 
 
 def last_line(text: str, program: str) -> str:
@@ -123,10 +124,10 @@ class NativeChild(Generic[R]):
         self._result = self._finish(end, err_text)
         return self._result
 
-    def start(self) -> Self:
+    def start(self: C) -> C:
         raise NotImplementedError
 
-    def __enter__(self) -> Self:
+    def __enter__(self: C) -> C:
         if self._proc is None:
             self.start()
         return self
