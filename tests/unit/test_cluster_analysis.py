@@ -166,3 +166,16 @@ def test_cluster_without_mpi_says_how_to_get_it() -> None:
     assert proc.stderr.strip().count("\n") == 0
     assert "make mpi" in proc.stderr and "pip install -e '.[mpi]'" in proc.stderr
 
+
+
+def test_more_ranks_than_cpus_on_a_host_names_the_rule() -> None:
+    from jitterscope.cluster.measure import duplicate_nodes
+
+    online = [0, 1]
+    peers = [{"rank": r, "real_host": "vm", "node": "vm", "online": 2, "cpu": choose_cpu(r, online, None)}
+             for r in range(4)]
+    msg = duplicate_nodes(peers, mapped=False)
+    assert msg is not None and "host vm runs 4 ranks but has 2 online CPUs" in msg and "mpiexec -n 2" in msg
+    assert duplicate_nodes(peers[:2], mapped=False) is None      # any -n up to the CPU count works
+    named = [dict(p, node=f"node{p['rank']}") for p in peers]    # sharing CPUs on purpose: distinct nodes
+    assert duplicate_nodes(named, mapped=True) is None

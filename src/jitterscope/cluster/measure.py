@@ -85,6 +85,28 @@ def choose_cpu(local_rank: int, online: list[int], cpu_map: list[int] | None) ->
     return online[(local_rank + 1) % len(online)]
 
 
+def duplicate_nodes(peers: list[dict[str, Any]], mapped: bool) -> str | None:
+    """Why some node (host, CPU) would be measured by several ranks, or None.
+
+    The rule: at most one rank per online CPU of a host (by default local rank r takes
+    CPU (r+1) mod n, so more ranks than CPUs wrap around onto the same CPUs)."""
+    keys = [node_key(p["node"], p["cpu"]) for p in peers]
+    dup = sorted({k for k in keys if keys.count(k) > 1})
+    if not dup:
+        return None
+    per_host: dict[str, list[dict[str, Any]]] = {}
+    for p in peers:
+        per_host.setdefault(p["real_host"], []).append(p)
+    for host, ranks in sorted(per_host.items()):
+        n_cpus = int(ranks[0].get("online") or 0)
+        if not mapped and n_cpus and len(ranks) > n_cpus:
+            return (f"host {host} runs {len(ranks)} ranks but has {n_cpus} online CPUs: at most one rank per "
+                    f"CPU of a host (e.g. mpiexec -n {n_cpus} here, or -ppn {n_cpus} on several hosts); to share "
+                    f"CPUs on purpose give --cpu-map and distinct JITTERSCOPE_NODE_NAME values")
+    return (f"node {dup[0]} is measured by several ranks: give ranks distinct CPUs (--cpu-map) or distinct "
+            f"node names (JITTERSCOPE_NODE_NAME)")
+
+
 def shared_cpu_warnings(peers: list[dict[str, Any]]) -> list[str]:
     """Ranks on one real host measuring the same CPU see each other's probes as noise."""
     by: dict[tuple[str, int], list[int]] = {}
@@ -133,12 +155,10 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     cpu = choose_cpu(cluster.local_rank, online, opts.cpu_map)
     sysinfo.check_cpus([cpu])
     peers = cluster.allgather_json({"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu,
-                                    "node": cluster.node}, "CPU choice")
-    keys = [node_key(p["node"], p["cpu"]) for p in peers]
-    dup = sorted({k for k in keys if keys.count(k) > 1})
-    if dup:
-        raise JitterscopeError(f"node {dup[0]} is measured by several ranks: give ranks distinct CPUs "
-                               f"(--cpu-map) or distinct node names")
+                                    "node": cluster.node, "online": len(online)}, "CPU choice")
+    problem = duplicate_nodes(peers, opts.cpu_map is not None)
+    if problem and cluster.rank == 0:   # one line from rank 0; the others are ended with it
+        raise JitterscopeError(problem)
 
     # Rank 0 settles the output directory before anyone measures; every rank learns
     # it, to keep its capture next to it if the job fails.
