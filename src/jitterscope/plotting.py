@@ -29,6 +29,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from jitterscope.atomic import atomic_path
+
 # Saved with every SVG: no "Date" (files differ between runs otherwise) and no "Creator" (matplotlib's version).
 SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": None}
 # Element ids in an SVG are random unless salted; a fixed salt makes them the same for the same figure.
@@ -62,7 +64,8 @@ def save(fig: Any, path: str | Path, close: bool = True, **kwargs: Any) -> Path:
     """Write `fig` to `path` in the format its suffix names (svg, png, pdf); close it unless told not to."""
     path = Path(path)
     try:
-        _savefig(fig, path, path.suffix.lstrip(".").lower() or "svg", **kwargs)
+        with atomic_path(path) as tmp:  # whole or not at all
+            _savefig(fig, tmp, path.suffix.lstrip(".").lower() or "svg", **kwargs)
     finally:
         if close:
             pyplot().close(fig)

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from jitterscope import sysinfo
+from jitterscope.atomic import atomic_path
 from jitterscope.cluster import layout
 from jitterscope.cluster.bspwork import WorkLoop, calibrate, rdtsc
 from jitterscope.cluster.measure import check_out, choose_cpu, shared_cpu_warnings
@@ -246,12 +247,13 @@ def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peer
         layout.write_node_table(out, "detours", r["host"], r["cpu"], pa.table({
             "cpu": pa.array(np.full(len(r["gap_start_ns"]), r["cpu"]), pa.int32()),
             "start_ns": pa.array(r["gap_start_ns"], pa.int64()), "duration_ns": pa.array(r["gap_len_ns"], pa.int64())}))
-    pq.write_table(pa.table({
+    phases = pa.table({
         "host": pa.array(rows["host"], pa.string()), "cpu": pa.array(rows["cpu"], pa.int32()),
         "rank": pa.array(rows["rank"], pa.int32()), "phase": pa.array(rows["phase"], pa.int32()),
         "compute_ns": pa.array(rows["compute_ns"], pa.int64()), "noise_ns": pa.array(rows["noise_ns"], pa.int64()),
-        "gaps": pa.array(rows["gaps"], pa.int64()), "phase_end_ns": pa.array(rows["phase_end_ns"], pa.int64())}),
-        out / "bsp_phases.parquet", compression="zstd")
+        "gaps": pa.array(rows["gaps"], pa.int64()), "phase_end_ns": pa.array(rows["phase_end_ns"], pa.int64())})
+    with atomic_path(out / "bsp_phases.parquet") as tmp:
+        pq.write_table(phases, tmp, compression="zstd")
     t0 = min(int(r["start_unix_ns"]) for r in ranks)
     node_meta = [{"node": node_key(r["host"], r["cpu"]), "host": r["host"], "cpu": r["cpu"], "rank": r["rank"],
                   "real_host": r["real_host"], "kernel": r["kernel"], "tsc_hz": r["tsc_hz"],

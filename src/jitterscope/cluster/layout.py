@@ -26,6 +26,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from jitterscope.atomic import atomic_path
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import NODE_PARTITIONING as PARTITIONING
 from jitterscope.rundir import Run, conform, load_run, partition, write_json
@@ -41,7 +42,8 @@ def write_node_table(run_dir: Path, name: str, host: str, cpu: int, table: pa.Ta
         table = table.drop_columns(["cpu"])
     d = run_dir / name / partition(host, cpu)
     d.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, d / "part-0.parquet", compression="zstd")
+    with atomic_path(d / "part-0.parquet") as tmp:  # hidden while written: datasets skip it
+        pq.write_table(table, tmp, compression="zstd")
 
 
 def write_node_json(run_dir: Path, host: str, cpu: int, meta: dict[str, Any], summary: dict[str, Any]) -> None:

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from jitterscope import sysinfo
+from jitterscope import atomic, sysinfo
 from jitterscope.doe import render
 from jitterscope.doe.analysis import Data, analyze
 from jitterscope.doe.design import Design, parse_generator, roman, run_order
@@ -128,8 +128,8 @@ def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
         raise JitterscopeError(f"{out} already exists: add --resume to continue it, or choose another --out")
     out.mkdir(parents=True, exist_ok=True)
     info = experiment_info(plan)
-    (out / "plan.yaml").write_text(plan.text)
-    (out / "experiment.json").write_text(json.dumps(info, indent=2) + "\n")
+    atomic.write_text(out / "plan.yaml", plan.text)
+    atomic.write_text(out / "experiment.json", json.dumps(info, indent=2) + "\n")
     return info
 
 
@@ -236,7 +236,7 @@ def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = N
 
 def write_outputs(out: Path, a: dict[str, Any]) -> str:
     txt = render.text(a)
-    (out / "analysis.json").write_text(render.to_json(a) + "\n")
-    (out / "analysis.txt").write_text(txt)
+    atomic.write_text(out / "analysis.json", render.to_json(a) + "\n")
+    atomic.write_text(out / "analysis.txt", txt)
     render.boxplot_svg(a, out / "boxplot.svg")
     return txt

@@ -8,6 +8,7 @@ import csv
 from pathlib import Path
 from typing import Any
 
+from jitterscope.atomic import atomic_open
 from jitterscope.rundir import Run
 
 
@@ -15,7 +16,7 @@ def write_csv(run: Run, out: Path) -> dict[str, Any]:
     nodes = run.node_runs()
     lead = ["node"] if nodes[0][1] is not run else []
     count = 0
-    with open(out, "w", newline="") as f:
+    with atomic_open(out, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow([*lead, "cpu", "start_ns", "duration_ns", "main_source", "main_source_ns", "sources"])
         for label, r in nodes:

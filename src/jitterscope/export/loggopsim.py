@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.atomic import atomic_open
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
 
@@ -51,7 +52,7 @@ def _write_one(run: Run, c: int, path: Path) -> int:
         f"# detours {int(sel.sum())}; noise {int(d_dur.sum())} ns",
         "# start_ns\tduration_ns",
     ]
-    with open(path, "w") as f:
+    with atomic_open(path, "w") as f:
         f.write("\n".join(header) + "\n")
         np.savetxt(f, np.column_stack([d_start, d_dur]).astype(np.int64), fmt="%d", delimiter="\t")
     return int(sel.sum())

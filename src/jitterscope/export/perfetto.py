@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.atomic import atomic_open
 from jitterscope.rundir import Run
 
 PID = 1
@@ -98,7 +99,7 @@ def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
 
 def write_perfetto(run: Run, out: Path) -> dict[str, Any]:
     trace = build_trace(run)
-    with open(out, "w") as f:
+    with atomic_open(out, "w") as f:
         json.dump(trace, f, separators=(",", ":"))
     n = sum(1 for e in trace["traceEvents"] if e.get("cat") == "detour")
     return {"format": "perfetto", "files": [str(out)], "detours": n,

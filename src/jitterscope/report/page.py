@@ -29,7 +29,7 @@ from typing import Any
 import jinja2
 from markupsafe import Markup
 
-from jitterscope import __version__
+from jitterscope import __version__, atomic
 from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_file
 from jitterscope.humanize import duration_ns as format_ns
@@ -155,12 +155,7 @@ def write_page(path: Path, html: str, figures: Iterable[Figure] = ()) -> Path:
 
 
 def _atomic_write(path: Path, text: str) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    atomic.write_text(path, text)  # a temporary name, fsynced, renamed: no report.html.tmp litter
 
 
 _ID = re.compile(r'\bid="([^"]+)"')
