@@ -18,6 +18,7 @@ from jitterscope.compare.comparable import as_json, basis
 from jitterscope.compare.diff import Thresholds, diff
 from jitterscope.compare.sample import Sample, from_run, pool, source_key
 from jitterscope.errors import JitterscopeError
+from jitterscope.pipeline import compare as pipeline_compare
 from jitterscope.rundir import Run, load_run
 
 __all__ = ["Sample", "Thresholds", "compare_loaded", "compare_runs", "diff", "from_run", "pool", "render_text", "source_key"]
@@ -66,7 +67,8 @@ class Kind(NamedTuple):
 
 
 KINDS = {"measure": Kind(compare_loaded, measure_render.render_compare),
-         "cluster": Kind(cluster.compare_clusters, cluster.render_compare)}
+         "cluster": Kind(cluster.compare_clusters, cluster.render_compare),
+         "pipeline": Kind(pipeline_compare.compare_pipelines, pipeline_compare.render_compare)}
 
 
 def _kind(run: Run) -> str:

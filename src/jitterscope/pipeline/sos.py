@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jitterscope.pipeline.graph import Graph
+if TYPE_CHECKING:  # the command module reads this module's defaults: keep its import light
+    from jitterscope.pipeline.graph import Graph
 
 DEFAULT_MAX_STATES = 1_000_000
 DEFAULT_MAX_TIME_S = 10.0
