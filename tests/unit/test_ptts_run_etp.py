@@ -109,3 +109,30 @@ def test_run_profile_errors_name_component_and_field(tmp_path):
     with pytest.raises(ModelError, match="'gpu'.*run"):
         model_from_dict({"resolution": "1us", "components": [
             {"name": "gpu", "period": "1ms", "etp": {"run": str(tmp_path / "nope"), "base": "1us"}}]})
+
+
+def test_a_cluster_run_gives_one_named_node_never_the_nodes_merged(tmp_path):
+    from tests.fixtures_runs import build_cluster_run
+
+    run = build_cluster_run(tmp_path / "cl", nodes=[("n1", 1), ("n2", 1)])
+
+    def model(**opts):
+        return model_from_dict({"resolution": "10us", "components": [
+            {"name": "gpu", "period": "100ms", "etp": {"run": str(run), "base": "11ms", **opts}}]})
+
+    with pytest.raises(ModelError, match=r"etp.node: a cluster run of 2 nodes \(n1:1, n2:1\); say which one"):
+        model()
+    with pytest.raises(ModelError, match="'n3:1' is not one of them"):
+        model(node="n3:1")
+    one = model(node="n2:1").components[0].etp
+    assert one.prob.sum() == pytest.approx(1.0) and one.support.min() >= 1100
+    # the profile is n2's alone: it differs from n1's (their noise differs)
+    other = model(node="n1:1").components[0].etp
+    assert one.support.tolist() != other.support.tolist() or one.prob.tolist() != other.prob.tolist()
+
+
+def test_node_is_only_for_cluster_runs(tmp_path):
+    run = _write_run(tmp_path / "run", [1], [(1, 10, 5)], 0.1)
+    with pytest.raises(ModelError, match="etp.node: only for a cluster run"):
+        model_from_dict({"resolution": "1us", "components": [
+            {"name": "gpu", "period": "1ms", "etp": {"run": str(run), "base": "10us", "node": "a:1"}}]})

@@ -136,7 +136,7 @@ _ETP_OPTIONS = {
     "pmf": {"normalize"},
     "uniform": set(),
     "csv": {"unit", "normalize"},
-    "run": {"cpu", "base", "samples", "round"},
+    "run": {"cpu", "node", "base", "samples", "round"},
 }
 
 
@@ -150,6 +150,7 @@ class EtpSpec(ConfigModel):
     normalize: StrictBool = False
     unit: str | None = None
     cpu: Any = None
+    node: Any = None
     base: Any = None
     samples: Any = None
     round: Any = None

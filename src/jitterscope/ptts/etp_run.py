@@ -29,7 +29,7 @@ import numpy as np
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.ptts.etp import ETP, ModelError, parse_time_ns
-from jitterscope.rundir import load_run
+from jitterscope.rundir import Run, load_run
 
 
 def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_ns: int,
@@ -73,6 +73,23 @@ def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_n
     return wall[tau <= run_ns]
 
 
+def _one_machine(run: Run, node: Any, where: str) -> Run:
+    """The run itself, or (a cluster run) the node named by `node: HOST:CPU`: one machine's noise."""
+    nodes = run.node_runs()
+    if nodes[0][1] is run:
+        if node is not None:
+            raise ModelError(f"{where}.node: only for a cluster run; this run measured one machine (use cpu: N)")
+        return run
+    labels = [label for label, _ in nodes]
+    if node is None and len(nodes) == 1:
+        return nodes[0][1]
+    if node is None or str(node) not in labels:
+        shown = ", ".join(labels[:8]) + (" ..." if len(labels) > 8 else "")
+        what = "say which one" if node is None else f"{node!r} is not one of them"
+        raise ModelError(f"{where}.node: a cluster run of {len(labels)} nodes ({shown}); {what} (node: HOST:CPU)")
+    return dict(nodes)[str(node)]
+
+
 def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str) -> ETP:
     try:
         run = load_run(path)
@@ -84,6 +101,7 @@ def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str)
     base = parse_time_ns(opts["base"], f"{where}.base")
     if base <= 0:
         raise ModelError(f"{where}.base: must be positive")
+    run = _one_machine(run, opts.get("node"), where)
     cpus = run.cpus
     cpu = opts.get("cpu")
     if cpu is None:
