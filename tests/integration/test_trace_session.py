@@ -1,5 +1,8 @@
 """TraceSession on the real kernel: capture, cleanup on every exit path, lost events.
 
+Traced tests take the `tracefs` fixture (conftest): on a fresh machine it mounts
+tracefs through the journal, as the tool does, and unmounts it afterwards.
+
 Each test uses its own journal directory (JITTERSCOPE_STATE_DIR) so that
 recovery here never touches other processes' journals.
 """
@@ -36,7 +39,7 @@ def private_journal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def instances() -> set[str]:
     root = find_tracefs()
-    assert root is not None
+    assert root is not None, "the tracefs fixture mounts it"
     return {p.name for p in (root / "instances").iterdir()}
 
 
@@ -45,10 +48,9 @@ def busy_cpu(cpu: int, seconds: float) -> subprocess.Popen:
 
 
 @needs_tracing
-def test_session_captures_timer_interrupts_and_switches_and_cleans_up(tmp_path: Path) -> None:
+def test_session_captures_timer_interrupts_and_switches_and_cleans_up(tmp_path: Path, tracefs: Path) -> None:
     cpu = probed_cpu()
-    root = find_tracefs()
-    assert root is not None
+    root = tracefs
     top = {f: (root / f).read_text() for f in ("trace_clock", "tracing_on", "buffer_size_kb", "tracing_cpumask")}
     # someone else's instance, which the session must leave alone (other helpers'
     # runs may create and remove jitterscope instances concurrently: not compared)
@@ -80,7 +82,7 @@ def test_session_captures_timer_interrupts_and_switches_and_cleans_up(tmp_path: 
 
 
 @needs_tracing
-def test_ctrl_c_inside_the_session_still_removes_the_instance(tmp_path: Path) -> None:
+def test_ctrl_c_inside_the_session_still_removes_the_instance(tmp_path: Path, tracefs: Path) -> None:
     ours = f"{INSTANCE_PREFIX}{os.getpid()}"
     with Journal("test") as journal:
         with pytest.raises(KeyboardInterrupt):
@@ -121,7 +123,7 @@ def killed_session(tmp_path: Path) -> str:
 
 
 @needs_tracing
-def test_instance_of_killed_run_is_removed_by_journal_recovery(tmp_path: Path) -> None:
+def test_instance_of_killed_run_is_removed_by_journal_recovery(tmp_path: Path, tracefs: Path) -> None:
     name = killed_session(tmp_path)
     undone = recover_stale()
     assert name not in instances()
@@ -130,7 +132,7 @@ def test_instance_of_killed_run_is_removed_by_journal_recovery(tmp_path: Path) -
 
 
 @needs_tracing
-def test_instance_of_killed_run_is_removed_by_the_next_start(tmp_path: Path) -> None:
+def test_instance_of_killed_run_is_removed_by_the_next_start(tmp_path: Path, tracefs: Path) -> None:
     name = killed_session(tmp_path)
     with Journal("test") as journal:
         with TraceSession([probed_cpu()], tmp_path / "trace", journal) as session:
@@ -140,7 +142,7 @@ def test_instance_of_killed_run_is_removed_by_the_next_start(tmp_path: Path) -> 
 
 
 @needs_tracing
-def test_tiny_buffer_reports_lost_events(tmp_path: Path) -> None:
+def test_tiny_buffer_reports_lost_events(tmp_path: Path, tracefs: Path) -> None:
     cpu = probed_cpu()
     out = tmp_path / "trace"
     with Journal("test") as journal:

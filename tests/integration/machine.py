@@ -1,0 +1,139 @@
+"""Machine states the tests must exercise, set up without disturbing anyone else.
+
+A fresh machine has tracefs unmounted (jitterscope mounts it through its
+journal and unmounts it again), and a checkout may sit in a private (0700)
+directory such as /root.  CI may run on a machine where tracefs happens to be
+mounted and the checkout is world-readable, which would hide both; so these
+helpers build the states explicitly, each in a private mount namespace
+(`unshare --mount`), so that other work on this shared machine never sees a
+mount change:
+
+  in_namespace(script, tracefs="absent")   tracefs unmounted, as on a fresh boot
+  in_namespace(script, tracefs="theirs")   tracefs mounted by someone else first
+  run_as_nobody(argv)                      the tool as uid 65534, with a private
+                                           checkout made visible to it (or a skip
+                                           naming why not)
+
+The tracefs superblock is the kernel's own, so instances made inside a
+namespace are real; only the mount table is private.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TRACEFS = "/sys/kernel/tracing"
+NOBODY = ["--reuid=65534", "--regid=65534", "--clear-groups"]
+
+# Leave no tracefs (nor the debugfs that can automount one) in the namespace;
+# a tracefs can be mounted several times over itself, hence the loop.
+_UNMOUNT = f"""
+while grep -q ' {TRACEFS} ' /proc/self/mounts; do umount {TRACEFS} || exit 97; done
+if grep -q ' /sys/kernel/debug ' /proc/self/mounts; then umount -l /sys/kernel/debug || exit 97; fi
+"""
+_THEIRS = f"mount -t tracefs nodev {TRACEFS} || exit 97\n"
+# After the script: what is mounted at the tracefs path now (for the test to check).
+_REPORT = f"""
+echo "tracefs-after: $(awk '$2 == "{TRACEFS}" {{print $3}}' /proc/self/mounts | tr '\\n' ' ')" >&2
+"""
+
+
+def namespace_reason() -> str | None:
+    """Why a private mount namespace cannot be made here, or None."""
+    if os.geteuid() != 0:
+        return "needs root to make a private mount namespace"
+    if shutil.which("unshare") is None:
+        return "unshare (util-linux) not installed"
+    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True,
+                           text=True, check=False)
+    if probe.returncode != 0:
+        return f"cannot make a private mount namespace: {probe.stderr.strip()}"
+    return None
+
+
+needs_namespace = pytest.mark.skipif(namespace_reason() is not None, reason=str(namespace_reason()))
+
+
+def namespace_cmd(script: str, tracefs: str = "absent") -> list[str]:
+    """argv running the shell `script` in a private mount namespace with tracefs in the given state."""
+    setup = _UNMOUNT + (_THEIRS if tracefs == "theirs" else "")
+    body = f"set -u\n{setup}\n( {script}\n)\nrc=$?\n{_REPORT}exit $rc\n"
+    return ["unshare", "--mount", "--propagation", "private", "sh", "-c", body]
+
+
+def in_namespace(script: str, tracefs: str = "absent", timeout: float = 120,
+                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `script` there; `.stderr` ends with `tracefs-after: <fstypes>` (empty: not mounted)."""
+    proc = subprocess.run(namespace_cmd(script, tracefs), capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, **(env or {})}, cwd=str(ROOT), check=False)
+    if proc.returncode == 97:
+        pytest.skip(f"cannot set up the tracefs state '{tracefs}' in a private namespace: {proc.stderr.strip()}")
+    return proc
+
+
+def tracefs_after(proc: subprocess.CompletedProcess[str]) -> str:
+    line = [ln for ln in proc.stderr.splitlines() if ln.startswith("tracefs-after:")]
+    assert line, proc.stderr
+    return line[-1].removeprefix("tracefs-after:").strip()
+
+
+def js(*args: str) -> str:
+    """A shell-quoted jitterscope command line for scripts (this interpreter, this checkout)."""
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in [sys.executable, "-m", "jitterscope", *args])
+
+
+# --- the tool as an unprivileged user ----------------------------------------------
+
+def _others_can_reach(p: Path) -> bool:
+    return all(os.stat(a).st_mode & 0o001 for a in [*reversed(p.parents), p] if a.exists())
+
+
+def _blocking_ancestor(p: Path) -> Path | None:
+    """The highest directory above `p` that others cannot enter, or None."""
+    for a in reversed(p.parents):
+        if not os.stat(a).st_mode & 0o001:
+            return a
+    return None
+
+
+def run_as_nobody(argv: list[str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run `python -m jitterscope argv` as uid 65534 (skip, naming why, if impossible).
+
+    In a private checkout (an ancestor of mode 0700, e.g. /root) that user cannot
+    read the installed package; then, in a private mount namespace, the blocking
+    directory is covered by an empty world-readable tmpfs and the checkout's own
+    path mounted back inside it, so the same files are used, unchanged."""
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv (util-linux) to run as an unprivileged user")
+    cmd = ["setpriv", *NOBODY, sys.executable, "-m", "jitterscope", *argv]
+    needed = [ROOT, Path(sys.executable).resolve()]
+    if all(_others_can_reach(p) for p in needed):
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+    if namespace_reason() is not None:
+        pytest.skip(f"the checkout {ROOT} is private to root and {namespace_reason()} to show it to uid 65534")
+    block = _blocking_ancestor(ROOT)
+    if block is None or _blocking_ancestor(Path(sys.executable).resolve()) is not None:
+        pytest.skip(f"the Python interpreter {Path(sys.executable).resolve()} is not readable by uid 65534")
+    child = ROOT.relative_to(block).parts[0]
+    hold = tempfile.mkdtemp(prefix="jitterscope-show-")
+    script = (f"mount --bind {block / child} {hold} && mount -t tmpfs -o mode=0755 jitterscope-show {block} && "
+              f"mkdir -p {block / child} && mount --move {hold} {block / child} && exec \"$@\"")
+    try:
+        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *cmd],
+                              capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+    finally:
+        os.rmdir(hold)
+    if proc.returncode != 0 and "No module named" in proc.stderr:
+        pytest.skip(f"the checkout {ROOT} stays unreadable to uid 65534 below {block / child} "
+                    f"(a private directory inside it): {proc.stderr.strip().splitlines()[-1]}")
+    return proc

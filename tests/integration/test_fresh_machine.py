@@ -1,0 +1,108 @@
+"""A fresh machine, and a machine shared by concurrent runs, are left as found.
+
+Each test builds its tracefs state in a private mount namespace (machine.py):
+absent, as after boot, or mounted by someone else.  Whatever this machine's own
+state, the suite therefore exercises both, and nothing here changes the mounts
+other work on the machine sees.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from .conftest import needs_tracing, probed_cpu
+from .machine import ROOT, in_namespace, js, needs_namespace, tracefs_after
+
+pytestmark = [needs_namespace, needs_tracing, pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+@pytest.fixture
+def state(tmp_path: Path) -> dict[str, str]:
+    """A private journal directory, so recovery here touches only these tests' journals."""
+    return {"JITTERSCOPE_STATE_DIR": str(tmp_path / "state")}
+
+
+def measure(out: Path, seconds: str = "1s", *extra: str) -> str:
+    return js("measure", "--cpus", str(probed_cpu()), "--duration", seconds, "--no-report", "--json",
+              "--out", str(out), *extra)
+
+
+def traced(out: Path) -> dict:
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["run"]["tracing"], "the run should be traced"
+    assert any(s["kind"] != "unexplained" for s in summary["sources"]), "attribution found no source"
+    return summary
+
+
+def test_measure_mounts_tracefs_itself_and_unmounts_it(tmp_path: Path, state: dict[str, str]) -> None:
+    out = tmp_path / "run"
+    proc = in_namespace(measure(out), tracefs="absent", env=state)
+    assert proc.returncode == 0, proc.stderr
+    traced(out)
+    assert tracefs_after(proc) == ""  # mounted for the run, unmounted after it
+
+
+def test_measure_leaves_someone_elses_tracefs_mounted(tmp_path: Path, state: dict[str, str]) -> None:
+    out = tmp_path / "run"
+    proc = in_namespace(measure(out), tracefs="theirs", env=state)
+    assert proc.returncode == 0, proc.stderr
+    traced(out)
+    assert tracefs_after(proc) == "tracefs"  # theirs: never unmounted
+
+
+def test_concurrent_measures_share_the_mount_and_the_last_unmounts(tmp_path: Path, state: dict[str, str]) -> None:
+    # The first run mounts tracefs and ends first, while the second still traces:
+    # it must neither unmount under the second nor leave the mount behind.
+    a, b = tmp_path / "a", tmp_path / "b"
+    script = (f"{measure(a, '1s')} > /dev/null & sleep 0.3; {measure(b, '3s')} > /dev/null & wait %1; ra=$?; "
+              f"mid=$(awk '$3 == \"tracefs\"' /proc/self/mounts | wc -l); wait %2; rb=$?; "
+              f"echo \"mid=$mid\" >&2; [ $ra = 0 ] && [ $rb = 0 ]")
+    proc = in_namespace(script, tracefs="absent", env=state)
+    assert proc.returncode == 0, proc.stderr
+    traced(a)
+    traced(b)
+    assert "mid=1" in proc.stderr  # still mounted for the second run when the first ended
+    assert tracefs_after(proc) == ""
+
+
+def test_killed_measure_is_restored_and_its_run_analysed(tmp_path: Path, state: dict[str, str]) -> None:
+    out = tmp_path / "run"
+    script = (f"{measure(out, '30s')} > /dev/null 2>&1 & pid=$!; "
+              f"for i in $(seq 100); do [ -s {out}/detours.raw ] && break; sleep 0.1; done; sleep 1.5; "
+              f"kill -9 $pid; wait $pid; "
+              f"echo \"killed-mounts=$(awk '$3 == \"tracefs\"' /proc/self/mounts | wc -l)\" >&2; "
+              f"{js('restore')}")
+    proc = in_namespace(script, tracefs="absent", env=state)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "killed-mounts=1" in proc.stderr  # kill -9 left it mounted ...
+    lines = proc.stdout.splitlines()
+    # Other jitterscope processes on this machine may clean a dead run's instance
+    # first (saving its pages just the same): then restore says it was already gone.
+    assert any("trace instance" in ln and ln.startswith(("restored: removed", "already as found:"))
+               for ln in lines), proc.stdout
+    assert any(ln.startswith("restored: unmounted tracefs") for ln in lines), proc.stdout
+    assert tracefs_after(proc) == ""  # ... and restore unmounted it
+    # one line per item, never two verdicts for one
+    items = [ln.split(": ", 1)[1].split("  [")[0] for ln in lines if ": " in ln]
+    assert len(items) == len(set(items)), proc.stdout
+    again = in_namespace(f"{js('analyze', '--no-report', str(out))}", tracefs="absent", env=state)
+    assert again.returncode == 0, again.stderr
+    summary = traced(out)
+    assert summary["run"]["duration_s"] > 1.0
+    meta = json.loads((out / "meta.json").read_text())
+    assert meta["interrupted"] and "recovered" in meta
+
+
+def test_tracefs_tests_set_up_tracefs_themselves(tmp_path: Path, state: dict[str, str]) -> None:
+    """The tests that use tracefs directly pass on a machine where it is not mounted."""
+    tests = [str(ROOT / "tests/integration" / t) for t in ("test_trace_session.py", "test_clock_alignment.py")]
+    cmd = " ".join([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
+                    "--basetemp", str(tmp_path / "pt"), *tests])
+    proc = in_namespace(cmd, tracefs="absent", env={**state, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=170)
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    assert " passed" in proc.stdout and " skipped" not in proc.stdout, proc.stdout[-2000:]
+    assert tracefs_after(proc) == ""
