@@ -169,8 +169,7 @@ def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
     assert "(interrupted)" in stdout
     meta = json.loads((out / "meta.json").read_text())
     assert meta["interrupted"] and 0 < meta["iterations"] < 1_000_000
-    assert not list(Path("/proc").glob("[0-9]*/comm")) or not any(
-        c.read_text().startswith("jitterscope-pip") for c in Path("/proc").glob("[0-9]*/comm") if c.exists())
+    assert not (out / "raw").exists()
 
 
 @needs_tracing
@@ -186,3 +185,41 @@ def test_trace_attributes_late_iterations(tmp_path):
     att = pq.read_table(tmp_path / "t" / "attribution.parquet")
     # the pipeline's own threads and the idle task are never counted as taking time from it
     assert not any(n.startswith(("js-pipe/", "swapper/")) for n in att.column("name").to_pylist())
+
+
+def test_kill_9_loses_nothing_the_runtime_recorded(tmp_path):
+    """The runtime ends with its parent and writes what it ran; `analyze` builds the run from it."""
+    from tests.integration.conftest import alive
+
+    out = tmp_path / "r"
+    p = subprocess.Popen([sys.executable, "-m", "jitterscope", "pipeline", "run", APPENDIX, "--iterations",
+                          "1000000", "--wait", "futex", "--no-timers", "--out", str(out)],
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not (out / "raw" / "heartbeat.bin").exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    time.sleep(1.0)
+    runtime = [int(c.parent.name) for c in Path("/proc").glob("[0-9]*/comm")
+               if _read(c).startswith("jitterscope-pip") and _ppid(c.parent) == p.pid]
+    p.kill()
+    p.wait()
+    deadline = time.monotonic() + 10
+    while any(alive(r) for r in runtime) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert runtime and not any(alive(r) for r in runtime)
+    a = js("analyze", str(out), "--json", check=True)
+    s = json.loads(a.stdout)
+    assert s["run"]["interrupted"] and s["latency"]["n"] > 0
+    assert json.loads((out / "meta.json").read_text())["recovered"]
+
+
+def _read(p: Path) -> str:
+    try:
+        return p.read_text()
+    except OSError:
+        return ""
+
+
+def _ppid(proc: Path) -> int:
+    stat = _read(proc / "stat")
+    return int(stat[stat.rindex(")") + 2:].split()[1]) if stat else -1

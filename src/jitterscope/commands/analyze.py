@@ -41,6 +41,10 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.run.is_dir():
         raise JitterscopeError(f"{args.run}: no such run directory")
+    if (args.run / "raw" / "meta.json").exists():  # a pipeline run cut short (pipeline/build.py)
+        from jitterscope.pipeline.actions import do_analyze
+
+        return do_analyze(args)
     if is_complete(args.run):
         run = load_run(args.run)
         if args.json:

@@ -208,3 +208,22 @@ def do_synth(args: argparse.Namespace) -> int:
                f"--size {w}x{h}\n" + yaml.safe_dump(doc, sort_keys=False, width=110))
     print(f"wrote {args.output}: {len(g.boxes)} boxes, {len(g.buffers)} buffers, {w}x{h} {g.pixel}")
     return 0
+
+
+def do_analyze(args: argparse.Namespace) -> int:
+    """`jitterscope analyze` of a pipeline run cut short (called by commands/analyze.py)."""
+    from jitterscope.pipeline.build import rebuild
+    from jitterscope.rundir import load_run
+
+    rebuild(args.run)
+    if not args.no_report:
+        from jitterscope.report import write_report
+
+        write_report(args.run)
+    run = load_run(args.run, kinds=("pipeline",))
+    if args.json:
+        options.print_json(run.summary)
+    else:
+        print(render.run_text(run.summary, run.meta, str(args.run)))
+        print(f"\nRecovered a cut-short pipeline run: {run.summary['run']['iterations']:,} iterations kept.")
+    return 0

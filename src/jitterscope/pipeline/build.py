@@ -24,6 +24,7 @@ def build_run(run_dir: Path, meta: dict[str, Any], sched: Schedule, trace_dir: P
     raw = run_dir / "raw"
     res = read_result(raw / "result.bin")
     hz, t0 = float(res.header["tsc_hz"]), int(res.header["t0_tsc"])
+    meta["t0_tsc"] = t0
     it = res.iters
     n = len(it)
     release = since_ns(it["release_tsc"], t0, hz)
@@ -93,3 +94,26 @@ def _digest_of(digests: np.ndarray) -> str:
     import hashlib
 
     return hashlib.sha256(np.ascontiguousarray(digests, dtype="<u8").tobytes()).hexdigest()[:16]
+
+
+def rebuild(run_dir: Path) -> dict[str, Any]:
+    """Finish a run whose jitterscope was killed: the runtime wrote raw/result.bin as it stopped
+    (it ends with its parent, finishing the iterations it had started), and the run directory
+    holds the graph, the schedule and raw/meta.json.  Late iterations are attributed if traced."""
+    import json
+
+    from jitterscope.errors import JitterscopeError
+    from jitterscope.pipeline import schedule as SF
+    from jitterscope.pipeline.graph import load_graph
+
+    raw = Path(run_dir) / "raw"
+    if not (raw / "result.bin").exists():
+        raise JitterscopeError(f"{run_dir}: the runtime left no result (raw/result.bin): nothing to rebuild")
+    meta = json.loads((raw / "meta.json").read_text())
+    sched = SF.load(Path(run_dir) / "schedule.yaml", load_graph(Path(run_dir) / "graph.yaml"))
+    meta["interrupted"] = True
+    meta["recovered"] = {"by": "jitterscope analyze", "missing": [("per-thread ids (the trace shows the "
+                                                                  "pipeline's threads by name)")]}
+    trace = Path(run_dir) / "trace"
+    traced = bool(meta.get("tracing", {}).get("enabled")) and trace.is_dir()
+    return build_run(Path(run_dir), meta, sched, trace if traced else None, set())

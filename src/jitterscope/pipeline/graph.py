@@ -132,6 +132,7 @@ class Graph:
     path: Path | None = None
     source: str = "graph"
     weighted: bool = False   # timing came from the file
+    text: str = ""           # the graph file as given (a run keeps it as graph.yaml)
 
     @property
     def row_bytes(self) -> int:
@@ -169,11 +170,17 @@ def load_graph(path: str | Path) -> Graph:
     """Read and check a graph file; every problem is one line, exit code 2."""
     p = Path(path)
     spec = load_config(p, GraphFile, "graph file")
-    return build_graph(spec, str(p), p)
+    g = build_graph(spec, str(p), p)
+    g.text = p.read_text()
+    return g
 
 
 def graph_from_dict(data: Any, source: str = "graph") -> Graph:
-    return build_graph(validate(data, GraphFile, source, error=GraphError), source, None)
+    import yaml
+
+    g = build_graph(validate(data, GraphFile, source, error=GraphError), source, None)
+    g.text = yaml.safe_dump(data, sort_keys=False, width=110)
+    return g
 
 
 def build_graph(spec: GraphFile, source: str, path: Path | None) -> Graph:

@@ -74,8 +74,7 @@ def run_pipeline(sched: Schedule, ro: RunOptions, out_dir: Path, trace: bool = F
     raw = run_dir / "raw"
     try:
         raw.mkdir()
-        if sched.graph.path is not None:
-            shutil.copyfile(sched.graph.path, run_dir / "graph.yaml")
+        (run_dir / "graph.yaml").write_text(sched.graph.text)
         SF.write(sched, run_dir / "schedule.yaml")
         (raw / "plan.bin").write_bytes(build_plan(sched, ro, hz))
     except BaseException:
