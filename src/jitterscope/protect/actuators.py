@@ -91,6 +91,9 @@ def rt_budget() -> float:
 def check(name: str, ts_ns: float, s_ns: float) -> None:
     """Can `name` express Ts/S (S: the longest suspension the law asks for)?  One line if not."""
     a = ACTUATORS[name]
+    if name == "mba" and not (RESCTRL / "info" / "MB").is_dir():
+        raise JitterscopeError("--actuator mba: no resctrl memory bandwidth allocation on this host "
+                               "(/sys/fs/resctrl/info/MB); use --actuator rt")
     if a.needs_root and os.geteuid() != 0:
         raise JitterscopeError(f"the {name} actuator needs root (it changes scheduling or cgroups); "
                                f"try --actuator sigstop on your own processes")
@@ -113,9 +116,6 @@ def check(name: str, ts_ns: float, s_ns: float) -> None:
                 f"suspending {format_ns(s_ns)} every {format_ns(ts_ns + s_ns)} ({s_ns / (ts_ns + s_ns):.0%} of the "
                 f"CPU) exceeds the real-time budget ({budget:.0%}: kernel.sched_rt_runtime_us less a "
                 f"{RT_MARGIN:.0%} margin); shorten --suspend")
-    if name == "mba" and not (RESCTRL / "info" / "MB").is_dir():
-        raise JitterscopeError("--actuator mba: no resctrl memory bandwidth allocation on this host "
-                               "(/sys/fs/resctrl/info/MB); use --actuator rt")
 
 
 def prepare(j: Journal, name: str, version: int | None, units: list[Unit], given_cgroup: Path | None,

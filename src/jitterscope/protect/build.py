@@ -26,6 +26,7 @@ from jitterscope.protect import records as rec
 from jitterscope.protect.schema import ITERATIONS, SAMPLES, SUSPENSIONS
 from jitterscope.rundir import write_json, write_table
 
+
 def phase_on(t_ns: np.ndarray, phase_ns: float | None) -> np.ndarray:
     """Protection active at each time: always, or (with --compare) every other phase, starting off."""
     if not phase_ns:
@@ -71,7 +72,7 @@ def latency(v: np.ndarray, deadline_ns: float | None) -> dict[str, Any] | None:
     if len(v) == 0:
         return None
     v = v.astype(np.float64)
-    return {"count": int(len(v)), "mean_ns": float(v.mean()), "sd_ns": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+    return {"count": len(v), "mean_ns": float(v.mean()), "sd_ns": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
             "p50_ns": float(np.percentile(v, 50)), "p99_ns": float(np.percentile(v, 99)), "max_ns": float(v.max()),
             "deadline_misses": int(np.count_nonzero(v > deadline_ns)) if deadline_ns else None}
 
@@ -85,12 +86,13 @@ def _phase_seconds(duration_ns: float, phase_ns: float | None, on: bool) -> floa
     return (total_on if on else duration_ns - total_on) / 1e9
 
 
-def phase(recs: dict[str, np.ndarray], on: bool, seconds: float, deadline_ns: float | None,
-          n_cpus: int) -> dict[str, Any]:
+def phase(recs: dict[str, np.ndarray], on: bool, seconds: float, deadline_ns: float | None, n_cpus: int,
+          phase_ns: float | None) -> dict[str, Any]:
+    """One phase (protected or not): the critical latency and what the best-effort programs got."""
     s, x = recs["samples"], recs["suspensions"]
     sel = ((s["flags"] & rec.S_ON) != 0) == on
     beats = recs["beats"]
-    bsel = beats["latency_ns"][phase_on(beats["t_ns"], recs.get("phase_ns")) == on] if len(beats) else beats["latency_ns"]
+    bsel = beats["latency_ns"][phase_on(beats["t_ns"], phase_ns) == on]
     prog = s["progress_bytes"][sel]
     cpu = s["cpu_ns"][sel]
     suspended = float((x["end_ns"] - x["t_ns"]).sum()) / 1e9 if on else 0.0
@@ -111,13 +113,13 @@ def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float)
     s, x = recs["samples"], recs["suspensions"]
     ends = {int(u["cpu"]): u for u in end.get("units", [])}
     out = {}
-    for cpu in sorted(set(int(c) for c in s["cpu"]) | set(ends)):
+    for cpu in sorted({int(c) for c in s["cpu"]} | set(ends)):
         ss, xx, u = s[s["cpu"] == cpu], x[x["cpu"] == cpu], ends.get(cpu, {})
         stop = xx["stopped_ns"][xx["stopped_ns"] != rec.STOP_UNKNOWN]
         spin, thread = float(u.get("spin_ns", 0)), float(u.get("thread_cpu_ns", 0))
         out[str(cpu)] = {
-            "samples": int(len(ss)), "over": int(np.count_nonzero(ss["pressure_ppm"] >= 1_000_000)),
-            "suspensions": int(len(xx)), "clipped": int(np.count_nonzero(xx["flags"] & rec.X_CLIPPED)),
+            "samples": len(ss), "over": int(np.count_nonzero(ss["pressure_ppm"] >= 1_000_000)),
+            "suspensions": len(xx), "clipped": int(np.count_nonzero(xx["flags"] & rec.X_CLIPPED)),
             "unconfirmed": int(np.count_nonzero(xx["flags"] & rec.X_UNCONFIRMED)),
             "dropped": int(u.get("dropped", 0)),
             "sampling_ns": dist(ss["window_ns"]), "suspension_ns": dist(xx["end_ns"] - xx["t_ns"]),
@@ -132,14 +134,14 @@ def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float)
 def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     opts = meta["options"]
     phase_ns = opts.get("compare_ns")
-    recs = {**recs, "phase_ns": phase_ns}  # type: ignore[dict-item]
     duration_ns = meta["duration_s"] * 1e9
     deadline = opts.get("deadline_ns")
     n = max(1, len(meta["cpus"]))
-    phases = {"protected": phase(recs, True, _phase_seconds(duration_ns, phase_ns, True), deadline, n)}
+    phases = {"protected": phase(recs, True, _phase_seconds(duration_ns, phase_ns, True), deadline, n, phase_ns)}
     ratio = None
     if phase_ns:
-        phases["unprotected"] = phase(recs, False, _phase_seconds(duration_ns, phase_ns, False), deadline, n)
+        phases["unprotected"] = phase(recs, False, _phase_seconds(duration_ns, phase_ns, False), deadline, n,
+                                      phase_ns)
         on, off = phases["protected"]["best_effort"], phases["unprotected"]["best_effort"]
         key = "progress_bytes_per_s" if on["progress_bytes_per_s"] and off["progress_bytes_per_s"] else "cpu_share"
         ratio = on[key] / off[key] if on[key] is not None and off[key] else None

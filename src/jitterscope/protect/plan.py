@@ -13,12 +13,18 @@ import socket
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.protect import actuators, signals
 from jitterscope.protect.programs import Program, given, split_command
-from jitterscope.units import format_cpulist, format_ns, parse_cpulist, parse_duration_ns
+from jitterscope.units import (
+    format_cpulist,
+    format_ns,
+    parse_cpulist,
+    parse_duration_ns,
+)
 
 LAWS = ("fixed", "proportional", "slack")
 DEFAULT_RUNS = Path("jitterscope-runs")
@@ -80,11 +86,11 @@ def duration(text: str, what: str, bounds: tuple[float, float]) -> float:
     return parse_duration_ns(text, what=what, bounds=bounds)
 
 
-def build(a: dict[str, object], calibrating: bool = False) -> Plan:
+def build(a: dict[str, Any], calibrating: bool = False) -> Plan:
     """The plan from parsed arguments (a dict of the command's options), fully checked.
 
     `calibrating`: a calibration point, which may run no best-effort program (share 0)."""
-    be_default, crit_default = default_cpus()
+    be_default, _ = default_cpus()
     cpus = parse_cpulist(str(a["cpus"])) if a.get("cpus") else be_default
     crit = parse_cpulist(str(a["critical_cpus"])) if a.get("critical_cpus") else \
         [c for c in sysinfo.online_cpus() if c not in cpus]
@@ -136,7 +142,7 @@ def build(a: dict[str, object], calibrating: bool = False) -> Plan:
     return p
 
 
-def _law_options(p: Plan, a: dict[str, object]) -> None:
+def _law_options(p: Plan, a: dict[str, Any]) -> None:
     if a.get("gain") is not None:
         p.gain = float(str(a["gain"]))
         if not 0 < p.gain <= 1000:
@@ -153,11 +159,16 @@ def _law_options(p: Plan, a: dict[str, object]) -> None:
             raise JitterscopeError("--law slack needs --deadline: the critical program's latency bound")
 
 
-def _programs(p: Plan, a: dict[str, object], calibrating: bool) -> None:
+def _programs(p: Plan, a: dict[str, Any], calibrating: bool) -> None:
     if a.get("critical") is not None and a.get("critical_cmd"):
         raise JitterscopeError("give --critical PID or --critical-cmd CMD, not both")
     if a.get("critical") is not None:
-        prog = given("critical", int(str(a["critical"])), "--critical")
+        crit_pid = int(str(a["critical"])) if str(a["critical"]).strip().isdigit() else -1
+        if crit_pid <= 0:
+            raise JitterscopeError(f"--critical {a['critical']!r}: give a process id, e.g. 4242")
+        if crit_pid in [_pid(x) for t in a.get("best_effort") or [] for x in str(t).split(",")]:
+            raise JitterscopeError(f"--best-effort {crit_pid} is the critical program: the two sets must not overlap")
+        prog = given("critical", crit_pid, "--critical")
         p.critical_pid = prog.pid
         outside = sorted(set(prog.cpus) - set(p.critical_cpus))
         if outside:

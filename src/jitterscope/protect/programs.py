@@ -67,16 +67,14 @@ def start(j: Journal, role: str, argv: list[str], cpus: list[int], page: Path | 
     full_env = {**os.environ, **(env or {})}
     if page is not None:
         full_env[REPORT_ENV] = str(page)
-    out = open(log, "wb")  # noqa: SIM115 - handed to the child
     try:
-        proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, *argv], stdin=subprocess.PIPE, stdout=out,
-                                stderr=subprocess.STDOUT, env=full_env, start_new_session=True,
-                                preexec_fn=lambda: os.sched_setaffinity(0, set(cpus)))
+        with open(log, "wb") as out:
+            proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, *argv], stdin=subprocess.PIPE, stdout=out,
+                                    stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
     except OSError as err:
         raise JitterscopeError(f"cannot start {argv[0]}: {err.strerror}") from None
-    finally:
-        out.close()
     j.process_group(proc.pid)
+    os.sched_setaffinity(proc.pid, set(cpus))   # the shell still waits: the command starts pinned
     assert proc.stdin is not None
     proc.stdin.write(b"go\n")
     proc.stdin.close()

@@ -17,6 +17,7 @@ as the live controller would; the decisions are exactly reproducible.
 from __future__ import annotations
 
 import csv
+import io
 from pathlib import Path
 
 import numpy as np
@@ -41,31 +42,30 @@ def _int(text: str, where: str, what: str) -> int:
 def read_csv(path: Path) -> np.ndarray:
     """The rows of a replay CSV (ROW_DTYPE), checked; one line naming file:line otherwise."""
     try:
-        fh = open(path, newline="")
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read replay file ({err.strerror})") from None
-    with fh:
-        reader = csv.reader(fh)
-        header = [h.strip() for h in next(reader, [])]
-        if len(header) != 3 or header[0] not in UNITS or header[1:] != ["read_bytes", "write_bytes"]:
-            raise JitterscopeError(f"{path}:1: header must be t_ns|t_us|t_s,read_bytes,write_bytes, "
-                                   f"got {','.join(header) or 'nothing'}")
-        scale = UNITS[header[0]]
-        rows: list[tuple[int, int, int]] = []
-        for line, row in enumerate(reader, start=2):
-            if not row or not "".join(row).strip():
-                continue
-            where = f"{path}:{line}"
-            if len(row) != 3:
-                raise JitterscopeError(f"{where}: expected 3 fields, got {len(row)}")
-            t, r, w = (_int(v, where, k) for v, k in zip(row, header))
-            if rows and t * scale <= rows[-1][0]:
-                raise JitterscopeError(f"{where}: times must increase")
-            if rows and (r < rows[-1][1] or w < rows[-1][2]):
-                raise JitterscopeError(f"{where}: counters are cumulative and must never decrease")
-            rows.append((t * scale, r, w))
-            if len(rows) > MAX_ROWS:
-                raise JitterscopeError(f"{path}: more than {MAX_ROWS:,} rows")
+        text = Path(path).read_text()
+    except (OSError, UnicodeDecodeError) as err:
+        raise JitterscopeError(f"{path}: cannot read replay file ({getattr(err, 'strerror', None) or err})") from None
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = [h.strip() for h in next(reader, [])]
+    if len(header) != 3 or header[0] not in UNITS or header[1:] != ["read_bytes", "write_bytes"]:
+        raise JitterscopeError(f"{path}:1: header must be t_ns|t_us|t_s,read_bytes,write_bytes, "
+                               f"got {','.join(header) or 'nothing'}")
+    scale = UNITS[header[0]]
+    rows: list[tuple[int, int, int]] = []
+    for line, row in enumerate(reader, start=2):
+        if not row or not "".join(row).strip():
+            continue
+        where = f"{path}:{line}"
+        if len(row) != 3:
+            raise JitterscopeError(f"{where}: expected 3 fields, got {len(row)}")
+        t, r, w = (_int(v, where, k) for v, k in zip(row, header))
+        if rows and t * scale <= rows[-1][0]:
+            raise JitterscopeError(f"{where}: times must increase")
+        if rows and (r < rows[-1][1] or w < rows[-1][2]):
+            raise JitterscopeError(f"{where}: counters are cumulative and must never decrease")
+        rows.append((t * scale, r, w))
+        if len(rows) > MAX_ROWS:
+            raise JitterscopeError(f"{path}: more than {MAX_ROWS:,} rows")
     if len(rows) < 2:
         raise JitterscopeError(f"{path}: needs at least two rows after the header")
     return np.array(rows, dtype=ROW_DTYPE)

@@ -30,7 +30,13 @@ from pathlib import Path
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.protect.records import REPORT_BEATS, REPORT_DTYPE, REPORT_ENV, REPORT_MAGIC, REPORT_VERSION
+from jitterscope.protect.records import (
+    REPORT_BEATS,
+    REPORT_DTYPE,
+    REPORT_ENV,
+    REPORT_MAGIC,
+    REPORT_VERSION,
+)
 
 
 class ReportPage:

@@ -15,10 +15,11 @@ import os
 import shutil
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
@@ -51,6 +52,7 @@ class Outcome:
     peak: tuple[float, float] | None = None
     started_unix_ns: int = 0
     wall_s: float = 0.0
+    controlling: bool = False      # the controller was told to go: there are records to keep
 
 
 @contextmanager
@@ -84,10 +86,10 @@ def run(plan: Plan) -> tuple[Path, Outcome]:
             except KeyboardInterrupt:
                 out.interrupted, out.ended_by = True, "interrupted"
     except BaseException:
-        if not (run_dir / RECORDS).exists():   # nothing was measured: leave no half-made run behind
+        if not out.controlling:   # nothing was measured: leave no half-made run behind
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    if not (run_dir / RECORDS).exists():
+    if not out.controlling:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise JitterscopeError("interrupted before the controller started: nothing was measured")
     return run_dir, out
@@ -132,6 +134,7 @@ def _session(plan: Plan, j: Journal, run_dir: Path, out: Outcome) -> None:
         j.process_group(ctl.pid)
         t0 = time.monotonic()
         ctl.go()
+        out.controlling = True
         _supervise(plan, ctl, started, out, t0)
         out.wall_s = time.monotonic() - t0
         try:

@@ -107,7 +107,7 @@ def pmu_status(cpu: int) -> tuple[bool, str]:
     """Whether LLC read/write events can be counted on `cpu` here, and if not why."""
     try:
         out = subprocess.run([str(native_bin("jitterscope-protect")), "--check-pmu", str(cpu)],
-                             capture_output=True, text=True, timeout=10)
+                             capture_output=True, text=True, timeout=10, check=False)
         got = json.loads(out.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return False, "could not run the PMU check"
@@ -161,7 +161,7 @@ def peak_bandwidth(cpu: int, seconds: float = 0.3) -> tuple[float, float]:
     for mode in ("read", "write"):
         proc = subprocess.run([str(native_bin("jitterscope-synload")), "--mode", mode, "--cpu", str(cpu),
                                "--buffer", str(buf), "--duration-ns", str(int(seconds * 1e9))],
-                              capture_output=True, text=True, timeout=60, env={})
+                              capture_output=True, text=True, timeout=60, env={}, check=False)
         if proc.returncode != 0:
             raise JitterscopeError(f"measuring the peak bandwidth of CPU {cpu} failed: "
                                    f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
