@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test unit integration bench install native clean browser mpi
+.PHONY: run test unit integration bench install native clean browser mpi sync-programs
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -35,7 +35,13 @@ mpi: install
 	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(BIN)/pip install -q -e '.[mpi,test]' || \
 	  echo "note: MPI wheels not installed; cluster tests will skip"
 
-test: install browser mpi
+# Real programs for the sync tests (pigz; xz and zstd are usually there): apt where it can.
+sync-programs:
+	@command -v pigz >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pigz xz-utils zstd \
+	  >/dev/null 2>&1) || echo "note: pigz not installed; its sync test will skip")
+
+test: install browser mpi sync-programs
 	$(BIN)/python -m pytest -q -ra tests
 
 unit: install
