@@ -100,7 +100,7 @@ def test_every_command_reads_a_cluster_run_node_by_node(runs, tmp_path, capsys) 
     for host, cpu in NODES:
         t = pq.read_table(run / "detours" / f"host={host}/cpu={cpu}")
         per_node[f"{host}:{cpu}"] = t.num_rows
-    rows = list(csv.DictReader(open(tmp_path / "x.csv")))
+    rows = list(csv.DictReader((tmp_path / "x.csv").read_text().splitlines()))
     assert {r["node"] for r in rows} == set(per_node) and len(rows) == sum(per_node.values())
     assert sorted(p.name for p in tmp_path.glob("x.*.cpu1.txt")) == [f"x.{h}.cpu1.txt" for h, _ in NODES]
     trace = json.loads((tmp_path / "x.json").read_text())
