@@ -49,8 +49,8 @@ class PlanBoot(ConfigModel):
 class PlanFile(ConfigModel):
     format: Literal["jitterscope-tune-plan"]
     version: Literal[1]
-    host: str
-    kernel: str
+    host: Text
+    kernel: Text
     cpus: list[int]
     housekeeping: list[int]
     knobs: list[PlanKnob] = Field(default_factory=list)

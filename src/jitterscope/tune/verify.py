@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,7 @@ def _measure_opts(args: argparse.Namespace, before: Run | None, plan_cpus: list[
 
 def _run(opts: dict[str, Any], out: Path, label: str) -> Run:
     print(f"measuring {label}: CPU {','.join(map(str, opts['cpus']))} for {opts['duration_ns'] / 1e9:g} s ...",
-          flush=True)
+          file=sys.stderr, flush=True)
     path = measure(opts["cpus"], opts["duration_ns"], opts["threshold_ns"], out, trace=True,
                    priority=opts["priority"], buffer_kb=opts["buffer_kb"], progress=True)
     run = load_run(path)
@@ -67,16 +68,17 @@ def _settle(changes: list[Any]) -> float:
 def run_verify(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha} must be between 0 and 1")
+    before = load_run(args.before) if args.before else None
     out = args.out or DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-{sysinfo.host()}-tune"
     if out.exists():
         raise UsageError(f"--out {out}: already exists; choose a new directory")
-    check_dir(out, "--out")
-    before = load_run(args.before) if args.before else None
+    if args.out is not None:
+        check_dir(out, "--out")   # a directory the user names gets no parents made; the default's may
     changes, skipped, _, plan_file = changes_of(args) if (args.plan or args.knob) else ([], [], [], None)
     opts = _measure_opts(args, before, plan_file.cpus if plan_file else None)
     if os.geteuid() != 0:
         raise JitterscopeError("tune verify changes kernel settings: run it as root")
-    out.mkdir(parents=True)
+    out.mkdir(parents=args.out is None)
     if before is None:
         before = _run(opts, out / "before", "before")
     if plan_file is None:

@@ -1,0 +1,231 @@
+"""tune audit / apply / revert / status on this machine's real knobs, and bad input (exit 2, nothing changed).
+
+Every change a test makes is undone in a `finally` (through tune's own revert, and
+by writing back what was read first), so others measuring on this machine find it
+as it was.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jitterscope.knobs import irq, resolve
+from jitterscope.sysinfo import boot_id, host, kernel, online_cpus
+from jitterscope.tune.record import record_dir, records
+
+from .conftest import jitterscope, probed_cpu
+
+root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings")
+KNOB_FILES = ["/proc/sys/vm/stat_interval", "/proc/sys/kernel/timer_migration",
+              "/sys/devices/virtual/workqueue/cpumask", "/proc/irq/default_smp_affinity"]
+
+
+def state() -> dict[str, str]:
+    """The knobs these tests could touch, value by value."""
+    s = {p: Path(p).read_text() for p in KNOB_FILES if os.path.exists(p)}
+    s.update({str(i.path): i.path.read_text() for i in irq.irqs()})
+    return s
+
+
+def movable_irq() -> irq.Irq:
+    for i in irq.irqs():
+        if i.movable and len(online_cpus()) > 1:
+            return i
+    pytest.skip("no IRQ here can move, or only one CPU")
+
+
+def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+    """The tool's own entry point in this process (a subprocess costs ~1.5 s of imports on a loaded machine)."""
+    import contextlib
+    import io
+
+    from jitterscope.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            rc = main(list(argv))
+        except SystemExit as e:   # argparse's own errors
+            rc = int(e.code or 0)
+    return subprocess.CompletedProcess(list(argv), rc, out.getvalue(), err.getvalue())
+
+
+def one_line_error(p: subprocess.CompletedProcess[str]) -> str:
+    assert p.returncode == 2, (p.returncode, p.stdout, p.stderr)
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("jitterscope: error: ") and "Traceback" not in p.stderr, p.stderr
+    return lines[0]
+
+
+def test_audit_reads_every_knob_as_json():
+    cpu = probed_cpu()
+    p = jitterscope("tune", "audit", "--cpus", str(cpu), "--json", check=True)
+    a = json.loads(p.stdout)
+    assert a["cpus"] == [cpu] and cpu not in a["housekeeping"]
+    by = {f["knob"].split(" (")[0]: f for f in a["findings"]}
+    expected = ["isolcpus", "nohz_full", "rcu_nocbs", "rcu_nocb_poll", "irqaffinity", "kthread_cpus", "nowatchdog",
+                "nmi_watchdog", "skew_tick", "tsc", "intel_pstate", "processor.max_cstate", "intel_idle.max_cstate",
+                "idle", "mitigations", "audit", "transparent_hugepage", "irq.default_affinity", "workqueue.cpumask",
+                "kernel.timer_migration", "vm.stat_interval", "kernel.watchdog_cpumask", "kernel.nmi_watchdog",
+                "kernel.sched_rt_runtime_us", "kernel.numa_balancing", "mm.thp.enabled", "mm.thp.defrag",
+                "mm.thp.khugepaged.defrag", "mm.ksm.run", "swap", "per-CPU kernel threads",
+                "kernel threads allowed on them", "user tasks allowed on them", "irqbalance", "tuned",
+                f"cpu{cpu} SMT siblings", f"cpu{cpu} cpufreq governor", f"cpu{cpu} idle states", "clocksource",
+                "CONFIG_HZ", "preemption model", "CONFIG_NO_HZ_FULL"]
+    missing = [k for k in expected if k not in by and not (k.startswith("mm.") and not Path(
+        "/sys/kernel/mm/transparent_hugepage").exists())]
+    assert not missing, missing
+    assert any(k.startswith("cpuset") for k in by)
+    for i in irq.irqs():
+        f = by[f"irq.{i.number}.affinity"]
+        assert f["value"].split(" ")[0] == resolve(f"irq.{i.number}.affinity").read()
+        if not i.movable and cpu in (i.effective or []):
+            assert f["verdict"] == "not isolated" and "managed_irq" in f["fix"]
+    for wq in Path("/sys/devices/virtual/workqueue").glob("*/cpumask"):
+        assert f"workqueue.{wq.parent.name}.cpumask" in by
+    assert by["vm.stat_interval"]["value"] == Path("/proc/sys/vm/stat_interval").read_text().strip()
+    for f in a["findings"]:
+        assert f["verdict"] in ("ok", "not isolated", "cannot tell") and f["why"] and f["source"], f
+        assert f["setting"] in ("boot", "runtime", "build", "hardware"), f
+    assert sum(a["counts"].values()) == len(a["findings"])
+    text = cli("tune", "audit", "--cpus", str(cpu)).stdout
+    assert "Runtime fixes:" in text or a["counts"]["not isolated"] == 0
+
+
+@root
+def test_apply_then_revert_proves_every_knob_back(tmp_path):
+    before = state()
+    i = movable_irq()
+    hk = ",".join(str(c) for c in online_cpus() if c != probed_cpu())
+    sleeper = subprocess.Popen(["sleep", "60"])
+    stat = int(before["/proc/sys/vm/stat_interval"])
+    try:
+        args = ["--knob", f"vm.stat_interval={stat + 3}", "--knob", f"irq.{i.number}.affinity={probed_cpu()}",
+                "--knob", f"task.{sleeper.pid}.affinity={hk}"]
+        dry = cli("tune", "apply", *args, "--dry-run", "--json")
+        assert json.loads(dry.stdout)["record"] is None and state() == before
+        r = json.loads(jitterscope("tune", "apply", *args, "--json", check=True).stdout)
+        assert Path(r["record"]).exists()
+        assert Path("/proc/sys/vm/stat_interval").read_text().strip() == str(stat + 3)
+        assert resolve(f"irq.{i.number}.affinity").read() == str(probed_cpu())
+        assert sorted(os.sched_getaffinity(sleeper.pid)) == [int(c) for c in hk.split(",")]
+        st = json.loads(cli("tune", "status", "--json").stdout)["records"][0]
+        assert {row["result"] for row in st["rows"]} == {"as tune set it"}
+        rv = json.loads(jitterscope("tune", "revert", "--json", check=True).stdout)["reverted"][0]
+        assert rv["complete"] and {row["result"] for row in rv["rows"]} == {"restored"}
+        assert not Path(r["record"]).exists()
+        assert state() == before
+        assert os.sched_getaffinity(sleeper.pid) == set(online_cpus())
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+        _put_back(before)
+
+
+def _put_back(before: dict[str, str]) -> None:
+    for p, v in before.items():
+        if Path(p).read_text() != v:
+            Path(p).write_text(v)
+
+
+@root
+def test_revert_leaves_a_knob_changed_since_and_skips_runtime_knobs_after_a_reboot():
+    before = state()
+    stat = int(before["/proc/sys/vm/stat_interval"])
+    try:
+        r = json.loads(jitterscope("tune", "apply", "--knob", f"vm.stat_interval={stat + 2}", "--json",
+                                   check=True).stdout)
+        Path("/proc/sys/vm/stat_interval").write_text(str(stat + 5))  # someone else, since
+        p = jitterscope("tune", "revert", "--json")
+        assert p.returncode == 1
+        (row,) = json.loads(p.stdout)["reverted"][0]["rows"]
+        assert row["result"] == "left alone" and row["now"] == str(stat + 5)
+        assert Path("/proc/sys/vm/stat_interval").read_text().strip() == str(stat + 5)   # not overwritten
+        assert Path(r["record"]).exists()                                                 # still on record
+        Path("/proc/sys/vm/stat_interval").write_text(str(stat))
+        p = cli("tune", "revert", "--json")
+        assert json.loads(p.stdout)["reverted"][0]["rows"][0]["result"] == "already back"
+        assert not Path(r["record"]).exists()
+        # After a reboot the kernel starts from its defaults: a runtime knob is not "reverted" then.
+        r = json.loads(cli("tune", "apply", "--knob", f"vm.stat_interval={stat + 2}", "--json").stdout)
+        rec = Path(r["record"])
+        rec.write_text(rec.read_text().replace(str(boot_id()), "00000000-0000-0000-0000-000000000000"))
+        out = cli("tune", "revert").stdout
+        assert "lost at reboot" in out and "rebooted since" in out
+        assert not rec.exists()
+    finally:
+        _put_back(before)
+
+
+@root
+def test_boot_parameters_go_through_the_journal_and_come_back(tmp_path):
+    grub = tmp_path / "image/etc/default/grub"
+    grub.parent.mkdir(parents=True)
+    original = 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet psi=1"\n# [ keep ] this\n'
+    grub.write_text(original)
+    plan = tmp_path / "plan.yaml"
+    plan.write_text(f"format: jitterscope-tune-plan\nversion: 1\nhost: {host()}\nkernel: {kernel()}\n"
+                    f"cpus: [1]\nhousekeeping: [0]\nknobs: []\nboot:\n  params: [nohz_full=1, psi=0]\n")
+    r = json.loads(jitterscope("tune", "apply", str(plan), "--boot", "--boot-root", str(tmp_path / "image"),
+                               "--json", check=True).stdout)
+    assert 'GRUB_CMDLINE_LINUX="quiet nohz_full=1 psi=0"' in grub.read_text()
+    assert r["boot"]["file"] == str(grub) and r["boot"]["reboot_needed"]
+    rv = json.loads(cli("tune", "revert", "--record", r["record"], "--json").stdout)
+    assert rv["reverted"][0]["rows"][0]["result"] == "restored"
+    assert grub.read_text() == original
+
+
+def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):
+    from tests.fixtures_runs import build_run
+
+    before = state()
+    recs = records()
+    other = tmp_path / "other.yaml"
+    other.write_text("format: jitterscope-tune-plan\nversion: 1\nhost: elsewhere\nkernel: 1.0\ncpus: [1]\n"
+                     "housekeeping: [0]\nknobs: [{knob: vm.stat_interval, value: 20}]\n")
+    untraced = build_run(tmp_path / "untraced", tracing=False)
+    cases = {
+        ("tune", "apply", "--knob", "vm.stat_intervall=5"): "unknown knob 'vm.stat_intervall'",
+        ("tune", "apply", "--knob", "vm.stat_interval=0"): "out of range",
+        ("tune", "apply", "--knob", "vm.stat_interval"): "use NAME=VALUE",
+        ("tune", "apply", "--knob", "irq.*.affinity=4096"): "does not exist",
+        ("tune", "apply", "--knob", "task.999999999.affinity=0"): "no process",
+        ("tune", "apply", "--knob", "mm.thp.enabled=sometimes"): "not one of",
+        ("tune", "apply"): "give a PLAN file",
+        ("tune", "apply", str(other)): "made from a run on elsewhere",
+        ("tune", "apply", str(tmp_path / "missing.yaml")): "no such tune plan",
+        ("tune", "plan", str(untraced)): "without kernel tracing",
+        ("tune", "plan", str(tmp_path / "nope")): "no such run directory",
+        ("tune", "verify", "--alpha", "2", "--knob", "vm.stat_interval=10"): "--alpha",
+        ("tune", "verify", "--before", str(tmp_path / "nope"), "--knob", "vm.stat_interval=10"): "no such run",
+        ("tune", "audit", "--cpus", "4096"): "does not exist",
+        ("tune", "revert", "--record", str(tmp_path / "x.jsonl")): "no tune record",
+    }
+    for argv, words in cases.items():
+        line = one_line_error(cli(*argv))
+        assert words in line, (argv, line)
+    assert words in one_line_error(jitterscope(*argv))     # and the same as a command of its own
+    assert cli("tune", "apply", str(other), "--force", "--dry-run").returncode == 0
+    assert cli("tune").returncode == 2
+    assert state() == before and records() == recs
+
+
+@root
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
+def test_without_root_nothing_changes(tmp_path):
+    before = state()
+    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", sys.executable, "-m",
+                        "jitterscope", "tune", "apply", "--knob", "vm.stat_interval=7"], capture_output=True,
+                       text=True, timeout=60, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)}, check=False)
+    if "No module named" in p.stderr:
+        pytest.skip("the checkout is not readable by uid 65534")
+    assert "run it as root" in one_line_error(p)
+    assert state() == before
+    assert not record_dir().exists() or not any(r.stat().st_uid == 65534 for r in record_dir().glob("*"))
