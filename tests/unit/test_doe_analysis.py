@@ -149,3 +149,23 @@ def test_outliers_are_reported_not_replaced():
     assert t0["values"][4] == 9.0 and t0["mean"] == pytest.approx(np.mean(y[0]))
     assert a["group_comparisons"]["by"] == ["A", "B"]
     assert 0 <= a["kruskal_wallis"]["p"] <= 1
+
+
+def test_default_grouping_reads_aliased_columns_in_a_fractional_design():
+    # 2^(4-1) with D = ABC: D's main effect sits in column ABC; D dominates, A is second
+    d = Design(4, [parse_generator("D=ABC", 4, 1)])
+    lv = d.levels()
+    rng = np.random.default_rng(5)
+    y = 10 + 5 * lv[:, 3:4] + 2 * lv[:, 0:1] + rng.normal(0, 0.1, (d.n, 3))
+    res = analyze(Data(d, ["a", "b", "c", "d"], y, [[0, 1, 2]] * d.n, "us"))
+    assert res["group_comparisons"]["by"] == ["A", "D"]
+
+
+def test_effect_p_is_the_two_sided_t_test_on_the_error_dof():
+    d = Design(2, [])
+    y = np.array([[15, 18, 12], [45, 48, 51], [25, 28, 19], [75, 75, 81]], dtype=float)
+    a = allocation(d, y)
+    for e in a["effects"]:
+        t = abs(e["q"]) / a["s_q"]
+        assert e["p"] == pytest.approx(2 * stats.t.sf(t, a["dof_error"]))
+        assert e["significant"] == (e["p"] < 1 - a["confidence"])

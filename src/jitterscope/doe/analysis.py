@@ -156,6 +156,24 @@ class Data:
     unit: str
 
 
+def main_effect_of(design: Design, effect: str) -> str | None:
+    """The factor whose main effect a sign-table column carries, or None: the column itself
+    (a base letter) or, in a fractional design, one of its aliases (column ABC carries D
+    when D = ABC).  With two (resolution II) the first in plan order."""
+    words = [effect] + [a.lstrip("-") for a in design.aliases(effect)] if design.p else [effect]
+    mains = sorted(w for w in words if len(w) == 1)
+    return mains[0] if mains else None
+
+
+def default_grouping(design: Design, effects: list[dict[str, Any]]) -> list[int]:
+    """The two factors whose main-effect columns explain the most variation (seed 004 groups by
+    E and F), as factor indices.  In a fractional design a generated factor's main effect sits
+    in an aliased column (D = ABC: column ABC), so aliases are read, not only one-letter names."""
+    ranked = sorted(((e["percent"] or 0.0, f) for e in effects if (f := main_effect_of(design, e["effect"]))),
+                    key=lambda x: -x[0])
+    return sorted(design.letters.index(f) for _, f in ranked[:2])
+
+
 def analyze(data: Data, confidence: float = 0.95, log: bool = False,
             groups_by: list[int] | None = None) -> dict[str, Any]:
     """Everything `doe analyze` reports, as plain data."""
@@ -191,10 +209,7 @@ def analyze(data: Data, confidence: float = 0.95, log: bool = False,
         out["dunn_holm"] = {"labels": labels, "p": pv.tolist(), "alpha": alpha,
                             "significant_pairs": int(np.sum(np.triu(pv < alpha, 1)))}
         if groups_by is None:
-            # Group by the two main effects that explain the most variation (seed 004 groups by E and F).
-            mains = [(e["percent"], d.letters.index(e["effect"])) for e in alloc["effects"]
-                     if len(e["effect"]) == 1]
-            groups_by = sorted(j for _, j in sorted(mains, reverse=True)[:2])
+            groups_by = default_grouping(d, alloc["effects"])
         gs = group_share(lv, pv, groups_by, alpha)
         gs["by"] = [d.letters[j] for j in groups_by]
         gs["names"] = [f"G{i + 1}" for i in range(len(gs["groups"]))]
