@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test unit integration bench install native clean browser mpi sync-programs
+.PHONY: run test unit integration bench install native clean browser mpi sync-programs tracecmd
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -30,6 +30,12 @@ browser:
 	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1) || \
 	  echo "note: chromium not installed; the browser test will skip")
 
+# The trace parser's cross-check decodes the same pages with libtraceevent (trace-cmd report).
+tracecmd:
+	@command -v trace-cmd >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq trace-cmd >/dev/null 2>&1) || \
+	  echo "note: trace-cmd not installed; the trace parser cross-check will skip")
+
 # MPI for the cluster tests: mpi4py and the MPICH wheel from PyPI.
 mpi: install
 	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(BIN)/pip install -q -e '.[mpi,test]' || \
@@ -41,7 +47,7 @@ sync-programs:
 	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pigz xz-utils zstd \
 	  >/dev/null 2>&1) || echo "note: pigz not installed; its sync test will skip")
 
-test: install browser mpi sync-programs
+test: install browser mpi sync-programs tracecmd
 	$(BIN)/python -m pytest -q -ra tests
 
 unit: install

@@ -2,7 +2,7 @@
  * jitterscope-traceparse: raw tracefs ring-buffer pages -> nested kernel
  * activity intervals and exclusive segments.
  *
- *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] TRACE_DIR OUT_DIR
+ *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--events FILE] TRACE_DIR OUT_DIR
  *   jitterscope-traceparse --layout
  *
  * TRACE_DIR holds cpuN.raw (pages copied from per_cpu/cpuN/trace_pipe_raw),
@@ -13,7 +13,10 @@
  * (NUL-terminated strings, referenced by index) and counts.json (per-CPU
  * event/lost counts, the capture markers, the function addresses and pids
  * still to be named).  --scan writes only counts.json: the session uses it
- * at stop to learn which symbols and comms to save.
+ * at stop to learn which symbols and comms to save.  --events FILE also lists every
+ * event decoded, as read (one line each: cpu, timestamp, event id, then the fields
+ * used, name=value), for the cross-check with libtraceevent (trace-cmd report) in
+ * tests/integration/test_trace_cmd_crosscheck.py.
  *
  * One pass per CPU, a small stack machine per CPU; memory is the output.
  */
@@ -686,6 +689,45 @@ static inline int64_t rds(const uint8_t *p, int size)
     }
 }
 
+/* --events: each decoded event as the state machine gets it (strings escaped so a line stays one line). */
+static FILE *events_out;
+
+static void put_escaped(const char *s, size_t n)
+{
+    for (size_t i = 0; i < n && s[i]; i++) {
+        unsigned char ch = (unsigned char)s[i];
+        if (ch == '\\' || ch == '\t' || ch == '\n' || ch < 32)
+            fprintf(events_out, "\\x%02x", ch);
+        else
+            fputc(ch, events_out);
+    }
+}
+
+static void dump_event(int cpu, int64_t t, uint16_t type, const struct evdef *e, const uint8_t *d, uint32_t len)
+{
+    fprintf(events_out, "%d\t%" PRId64 "\t%u\tcommon_pid=%d", cpu, t, type, (int32_t)rds(d + pid_off, 4));
+    for (int i = 0; i < MAXF; i++) {
+        const char *name = i == SWITCH_PREV_STATE && e->role == R_SWITCH ? "prev_state" : field_names[e->role][i];
+        const struct field *f = &e->f[i];
+        if (!name || f->off < 0)
+            continue;
+        fprintf(events_out, "\t%s=", name);
+        if (e->role == R_SWITCH && (i == 0 || i == 2)) {          /* char prev_comm[16], next_comm[16] */
+            put_escaped((const char *)d + f->off, (size_t)f->size);
+        } else if (e->role == R_IRQ_ENTRY && i == 1) {           /* __data_loc char[] name */
+            uint32_t loc = (uint32_t)rd(d + f->off, 4), off = loc & 0xffff, n = loc >> 16;
+            if (off + n <= len)
+                put_escaped((const char *)d + off, n);
+        } else if (e->role == R_PRINT) {                         /* char buf[]: the rest of the record */
+            if (len > (uint32_t)f->off)
+                put_escaped((const char *)d + f->off, len - (uint32_t)f->off);
+        } else {
+            fprintf(events_out, "%" PRIu64, rd(d + f->off, f->size));
+        }
+    }
+    fputc('\n', events_out);
+}
+
 struct marker { int cpu; int64_t tsc; char text[96]; };
 static struct marker markers[64];
 static int nmarkers;
@@ -706,6 +748,8 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
         return;
     int32_t pid = (int32_t)rds(d + pid_off, 4);
     c->nevents++;
+    if (events_out)
+        dump_event(c->cpu, t, type, e, d, len);
     if (!c->open)
         span_open(c, c->pending_start < t ? c->pending_start : t,
                   e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid);
@@ -961,7 +1005,7 @@ static void print_layout(void)
 
 static void usage(void)
 {
-    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] TRACE_DIR OUT_DIR\n"
+    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--events FILE] TRACE_DIR OUT_DIR\n"
           "       jitterscope-traceparse --layout\n", stderr);
     exit(2);
 }
@@ -974,6 +1018,10 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--layout")) {
             print_layout();
             return 0;
+        } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
+            events_out = fopen(argv[++i], "w");
+            if (!events_out)
+                die("%s: %s", argv[i], strerror(errno));
         } else if (!strcmp(argv[i], "--scan")) {
             scan_only = 1;
         } else if (!strcmp(argv[i], "--tsc-hz") && i + 1 < argc) {
@@ -1107,5 +1155,7 @@ int main(int argc, char **argv)
     fprintf(f, "]}\n");
     if (fclose(f))
         die("%s: %s", path, strerror(errno));
+    if (events_out && fclose(events_out))
+        die("--events: %s", strerror(errno));
     return 0;
 }
