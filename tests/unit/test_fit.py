@@ -98,3 +98,16 @@ def test_fit_run_from_a_run_directory(tmp_path):
     assert g.params["shape"] == pytest.approx(3.0, rel=0.15)
     with pytest.raises(JitterscopeError, match="fewer than 20 phases"):
         fit_run(str(run), 1.0)
+
+
+def test_fit_says_when_its_tests_ran_on_a_refitted_subsample():
+    from jitterscope.simulate.fitting import fit_delays
+    from jitterscope.simulate.render import fit_text
+
+    rng = np.random.default_rng(4)
+    many = fit_delays(rng.lognormal(np.log(5e-6), 0.4, 3000), 1e-3, replicates=19, gof_cap=2000).to_json()
+    assert many["gof"]["subsample"] and many["gof"]["sample"] == 2000
+    assert "subsample of 2000 of the 3000" in many["gof"]["tested_on"]
+    assert "a random subsample of the 3,000, each family refitted to it" in fit_text(many)
+    few = fit_delays(rng.lognormal(np.log(5e-6), 0.4, 500), 1e-3, replicates=19, gof_cap=2000).to_json()
+    assert not few["gof"]["subsample"] and "subsample" not in fit_text(few)

@@ -225,6 +225,11 @@ class Fit:
                        "max_s": float(d.max()), "positive": int(len(pos)), "cpus": self.cpus},
             "gof": {"method": "parametric bootstrap with refitting (p-values valid for estimated parameters)",
                     "replicates": self.replicates, "sample": self.gof_sample, "alpha": ALPHA,
+                    "subsample": self.gof_sample < len(pos),
+                    "tested_on": ("all positive delays" if self.gof_sample >= len(pos) else
+                                  f"a random subsample of {self.gof_sample} of the {len(pos)} positive delays, "
+                                  f"each family refitted to it (KS D, A2 and p-values are the subsample's; "
+                                  f"the parameters shown are fitted to all)"),
                     "fitted_to": "positive delays (zero-delay phases are the zero fraction)"},
             "families": [f.to_json() for f in self.families],
             "tail": self.tail,

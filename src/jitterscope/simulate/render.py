@@ -54,8 +54,11 @@ def fit_text(data: dict[str, Any]) -> str:
     lines = [(f"run {data['run']}: {count(d['count'], 'phase')} of {_t(data['phase_s'])} on "
              f"{where} {','.join(map(str, d['cpus']))}; delay mean {_t(d['mean_s'])}, p50 {_t(d['p50_s'])}, "
              f"p99 {_t(d['p99_s'])}, max {_t(d['max_s'])}; {percent(d['zero_fraction'])} met no noise"),
-             (f"goodness of fit on {count(data['gof']['sample'], 'positive delay')}, p-values by parametric "
-             f"bootstrap ({count(data['gof']['replicates'], 'refitted replicate')})"), "",
+             (f"goodness of fit on {count(data['gof']['sample'], 'positive delay')}"
+              + (f" (a random subsample of the {number(d['positive'])}, each family refitted to it; "
+                 f"parameters below are fitted to all)" if data["gof"].get("subsample") else "")
+              + f", p-values by parametric bootstrap ({count(data['gof']['replicates'], 'refitted replicate')})"),
+             "",
              f"{'rank':>4}  {'family':<12} {'KS D':>8} {'KS p':>7} {'AD A2':>9} {'AD p':>7}  fits  parameters"]
     for f in data["families"]:
         params = ", ".join(f"{k}={_p(k, v)}" for k, v in f["params"].items())
