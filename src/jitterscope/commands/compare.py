@@ -9,6 +9,7 @@ both runs measured are compared; the rest is listed as not compared.  Runs
 measured differently are put on a common basis (detours above the higher
 --threshold in both) or not tested (a traced against an untraced run, a
 real-time probe against a normal one): never a regression from a setting.
+BASE and NEW must be of one kind; two cluster runs are compared node by node.
 
 With --fail-on-regression the exit code is 1 when the total noise of a CPU or
 any source got worse with q < ALPHA (0.01), by at least MIN_PPM (20 ppm, i.e.
