@@ -8,10 +8,12 @@ discovered, so adding a command never edits this file.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import os
 import pkgutil
 import signal
+import stat
 import sys
 from types import ModuleType
 
@@ -71,8 +73,10 @@ def _interrupt(signum: int, _frame: object) -> None:
         try:
             null = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
-                if os.isatty(fd):
-                    os.dup2(null, fd)
+                # a terminal (character device): isatty() may already fail on a hung-up one
+                with contextlib.suppress(OSError):
+                    if stat.S_ISCHR(os.fstat(fd).st_mode):
+                        os.dup2(null, fd)
             os.close(null)
         except OSError:
             pass

@@ -123,6 +123,9 @@ def analyze(run_dir: Path) -> list[str]:
     trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing)
     meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                          "missing": missing}
-    build.build_run(run_dir, meta, result, trace_dir, set(cap.get("own_tids", [])), allow_incomplete=True)
-    C.finish(run_dir)
+    try:
+        build.build_run(run_dir, meta, result, trace_dir, set(cap.get("own_tids", [])), allow_incomplete=True)
+        C.finish(run_dir)
+    except JitterscopeError as err:
+        raise C.kept(run_dir, err, "analysing") from None
     return missing

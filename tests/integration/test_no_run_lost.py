@@ -1,0 +1,161 @@
+"""No fault loses a measurement: after SIGHUP, a second Ctrl-C or a full disk the
+user gets their run back, from the raw capture, with `jitterscope analyze`.
+
+(kill -9 and a killed MPI rank: test_fresh_machine.py and test_cluster_faults.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from .conftest import jitterscope, needs_tracing, probed_cpu
+from .machine import in_namespace, js, needs_namespace
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(autouse=True)
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
+
+
+def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
+    """measure in its own session, as a terminal would run it (signals go to its group)."""
+    return subprocess.Popen([sys.executable, "-m", "jitterscope", "measure", "--cpus", str(probed_cpu()),
+                             "--duration", seconds, "--out", str(out), "--no-report"],
+                            start_new_session=True, text=True, **kw)  # type: ignore[call-overload]
+
+
+def wait_for_probe(out: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not ((out / "detours.raw").exists() and (out / "detours.raw").stat().st_size > 64):
+        assert proc.poll() is None, "measure ended before its probe started"
+        assert time.monotonic() < deadline, "the probe never started"
+        time.sleep(0.05)
+
+
+def assert_complete(out: Path) -> dict:
+    """A complete run: loads, no raw capture or temporaries left, interrupted as it was."""
+    names = {p.name for p in out.iterdir()}
+    assert {"meta.json", "summary.json", "detours.parquet", "attribution.parquet"} <= names, names
+    assert not names & {"capture.json", "detours.raw", "detours.end.json"}, names
+    assert not [p for p in out.rglob(".*.tmp*")], "temporary files left behind"
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["cpus"][str(probed_cpu())]["detours"] > 0
+    return json.loads((out / "meta.json").read_text())
+
+
+def test_sighup_finishes_the_run_like_ctrl_c(tmp_path: Path) -> None:
+    """A closed terminal: SIGHUP to the whole foreground group, then the terminal is gone."""
+    out = tmp_path / "run"
+    master, slave = pty.openpty()
+    proc = start_measure(out, "30s", stdin=slave, stdout=slave, stderr=slave)
+    os.close(slave)
+    try:
+        wait_for_probe(out, proc)
+        time.sleep(1.0)
+        os.killpg(proc.pid, signal.SIGHUP)
+        os.close(master)  # the terminal disappears: writes to it now fail
+        proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    meta = assert_complete(out)  # written by measure itself: nothing left to analyse
+    assert meta["interrupted"] and 0.5 < meta["duration_s"] < 20
+
+
+def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    proc = start_measure(out, "30s", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        wait_for_probe(out, proc)
+        time.sleep(3.0)  # enough trace that stopping and analysing take a while
+        os.killpg(proc.pid, signal.SIGINT)  # first Ctrl-C: finish with what was measured
+        time.sleep(0.05)
+        os.killpg(proc.pid, signal.SIGINT)  # second: during the stop / analysis
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    assert f"jitterscope analyze {out}" in err, err
+    assert (out / "capture.json").exists() and (out / "detours.raw").exists()
+    again = jitterscope("analyze", "--no-report", str(out))
+    assert again.returncode == 0, again.stderr
+    meta = assert_complete(out)
+    assert meta["interrupted"] and meta["duration_s"] > 2.0
+
+
+@needs_namespace
+@needs_tracing
+def test_disk_full_during_capture_is_one_line_and_analyze_recovers(tmp_path: Path) -> None:
+    """A 24 MiB tmpfs (private mount namespace) filled while measuring."""
+    disk, out, keep = tmp_path / "disk", tmp_path / "disk" / "run", tmp_path / "recovered"
+    disk.mkdir()
+    script = (f"mount -t tmpfs -o size=24m jitterscope-test {disk} || exit 97\n"
+              f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
+              f" > /dev/null 2> {tmp_path}/measure.err & pid=$!\n"
+              f"for i in $(seq 300); do [ -s {out}/detours.raw ] && break; sleep 0.1; done; sleep 1\n"
+              f"dd if=/dev/zero of={disk}/filler bs=64k 2> /dev/null\n"
+              f"wait $pid; echo \"measure-rc=$?\" >&2\n"
+              f"ls -a {out} > {tmp_path}/kept.txt\n"
+              f"rm {disk}/filler\n"
+              f"{js('analyze', '--no-report', str(out))} > /dev/null || exit 3\n"
+              f"cp -r {out} {keep}\n")
+    proc = in_namespace(script, tracefs="theirs")
+    err = (tmp_path / "measure.err").read_text()
+    assert proc.returncode == 0, proc.stderr + err
+    assert "measure-rc=2" in proc.stderr, err
+    lines = [ln for ln in err.splitlines() if ln.startswith("jitterscope: error")]
+    assert len(lines) == 1 and "disk full" in lines[0] and "jitterscope analyze" in lines[0], err
+    assert "Traceback" not in err
+    assert {"capture.json", "detours.raw"} <= set((tmp_path / "kept.txt").read_text().split())
+    meta = assert_complete(keep)
+    assert meta["recovered"]["missing"], "a run cut short by a full disk lost its last moments"
+
+
+@needs_namespace
+def test_disk_full_during_analysis_keeps_the_capture(tmp_path: Path) -> None:
+    """analyze itself on a full disk: one line, the raw capture intact, no temporaries;
+    with space again it completes the run."""
+    src = tmp_path / "src"
+    proc = start_measure(src, "30s", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_for_probe(src, proc)
+        time.sleep(1.0)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the probe dies unfinished too
+        proc.wait()
+    subprocess.run([sys.executable, "-m", "jitterscope", "restore"], capture_output=True, check=False)
+    disk, keep = tmp_path / "disk", tmp_path / "recovered"
+    disk.mkdir()
+    run = disk / "run"
+    script = (f"mount -t tmpfs -o size=16m jitterscope-test {disk} || exit 97\n"
+              f"cp -r {src} {run}\n"
+              f"free=$(($(stat -f -c '%a * %S' {disk}))); head -c $((free - 8192)) /dev/zero > {disk}/filler\n"
+              f"{js('analyze', '--no-report', str(run))} > /dev/null 2> {tmp_path}/full.err; "
+              f"echo \"full-rc=$?\" >&2\n"
+              f"ls -a {run} > {tmp_path}/after-full.txt\n"
+              f"rm {disk}/filler\n"
+              f"{js('analyze', '--no-report', str(run))} > /dev/null || exit 3\n"
+              f"cp -r {run} {keep}\n")
+    proc = in_namespace(script, tracefs="theirs")
+    err = (tmp_path / "full.err").read_text()
+    assert proc.returncode == 0, proc.stderr + err
+    assert "full-rc=2" in proc.stderr, err
+    assert err.count("\n") == 1 and "disk full" in err and "Traceback" not in err, err
+    left = set((tmp_path / "after-full.txt").read_text().split())
+    assert {"capture.json", "detours.raw"} <= left, left
+    assert not [n for n in left if ".tmp" in n], left
+    meta = assert_complete(keep)
+    assert any("probe" in m for m in meta["recovered"]["missing"]), meta["recovered"]
