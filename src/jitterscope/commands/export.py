@@ -22,6 +22,7 @@ from pathlib import Path
 
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
+from jitterscope.humanize import count
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -53,5 +54,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(res)
     else:
-        print(f"{res['detours']} detours written as {res['format']}: {', '.join(res['files'])}")
+        print(f"{count(res['detours'], 'detour')} written as {res['format']}: {', '.join(res['files'])}")
     return 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from jitterscope.units import format_cpulist, format_ns
+from jitterscope.humanize import count, number, seconds
+from jitterscope.humanize import duration_ns as format_ns
+from jitterscope.units import format_cpulist
 
 TOP_SOURCES = 10
 TOP_CHAINS = 5
@@ -21,44 +23,44 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
     lines = []
     tracing = "tracing on" if run["tracing"] else "tracing OFF"
     lost = summary.get("lost_events", 0)
-    head = (f"{run['host']} ({run['kernel']}): {run['duration_s']:.3g} s on CPU "
+    head = (f"{run['host']} ({run['kernel']}): {seconds(run['duration_s'])} on CPU "
             f"{format_cpulist(run['cpus'])}, threshold {format_ns(run['threshold_ns'])}, {tracing}")
     lines.append(head)
     if meta and meta.get("interrupted"):
         lines.append("  (ended early: the run covers the time measured)")
     if run["tracing"]:
-        lines.append(f"  lost kernel events: {lost}" + ("  <- attribution is incomplete; try a larger --buffer"
+        lines.append(f"  lost kernel events: {number(lost)}" + ("  <- attribution is incomplete; try a larger --buffer"
                                                        if lost else ""))
     if meta and meta.get("probe_dropped"):
-        lines.append(f"  probe records dropped: {meta['probe_dropped']} (detours missing from the tables)")
+        lines.append(f"  probe records dropped: {number(meta['probe_dropped'])} (detours missing from the tables)")
     lines.append("")
     lines.append(f"{'CPU':>4}  {'noise':>10}  {'ppm':>10}  {'detours':>8}  {'p99':>9}  {'max':>9}  {'resolution':>10}")
     for cpu, c in summary["cpus"].items():
-        lines.append(f"{cpu:>4}  {format_ns(c['noise_ns']):>10}  {c['noise_ppm']:>10.1f}  {c['detours']:>8}  "
+        lines.append(f"{cpu:>4}  {format_ns(c['noise_ns']):>10}  {number(c['noise_ppm']):>10}  {number(c['detours']):>8}  "
                      f"{format_ns(c['p99_ns']):>9}  {format_ns(c['max_ns']):>9}  {format_ns(c['resolution_ns']):>10}")
     sources = summary.get("sources", [])
     if sources:
         lines.append("")
         lines.append("Top sources (share of all noise)")
-        lines.append(f"  {'share':>6}  {'kind':<8} {'name':<28} {'total':>9} {'count':>7} "
+        lines.append(f"  {'share':>6}  {'kind':<8} {'name':<36} {'total':>9} {'count':>7} "
                      f"{'mean':>9} {'p99':>9} {'max':>9} {'period':>9}")
         for s in sources[:TOP_SOURCES]:
-            lines.append(f"  {s['share'] * 100:5.1f}%  {s['kind']:<8} {s['name'][:28]:<28} {format_ns(s['total_ns']):>9} "
-                         f"{s['count']:>7} {format_ns(s['mean_ns']):>9} {format_ns(s['p99_ns']):>9} "
+            lines.append(f"  {s['share'] * 100:5.1f}%  {s['kind']:<8} {s['name'][:36]:<36} {format_ns(s['total_ns']):>9} "
+                         f"{number(s['count']):>7} {format_ns(s['mean_ns']):>9} {format_ns(s['p99_ns']):>9} "
                          f"{format_ns(s['max_ns']):>9} {_period(s['period_s']):>9}")
             if s.get("functions"):
                 lines.append(f"  {'':6}  {'':8} ran: {', '.join(s['functions'][:4])}")
         if len(sources) > TOP_SOURCES:
-            lines.append(f"  ... {len(sources) - TOP_SOURCES} more in summary.json")
+            lines.append(f"  ... {count(len(sources) - TOP_SOURCES, 'more source', 'more sources')} in summary.json")
     chains = summary.get("chains", [])
     if chains:
         lines.append("")
         lines.append("Top chains (sources in succession inside one detour)")
         for ch in chains[:TOP_CHAINS]:
-            lines.append(f"  {format_ns(ch['total_ns']):>9} {ch['count']:>6}x  {' -> '.join(ch['sources'])}")
+            lines.append(f"  {format_ns(ch['total_ns']):>9} {number(ch['count']):>6}x  {' -> '.join(ch['sources'])}")
     u = summary["unexplained"]
     lines.append("")
-    lines.append(f"Unexplained: {u['share'] * 100:.1f}% of noise ({format_ns(u['total_ns'])} in {u['count']} detours)"
+    lines.append(f"Unexplained: {u['share'] * 100:.1f}% of noise ({format_ns(u['total_ns'])} in {count(u['count'], 'detour')})"
                  f" — likely {u['likely']}")
     if run_dir:
         lines.append(f"Run written to {run_dir}")

@@ -12,6 +12,7 @@ from typing import Any
 
 from jitterscope.compare import Thresholds, diff, from_run, pool
 from jitterscope.compare.sample import Sample
+from jitterscope.humanize import count, number, ppm
 from jitterscope.rundir import Run
 
 
@@ -37,8 +38,8 @@ class Detector:
             if len(self._parts) >= self.needed:
                 self.baseline = pool(self._parts)
                 self._parts = []
-                return [(f"baseline ready: {len(self.baseline.ids)} windows, "
-                         f"{self.baseline.exposure_ns / 1e9:.3g} CPU-seconds")]
+                return [(f"baseline ready: {count(len(self.baseline.ids), 'window')}, "
+                         f"{count(self.baseline.exposure_ns / 1e9, 'CPU-second')}")]
             return []
         res = diff(self.baseline, sample, self.th)
         return self._transitions(res)
@@ -50,11 +51,11 @@ class Detector:
                 what = "NEW SOURCE" if r["base"]["count"] == 0 else "REGRESSED"
                 q = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
                 now[f"{r['kind']}:{r['name']}"] = (
-                    f"{what} {r['kind']}:{r['name']}: {r['base']['ppm']:,.1f} -> {r['new']['ppm']:,.1f} ppm "
-                    f"({r['new']['count']} times, q={q:.2g})")
+                    f"{what} {r['kind']}:{r['name']}: {number(r['base']['ppm'])} -> {ppm(r['new']['ppm'])} "
+                    f"({count(r['new']['count'], 'time')}, q={q:.2g})")
         for c, t in res["total"].items():
             if t["regression"]:
-                now[f"cpu{c}"] = (f"REGRESSED CPU {c} total noise: {t['base_ppm']:,.1f} -> {t['new_ppm']:,.1f} ppm "
+                now[f"cpu{c}"] = (f"REGRESSED CPU {c} total noise: {number(t['base_ppm'])} -> {ppm(t['new_ppm'])} "
                                   f"(q={t['q']:.2g})")
         lines = [desc for label, desc in now.items() if label not in self.flagged]
         lines += [f"RECOVERED {label}" for label in self.flagged if label not in now]

@@ -18,6 +18,7 @@ from prometheus_client.exposition import generate_latest
 
 from jitterscope.compare import Thresholds
 from jitterscope.errors import JitterscopeError
+from jitterscope.humanize import count, percent, ppm, seconds
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History
 from jitterscope.monitor.metrics import MonitorState, registry_for, source_rows
@@ -114,11 +115,11 @@ class Monitor:
         self.state.sources = source_rows(s)
         self.state.lost_events_total += int(s.get("lost_events", 0) or 0)
         self.state.last_end_unix = time.time()
-        cpus = ", ".join(f"CPU {c} {v.get('noise_ppm', 0):,.1f} ppm ({v.get('detours', 0)} detours)"
+        cpus = ", ".join(f"CPU {c} {ppm(v.get('noise_ppm', 0))} ({count(v.get('detours', 0), 'detour')})"
                          for c, v in (s.get("cpus") or {}).items())
         lost = int(s.get("lost_events", 0) or 0)
-        self.log(f"window {seq}: {cpus}; unexplained {(s.get('unexplained') or {}).get('share', 0) * 100:.0f}%"
-                 + (f"; LOST {lost} trace events" if lost else ""))
+        self.log(f"window {seq}: {cpus}; unexplained {percent((s.get('unexplained') or {}).get('share', 0))}"
+                 + (f"; LOST {count(lost, 'trace event')}" if lost else ""))
         if not run.meta.get("interrupted"):
             try:
                 for line in self.detector.feed(run):
@@ -142,8 +143,8 @@ class Monitor:
 
     def run(self) -> int:
         srv = start_server(self.opts.port, self.registry)
-        self.log(f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {self.opts.window_s:g} s every "
-                 f"{self.opts.interval_s:g} s; history {self.history.root} (<= {self.opts.max_windows} windows, "
+        self.log(f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {seconds(self.opts.window_s)} every "
+                 f"{seconds(self.opts.interval_s)}; history {self.history.root} (<= {count(self.opts.max_windows, 'window')}, "
                  f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{ADDR}:{srv.server_port}/metrics")
         old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
@@ -171,5 +172,5 @@ class Monitor:
                 signal.signal(s, h)
             srv.shutdown()
             srv.server_close()
-        self.log(f"stopped after {self.state.windows_total} windows ({self.state.failures_total} failed)")
+        self.log(f"stopped after {count(self.state.windows_total, 'window')} ({self.state.failures_total} failed)")
         return 0
