@@ -19,13 +19,13 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from jitterscope import options
+from jitterscope import journal, options
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import DAY_S, format_ns, parse_duration_ns
 
@@ -73,13 +73,10 @@ def run(args: argparse.Namespace) -> int:
     duration = parse_duration_ns(args.duration, what="--duration", bounds=(1e-6, 7 * DAY_S)) if args.duration else None
     if args.truth is not None:
         _check_truth_path(args.truth)
-    tmp = None
-    truth_path = args.truth
-    if truth_path is None:  # statistics come from the truth file: keep a private one
-        tmp = tempfile.NamedTemporaryFile(prefix="jitterscope-truth-", suffix=".csv", delete=False)
-        tmp.close()
-        truth_path = Path(tmp.name)
-    try:
+    with contextlib.ExitStack() as stack:
+        truth_path = args.truth
+        if truth_path is None:  # statistics come from the truth file: a private one, journalled
+            truth_path = stack.enter_context(journal.scratch("jitterscope-inject-")) / "truth.csv"
         inj = Injector(cpu, period, busy, duration, name=args.name, policy=args.policy or "auto",
                        truth_path=truth_path, priority=args.priority)
         inj.start()
@@ -103,9 +100,6 @@ def run(args: argparse.Namespace) -> int:
             "wakeups": result.wakeups, "missed_deadlines": result.missed, "interrupted": result.interrupted,
             "tsc_hz": result.tsc_hz, "truth": str(args.truth) if args.truth else None, "measured": stats,
         }
-    finally:
-        if tmp is not None:
-            Path(tmp.name).unlink(missing_ok=True)
     if args.json:
         options.print_json(out)
     else:

@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,9 +28,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from jitterscope import journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import TRACEPARSE_PROGRAM, native_bin
-from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_END, CLIPPED_START, KINDS, PREEMPTED, SEGMENT_DTYPE
+from jitterscope.tracing.records import (
+    ACTIVITY_DTYPE,
+    CLIPPED_END,
+    CLIPPED_START,
+    KINDS,
+    PREEMPTED,
+    SEGMENT_DTYPE,
+)
 
 PARSER = TRACEPARSE_PROGRAM
 ACTIVITY_SCHEMA = pa.schema([
@@ -66,7 +73,7 @@ def run_parser(trace_dir: Path, out_dir: Path, scan: bool = False, tsc_hz: float
     if window:
         cmd += ["--window", str(int(window[0])), str(int(window[1]))]
     cmd += [str(trace_dir), str(out_dir)]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         msg = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         raise JitterscopeError(f"trace parser failed on {trace_dir}: {msg}")
@@ -121,7 +128,7 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     window = tuple(info["window"]) if info.get("window") else None
     # tmpfs when there is one: the parser's output is read back at once and deleted
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with tempfile.TemporaryDirectory(prefix="jitterscope-parse-", dir=tmp_parent) as tmp:
+    with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
         counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)  # type: ignore[arg-type]
         acts = _load(out / "activity.bin", ACTIVITY_DTYPE)

@@ -29,13 +29,12 @@ import os
 import select
 import shutil
 import sys
-import tempfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from jitterscope import atomic
+from jitterscope import atomic, journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, Outcome, process_start_time
 from jitterscope.sysinfo import online_cpus
@@ -163,7 +162,7 @@ class _Reader(threading.Thread):
             while not self.stop_flag.is_set():
                 for fd, _ev in poller.poll(POLL_MS):
                     self.drain(by_fd[fd])
-        except BaseException as err:  # reported by stop(); the capture must not die silently
+        except BaseException as err:  # noqa: BLE001 - reported by stop(); the capture must not die silently
             self.error = err
 
 
@@ -173,7 +172,7 @@ class TraceSession:
     def __init__(self, cpus: list[int], out_dir: Path, journal: Journal, buffer_kb: int = 4096) -> None:
         if not cpus:
             raise JitterscopeError("no CPUs to trace")
-        self.cpus = sorted(set(int(c) for c in cpus))
+        self.cpus = sorted({int(c) for c in cpus})
         self.out_dir = Path(out_dir)
         self.journal = journal
         self.buffer_kb = int(buffer_kb)
@@ -278,7 +277,7 @@ class TraceSession:
             except OSError as err:
                 raise JitterscopeError(f"cannot open {path}: {err.strerror}") from None
             # unbuffered: a page read is a page on disk, whatever happens to this process
-            self._files[cpu] = open(self.out_dir / f"cpu{cpu}.raw", "wb", buffering=0)
+            self._files[cpu] = open(self.out_dir / f"cpu{cpu}.raw", "wb", buffering=0)  # noqa: SIM115 - closed by _teardown
         self._reader = _Reader(self._fds, self._files, self.page_size, self.cpus)
         self._reader.start()
 
@@ -366,7 +365,7 @@ class TraceSession:
     def info(self) -> dict[str, Any]:
         return dict(self._info)
 
-    def __enter__(self) -> "TraceSession":
+    def __enter__(self) -> Self:
         self.start()
         return self
 
@@ -377,7 +376,7 @@ class TraceSession:
             # an exception or Ctrl-C: still remove the instance, keep what was captured
             try:
                 self.stop()
-            except BaseException:
+            except BaseException:  # noqa: BLE001 - the first error is the one being raised
                 self._teardown()
 
 
@@ -418,7 +417,7 @@ def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[st
     kernel symbols are only looked up if the machine has not rebooted since."""
     info = dict(info)
     try:
-        with tempfile.TemporaryDirectory(prefix="jitterscope-scan-") as tmp:
+        with journal.scratch("jitterscope-scan-") as tmp:  # journalled: kill -9 leaves nothing
             counts = run_parser(out_dir, Path(tmp), scan=True)
     except JitterscopeError as err:
         info["scan_error"] = str(err)
