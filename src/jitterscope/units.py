@@ -44,7 +44,7 @@ DEFAULT_DURATION_BOUNDS = (1e-9, 366 * DAY_S)
 _DURATION_RE = re.compile(rf"^\s*({_NUM})\s*([a-zµ]*)\s*$")
 
 
-def parse_duration_ns(text: str | int | float, default_unit: str | None = None,
+def parse_duration_ns(text: str | float, default_unit: str | None = None,
                       what: str = "duration", allow_zero: bool = False,
                       bounds: tuple[float, float] | None = None) -> float:
     """Return a duration in nanoseconds from text like `250ms`, `2.5us`, `10s`.
@@ -77,7 +77,7 @@ def parse_duration_ns(text: str | int | float, default_unit: str | None = None,
     return ns
 
 
-def parse_duration_s(text: str | int | float, default_unit: str | None = None,
+def parse_duration_s(text: str | float, default_unit: str | None = None,
                      what: str = "duration", allow_zero: bool = False,
                      bounds: tuple[float, float] | None = None) -> float:
     """Like `parse_duration_ns`, in seconds."""
@@ -133,15 +133,10 @@ def count_arg(lo: int, hi: int) -> Callable[[str], int]:
 
 
 def format_ns(ns: float) -> str:
-    """Human-readable duration: 1.23 ms, 850 ns, 2.4 s."""
-    a = abs(ns)
-    if a >= 1e9:
-        return f"{ns / 1e9:.3g} s"
-    if a >= 1e6:
-        return f"{ns / 1e6:.3g} ms"
-    if a >= 1e3:
-        return f"{ns / 1e3:.3g} us"
-    return f"{ns:.0f} ns"
+    """Human-readable duration: 1.23 ms, 850 ns, 2.4 s (humanize.duration_ns: one formatter for all)."""
+    from jitterscope.humanize import duration_ns
+
+    return duration_ns(ns)
 
 
 _SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2,

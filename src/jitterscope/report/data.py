@@ -10,8 +10,9 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.humanize import count, percent, ppm
+from jitterscope.humanize import duration_ns as format_ns
 from jitterscope.rundir import Run
-from jitterscope.units import format_ns
 
 TOP_SOURCES = 20          # rows in the sources table
 MAJOR_SOURCES = 6         # sources that get their own duration distribution
@@ -191,13 +192,13 @@ def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]]
     if not cpus:
         return "No CPUs were measured."
     worst = max(cpus, key=lambda c: c.get("noise_ppm", 0.0))
-    parts = [(f"CPU {worst['cpu']} lost {worst.get('noise_ppm', 0.0):,.0f} ppm "
-              f"({worst.get('noise_ppm', 0.0) / 1e4:.3g}% of its time) to {worst.get('detours', 0):,} detours")]
+    parts = [(f"CPU {worst['cpu']} lost {ppm(worst.get('noise_ppm', 0.0))} "
+              f"({percent(worst.get('noise_ppm', 0.0) / 1e6)} of its time) to {count(worst.get('detours', 0), 'detour')}")]
     if sources:
         top = sources[0]
         per = f", every {format_ns(top['period_s'] * 1e9)}" if top.get("period_s") else ""
         parts.append(f"the biggest source is {source_label(top['kind'], top['name'])} "
-                     f"({top['share'] * 100:.0f}% of all noise{per})")
+                     f"({percent(top['share'], 2)} of all noise{per})")
     if un.get("share"):
-        parts.append(f"{un['share'] * 100:.0f}% is unexplained")
+        parts.append(f"{percent(un['share'], 2)} is unexplained")
     return "; ".join(parts) + "."

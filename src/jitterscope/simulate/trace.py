@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from jitterscope.humanize import count, seconds
 from jitterscope.simulate.job import Job, Result, Simulation
 from jitterscope.simulate.timeline import Timeline
 
@@ -140,6 +141,6 @@ def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
     longest = max(r.runtime_s for r in results)
     period_s = max(tl.period_ns for tl in timelines) / 1e9
     if longest > period_s:
-        notes.append(f"the longest job ({longest:.3g} s) outlasts the noise timeline ({period_s:.3g} s): "
-                     f"each node's timeline wraps around about {math.ceil(longest / period_s)} times")
+        notes.append(f"the longest job ({seconds(longest)}) outlasts the noise timeline ({seconds(period_s)}): "
+                     f"each node's timeline wraps around about {count(math.ceil(longest / period_s), 'time')}")
     return Simulation(model, results, notes)
