@@ -31,9 +31,9 @@ from markupsafe import Markup
 
 from jitterscope import __version__, atomic
 from jitterscope.errors import JitterscopeError
-from jitterscope.outpath import check_file
 from jitterscope.humanize import duration_ns as format_ns
 from jitterscope.humanize import number, percent
+from jitterscope.outpath import check_file
 
 
 @dataclass(frozen=True)
