@@ -5,8 +5,8 @@ sysctls, IRQ and task affinity, scheduling policies, background loads, scratch
 directories) before making it, and undoes it on exit.  After a crash or
 `kill -9`, this command (which every other jitterscope command also runs
 first) puts everything back, then looks for what no journal names: trace
-instances of processes that are gone, and tracefs mounts jitterscope made whose
-users all died.  One line per item says what happened to it:
+instances of processes that are gone, tracefs mounts jitterscope made whose
+users all died, and temporary files older versions left after a kill.  One line per item says what happened to it:
 
   restored          it was changed and is now back as it was
   already as found  nothing to do (the process ended, the setting was back)
@@ -21,8 +21,14 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import re
+import shutil
 import sys
+import tempfile
+import time
+from pathlib import Path
 
 from jitterscope import journal, options
 
@@ -31,11 +37,49 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_json(p, "what was undone as JSON")
 
 
+# Temporary names of jitterscope versions that did not journal them yet (the random
+# suffix of mkdtemp/mkstemp, no pid): a killed run left them behind.
+_LEGACY = re.compile(r"^jitterscope-(cluster-r\d+|parse|scan)-[a-z0-9_]{8}$|^jitterscope-truth-[a-z0-9_]{8}\.csv$")
+_LEGACY_AGE_S = 600
+
+
+def _in_use(paths: set[str]) -> bool:
+    """Whether any process has a file open, mapped or as its directory below one of `paths`."""
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            links = [os.readlink(proc / "cwd")] + [os.readlink(f) for f in (proc / "fd").iterdir()]
+            links += [ln.split(None, 5)[-1] for ln in (proc / "maps").read_text().splitlines() if "/" in ln]
+        except OSError:
+            continue
+        if any(ln == p or ln.startswith(p + "/") for ln in links for p in paths):
+            return True
+    return False
+
+
+def _legacy_temporaries() -> list[journal.Outcome]:
+    now = time.time()
+    old = []
+    for d in (Path(tempfile.gettempdir()), Path("/dev/shm")):
+        with contextlib.suppress(OSError):
+            old += [p for p in d.iterdir() if _LEGACY.match(p.name) and now - p.lstat().st_mtime > _LEGACY_AGE_S]
+    if not old or _in_use({str(p) for p in old}):
+        return []
+    out = []
+    for p in old:
+        with contextlib.suppress(OSError):
+            shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
+            out.append(journal.Outcome("restored", f"removed {p} (left by a killed run of an older jitterscope)"))
+    return out
+
+
 def _leftovers() -> list[journal.Outcome]:
-    """What no journal names: instances of dead processes, mounts whose users died."""
+    """What no journal names: instances of dead processes, mounts whose users died, and
+    temporaries of older versions."""
     if os.geteuid() != 0:
         return []
-    found = journal.sweep_mounts()
+    found = journal.sweep_mounts() + _legacy_temporaries()
     from jitterscope.tracing.session import clean_stale_instances
     from jitterscope.tracing.tracefs import find_tracefs
 
