@@ -206,3 +206,24 @@ def test_runtime_dies_with_its_parent(tmp_path):
               f"{str(tmp_path / 'p.plan')!r}, '--out', {str(tmp_path / 'p.out')!r}], stdout=subprocess.PIPE)\n"
               f"p.stdout.readline(); print(p.pid, flush=True); time.sleep(60)\n")
     assert_dies_with_parent(script, "the pipeline runtime")
+
+
+def test_publishes_heartbeats_and_bytes_on_protects_report_page(tmp_path, monkeypatch):
+    """Under `jitterscope protect` (JITTERSCOPE_REPORT) the runtime is a critical program with one heartbeat
+    per iteration carrying its latency, and a best-effort one counting the bytes its sub-boxes move."""
+    from jitterscope.protect.report import ReportPage
+
+    page = ReportPage.create(tmp_path / "page")
+    monkeypatch.setenv("JITTERSCOPE_REPORT", str(tmp_path / "page"))
+    g = load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")
+    sched = compile_graph(g, threads=2, heuristic="fixed", memory="simple")
+    res, _ = execute(sched, tmp_path, iterations=40, guard=False)
+    c = page.counters()
+    assert c["beats"] == 40 and c["ops"] == 40
+    per_iter_written = sum(len([a for a in acc if a.write]) * (sub.row1 - sub.row0) * g.row_bytes
+                           for sub, acc in zip(sched.inst.subboxes, sched.inst.accesses))
+    assert c["write_bytes"] == 40 * per_iter_written
+    lat = (res.iters["end_tsc"].astype(np.int64) - res.iters["start_tsc"].astype(np.int64)) * 1e9 / tsc_hz()
+    beats = np.sort(page._p["beat"]["latency_ns"][:40].astype(np.float64))
+    assert np.allclose(beats, np.sort(lat), rtol=1e-6, atol=2)
+    page.close()

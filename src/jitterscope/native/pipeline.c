@@ -17,6 +17,11 @@
  * it runs: a read of a row another buffer or another iteration owns is a
  * violation (a reuse or synchronisation bug), counted and reported.
  *
+ * Under `jitterscope protect` (JITTERSCOPE_REPORT set, js_report.h) every
+ * completed iteration is also published on the report page: a heartbeat with
+ * its latency (a critical program) and the bytes its sub-boxes read and wrote
+ * (a best-effort one).
+ *
  * Protocol on stdout (one JSON object per line, flushed):
  *   {"event":"ready", ...}  every thread is placed and waiting for t0
  *   {"event":"end", ...}    when it stops (all iterations, SIGINT/SIGTERM, or a hang)
@@ -46,6 +51,7 @@
 #define JS_PROGRAM "jitterscope-pipeline"
 #include "js_cli.h"
 #include "js_pipeline_kernel.h"
+#include "js_report.h"
 #include "js_tsc.h"
 #include "pipeline_kernels.h"
 #include "pipeline_records.h"
@@ -105,6 +111,9 @@ static _Atomic int g_ready;
 static _Atomic int g_stop_request;
 static uint64_t g_t0;
 static struct js_heartbeat *g_beat;
+static struct js_report_page *g_report;  /* protect's report page, or NULL */
+static pthread_mutex_t g_report_lock = PTHREAD_MUTEX_INITIALIZER;  /* the page has one writer at a time */
+static uint64_t g_iter_read, g_iter_written;  /* bytes one iteration's sub-boxes read and write */
 static char g_kernel_error[256];
 static _Atomic int g_kernel_failed;
 
@@ -391,6 +400,12 @@ static void complete(uint64_t k)
         atomic_store_explicit((_Atomic uint64_t *)&e->iteration, k, memory_order_release);
         atomic_max_u64((_Atomic uint64_t *)&g_beat->done, k + 1);
     }
+    if (g_report) {
+        pthread_mutex_lock(&g_report_lock);
+        js_report_beat(g_report, (int64_t)((double)lat * 1e9 / (double)P.tsc_hz));
+        js_report_add(g_report, g_iter_read, g_iter_written);
+        pthread_mutex_unlock(&g_report_lock);
+    }
     atomic_max_u64(&g_completed, k + 1);
 }
 
@@ -584,6 +599,11 @@ static void usage(void)
 
 static void setup_state(void)
 {
+    for (uint32_t i = 0; i < P.n_subboxes; i++) {
+        for (uint32_t j = 0; j < SB[i].n_in; j++)
+            g_iter_read += (uint64_t)(SB[i].in_row1[j] - SB[i].in_row0[j]) * P.width * 4;
+        g_iter_written += (uint64_t)SB[i].n_out * (SB[i].row1 - SB[i].row0) * P.width * 4;
+    }
     int huge = (P.flags & JS_PLAN_HUGEPAGES) != 0;
     g_row_bytes = (uint64_t)P.width * 4;
     g_rows = (P.pool_bytes + g_row_bytes - 1) / g_row_bytes;
@@ -664,6 +684,7 @@ int main(int argc, char **argv)
             fprintf(stderr, JS_PROGRAM ": warning: mlockall failed (%s); pages may be swapped\n", strerror(errno));
     }
     g_beat = beat ? open_heartbeat(beat) : NULL;
+    g_report = js_report_attach();
     g_workers = calloc(P.n_threads, sizeof *g_workers);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -689,8 +710,8 @@ int main(int argc, char **argv)
         g_iters[k].release_tsc = g_t0 + k * P.period_tsc;
     if (g_beat)
         g_beat->t0_tsc = g_t0;
-    printf("{\"event\": \"ready\", \"t0_tsc\": %" PRIu64 ", \"mlocked\": %s, \"threads\": [", g_t0,
-           mlocked ? "true" : "false");
+    printf("{\"event\": \"ready\", \"t0_tsc\": %" PRIu64 ", \"mlocked\": %s, \"report\": %s, \"threads\": [",
+           g_t0, mlocked ? "true" : "false", g_report ? "true" : "false");
     for (uint32_t t = 0; t < P.n_threads; t++)
         printf("%s{\"thread\": %u, \"tid\": %d, \"cpu\": %d, \"comm\": \"%s\"}", t ? ", " : "", t,
                (int)g_workers[t].tid, TH[t].cpu, g_workers[t].comm);

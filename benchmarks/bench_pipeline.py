@@ -1,0 +1,110 @@
+"""Pipeline benchmarks (issue 14): the heuristic x allocator table of seed 003 chapter 3 on this machine.
+
+1. The compiler on a 100-box synthetic chain: time per heuristic x allocator, reduced's search proven or not.
+2. The appendix example at its real size (256 x 256 int, 3 buffers), every configuration, 2 threads,
+   100,000 iterations each (PIPELINE_BENCH_ITER to change): the thesis's table layout, and whether the
+   ordering of sigma the thesis reports holds here: sigma(simple) >> sigma(barrier) >= fixed ~ predictable
+   ~ reduced.
+3. A synthetic chain (~100 boxes) with images scaled so simple allocation exceeds the last-level cache
+   (spec 003 section 3.8: 512 x 512 int = 1 MiB per buffer against this VM's 32 MiB L3), every
+   configuration, PIPELINE_BENCH_SYN_ITER iterations (default 100): does reuse lower the mean?
+4. Figure 3.8: reduced + reuse on PIPELINE_BENCH_CHAINS seeded synthetic chains (default 10) at 128 x 128,
+   1,000 iterations each: medians and maxima.
+
+Timing here is report-only (the machine is shared); runs go to a temporary directory.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from jitterscope.pipeline import bench as B
+from jitterscope.pipeline.compiler import Options, compile_graph
+from jitterscope.pipeline.graph import graph_from_dict, load_graph
+from jitterscope.pipeline.plan import RunOptions
+from jitterscope.pipeline.render import bench_table
+from jitterscope.pipeline.synthetic import generate
+from jitterscope.sysinfo import online_cpus
+
+LLC = 32 << 20
+
+
+def machine() -> str:
+    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
+    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
+    load = Path("/proc/loadavg").read_text().split()[:3]
+    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, load average {' '.join(load)}"
+
+
+def compile_speed() -> None:
+    g = graph_from_dict(generate(1, 100, 512, 512))
+    print(f"\n1. compiler, synthetic chain seed 1: {len(g.boxes)} boxes, {len(g.buffers)} buffers of "
+          f"{g.buffer_bytes >> 20} MiB")
+    for h, m in B.configurations():
+        t = time.perf_counter()
+        s = compile_graph(g, threads=2, heuristic=h, memory=m)
+        dt = time.perf_counter() - t
+        extra = ""
+        if s.plan.sos is not None:
+            extra = f", SOS {'proven' if s.plan.sos.proven else 'not proven'} after {s.plan.sos.states:,} states"
+        print(f"   {h:12} {m:7} {dt * 1e3:8.1f} ms  {len(s.inst.subboxes)} sub-boxes, {len(s.signals)} signals, "
+              f"pool {s.memory.total / 2**20:6.1f} MiB{extra}")
+
+
+def table(graphs, iterations: int, title: str, out: Path, configs=None) -> dict:
+    cpus = tuple(online_cpus()[:2])
+    opts = Options(threads=2)
+    ro = RunOptions(iterations=iterations, cpus=cpus, timers=False)
+    t = time.perf_counter()
+    res = B.bench(graphs, configs or B.configurations(), opts, ro, out)
+    print(bench_table(res["rows"], f"\n{title} ({time.perf_counter() - t:.0f} s)"))
+    for r in res["rows"]:
+        print(f"   {r['heuristic']:12} {r['memory']:7} pool {r['pool_bytes'] / 2**20:7.1f} MiB"
+              f"{' (> LLC)' if r['pool_bytes'] > LLC else ''}, {r['signals']} signals")
+    order = res["order_of_sigma"]
+    print("   σ by heuristic (us): " + ", ".join(f"{h} {v / 1e3:,.1f}" for h, v in order["sigma_by_heuristic_ns"].items()))
+    print("   thesis ordering: " + ", ".join(f"{k}: {'holds' if v else 'does not hold'}"
+                                            for k, v in order["checks"].items()))
+    print(f"   outputs bit-identical across configurations: {res['outputs_identical']}")
+    return res
+
+
+def main() -> int:
+    print(f"machine: {machine()}; python {platform.python_version()}")
+    compile_speed()
+    iters = int(os.environ.get("PIPELINE_BENCH_ITER", "100000"))
+    syn_iters = int(os.environ.get("PIPELINE_BENCH_SYN_ITER", "100"))
+    chains = int(os.environ.get("PIPELINE_BENCH_CHAINS", "10"))
+    ok = True
+    with tempfile.TemporaryDirectory(prefix="js-bench-pipeline-") as tmp:
+        base = Path(tmp)
+        res = table([load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")], iters,
+                    f"2. appendix, 256x256 int, 2 threads, {iters:,} iterations", base / "appendix")
+        ok &= res["outputs_identical"]
+        syn = graph_from_dict(generate(1, 100, 512, 512), "synthetic seed 1")
+        res = table([syn], syn_iters, f"3. synthetic chain seed 1 ({len(syn.boxes)} boxes), 512x512 int, "
+                    f"{syn_iters:,} iterations", base / "synthetic")
+        ok &= res["outputs_identical"]
+        graphs = [graph_from_dict(generate(s, 100, 128, 128), f"seed {s}") for s in range(1, chains + 1)]
+        t = time.perf_counter()
+        res = B.bench(graphs, [B.FIG38], Options(threads=2),
+                      RunOptions(iterations=1000, cpus=tuple(online_cpus()[:2]), timers=False), base / "chains")
+        print(f"\n4. reduced + reuse on {chains} synthetic chains, 128x128, 1,000 iterations "
+              f"({time.perf_counter() - t:.0f} s), sorted by median (us):")
+        for r in sorted(res["chains"], key=lambda r: r["latency"]["p50"]):
+            s = r["latency"]
+            print(f"   {r['graph']:18} p50 {s['p50'] / 1e3:9,.1f}  p99 {s['p99'] / 1e3:9,.1f}  max {s['max'] / 1e3:9,.1f}"
+                  f"  max/p50 {s['max'] / s['p50']:5.2f}")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
