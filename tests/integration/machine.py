@@ -10,7 +10,7 @@ mount change:
 
   in_namespace(script, tracefs="absent")   tracefs unmounted, as on a fresh boot
   in_namespace(script, tracefs="theirs")   tracefs mounted by someone else first
-  run_as_nobody(argv)                      the tool as uid 65534, with a private
+  run_as_nobody(python_args)               Python as uid 65534, with a private
                                            checkout made visible to it (or a skip
                                            naming why not)
 
@@ -94,10 +94,6 @@ def js(*args: str) -> str:
 
 # --- the tool as an unprivileged user ----------------------------------------------
 
-def _others_can_reach(p: Path) -> bool:
-    return all(os.stat(a).st_mode & 0o001 for a in [*reversed(p.parents), p] if a.exists())
-
-
 def _blocking_ancestor(p: Path) -> Path | None:
     """The highest directory above `p` that others cannot enter, or None."""
     for a in reversed(p.parents):
@@ -106,34 +102,44 @@ def _blocking_ancestor(p: Path) -> Path | None:
     return None
 
 
-def run_as_nobody(argv: list[str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    """Run `python -m jitterscope argv` as uid 65534 (skip, naming why, if impossible).
+def _nobody_imports(wrap: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([*wrap, "setpriv", *NOBODY, sys.executable, "-c", "import jitterscope"],
+                          capture_output=True, text=True, timeout=60, cwd="/", check=False)
+
+
+def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """Run this Python with `python_args` (e.g. -m jitterscope ...) as uid 65534 (skip,
+    naming why, if impossible).
 
     In a private checkout (an ancestor of mode 0700, e.g. /root) that user cannot
     read the installed package; then, in a private mount namespace, the blocking
-    directory is covered by an empty world-readable tmpfs and the checkout's own
-    path mounted back inside it, so the same files are used, unchanged."""
+    directory is covered by an empty world-readable tmpfs and the checkout (and
+    the interpreter, if it lives there too) mounted back inside it, so the same
+    files are used, unchanged."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv (util-linux) to run as an unprivileged user")
-    cmd = ["setpriv", *NOBODY, sys.executable, "-m", "jitterscope", *argv]
-    needed = [ROOT, Path(sys.executable).resolve()]
-    if all(_others_can_reach(p) for p in needed):
+    cmd = ["setpriv", *NOBODY, sys.executable, *python_args]
+    if _nobody_imports([]).returncode == 0:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
-    if namespace_reason() is not None:
-        pytest.skip(f"the checkout {ROOT} is private to root and {namespace_reason()} to show it to uid 65534")
     block = _blocking_ancestor(ROOT)
-    if block is None or _blocking_ancestor(Path(sys.executable).resolve()) is not None:
-        pytest.skip(f"the Python interpreter {Path(sys.executable).resolve()} is not readable by uid 65534")
-    child = ROOT.relative_to(block).parts[0]
-    hold = tempfile.mkdtemp(prefix="jitterscope-show-")
-    script = (f"mount --bind {block / child} {hold} && mount -t tmpfs -o mode=0755 jitterscope-show {block} && "
-              f"mkdir -p {block / child} && mount --move {hold} {block / child} && exec \"$@\"")
+    if block is None:
+        pytest.skip(f"uid 65534 cannot import jitterscope from {ROOT}: {_nobody_imports([]).stderr.strip()}")
+    if namespace_reason() is not None:
+        pytest.skip(f"the checkout {ROOT} is private to root, and {namespace_reason()} to show it to uid 65534")
+    # what must stay visible below it: the checkout and the interpreter's installation
+    children = sorted({p.relative_to(block).parts[0] for p in (ROOT, Path(sys.base_prefix).resolve())
+                       if p.is_relative_to(block) and p != block})
+    holds = [tempfile.mkdtemp(prefix="jitterscope-show-") for _ in children]
+    binds = " && ".join(f"mount --bind {block / c} {h}" for c, h in zip(children, holds))
+    moves = " && ".join(f"mkdir -p {block / c} && mount --move {h} {block / c}" for c, h in zip(children, holds))
+    show = f"{binds} && mount -t tmpfs -o mode=0755 jitterscope-show {block} && {moves} && exec \"$@\""
+    wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", show, "sh"]
     try:
-        proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, "sh", *cmd],
-                              capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+        probe = _nobody_imports(wrap)
+        if probe.returncode != 0:
+            pytest.skip(f"the checkout {ROOT} stays unreadable to uid 65534 even with {block} shown: "
+                        f"{(probe.stderr.strip().splitlines() or ['?'])[-1]}")
+        return subprocess.run([*wrap, *cmd], capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
     finally:
-        os.rmdir(hold)
-    if proc.returncode != 0 and "No module named" in proc.stderr:
-        pytest.skip(f"the checkout {ROOT} stays unreadable to uid 65534 below {block / child} "
-                    f"(a private directory inside it): {proc.stderr.strip().splitlines()[-1]}")
-    return proc
+        for h in holds:
+            os.rmdir(h)

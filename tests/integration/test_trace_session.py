@@ -10,7 +10,6 @@ recovery here never touches other processes' journals.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -19,13 +18,14 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import needs_tracing, probed_cpu
-
 from jitterscope.journal import Journal, recover_stale
-from tests.support.loadgen import switch_storm
 from jitterscope.tracing.parse import parse_trace
 from jitterscope.tracing.session import INSTANCE_PREFIX, TraceSession
 from jitterscope.tracing.tracefs import find_tracefs
+from tests.support.loadgen import switch_storm
+
+from .conftest import needs_tracing, probed_cpu
+from .machine import run_as_nobody
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -155,9 +155,6 @@ def test_tiny_buffer_reports_lost_events(tmp_path: Path, tracefs: Path) -> None:
 
 
 def test_without_root_tracing_available_says_why() -> None:
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.skip("setpriv (util-linux) not installed: cannot run as an unprivileged user")
     if os.geteuid() != 0:
         from jitterscope.tracing.tracefs import tracing_available
 
@@ -165,9 +162,7 @@ def test_without_root_tracing_available_says_why() -> None:
         assert not ok and reason and "root" in reason
         return
     code = "from jitterscope.tracing.tracefs import tracing_available as t; ok, r = t(); print(ok, '|', r)"
-    proc = subprocess.run([setpriv, "--reuid=65534", "--regid=65534", "--clear-groups", "--",
-                           sys.executable, "-c", code], capture_output=True, text=True, timeout=30,
-                          cwd="/")
+    proc = run_as_nobody(["-c", code], cwd="/")
     assert proc.returncode == 0, proc.stderr
     ok, reason = proc.stdout.strip().split(" | ")
     assert ok == "False" and "not root" in reason
