@@ -94,12 +94,15 @@ def test_threads_nmi_and_unexplained(ctx, knob_files):
     assert knobs_of(rules_threads.thread_source(src("thread", "kworker/u8:3"), ctx)) == {"workqueue.cpumask": "0"}
     for own in ("python (jitterscope)", "js-probe/1", "jitterscope-pro"):
         assert rules_threads.thread_source(src("thread", own), ctx)["action"] == "self"
+    for other in ("js-probe/1 (another jitterscope)", "jitterscope (another jitterscope)"):
+        r = rules_threads.thread_source(src("thread", other), ctx)
+        assert r["action"] == "none" and "another jitterscope" in r["why"]
     comm = stat_fields(os.getpid())[0]
     ctx.pids = {comm: [os.getpid()], "gone-daemon": [2**22 + 7]}
     me = rules_threads.thread_source(src("thread", comm), ctx)
     assert knobs_of(me) == {f"task.{os.getpid()}.affinity": "0"} and me["knobs"][0]["process"] == comm
     gone = rules_threads.thread_source(src("thread", "gone-daemon"), ctx)
-    assert gone["action"] == "none" and "gone now" in gone["why"]
+    assert gone["action"] == "none" and gone["reason"] == "short-lived" and "have ended" in gone["why"]
     assert knobs_of(rules_threads.nmi_source(src("nmi", "perf_event_nmi_handler"), ctx)) == \
         {"kernel.nmi_watchdog": "0"}
     vm = rules_threads.unexplained_source(src("unexplained", "unexplained"), ctx)

@@ -47,6 +47,7 @@ def preemption() -> str | None:
     for name, label in (("CONFIG_PREEMPT", "full"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
                         ("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_LAZY", "lazy")):
         if option(name) == "y":
-            dyn = " (PREEMPT_DYNAMIC: preempt= at boot can change it)" if option("CONFIG_PREEMPT_DYNAMIC") == "y" else ""
+            dynamic = option("CONFIG_PREEMPT_DYNAMIC") == "y"
+            dyn = " (PREEMPT_DYNAMIC: preempt= at boot can change it)" if dynamic else ""
             return label + dyn
     return None

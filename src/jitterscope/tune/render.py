@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import textwrap
 from typing import Any
 
@@ -9,6 +10,7 @@ from jitterscope.units import format_cpulist
 
 MARK = {"ok": "ok ", "not isolated": "NOT", "cannot tell": " ? "}
 WIDTH = 118
+EXPECT = {"gone": "off the CPUs", "fewer": "rarer"}
 
 
 def _wrap(text: str, indent: int) -> str:
@@ -29,30 +31,42 @@ def render_audit(a: dict[str, Any]) -> str:
     c = a["counts"]
     lines += ["", (f"{c['ok']} ok, {c['not isolated']} not isolated, {c['cannot tell']} cannot tell "
                   f"(ok = nothing to do; NOT = a knob above would isolate more; ? = depends on the host or workload)")]
-    runtime = [f["fix"].split("--knob ", 1)[1] for f in a["findings"]
-               if f.get("fix") and "tune apply --knob" in f["fix"]]
+    runtime = _runtime_fixes([f for f in a["findings"] if f["verdict"] == "not isolated"])
     if runtime:
-        lines += ["", "Runtime fixes:", _wrap("jitterscope tune apply " + " ".join(f"--knob {k}" for k in runtime), 2)]
-    boot = [f["fix"] for f in a["findings"] if f.get("fix") and f["setting"] == "boot"]
+        lines += ["", "Runtime fixes (or `tune plan` on a measured run, to fix what matters first):",
+                  _wrap("jitterscope tune apply " + " ".join(f"--knob {shlex.quote(k)}" for k in runtime), 2)]
+    boot = [f["fix"] for f in a["findings"]
+            if f.get("fix") and f["setting"] == "boot" and f["verdict"] == "not isolated"]
     if boot:
         lines += ["Boot parameters (reboot): " + " ".join(dict.fromkeys(boot))]
     return "\n".join(lines)
 
 
+def _runtime_fixes(findings: list[dict[str, Any]]) -> list[str]:
+    """`--knob` values of the fixes; several IRQs to the same CPUs become irq.*.affinity."""
+    fixes = [f["fix"].split("--knob ", 1)[1] for f in findings if f.get("fix") and "tune apply --knob" in f["fix"]]
+    fixes = [k for k in fixes if not k.startswith("task.PID")]
+    irqs = [k for k in fixes if k.startswith("irq.") and not k.startswith("irq.default")]
+    if len(irqs) > 1 and len({k.split("=", 1)[1] for k in irqs}) == 1:
+        fixes = [f"irq.*.affinity={irqs[0].split('=', 1)[1]}"] + [k for k in fixes if k not in irqs]
+    return fixes
+
+
 def render_plan(p: dict[str, Any]) -> str:
+    acted = [i for i in p["items"] if i["knobs"] or i["boot"]]
     lines = [(f"Plan for CPU {p['cpus_text']} from run {p['run_id']} ({p['host']}, kernel {p['kernel']}, "
              f"{p['duration_s']:.1f} s): {p['total_ppm']:,.1f} ppm of noise in all"), "",
-             "Sources, ranked by the noise their remedy would remove (ppm of the measured CPUs' time):",
-             f"  {'source':<34} {'ppm':>10} {'removes':>9}  remedy"]
-    for i in p["items"]:
-        what = ("knob: " + ", ".join(f"{k['knob']}={k['value']}" for k in i["knobs"]) if i["knobs"] else
-                "boot: " + " ".join(i["boot"]) if i["boot"] else {"host": "the host must act", "none": "no knob"}.get(
-                    i["action"], i["action"]))
+             ("Sources a knob or boot parameter removes, ranked by the noise it would remove (ppm of the measured "
+             "CPUs' time):"), f"  {'source':<34} {'ppm':>10} {'removes':>9}  remedy"]
+    for i in acted:
+        what = ("knob: " + ", ".join(f"{k['knob']}={k['value']}" for k in i["knobs"][:3])
+                + (f" and {len(i['knobs']) - 3} more" if len(i["knobs"]) > 3 else "") if i["knobs"] else
+                "boot: " + " ".join(i["boot"]))
         lines.append(f"  {i['source'][:34]:<34} {i['ppm']:>10,.1f} {i['removable_ppm']:>9,.1f}  {what}")
         lines.append(_wrap(i["why"], 6))
     lines += ["", "Runtime knobs (jitterscope tune apply PLAN, or tune verify to measure their effect):"]
     for k in p["knobs"] or []:
-        srcs = ", ".join(f"{s['source']} ({s['expect']})" for s in k["sources"])
+        srcs = ", ".join(f"{s['source']} ({EXPECT[s['expect']]})" for s in k["sources"])
         lines.append(f"  {k['knob']} = {k['value']}   (now {k['current']})   for {srcs}")
     if not p["knobs"]:
         lines.append("  none: every runtime knob already has the value a plan would set")
@@ -60,13 +74,29 @@ def render_plan(p: dict[str, Any]) -> str:
     lines += ["", "Boot parameters still needed (a reboot): " + (b["cmdline"] or "none")]
     if b["command"]:
         lines.append(_wrap("how: " + b["command"], 2))
-    if p["unaddressed"]:
-        lines += ["", "Not addressed by any knob:"]
-        lines += [_wrap(f"{u['source']} ({u['ppm']:,.1f} ppm): {u['why']}", 2) for u in p["unaddressed"]]
+    lines += _unaddressed([i for i in p["items"] if not (i["knobs"] or i["boot"])])
     if p.get("tool"):
         lines += ["", "jitterscope's own measurement (not planned): " +
                   ", ".join(f"{t['source']} ({t['ppm']:,.1f} ppm)" for t in p["tool"])]
     return "\n".join(lines)
+
+
+def _unaddressed(items: list[dict[str, Any]]) -> list[str]:
+    """Sources no knob addresses, those that share an explanation grouped under it."""
+    if not items:
+        return []
+    lines = ["", "Not addressed by any knob:"]
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for i in items:
+        groups.setdefault(i.get("reason") or i["source"], []).append(i)
+    for members in groups.values():
+        names = ", ".join(f"{i['source']} ({i['ppm']:,.1f} ppm)" for i in members)
+        lines.append(_wrap(f"{names}: {members[0]['why']}" if len(members) == 1 else
+                           f"{sum(i['ppm'] for i in members):,.1f} ppm from {len(members)} sources: "
+                           f"{members[0]['why']}", 2))
+        if len(members) > 1:
+            lines.append(_wrap(names, 6))
+    return lines
 
 
 def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:

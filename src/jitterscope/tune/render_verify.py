@@ -84,10 +84,11 @@ def _figure(r: dict[str, Any]) -> Figure | None:
 def write_page(r: dict[str, Any], path: Path) -> Path:
     data = {
         "headline": f"{'VERIFIED' if r['ok'] else 'NOT VERIFIED'}: {sum(t['down'] for t in r['targets'])} of "
-                    f"{len(r['targets'])} targeted sources went down significantly",
+                    f"{sum(t['testable'] for t in r['targets'])} testable targeted sources went down significantly"
+                    + (f" ({r['untestable']} more too rare to test)" if r["untestable"] else ""),
         "alpha": r["alpha"],
         "target_rows": [[t["source"], t["before"]["ppm"], t["after"]["ppm"], t["before"]["count"],
-                         t["after"]["count"], t["q"], t["verdict"], ", ".join(t["knobs"])] for t in r["targets"]],
+                         t["after"]["count"], t["q"], t["short"], ", ".join(t["knobs"])] for t in r["targets"]],
         "overall_rows": [[f"CPU {c}", o["base_ppm"], _ci(o["base_ci95"]), o["new_ppm"], _ci(o["new_ci95"]), o["q"]]
                          for c, o in r["overall"].items()],
         "knob_rows": [[k["knob"], k["before"], k["value"], k["now"]] for k in r["applied"]],
@@ -97,7 +98,8 @@ def write_page(r: dict[str, Any], path: Path) -> Path:
     fig = _figure(r)
     figs = [fig] if fig else []
     html = render_page("tune.html.j2", title="jitterscope tune verify", data=data, figures=figs,
-                       nav=[("targets", "Targets"), ("overall", "Overall"), ("knobs", "Knobs"), ("rest", "Still to do")],
+                       nav=[("targets", "Targets"), ("overall", "Overall"), ("knobs", "Knobs"),
+                            ("rest", "Still to do")],
                        warnings=r["notes"],
                        target_columns=[Column("source"), Column("before ppm", "ppm"), Column("after ppm", "ppm"),
                                        Column("before count", "int"), Column("after count", "int"),

@@ -55,8 +55,24 @@ def knob(name: str, value: str, expect: str, factor: float | None = None, why: s
 
 
 def out(action: str, removable: float, why: str, knobs: list[dict[str, Any]] | None = None,
-        boot: list[str] | None = None) -> dict[str, Any]:
-    return {"action": action, "removable_ppm": removable, "why": why, "knobs": knobs or [], "boot": boot or []}
+        boot: list[str] | None = None, reason: str | None = None) -> dict[str, Any]:
+    """A remedy.  `reason` names a shared explanation (REASONS) when `why` is the same for many sources."""
+    return {"action": action, "removable_ppm": removable, "why": REASONS.get(reason or "", why), "knobs": knobs or [],
+            "boot": boot or [], "reason": reason}
+
+
+REASONS = {
+    "ipi": ("inter-processor interrupts other CPUs send (wake-ups of tasks here, TLB shootdowns of memory shared "
+            "with other CPUs, smp_call_function users): keep other tasks off these CPUs and share no memory "
+            "mappings with them"),
+    "per-cpu work": ("per-CPU work queued on this CPU: it cannot move; remove what queues it, or run the workload "
+                     "at real-time priority to preempt it"),
+    "short-lived": ("processes that ran here and have ended: start them on the housekeeping CPUs (move their parent "
+                    "with task.PID.affinity, which they inherit; a cpuset; or CPUAffinity= in "
+                    "/etc/systemd/system.conf for every service)"),
+    "another jitterscope": ("another jitterscope was measuring these CPUs at the same time (its probe spins "
+                            "there): measure again when it has finished"),
+}
 
 
 def _local_timer(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
@@ -76,6 +92,8 @@ def irq_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     if name == "local_timer":
         return _local_timer(s, ctx)
     if name in IPIS:
+        return out("none", 0.0, "", reason="ipi") if name != "irq_work" else out(
+            "none", 0.0, "irq_work: deferred work other kernel code raised on this CPU (perf, printk, RCU)")
         return out("none", 0.0, "an inter-processor interrupt other CPUs send (wake-ups of tasks here, TLB "
                    "shootdowns of memory shared with other CPUs, smp_call_function users): keep other tasks off "
                    "these CPUs and do not share memory mappings with them")
@@ -148,6 +166,8 @@ def work_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
                    "cpumask keeps them on the housekeeping CPUs",
                    [knob("workqueue.cpumask", ctx.hk, "gone", 0.0, "unbound work items off these CPUs")])
     why = "queued on this CPU by code running elsewhere" if fn in PER_CPU_WORK else "queued on this CPU"
+    if fn not in PER_CPU_WORK:
+        return out("none", 0.0, "", reason="per-cpu work")
     return out("none", 0.0, f"{fn}: per-CPU work ({', '.join(threads) or 'kworker'}) {why}; it cannot move: "
                "remove what queues it, or run the workload at real-time priority to preempt it")
 

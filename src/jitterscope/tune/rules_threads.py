@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.knobs import FILE_KNOBS, tasks
+from jitterscope.measure.peers import OTHER_SUFFIX, SELF_SUFFIX
 from jitterscope.tune.rules import Ctx, knob, out
 
-# The measuring jitterscope's own threads (measure.build names them `NAME (jitterscope)`) and its probe.
-SELF = re.compile(r"( \(jitterscope\)$)|^js-probe/|^jitterscope-pro")
+# The measuring jitterscope's own threads (measure/peers.py names them `NAME (jitterscope)`) and its probe;
+# another jitterscope's carry OTHER_SUFFIX.
+SELF = re.compile(rf"({re.escape(SELF_SUFFIX)}$)|^(js-probe/|jitterscope-pro)(?!.*{re.escape(OTHER_SUFFIX)})")
 KTHREADS: dict[str, tuple[str, str | None, str, str]] = {   # name pattern -> (knob, value, expectation, why)
     r"^khugepaged$": ("mm.thp.enabled", "never", "gone", "khugepaged collapses pages into huge pages"),
     r"^kcompactd\d+$": ("vm.compaction_proactiveness", "0", "fewer", "proactive memory compaction"),
@@ -52,6 +54,8 @@ def thread_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     name, ppm = s["name"], s["ppm"]
     if SELF.search(name):
         return out("self", 0.0, "jitterscope's own measurement (probe start/stop, its tool process)")
+    if name.endswith(OTHER_SUFFIX):
+        return out("none", 0.0, "", reason="another jitterscope")
     if SWAPPER.match(name):
         return out("none", 0.0, "the idle task")
     for pat, (k, value, expect, why) in KTHREADS.items():
@@ -71,9 +75,7 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     name, ppm = s["name"], s["ppm"]
     live = _alive(ctx.pids.get(name, []), name)
     if not live:
-        return out("none", 0.0, f"{name} ran here (pids {', '.join(map(str, ctx.pids.get(name, []))) or '?'}) but "
-                   f"is gone now (short-lived): start such processes on the housekeeping CPUs (taskset -c {ctx.hk}, "
-                   f"a cpuset, or CPUAffinity={ctx.hk} in /etc/systemd/system.conf for every service)")
+        return out("none", 0.0, "", reason="short-lived")
     ks, notes = [], []
     for pid, comm in live:
         kernel = bool((tasks.stat_fields(pid) or ("", 0))[1] & tasks.PF_KTHREAD)
@@ -90,7 +92,7 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
                          f"or CPUAffinity={ctx.hk} in the unit")
         ks.append(knob(f"task.{pid}.affinity", ctx.hk, "gone", 0.0, why, process=comm))
     if not ks:
-        return out("none", 0.0, f"{name}: gone before it could be moved")
+        return out("none", 0.0, "", reason="short-lived")
     why = f"{name}: move it to the housekeeping CPUs (sched_setaffinity on every thread)"
     return out("knob", ppm, "; ".join([why] + notes), ks)
 

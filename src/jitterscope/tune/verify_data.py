@@ -82,11 +82,11 @@ def _verdict(t: dict[str, Any], row: dict[str, Any] | None, alpha: float,
     empty = {"before": b, "after": n, "q": None, "rate_ratio": None, "ci95": [None, None], "down": False,
              "as_planned": False, "testable": False}
     if row is None or b["count"] == 0:
-        return {**empty, "verdict": "absent before: nothing to verify"}
+        return {**empty, "verdict": "absent before: nothing to verify", "short": "absent before"}
     if not can_test(b["count"], *exposure, alpha):
         return {**empty, "q": row["rate"]["q"], "as_planned": t["expect"] == "gone" and n["count"] == 0,
                 "verdict": f"too rare to test ({b['count']} before, {n['count']} after): no drop of so few "
-                           f"occurrences can be significant at {alpha:g}; measure longer"}
+                           f"occurrences can be significant at {alpha:g}; measure longer", "short": "too rare to test"}
     qs = [row["rate"]["q"]] + ([row["duration"]["q"]] if row.get("duration") else [])
     q = min(x for x in qs if x is not None)
     down = q < alpha and n["ppm"] < b["ppm"]
@@ -105,8 +105,10 @@ def _verdict(t: dict[str, Any], row: dict[str, Any] | None, alpha: float,
                 "went down as planned" + (" (none left in this run)" if n["count"] == 0 else ""))
     else:
         text = "went down, less than planned" + (" (still there)" if t["expect"] == "gone" else "")
+    short = ("not down" if not down else "gone, as planned" if planned and n["count"] == 0 else
+             "down, as planned" if planned else "down, less than planned")
     return {"before": b, "after": n, "q": q, "rate_ratio": ratio, "ci95": ci, "down": down, "as_planned": planned,
-            "testable": True, "verdict": text}
+            "testable": True, "verdict": text, "short": short}
 
 
 def analyse(before: Run, after: Run, changes: list[Any], alpha: float) -> dict[str, Any]:

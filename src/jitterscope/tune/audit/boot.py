@@ -38,7 +38,8 @@ def _cpu_params(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
     rec = f"nohz_full={ctx.cpus_text}"
     built = kconfig.enabled("CONFIG_NO_HZ_FULL")
     if built is False:
-        why = "this kernel is built without CONFIG_NO_HZ_FULL: the tick cannot stop on a busy CPU (needs another kernel)"
+        why = ("this kernel is built without CONFIG_NO_HZ_FULL: the tick cannot stop on a busy CPU "
+               "(needs another kernel)")
     elif cmd.get("nohz") == "off":
         why = "nohz=off voids nohz_full"
     else:
@@ -96,7 +97,8 @@ def _clock_and_idle(cmd: cmdline.Cmdline) -> list[Finding]:
                       "the clocksource watchdog re-reads the TSC against another clock every 0.5 s", "tsc=reliable"))
     virt = sysinfo.virtualization()
     for name, rec in (("intel_pstate", "intel_pstate=disable (bare metal, fixed frequency)"),
-                      ("processor.max_cstate", "processor.max_cstate=1"), ("intel_idle.max_cstate", "intel_idle.max_cstate=0"),
+                      ("processor.max_cstate", "processor.max_cstate=1"),
+                      ("intel_idle.max_cstate", "intel_idle.max_cstate=0"),
                       ("idle", "idle=poll only for the lowest latency (burns power)")):
         if virt:
             out.append(_f(name, cmd, "(host's choice)", UNKNOWN, f"a {virt} guest: frequency and idle states are "

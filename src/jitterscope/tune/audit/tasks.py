@@ -116,7 +116,7 @@ def _cpusets(ctx: Context) -> Finding:
         iso = {c for d, kind in parts if kind.startswith("isolated")
                for c in parse_cpulist((d / "cpuset.cpus.effective").read_text().strip() or "0")}
         ok = set(ctx.cpus) <= iso
-        return Finding("scheduler", "cpuset.cpus.partition", f"isolated: {format_cpulist(sorted(iso)) or 'none'}",
+        return Finding("cpusets", "cpuset.cpus.partition", f"isolated: {format_cpulist(sorted(iso)) or 'none'}",
                        f"an isolated partition of {ctx.cpus_text}", "runtime", f"{root}/**/cpuset.cpus.partition",
                        OK if ok else NOT, "in an isolated partition: no load balancing, timers or unbound work"
                        if ok else "no isolated partition holds them (cgroup v2, kernel >= 5.15: cpu-isolation)",
@@ -124,10 +124,10 @@ def _cpusets(ctx: Context) -> Finding:
     v1 = Path("/sys/fs/cgroup/cpuset/cpuset.sched_load_balance")
     if v1.exists():
         lb = v1.read_text().strip()
-        return Finding("scheduler", "cpuset (cgroup v1)", f"root sched_load_balance={lb}", "v2 isolated partition",
+        return Finding("cpusets", "cpuset (cgroup v1)", f"root sched_load_balance={lb}", "v2 isolated partition",
                        "runtime", str(v1), UNKNOWN, "cgroup v1 cpusets: no isolated partitions here (the cpuset "
                        "controller is not on cgroup v2); isolcpus=domain is the boot-time equivalent")
-    return Finding("scheduler", "cpusets", "none", "an isolated partition", "runtime", "/proc/mounts", UNKNOWN,
+    return Finding("cpusets", "cpusets", "none", "an isolated partition", "runtime", "/proc/mounts", UNKNOWN,
                    "no cpuset controller mounted")
 
 
