@@ -19,6 +19,7 @@ from typing import Any
 
 from jitterscope.budget import mem_available
 from jitterscope.errors import JitterscopeError, UsageError
+from jitterscope.humanize import seconds
 from jitterscope.ptts import approx, exact, simulate, stats
 from jitterscope.ptts.exact import Distribution, Estimate, Result, TreeNode
 from jitterscope.ptts.model import Model
@@ -103,14 +104,14 @@ def _estimates(model: Model, opts: Options, note: Note) -> tuple[Model, Estimate
         analysed = model.with_periods(adaptation.periods)
     est = exact.estimate(model)
     note(f"hyper-period {model.fmt_long(model.hyperperiod())}, {est.trees:,} latency trees; predicted work "
-         f"{est.predicted_work:,} tree nodes (seed eq. 5.15); exact analysis predicted to take {est.seconds:.3g} s")
+         f"{est.predicted_work:,} tree nodes (seed eq. 5.15); exact analysis predicted to take {seconds(est.seconds)}")
     if adaptation is not None:
         note(adaptation.describe(model))
         if adaptation.changed:
             est = exact.estimate(analysed)
             note(f"adapted: hyper-period {model.fmt_long(analysed.hyperperiod())}, {est.trees:,} latency trees; "
                  f"predicted work {est.predicted_work:,} tree nodes (seed eq. 5.15); predicted time "
-                 f"{est.seconds:.3g} s")
+                 f"{seconds(est.seconds)}")
     return analysed, est, adaptation
 
 
@@ -129,7 +130,7 @@ def _exact_if_affordable(model: Model, analysed: Model, est: Estimate, opts: Opt
         return None
     if est.seconds > opts.max_time_s:
         raise JitterscopeError(
-            f"exact analysis would take about {est.seconds:.3g} s ({est.trees:,} latency trees over a "
+            f"exact analysis would take about {seconds(est.seconds)} ({est.trees:,} latency trees over a "
             f"hyper-period of {model.fmt_long(analysed.hyperperiod())}, predicted work {est.predicted_work:,} "
             f"nodes by seed eq. 5.15), over --max-time {opts.max_time_text}; use --approximate to adapt the "
             f"periods (seed section 5.7) or --method simulate, or raise --max-time")
@@ -270,9 +271,9 @@ def sweep(model: Model, text: str, opts: Options, note: Note) -> Sweep:
     total = sum(e.seconds for e in ests)
     note(f"sweep {label} over {len(values)} values: {sum(e.trees for e in ests):,} latency trees in all; "
          f"predicted work {sum(e.predicted_work for e in ests):,} nodes (seed eq. 5.15); predicted time "
-         f"{total:.3g} s")
+         f"{seconds(total)}")
     if total > opts.max_time_s:
-        raise JitterscopeError(f"the sweep would take about {total:.3g} s, over --max-time {opts.max_time_text}; "
+        raise JitterscopeError(f"the sweep would take about {seconds(total)}, over --max-time {opts.max_time_text}; "
                                f"sweep fewer values or raise --max-time")
     points, dists, sums = [], [], []
     t0 = time.perf_counter()

@@ -26,8 +26,18 @@ from pydantic import Field
 
 from jitterscope.config import ConfigModel, read_yaml, validate
 from jitterscope.errors import JitterscopeError
-from jitterscope.ptts.etp import (TIME_RE, ETP, UNITS_NS, EtpSpec, ModelError, given_profile, parse_time_ns,
-                                  resolve_path, to_ticks)
+from jitterscope.humanize import seconds
+from jitterscope.ptts.etp import (
+    ETP,
+    TIME_RE,
+    UNITS_NS,
+    EtpSpec,
+    ModelError,
+    given_profile,
+    parse_time_ns,
+    resolve_path,
+    to_ticks,
+)
 from jitterscope.ptts.etp_run import etp_from_run
 
 # Largest hyper-period (in ticks) the engine accepts: class indices and times
@@ -77,10 +87,8 @@ class Model:
         decimals = 0 if r >= 1 else math.ceil(-math.log10(float(r)) - 1e-9)
         text = f"{float(int(ticks) * r):,.{decimals}f} {self.unit}"
         secs = float(int(ticks) * self.resolution_ns) / 1e9
-        if secs >= 3600:
-            text += f" ({secs / 3600:.3g} h)"
-        elif secs >= 60:
-            text += f" ({secs / 60:.3g} min)"
+        if secs >= 60:
+            text += f" ({seconds(secs)})"
         return text
 
     def parse_time(self, text: Any, where: str) -> int:
@@ -97,14 +105,14 @@ class Model:
     def trees(self) -> int:
         return self.hyperperiod() // self.components[0].period
 
-    def with_component(self, index: int, **changes: Any) -> "Model":
+    def with_component(self, index: int, **changes: Any) -> Model:
         comps = list(self.components)
         comps[index] = replace(comps[index], **changes)
         m = replace(self, components=comps)
         check_hyperperiod(m)
         return m
 
-    def with_periods(self, periods: list[int]) -> "Model":
+    def with_periods(self, periods: list[int]) -> Model:
         comps = [replace(c, period=int(p)) for c, p in zip(self.components, periods)]
         return replace(self, components=comps)
 
