@@ -550,22 +550,23 @@ class Journal:
         raise JitterscopeError(f"cannot create a scratch directory in {base}")
 
     def undo(self) -> list[str]:
-        """Undo every change, newest first, and delete the journal."""
+        """Undo every change, newest first, and delete the journal (what could not be
+        undone stays in it, so the next jitterscope command or `restore` retries)."""
         if self._closed:
             return []
         self._closed = True
         atexit.unregister(self.undo)  # a long-running monitor makes one journal per window
         failures = _undo_entries(self.entries)
         if self._fh is not None:
-            self._fh.close()
             if self.path is not None:
-                self.path.unlink(missing_ok=True)
+                _settle(self.path, self._fh, self.entries)
+            self._fh.close()
         for e in self.entries:
             if e.get("result") in ("failed", "kept"):
                 print(f"jitterscope: {'warning: ' if e['result'] == 'failed' else ''}{say(e)}", file=sys.stderr)
         return failures
 
-    def __enter__(self) -> Journal:
+    def __enter__(self) -> Journal:  # noqa: PYI034 - typing.Self needs Python 3.11
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -627,6 +628,19 @@ def _read_entries(fh: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     return header, [e for e in entries if "seq" not in e or e["seq"] not in done]
 
 
+def _settle(path: Path, fh: Any, entries: list[dict[str, Any]], header: dict[str, Any] | None = None) -> None:
+    """After undoing: delete the journal, or keep in it only the entries that failed."""
+    failed = [e for e in entries if e.get("result") == "failed"]
+    if not failed:
+        path.unlink(missing_ok=True)
+        return
+    head = header or {"op": "header", "label": "jitterscope", "pid": os.getpid()}
+    keep = [{k: v for k, v in e.items() if k not in ("result", "message", "owner")} for e in reversed(failed)]
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(json.dumps(x) + "\n" for x in [head, *keep]))
+    os.replace(tmp, path)  # the lock stays with the old file: the new one is free for a retry
+
+
 def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
     """Undo what crashed jitterscope processes left changed; return the entries, each
     with its `result` (restored, unchanged, kept, failed) and `message`.
@@ -643,7 +657,7 @@ def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
                 continue  # another recovery got here first and has undone it
             header, entries = _read_entries(fh)
             _undo_entries(entries)
-            p.unlink(missing_ok=True)
+            _settle(p, None, entries, header)
         owner = f"{header.get('label', 'jitterscope')} (pid {header.get('pid', p.name.split('-')[0])})"
         for e in entries:
             e["owner"] = owner

@@ -77,3 +77,63 @@ def test_a_recycled_pid_is_never_touched():
     finally:
         p.kill()
         p.wait()
+
+
+def _killed(code: str) -> None:
+    """Run `code` (which journals changes, then prints ready) in a child and kill -9 it."""
+    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code) + "\nprint('ready', flush=True)\n"
+                          "import time; time.sleep(60)\n"], stdout=subprocess.PIPE, text=True, env={**os.environ})
+    assert p.stdout.readline().strip() == "ready"
+    p.kill()
+    p.wait()
+
+
+def test_what_could_not_be_undone_is_retried_later(tmp_path):
+    knob = tmp_path / "knob"
+    knob.write_text("1")
+    _killed(f"""
+        from pathlib import Path
+        from jitterscope import journal
+        journal.Journal("victim").set_file({str(knob)!r}, "0")
+        Path({str(knob)!r}).unlink(); Path({str(knob)!r}).mkdir()
+    """)
+    first = journal.recover_stale()
+    assert [e["result"] for e in first] == ["failed"]
+    assert len(journal.stale_journals()) == 1  # kept for a retry
+    knob.rmdir()
+    knob.write_text("0")
+    second = journal.recover_stale()
+    assert [e["result"] for e in second] == ["restored"] and knob.read_text() == "1"
+    assert journal.stale_journals() == []
+
+
+def test_a_released_entry_is_not_undone_again_after_a_crash(tmp_path):
+    knob = tmp_path / "knob"
+    knob.write_text("1")
+    _killed(f"""
+        from pathlib import Path
+        from jitterscope import journal
+        j = journal.Journal("victim")
+        e = j.begin("file", path={str(knob)!r}, original="1"); Path({str(knob)!r}).write_text("0")
+        j.release(e)
+        Path({str(knob)!r}).write_text("2")   # changed later by someone else: not ours any more
+    """)
+    assert journal.recover_stale() == [] and knob.read_text() == "2"
+
+
+def test_a_scratch_dir_is_removed_but_undelivered_data_is_kept(tmp_path):
+    keep_to = tmp_path / "kept-run"
+    _killed(f"""
+        from jitterscope import journal
+        j = journal.Journal("rank")
+        d = j.scratch_dir("js-test-", {str(tmp_path)!r}, keep="run", keep_to={str(keep_to)!r})
+        (d / "run").mkdir(); (d / "run" / "detours.raw").write_bytes(b"x")
+        (d / "junk").write_text("y")
+    """)
+    undone = journal.recover_stale()
+    assert [e["result"] for e in undone] == ["kept"]
+    assert (keep_to / "detours.raw").read_bytes() == b"x"
+    assert not list(tmp_path.glob("js-test-*"))
+    with journal.Journal("t") as j:
+        empty = j.scratch_dir("js-test-", tmp_path, keep="run", keep_to=tmp_path / "never")
+    assert not empty.exists() and not (tmp_path / "never").exists()

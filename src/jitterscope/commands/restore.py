@@ -6,7 +6,8 @@ directories) before making it, and undoes it on exit.  After a crash or
 `kill -9`, this command (which every other jitterscope command also runs
 first) puts everything back, then looks for what no journal names: trace
 instances of processes that are gone, tracefs mounts jitterscope made whose
-users all died, and temporary files older versions left after a kill.  One line per item says what happened to it:
+users all died, and temporary files older versions left after a kill.  One
+line per item says what happened to it:
 
   restored          it was changed and is now back as it was
   already as found  nothing to do (the process ended, the setting was back)

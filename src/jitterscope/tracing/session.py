@@ -32,7 +32,7 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import Any, Self
+from typing import Any
 
 from jitterscope import atomic, journal
 from jitterscope.errors import JitterscopeError
@@ -365,7 +365,7 @@ class TraceSession:
     def info(self) -> dict[str, Any]:
         return dict(self._info)
 
-    def __enter__(self) -> Self:
+    def __enter__(self) -> TraceSession:  # noqa: PYI034 - typing.Self needs Python 3.11
         self.start()
         return self
 
