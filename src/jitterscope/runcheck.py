@@ -155,6 +155,17 @@ class PipelineSummary(_Open):
     lost_events: Count = 0
 
 
+class TuneSummary(_Open):
+    """`jitterscope tune verify` (docs/run-format.md, "tune verify directories")."""
+
+    ok: StrictBool
+    alpha: Number
+    targets: list[dict[str, Any]]
+    overall: dict[str, Any]
+    before: StrictStr
+    after: StrictStr
+
+
 class ProtectSummary(_Open):
     """`jitterscope protect` (docs/run-format.md, "protect runs")."""
 

@@ -489,3 +489,11 @@ def _protect_kind() -> RunKind:
 
 
 register_kind(_protect_kind())
+
+
+register_kind(RunKind(
+    "tune",
+    tables={},
+    summary=runcheck.TuneSummary,
+    doc="`jitterscope tune verify`: the before/after runs (before/, after/, themselves measure runs), the plan "
+        "applied and the verification (summary.json, verify.html)"))

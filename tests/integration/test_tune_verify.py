@@ -24,6 +24,7 @@ import yaml
 
 from jitterscope.journal import Journal
 from jitterscope.knobs import irq, resolve
+from jitterscope.rundir import load_run
 from jitterscope.sysinfo import online_cpus
 from jitterscope.tune.record import records
 
@@ -120,7 +121,8 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
             assert vm["after"]["count"] < vm["before"]["count"]
             assert vm["down"] or not vm["testable"], vm
         assert p.returncode == (0 if r["ok"] else 1) and r["ok"], p.stderr
-        assert (out / "verify.html").exists() and (out / "after" / "meta.json").exists()
+        assert (out / "verify.html").exists() and load_run(out / "after").kind == "measure"
+        assert load_run(out).kind == "tune" and load_run(out).summary["ok"] == r["ok"]
         assert knob_values(plan["knobs"]) != before            # kept, as apply keeps them
         assert len(records()) == len(recs) + 1
     finally:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import Any
 
 from jitterscope import options
 
@@ -35,16 +36,45 @@ def _apply_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--force", action="store_true", help="accept a plan made on another host or kernel")
 
 
+HELP = {  # each action's --help: what it does, then examples
+    "audit": "Read every isolation knob for the CPUs to isolate; nothing is changed.\n\nEXAMPLES\n"
+             "  jitterscope tune audit\n  jitterscope tune audit --cpus 2-7 --json | jq '.findings[] | "
+             "select(.verdict == \"not isolated\")'",
+    "plan": "Map each source of a measured run to the knob or boot parameter that removes it.\n\nEXAMPLES\n"
+            "  jitterscope tune plan runs/base\n  jitterscope tune plan runs/base --out plan.yaml   # review, "
+            "edit, then apply or verify it",
+    "apply": "Apply runtime knobs through the journal; keep a record for `tune revert`.\n\nEXAMPLES\n"
+             "  jitterscope tune apply plan.yaml --dry-run\n  jitterscope tune apply --knob vm.stat_interval=10 "
+             "--knob 'irq.*.affinity=0'\n  jitterscope tune apply plan.yaml --boot      # also the bootloader "
+             "(reboot needed)",
+    "verify": "Measure (or take --before), apply, measure again, test each targeted source with compare's tests.\n"
+              "Exit 0: every testable target went down significantly; 1: one did not (or none was testable).\n\n"
+              "EXAMPLES\n  jitterscope tune verify                          # plan from a 30 s baseline, keep "
+              "the changes\n  jitterscope tune verify plan.yaml --before runs/base --revert\n"
+              "  jitterscope tune verify --knob vm.stat_interval=10 --duration 60s --json",
+    "revert": "Undo tune's changes newest first, re-reading every knob to prove it back.\n\nEXAMPLES\n"
+              "  jitterscope tune revert\n  jitterscope tune revert --all --json",
+    "status": "What tune has changed, knob by knob, and whether each still holds tune's value.\n\nEXAMPLES\n"
+              "  jitterscope tune status",
+}
+
+
+def _action(sub: Any, name: str, summary: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=HELP[name],
+                                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser
+
+
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    a = sub.add_parser("audit", help="state of every isolation knob for the CPUs to isolate")
+    a = _action(sub, "audit", "state of every isolation knob for the CPUs to isolate")
     options.add_cpus(a, "CPUs to isolate (default: every online CPU but the lowest)")
     options.add_json(a, "every finding as JSON")
-    a = sub.add_parser("plan", help="the knobs that remove each source of a measured run")
+    a = _action(sub, "plan", "the knobs that remove each source of a measured run")
     a.add_argument("run", type=Path, metavar="RUN", help="a run directory from `jitterscope measure`")
     a.add_argument("--out", type=Path, metavar="PLAN", help="write the plan file (YAML) for apply/verify")
     options.add_json(a, "the plan as JSON")
-    a = sub.add_parser("apply", help="apply a plan's runtime knobs (or --knob) through the journal")
+    a = _action(sub, "apply", "apply a plan's runtime knobs (or --knob) through the journal")
     a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="a plan file from `tune plan --out`")
     _apply_args(a)
     a.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
@@ -53,7 +83,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_argument("--boot-root", type=Path, metavar="DIR", help="edit the boot configuration under DIR (an image "
                    "or chroot) instead of /; the bootloader is not regenerated")
     options.add_json(a, "what changed as JSON")
-    a = sub.add_parser("verify", help="measure, apply, measure again, and test each targeted source")
+    a = _action(sub, "verify", "measure, apply, measure again, and test each targeted source")
     a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="plan file (default: plan from the baseline)")
     a.add_argument("--before", type=Path, metavar="RUN", help="baseline run (default: measure one now)")
     _apply_args(a)
@@ -68,11 +98,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "recorded for `tune revert`)")
     a.add_argument("--alpha", type=float, default=0.01, help="false discovery rate of the tests (default 0.01)")
     options.add_json(a, "the verification as JSON")
-    a = sub.add_parser("revert", help="undo tune's changes, proving every knob back")
+    a = _action(sub, "revert", "undo tune's changes, proving every knob back")
     a.add_argument("--all", action="store_true", help="every record, newest first (default: the last one)")
     a.add_argument("--record", type=Path, metavar="FILE", help="only this record (see `tune status`)")
     options.add_json(a, "the proof as JSON")
-    a = sub.add_parser("status", help="what tune has changed, knob by knob")
+    a = _action(sub, "status", "what tune has changed, knob by knob")
     options.add_json(a, "the records as JSON")
 
 

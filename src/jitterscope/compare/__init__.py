@@ -82,6 +82,9 @@ def compare_runs(base: str | Path, new: str | Path, th: Thresholds | None = None
         what = {"measure": "a single-machine run", "cluster": "a cluster run"}
         raise JitterscopeError(f"cannot compare {what.get(_kind(b), _kind(b))} ({base}) with "
                                f"{what.get(_kind(n), _kind(n))} ({new}): compare runs of one kind")
+    if _kind(b) not in KINDS:
+        raise JitterscopeError(f"{base}: runs of kind {_kind(b)} are not compared"
+                               + ("; compare the before/ and after/ runs inside" if _kind(b) == "tune" else ""))
     return KINDS[_kind(b)].compare(b, n, th)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+from jitterscope.errors import JitterscopeError
 from jitterscope.report.page import Figure, page_path, write_page
 from jitterscope.rundir import Run, load_run
 
@@ -25,5 +26,9 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     beside it; return the page's path."""
     run = load_run(run_dir)
     out = page_path(out, Path(run_dir) / "report.html")   # before any work
-    html, figures = _builders()[run.meta.get("kind", "measure")](run)
+    builders = _builders()
+    if run.kind not in builders:
+        raise JitterscopeError(f"{run_dir}: a {run.kind} directory has no report page of its own"
+                               + ("; its page is verify.html" if run.kind == "tune" else ""))
+    html, figures = builders[run.kind](run)
     return write_page(out, html, figures)

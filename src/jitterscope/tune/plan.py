@@ -63,7 +63,7 @@ def _other_task_share(srcs: list[dict[str, Any]]) -> float:
 
 
 def make_plan(run_path: str | Path) -> dict[str, Any]:
-    run = load_run(run_path)
+    run = load_run(run_path, kinds=("measure",), purpose="tune plan")
     if not run.tracing:
         raise JitterscopeError(f"{run_path}: measured without kernel tracing, so its noise has no sources to plan "
                                f"from; measure again without --no-trace")

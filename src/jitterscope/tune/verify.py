@@ -24,7 +24,7 @@ from jitterscope.journal import Journal
 from jitterscope.measure import measure
 from jitterscope.measure.lifecycle import DEFAULT_RUNS
 from jitterscope.outpath import check_dir
-from jitterscope.rundir import Run, load_run, write_json
+from jitterscope.rundir import Run, base_meta, load_run, write_json
 from jitterscope.tune import apply as ap
 from jitterscope.tune import planfile, record, render_verify
 from jitterscope.tune.actions import changes_of
@@ -68,7 +68,7 @@ def _settle(changes: list[Any]) -> float:
 def run_verify(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha} must be between 0 and 1")
-    before = load_run(args.before) if args.before else None
+    before = load_run(args.before, kinds=("measure",), purpose="tune verify --before") if args.before else None
     out = args.out or DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-{sysinfo.host()}-tune"
     if out.exists():
         raise UsageError(f"--out {out}: already exists; choose a new directory")
@@ -102,8 +102,13 @@ def run_verify(args: argparse.Namespace) -> int:
     result.update({"before": str(before.path), "after": str(after.path), "out": str(out), "applied": rows,
                    "skipped": skipped, "record": str(rec) if rec else None, "boot": plan_file.boot.model_dump(),
                    "unaddressed": plan_file.unaddressed})
-    write_json(out / "verify.json", result)
     render_verify.write_page(result, out / "verify.html")
+    write_json(out / "summary.json", result)
+    write_json(out / "meta.json", base_meta(
+        kind="tune", id=out.name, host=sysinfo.host(), kernel=sysinfo.kernel(), command_line=sys.argv,
+        start=after.meta.get("start"), duration_s=after.meta["duration_s"], cpus=opts["cpus"],
+        options={**opts, "alpha": args.alpha, "revert": args.revert}, before=str(before.path),
+        after=str(after.path), virtualization=after.meta.get("virtualization")))  # last: now it is complete
     print(options.to_json(result) if args.json else render_verify.render_text(result))
     return 0 if result["ok"] else 1
 
