@@ -57,6 +57,10 @@ def test_compile_explain_prints_the_appendix_schedule(tmp_path):
     out = tmp_path / "s.yaml"
     js("pipeline", "compile", APPENDIX, "--threads", "2", "-o", str(out), check=True)
     assert "format: jitterscope-pipeline-schedule" in out.read_text()
+    # weights measured here (each box alone): the conv's real cost, not the annotation's 100
+    m = js("pipeline", "compile", APPENDIX, "--threads", "2", "--weights", "measured", "--json", check=True)
+    sim = json.loads(m.stdout)["simulated"]
+    assert sim["f7.0"][1] - sim["f7.0"][0] > 0 and sim["f8.0"][1] > 1000  # in ns now
 
 
 @pytest.mark.slow

@@ -51,6 +51,9 @@ def _compile_args(p: argparse.ArgumentParser, default_heuristic: str = "reduced"
                    help=f"reduced: stop the search after N states (default {sos.DEFAULT_MAX_STATES:,})")
     p.add_argument("--max-time", default="10s", metavar="TIME", help="reduced: stop the search after TIME "
                    "(default 10s); the result says whether the minimum was proven")
+    p.add_argument("--weights", default="graph", choices=("graph", "measured"),
+                   help="box weights for scheduling: the graph's timing (or the cost model; default), or medians "
+                        "measured here, each box alone on one thread (not deterministic)")
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:

@@ -109,31 +109,54 @@ static void js_k_sum(void *out, const void *const *in, uint32_t n, uint32_t w, u
 
 /* size x size convolution, weights row-major, window rows y - size/2 .. y + (size-1)/2 (same for x),
  * clamped to the image; result = sum / divisor (integers: 64-bit wrapping sum, truncating division;
- * weights are 32-bit, so each product fits). */
+ * weights are 32-bit, so each product fits).  The sum runs over dy then dx in every case: the interior
+ * (no clamping) and the border columns give the same bits as the plain definition. */
+static inline __attribute__((always_inline)) void js_k_conv_px(void *out, const void *const *rows, uint32_t w, uint32_t y, uint32_t x,
+                                int is_float, uint32_t size, const int64_t *weights, int64_t divisor, int clamp)
+{
+    int lo = (int)size / 2;
+    uint64_t si = 0;   /* wraps instead of overflowing (no undefined behaviour) */
+    float sf = 0.0f;
+    for (uint32_t dy = 0; dy < size; dy++) {
+        for (uint32_t dx = 0; dx < size; dx++) {
+            int xx = (int)x + (int)dx - lo;
+            uint32_t ix = (uint32_t)(clamp ? js_clamp(xx, (int)w - 1) : xx);
+            int64_t wt = weights[dy * size + dx];
+            if (is_float)
+                sf = sf + (float)wt * ((const float *)rows[dy])[ix];
+            else
+                si += (uint64_t)(wt * (int64_t)((const int32_t *)rows[dy])[ix]);
+        }
+    }
+    if (is_float)
+        ((float *)out)[(uint64_t)y * w + x] = sf / (float)divisor;
+    else
+        ((int32_t *)out)[(uint64_t)y * w + x] = (int32_t)((int64_t)si / divisor);
+}
+
 static void js_k_conv(void *out, const void *in, uint32_t w, uint32_t h, uint32_t r0, uint32_t r1,
                       int is_float, uint32_t size, const int64_t *weights, int64_t divisor)
 {
-    int lo = (int)size / 2;
-    for (uint32_t y = r0; y < r1; y++)
+    int lo = (int)size / 2, hi = (int)size - 1 - lo;
+    const void *rows[16];
+    for (uint32_t y = r0; y < r1; y++) {
+        for (uint32_t dy = 0; dy < size; dy++)
+            rows[dy] = (const char *)in + (uint64_t)js_clamp((int)y + (int)dy - lo, (int)h - 1) * w * 4;
+        /* constant is_float and clamp in each call: the compiler specialises the inner loop */
         for (uint32_t x = 0; x < w; x++) {
-            uint64_t si = 0;   /* wraps instead of overflowing (no undefined behaviour) */
-            float sf = 0.0f;
-            for (uint32_t dy = 0; dy < size; dy++) {
-                uint64_t row = (uint64_t)js_clamp((int)y + (int)dy - lo, (int)h - 1) * w;
-                for (uint32_t dx = 0; dx < size; dx++) {
-                    uint64_t idx = row + (uint64_t)js_clamp((int)x + (int)dx - lo, (int)w - 1);
-                    int64_t wt = weights[dy * size + dx];
-                    if (is_float)
-                        sf = sf + (float)wt * ((const float *)in)[idx];
-                    else
-                        si += (uint64_t)(wt * (int64_t)((const int32_t *)in)[idx]);
-                }
+            int border = (int)x < lo || (int)x + hi >= (int)w;
+            if (is_float) {
+                if (border)
+                    js_k_conv_px(out, rows, w, y, x, 1, size, weights, divisor, 1);
+                else
+                    js_k_conv_px(out, rows, w, y, x, 1, size, weights, divisor, 0);
+            } else if (border) {
+                js_k_conv_px(out, rows, w, y, x, 0, size, weights, divisor, 1);
+            } else {
+                js_k_conv_px(out, rows, w, y, x, 0, size, weights, divisor, 0);
             }
-            if (is_float)
-                ((float *)out)[(uint64_t)y * w + x] = sf / (float)divisor;
-            else
-                ((int32_t *)out)[(uint64_t)y * w + x] = (int32_t)((int64_t)si / divisor);
         }
+    }
 }
 
 #endif

@@ -27,6 +27,16 @@ def compile_options(args: argparse.Namespace, cpus: list[int] | None = None) -> 
                    max_time_s=parse_duration_ns(args.max_time, what="--max-time") / 1e9)
 
 
+def _graph(args: argparse.Namespace, path: str, cpus: list[int] | None = None) -> Graph:
+    """The graph, with box weights measured here when --weights measured."""
+    g = load_graph(path)
+    if getattr(args, "weights", "graph") == "measured":
+        from jitterscope.pipeline.weights import measure_weights, with_weights
+
+        g = with_weights(g, measure_weights(g, (cpus or sysinfo.online_cpus())[-1]))
+    return g
+
+
 def _cpus(args: argparse.Namespace) -> list[int]:
     return parse_cpulist(args.cpus) if args.cpus is not None else sysinfo.online_cpus()
 
@@ -38,7 +48,7 @@ def do_compile(args: argparse.Namespace) -> int:
         check_file(args.output, "-o")
     if args.gantt:
         check_file(args.gantt, "--gantt")
-    g = load_graph(args.graph)
+    g = _graph(args, args.graph)
     sched = compile_graph(g, compile_options(args))
     if args.output:
         SF.write(sched, Path(args.output))
@@ -78,6 +88,10 @@ def _schedule(args: argparse.Namespace, g: Graph, cpus: list[int]) -> Schedule:
         from jitterscope.pipeline import schedule as SF
 
         return SF.load(args.schedule, g)
+    if args.weights == "measured":
+        from jitterscope.pipeline.weights import measure_weights, with_weights
+
+        g = with_weights(g, measure_weights(g, cpus[-1]))
     return compile_graph(g, compile_options(args, cpus))
 
 
