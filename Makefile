@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test unit integration bench install native clean browser mpi sync-programs tracecmd
+.PHONY: run test unit integration bench install native clean browser mpi sync-programs tracecmd lint py-lowest
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -47,6 +47,16 @@ sync-programs:
 	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pigz xz-utils zstd \
 	  >/dev/null 2>&1) || echo "note: pigz not installed; its sync test will skip")
 
+# Lint and types: ruff (settings in pyproject.toml) and mypy over src/jitterscope.
+lint: install
+	$(BIN)/ruff check src tests benchmarks setup.py
+	$(BIN)/mypy
+
+# The lowest Python pyproject allows: compile, import, --help and quick unit tests (skips, saying why,
+# when that Python cannot be found or installed with uv).
+py-lowest: install
+	$(BIN)/python tests/support/lowest_python.py
+
 test: install browser mpi sync-programs tracecmd
 	$(BIN)/python -m pytest -q -ra tests
 
@@ -57,4 +67,4 @@ bench: install
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) build src/*.egg-info src/jitterscope/native/bin
+	rm -rf $(VENV) .venv-py* .mypy_cache .ruff_cache build src/*.egg-info src/jitterscope/native/bin
