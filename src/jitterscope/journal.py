@@ -31,6 +31,17 @@ block (exit, exception, Ctrl-C, SIGTERM, SIGHUP), or by recovery after a
 crash.  `Journal.release(entry)` undoes one entry early and records that it is
 done, so recovery never repeats it.
 
+Changes meant to outlast the process (`tune apply`) are made through a journal
+like any other, then handed over with `Journal.hand_over(path, **header)`: the
+entries are written, in this same format (a header line, then one entry per
+change; tune adds the value it set, the knob's name and form, `runtime`, and
+the boot id in the header), to a persistent record outside the journal
+directory (fsynced, renamed into place), and each is then marked done in the
+journal, so neither the owner's exit nor crash recovery undoes them.  A crash
+between the two leaves the change undone by recovery and the record stating a
+change that is no longer there: its reader (tune revert) finds the original
+value in place.  `read_journal(path)` reads either kind of file.
+
 Mounts are shared: two jitterscope processes that need tracefs where it was
 not mounted share one mount through a lock-protected registry of the users
 (pid + start time) in /run/jitterscope (a mount does not outlive a boot, and
@@ -490,6 +501,27 @@ class Journal:
             self._write({"op": "done", "seq": entry.get("seq")})
         return out
 
+    def hand_over(self, path: str | Path, **header: Any) -> Path | None:
+        """Move every entry to a persistent record at `path` (see the module docstring); None if none."""
+        if not self.entries:
+            return None
+        p = Path(path)
+        tmp = p.with_name(f".{p.name}.tmp")
+        with open(tmp, "w") as fh:
+            fh.writelines(json.dumps(e) + "\n" for e in [{"op": "header", **header}, *self.entries])
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, p)
+        fd = os.open(p.parent, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        for e in self.entries:
+            self._write({"op": "done", "seq": e.get("seq")})
+        self.entries.clear()
+        return p
+
     # Convenience wrappers for the common changes.
     def set_file(self, path: str | Path, value: str) -> None:
         """Write `value` to a kernel setting file, journalling its original."""
@@ -626,6 +658,12 @@ def _read_entries(fh: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         elif e.get("op") in UNDO:
             entries.append(e)
     return header, [e for e in entries if "seq" not in e or e["seq"] not in done]
+
+
+def read_journal(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, entries not yet done) of a journal or a persistent record (hand_over)."""
+    with open(path) as fh:
+        return _read_entries(fh)
 
 
 def _settle(path: Path, fh: Any, entries: list[dict[str, Any]], header: dict[str, Any] | None = None) -> None:

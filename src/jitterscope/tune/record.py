@@ -17,7 +17,6 @@ one they are skipped, and said so; bootloader edits are reverted.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import time
@@ -41,48 +40,21 @@ def records() -> list[Path]:
 
 
 def persist(j: journal.Journal, **header: Any) -> Path | None:
-    """Hand the journal's changes over to a new record; None when nothing changed."""
-    if not j.entries:
-        return None
+    """Hand the journal's changes over to a new record (journal.Journal.hand_over); None when nothing changed."""
     d = record_dir()
     d.mkdir(parents=True, exist_ok=True)
-    path = d / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl"
-    head = {"op": "header", "kind": "tune-record", "time": time.time(), "boot_id": sysinfo.boot_id(),
-            "host": sysinfo.host(), "kernel": sysinfo.kernel(), "argv": sys.argv, **header}
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "w") as fh:
-        fh.writelines(json.dumps(e) + "\n" for e in [head, *j.entries])
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
-    fd = os.open(d, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    # The record holds the changes now: the journal must not undo them when this process ends.
-    j.entries.clear()
-    j.undo()
+    path = j.hand_over(d / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl", kind="tune-record",
+                       time=time.time(), boot_id=sysinfo.boot_id(), host=sysinfo.host(), kernel=sysinfo.kernel(),
+                       argv=sys.argv, **header)
+    j.undo()  # nothing left to undo: this closes and deletes the journal
     return path
 
 
 def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    header: dict[str, Any] = {}
-    entries = []
     try:
-        lines = path.read_text().splitlines()
+        return journal.read_journal(path)
     except OSError as err:
         raise JitterscopeError(f"{path}: cannot read the tune record ({err.strerror})") from None
-    for line in lines:
-        try:
-            e = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if e.get("op") == "header":
-            header = e
-        elif e.get("op") in journal.UNDO:
-            entries.append(e)
-    return header, entries
 
 
 def now_value(e: dict[str, Any]) -> str | None:
