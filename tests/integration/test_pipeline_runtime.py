@@ -80,16 +80,17 @@ def test_layouts_agree_with_the_c_structs():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("pixel", ["int32", "float32"])
-def test_every_heuristic_allocator_and_thread_count_is_bit_identical(pixel, tmp_path):
+@pytest.mark.parametrize("pixel,thread_counts", [("int32", (1, 2, 3)), ("float32", (2,))])
+def test_every_heuristic_allocator_and_thread_count_is_bit_identical(pixel, thread_counts, tmp_path):
     """Digests of every sink in every iteration equal the numpy reference and a one-thread run; the guard
-    (row tags of (buffer, iteration) checked before and after each read) sees no race and no overlap."""
+    (row tags of (buffer, iteration) checked before and after each read) sees no race and no overlap.
+    Float images differ only in the kernels' arithmetic, so one thread count covers them."""
     g = graph(pixel)
     want = reference_digests(g, ITER, seed=3)
     single, _ = execute(compile_graph(g, threads=1, split=1, heuristic="fixed", memory="simple"), tmp_path)
     assert np.array_equal(single.digests, want)
     assert len(np.unique(want[:, 0])) == ITER      # every iteration's input differs: a stale read shows
-    for threads, heuristic, memory in itertools.product((1, 2, 3), HEURISTICS, ALLOCATORS):
+    for threads, heuristic, memory in itertools.product(thread_counts, HEURISTICS, ALLOCATORS):
         sched = compile_graph(g, threads=threads, heuristic=heuristic, memory=memory)
         res, end = execute(sched, tmp_path)
         where = f"{heuristic}+{memory} on {threads} threads"

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from jitterscope import plotting
+from jitterscope.humanize import duration_ns
 from jitterscope.report.page import Column, Figure, render_page
 from jitterscope.rundir import Run
 
@@ -38,9 +39,9 @@ def page_data(run: Run) -> dict[str, Any]:
                        "rows": [[f"{x['kind']}:{x['name']}", x["late_ns"], x["typical_ns"], x["excess_ns"],
                                  x["late_iterations_hit"]] for x in late["sources"]],
                        "empty": "no other context ran on the pipeline's CPUs during late iterations",
-                       "note": f"{late['count']} late iterations, on average {late.get('latency_excess_ns', 0) / 1e3:.1f}"
-                               f" us over the typical (<= median) ones; time other contexts took on the pipeline's "
-                               f"CPUs while they ran"})
+                       "note": f"{late['count']} late iterations, on average "
+                               f"{duration_ns(float(late.get('latency_excess_ns', 0)))} over the typical (<= median) "
+                               f"ones; time other contexts took on the pipeline's CPUs while they ran"})
     sch = m.get("schedule", {})
     tables.append({"id": "schedule", "title": "Schedule", "columns": [Column("what"), Column("value")],
                    "rows": [["heuristic", sch.get("heuristic")], ["memory", sch.get("memory")],

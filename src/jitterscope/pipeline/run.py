@@ -126,6 +126,7 @@ def _meta(run_dir: Path, sched: Schedule, ro: RunOptions, hz: float, tracing_ok:
 def _acquire(sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, buffer_kb: int,
              progress: bool) -> tuple[Any, set[int], bool, Any]:
     from jitterscope.journal import Journal
+    from jitterscope.measure.lifecycle import _thread_ids
     from jitterscope.pipeline.runtime import Runtime, heartbeat_done
 
     raw = run_dir / "raw"
@@ -154,11 +155,3 @@ def _acquire(sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, b
         bar.close()
     return end, own, interrupted or end.interrupted, rt
 
-
-def _thread_ids(pid: int | None) -> set[int]:
-    if not pid:
-        return set()
-    try:
-        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
-    except OSError:
-        return {int(pid)}
