@@ -41,23 +41,10 @@ from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing import formats, symbols
 from jitterscope.tracing.parse import lost_per_cpu, run_parser
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
+from jitterscope.units import format_cpumask
 
 INSTANCE_PREFIX = "jitterscope-"
 POLL_MS = 250  # how often the reader looks at the stop flag when nothing arrives
-
-
-def cpumask_hex(cpus: list[int]) -> str:
-    """tracing_cpumask syntax: 32-bit hex groups, most significant first, comma-separated."""
-    mask = 0
-    for c in cpus:
-        mask |= 1 << c
-    groups = []
-    while True:
-        groups.append(f"{mask & 0xFFFFFFFF:08x}")
-        mask >>= 32
-        if not mask:
-            break
-    return ",".join(reversed(groups))
 
 
 def read_stats(path: Path) -> dict[str, int]:
@@ -252,7 +239,7 @@ class TraceSession:
         assert self.root is not None
         self._w("tracing_on", "0")
         self._w("trace_clock", TRACE_CLOCK)
-        self._w("tracing_cpumask", cpumask_hex(self.cpus))
+        self._w("tracing_cpumask", format_cpumask(self.cpus))
         self._w("buffer_size_kb", str(max(1, self.buffer_kb)))
         for sub, ev in self.events:
             self._w(f"events/{sub}/{ev}/enable", "1")
