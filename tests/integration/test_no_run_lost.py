@@ -96,30 +96,42 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
     assert meta["interrupted"] and meta["duration_s"] > 2.0
 
 
+def on_full_disk(tmp_path: Path, size: str, failing: str, run: Path) -> tuple[str, set[str], Path]:
+    """On a `size` tmpfs at tmp_path/disk (private namespace) run the shell `failing`, which
+    must fill the disk (disk/filler) and fail with exit 2; then free the space, `analyze`
+    the run and copy it out.  Return failing's stderr, what the run held after, the copy."""
+    disk, keep = tmp_path / "disk", tmp_path / "recovered"
+    disk.mkdir()
+    script = (f"mount -t tmpfs -o size={size} jitterscope-test {disk} || exit 97\n"
+              f"( {failing} ) 2> {tmp_path}/failing.err; echo \"failing-rc=$?\" >&2\n"
+              f"ls -a {run} > {tmp_path}/left.txt\n"
+              f"rm -f {disk}/filler\n"
+              f"{js('analyze', '--no-report', str(run))} > /dev/null || exit 3\n"
+              f"cp -r {run} {keep}\n")
+    proc = in_namespace(script, tracefs="theirs")
+    err = (tmp_path / "failing.err").read_text()
+    assert proc.returncode == 0, proc.stderr + err
+    assert "failing-rc=2" in proc.stderr, err
+    assert "Traceback" not in err, err
+    left = set((tmp_path / "left.txt").read_text().split())
+    assert {"capture.json", "detours.raw"} <= left, left  # the raw capture is kept
+    assert not [n for n in left if ".tmp" in n], left      # and no temporary is left
+    return err, left, keep
+
+
 @needs_namespace
 @needs_tracing
 def test_disk_full_during_capture_is_one_line_and_analyze_recovers(tmp_path: Path) -> None:
-    """A 24 MiB tmpfs (private mount namespace) filled while measuring."""
-    disk, out, keep = tmp_path / "disk", tmp_path / "disk" / "run", tmp_path / "recovered"
-    disk.mkdir()
-    script = (f"mount -t tmpfs -o size=24m jitterscope-test {disk} || exit 97\n"
-              f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
-              f" > /dev/null 2> {tmp_path}/measure.err & pid=$!\n"
-              f"for i in $(seq 300); do [ -s {out}/detours.raw ] && break; sleep 0.1; done; sleep 1\n"
-              f"dd if=/dev/zero of={disk}/filler bs=64k 2> /dev/null\n"
-              f"wait $pid; echo \"measure-rc=$?\" >&2\n"
-              f"ls -a {out} > {tmp_path}/kept.txt\n"
-              f"rm {disk}/filler\n"
-              f"{js('analyze', '--no-report', str(out))} > /dev/null || exit 3\n"
-              f"cp -r {out} {keep}\n")
-    proc = in_namespace(script, tracefs="theirs")
-    err = (tmp_path / "measure.err").read_text()
-    assert proc.returncode == 0, proc.stderr + err
-    assert "measure-rc=2" in proc.stderr, err
+    """A 24 MiB tmpfs filled while measuring."""
+    out = tmp_path / "disk" / "run"
+    failing = (f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
+               f" > /dev/null & pid=$!\n"
+               f"for i in $(seq 300); do [ -s {out}/detours.raw ] && break; sleep 0.1; done; sleep 1\n"
+               f"dd if=/dev/zero of={tmp_path / 'disk'}/filler bs=64k 2> /dev/null\n"
+               f"wait $pid")
+    err, _, keep = on_full_disk(tmp_path, "24m", failing, out)
     lines = [ln for ln in err.splitlines() if ln.startswith("jitterscope: error")]
     assert len(lines) == 1 and "disk full" in lines[0] and "jitterscope analyze" in lines[0], err
-    assert "Traceback" not in err
-    assert {"capture.json", "detours.raw"} <= set((tmp_path / "kept.txt").read_text().split())
     meta = assert_complete(keep)
     assert meta["recovered"]["missing"], "a run cut short by a full disk lost its last moments"
 
@@ -137,25 +149,12 @@ def test_disk_full_during_analysis_keeps_the_capture(tmp_path: Path) -> None:
         os.killpg(proc.pid, signal.SIGKILL)  # the whole group: the probe dies unfinished too
         proc.wait()
     subprocess.run([sys.executable, "-m", "jitterscope", "restore"], capture_output=True, check=False)
-    disk, keep = tmp_path / "disk", tmp_path / "recovered"
-    disk.mkdir()
+    disk = tmp_path / "disk"
     run = disk / "run"
-    script = (f"mount -t tmpfs -o size=16m jitterscope-test {disk} || exit 97\n"
-              f"cp -r {src} {run}\n"
-              f"free=$(($(stat -f -c '%a * %S' {disk}))); head -c $((free - 8192)) /dev/zero > {disk}/filler\n"
-              f"{js('analyze', '--no-report', str(run))} > /dev/null 2> {tmp_path}/full.err; "
-              f"echo \"full-rc=$?\" >&2\n"
-              f"ls -a {run} > {tmp_path}/after-full.txt\n"
-              f"rm {disk}/filler\n"
-              f"{js('analyze', '--no-report', str(run))} > /dev/null || exit 3\n"
-              f"cp -r {run} {keep}\n")
-    proc = in_namespace(script, tracefs="theirs")
-    err = (tmp_path / "full.err").read_text()
-    assert proc.returncode == 0, proc.stderr + err
-    assert "full-rc=2" in proc.stderr, err
-    assert err.count("\n") == 1 and "disk full" in err and "Traceback" not in err, err
-    left = set((tmp_path / "after-full.txt").read_text().split())
-    assert {"capture.json", "detours.raw"} <= left, left
-    assert not [n for n in left if ".tmp" in n], left
+    failing = (f"cp -r {src} {run}\n"
+               f"free=$(($(stat -f -c '%a * %S' {disk}))); head -c $((free - 8192)) /dev/zero > {disk}/filler\n"
+               f"{js('analyze', '--no-report', str(run))} > /dev/null")
+    err, _, keep = on_full_disk(tmp_path, "16m", failing, run)
+    assert err.count("\n") == 1 and "disk full" in err, err
     meta = assert_complete(keep)
     assert any("probe" in m for m in meta["recovered"]["missing"]), meta["recovered"]
