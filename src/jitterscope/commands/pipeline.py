@@ -108,8 +108,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="stop and report where threads wait if no iteration completes for TIME (default 10s)")
     r.add_argument("--trace", action="store_true", help="trace the kernel alongside; attribute late iterations")
     options.add_buffer(r)
-    r.add_argument("--late", type=_percentile, default=99.0, metavar="P", help="late iterations: latency at or above the P-th "
-                   "percentile (default 99)")
+    r.add_argument("--late", type=_percentile, default=99.0, metavar="P",
+                   help="late iterations: latency at or above the P-th percentile (default 99)")
     r.add_argument("--out", metavar="DIR", help="run directory (default jitterscope-runs/<time>-pipeline-...)")
     r.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     options.add_json(r, "summary.json")
@@ -125,6 +125,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--memories", metavar="LIST", help="comma-separated simple,reuse (default both)")
     _compile_args(b)
     _run_args(b)
+    b.add_argument("--trace", action="store_true", help="trace each run: say what delayed its late iterations")
     b.add_argument("--out", metavar="DIR", help="bench directory (runs, bench.json, figures)")
     options.add_json(b, "the table as JSON")
 

@@ -33,22 +33,26 @@ def configurations(heuristics: list[str] | None = None, memories: list[str] | No
 
 
 def run_config(g: Graph, heuristic: str, memory: str, opts: Options, ro: RunOptions, out: Path,
-               progress: bool) -> dict[str, Any]:
+               progress: bool, trace: bool = False) -> dict[str, Any]:
     sched = compile_graph(g, replace(opts, heuristic=heuristic, memory=memory))
-    d = run_pipeline(sched, ro, out / f"{g.name}-{heuristic}-{memory}", progress=progress)
+    d = run_pipeline(sched, ro, out / f"{g.name}-{heuristic}-{memory}", trace=trace, progress=progress)
     run = load_run(d, kinds=("pipeline",))
     lat = run.table("iterations").column("latency_ns").to_numpy()
+    late = run.summary.get("late") or {}
+    top = next((x for x in late.get("sources", []) if x["excess_ns"] > 0), None)
     return {"graph": g.name, "heuristic": heuristic, "memory": memory, "threads": len(sched.threads),
             "pool_bytes": sched.memory.total, "signals": len(sched.signals), "run": str(d),
-            "latency": run.summary["latency"], "digest": run.summary["outputs"]["digest"], "_lat": lat}
+            "latency": run.summary["latency"], "digest": run.summary["outputs"]["digest"], "_lat": lat,
+            "late_top": None if top is None else {k: top[k] for k in ("kind", "name", "late_ns", "typical_ns")}}
 
 
 def bench(graphs: list[Graph], configs: list[tuple[str, str]], opts: Options, ro: RunOptions, out: Path,
-          progress: bool = False, on_row: Any = None) -> dict[str, Any]:
-    """Run the table on graphs[0] and, when there are more graphs, reduced+reuse on every graph."""
+          progress: bool = False, on_row: Any = None, trace: bool = False) -> dict[str, Any]:
+    """Run the table on graphs[0] and, when there are more graphs, reduced+reuse on every graph.
+    With `trace`, each configuration's late iterations are attributed (the table's "why")."""
     rows = []
     for h, m in configs:
-        rows.append(run_config(graphs[0], h, m, opts, ro, out, progress))
+        rows.append(run_config(graphs[0], h, m, opts, ro, out, progress, trace))
         if on_row:
             on_row(rows[-1])
     chains = []

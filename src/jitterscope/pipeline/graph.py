@@ -201,8 +201,9 @@ def build_graph(spec: GraphFile, source: str, path: Path | None) -> Graph:
     if unknown_timing:
         raise GraphError(f"{source}: timing.{unknown_timing[0]}: names no box and no kernel of the graph")
     buffers, inputs = _connect(spec.edges, boxes, source)
+    weighted = bool(timing) or any(b.weight for b in spec.boxes.values())
     g = Graph(spec.name or (path.stem if path else "graph"), spec.image.width, spec.image.height, pixel, boxes,
-              buffers, inputs, path=path, source=source, weighted=bool(timing) or any(b.weight for b in spec.boxes.values()))
+              buffers, inputs, path=path, source=source, weighted=weighted)
     _check_acyclic(g, source)
     return g
 
@@ -296,7 +297,7 @@ def _user_spec(b: BoxSpec, where: str, parallel: bool) -> K.KernelSpec:
         raise GraphError(f"{where}: a user kernel lists its ports: inputs: [...] and outputs: [...]")
 
     def ports(v: Any) -> list[K.Port]:
-        return [K.Port(p) if isinstance(p, str) else K.Port(p.name, tuple(p.neighbourhood))  # type: ignore[arg-type]
+        return [K.Port(p) if isinstance(p, str) else K.Port(p.name, tuple(p.neighbourhood))
                 for p in (v or [])]
     ins, outs = ports(b.inputs), ports(b.outputs)
     names = [p.name for p in ins + outs]

@@ -126,4 +126,12 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> str:
         out.append(f"{r['heuristic'] + ' + ' + r['memory']:24} {fmt_us(s['mean']):>10} {fmt_us(s['sd']):>9} "
                    f"{fmt_us(s['max']):>10} {fmt_us(s['p50']):>10} {fmt_us(s['p99']):>10} {fmt_us(s['p999']):>10}")
     out.append("times in us; σ = standard deviation of the per-iteration latency")
+    why = [r for r in rows if r.get("late_top")]
+    if why:
+        out.append("late iterations (>= p99), what took the most time on the pipeline's CPUs, per late iteration "
+                   "(typical):")
+        for r in why:
+            t = r["late_top"]
+            out.append(f"  {r['heuristic'] + ' + ' + r['memory']:22} {t['kind']}:{t['name']} {fmt_us(t['late_ns'])} us "
+                       f"({fmt_us(t['typical_ns'])})")
     return "\n".join(out)

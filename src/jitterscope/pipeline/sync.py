@@ -97,7 +97,7 @@ def _op_lists(plan: ThreadPlan, raw: list[tuple[int, int, int, str]], order: Ord
     waits: dict[int, list[int]] = {}
     posts: dict[int, list[int]] = {}
     rank = {"RAW": 0, "WAR": 1, "reuse": 1, "barrier": 2}
-    for i, (src, dst, _t, kind) in enumerate(raw):
+    for i, (src, dst, _t, _kind) in enumerate(raw):
         waits.setdefault(dst, []).append(i)
         posts.setdefault(src, []).append(i)
     # waits: RAW then WAR; posts: WAR then RAW (the appendix's order); then by the peer sub-box
@@ -117,6 +117,6 @@ def _op_lists(plan: ThreadPlan, raw: list[tuple[int, int, int, str]], order: Ord
             if kind != "E" and i not in names:
                 names[i] = f"s{len(names) + 1}"
     index = {i: k for k, i in enumerate(sorted(names, key=lambda i: int(names[i][1:])))}
-    signals = [Signal(names[i], raw[i][0], raw[i][1], raw[i][2], raw[i][3]) for i in sorted(names, key=index.__getitem__)]
+    signals = [Signal(names[i], *raw[i]) for i in sorted(names, key=index.__getitem__)]
     ops = [[(kind, i if kind == "E" else index[i]) for kind, i in lst] for lst in ops]
     return Sync(signals, ops, order)
