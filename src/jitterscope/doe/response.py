@@ -8,7 +8,6 @@ measured CPUs, at SCHED_FIFO if the plan's `fifo` factor says so.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import load_run
 
 _NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
 
@@ -79,10 +79,8 @@ class MeasureResponse:
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
             raise JitterscopeError(f"jitterscope measure failed ({proc.returncode}): {last}")
-        try:
-            summary = json.loads((out / "summary.json").read_text())
-        except (OSError, json.JSONDecodeError):
-            summary = json.loads(proc.stdout)
+        # the run as every command reads it: checked, tables present (never a half-written summary)
+        summary = load_run(out, kinds=("measure",), purpose="doe").summary
         return self.value(summary), {"run_dir": str(out)}
 
     def value(self, summary: dict[str, Any]) -> float:
