@@ -23,6 +23,7 @@ from typing import Any, Literal
 import numpy as np
 from pydantic import Field
 
+from jitterscope import atomic
 from jitterscope.config import ConfigModel, load_config
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import format_ns
@@ -125,7 +126,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     cal = {"format": "jitterscope-protect-calibration", "version": 1, "sample_ns": probe.ts_ns,
            "actuator": probe.actuator, "critical": probe.critical_cmd, "best_effort": probe.be_cmds, "points": points}
     Calibration.model_validate(cal)
-    out.write_text(json.dumps(cal, indent=2) + "\n")
+    atomic.write_text(out, json.dumps(cal, indent=2) + "\n")
     if args.json:
         options.print_json(cal)
     else:

@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BeforeValidator, Field
 
+from jitterscope import atomic
 from jitterscope.config import ConfigModel, load_config
 from jitterscope.outpath import check_file
 
@@ -73,6 +74,6 @@ def load(path: str | Path) -> PlanFile:
 
 def write(plan: dict[str, Any], path: str | Path) -> Path:
     p = check_file(path, "--out")
-    p.write_text("# jitterscope tune plan: `jitterscope tune apply` acts on knobs and (with --boot) boot.\n"
-                 + yaml.safe_dump(plan, sort_keys=False, width=110, allow_unicode=True))
+    atomic.write_text(p, "# jitterscope tune plan: `jitterscope tune apply` acts on knobs and (with --boot) boot.\n"
+                      + yaml.safe_dump(plan, sort_keys=False, width=110, allow_unicode=True))
     return p
