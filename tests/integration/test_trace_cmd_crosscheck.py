@@ -4,19 +4,23 @@ One real capture (`jitterscope measure`, raw pages from trace_pipe_raw) is decod
 by `jitterscope-traceparse --events` and by `trace-cmd report` (libtraceevent) on a
 trace.dat that `trace-cmd restore` builds around the very same page files.  Both must
 list the same events, per CPU, in the same order, at the same timestamps (raw TSC: the
-x86-tsc clock), with the same values of every field the parser uses.  A kernel change
+x86-tsc clock), with the same values of every field the parser uses, and count the same
+lost events (pages flagged after an overrun).  Three captures: a real measure run, one
+with gaps that need time-extend records, one whose ring overflowed.  A kernel change
 in the page or event format is caught here before it silently misattributes noise.
 `make tracecmd` installs trace-cmd where apt can; without it this test skips.
 """
 
 from __future__ import annotations
 
+import ctypes
 import itertools
 import json
 import os
 import re
 import shutil
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -36,7 +40,8 @@ pytestmark = [pytest.mark.skipif(tracing_reason() is not None, reason=str(tracin
 # trace-cmd report -t -R:  "comm-pid [cpu] sec.nsec: event: field=value ..." (raw field values).
 LINE = re.compile(r"^\s*(?P<comm>.*)-(?P<pid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<nsec>\d{9}):"
                   r"\s+(?P<event>\w+):\s*(?P<fields>.*)$")
-LOST = re.compile(r"CPU:\s*(\d+) \[LOST (\d+) EVENTS\]")
+# Pages that say events were lost before them: "CPU:1 [55438 EVENTS DROPPED]" (or no count when the page has none).
+LOST = re.compile(r"CPU:\s*(\d+) \[(\d+ )?EVENTS DROPPED\]")
 STRINGS = {"prev_comm", "next_comm", "name", "buf"}
 
 
@@ -44,8 +49,9 @@ def _unescape(s: str) -> str:
     return re.sub(r"\\x([0-9a-f]{2})", lambda m: chr(int(m.group(1), 16)), s)
 
 
-def ours(trace_dir: Path, out: Path, formats: dict) -> tuple[list[tuple], dict[int, int]]:
-    """Every event traceparse decoded: (cpu, ts, event name, {field: value}); and missed events per CPU."""
+def ours(trace_dir: Path, out: Path, formats: dict) -> tuple[list[tuple], dict[int, tuple[int, int]]]:
+    """Every event traceparse decoded: (cpu, ts, event name, {field: value}); and per CPU the events the
+    pages say were lost and the pages that say so without a count."""
     names = {e["id"]: e["name"] for e in formats["events"].values()}
     out.mkdir()
     subprocess.run([str(native_bin("jitterscope-traceparse")), "--events", str(out / "events.tsv"),
@@ -56,10 +62,22 @@ def ours(trace_dir: Path, out: Path, formats: dict) -> tuple[list[tuple], dict[i
         fields = {k: _unescape(v) for k, v in (x.split("=", 1) for x in kv)}
         events.append((int(cpu), int(ts), names[int(eid)], fields))
     counts = json.loads((out / "counts.json").read_text())["cpus"]
-    return events, {int(c): v["missed_stored"] for c, v in counts.items()}
+    return events, {int(c): (v["missed_stored"], v["missed_unknown_pages"]) for c, v in counts.items()}
 
 
-def theirs(trace_dir: Path, work: Path) -> tuple[list[tuple], dict[int, int], str]:
+def trace_cmd(*args: str, cwd: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([str(TRACE_CMD), *args], check=True, capture_output=True, text=True, timeout=120, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """trace.dat's headers: page and event formats and kallsyms of this kernel (the captures' own)."""
+    work = tmp_path_factory.mktemp("head")
+    trace_cmd("restore", "-c", "-o", "head.dat", cwd=work)
+    return work / "head.dat"
+
+
+def theirs(trace_dir: Path, work: Path, head: Path) -> tuple[list[tuple], dict[int, tuple[int, int]], str]:
     """The same page files through trace-cmd restore + report (libtraceevent)."""
     raw = []
     for cpu in range(max(online_cpus()) + 1):   # restore takes one file per CPU, in order
@@ -68,17 +86,13 @@ def theirs(trace_dir: Path, work: Path) -> tuple[list[tuple], dict[int, int], st
             f = work / f"empty{cpu}.raw"
             f.write_bytes(b"")
         raw.append(str(f))
-
-    def run(*a: str) -> subprocess.CompletedProcess:
-        return subprocess.run([str(TRACE_CMD), *a], check=True, capture_output=True, text=True, timeout=120, cwd=work)
-
-    run("restore", "-c", "-o", "head.dat")      # headers, event formats, kallsyms of this kernel
-    run("restore", "-i", "head.dat", "-o", "trace.dat", *raw)
-    text = run("report", "-i", "trace.dat", "-t", "-R").stdout
+    trace_cmd("restore", "-i", str(head), "-o", "trace.dat", *raw, cwd=work)
+    text = trace_cmd("report", "-i", "trace.dat", "-t", "-R", cwd=work).stdout
     events, lost = [], {}
     for line in text.splitlines():
         if m := LOST.search(line):
-            lost[int(m.group(1))] = lost.get(int(m.group(1)), 0) + int(m.group(2))
+            n, unknown = lost.get(int(m.group(1)), (0, 0))
+            lost[int(m.group(1))] = (n + int(m.group(2)), unknown) if m.group(2) else (n, unknown + 1)
             continue
         m = LINE.match(line)
         if not m:
@@ -97,7 +111,8 @@ def theirs(trace_dir: Path, work: Path) -> tuple[list[tuple], dict[int, int], st
 def _same_value(ours_v: str, theirs_v: str, key: str, size: int, symbols: dict[int, str]) -> bool:
     if key in STRINGS:
         return ours_v.rstrip("\n") == theirs_v.rstrip("\n")
-    if not re.fullmatch(r"-?(0x[0-9a-f]+|\d+)", theirs_v):   # a function trace-cmd named: the trace's symbols must agree
+    # a function trace-cmd named: the trace's symbols must agree
+    if not re.fullmatch(r"-?(0x[0-9a-f]+|\d+)", theirs_v):
         return symbols.get(int(ours_v)) == theirs_v
     mask = (1 << (8 * size)) - 1
     return int(ours_v, 0) & mask == int(theirs_v, 0) & mask
@@ -114,14 +129,14 @@ def kernel_symbols(trace: Path) -> dict[int, str]:
     return syms
 
 
-def assert_same_decoding(trace: Path, work: Path) -> list[tuple]:
+def assert_same_decoding(trace: Path, work: Path, head: Path) -> list[tuple]:
     """Decode `trace` both ways and compare event by event; return libtraceevent's events."""
     formats = json.loads((trace / "formats.json").read_text())
     symbols = kernel_symbols(trace)
     sizes = {e["name"]: {k: f[1] for k, f in e["fields"].items()} for e in formats["events"].values()}
     mine, my_lost = ours(trace, work / "parsed", formats)
     (work / "tc").mkdir()
-    ref, ref_lost, text = theirs(trace, work / "tc")
+    ref, ref_lost, text = theirs(trace, work / "tc", head)
     assert ref, text[:2000]
     for c in sorted({e[0] for e in ref} | {e[0] for e in mine}):
         a = [e for e in mine if e[0] == c]
@@ -133,21 +148,21 @@ def assert_same_decoding(trace: Path, work: Path) -> list[tuple]:
                 assert key in y[3], f"{y[2]} lacks {key} in trace-cmd's output: {y}"
                 assert _same_value(value, y[3][key], key, sizes[y[2]].get(key, 8), symbols), \
                     f"{key}: {x} vs {y}"
-    assert {c: n for c, n in my_lost.items() if n} == ref_lost
+    assert {c: n for c, n in my_lost.items() if n != (0, 0)} == ref_lost
     return ref
 
 
 @pytest.mark.slow
-def test_a_measure_capture_decodes_as_libtraceevent_decodes_it(tmp_path: Path) -> None:
+def test_a_measure_capture_decodes_as_libtraceevent_decodes_it(tmp_path: Path, head: Path) -> None:
     run = tmp_path / "run"
     jitterscope("measure", "--cpus", str(probed_cpu()), "--duration", "1s", "--no-report", "--out", str(run),
                 check=True)
-    ref = assert_same_decoding(run / "trace", tmp_path)
+    ref = assert_same_decoding(run / "trace", tmp_path, head)
     assert len(ref) > 100  # a second of the tick alone is hundreds of events
     assert {e[2] for e in ref} >= {"sched_switch", "local_timer_entry", "local_timer_exit", "print"}
 
 
-def test_gaps_longer_than_an_event_delta_decode_the_same(tmp_path: Path) -> None:
+def test_gaps_longer_than_an_event_delta_decode_the_same(tmp_path: Path, head: Path) -> None:
     """Events 100 ms apart (tracing paused between markers) need a time extend: 27 bits of
     TSC ticks cover only ~55 ms.  A busy CPU's tick never leaves such a gap in a measure run."""
     cpu = probed_cpu()
@@ -164,7 +179,33 @@ def test_gaps_longer_than_an_event_delta_decode_the_same(tmp_path: Path) -> None
                 (session.instance / "trace_marker").write_text(f"jitterscope-gap {i}")
         finally:
             os.sched_setaffinity(0, old)
-    ref = assert_same_decoding(trace, tmp_path)
+    ref = assert_same_decoding(trace, tmp_path, head)
     ts = [e[1] for e in ref if e[0] == cpu]
     assert max(b - a for a, b in itertools.pairwise(ts)) > 2**27
     assert sum(e[2] == "print" and "gap" in e[3]["buf"] for e in ref) == 3
+
+
+def test_lost_events_are_counted_as_libtraceevent_counts_them(tmp_path: Path, head: Path) -> None:
+    """Markers flooded into an 8 KiB buffer while the session's reader thread cannot run: libc's
+    write called through ctypes.PyDLL keeps the GIL, and a long switch interval keeps it with us,
+    so the ring overwrites pages and the pages we read carry missed-event counts."""
+    cpu = probed_cpu()
+    trace = tmp_path / "trace"
+    libc = ctypes.PyDLL(None)
+    old, switch = os.sched_getaffinity(0), sys.getswitchinterval()
+    with Journal("test-crosscheck") as journal, TraceSession([cpu], trace, journal, buffer_kb=8) as session:
+        assert session.instance is not None
+        fd = os.open(session.instance / "trace_marker", os.O_WRONLY)
+        try:
+            os.sched_setaffinity(0, {cpu})
+            sys.setswitchinterval(1.0)
+            msg = b"x" * 1000
+            for _ in range(300):
+                libc.write(fd, msg, len(msg))
+        finally:
+            sys.setswitchinterval(switch)
+            os.sched_setaffinity(0, old)
+            os.close(fd)
+    assert_same_decoding(trace, tmp_path, head)
+    counts = json.loads((tmp_path / "parsed" / "counts.json").read_text())["cpus"][str(cpu)]
+    assert counts["missed_pages"] >= 1 and counts["missed_stored"] > 0
