@@ -29,6 +29,7 @@ from typing import Any
 
 from jitterscope import atomic
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import process_start_time
 
 CAPTURE = "capture.json"
 FORMAT = "jitterscope-capture"
@@ -40,7 +41,8 @@ class Capture:
 
     def __init__(self, run_dir: Path, meta: dict[str, Any]) -> None:
         self.run_dir = run_dir
-        self.data: dict[str, Any] = {"format": FORMAT, "version": 1, "state": "capturing", "meta": meta}
+        self.data: dict[str, Any] = {"format": FORMAT, "version": 1, "state": "capturing", "meta": meta,
+                                     "pid": os.getpid(), "start": process_start_time(os.getpid())}
         self.probe_started = False
         self._save(strict=True)
 
@@ -73,6 +75,14 @@ def load_capture(run_dir: Path) -> dict[str, Any] | None:
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return None
     return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+
+
+def owner_alive(cap: dict[str, Any]) -> int | None:
+    """The pid of the jitterscope still measuring into this capture, if it lives."""
+    pid = cap.get("pid")
+    if pid is None or pid == os.getpid():
+        return None
+    return int(pid) if process_start_time(int(pid)) == cap.get("start") else None
 
 
 def has_raw(run_dir: Path) -> bool:

@@ -107,6 +107,10 @@ def analyze(run_dir: Path) -> list[str]:
             raise JitterscopeError(f"{run_dir}: capture.json is missing or corrupt, so the raw records cannot "
                                    f"be placed (which CPUs, options, host): the run cannot be rebuilt")
         raise JitterscopeError(f"{run_dir}: nothing to analyse (no raw capture: capture.json, detours.raw)")
+    busy = C.owner_alive(cap)
+    if busy is not None:
+        raise JitterscopeError(f"{run_dir}: still being measured (jitterscope pid {busy}); analyze it once that "
+                               f"run has ended, if it does not finish the run itself")
     if not (run_dir / "detours.raw").exists():
         raise JitterscopeError(f"{run_dir}: the probe's records (detours.raw) are missing: the measurement "
                                f"never started or they were deleted; nothing to rebuild")
