@@ -8,6 +8,8 @@
 3. A synthetic chain (~100 boxes) with images scaled so simple allocation exceeds the last-level cache
    (spec 003 section 3.8: 512 x 512 int = 1 MiB per buffer against this VM's 32 MiB L3), every
    configuration, PIPELINE_BENCH_SYN_ITER iterations (default 100): does reuse lower the mean?
+   In 2 and 3 the configurations take turns in 10 rounds, so the shared machine's changing load falls on
+   all of them alike.
 4. Figure 3.8: reduced + reuse on PIPELINE_BENCH_CHAINS seeded synthetic chains (default 10) at 128 x 128,
    1,000 iterations each: medians and maxima.
 
@@ -35,6 +37,7 @@ from jitterscope.pipeline.synthetic import generate
 from jitterscope.sysinfo import online_cpus
 
 LLC = 32 << 20
+ROUNDS = 10   # configurations take turns: load changes on the shared machine fall on all alike
 
 
 def machine() -> str:
@@ -59,18 +62,19 @@ def compile_speed() -> None:
               f"pool {s.memory.total / 2**20:6.1f} MiB{extra}")
 
 
-def table(graphs, iterations: int, title: str, out: Path, configs=None) -> dict:
+def table(graphs, iterations: int, title: str, out: Path, rounds: int) -> dict:
     cpus = tuple(online_cpus()[:2])
     opts = Options(threads=2)
     ro = RunOptions(iterations=iterations, cpus=cpus, timers=False)
     t = time.perf_counter()
-    res = B.bench(graphs, configs or B.configurations(), opts, ro, out)
+    res = B.bench(graphs, B.configurations(), opts, ro, out, rounds=rounds)
     print(bench_table(res["rows"], f"\n{title} ({time.perf_counter() - t:.0f} s)"))
     for r in res["rows"]:
         print(f"   {r['heuristic']:12} {r['memory']:7} pool {r['pool_bytes'] / 2**20:7.1f} MiB"
               f"{' (> LLC)' if r['pool_bytes'] > LLC else ''}, {r['signals']} signals")
     order = res["order_of_sigma"]
-    print("   σ by heuristic (us): " + ", ".join(f"{h} {v / 1e3:,.1f}" for h, v in order["sigma_by_heuristic_ns"].items()))
+    print("   σ by heuristic (us): "
+          + ", ".join(f"{h} {v / 1e3:,.1f}" for h, v in order["sigma_by_heuristic_ns"].items()))
     print("   thesis ordering: " + ", ".join(f"{k}: {'holds' if v else 'does not hold'}"
                                             for k, v in order["checks"].items()))
     print(f"   outputs bit-identical across configurations: {res['outputs_identical']}")
@@ -87,11 +91,12 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="js-bench-pipeline-") as tmp:
         base = Path(tmp)
         res = table([load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")], iters,
-                    f"2. appendix, 256x256 int, 2 threads, {iters:,} iterations", base / "appendix")
+                    f"2. appendix, 256x256 int, 2 threads, {iters:,} iterations in {ROUNDS} interleaved rounds",
+                    base / "appendix", ROUNDS)
         ok &= res["outputs_identical"]
         syn = graph_from_dict(generate(1, 100, 512, 512), "synthetic seed 1")
         res = table([syn], syn_iters, f"3. synthetic chain seed 1 ({len(syn.boxes)} boxes), 512x512 int, "
-                    f"{syn_iters:,} iterations", base / "synthetic")
+                    f"{syn_iters:,} iterations in {ROUNDS} interleaved rounds", base / "synthetic", ROUNDS)
         ok &= res["outputs_identical"]
         graphs = [graph_from_dict(generate(s, 100, 128, 128), f"seed {s}") for s in range(1, chains + 1)]
         t = time.perf_counter()
@@ -101,7 +106,8 @@ def main() -> int:
               f"({time.perf_counter() - t:.0f} s), sorted by median (us):")
         for r in sorted(res["chains"], key=lambda r: r["latency"]["p50"]):
             s = r["latency"]
-            print(f"   {r['graph']:18} p50 {s['p50'] / 1e3:9,.1f}  p99 {s['p99'] / 1e3:9,.1f}  max {s['max'] / 1e3:9,.1f}"
+            print(f"   {r['graph']:18} p50 {s['p50'] / 1e3:9,.1f}  p99 {s['p99'] / 1e3:9,.1f}  "
+                  f"max {s['max'] / 1e3:9,.1f}"
                   f"  max/p50 {s['max'] / s['p50']:5.2f}")
     return 0 if ok else 1
 

@@ -126,6 +126,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _compile_args(b)
     _run_args(b)
     b.add_argument("--trace", action="store_true", help="trace each run: say what delayed its late iterations")
+    b.add_argument("--rounds", type=count_arg(1, 1000), default=1, metavar="R", help="configurations take turns in "
+                   "R rounds of ITERATIONS/R each: a shared machine's load falls on all alike (default 1)")
     b.add_argument("--out", metavar="DIR", help="bench directory (runs, bench.json, figures)")
     options.add_json(b, "the table as JSON")
 

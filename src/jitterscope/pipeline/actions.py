@@ -161,7 +161,8 @@ def do_bench(args: argparse.Namespace) -> int:
         s = row["latency"]
         print(f"  {row['graph']:16} {row['heuristic']:12} {row['memory']:7} mean {s['mean'] / 1e3:10,.1f} us  "
               f"σ {s['sd'] / 1e3:9,.1f} us", file=sys.stderr if args.json else sys.stdout, flush=True)
-    result = B.bench(graphs, configs, opts, ro, out, progress=False, on_row=progress, trace=args.trace)
+    result = B.bench(graphs, configs, opts, ro, out, progress=False, on_row=progress, trace=args.trace,
+                     rounds=args.rounds)
     figs = B.figures(result, out)
     if args.json:
         options.print_json({k: v for k, v in result.items() if k not in ("rows", "chains")}

@@ -23,6 +23,7 @@ from jitterscope.pipeline.graph import Graph
 from jitterscope.pipeline.memory import ALLOCATORS
 from jitterscope.pipeline.plan import RunOptions
 from jitterscope.pipeline.run import run_pipeline
+from jitterscope.pipeline.stats import latency_stats
 from jitterscope.rundir import load_run
 
 FIG38 = ("reduced", "reuse")
@@ -33,10 +34,12 @@ def configurations(heuristics: list[str] | None = None, memories: list[str] | No
 
 
 def run_config(g: Graph, heuristic: str, memory: str, opts: Options, ro: RunOptions, out: Path,
-               progress: bool, trace: bool = False) -> dict[str, Any]:
+               progress: bool, trace: bool = False, suffix: str = "") -> dict[str, Any]:
     sched = compile_graph(g, replace(opts, heuristic=heuristic, memory=memory))
-    d = run_pipeline(sched, ro, out / f"{g.name}-{heuristic}-{memory}", trace=trace, progress=progress)
+    d = run_pipeline(sched, ro, out / f"{g.name}-{heuristic}-{memory}{suffix}", trace=trace, progress=progress)
     run = load_run(d, kinds=("pipeline",))
+    if run.summary["run"].get("interrupted"):
+        raise KeyboardInterrupt  # Ctrl-C ended this run (kept in its directory): end the bench too
     lat = run.table("iterations").column("latency_ns").to_numpy()
     late = run.summary.get("late") or {}
     top = next((x for x in late.get("sources", []) if x["excess_ns"] > 0), None)
@@ -47,14 +50,12 @@ def run_config(g: Graph, heuristic: str, memory: str, opts: Options, ro: RunOpti
 
 
 def bench(graphs: list[Graph], configs: list[tuple[str, str]], opts: Options, ro: RunOptions, out: Path,
-          progress: bool = False, on_row: Any = None, trace: bool = False) -> dict[str, Any]:
+          progress: bool = False, on_row: Any = None, trace: bool = False, rounds: int = 1) -> dict[str, Any]:
     """Run the table on graphs[0] and, when there are more graphs, reduced+reuse on every graph.
-    With `trace`, each configuration's late iterations are attributed (the table's "why")."""
-    rows = []
-    for h, m in configs:
-        rows.append(run_config(graphs[0], h, m, opts, ro, out, progress, trace))
-        if on_row:
-            on_row(rows[-1])
+    With `trace`, each configuration's late iterations are attributed (the table's "why").  With
+    `rounds` > 1 the configurations take turns, each round running ro.iterations / rounds of each, so a
+    shared machine's changing load falls on all of them alike (compared side by side in one run)."""
+    rows = _interleaved(graphs[0], configs, opts, ro, out, progress, trace, rounds, on_row)
     chains = []
     if len(graphs) > 1:
         first = next((r for r in rows if (r["heuristic"], r["memory"]) == FIG38), None)
@@ -69,6 +70,31 @@ def bench(graphs: list[Graph], configs: list[tuple[str, str]], opts: Options, ro
               "outputs_identical": len(digests) == 1, "order_of_sigma": sigma_order(rows)}
     _write(result, out)
     return result
+
+
+def _interleaved(g: Graph, configs: list[tuple[str, str]], opts: Options, ro: RunOptions, out: Path,
+                 progress: bool, trace: bool, rounds: int, on_row: Any) -> list[dict[str, Any]]:
+    if rounds <= 1:
+        rows = []
+        for h, m in configs:
+            rows.append(run_config(g, h, m, opts, ro, out, progress, trace))
+            if on_row:
+                on_row(rows[-1])
+        return rows
+    per = replace(ro, iterations=max(1, ro.iterations // rounds))
+    parts: dict[tuple[str, str], list[dict[str, Any]]] = {c: [] for c in configs}
+    for r in range(rounds):
+        for h, m in configs:
+            parts[(h, m)].append(run_config(g, h, m, opts, per, out, progress, trace, f"-r{r}"))
+    rows = []
+    for c in configs:
+        first = parts[c][0]
+        lat = np.concatenate([p["_lat"] for p in parts[c]])
+        rows.append({**first, "run": [p["run"] for p in parts[c]], "_lat": lat, "latency": latency_stats(lat),
+                     "digest": first["digest"] if len({p["digest"] for p in parts[c]}) == 1 else "differs"})
+        if on_row:
+            on_row(rows[-1])
+    return rows
 
 
 def sigma_order(rows: list[dict[str, Any]]) -> dict[str, Any]:
