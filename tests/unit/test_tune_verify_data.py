@@ -64,3 +64,22 @@ def test_nothing_testable_is_not_verified(tmp_path):
     gone = FakeChange("task.1.affinity", "0", [{"source": "thread:no-such-daemon", "expect": "gone"}])
     r = analyse(before, after, [gone], 0.01)
     assert not r["ok"] and r["targets"][0]["verdict"].startswith("absent before")
+
+
+def test_a_bare_knob_takes_its_targets_from_the_baseline_plan():
+    from jitterscope.tune.planfile import PlanFile
+    from jitterscope.tune.verify import _only
+
+    plan = PlanFile.model_validate({
+        "format": "jitterscope-tune-plan", "version": 1, "host": "h", "kernel": "k", "cpus": [1], "housekeeping": [0],
+        "knobs": [{"knob": "vm.stat_interval", "value": "10", "sources": [{"source": "work:vmstat_update",
+                                                                           "expect": "fewer", "factor": 0.1}]},
+                  {"knob": "irq.34.affinity", "value": "0", "sources": [{"source": "irq:virtio4-input",
+                                                                          "expect": "gone", "factor": 0.0}]}]})
+    same, other = FakeChange("vm.stat_interval", "10"), FakeChange("vm.stat_interval", "60")
+    cut = _only(plan, [same])
+    assert [k.knob for k in cut.knobs] == ["vm.stat_interval"]
+    assert same.sources == [{"source": "work:vmstat_update", "expect": "fewer", "factor": 0.1, "ppm": 0.0}]
+    _only(plan, [other])
+    assert other.sources[0]["factor"] is None            # not the planned value: no planned factor
+    assert _only(plan, [FakeChange("kernel.timer_migration", "0")]).knobs == []

@@ -85,29 +85,26 @@ def verify(args: argparse.Namespace) -> int:
     return run_verify(args)
 
 
+def _show_records(args: argparse.Namespace, key: str, recs: list[dict[str, Any]], title: str, empty: str) -> None:
+    if args.json:
+        options.print_json({key: recs})
+    else:
+        print("\n\n".join(render.render_rows(r, title) for r in recs) if recs else empty)
+
+
 def revert(args: argparse.Namespace) -> int:
     from jitterscope.tune.revert import revert as run_revert
 
     done = run_revert(args.all, args.record)
-    if args.json:
-        options.print_json({"reverted": done})
-    elif not done:
-        print("nothing to revert: tune has no changes on record")
-    else:
-        print("\n\n".join(render.render_rows(r, "Reverted") for r in done))
-        if not all(r["complete"] for r in done):
-            print("\nSome knobs are not back (see above); they stay on record for `tune status`")
-    return 0 if all(r["complete"] for r in done) else 1
+    _show_records(args, "reverted", done, "Reverted", "nothing to revert: tune has no changes on record")
+    complete = all(r["complete"] for r in done)
+    if not complete and not args.json:
+        print("\nSome knobs are not back (see above); they stay on record for `tune status`")
+    return 0 if complete else 1
 
 
 def status(args: argparse.Namespace) -> int:
     from jitterscope.tune.revert import status as run_status
 
-    recs = run_status()
-    if args.json:
-        options.print_json({"records": recs})
-    elif not recs:
-        print("tune has no changes on record")
-    else:
-        print("\n\n".join(render.render_rows(r, "Record") for r in recs))
+    _show_records(args, "records", run_status(), "Record", "tune has no changes on record")
     return 0

@@ -121,10 +121,16 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
 
 
 def render_rows(rec: dict[str, Any], title: str) -> str:
+    """A record's knobs; the threads of one process that fared alike are one line."""
     lines = [f"{title} {rec['record']} ({rec.get('label') or 'tune'})" +
              ("  [the machine rebooted since]" if rec.get("rebooted") else "")]
     lines.append(f"  {'knob':<34} {'original':>12} {'tune set':>12} {'now':>12}  result")
+    groups: dict[tuple[str, ...], int] = {}
     for r in rec["rows"]:
-        lines.append(f"  {str(r['knob'])[:34]:<34} {r['original'][:12]:>12} {r['set'][:12]:>12} "
-                     f"{r['now'][:12]:>12}  {r['result']}" + (f": {r['note']}" if r["note"] else ""))
+        key = (str(r["knob"]), r["original"], r["set"], r["now"], r["result"], r["note"])
+        groups[key] = groups.get(key, 0) + 1
+    for (knob, original, tune_set, now, result, note), n in groups.items():
+        name = f"{knob} ({n} threads)" if n > 1 else knob
+        lines.append(f"  {name[:34]:<34} {original[:12]:>12} {tune_set[:12]:>12} {now[:12]:>12}  {result}"
+                     + (f": {note}" if note else ""))
     return "\n".join(lines)

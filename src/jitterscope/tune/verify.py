@@ -61,6 +61,20 @@ def _run(opts: dict[str, Any], out: Path, label: str) -> Run:
     return run
 
 
+def _only(plan: planfile.PlanFile, changes: list[Any]) -> planfile.PlanFile:
+    """The baseline's plan cut to the --knob changes, each given the sources the plan expects it to act on
+    (the planned factor only where the value is the planned one)."""
+    by = {k.knob: k for k in plan.knobs}
+    kept = []
+    for c in changes:
+        k = by.get(c.name)
+        if k is None:
+            continue
+        c.sources = [{**s.model_dump(), "factor": s.factor if k.value == c.value else None} for s in k.sources]
+        kept.append(k.model_copy(update={"value": c.value}))
+    return plan.model_copy(update={"knobs": kept})
+
+
 def _settle(changes: list[Any]) -> float:
     return max([SETTLE_S] + [SETTLE_KNOBS[c.name](c.before) for c in changes if c.name in SETTLE_KNOBS])
 
@@ -74,6 +88,8 @@ def run_verify(args: argparse.Namespace) -> int:
         raise UsageError(f"--out {out}: already exists; choose a new directory")
     if args.out is not None:
         check_dir(out, "--out")   # a directory the user names gets no parents made; the default's may
+    # A PLAN is applied as it is (with any --knob on top); --knob alone takes its targets from the
+    # baseline's own plan; neither: the baseline's whole plan.
     changes, skipped, _, plan_file = changes_of(args) if (args.plan or args.knob) else ([], [], [], None)
     opts = _measure_opts(args, before, plan_file.cpus if plan_file else None)
     if os.geteuid() != 0:
@@ -82,10 +98,11 @@ def run_verify(args: argparse.Namespace) -> int:
     if before is None:
         before = _run(opts, out / "before", "before")
     if plan_file is None:
-        plan = make_plan(before.path)
-        plan_file = validate(plan, planfile.PlanFile, f"plan from {before.path}")
-        changes, skipped = ap.from_plan(plan_file)
-        changes += ap.prepare([(n, v, []) for n, v in ap.parse_pairs(args.knob)])
+        plan_file = validate(make_plan(before.path), planfile.PlanFile, f"plan from {before.path}")
+        if args.knob:
+            plan_file = _only(plan_file, changes)
+        else:
+            changes, skipped = ap.from_plan(plan_file)
     planfile.write(plan_file.model_dump(), out / "plan.yaml")
     if not changes:
         raise JitterscopeError("nothing to verify: the plan has no runtime knob to change (see `tune plan`)")
