@@ -10,6 +10,7 @@ import numpy as np
 from jitterscope.pipeline import kernels as K
 from jitterscope.pipeline import plan_format as F
 from jitterscope.pipeline.compiler import Schedule
+from jitterscope.pipeline.graph import Graph
 
 DEFAULT_SPIN_LIMIT = 20_000  # hybrid waits: pause loops (~50-100 us) before sleeping
 
@@ -34,6 +35,14 @@ class RunOptions:
         if self.wait != "auto":
             return self.wait
         return "spin" if sched.plan.pinned and len(sched.threads) <= len(self.cpus) else "futex"
+
+
+def user_library(g: Graph, spec: K.KernelSpec) -> Path:
+    """A user kernel's shared object: as given, relative to the graph file's directory."""
+    lib = Path(spec.library or "")
+    if not lib.is_absolute() and g.path is not None:
+        lib = (g.path.parent / lib).resolve()
+    return lib
 
 
 def thread_cpus(sched: Schedule, cpus: tuple[int, ...]) -> list[int]:
@@ -78,10 +87,7 @@ def build_plan(sched: Schedule, ro: RunOptions, tsc_hz: float) -> bytes:
         r["params"][:len(params)] = params
         r["fparams"][:len(spec.fparams)] = spec.fparams
         if spec.kernel == "user":
-            lib = Path(spec.library or "")
-            if not lib.is_absolute() and g.path is not None:
-                lib = (g.path.parent / lib).resolve()
-            r["lib_off"], r["sym_off"] = string(str(lib)), string(spec.symbol or "")
+            r["lib_off"], r["sym_off"] = string(str(user_library(g, spec))), string(spec.symbol or "")
     ops: list[tuple[int, int]] = []
     threads = np.zeros(len(sched.threads), F.PLAN_THREAD)
     kinds = {"W": F.OP_WAIT, "E": F.OP_EXEC, "S": F.OP_SIGNAL}

@@ -39,7 +39,13 @@ def timers_wanted(sched: Schedule, ro: RunOptions, asked: bool | None) -> bool:
 
 def check_run(sched: Schedule, ro: RunOptions) -> list[str]:
     """Everything checked before anything is created; returns warnings."""
+    from jitterscope.pipeline.plan import user_library
+
     sysinfo.check_cpus(list(ro.cpus))
+    for b in sched.graph.boxes:
+        if b.kernel == "user" and not user_library(sched.graph, b.spec).is_file():
+            raise JitterscopeError(f"{sched.graph.source}: boxes.{b.name}.library: no such file "
+                                   f"{user_library(sched.graph, b.spec)} (build the kernel first)")
     warnings = []
     if sched.plan.pinned and len(sched.threads) > len(ro.cpus):
         warnings.append(f"{len(sched.threads)} threads on {len(ro.cpus)} CPUs: threads share CPUs, so the "
