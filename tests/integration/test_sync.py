@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -120,9 +119,12 @@ def test_create_join_max_on_join(gold, tmp_path):
     sw = sorted(intervals(run, "sw"), key=lambda r: r["t_ns"])
     assert len(sw) == 2 and 45 * US <= sw[0]["t_ns"] and 195 * US <= sw[1]["t_ns"]
     counters = s["critical_path"]["counter_jitter_ns"]
-    # the main thread takes the larger child's count (A's), not the sum of both
+    total = sum(r["jitter_ns"] for r in pq.read_table(run / "jitter.parquet").to_pylist())
+    # the main thread takes the larger child's count, not the sum of both: the sum would be `total`
+    # (every thread's jitter ends up in main); the max leaves out at least the smaller child's sw
+    # (other jitter a loaded machine adds to either branch only moves which one is larger)
     assert counters >= sw[1]["jitter_ns"]
-    assert counters < sw[1]["jitter_ns"] + sw[0]["jitter_ns"] + 2000 * US
+    assert counters <= total - sw[0]["jitter_ns"], (counters, total, sw)
 
 
 def test_exit_code_is_the_programs(gold, tmp_path):
@@ -170,38 +172,32 @@ def test_static_program_is_refused(tmp_path):
 @pytest.mark.slow
 @needs_tracing
 @root_only
-@pytest.mark.xfail(reason="holder delay includes time the trace shows other threads on the holder's CPU while the "
-                          "interposer has the holder spinning there; under investigation (issue 12 report)",
-                   strict=False)
 def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
-    """The holder spins 20 ms with the mutex on the last CPU; the injector (FIFO) takes that CPU
-    2 ms every 7 ms: the waiter's holder delay is the injector's, >= 90 % of it."""
+    """A FIFO 80 holder spins 20 ms with the mutex on the last CPU (so only the injector, FIFO 90,
+    interrupts and the kernel's stop/migration threads can take that CPU from it, not other tests'
+    FIFO threads); the injector takes it 2 ms every 7 ms; the waiter waits on another CPU.  The holder delay is the injector's (>= 90 % of it), and its length is the injector's
+    busy time inside the waits (the injector's own record of its busy intervals, --truth)."""
+    from jitterscope.measure.inject import Injector, read_truth
+
     c = cpu()
-    inj = subprocess.Popen([*jitterscope_cmd(), "inject", "--cpu", str(c), "--period", "7ms", "--busy", "2ms",
-                            "--duration", "20s", "--name", "js-sync-inj"], stdout=subprocess.DEVNULL,
-                           stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.5)
+    truth = tmp_path / "truth.csv"
+    with Injector(c, 7e6, 2e6, name="js-sync-inj", policy="fifo", priority=90, truth_path=truth):   # running once entered
         s, run = sync(tmp_path, gold, "holdlong", str(c), "20", "5", opts=())
-    finally:
-        inj.terminate()
-        inj.wait(timeout=30)
     hd = intervals(run, "hd")
-    assert len(hd) >= 4, hd
+    assert len(hd) >= 3, hd     # one per contended round (a waiter kept off its CPU > 20 ms by load misses one)
     causes = pq.read_table(run / "causes.parquet").to_pylist()
     ids = {r["id"] for r in hd}
     mine = [x for x in causes if x["jitter"] in ids]
     total = sum(x["ns"] for x in mine)
     inj_ns = sum(x["ns"] for x in mine if x["name"] == "js-sync-inj")
     assert total > 0 and inj_ns / total >= 0.9, sorted({(x["name"], x["ns"]) for x in mine})
-    top = s["types"]["hd"]["causes"][0]
-    assert top["name"] == "js-sync-inj"
-
-
-def jitterscope_cmd() -> list[str]:
-    import sys
-
-    return [sys.executable, "-m", "jitterscope"]
+    assert s["types"]["hd"]["causes"][0]["name"] == "js-sync-inj"
+    meta = json.loads((run / "meta.json").read_text())
+    t = read_truth(truth)                                      # busy intervals in TSC -> ns since the run's t0
+    to_ns = 1e9 / meta["tsc_hz"]
+    spans = list(zip((t.start_tsc - meta["t0_tsc"]) * to_ns, (t.end_tsc - meta["t0_tsc"]) * to_ns))
+    busy = sum(max(0.0, min(e, r["end_ns"]) - max(b, r["start_ns"])) for b, e in spans for r in hd)
+    assert abs(inj_ns - busy) <= 0.1 * busy, (inj_ns, busy)
 
 
 @pytest.mark.slow

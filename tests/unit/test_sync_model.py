@@ -108,3 +108,22 @@ def test_walk_follows_the_releaser():
 def test_layout_constants():
     assert R.RECORD_DTYPE.itemsize == 64 and R.HEADER_DTYPE.itemsize == 128
     assert Path(R.__file__).name == "records.py"
+
+
+def test_thread_labels_name_another_jitterscope_probe_never_unexplained():
+    """A sync run has no probe: another run's js-probe/1 on the holder's CPU is a named source; the
+    program's threads are found by tid, the sync command's own process is jitterscope's overhead."""
+    import pyarrow as pa
+
+    from jitterscope.measure.attribution import source_table
+    from jitterscope.sync.causes import label_threads
+
+    names = pa.array(["js-probe/1", "syncgold", "jitterscope", "jitterscope", "python", "local_timer"])
+    kinds = pa.array(["thread", "thread", "thread", "thread", "thread", "irq"])
+    pids = np.array([900, 42, 42, 77, 55, 42], np.int32)    # 42: the program (before exec it was 'jitterscope')
+    mine, labels = label_threads(names, kinds, pids, {42, 43}, tool_pid=77)
+    assert mine.tolist() == [False, True, True, False, False, False]
+    assert labels.to_pylist() == ["js-probe/1 (another jitterscope)", "syncgold (tid 42)", "jitterscope (tid 42)",
+                                  "jitterscope (jitterscope)", "python", "local_timer"]
+    sources, codes = source_table(kinds, labels)
+    assert codes[0] != 0 and sources[codes[0]] == ("thread", "js-probe/1 (another jitterscope)")

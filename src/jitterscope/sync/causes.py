@@ -22,6 +22,7 @@ The same threshold rule turns hd and ns pieces into jitter.
 from __future__ import annotations
 
 import bisect
+import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +33,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jitterscope.measure.attribution import attribute, source_table
+from jitterscope.measure.peers import name_threads
 from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
 
 SELF = ("self", "self")
@@ -63,6 +65,28 @@ def _ns(tsc: np.ndarray, t0: int, hz: float) -> np.ndarray:
     return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0)) * (1e9 / hz)).round().astype(np.int64)
 
 
+def label_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_tids: set[int],
+                  tool_pid: int) -> tuple[np.ndarray, pa.Array]:
+    """(rows that are the program's threads, source names): the program's threads by tid ("pigz (tid 4242)",
+    so a waiter's own time is found); the sync command's process (`tool_pid`) as jitterscope's overhead;
+    another jitterscope's threads named so.  A sync run has no probe of its own, so another run's
+    `js-probe/N` must be a named source: attribution books an unsuffixed one as `unexplained`."""
+    is_thread = np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
+    mine = is_thread & np.isin(pids, list(program_tids))
+    others = name_threads(names, kinds, pids, {tool_pid} - set(program_tids) - {0})
+    if not mine.any():
+        return mine, others
+    return mine, pa.array([f"{n} (tid {p})" if m else o for n, o, p, m in
+                           zip(names.to_pylist(), others.to_pylist(), pids, mine)], pa.string())
+
+
+def _session_pid(trace_dir: Path) -> int:
+    try:
+        return int(json.loads((trace_dir / "session.json").read_text()).get("pid") or 0)
+    except (OSError, ValueError):
+        return 0
+
+
 def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int]) -> Timeline:
     from jitterscope.tracing.parse import parse_trace
 
@@ -71,13 +95,7 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
     kinds = act.column("kind").combine_chunks()
     names = act.column("name").combine_chunks()
     pids = act.column("pid").to_numpy()
-    is_thread = np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
-    mine = is_thread & np.isin(pids, list(program_tids))
-    if mine.any():  # the program's threads by tid: "pigz (tid 4242)", so a waiter's own time is found
-        labels = pa.array([f"{n} (tid {p})" if m else n for n, p, m in zip(names.to_pylist(), pids, mine)],
-                          pa.string())
-    else:
-        labels = names
+    mine, labels = label_threads(names, kinds, pids, program_tids, _session_pid(trace_dir))
     sources, codes = source_table(kinds, labels)
     seg = td.segments
     owner = np.asarray(seg["owner"]).astype(np.int64)

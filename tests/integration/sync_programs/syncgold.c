@@ -11,7 +11,7 @@
  *   syncgold bw CPU K        K x: broadcast to 2 waiters, broadcaster keeps the CPU 150 us -> 2 x bw = 150 us
  *   syncgold barrier CPU K   K rounds of a 3-thread barrier whose last arriver is 300 us late
  *   syncgold tree CPU        main creates A and B; A suffers sw 200 us, B sw 50 us; main joins both
- *   syncgold holdlong CPU MS K  holder on CPU holds the mutex MS ms (busy), waiter on another CPU waits
+ *   syncgold holdlong CPU MS K  FIFO 80 holder on CPU holds the mutex MS ms (busy), waiter on another CPU waits
  *   syncgold uncontended N   N lock/unlock pairs on one thread, prints ns per pair
  *   syncgold frames N        N frames of 1 ms, marked with jitterscope_sync_frame
  *   syncgold fork            forks; the child runs "sw" once
@@ -312,6 +312,8 @@ static int hold_ms;
 static void *hl_waiter(void *arg)
 {
     (void)arg;
+    pin(g_cpu == 0 ? 1 : 0);             /* off the holder's CPU: only its own delay is measured */
+    waiter_tid = gettid();
     for (int i = 0; i < K; i++) {
         while (atomic_load(&stage) < 2 * i + 1)
             sleep_ns(20000);
@@ -327,6 +329,10 @@ static int run_holdlong(void)
     pthread_t w;
     pin(g_cpu);
     pthread_create(&w, NULL, hl_waiter, NULL);
+    while (!waiter_tid)                  /* it must leave this CPU before the FIFO holder spins on it */
+        sleep_ns(10000);
+    fifo(80);                            /* below the test injector (90): only it, interrupts and the
+                                            kernel's stop/migration threads take this CPU */
     for (int i = 0; i < K; i++) {
         pthread_mutex_lock(&m);
         atomic_store(&stage, 2 * i + 1);
