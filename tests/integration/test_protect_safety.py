@@ -108,13 +108,20 @@ def test_kill_9_mid_suspension_then_restore(victim: subprocess.Popen, actuator: 
             time.sleep(0.0005)
         assert ctl, f"the controller never started: {tool.stderr.read().decode() if tool.poll() else ''}"
         assert _suspended(victim.pid, actuator), "never caught the program suspended"
-        for pid in [*ctl, tool.pid]:   # together (controller first): nothing gets to resume it on its way out
+        # together (controller first): nothing gets to resume it on its way out; the RT blocker alone is
+        # left to die with jitterscope (it must not keep spinning)
+        for pid in ([] if actuator == "rt" else ctl) + [tool.pid]:
             os.kill(pid, signal.SIGKILL)
     finally:
         tool.kill()
         tool.wait()
     if actuator == "sigstop":
         assert _state(victim.pid) == "T"          # really left stopped by the kill
+    if actuator == "rt":
+        deadline = time.monotonic() + 5
+        while any(alive(c) for c in ctl) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(c) for c in ctl), "the RT blocker outlived jitterscope"
     proc = jitterscope("restore", timeout=60)
     assert proc.returncode == 0, proc.stderr
     time.sleep(0.2)

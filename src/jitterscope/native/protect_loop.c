@@ -139,7 +139,7 @@ static void suspend(struct unit *u, int64_t s)
     r.x.issue_ns = issued - t;
     r.x.end_ns = end - g_t0;
     r.x.resumed_ns = resumed - g_t0;
-    if (last == INT64_MIN) {
+    if (last == INT64_MIN || g_cfg.actuator == ACT_CFS) {  /* a quota is no stop: it runs out somewhere */
         r.x.flags |= JSP_X_NOSTOP;
         r.x.stopped_ns = INT64_MIN;
     } else {

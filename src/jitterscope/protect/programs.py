@@ -137,11 +137,12 @@ def wait_attached(pages: list[Path], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     opened = [ReportPage(p, writable=False) for p in pages]
     try:
-        while time.monotonic() < deadline:
+        while True:   # at least one look, even with no time to wait
             if all(pg.counters()["pid"] for pg in opened):
                 return True
+            if time.monotonic() >= deadline:
+                return False
             select.select([], [], [], 0.02)
-        return False
     finally:
         for pg in opened:
             pg.close()

@@ -251,7 +251,7 @@ def _threshold_args(plan: Plan, out: Outcome, deadline: float | None, crit_page:
         out.threshold.update(ratio=t.percent)
         args = ["--threshold-ratio-ppm", str(int((t.percent or 0) * 1e6))]
         if sig == "noise":
-            args += ["--noise-cpu", str(plan.critical_cpus[0]), "--noise-bytes", str(8 << 20), "--noise-steps", "64"]
+            args += ["--noise-cpu", str(plan.critical_cpus[0]), "--noise-bytes", str(8 << 20), "--noise-steps", "32"]
         return args
     return []
 
