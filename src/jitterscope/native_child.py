@@ -58,10 +58,14 @@ class NativeChild(Generic[R]):
     def exit_timeout(self) -> float | None:
         return 30.0
 
-    def _launch(self, cmd: list[str], ready_timeout: float) -> dict[str, Any]:
-        """Start `cmd` and return its ready line; kill it if it does not say it is ready in time."""
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE)
+    def _launch(self, cmd: list[str], ready_timeout: float, stdin: int = subprocess.DEVNULL,
+                new_session: bool = False) -> dict[str, Any]:
+        """Start `cmd` and return its ready line; kill it if it does not say it is ready in time.
+
+        `stdin=subprocess.PIPE` keeps a line to the program (e.g. a "go" after its ready line);
+        `new_session`: its own process group, which a journal can kill as a whole."""
+        self._proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                      start_new_session=new_session)
         self.pid = self._proc.pid
         line = self._first_line(ready_timeout)
         if line is None:

@@ -45,18 +45,9 @@ class Controller(NativeChild[ControllerResult]):
         self.ready: dict[str, Any] = {}
 
     def start(self) -> Controller:
-        cmd = [str(native_bin(PROGRAM)), "--wait-go", "--out", str(self.out), *self.args]
         # its control threads pin themselves; the writer inherits jitterscope's own CPUs (the best-effort ones)
-        self._proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      start_new_session=True)
-        self.pid = self._proc.pid
-        line = self._first_line(READY_TIMEOUT_S)
-        if line is None:
-            if self._proc.poll() is None:
-                self._proc.kill()
-            _, err = self._proc.communicate(timeout=10)
-            raise JitterscopeError(f"controller failed to start: {self._last_line(err.decode(errors='replace'))}")
-        self.ready = json.loads(line)
+        cmd = [str(native_bin(PROGRAM)), "--wait-go", "--out", str(self.out), *self.args]
+        self.ready = self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, new_session=True)
         return self
 
     def go(self) -> None:
