@@ -179,12 +179,12 @@ def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
 @needs_tracing
 @pytest.mark.slow
 def test_trace_attributes_late_iterations(tmp_path):
-    p = jitterscope("pipeline", "run", APPENDIX, "--heuristic", "fixed", "--iterations", "400", "--trace", "--out",
+    p = jitterscope("pipeline", "run", APPENDIX, "--heuristic", "fixed", "--iterations", "200", "--trace", "--out",
                     str(tmp_path / "t"), "--json", "--no-report", timeout=300)
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     late = s["late"]
-    assert late["count"] >= 4 and late["threshold_ns"] >= s["latency"]["p50"]
+    assert late["count"] >= 2 and late["threshold_ns"] >= s["latency"]["p50"]
     import pyarrow.parquet as pq
     att = pq.read_table(tmp_path / "t" / "attribution.parquet")
     # the pipeline's own threads and the idle task are never counted as taking time from it
