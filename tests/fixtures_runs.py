@@ -221,9 +221,10 @@ def build_run(path: str | Path, spec: RunSpec | None = None, **overrides: Any) -
 
 
 def build_cluster_run(path: str | Path, nodes: list[tuple[str, int]] | None = None, tracing: bool = True,
-                      seed: int = 0) -> Path:
+                      seed: int = 0, injected: int | None = None) -> Path:
     """A cluster run written by the real cluster writer (cluster/measure.py) from one synthetic
-    node run per (host, cpu), as rank 0 writes it after `cluster measure`."""
+    node run per (host, cpu), as rank 0 writes it after `cluster measure`; rank `injected` also
+    runs the synthetic daemon (an outlier node)."""
     import pickle
     import tempfile
 
@@ -234,7 +235,7 @@ def build_cluster_run(path: str | Path, nodes: list[tuple[str, int]] | None = No
     with tempfile.TemporaryDirectory() as tmp:
         for rank, (host, cpu) in enumerate(nodes):
             d = build_run(Path(tmp) / f"r{rank}", cpus=[cpu], seed=seed + rank, tracing=tracing, host=host,
-                          duration_s=2.0)
+                          duration_s=2.0, injector=Injector(cpu=cpu) if rank == injected else None)
             meta = __import__("json").loads((d / "meta.json").read_text())
             meta.update(rank=rank, node=host, real_host="synthetic", barrier_unix_ns=meta["start_unix_ns"] + rank)
             tables = {n: (d / f"{n}.parquet").read_bytes() for n in ("detours", "attribution", "activity")

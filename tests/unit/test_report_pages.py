@@ -12,34 +12,14 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from jitterscope.cluster.measure import ClusterMeasureOptions, write_cluster_run
 from jitterscope.compare import compare_runs, render_text
 from jitterscope.errors import JitterscopeError
 from jitterscope.report import write_report
 from jitterscope.report.page import Column, Figure, page_path, render_page, write_page
-from jitterscope.rundir import create_run_dir, load_run
-from tests.fixtures_runs import Injector, build_run
+from tests.fixtures_runs import build_cluster_run, build_run
 
 SVG = ('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
        '<defs><path id="m0" d="M0 0L5 5"/></defs><use href="#m0"/><g clip-path="url(#c1)"/></svg>')
-
-
-def cluster_run(tmp: Path, name: str, seeds: list[int], noisy: int | None = None) -> Path:
-    """A cluster run of len(seeds) nodes, each a synthetic measure run of CPU 1 (`noisy` gets an injector)."""
-    nodes = []
-    for rank, seed in enumerate(seeds):
-        host = f"node{rank}"
-        run = load_run(build_run(tmp / f"{name}-{host}", cpus=[1], seed=seed, host=host,
-                                 injector=Injector(cpu=1) if rank == noisy else None))
-        tables = {t: (run.path / f"{t}.parquet").read_bytes() for t in ("detours", "attribution", "activity")}
-        nodes.append({"rank": rank, "host": host, "cpu": 1, "summary": run.summary, "tables": tables,
-                      "meta": {**run.meta, "rank": rank, "node": host, "real_host": "testhost",
-                               "barrier_unix_ns": 1_700_000_000_000_000_000 + rank}})
-    opts = ClusterMeasureOptions(duration_ns=3e9, threshold_ns=1000, trace=True, priority=None, buffer_kb=4096,
-                                 cpu_map=None, out=None, timeout_s=60, command_line=["jitterscope", "cluster"])
-    out = create_run_dir(tmp / name)
-    write_cluster_run(out, nodes, opts, [{"real_host": "testhost"}])
-    return out
 
 
 def test_render_page_escapes_data_and_hashes_its_one_script():
@@ -86,7 +66,7 @@ def test_write_page_writes_svgs_beside_and_leaves_no_temporary_file(tmp_path):
 @pytest.fixture(scope="module")
 def clusters(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("cl")
-    return cluster_run(tmp, "quiet", [1, 2, 3]), cluster_run(tmp, "noisy", [4, 5, 6], noisy=2)
+    return build_cluster_run(tmp / "quiet", seed=1), build_cluster_run(tmp / "noisy", seed=4, injected=2)
 
 
 def test_cluster_page_on_the_base_template(clusters, tmp_path):
@@ -97,7 +77,7 @@ def test_cluster_page_on_the_base_template(clusters, tmp_path):
     assert 'http-equiv="Content-Security-Policy"' in html and "<nav>" in html
     for row in summary["nodes"]:
         assert f"<td>{row['node']}</td>" in html
-    assert "node2:1" in {o["node"] for o in summary["outliers"]} and "jitterscope-inj" in html
+    assert "node-c:1" in {o["node"] for o in summary["outliers"]} and "jitterscope-inj" in html
     assert (tmp_path / "c-heatmap.svg").read_text().startswith("<?xml")
     assert html.count('data-figure="') == 1
 
@@ -105,8 +85,8 @@ def test_cluster_page_on_the_base_template(clusters, tmp_path):
 def test_cluster_compare_lives_in_compare(clusters):
     quiet, noisy = clusters
     res = compare_runs(quiet, noisy)
-    assert res["kind"] == "cluster" and {x["node"] for x in res["nodes"]} == {"node0:1", "node1:1", "node2:1"}
-    assert res["nodes"][0]["node"] == "node2:1" and res["nodes"][0]["delta_ppm"] > 0  # the injector's node
+    assert res["kind"] == "cluster" and {x["node"] for x in res["nodes"]} == {"node-a:1", "node-b:1", "node-c:1"}
+    assert res["nodes"][0]["node"] == "node-c:1" and res["nodes"][0]["delta_ppm"] > 0  # the injector's node
     assert render_text(res).splitlines()[0] == f"cluster compare: {quiet} -> {noisy}"
 
 
