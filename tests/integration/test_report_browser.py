@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_runs import Injector, build_run  # noqa: E402
+from tests.fixtures_runs import Injector, build_cluster_run, build_run  # noqa: E402
 
 from .conftest import jitterscope  # noqa: E402
 
@@ -209,3 +209,14 @@ def test_report_without_tracing_still_loads_cleanly(tmp_path):
     # No sources or chains without attribution; the per-CPU figures remain.
     assert {"histogram-cpu1", "timeline-cpu1", "unexplained"} <= ids
     assert all(f["w"] > 100 and f["marks"] >= 5 for f in check["figures"])
+
+
+def test_cluster_page_on_the_same_base_loads_cleanly(tmp_path):
+    run = build_cluster_run(tmp_path / "cluster", injected=1)
+    page = Path(jitterscope("report", str(run), check=True).stdout.strip())
+    check, errors = render(page)
+    assert errors == []  # the base template's CSP lets its own script run, nothing else
+    assert [f["id"] for f in check["figures"]] == ["heatmap"]
+    assert check["figures"][0]["w"] > 100 and check["figures"][0]["marks"] >= 5
+    assert check["tables"] == 3  # nodes, sources by nodes hit, outliers
+    assert check["title"].startswith("jitterscope cluster report")
