@@ -42,12 +42,11 @@ between the two leaves the change undone by recovery and the record stating a
 change that is no longer there: its reader (tune revert) finds the original
 value in place.  `read_journal(path)` reads either kind of file.
 
-Mounts are shared: two jitterscope processes that need tracefs where it was
-not mounted share one mount through a lock-protected registry of the users
-(pid + start time) in /run/jitterscope (a mount does not outlive a boot, and
-neither does /run), kept per mount namespace.  The last live user unmounts
-what a jitterscope process mounted; a mount found already there is never
-touched.  `sweep_mounts` (run by `restore`) finds mounts whose users all died.
+Mounts are shared (mounts.py): jitterscope processes that need tracefs where
+it was not mounted share one mount through a lock-protected registry of its
+users; the last live user unmounts what a jitterscope process mounted, and a
+mount found already there is never touched.  `sweep_mounts` (run by
+`restore`) finds mounts whose users all died.
 """
 
 from __future__ import annotations
@@ -113,10 +112,6 @@ def process_start_time(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2:].split()[19])
 
 
-def _alive(user: dict[str, Any]) -> bool:
-    return process_start_time(int(user["pid"])) == user.get("start")
-
-
 @dataclass
 class Outcome:
     """What undoing one entry did: status is restored, unchanged, kept or failed."""
@@ -160,26 +155,6 @@ def _undo_rmdir(e: dict[str, Any]) -> Outcome:
             time.sleep(0.05)
     p.rmdir()
     return Outcome("restored", f"removed {p}")
-
-
-def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self") -> bool:
-    try:
-        lines = Path(f"/proc/{pid}/mounts").read_text().splitlines()
-    except OSError:
-        return False
-    for ln in lines:
-        f = ln.split()
-        if len(f) > 2 and f[1] == target and (fstype is None or f[2] == fstype):
-            return True
-    return False
-
-
-def _undo_umount(e: dict[str, Any]) -> Outcome:
-    """Journals written before mounts were shared: unmount if still mounted."""
-    if not _is_mounted(e["path"]):
-        return Outcome("unchanged", f"{e['path']} already unmounted")
-    _umount(e["path"])
-    return Outcome("restored", f"unmounted {e['path']}")
 
 
 def _same_process(e: dict[str, Any], pid: int) -> bool:
@@ -267,115 +242,6 @@ def _free_name(p: Path) -> Path:
     raise RuntimeError(f"no free name next to {p}")
 
 
-# --- shared mounts ------------------------------------------------------------
-
-MOUNT_REGISTRY = Path("/run/jitterscope")
-
-
-def _mnt_ns(pid: int | str = "self") -> str:
-    try:
-        return os.readlink(f"/proc/{pid}/ns/mnt").strip("mnt:[]")
-    except OSError:
-        return ""
-
-
-@contextlib.contextmanager
-def _mount_registry(ns: str) -> Iterator[dict[str, Any]]:
-    """The registry of jitterscope's mounts in one mount namespace, locked while in use:
-    {target: {"fstype", "users": [{pid, start}]}}.  Saved on leaving the block."""
-    MOUNT_REGISTRY.mkdir(mode=0o755, parents=True, exist_ok=True)
-    path = MOUNT_REGISTRY / f"mounts-{ns}.json"
-    with open(MOUNT_REGISTRY / "mounts.lock", "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        try:
-            reg = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError):
-            reg = {}
-        yield reg
-        if reg:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(reg) + "\n")
-            os.replace(tmp, path)
-        else:
-            path.unlink(missing_ok=True)
-
-
-def _umount(target: str, ns_pid: int | None = None) -> None:
-    cmd = ["umount", target]
-    if ns_pid is not None:  # a mount in another namespace: unmount it there
-        cmd = ["nsenter", f"--mount=/proc/{ns_pid}/ns/mnt", "--", *cmd]
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=30)
-    if proc.returncode != 0:
-        raise RuntimeError((proc.stderr.strip().splitlines() or [f"umount exit {proc.returncode}"])[-1])
-
-
-def _process_in_ns(ns: str) -> int | None:
-    for d in Path("/proc").iterdir():
-        if d.name.isdigit() and _mnt_ns(d.name) == ns:
-            return int(d.name)
-    return None
-
-
-def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, Any] | None) -> Outcome:
-    """Drop `user` (and dead users) from a mount; unmount it when no live user is left."""
-    rec = reg.get(target)
-    if rec is None:
-        return Outcome("unchanged", f"{target}: not mounted by jitterscope, left as found")
-    users = list(rec.get("users", []))
-    if user is not None:
-        for i, u in enumerate(users):
-            if u.get("pid") == user.get("pid") and u.get("start") == user.get("start"):
-                del users[i]
-                break
-    rec["users"] = [u for u in users if _alive(u)]
-    if rec["users"]:
-        pids = ", ".join(str(u["pid"]) for u in rec["users"])
-        return Outcome("unchanged", f"{target} left mounted: jitterscope process(es) {pids} still use it")
-    ns_pid = None
-    if ns != _mnt_ns():
-        ns_pid = _process_in_ns(ns)
-        if ns_pid is None:  # the namespace, and its mount, ended with its last process
-            del reg[target]
-            return Outcome("unchanged", f"{target} (mount namespace {ns}) already gone with its namespace")
-    mounted = _is_mounted(target, rec.get("fstype"), ns_pid or "self")
-    if mounted:
-        _umount(target, ns_pid)  # raises if busy: the record stays for the next restore
-    del reg[target]
-    if not mounted:
-        return Outcome("unchanged", f"{target} already unmounted")
-    return Outcome("restored", f"unmounted {rec.get('fstype')} from {target} (jitterscope mounted it; "
-                               f"no jitterscope process uses it any more)")
-
-
-def _undo_mount(e: dict[str, Any]) -> Outcome:
-    ns = str(e.get("ns") or _mnt_ns())
-    with _mount_registry(ns) as reg:
-        return _release_mount(reg, e["target"], ns, {"pid": e.get("pid"), "start": e.get("start")})
-
-
-def sweep_mounts() -> list[Outcome]:
-    """Mounts jitterscope made whose users all died without a journal saying so."""
-    out: list[Outcome] = []
-    try:
-        files = sorted(MOUNT_REGISTRY.glob("mounts-*.json"))
-    except OSError:
-        return out
-    for f in files:
-        ns = f.stem.removeprefix("mounts-")
-        try:
-            with _mount_registry(ns) as reg:
-                for target in list(reg):
-                    if any(_alive(u) for u in reg[target].get("users", [])):
-                        continue
-                    try:
-                        out.append(_release_mount(reg, target, ns, None))
-                    except Exception as err:  # noqa: BLE001 - one line per item, keep going
-                        out.append(Outcome("failed", f"{target}: could not unmount: {err}"))
-        except OSError as err:
-            out.append(Outcome("failed", f"{f}: {err.strerror}"))
-    return out
-
-
 # --- the registry of undo functions -----------------------------------------
 
 UndoFn = Callable[[dict[str, Any]], "Outcome | str | None"]
@@ -394,8 +260,8 @@ def _lazy(spec: str) -> UndoFn:
 UNDO: dict[str, UndoFn] = {
     "file": _undo_file,
     "rmdir": _undo_rmdir,
-    "umount": _undo_umount,
-    "mount": _undo_mount,
+    "umount": _lazy("jitterscope.mounts:undo_umount"),
+    "mount": _lazy("jitterscope.mounts:undo_mount"),
     "killpg": _undo_killpg,
     "sched": _undo_sched,
     "affinity": _undo_affinity,
@@ -407,6 +273,13 @@ UNDO: dict[str, UndoFn] = {
     "protect_move": _lazy("jitterscope.protect.cgroups:undo_move"),
     "protect_sigcont": _lazy("jitterscope.protect.cgroups:undo_sigcont"),
 }
+
+
+def sweep_mounts() -> list[Outcome]:
+    """Mounts jitterscope made whose users all died without a journal saying so (mounts.py)."""
+    from jitterscope import mounts
+
+    return mounts.sweep()
 
 
 def register_undo(op: str, fn: UndoFn | str) -> None:
@@ -545,21 +418,10 @@ class Journal:
     def use_mount(self, target: str | Path, fstype: str, source: str = "nodev") -> bool:
         """Make sure `fstype` is mounted at `target`, sharing a mount another jitterscope
         process made; True if it is mounted afterwards.  A mount that was there before
-        any jitterscope process is used as is and never unmounted."""
-        target, ns, me = str(target), _mnt_ns(), os.getpid()
-        start = process_start_time(me)
-        with _mount_registry(ns) as reg:
-            if _is_mounted(target, fstype) and target not in reg:
-                return True  # someone else's mount
-            self.begin("mount", target=target, fstype=fstype, ns=ns, pid=me, start=start)
-            rec = reg.setdefault(target, {"fstype": fstype, "users": []})
-            rec["users"] = [u for u in rec["users"] if _alive(u)] + [{"pid": me, "start": start}]
-            if _is_mounted(target, fstype):
-                return True
-            proc = subprocess.run(["mount", "-t", fstype, source, target], capture_output=True, check=False)
-            if proc.returncode != 0 and len(rec["users"]) == 1:
-                del reg[target]
-            return proc.returncode == 0
+        any jitterscope process is used as is and never unmounted (mounts.py)."""
+        from jitterscope import mounts
+
+        return mounts.use(self, str(target), fstype, source)
 
     def scratch_dir(self, prefix: str, parent: str | Path | None = None, keep: str | None = None,
                     keep_to: str | Path | None = None, hint: str | None = None) -> Path:

@@ -1,0 +1,176 @@
+"""Mounts shared by concurrent jitterscope processes (today: tracefs).
+
+tracefs is usually not mounted on a fresh machine.  The first jitterscope
+process that needs it mounts it (journalled); others that start meanwhile use
+that mount; the last live user unmounts it.  Who uses it is kept in a
+lock-protected registry, `/run/jitterscope/mounts-<mount namespace>.json`:
+{target: {"fstype", "users": [{pid, start}]}} (a mount does not outlive a boot,
+and neither does /run; a mount belongs to one mount namespace).  A target in
+the registry is one a jitterscope process mounted; a mount found there that the
+registry does not name belongs to someone else and is never unmounted.  A user
+is alive while a process with its pid *and* start time exists, so users killed
+with -9 count as gone; `sweep` (run by `restore`) unmounts what they left.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import os
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from jitterscope.journal import Journal, Outcome, process_start_time
+
+
+def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self") -> bool:
+    try:
+        lines = Path(f"/proc/{pid}/mounts").read_text().splitlines()
+    except OSError:
+        return False
+    for ln in lines:
+        f = ln.split()
+        if len(f) > 2 and f[1] == target and (fstype is None or f[2] == fstype):
+            return True
+    return False
+
+
+def undo_umount(e: dict[str, Any]) -> Outcome:
+    """Journals written before mounts were shared: unmount if still mounted."""
+    if not _is_mounted(e["path"]):
+        return Outcome("unchanged", f"{e['path']} already unmounted")
+    _umount(e["path"])
+    return Outcome("restored", f"unmounted {e['path']}")
+
+
+MOUNT_REGISTRY = Path("/run/jitterscope")
+
+
+def _mnt_ns(pid: int | str = "self") -> str:
+    try:
+        return os.readlink(f"/proc/{pid}/ns/mnt").strip("mnt:[]")
+    except OSError:
+        return ""
+
+
+@contextlib.contextmanager
+def _mount_registry(ns: str) -> Iterator[dict[str, Any]]:
+    """The registry of jitterscope's mounts in one mount namespace, locked while in use:
+    {target: {"fstype", "users": [{pid, start}]}}.  Saved on leaving the block."""
+    MOUNT_REGISTRY.mkdir(mode=0o755, parents=True, exist_ok=True)
+    path = MOUNT_REGISTRY / f"mounts-{ns}.json"
+    with open(MOUNT_REGISTRY / "mounts.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            reg = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            reg = {}
+        yield reg
+        if reg:
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(reg) + "\n")
+            os.replace(tmp, path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def _umount(target: str, ns_pid: int | None = None) -> None:
+    cmd = ["umount", target]
+    if ns_pid is not None:  # a mount in another namespace: unmount it there
+        cmd = ["nsenter", f"--mount=/proc/{ns_pid}/ns/mnt", "--", *cmd]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, timeout=30)
+    if proc.returncode != 0:
+        raise RuntimeError((proc.stderr.strip().splitlines() or [f"umount exit {proc.returncode}"])[-1])
+
+
+def _process_in_ns(ns: str) -> int | None:
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit() and _mnt_ns(d.name) == ns:
+            return int(d.name)
+    return None
+
+
+def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, Any] | None) -> Outcome:
+    """Drop `user` (and dead users) from a mount; unmount it when no live user is left."""
+    rec = reg.get(target)
+    if rec is None:
+        return Outcome("unchanged", f"{target}: not mounted by jitterscope, left as found")
+    users = list(rec.get("users", []))
+    if user is not None:
+        for i, u in enumerate(users):
+            if u.get("pid") == user.get("pid") and u.get("start") == user.get("start"):
+                del users[i]
+                break
+    rec["users"] = [u for u in users if _alive(u)]
+    if rec["users"]:
+        pids = ", ".join(str(u["pid"]) for u in rec["users"])
+        return Outcome("unchanged", f"{target} left mounted: jitterscope process(es) {pids} still use it")
+    ns_pid = None
+    if ns != _mnt_ns():
+        ns_pid = _process_in_ns(ns)
+        if ns_pid is None:  # the namespace, and its mount, ended with its last process
+            del reg[target]
+            return Outcome("unchanged", f"{target} (mount namespace {ns}) already gone with its namespace")
+    mounted = _is_mounted(target, rec.get("fstype"), ns_pid or "self")
+    if mounted:
+        _umount(target, ns_pid)  # raises if busy: the record stays for the next restore
+    del reg[target]
+    if not mounted:
+        return Outcome("unchanged", f"{target} already unmounted")
+    return Outcome("restored", f"unmounted {rec.get('fstype')} from {target} (jitterscope mounted it; "
+                               f"no jitterscope process uses it any more)")
+
+
+def undo_mount(e: dict[str, Any]) -> Outcome:
+    """Journal undo of `mount`: this user leaves; the last one unmounts."""
+    ns = str(e.get("ns") or _mnt_ns())
+    with _mount_registry(ns) as reg:
+        return _release_mount(reg, e["target"], ns, {"pid": e.get("pid"), "start": e.get("start")})
+
+
+def sweep() -> list[Outcome]:
+    """Mounts jitterscope made whose users all died without a journal saying so."""
+    out: list[Outcome] = []
+    try:
+        files = sorted(MOUNT_REGISTRY.glob("mounts-*.json"))
+    except OSError:
+        return out
+    for f in files:
+        ns = f.stem.removeprefix("mounts-")
+        try:
+            with _mount_registry(ns) as reg:
+                for target in list(reg):
+                    if any(_alive(u) for u in reg[target].get("users", [])):
+                        continue
+                    try:
+                        out.append(_release_mount(reg, target, ns, None))
+                    except Exception as err:  # noqa: BLE001 - one line per item, keep going
+                        out.append(Outcome("failed", f"{target}: could not unmount: {err}"))
+        except OSError as err:
+            out.append(Outcome("failed", f"{f}: {err.strerror}"))
+    return out
+
+
+def _alive(user: dict[str, Any]) -> bool:
+    return process_start_time(int(user["pid"])) == user.get("start")
+
+
+def use(journal: Journal, target: str, fstype: str, source: str) -> bool:
+    """Journal.use_mount: register this process as a user of the mount, mounting it if needed."""
+    ns, me = _mnt_ns(), os.getpid()
+    start = process_start_time(me)
+    with _mount_registry(ns) as reg:
+        if _is_mounted(target, fstype) and target not in reg:
+            return True  # someone else's mount
+        journal.begin("mount", target=target, fstype=fstype, ns=ns, pid=me, start=start)
+        rec = reg.setdefault(target, {"fstype": fstype, "users": []})
+        rec["users"] = [u for u in rec["users"] if _alive(u)] + [{"pid": me, "start": start}]
+        if _is_mounted(target, fstype):
+            return True
+        proc = subprocess.run(["mount", "-t", fstype, source, target], capture_output=True, check=False)
+        if proc.returncode != 0 and len(rec["users"]) == 1:
+            del reg[target]
+        return proc.returncode == 0
