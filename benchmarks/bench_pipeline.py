@@ -38,6 +38,10 @@ from jitterscope.sysinfo import online_cpus
 
 LLC = 32 << 20
 ROUNDS = 10   # configurations take turns: load changes on the shared machine fall on all alike
+# One way of waiting for every configuration.  Spinning threads pinned on CPUs that other work also
+# wants (a shared machine) stretch every iteration to the scheduler's time slices, so the default here is
+# hybrid (spin ~50 us, then sleep); PIPELINE_BENCH_WAIT=spin on a machine whose CPUs the pipeline has alone.
+WAIT = os.environ.get("PIPELINE_BENCH_WAIT", "hybrid")
 
 
 def machine() -> str:
@@ -65,7 +69,7 @@ def compile_speed() -> None:
 def table(graphs, iterations: int, title: str, out: Path, rounds: int) -> dict:
     cpus = tuple(online_cpus()[:2])
     opts = Options(threads=2)
-    ro = RunOptions(iterations=iterations, cpus=cpus, timers=False)
+    ro = RunOptions(iterations=iterations, cpus=cpus, timers=False, wait=WAIT)
     t = time.perf_counter()
     res = B.bench(graphs, B.configurations(), opts, ro, out, rounds=rounds)
     print(bench_table(res["rows"], f"\n{title} ({time.perf_counter() - t:.0f} s)"))
@@ -82,7 +86,7 @@ def table(graphs, iterations: int, title: str, out: Path, rounds: int) -> dict:
 
 
 def main() -> int:
-    print(f"machine: {machine()}; python {platform.python_version()}")
+    print(f"machine: {machine()}; python {platform.python_version()}; waits: {WAIT}")
     compile_speed()
     iters = int(os.environ.get("PIPELINE_BENCH_ITER", "100000"))
     syn_iters = int(os.environ.get("PIPELINE_BENCH_SYN_ITER", "100"))
@@ -101,7 +105,8 @@ def main() -> int:
         graphs = [graph_from_dict(generate(s, 100, 128, 128), f"seed {s}") for s in range(1, chains + 1)]
         t = time.perf_counter()
         res = B.bench(graphs, [B.FIG38], Options(threads=2),
-                      RunOptions(iterations=1000, cpus=tuple(online_cpus()[:2]), timers=False), base / "chains")
+                      RunOptions(iterations=1000, cpus=tuple(online_cpus()[:2]), timers=False, wait=WAIT),
+                      base / "chains")
         print(f"\n4. reduced + reuse on {chains} synthetic chains, 128x128, 1,000 iterations "
               f"({time.perf_counter() - t:.0f} s), sorted by median (us):")
         for r in sorted(res["chains"], key=lambda r: r["latency"]["p50"]):

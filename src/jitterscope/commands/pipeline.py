@@ -61,8 +61,8 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                    help="iterations to run (default 1000; the thesis ran 100,000)")
     p.add_argument("--cpus", metavar="LIST", help="CPUs for the threads, e.g. 0-1 (default: every online CPU)")
     p.add_argument("--wait", default="auto", choices=("auto", "spin", "futex", "hybrid"),
-                   help="how a thread waits for a signal (default auto: spin when every thread has its own "
-                        "CPU, else futex; hybrid spins ~50 us then sleeps, kinder on a shared machine)")
+                   help="how a thread waits for a signal; auto (default): spin on isolated CPUs or with "
+                        "--priority, hybrid (spin ~50 us, then sleep) when each thread has its own CPU, else futex")
 
 
 def _percentile(text: str) -> float:

@@ -32,9 +32,28 @@ class RunOptions:
     hang_s: float = 10.0
 
     def wait_mode(self, sched: Schedule) -> str:
+        """auto: spin where nothing else is meant to run (isolated CPUs, or SCHED_FIFO threads), hybrid
+        when each thread has a CPU it shares with other work, futex when threads share CPUs."""
         if self.wait != "auto":
             return self.wait
-        return "spin" if sched.plan.pinned and len(sched.threads) <= len(self.cpus) else "futex"
+        if not sched.plan.pinned or len(sched.threads) > len(self.cpus):
+            return "futex"
+        return "spin" if self.priority or set(self.cpus) <= isolated_cpus() else "hybrid"
+
+
+def isolated_cpus() -> set[int]:
+    """CPUs the kernel keeps other work off (isolcpus, nohz_full)."""
+    from jitterscope.units import parse_cpulist
+
+    out: set[int] = set()
+    for f in ("isolated", "nohz_full"):
+        try:
+            text = Path(f"/sys/devices/system/cpu/{f}").read_text().strip()
+        except OSError:
+            continue
+        if text and text != "(null)":
+            out |= set(parse_cpulist(text))
+    return out
 
 
 def user_library(g: Graph, spec: K.KernelSpec) -> Path:
