@@ -24,8 +24,9 @@ sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from benchlib import section  # noqa: E402
-from jitterscope.native_bin import native_bin  # noqa: E402
+
 from jitterscope.measure.tsc import tsc_hz  # noqa: E402
+from jitterscope.native_bin import native_bin  # noqa: E402
 from jitterscope.sysinfo import cpu_model, online_cpus  # noqa: E402
 
 TARGET = 1.3

@@ -47,7 +47,7 @@ def main() -> int:
     for cfg in "abc":
         m = load_model(EX / f"config-{cfg}.yaml")
         reps = 3 if cfg == "c" else 7
-        best, med, cpu, r = best_of(reps, lambda: exact.analyse(m))
+        best, med, cpu, r = best_of(reps, lambda m=m: exact.analyse(m))
         est = exact.estimate(m)
         print(f"config {cfg}: {r.trees:,} latency trees (seed table 5.2: "
               f"{ {'a': 136, 'b': 13861, 'c': 1388611}[cfg]:,}), {r.states:,} states expanded; exact analysis "
@@ -64,8 +64,8 @@ def main() -> int:
     # 2. seed table 5.4: exact vs Monte Carlo of 10,000 iterations on the X-ray case study
     for cfg in "edf":
         m = load_model(EX / f"xray-{cfg}.yaml")
-        te, te_med, _, r = best_of(9, lambda: exact.analyse(m))
-        ts, ts_med, _, s = best_of(3, lambda: simulate.simulate(m, 10_000, seed=1))
+        te, te_med, _, r = best_of(9, lambda m=m: exact.analyse(m))
+        ts, ts_med, _, s = best_of(3, lambda m=m: simulate.simulate(m, 10_000, seed=1))
         d = stats.distances(s.latency, r.latency)
         ratio = ts / te
         note = ""

@@ -20,7 +20,6 @@ import resource
 import shutil
 import statistics
 import struct
-import subprocess
 import sys
 import tempfile
 import time
@@ -31,6 +30,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))   # tests.support: the context-switch storm
 
 from benchlib import section  # noqa: E402
+
 from jitterscope import sysinfo  # noqa: E402
 from jitterscope.tracing.parse import parse_trace, run_parser  # noqa: E402
 
@@ -49,8 +49,8 @@ def record(cpu: int, seconds: float, out: Path) -> bool:
     if not ok:
         return False
     from jitterscope.journal import Journal
-    from tests.support.loadgen import switch_storm
     from jitterscope.tracing.session import TraceSession
+    from tests.support.loadgen import switch_storm
 
     with Journal("bench-trace") as j, TraceSession([cpu], out, j, buffer_kb=32768):
         switch_storm(cpu, seconds).wait(timeout=seconds + 30)
@@ -158,7 +158,8 @@ Machine: {sysinfo.cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()
 | `jitterscope-traceparse` alone (CPU time, median) | {cpu_s:.3f} s | {rate_cpu / 1e6:.1f} M |
 | `jitterscope-traceparse` alone (wall, fastest) | {wall_s:.3f} s | {rate_wall / 1e6:.1f} M |
 | `parse_trace` end to end: parser + numpy/pyarrow tables (CPU time, median) | {e2e_s:.3f} s | {rate_e2e / 1e6:.1f} M |
-| `parse_trace` end to end (wall, fastest / median) | {e2e_wall_min:.3f} / {e2e_wall_med:.3f} s | {events / e2e_wall_min / 1e6:.1f} / {events / e2e_wall_med / 1e6:.1f} M |
+| `parse_trace` end to end (wall, fastest / median) | {e2e_wall_min:.3f} / {e2e_wall_med:.3f} s | \
+{events / e2e_wall_min / 1e6:.1f} / {events / e2e_wall_med / 1e6:.1f} M |
 
 CPU time is the measure of "one core": the parser process and the Python side run
 one after the other, and on this shared 2-CPU guest wall times swing with other load.

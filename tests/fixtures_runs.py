@@ -29,8 +29,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from jitterscope.measure.build import make_summary
 from jitterscope.measure.attribution import attribute, attribute_annotations, source_table
+from jitterscope.measure.build import make_summary
 from jitterscope.rundir import base_meta, create_run_dir, write_json, write_table
 
 TSC_HZ = 2.5e9

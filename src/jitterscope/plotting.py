@@ -43,7 +43,7 @@ PNG_DPI = 110
 
 def pyplot() -> ModuleType:
     """matplotlib.pyplot on the Agg backend with the shared settings applied."""
-    import matplotlib   # lazy: ~0.3 s, and most commands never draw
+    import matplotlib  # lazy: ~0.3 s, and most commands never draw
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt

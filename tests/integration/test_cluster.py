@@ -64,7 +64,8 @@ def check_gathered(out: Path, n: int, summary: dict) -> None:
             assert (row["host"], row["cpu"]) in keys
             got = table.filter((ds.field("host") == row["host"]) & (ds.field("cpu") == row["cpu"])).num_rows
             assert got == row["detours"]
-        node_sum = json.loads((out / "nodes" / f"host={row['host']}" / f"cpu={row['cpu']}" / "summary.json").read_text())
+        node_dir = out / "nodes" / f"host={row['host']}" / f"cpu={row['cpu']}"
+        node_sum = json.loads((node_dir / "summary.json").read_text())
         assert node_sum["cpus"][str(row["cpu"])]["detours"] == row["detours"]
 
 

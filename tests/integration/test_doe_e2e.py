@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import changed, jitterscope, load_pids, probed_cpu, snapshot
 from jitterscope.journal import journal_dir
+
+from .conftest import changed, jitterscope, load_pids, probed_cpu, snapshot
 
 ROOT_ONLY = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change IRQ affinity")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import glob
 import json
 import os
 import signal
@@ -14,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from .conftest import changed, jitterscope, load_pids, probed_cpu, snapshot
 from jitterscope.journal import journal_dir, read_setting
+
+from .conftest import changed, jitterscope, load_pids, probed_cpu, snapshot
 
 THP = "/sys/kernel/mm/transparent_hugepage/enabled"
 

@@ -68,8 +68,10 @@ def test_injected_daemon_is_attributed_with_its_period(tmp_path):
     correct = np.minimum(att_ns, overlap).sum()
     injected = (t_end - t_start).sum()
     lost = summary["lost_events"]
-    assert correct / injected >= 0.98, f"only {correct / injected:.4f} of the injected time attributed to it ({lost} lost events)"
-    assert correct / attributed >= 0.98, f"only {correct / attributed:.4f} of its attributed time was injected ({lost} lost events)"
+    assert correct / injected >= 0.98, \
+        f"only {correct / injected:.4f} of the injected time attributed to it ({lost} lost events)"
+    assert correct / attributed >= 0.98, \
+        f"only {correct / attributed:.4f} of its attributed time was injected ({lost} lost events)"
 
     src = next(s for s in summary["sources"] if s["name"] == "jitterscope-inj")
     assert src["kind"] == "thread"

@@ -12,7 +12,6 @@ import numpy as np
 
 from jitterscope.measure.inject import Injector, read_truth
 from jitterscope.measure.probe import Probe, read_detours
-
 from jitterscope.sysinfo import online_cpus
 
 
@@ -55,5 +54,6 @@ def test_every_injected_busy_period_is_inside_one_detour(tmp_path):
     # Each such detour is the busy period plus switching in and out: a little longer.
     excess_ns = ((d_end[idx] - d_start[idx]) - (t_end - t_start)) * 1e9 / res.tsc_hz
     assert np.all(excess_ns >= 0)
-    assert np.median(excess_ns) < (100_000 if fifo else 5_000_000), f"median detour exceeds busy time by {np.median(excess_ns):.0f} ns"
+    assert np.median(excess_ns) < (100_000 if fifo else 5_000_000), \
+        f"median detour exceeds busy time by {np.median(excess_ns):.0f} ns"
     assert res.dropped == 0 and res.records == len(read_detours(raw))

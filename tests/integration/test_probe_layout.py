@@ -9,8 +9,8 @@ from __future__ import annotations
 import json
 import subprocess
 
-from jitterscope.native_bin import native_bin
 from jitterscope.measure.probe_format import FLAG_COMPLETE, MAGIC, STRUCTS, VERSION, layout
+from jitterscope.native_bin import native_bin
 
 
 def _c_layout() -> dict:

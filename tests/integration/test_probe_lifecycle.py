@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.native_bin import native_bin
 from jitterscope.measure.probe import Probe, read_detours, read_header
+from jitterscope.native_bin import native_bin
 from jitterscope.sysinfo import online_cpus
 
 from .conftest import assert_dies_with_parent

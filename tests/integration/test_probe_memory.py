@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from jitterscope.measure.probe import Probe, read_detours
-
 from jitterscope.sysinfo import online_cpus
 
 

@@ -82,7 +82,7 @@ class Chromium:
         os.close(evt_w)
         self._next = 0
         self.replies: dict[int, dict] = {}
-        self.events: "queue.Queue[dict]" = queue.Queue()
+        self.events: queue.Queue[dict] = queue.Queue()
         self._cond = threading.Condition()
         threading.Thread(target=self._reader, daemon=True).start()
 

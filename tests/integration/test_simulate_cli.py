@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-from .conftest import jitterscope
 
 from tests.support.noise_runs import periodic_source, write_noise_run
+
+from .conftest import jitterscope
 
 RESULT_KEYS = {"nodes", "phases", "phase_s", "runtime_s", "ideal_s", "slowdown", "ci95_s"}
 

@@ -87,8 +87,10 @@ def write_noise_run(path: str | Path, sources: list[Source], duration_s: float, 
             "name": [r[3] for r in att_rows], "ns": [r[4] for r in att_rows], "offset_ns": [r[5] for r in att_rows]}))
         write_table(run_dir, "activity", pa.table({
             "cpu": [r[0] for r in act_rows], "start_ns": [r[1] for r in act_rows], "end_ns": [r[2] for r in act_rows],
-            "kind": pa.array([r[3] for r in act_rows], pa.string()), "name": pa.array([r[4] for r in act_rows], pa.string()),
-            "depth": [0 if r[3] == "thread" else 1 for r in act_rows], "detail": pa.array([""] * len(act_rows), pa.string())}))
+            "kind": pa.array([r[3] for r in act_rows], pa.string()),
+            "name": pa.array([r[4] for r in act_rows], pa.string()),
+            "depth": [0 if r[3] == "thread" else 1 for r in act_rows],
+            "detail": pa.array([""] * len(act_rows), pa.string())}))
     dur_ns = duration_s * 1e9
     meta = base_meta(
         kind="measure", id=run_dir.name, host="synthetic", kernel="synthetic",

@@ -79,7 +79,7 @@ def test_annotations_find_their_container_and_time_in_detours():
     kinds = np.array(["thread", "thread"], dtype=object)
     names = np.array(["js-probe/1", "kworker/1:1"], dtype=object)
     sources, codes = source_table(kinds, names)
-    seg_cpu = np.array([1, 1]); seg_s = np.array([0, 100]); seg_e = np.array([100, 200])
+    seg_cpu, seg_s, seg_e = np.array([1, 1]), np.array([0, 100]), np.array([100, 200])
     container, inside = attribute_annotations(
         np.array([1]), np.array([110]), np.array([150]),
         np.array([1]), np.array([100]), np.array([20]),

@@ -71,7 +71,8 @@ def _node(host: str, cpu: int, rank: int, sources: list[tuple[str, str, int]], u
 
 
 def test_cluster_summary_counts_nodes_and_finds_the_odd_one() -> None:
-    nodes = [_node(f"n{i}", 1, i, [("irq", "local_timer", 4_000_000 + 10_000 * i), ("thread", f"kworker/1:{i}", 50_000)])
+    nodes = [_node(f"n{i}", 1, i, [("irq", "local_timer", 4_000_000 + 10_000 * i),
+                                   ("thread", f"kworker/1:{i}", 50_000)])
              for i in range(5)]
     nodes[3]["summary"]["sources"].append({"kind": "thread", "name": "backupd", "total_ns": 30_000_000})
     nodes[3]["summary"]["cpus"]["1"]["noise_ppm"] += 30_000

@@ -10,6 +10,7 @@ from scipy import stats
 
 from jitterscope.doe.analysis import Data, allocation, analyze, dunn_holm, group_share, kruskal, outliers
 from jitterscope.doe.design import Design, parse_generator
+from jitterscope.errors import JitterscopeError
 
 # Jain, Example 17.1: memory size (A: 4/16 MB) x cache size (B: 1/2 KB), MIPS.
 JAIN_2X2 = [15, 45, 25, 75]
@@ -76,7 +77,7 @@ def test_multiplicative_model_recovers_factors():
     assert _by(al, "B")["ratio"] == pytest.approx(0.25)
     assert al["mean"]["ratio"] == pytest.approx(10)
     assert _by(al, "AB")["q"] == pytest.approx(0, abs=1e-12)
-    with pytest.raises(Exception):
+    with pytest.raises(JitterscopeError, match="needs every response > 0"):
         allocation(d, [1, 2, 0, 3], log=True)
 
 

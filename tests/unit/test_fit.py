@@ -32,7 +32,8 @@ def test_ks_and_ad_statistics_match_scipy():
     p = {"mean": np.array([5.1]), "sd": np.array([1.9])}
     ks, ad = gof_statistics("normal", p, x[None])
     assert ks[0] == pytest.approx(stats.kstest(x, stats.norm(5.1, 1.9).cdf).statistic, rel=1e-12)
-    ref_ad = stats.anderson(x, "norm", method="interpolate").statistic      # scipy's uses the fitted mean and sd (ddof=1)
+    # scipy's uses the fitted mean and sd (ddof=1)
+    ref_ad = stats.anderson(x, "norm", method="interpolate").statistic
     p2 = {"mean": np.array([x.mean()]), "sd": np.array([x.std(ddof=1)])}
     assert gof_statistics("normal", p2, x[None])[1][0] == pytest.approx(ref_ad, rel=1e-9)
 

@@ -15,7 +15,8 @@ EXAMPLE_PATH = re.compile(r"\bexamples/[\w./{},-]+\.(?:ya?ml|csv)\b")
 
 def _texts() -> list[tuple[str, str]]:
     out = [(f"jitterscope {name} --help", mod.__doc__ or "") for name, mod in _command_modules().items()]
-    out += [(str(p.relative_to(ROOT)), p.read_text()) for p in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]]
+    docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    out += [(str(p.relative_to(ROOT)), p.read_text()) for p in docs]
     return out
 
 

@@ -48,7 +48,8 @@ def test_bad_graphs_are_one_line_errors():
     bad(lambda d: d["edges"].__setitem__(1, "c -> x"), "unknown box 'x'")
     bad(lambda d: d["edges"].__setitem__(1, "c.out -> k.data"), "has no input 'data'")
     bad(lambda d: d["edges"].pop(), "input k.in is not connected")
-    bad(lambda d: (d["boxes"].update(k2={"kernel": "gain"}), d["edges"].append("c -> k2")), "output k2.out is not connected")
+    bad(lambda d: (d["boxes"].update(k2={"kernel": "gain"}), d["edges"].append("c -> k2")),
+        "output k2.out is not connected")
     bad(lambda d: d["edges"].append("s -> k"), "input k.in is already connected")
     bad(lambda d: d["boxes"]["c"].update(inputs=[{"name": "in", "neighbourhood": [3, 3]}]),
         r"footprint \[3, 3\] does not match the conv kernel's \[5, 5\]")

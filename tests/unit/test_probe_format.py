@@ -77,7 +77,8 @@ def test_shorter_than_header_and_missing(tmp_path):
         read_detours(tmp_path / "absent.raw")
 
 
-TRUTH = """# jitterscope-inject truth v1 tsc_hz=2000000000.000 pid=42 cpu=1 period_ns=10000000 busy_ns=1000000 name=jitterscope-inj policy=fifo
+TRUTH = """# jitterscope-inject truth v1 tsc_hz=2000000000.000 pid=42 cpu=1 period_ns=10000000 busy_ns=1000000 \
+name=jitterscope-inj policy=fifo
 start_tsc,end_tsc
 {rows}
 """

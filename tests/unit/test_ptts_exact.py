@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from jitterscope.ptts import exact
-from tests.support import brute
 from jitterscope.ptts.model import load_model, model_from_dict
+from tests.support import brute
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ptts"
 

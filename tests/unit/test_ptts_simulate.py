@@ -94,8 +94,9 @@ def test_adapted_result_is_close_to_the_exact_original():
 
 
 def test_summary_percentiles_and_miss():
-    from jitterscope.ptts.exact import Distribution
     import numpy as np
+
+    from jitterscope.ptts.exact import Distribution
 
     d = Distribution(np.array([10, 20, 30, 40]), np.array([0.25, 0.25, 0.4, 0.1]))
     s = stats.summary(d)

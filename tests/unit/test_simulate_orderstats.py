@@ -9,9 +9,9 @@ import pytest
 from scipy import integrate, special, stats
 
 from jitterscope.simulate import Job, max_moments, parse_noise, sample_max, simulate
+from jitterscope.simulate import distributions as D
 from jitterscope.simulate.orderstats import max_quantile
 from jitterscope.units import parse_duration_s
-from jitterscope.simulate import distributions as D
 
 
 def harmonic(n: float) -> float:

@@ -9,8 +9,8 @@ import pytest
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import Job, Timeline, by_source, parse_noise, periodic_timeline, simulate
 from jitterscope.simulate.runs import load_noise, phase_delays
-from tests.support.noise_runs import periodic_source, write_noise_run
 from jitterscope.simulate.timeline import _SortedIndex
+from tests.support.noise_runs import periodic_source, write_noise_run
 
 
 def _brute_finish(starts, durs, period, t0, work):

@@ -2,8 +2,8 @@
 
 import numpy as np
 
-from jitterscope.measure.build import make_summary
 from jitterscope.measure.attribution import attribute, source_table
+from jitterscope.measure.build import make_summary
 
 
 def build(n_ticks=100):

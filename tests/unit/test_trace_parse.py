@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.support import synth as S
 from jitterscope.tracing.parse import TraceData, lost_per_cpu, parse_trace
+from tests.support import synth as S
 
 try:
     from jitterscope.native_bin import native_bin

@@ -1,8 +1,14 @@
 import pytest
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.units import (format_cpulist, parse_count_list, parse_cpulist, parse_duration_ns,
-                               parse_duration_s, parse_size)
+from jitterscope.units import (
+    format_cpulist,
+    parse_count_list,
+    parse_cpulist,
+    parse_duration_ns,
+    parse_duration_s,
+    parse_size,
+)
 
 
 @pytest.mark.parametrize("text,ns", [("250ms", 250e6), ("2.5us", 2500), ("10s", 10e9), ("1e3ns", 1000),

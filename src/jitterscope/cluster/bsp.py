@@ -263,7 +263,8 @@ def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peer
     m = result["measured"]
     meta = base_meta(
         kind="cluster", mode="bsp", id=out.name, host=ranks[0]["host"], kernel=ranks[0]["kernel"],
-        command_line=opts.command_line, start=datetime.fromtimestamp(t0 / 1e9, timezone.utc).isoformat(timespec="seconds"),
+        command_line=opts.command_line,
+        start=datetime.fromtimestamp(t0 / 1e9, timezone.utc).isoformat(timespec="seconds"),
         start_unix_ns=t0, duration_s=m["runtime_s"], interrupted=False, cpus=sorted({int(r["cpu"]) for r in ranks}),
         cpu_model=sysinfo.cpu_model(), virtualization=sysinfo.virtualization(),
         options={"phase_ns": opts.phase_ns, "phases": P, "sync": opts.sync, "threshold_ns": opts.threshold_ns,

@@ -58,7 +58,8 @@ def parse_cpu_map(text: str) -> list[int]:
                 if b < a:
                     raise ValueError
                 if b >= limit:  # before the range is built: 0-99999999999 is one line, not gigabytes
-                    raise JitterscopeError(f"--cpu-map {text!r}: CPU {b} does not exist (Linux has at most {limit} CPUs)")
+                    raise JitterscopeError(f"--cpu-map {text!r}: CPU {b} does not exist "
+                                           f"(Linux has at most {limit} CPUs)")
                 out += list(range(a, b + 1))
             else:
                 out.append(int(item))

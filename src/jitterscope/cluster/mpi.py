@@ -19,8 +19,9 @@ import socket
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, NoReturn, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
@@ -79,7 +80,7 @@ class Cluster:
 
     # -- start ---------------------------------------------------------------------
     @classmethod
-    def start(cls, command: str, timeout_s: float) -> "Cluster":
+    def start(cls, command: str, timeout_s: float) -> Cluster:
         MPI = load_mpi()
         comm = MPI.COMM_WORLD
         c = cls(comm=comm, rank=comm.Get_rank(), size=comm.Get_size(), timeout_s=timeout_s, command=command)

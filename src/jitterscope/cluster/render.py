@@ -18,7 +18,8 @@ def _ppm(x: float) -> str:
 def render_measure(s: dict[str, Any], out: Path) -> str:
     run = s["run"]
     lines = [f"cluster run {out}: {count(run['nodes'], 'node')} ({count(run['hosts'], 'host')}, "
-             f"{count(run['ranks'], 'rank')}), {seconds(run['duration_s'])}, threshold {format_ns(run['threshold_ns'])}, "
+             f"{count(run['ranks'], 'rank')}), {seconds(run['duration_s'])}, "
+             f"threshold {format_ns(run['threshold_ns'])}, "
              f"tracing {'on' if run['tracing'] else 'off'}",
              f"noise per node: median {_ppm(s['noise_ppm']['median'])}, "
              f"min {_ppm(s['noise_ppm']['min'])}, max {_ppm(s['noise_ppm']['max'])}", "",
@@ -30,7 +31,8 @@ def render_measure(s: dict[str, Any], out: Path) -> str:
         lines.append(f"... {count(len(s['nodes']) - MAX_ROWS, 'more node', 'more nodes')} in summary.json")
     lines += ["", "sources by nodes hit:"]
     for src in s["sources"][:10]:
-        lines.append(f"  {src['kind'] + ':' + src['name']:<40} {count(src['nodes'], 'node'):>10}  mean {_ppm(src['mean_ppm'])}"
+        lines.append(f"  {src['kind'] + ':' + src['name']:<40} {count(src['nodes'], 'node'):>10}  "
+                     f"mean {_ppm(src['mean_ppm'])}"
                      f", worst {src['max_node']} {_ppm(src['max_ppm'])}")
     lines.append("")
     method = s["outlier_method"]
@@ -50,13 +52,18 @@ def render_measure(s: dict[str, Any], out: Path) -> str:
     return "\n".join(lines)
 
 
+def _signed_percent(x: float) -> str:
+    return ("+" if x >= 0 else "") + percent(x)
+
+
 def render_bsp(s: dict[str, Any], out: Path) -> str:
     r = s["run"]
     m = s["measured"]
-    lines = [f"cluster bsp {out}: {count(r['nodes'], 'node')}, {count(r['phases'], 'phase')} of {format_ns(r['phase_ns'])}, "
+    lines = [f"cluster bsp {out}: {count(r['nodes'], 'node')}, "
+             f"{count(r['phases'], 'phase')} of {format_ns(r['phase_ns'])}, "
              f"sync {r['sync']} (noise-free {format_ns(r['sync_ns'])})",
              f"  ideal (no noise)      {m['ideal_s']:.6f} s",
-             f"  measured              {m['runtime_s']:.6f} s   slowdown {'+' if m['slowdown'] >= 0 else ''}{percent(m['slowdown'])}"]
+             f"  measured              {m['runtime_s']:.6f} s   slowdown {_signed_percent(m['slowdown'])}"]
     for key, label in (("trace_driven", "simulated, trace"), ("fitted", "simulated, fitted"),
                        ("replay", "replayed as recorded"), ("simulate", "jitterscope simulate")):
         p = s["predictions"].get(key)
@@ -67,7 +74,7 @@ def render_bsp(s: dict[str, Any], out: Path) -> str:
             continue
         ci = p.get("ci95_s")
         ci_txt = f" ±{ci:.6f}" if ci else " " * 9
-        lines.append(f"  {label:<21} {p['runtime_s']:.6f} s{ci_txt}   slowdown {'+' if p['slowdown'] >= 0 else ''}{percent(p['slowdown'])}   "
+        lines.append(f"  {label:<21} {p['runtime_s']:.6f} s{ci_txt}   slowdown {_signed_percent(p['slowdown'])}   "
                      f"error {p['slowdown_error'] * 100:+.2f} points ({p['runtime_rel_error'] * 100:+.2f}% of runtime)")
     lines += ["", f"{'node':<28} {'compute mean':>13} {'noise/phase':>12} {'slowest in':>11}"]
     for n in s["nodes"][:MAX_ROWS]:

@@ -47,7 +47,7 @@ from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, se
 if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
     from jitterscope.cluster.mpi import Cluster
 
-O = TypeVar("O")  # a subcommand's options
+Opts = TypeVar("Opts")  # a subcommand's options
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -71,7 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b = sub.add_parser("bsp", help="a real bulk-synchronous job: measured slowdown vs ideal vs simulator",
                        description="Bulk-synchronous benchmark: calibrated work per phase, then a synchronization.")
     b.add_argument("--phase", default="10ms", metavar="TIME", help="work per phase on every rank (default 10ms)")
-    b.add_argument("--phases", default=100, type=count_arg(1, 10**7), metavar="P", help="number of phases (default 100)")
+    b.add_argument("--phases", default=100, type=count_arg(1, 10**7), metavar="P",
+                   help="number of phases (default 100)")
     b.add_argument("--sync", choices=["barrier", "allreduce"], default="barrier", help="end of phase (default barrier)")
     b.add_argument("--replications", default=200, type=count_arg(1, 10**6), metavar="R",
                    help="simulator replications for the trace-driven prediction (default 200)")
@@ -137,7 +138,7 @@ def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold
     return _run_ranks(cluster, prepare, bsp_rank, render_bsp, args.json)
 
 
-def _run_ranks(cluster: Cluster, prepare: Callable[[], O], rank: Callable[[Cluster, O], Path | None],
+def _run_ranks(cluster: Cluster, prepare: Callable[[], Opts], rank: Callable[[Cluster, Opts], Path | None],
                render: Callable[[dict[str, Any], Path], str], as_json: bool) -> int:
     """Every rank checks its options and does its part; rank 0, which wrote the
     run directory, prints its summary."""

@@ -71,7 +71,7 @@ def _show(as_json: bool, data: dict[str, Any], text: Callable[[T], str], result:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.ptts import analysis, render   # numpy and the engine: only when it runs
+    from jitterscope.ptts import analysis, render  # numpy and the engine: only when it runs
     from jitterscope.ptts.model import MAX_TICKS, load_model
 
     if args.plots:  # refused before any work, and no parent directory is created
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
         sw = analysis.sweep(model, args.sweep, opts, note)
         _show(args.json, sw.data(str(args.model)), render.sweep_text, sw)
         if args.plots:
-            from jitterscope.ptts import plots   # matplotlib: only with --plots
+            from jitterscope.ptts import plots  # matplotlib: only with --plots
 
             files = plots.plot_sweep(args.plots, model, sw.label, [model.ticks_to_unit(v) for v in sw.values],
                                      sw.dists, sw.sums, deadline)
@@ -107,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     rep = analysis.analyse(model, opts, note)
     _show(args.json, rep.data(str(args.model)), render.report_text, rep)
     if args.plots:
-        from jitterscope.ptts import plots   # matplotlib: only with --plots
+        from jitterscope.ptts import plots  # matplotlib: only with --plots
 
         series, title = render.figure_series(rep), f"{model.name}: end-to-end latency"
         files = plots.plot_pmf(args.plots, model, series, title, deadline) + \

@@ -31,7 +31,8 @@ EXAMPLES
   jitterscope simulate --noise 'normal(mean=1.91ms,sd=0.36ms)' --nodes 1..1e6:log10 --phases 1,100,200 --phase 10ms
   jitterscope simulate --noise 'bernoulli(p=0.001,delay=2ms)' --nodes 1..1e9:log10 --phases 1000 --phase 1ms --json
   jitterscope simulate --noise runs/quiet --nodes 1..1e5:log10 --phases 100 --phase 1ms --plots plots/
-  jitterscope simulate --noise 'periodic(period=10ms,duration=25us)' --cosched --nodes 1..1e4:log10 --phases 100 --phase 1ms
+  jitterscope simulate --noise 'periodic(period=10ms,duration=25us)' --cosched --nodes 1..1e4:log10 \
+    --phases 100 --phase 1ms
   jitterscope simulate --noise fit:runs/quiet --nodes 1..1e12:log10 --phases 100 --phase 1ms
   jitterscope simulate --noise runs/quiet --by-source --nodes 10000 --phases 100 --phase 1ms
 """
@@ -49,7 +50,8 @@ from jitterscope.units import count_arg, parse_count_list, parse_duration_s, see
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--noise", required=True, metavar="SPEC", help="distribution, periodic(...), run directory or fit:RUN")
+    p.add_argument("--noise", required=True, metavar="SPEC",
+                   help="distribution, periodic(...), run directory or fit:RUN")
     p.add_argument("--nodes", required=True, metavar="LIST", help="node counts, e.g. 1,10,100 or 1..1e6:log10")
     p.add_argument("--phases", required=True, metavar="LIST", help="phase counts, e.g. 1,100,200 or 1..1000:x2")
     p.add_argument("--phase", required=True, metavar="DURATION", help="work per phase per node, e.g. 10ms")
@@ -62,7 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--replications", type=count_arg(1, 10**7), metavar="R",
                    help="independent replications (default 100 for distributions, 10 for timelines)")
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-    p.add_argument("--by-source", action="store_true", help="rank the run's sources by the slowdown removing each saves")
+    p.add_argument("--by-source", action="store_true",
+                   help="rank the run's sources by the slowdown removing each saves")
     options.add_json(p)
     p.add_argument("--plots", metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
 

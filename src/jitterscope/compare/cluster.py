@@ -51,5 +51,6 @@ def render_compare(c: dict[str, Any]) -> str:
     for s in c["sources"][:10]:
         lines.append(f"  {s['kind'] + ':' + s['name']:<40} {s['base_nodes']:>4} -> {s['new_nodes']:<4} "
                      f"{s['base_mean_ppm']:>10,.1f} -> {s['new_mean_ppm']:,.1f}")
-    lines.append(f"outliers: {', '.join(c['outliers']['base']) or 'none'} -> {', '.join(c['outliers']['new']) or 'none'}")
+    base, new = ", ".join(c["outliers"]["base"]) or "none", ", ".join(c["outliers"]["new"]) or "none"
+    lines.append(f"outliers: {base} -> {new}")
     return "\n".join(lines)

@@ -108,7 +108,9 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds
         t["tested"] = test_totals
         ratio_ok = t["base_ppm"] == 0 or t["new_ppm"] >= th.min_ratio * t["base_ppm"]
         t["regression"] = bool(t["significant"] and t["delta_ppm"] >= th.min_ppm and ratio_ok)
-    order = lambda r: -abs(r["delta_ppm"])
+    def order(r: dict[str, Any]) -> float:
+        return -abs(r["delta_ppm"])
+
     regressions = [f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
                    f"{r['delta_ppm']:+,.0f} ppm)" for r in sorted(rows, key=order) if r["regression"]]
     regressions += [f"CPU {c} total noise ({t['delta_ppm']:+,.0f} ppm)" for c, t in totals.items() if t["regression"]]

@@ -127,7 +127,10 @@ def pool(samples: list[Sample]) -> Sample:
             cell.setdefault(k, []).append(s.cells[k] + offset)
             raw.setdefault(k, set()).update(s.names[k])
         offset += s.n_cells
-    add = lambda attr: {c: sum(getattr(s, attr).get(c, 0) for s in samples) for c in cpus}
+
+    def add(attr: str) -> dict[int, int]:
+        return {c: sum(getattr(s, attr).get(c, 0) for s in samples) for c in cpus}
+
     return Sample(
         cpus=cpus, exposure_ns=sum(s.exposure_ns for s in samples),
         occurrences={k: np.concatenate(v) for k, v in occ.items()}, names=raw,

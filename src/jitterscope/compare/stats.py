@@ -57,7 +57,9 @@ def poisson_rate_test(k_base: int, t_base: float, k_new: int, t_new: float,
     share = t_new / (t_base + t_new)
     res = stats.binomtest(k_new, n, share)
     lo, hi = res.proportion_ci(confidence_level=confidence, method="exact")
-    to_ratio = lambda pi: (pi / (1 - pi)) * (t_base / t_new) if pi < 1 else float("inf")
+    def to_ratio(pi: float) -> float:
+        return (pi / (1 - pi)) * (t_base / t_new) if pi < 1 else float("inf")
+
     rate_base, rate_new = k_base / t_base, k_new / t_new
     ratio = rate_new / rate_base if rate_base > 0 else float("inf")
     return RateTest(ratio, (to_ratio(lo), to_ratio(hi)), float(res.pvalue))

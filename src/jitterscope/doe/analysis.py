@@ -101,7 +101,7 @@ def kruskal(groups: list[np.ndarray]) -> dict[str, Any]:
 
 def dunn_holm(groups: list[np.ndarray]) -> np.ndarray:
     """Matrix of Holm-adjusted p-values of Dunn's pairwise test (1 on the diagonal)."""
-    import scikit_posthocs as sp   # lazy: it brings pandas (~1.8 s), and only the Dunn test needs it
+    import scikit_posthocs as sp  # lazy: it brings pandas (~1.8 s), and only the Dunn test needs it
 
     k = len(groups)
     allv = np.concatenate([np.asarray(g, dtype=float) for g in groups])

@@ -23,9 +23,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, ClassVar
+from typing import Any, ClassVar
 
 from jitterscope import knobs
 from jitterscope.errors import JitterscopeError

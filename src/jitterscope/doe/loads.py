@@ -106,7 +106,7 @@ def _udp(args: argparse.Namespace) -> int:
     while time.monotonic() < deadline:
         try:
             rx.recv(65536)
-        except socket.timeout:
+        except TimeoutError:
             continue
         except OSError:
             break

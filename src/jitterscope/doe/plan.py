@@ -14,8 +14,18 @@ from typing import Annotated, Any
 from pydantic import BeforeValidator, Field, model_validator
 
 from jitterscope import sysinfo
-from jitterscope.config import (ConfigModel, CpuList, Duration, DurationOrZero, OpenModel, PositiveInt, Seed,
-                                duration_like, parse_yaml, validate)
+from jitterscope.config import (
+    ConfigModel,
+    CpuList,
+    Duration,
+    DurationOrZero,
+    OpenModel,
+    PositiveInt,
+    Seed,
+    duration_like,
+    parse_yaml,
+    validate,
+)
 from jitterscope.doe import factors as fx
 from jitterscope.doe.design import LETTERS, Design, parse_generator
 from jitterscope.doe.response import CommandResponse, MeasureResponse
@@ -85,7 +95,7 @@ class ResponseSpec(ConfigModel):
     estimate: Duration | None = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "ResponseSpec":
+    def _one_kind(self) -> ResponseSpec:
         if self.measure is not None and self.command is not None:
             raise ValueError("takes either measure: or command:, not both")
         if self.measure is None and self.command is None:

@@ -89,7 +89,8 @@ def check_budget(plan: Plan, yes: bool) -> None:
     est = plan.estimate_s()
     if est > plan.budget_s and not yes:
         raise JitterscopeError(
-            f"{count(plan.runs, 'run')} take about {fmt_s(est)}, more than the plan's budget of {fmt_s(plan.budget_s)}: "
+            f"{count(plan.runs, 'run')} take about {fmt_s(est)}, "
+            f"more than the plan's budget of {fmt_s(plan.budget_s)}: "
             f"add --yes to run anyway, or use fewer factors, a fractional design or fewer replications")
 
 

@@ -121,7 +121,7 @@ def attribute(det_cpu: np.ndarray, det_start: np.ndarray, det_dur: np.ndarray,
         ns = np.concatenate(parts_ns).astype(np.int64)
         t = np.concatenate(parts_t).astype(np.int64)
     else:
-        d = np.zeros(0, np.int64); s = np.zeros(0, np.int32); ns = np.zeros(0, np.int64); t = np.zeros(0, np.int64)
+        d, s, ns, t = np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
     # Sum the pieces of each (detour, source) pair; keep the earliest start.
     explained = s != 0
     d, s, ns, t = d[explained], s[explained], ns[explained], t[explained]

@@ -4,9 +4,11 @@
 the busy intervals it wrote, in the probe's clock (TSC), so tests and users can
 check what the probe and the attribution found against what truly happened.
 
-Truth file format (CSV, one comment line, one header line, one row per wake-up):
+Truth file format (CSV, one comment line, one header line, one row per wake-up;
+the comment line is shown here wrapped after busy_ns):
 
-    # jitterscope-inject truth v1 tsc_hz=2599998123.601 pid=4242 cpu=1 period_ns=50000000 busy_ns=2000000 name=jitterscope-inj policy=fifo
+    # jitterscope-inject truth v1 tsc_hz=2599998123.601 pid=4242 cpu=1 period_ns=50000000 busy_ns=2000000
+      name=jitterscope-inj policy=fifo
     start_tsc,end_tsc
     22335973937051,22335979137061
 
@@ -117,7 +119,7 @@ class Injector(NativeChild[InjectResult]):
         self.used_policy = ""
         self._ready: dict[str, Any] = {}
 
-    def start(self) -> "Injector":
+    def start(self) -> Injector:
         cmd = [str(native_bin(INJECT_PROGRAM)), "--cpu", str(self.cpu), "--period-ns", str(self.period_ns),
                "--busy-ns", str(self.busy_ns), "--name", self.name, "--policy", self.policy,
                "--priority", str(self.priority), "--tsc-hz", str(round(tsc.tsc_hz()))]

@@ -3,7 +3,8 @@
 parse → check → create the run directory → set up tracing (private instance,
 journalled) → start the probe → main loop (progress, Ctrl-C ends early) →
 stop → analyse (attribution, summary) → write → free.  `measure` is also the
-library entry point for `monitor`, `doe` and `cluster`.
+library entry point for `monitor` and `cluster`; `doe` runs `jitterscope
+measure` in a subprocess (doe/response.py).
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ import os
 import socket
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError

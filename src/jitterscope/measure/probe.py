@@ -86,7 +86,7 @@ class Probe(NativeChild[ProbeResult]):
         self.mlocked = True
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> "Probe":
+    def start(self) -> Probe:
         check_cpus(self.cpus)
         self.tsc_hz = tsc.tsc_hz()
         self.threshold_cycles = max(1, round(tsc.to_ticks(self.threshold_ns, self.tsc_hz)))

@@ -36,7 +36,8 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
     lines.append("")
     lines.append(f"{'CPU':>4}  {'noise':>10}  {'ppm':>10}  {'detours':>8}  {'p99':>9}  {'max':>9}  {'resolution':>10}")
     for cpu, c in summary["cpus"].items():
-        lines.append(f"{cpu:>4}  {format_ns(c['noise_ns']):>10}  {number(c['noise_ppm']):>10}  {number(c['detours']):>8}  "
+        lines.append(f"{cpu:>4}  {format_ns(c['noise_ns']):>10}  {number(c['noise_ppm']):>10}  "
+                     f"{number(c['detours']):>8}  "
                      f"{format_ns(c['p99_ns']):>9}  {format_ns(c['max_ns']):>9}  {format_ns(c['resolution_ns']):>10}")
     sources = summary.get("sources", [])
     if sources:
@@ -45,7 +46,8 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
         lines.append(f"  {'share':>6}  {'kind':<8} {'name':<36} {'total':>9} {'count':>7} "
                      f"{'mean':>9} {'p99':>9} {'max':>9} {'period':>9}")
         for s in sources[:TOP_SOURCES]:
-            lines.append(f"  {s['share'] * 100:5.1f}%  {s['kind']:<8} {s['name'][:36]:<36} {format_ns(s['total_ns']):>9} "
+            lines.append(f"  {s['share'] * 100:5.1f}%  {s['kind']:<8} {s['name'][:36]:<36} "
+                         f"{format_ns(s['total_ns']):>9} "
                          f"{number(s['count']):>7} {format_ns(s['mean_ns']):>9} {format_ns(s['p99_ns']):>9} "
                          f"{format_ns(s['max_ns']):>9} {_period(s['period_s']):>9}")
             if s.get("functions"):
@@ -60,7 +62,8 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
             lines.append(f"  {format_ns(ch['total_ns']):>9} {number(ch['count']):>6}x  {' -> '.join(ch['sources'])}")
     u = summary["unexplained"]
     lines.append("")
-    lines.append(f"Unexplained: {u['share'] * 100:.1f}% of noise ({format_ns(u['total_ns'])} in {count(u['count'], 'detour')})"
+    lines.append(f"Unexplained: {u['share'] * 100:.1f}% of noise "
+                 f"({format_ns(u['total_ns'])} in {count(u['count'], 'detour')})"
                  f" — likely {u['likely']}")
     if run_dir:
         lines.append(f"Run written to {run_dir}")

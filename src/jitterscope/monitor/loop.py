@@ -144,7 +144,8 @@ class Monitor:
     def run(self) -> int:
         srv = start_server(self.opts.port, self.registry)
         self.log(f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {seconds(self.opts.window_s)} every "
-                 f"{seconds(self.opts.interval_s)}; history {self.history.root} (<= {count(self.opts.max_windows, 'window')}, "
+                 f"{seconds(self.opts.interval_s)}; history {self.history.root} "
+                 f"(<= {count(self.opts.max_windows, 'window')}, "
                  f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{ADDR}:{srv.server_port}/metrics")
         old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 

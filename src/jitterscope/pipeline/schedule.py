@@ -225,7 +225,8 @@ def _threads(spec: ScheduleFile, names: dict[str, int], source: str
         threads.append(subs)
     for sname in spec.signals:
         if sname not in posters or sname not in waiters:
-            raise ScheduleError(f"{source}: signals.{sname} is {'never posted' if sname not in posters else 'never waited for'}")
+            never = "never posted" if sname not in posters else "never waited for"
+            raise ScheduleError(f"{source}: signals.{sname} is {never}")
     return threads, {s: (posters[s], waiters[s]) for s in spec.signals}
 
 

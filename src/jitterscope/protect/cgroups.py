@@ -46,7 +46,8 @@ def find(controller: str, version: int | None = None) -> Hierarchy | None:
     for f in _mounts():
         if len(f) > 3 and f[2] == "cgroup2" and version in (None, 2):
             root = Path(f[1])
-            offered = (root / "cgroup.controllers").read_text().split() if (root / "cgroup.controllers").exists() else []
+            controllers = root / "cgroup.controllers"
+            offered = controllers.read_text().split() if controllers.exists() else []
             # the freezer is built into every v2 cgroup; cpu must be offered by the root
             if controller == "freezer" or controller in offered:
                 return Hierarchy(root, 2, "")

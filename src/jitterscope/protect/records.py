@@ -100,8 +100,9 @@ def read_records(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
                       count=n * SAMPLE_DTYPE.itemsize).reshape(n, SAMPLE_DTYPE.itemsize)
     kinds = raw[:, 0].astype(np.uint16) | (raw[:, 1].astype(np.uint16) << 8)
     out = {}
-    for name, kind, dtype in (("samples", KIND_SAMPLE, SAMPLE_DTYPE), ("suspensions", KIND_SUSPENSION,
-                                                                    SUSPENSION_DTYPE), ("beats", KIND_BEAT, BEAT_DTYPE)):
+    for name, kind, dtype in (("samples", KIND_SAMPLE, SAMPLE_DTYPE),
+                              ("suspensions", KIND_SUSPENSION, SUSPENSION_DTYPE),
+                              ("beats", KIND_BEAT, BEAT_DTYPE)):
         out[name] = np.ascontiguousarray(raw[kinds == kind]).view(dtype).reshape(-1)
     bad = int(np.count_nonzero(~np.isin(kinds, (KIND_SAMPLE, KIND_SUSPENSION, KIND_BEAT))))
     if bad:

@@ -156,7 +156,7 @@ class EtpSpec(ConfigModel):
     round: Any = None
 
     @model_validator(mode="after")
-    def _one_kind(self) -> "EtpSpec":
+    def _one_kind(self) -> EtpSpec:
         kinds = [k for k in _ETP_KINDS if k in self.model_fields_set]
         if not kinds:
             raise ValueError("empty profile: give one of {pmf: ...}, {uniform: [lo, hi]}, {csv: FILE}, "
@@ -222,7 +222,8 @@ def _read_csv(path: Path, where: str) -> list[tuple[Any, Any]]:
         raise ModelError(f"{where}: no such file {path}") from None
     except (OSError, UnicodeDecodeError) as err:
         raise ModelError(f"{where}: cannot read {path} ({err})") from None
-    rows = [r for r in csv.reader(line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#"))]
+    lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
+    rows = list(csv.reader(lines))
     if rows and rows[0] and not re.match(rf"^\s*{_NUM}", rows[0][0]):
         rows = rows[1:]  # header
     pairs = []

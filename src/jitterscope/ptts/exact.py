@@ -78,7 +78,7 @@ class Chain:
     names: list[str]
 
     @classmethod
-    def of(cls, model: Model) -> "Chain":
+    def of(cls, model: Model) -> Chain:
         return cls([c.period for c in model.components], [c.offset % c.period for c in model.components],
                    [c.etp for c in model.components], [c.name for c in model.components])
 
@@ -424,7 +424,7 @@ def analyse(model: Model, loss: bool = True, frames: np.ndarray | None = None) -
 class TreeNode:
     component: int          # index; == N for the end node (output of the last component)
     time: int               # ticks (absolute, within the hyper-period's timeline)
-    children: list[tuple[float, "TreeNode"]] = field(default_factory=list)
+    children: list[tuple[float, TreeNode]] = field(default_factory=list)
 
 
 def latency_tree(model: Model, k: int, max_nodes: int = 100_000) -> TreeNode:

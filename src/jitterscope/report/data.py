@@ -193,7 +193,8 @@ def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]]
         return "No CPUs were measured."
     worst = max(cpus, key=lambda c: c.get("noise_ppm", 0.0))
     parts = [(f"CPU {worst['cpu']} lost {ppm(worst.get('noise_ppm', 0.0))} "
-              f"({percent(worst.get('noise_ppm', 0.0) / 1e6)} of its time) to {count(worst.get('detours', 0), 'detour')}")]
+              f"({percent(worst.get('noise_ppm', 0.0) / 1e6)} of its time) "
+              f"to {count(worst.get('detours', 0), 'detour')}")]
     if sources:
         top = sources[0]
         per = f", every {format_ns(top['period_s'] * 1e9)}" if top.get("period_s") else ""

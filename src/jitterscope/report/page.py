@@ -169,5 +169,6 @@ def inline_svg(svg: str, prefix: str) -> str:
     svg = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     # References to those ids: url(#x) and xlink:href="#x".
     svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})" if m.group(1) in ids else m.group(0), svg)
-    svg = re.sub(r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"' if m.group(1) in ids else m.group(0), svg)
+    svg = re.sub(r'href="#([^"]+)"',
+                 lambda m: f'href="#{prefix}-{m.group(1)}"' if m.group(1) in ids else m.group(0), svg)
     return svg

@@ -126,7 +126,8 @@ def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> 
                                f"{noise.period_ns / 1e9:g} s run: use a shorter phase or a longer run")
     n = len(noise.cpus or [0]) * noise.period_ns / (phase_s * 1e9)
     # the per-phase delays and a few working copies; bootstrap time per subsampled delay and replicate
-    budget.check(f"fitting {count(round(n), 'phase')} of {seconds(phase_s)} with {count(replicates, 'replicate')}", n * 8 * 6,
+    budget.check(f"fitting {count(round(n), 'phase')} of {seconds(phase_s)} with {count(replicates, 'replicate')}",
+                 n * 8 * 6,
                  n * 2e-6 + min(n, FIT_SUBSAMPLE) * replicates * FIT_S_PER_DRAW,
                  "use a longer --phase or fewer --replicates")
     delays = phase_delays(noise.timelines(), phase_s * 1e9) / 1e9
@@ -156,7 +157,8 @@ def simulate(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> Sim
         return sim
     check_trace_size(job, spec.text if isinstance(spec, TraceNoise) else "RUN")   # before reading tables
     src = _trace_source(spec, job)
-    check_trace_size(job, spec.text if isinstance(spec, TraceNoise) else "RUN", hit=round_hit_fraction(src.timelines, job))
+    check_trace_size(job, spec.text if isinstance(spec, TraceNoise) else "RUN",
+                     hit=round_hit_fraction(src.timelines, job))
     return simulate_timelines(src.timelines, job, src.model, progress)
 
 

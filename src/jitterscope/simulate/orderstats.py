@@ -24,6 +24,7 @@ where log F(x) = log1p(-S(x)) in the upper tail, so nothing rounds to 0 or 1.
 from __future__ import annotations
 
 import numpy as np
+
 from jitterscope.simulate.distributions import Delay
 
 _LEVELS = (1e-15, 1e-9, 1e-4, 0.02, 0.2, 0.5, 0.8, 0.98, 1 - 1e-4, 1 - 1e-9, 1 - 1e-15)

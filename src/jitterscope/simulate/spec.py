@@ -117,7 +117,8 @@ def _parse_params(family: str, body: str, text: str) -> dict[str, float]:
     raw: dict[str, str] = {}
     for part in [p for p in body.split(",") if p.strip()]:
         if "=" not in part:
-            raise UsageError(f"malformed parameter {part.strip()!r} in {text!r}: use name=value, e.g. {_example(family)}")
+            raise UsageError(f"malformed parameter {part.strip()!r} in {text!r}: "
+                             f"use name=value, e.g. {_example(family)}")
         key, value = (s.strip() for s in part.split("=", 1))
         if key.lower() in raw:
             raise UsageError(f"parameter {key.lower()!r} given twice in {text!r}")
@@ -165,7 +166,7 @@ class _Params(ConfigModel):
     family: ClassVar[str] = ""
 
     @model_validator(mode="after")
-    def _one_set(self) -> "_Params":
+    def _one_set(self) -> _Params:
         given = {k for k in self.model_fields_set}
         sets = _PARAM_SETS[self.family]
         if not any(given == set(ps) for ps in sets):

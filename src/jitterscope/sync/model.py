@@ -233,7 +233,7 @@ def _conds(b: _Builder) -> None:
     unclaimed waiter and pushes its s_e onto a FIFO, a broadcast stamps every
     waiter registered then, w_x takes its broadcast stamp or the oldest pending signal."""
     ev = b.ev
-    for (pid, obj), idx in _by_obj(ev, (R.COND_WAIT, R.COND_SIGNAL, R.COND_BROADCAST)).items():
+    for _obj, idx in _by_obj(ev, (R.COND_WAIT, R.COND_SIGNAL, R.COND_BROADCAST)).items():
         steps: list[tuple[int, int, int]] = []   # (time, order, event): exits after entries at equal times
         for i in idx:
             if ev.op[i] == R.COND_WAIT:
