@@ -74,7 +74,7 @@ def test_duty_at_500_500(tmp_path: Path, capsys: pytest.CaptureFixture[str], act
 def test_cfs_bandwidth_caps_the_cpu_share(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """CFS quota is an absolute cap (1 ms of CPU per 10 ms), so the protected share is measured, not the ratio
     (which depends on how much CPU the program got unprotected)."""
-    for attempt in range(2):
+    for _ in range(2):
         summ = _run(tmp_path, capsys, "cfs", "1ms", "9ms")
         share = summ["phases"]["protected"]["best_effort"]["cpu_share"]
         if abs(share - 0.10) <= 0.03:

@@ -28,34 +28,13 @@
 
 #define JS_PROGRAM "jitterscope-chase"
 #include "js_cli.h"
+#include "js_chase.h"
 #include "js_report.h"
 
 #define MAX_KEPT 2000000u  /* latencies kept for the end line's percentiles */
 
 static volatile sig_atomic_t g_stop;
 static void on_signal(int sig) { (void)sig; g_stop = 1; }
-
-static uint64_t *build(uint64_t bytes)
-{
-    uint64_t lines = bytes / 64;
-    uint64_t *buf = aligned_alloc(4096, lines * 64), *order = malloc(lines * sizeof *order);
-    if (!buf || !order)
-        die("cannot allocate %" PRIu64 " bytes", bytes);
-    memset(buf, 0, lines * 64);
-    for (uint64_t i = 0; i < lines; i++)
-        order[i] = i;
-    uint64_t x = 0x2545F4914F6CDD1Dull;
-    for (uint64_t i = lines - 1; i > 0; i--) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        uint64_t j = x % (i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    for (uint64_t i = 0; i < lines; i++)
-        buf[order[i] * 8] = order[(i + 1) % lines] * 8;
-    free(order);
-    return buf;
-}
 
 static int cmp_i64(const void *a, const void *b)
 {
@@ -106,33 +85,27 @@ int main(int argc, char **argv)
         die("--steps must be 1 to 1e9");
     if (fifo > 99)
         die("--fifo must be 1..99");
-    if (cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof set, &set))
-            die("cannot run on CPU %d: %s", cpu, strerror(errno));
-    }
+    js_pin_process(cpu);
     if (fifo) {
         struct sched_param sp = {.sched_priority = fifo};
         if (sched_setscheduler(0, SCHED_FIFO, &sp))
             die("cannot use SCHED_FIFO %d: %s", fifo, strerror(errno));
     }
-    struct js_report_page *rp = NULL;
-    const char *page = report ? report : getenv(JS_REPORT_ENV);
-    if (page && *page && !(rp = report ? js_report_map(report, 1) : js_report_attach()))
-        die("%s: not a jitterscope report page", page);
-    if (rp) {
-        rp->pid = (int32_t)getpid();
+    int bad;
+    struct js_report_page *rp = js_report_open(report, &bad);
+    if (bad)
+        die("%s: not a jitterscope report page", report ? report : getenv(JS_REPORT_ENV));
+    if (rp)
         js_report_set_deadline(rp, (int64_t)deadline);
-    }
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
 
-    uint64_t *buf = build(bytes);
+    uint64_t *buf = js_chase_build(bytes, 0x2545F4914F6CDD1Dull);
+    if (!buf)
+        die("cannot allocate %" PRIu64 " bytes", bytes);
     int64_t *kept = malloc(MAX_KEPT * sizeof *kept);
     mlockall(MCL_CURRENT);
     uint64_t idx = 0, n = 0, misses = 0;

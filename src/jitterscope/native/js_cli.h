@@ -12,11 +12,13 @@
 #endif
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <unistd.h>
 
@@ -51,6 +53,34 @@ static __attribute__((unused)) int js_die_with_parent(void)
     pid_t parent = getppid();
     prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0);
     return getppid() == parent ? 0 : -1;
+}
+
+/* write() all of `buf` (retrying short writes and EINTR); dies naming `path` on an error. */
+static __attribute__((unused)) void js_write_all(int fd, const void *buf, size_t n, const char *path)
+{
+    const char *p = buf;
+    while (n) {
+        ssize_t w = write(fd, p, n);
+        if (w < 0) {
+            if (errno == EINTR)
+                continue;
+            die("writing %s: %s", path, strerror(errno));
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+/* Pin the calling process to one CPU (a no-op for cpu < 0); dies with a one-line reason. */
+static __attribute__((unused)) void js_pin_process(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set))
+        die("cannot run on CPU %d: %s", cpu, strerror(errno));
 }
 
 #endif

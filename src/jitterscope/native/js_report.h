@@ -109,6 +109,18 @@ static inline struct js_report_page *js_report_attach(void)
     return rp;
 }
 
+/* The page at `path` (a --report option), else the one named by JITTERSCOPE_REPORT; NULL if neither is
+ * given.  `*bad` is set when one was given but is not a usable page. */
+static inline struct js_report_page *js_report_open(const char *path, int *bad)
+{
+    const char *env = getenv(JS_REPORT_ENV);
+    struct js_report_page *rp = path ? js_report_map(path, 1) : js_report_attach();
+    *bad = !rp && (path || (env && *env));
+    if (rp)
+        rp->pid = (int32_t)getpid();
+    return rp;
+}
+
 /* Add bytes read/written and one unit of work; stamps the time of this progress. */
 static inline void js_report_add(struct js_report_page *rp, uint64_t read_bytes, uint64_t write_bytes)
 {

@@ -66,17 +66,7 @@ int64_t now_ns(void)
 
 static void write_all(const void *buf, size_t n)
 {
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(g_fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            die("writing %s: %s", g_cfg.out, strerror(errno));
-        }
-        p += w;
-        n -= (size_t)w;
-    }
+    js_write_all(g_fd, buf, n, g_cfg.out);
 }
 
 void push(struct unit *u, const union jsp_record *r)

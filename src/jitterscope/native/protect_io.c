@@ -13,6 +13,7 @@
  * the cgroup freezer, resctrl MBA), cfs (cpu.cfs_quota_us / cpu.max).
  */
 #include "protect.h"
+#include "js_chase.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -309,8 +310,7 @@ static void noise_signal(struct jsp_sample *s, int *over, double *pressure)
 void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over, double *pressure)
 {
     uint64_t r, w;
-    s->progress_bytes = -1;
-    s->cpu_ns = -1;
+    s->progress_bytes = s->cpu_ns = s->metric = -1;   /* -1: unknown (null in the table) */
     int64_t cpu_sig = 0;
     if (u->n_pages) {
         page_sums(u, &r, &w);
@@ -527,29 +527,6 @@ void *dl_main(void *arg)
 
 /* ---- the noise probe ------------------------------------------------------------------- */
 
-/* A random cyclic walk over the probe buffer's cache lines: each step one dependent load. */
-static uint64_t *chase_build(uint64_t bytes)
-{
-    uint64_t lines = bytes / 64;
-    uint64_t *buf = aligned_alloc(64, lines * 64);
-    uint64_t *order = malloc(lines * sizeof *order);
-    if (!buf || !order)
-        die("cannot allocate the noise probe's %llu bytes", (unsigned long long)bytes);
-    for (uint64_t i = 0; i < lines; i++)
-        order[i] = i;
-    uint64_t x = 0x9E3779B97F4A7C15ull;
-    for (uint64_t i = lines - 1; i > 0; i--) {
-        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-        uint64_t j = x % (i + 1), t = order[i];
-        order[i] = order[j];
-        order[j] = t;
-    }
-    for (uint64_t i = 0; i < lines; i++)
-        buf[order[i] * 8] = order[(i + 1) % lines] * 8;
-    free(order);
-    return buf;
-}
-
 void *noise_main(void *arg)
 {
     struct unit *u = arg;  /* carries the probe's CPU and error slot */
@@ -568,7 +545,9 @@ void *noise_main(void *arg)
         return NULL;
     }
     pthread_setname_np(pthread_self(), "js-protect-nz");
-    uint64_t *buf = chase_build(g_cfg.noise_bytes);
+    uint64_t *buf = js_chase_build(g_cfg.noise_bytes, 0x9E3779B97F4A7C15ull);
+    if (!buf)
+        die("cannot allocate the noise probe's %llu bytes", (unsigned long long)g_cfg.noise_bytes);
     uint64_t idx = 0;
     atomic_store(&u->ready, 1);
     while (!atomic_load(&g_go) && !atomic_load(&g_stop))

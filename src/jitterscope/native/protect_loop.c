@@ -152,6 +152,30 @@ static void suspend(struct unit *u, int64_t s)
     push(u, &r);
 }
 
+/* The law's decision on one sample (none in an unprotected phase, which records that it would have
+ * suspended), recorded; returns the suspension to make. */
+static int64_t decide(struct unit *u, union jsp_record *r, int64_t t_rel, int64_t window, int over,
+                      double pressure)
+{
+    int64_t s = law_decide(over, pressure);
+    r->s.kind = JSP_SAMPLE;
+    r->s.cpu = (uint16_t)u->cpu;
+    r->s.t_ns = t_rel;
+    r->s.window_ns = window;
+    r->s.pressure_ppm = (int64_t)(pressure * 1e6);
+    if (phase_on(t_rel)) {
+        r->s.flags |= JSP_S_ON;
+    } else if (s) {
+        r->s.flags |= JSP_S_WOULD;
+        s = 0;
+    }
+    r->s.suspend_ns = s;
+    u->samples++;
+    u->over += over != 0;
+    push(u, r);
+    return s;
+}
+
 static int pin_and_schedule(struct unit *u)
 {
     cpu_set_t set;
@@ -207,22 +231,7 @@ void *control_main(void *arg)
         int over = 0;
         double pressure = 0;
         io_read(u, t - prev, &r.s, &over, &pressure);
-        int64_t s = law_decide(over, pressure);
-        r.s.kind = JSP_SAMPLE;
-        r.s.cpu = (uint16_t)u->cpu;
-        r.s.t_ns = t - g_t0;
-        r.s.window_ns = t - prev;
-        r.s.pressure_ppm = (int64_t)(pressure * 1e6);
-        if (phase_on(t - g_t0)) {
-            r.s.flags |= JSP_S_ON;
-        } else if (s) {
-            r.s.flags |= JSP_S_WOULD;
-            s = 0;
-        }
-        r.s.suspend_ns = s;
-        u->samples++;
-        u->over += over != 0;
-        push(u, &r);
+        int64_t s = decide(u, &r, t - g_t0, t - prev, over, pressure);
         if (s > 0) {
             suspend(u, s);
             io_baseline(u);  /* the next window is the Ts after the program runs again */
@@ -275,27 +284,12 @@ void replay_run(struct unit *u)
         uint64_t w0 = interp(g_cfg.rp_w, prev), w1 = interp(g_cfg.rp_w, t);
         union jsp_record r;
         memset(&r, 0, sizeof r);
-        r.s.kind = JSP_SAMPLE;
-        r.s.cpu = (uint16_t)u->cpu;
-        r.s.t_ns = t - start;
-        r.s.window_ns = t - prev;
         r.s.read_bytes = (int64_t)(r1 - r0);
         r.s.write_bytes = (int64_t)(w1 - w0);
         r.s.cpu_ns = r.s.progress_bytes = r.s.metric = -1;  /* a replay has no programs */
         double pressure = 0;
-        int over = bw_over(r1 - r0, w1 - w0, r.s.window_ns, &pressure);
-        int64_t s = law_decide(over, pressure);
-        r.s.pressure_ppm = (int64_t)(pressure * 1e6);
-        if (phase_on(t - start)) {
-            r.s.flags |= JSP_S_ON;
-        } else if (s) {
-            r.s.flags |= JSP_S_WOULD;
-            s = 0;
-        }
-        r.s.suspend_ns = s;
-        u->samples++;
-        u->over += over;
-        push(u, &r);
+        int over = bw_over(r1 - r0, w1 - w0, t - prev, &pressure);
+        int64_t s = decide(u, &r, t - start, t - prev, over, pressure);
         if (s > 0) {
             union jsp_record x;
             memset(&x, 0, sizeof x);

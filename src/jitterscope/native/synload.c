@@ -79,19 +79,11 @@ int main(int argc, char **argv)
     if (bytes < 2 * CHUNK || bytes > (1ull << 34))
         die("--buffer must be 32 KiB to 16 GiB");
     bytes -= bytes % (2 * CHUNK);
-    if (cpu >= 0) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(cpu, &set);
-        if (sched_setaffinity(0, sizeof set, &set))
-            die("cannot run on CPU %d: %s", cpu, strerror(errno));
-    }
-    struct js_report_page *rp = NULL;
-    const char *page = report ? report : getenv(JS_REPORT_ENV);
-    if (page && *page && !(rp = report ? js_report_map(report, 1) : js_report_attach()))
-        die("%s: not a jitterscope report page", page);
-    if (rp)
-        rp->pid = (int32_t)getpid();
+    js_pin_process(cpu);
+    int bad;
+    struct js_report_page *rp = js_report_open(report, &bad);
+    if (bad)
+        die("%s: not a jitterscope report page", report ? report : getenv(JS_REPORT_ENV));
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_signal;

@@ -146,25 +146,27 @@ def _own_groups(j: Journal, h: cgroups.Hierarchy, units: list[Unit]) -> list[Pat
     return groups
 
 
-def _given(given: Path, files: tuple[str, ...], what: str, units: list[Unit]) -> Path:
-    if len(units) != 1:
-        raise JitterscopeError(f"--best-effort-cgroup with the {what} actuator acts on the whole cgroup: "
-                               f"give one best-effort CPU (--cpus)")
-    for f in files:
-        if (given / f).exists():
-            return given / f
-    raise JitterscopeError(f"--best-effort-cgroup {given}: no {' or '.join(files)} there")
+def _control_files(j: Journal, controller: str, names: tuple[str, str], version: int | None, units: list[Unit],
+                   given: Path | None) -> list[Path]:
+    """Per unit, the file the actuator writes: names = (v2 file, v1 file) of `controller`, in the
+    --best-effort-cgroup itself (one unit) or in a cgroup of our own per unit, programs moved in."""
+    if given is not None:
+        if len(units) != 1:
+            raise JitterscopeError(f"--best-effort-cgroup with a {controller} actuator acts on the whole cgroup: "
+                                   f"give one best-effort CPU (--cpus)")
+        found = [given / n for n in names if (given / n).exists()]
+        if not found:
+            raise JitterscopeError(f"--best-effort-cgroup {given}: no {' or '.join(names)} there")
+        return found[:1]
+    h = cgroups.find(controller, version)
+    if h is None:
+        raise JitterscopeError(f"no cgroup{' v' + str(version) if version else ''} {controller} controller is "
+                               f"mounted here")
+    return [g / names[0 if h.version == 2 else 1] for g in _own_groups(j, h, units)]
 
 
 def _freezer(j: Journal, version: int | None, units: list[Unit], given: Path | None) -> list[str]:
-    if given is not None:
-        files = [_given(given, ("cgroup.freeze", "freezer.state"), "freezer", units)]
-    else:
-        h = cgroups.find("freezer", version)
-        if h is None:
-            raise JitterscopeError(f"--actuator freezer: no cgroup{' v' + str(version) if version else ''} "
-                                   f"freezer is mounted here")
-        files = [g / ("cgroup.freeze" if h.version == 2 else "freezer.state") for g in _own_groups(j, h, units)]
+    files = _control_files(j, "freezer", ("cgroup.freeze", "freezer.state"), version, units, given)
     v2 = files[0].name == "cgroup.freeze"
     for u, f in zip(units, files):
         j.set_file(f, "0" if v2 else "THAWED")   # journals the original; a crash thaws it
@@ -176,14 +178,7 @@ def _freezer(j: Journal, version: int | None, units: list[Unit], given: Path | N
 
 def _cfs(j: Journal, version: int | None, units: list[Unit], given: Path | None, period_us: int) -> list[str]:
     """Period Ts+S (S: the longest suspension) set once, quota written by the controller; both journalled."""
-    if given is not None:
-        files = [_given(given, ("cpu.max", "cpu.cfs_quota_us"), "cfs", units)]
-    else:
-        h = cgroups.find("cpu", version)
-        if h is None:
-            raise JitterscopeError(f"--actuator cfs: no cgroup{' v' + str(version) if version else ''} cpu "
-                                   f"controller is mounted here")
-        files = [g / ("cpu.max" if h.version == 2 else "cpu.cfs_quota_us") for g in _own_groups(j, h, units)]
+    files = _control_files(j, "cpu", ("cpu.max", "cpu.cfs_quota_us"), version, units, given)
     v2 = files[0].name == "cpu.max"
     for u, f in zip(units, files):
         if v2:

@@ -141,12 +141,12 @@ def choose(requested: str, cpus: list[int], be_publish: bool, critical_beats: bo
     if ok:
         return "pmu", "hardware PMU counts LLC reads/writes"
     if mbm_files():
-        return "resctrl", f"no PMU ({why}); resctrl MBM present"
+        return "resctrl", f"{why}; resctrl MBM present"
     if be_publish:
-        return "report", f"no PMU ({why}); the best-effort programs publish their bytes"
+        return "report", f"{why}; the best-effort programs publish their bytes"
     if critical_beats:
-        return "slack", f"no PMU ({why}); the critical program publishes heartbeats and a deadline"
-    return "cputime", f"no PMU ({why}) and nothing publishes: best-effort CPU time is the only signal"
+        return "slack", f"{why}; the critical program publishes heartbeats and a deadline"
+    return "cputime", f"{why} and nothing publishes: best-effort CPU time is the only signal"
 
 
 def peak_bandwidth(cpu: int, seconds: float = 0.3) -> tuple[float, float]:
