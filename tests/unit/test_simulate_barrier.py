@@ -110,3 +110,21 @@ def test_iid_fit_with_barrier_tracks_the_trace_driven_barrier(tmp_path):
     for n in (64, 1024):
         t, i = trace.point(n, 100), iid.point(n, 100)
         assert 0.7 * t.ci95_s[0] <= i.runtime_s <= t.ci95_s[1]
+
+
+def test_a_heavy_fitted_tail_does_not_coarsen_the_barrier_lattice():
+    """fit:RUN chose an empirical body with a GPD tail of index 0.9; the run's detours are at most
+    60 us.  The barrier adds at most one of them per round, yet a lattice spanning the tail's
+    1 - 1e-12 quantile (10^7 s) rounded each increment to a step of hours: 7.8 h for a 131 ms job."""
+    from jitterscope.simulate.detours import detours_from_lengths
+    from jitterscope.simulate.distributions import SplicedTail
+    from jitterscope.simulate.orderstats import expected_max
+
+    rng = np.random.default_rng(2)
+    data = np.concatenate([np.zeros(7000), rng.lognormal(np.log(4.5e-6), 0.4, 3000)])
+    delay = SplicedTail(data, 6.9e-6, 0.9, 1.34e-6)
+    det = detours_from_lengths(rng.uniform(1e-6, 60e-6, 900), 3.0)
+    n, rounds, latency = 1000, 10, 2e-6
+    with_barrier = phase_law(delay, det, n, rounds, latency).moments()[0]
+    alone = expected_max(delay, n)
+    assert alone <= with_barrier <= alone + rounds * (latency + 60e-6)

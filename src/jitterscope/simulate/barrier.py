@@ -84,16 +84,31 @@ class PhaseLaw:
         return m1 + self.shift, max(m2 - m1 * m1, 0.0)
 
 
+# The lattice must resolve a detour: a step coarser than RESOLVE x the mean detour rounds every
+# barrier increment up to a whole step (with a tail index near 1 the 1 - 1e-12 quantile of the
+# maximum is 10^7 s, a step of hours, and a 1 ms-phase job came out at 7.8 h).  Heavier tails
+# are cut at the first of TOP_LEVELS that keeps the step fine; the cut tail's share of the
+# compute maximum's mean is added back exactly by PhaseLaw.shift, so the mean stays exact.
+RESOLVE = 0.25
+TOP_LEVELS = (1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 0.1)
+
+
 def _lattice(delay: D.Delay, detours: Detours, n: float, rounds: int, points: int,
-             widen: float) -> tuple[float, float]:
-    """(x0, h): from the compute delay's lower region to its maximum over n nodes plus
-    `widen` x a long detour per round (the barrier's increment stays far below)."""
+             widen: float) -> tuple[float, float, float]:
+    """(x0, h, level): from the compute delay's lower region to the 1 - level quantile of its
+    maximum over n nodes plus `widen` x a long detour per round (the barrier's increment
+    stays far below); level is the survival cut off the top (see RESOLVE)."""
     lo = float(np.atleast_1d(delay.quantile_by_both(np.array([1 - 1e-9]), np.array([1e-9])))[0])
     lo = max(lo, float(delay.lower)) if np.isfinite(delay.lower) else lo
-    top = float(max_quantile(delay, 1 - 1e-12, n))
     long_detour = _detour_quantile(detours, 1e-9)
-    hi = top + widen * max(long_detour, 1e-9) * max(1, min(rounds, 8))
-    return lo, (hi - lo) / (points - 1)
+    increment = widen * max(long_detour, 1e-9) * max(1, min(rounds, 8))
+    finest = RESOLVE * max(detours.mean_length, 1e-9)
+    for level in TOP_LEVELS:
+        top = float(max_quantile(delay, 1 - level, n))
+        h = (top + increment - lo) / (points - 1)
+        if h <= finest:
+            break
+    return lo, h, level
 
 
 def _detour_quantile(detours: Detours, s: float) -> float:
@@ -111,15 +126,15 @@ def phase_law(delay: D.Delay, detours: Detours, n: float, rounds: int, link_late
     """The law of one node's phase time beyond W + R L (compute delay plus barrier)."""
     widen = 1.0
     while True:
-        law = _recurse(delay, detours, n, rounds, link_latency_s, points, widen)
-        if law.spill <= TAIL or widen >= 64:
+        law, level = _recurse(delay, detours, n, rounds, link_latency_s, points, widen)
+        if law.spill <= max(TAIL, 10 * level if level > TOP_LEVELS[0] else 0.0) or widen >= 64:
             return law
         widen *= 4
 
 
 def _recurse(delay: D.Delay, detours: Detours, n: float, rounds: int, link_latency_s: float,
-             points: int, widen: float) -> PhaseLaw:
-    x0, h = _lattice(delay, detours, n, rounds, points, widen)
+             points: int, widen: float) -> tuple[PhaseLaw, float]:
+    x0, h, level = _lattice(delay, detours, n, rounds, points, widen)
     x = x0 + h * np.arange(points)
     lags = h * np.arange(points)
     excess = detours.excess(lags)                 # I(j h)
@@ -142,7 +157,7 @@ def _recurse(delay: D.Delay, detours: Detours, n: float, rounds: int, link_laten
             s = np.clip(s + q * np.convolve(_masses(s), sd)[:points], 0.0, 1.0)
     grid_max = x0 + h * float(np.clip(s_max, 0.0, 1.0).sum())
     shift = max_moments(delay, n)[0] - grid_max
-    return PhaseLaw(x0, h, s, shift if np.isfinite(shift) else 0.0, float(s[-1]))
+    return PhaseLaw(x0, h, s, shift if np.isfinite(shift) else 0.0, float(s[-1])), level
 
 
 def _masses(s: np.ndarray) -> np.ndarray:
