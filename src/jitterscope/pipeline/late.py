@@ -70,7 +70,8 @@ def late_summary(latency_ns: np.ndarray, attribution: pa.Table, percentile: floa
         return {"percentile": percentile, "count": 0, "sources": []}
     threshold = float(np.percentile(lat, percentile))
     median = float(np.percentile(lat, 50))
-    late = np.flatnonzero(lat >= threshold)
+    # late must be above typical: when under 1% are slow the percentile is itself a typical latency
+    late = np.flatnonzero(lat >= threshold) if threshold > median else np.flatnonzero(lat > median)
     typical = np.flatnonzero(lat <= median)
     it = attribution.column("iteration").to_numpy()
     ns = attribution.column("ns").to_numpy().astype(np.float64)
