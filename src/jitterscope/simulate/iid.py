@@ -123,6 +123,9 @@ def simulate_iid(delay: D.Delay, job: Job, description: str,
         "cosched": job.cosched, "replications": job.replications, "seed": job.seed,
         "spec": description,
     }
+    if not math.isfinite(delay.var()):
+        notes.append("the delay has infinite variance (a tail index of 1/2 or more): the Monte Carlo mean and its "
+                     "interval are unreliable however many replications; read the exact mean (expected_s)")
     if job.cosched:
         notes.append("--cosched has no effect on i.i.d. delays (they carry no timing); use a run or periodic()")
     return Simulation(model, results, notes)
