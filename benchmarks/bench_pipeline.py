@@ -1,4 +1,4 @@
-"""Pipeline benchmarks (issue 14): the heuristic x allocator table of seed 003 chapter 3 on this machine.
+"""Pipeline benchmarks (issue 14): the heuristic x allocator table of the thesis chapter 3 on this machine.
 
 1. The compiler on a 100-box synthetic chain: time per heuristic x allocator, reduced's search proven or not.
 2. The appendix example at its real size (256 x 256 int, 3 buffers), every configuration, 2 threads,

@@ -1,7 +1,7 @@
-"""PTTS benchmarks (issue 6): the seed's configuration c (periods 66.66, 16.66,
+"""PTTS benchmarks (issue 6): the thesis's configuration c (periods 66.66, 16.66,
 16.67 ms; 1,388,611 latency trees; the thesis needed 298 s) exact in < 5 s;
 exact analysis >= 10x faster than the tool's own Monte Carlo with 10,000
-iterations on the X-ray case study (seed table 5.4).  Also tables 5.1/5.2
+iterations on the X-ray case study (thesis table 5.4).  Also tables 5.1/5.2
 configurations a and b, and the worked example against brute force."""
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ def main() -> int:
     print(f"machine: {machine()}; python {platform.python_version()}")
     ok = True
 
-    # 1. seed tables 5.1/5.2: configurations a, b, c (exact latency distribution + loss)
+    # 1. thesis tables 5.1/5.2: configurations a, b, c (exact latency distribution + loss)
     thesis_ms = {"a": 36, "b": 3041, "c": 297620}
     for cfg in "abc":
         m = load_model(EX / f"config-{cfg}.yaml")
         reps = 3 if cfg == "c" else 7
         best, med, cpu, r = best_of(reps, lambda m=m: exact.analyse(m))
         est = exact.estimate(m)
-        print(f"config {cfg}: {r.trees:,} latency trees (seed table 5.2: "
+        print(f"config {cfg}: {r.trees:,} latency trees (thesis table 5.2: "
               f"{ {'a': 136, 'b': 13861, 'c': 1388611}[cfg]:,}), {r.states:,} states expanded; exact analysis "
               f"best {best:.3f} s, median {med:.3f} s, CPU {cpu:.3f} s (seed: {thesis_ms[cfg] / 1000:g} s); "
               f"predicted {est.seconds:.3f} s; loss {r.loss:.3e}; sum of probabilities - 1 = "
@@ -58,10 +58,10 @@ def main() -> int:
             met = best < 5.0
             ok &= met
             print(f"  configuration c under 5 s: {'met' if met else 'NOT met'} "
-                  f"({thesis_ms['c'] / 1000 / best:.0f}x faster than the seed's 298 s)")
+                  f"({thesis_ms['c'] / 1000 / best:.0f}x faster than the thesis's 298 s)")
     print(f"  peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
-    # 2. seed table 5.4: exact vs Monte Carlo of 10,000 iterations on the X-ray case study
+    # 2. thesis table 5.4: exact vs Monte Carlo of 10,000 iterations on the X-ray case study
     for cfg in "edf":
         m = load_model(EX / f"xray-{cfg}.yaml")
         te, te_med, _, r = best_of(9, lambda m=m: exact.analyse(m))

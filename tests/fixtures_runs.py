@@ -7,7 +7,7 @@ from a made-up kernel timeline.  Per CPU the timeline holds:
 
 * a 250 Hz `local_timer` tick (2-6 us), followed on some ticks by the `TIMER`
   softirq, and once a second by `kworker/<cpu>:1` running `vmstat_update`
-  (the chain local_timer -> TIMER -> kworker seed 001 describes);
+  (the chain local_timer -> TIMER -> kworker De et al. 2007 describes);
 * a periodic daemon (`irqbalance`, woken by a `reschedule` IPI), sometimes with
   a tick nested inside its time slice;
 * network interrupts at random (`virtio0-input.0` + `NET_RX`);

@@ -1,6 +1,6 @@
 """End-to-end: an injected daemon with a known period and busy time is found.
 
-Seed 001 validated its tool by injecting a synthetic daemon and detecting it;
+De et al. (2007) validated its tool by injecting a synthetic daemon and detecting it;
 this is that validation, with the injector's exact busy intervals as truth.
 """
 

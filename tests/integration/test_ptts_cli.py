@@ -17,7 +17,7 @@ def test_text_output_prints_predicted_work_before_the_result():
     p = jitterscope("ptts", THESIS, "--deadline", "200ms", check=True)
     out = p.stdout
     assert "hyper-period 40,600 ms, 203 latency trees" in out
-    assert "predicted work 406 tree nodes (seed eq. 5.15)" in out
+    assert "predicted work 406 tree nodes (thesis eq. 5.15)" in out
     assert out.index("predicted work") < out.index("end-to-end latency (exact")
     assert "deadline miss: P(latency > 200 ms)" in out
     assert "frame loss" in out
@@ -57,7 +57,7 @@ def test_sweep_of_an_offset(tmp_path):
     pts = d["sweep"]["points"]
     assert [pt["offset"] for pt in pts] == [0, 10, 20, 30, 40, 50, 60, 70, 80]
     means = [pt["latency"]["mean"] for pt in pts]
-    assert len(set(round(m, 6) for m in means)) > 1  # the phase matters (seed figure 5.14)
+    assert len(set(round(m, 6) for m in means)) > 1  # the phase matters (thesis figure 5.14)
     assert all("deadline_miss" in pt and "loss_probability" in pt for pt in pts)
     assert (tmp_path / "ptts-sweep.svg").exists() and (tmp_path / "ptts-sweep.png").exists()
     txt = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--sweep", "wall.offset=0..80:40", check=True).stdout

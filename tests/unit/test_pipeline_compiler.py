@@ -1,4 +1,4 @@
-"""The pipeline compiler: seed 003 Appendix A goldens and schedule/allocator properties (no native code)."""
+"""The pipeline compiler: the thesis Appendix A goldens and schedule/allocator properties (no native code)."""
 
 from __future__ import annotations
 

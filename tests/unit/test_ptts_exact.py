@@ -1,4 +1,4 @@
-"""The exact PTTS engine against brute-force enumeration and the seed's worked example."""
+"""The exact PTTS engine against brute-force enumeration and the thesis's worked example."""
 
 from __future__ import annotations
 
@@ -111,7 +111,7 @@ def test_single_component_is_its_profile():
     assert r.loss == 0.0
 
 
-# --- the seed's worked example (chapter 5, figure 5.2) -----------------------------------------
+# --- the thesis's worked example (chapter 5, figure 5.2) -----------------------------------------
 
 @pytest.fixture(scope="module")
 def thesis():
@@ -136,12 +136,12 @@ def test_worked_example_first_tree(thesis):
     assert edges[146] == pytest.approx(58 / 100, abs=1e-15)
     assert edges[88] == pytest.approx(39 / 100, abs=1e-15)
     assert edges[204] == pytest.approx(3 / 100, abs=1e-15)
-    # seed figure 5.4's inner edges: 146 -> 176 with 0.2, 204 -> 232 with 0.13, 204 -> 288 with 0.87
+    # thesis figure 5.4's inner edges: 146 -> 176 with 0.2, 204 -> 232 with 0.13, 204 -> 288 with 0.87
     inner = {(c.time, g.time): q * 1.0 for _, c in root.children for q, g in c.children}
     assert inner[(146, 176)] == pytest.approx(6 / 30)
     assert inner[(204, 232)] == pytest.approx(4 / 30)
     assert inner[(204, 288)] == pytest.approx(26 / 30)
-    # seed figure 5.5: flattened tree of the triggering at 0
+    # thesis figure 5.5: flattened tree of the triggering at 0
     flat = exact.flatten(root)
     assert flat == pytest.approx({125: 0.104, 181: 0.402, 237: 0.468, 293: 0.026}, abs=1e-15)
 
@@ -156,16 +156,16 @@ def test_worked_example_tree_matches_engine(thesis):
 
 
 def test_worked_example_loss_of_the_pair_the_seed_examines(thesis):
-    # seed section 5.5: triggering 0 slow <0, 204, 288, 293> and triggering 200 fast <200, 262, 288, 293>;
+    # thesis section 5.5: triggering 0 slow <0, 204, 288, 293> and triggering 200 fast <200, 262, 288, 293>;
     # (0.03 * 0.87) * (0.13 * 0.07) with the exact fractions 26/30 and 2/30
     pair = exact.analyse(thesis, frames=[0]).loss
     assert pair == pytest.approx(0.03 * (26 / 30) * 0.13 * (2 / 30), rel=1e-12)
-    # divided by the 203 triggerings, as the seed does: 1.11e-6 (the seed prints 1.17e-6 from rounded edges)
+    # divided by the 203 triggerings, as the thesis does: 1.11e-6 (the thesis prints 1.17e-6 from rounded edges)
     assert pair / 203 == pytest.approx(1.11e-6, rel=0.01)
 
 
 def test_worked_example_loss_counts_every_pair(thesis):
-    # the seed stops at the pair (0, 200); 26 of the 203 pairs can collide, e.g. (1400, 1600) with
+    # the thesis stops at the pair (0, 200); 26 of the 203 pairs can collide, e.g. (1400, 1600) with
     # P = 11/100 * 18/30 * 5/100 * 10/30 = 1.1e-3
     per = [exact.analyse(thesis, frames=[k]).loss for k in range(203)]
     assert sum(p > 0 for p in per) == 26

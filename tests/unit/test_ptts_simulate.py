@@ -1,4 +1,4 @@
-"""Monte Carlo convergence to the exact result, and period adaptation (seed section 5.7)."""
+"""Monte Carlo convergence to the exact result, and period adaptation (thesis section 5.7)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """Predict a `cluster bsp` job's runtime from its nodes' recorded noise, with the simulator.
 
-Model (issue 4, seed 004): P phases of W work on N nodes, each delayed by the
+Model (issue 4, Vicente & Matias): P phases of W work on N nodes, each delayed by the
 noise that hits it; a phase ends when the last node finishes, then the nodes
 synchronize.  The measured noise-free cost S of the synchronization becomes the
 simulator's ceil(log2 N) rounds of link latency S / rounds (noise can hit those

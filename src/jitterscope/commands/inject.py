@@ -1,7 +1,7 @@
 """Inject synthetic noise: wake every PERIOD and busy-loop BUSY on one CPU.
 
 A synthetic daemon with a known period and busy time, the ground truth the
-probe and the attribution are validated against (as seed 001 validated its
+probe and the attribution are validated against (as De et al. 2007 validated its
 tool).  It sleeps to absolute deadlines (the period never drifts), runs
 SCHED_FIFO when permitted so each busy period is one contiguous stretch (only
 its own scheduling policy changes), and is named NAME so the attribution shows

@@ -1,4 +1,4 @@
-"""Compile a streaming pipeline into a static schedule and run it on pinned threads (seed 003 ch. 3).
+"""Compile a streaming pipeline into a static schedule and run it on pinned threads (the thesis ch. 3).
 
 A pipeline is a graph of boxes (source, gain, add, average, copy, dup,
 convolution, sink, or your own C kernel) on images, written in a page of YAML

@@ -1,4 +1,4 @@
-"""Exact end-to-end latency of a chain of time-triggered components (PTTS, seed 003 ch. 5).
+"""Exact end-to-end latency of a chain of time-triggered components (PTTS, the thesis ch. 5).
 
 Each component of the chain (sensor, processing PC, GPU, display wall...)
 triggers on its own timer, reads a one-place buffer (destructive write,
@@ -6,10 +6,10 @@ non-destructive read) and takes a random execution time from its profile.
 Following every triggering of the first component over one hyper-period
 (lcm of the periods) through its latency tree gives the exact distribution of
 the end-to-end latency and the probability that a frame is overwritten before
-it is read.  The predicted work (seed eq. 5.15) is printed before starting;
+it is read.  The predicted work (thesis eq. 5.15) is printed before starting;
 analyses predicted to take longer than --max-time are refused with the
 estimate, and --approximate adapts the periods to shorten the hyper-period
-(seed section 5.7) and reports the change and the error it causes.
+(thesis section 5.7) and reports the change and the error it causes.
 
 Model file reference and worked examples: docs/commands/ptts.md.
 
@@ -52,7 +52,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="simulated frames (default 10000; with --approximate, for measuring the error: 20000)")
     p.add_argument("--seed", type=seed_arg, metavar="S", help="random seed of the simulation (default: random)")
     p.add_argument("--approximate", nargs="?", const=DEFAULT_APPROX_TIME, metavar="TIME",
-                   help=f"adapt periods (seed 5.7) until the analysis is predicted to take at most TIME "
+                   help=f"adapt periods (thesis 5.7) until the analysis is predicted to take at most TIME "
                         f"(default {DEFAULT_APPROX_TIME}); reports the change and the error")
     p.add_argument("--max-time", default=DEFAULT_MAX_TIME, metavar="TIME",
                    help=f"refuse exact analyses predicted to take longer (default {DEFAULT_MAX_TIME})")
@@ -60,7 +60,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="repeat the analysis for each value of a component's offset (or period); "
                         "bare numbers are in the model's unit, e.g. wall.offset=0..80:10")
     p.add_argument("--tree", type=int, metavar="K", help="print the latency tree of the K-th triggering of the first "
-                                                          "component (seed figures 5.4, 5.5) and stop")
+                                                          "component (thesis figures 5.4, 5.5) and stop")
 
 
 def _show(as_json: bool, data: dict[str, Any], text: Callable[[T], str], result: T) -> None:

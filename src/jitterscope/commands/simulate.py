@@ -8,7 +8,7 @@ over replications with its 95% confidence interval, the runtime without noise
 (ideal) and the slowdown (runtime/ideal - 1).
 
 --noise is one of:
-  normal(mean=1.91ms,sd=0.36ms)       i.i.d. per-phase delay (seed 004's fit);
+  normal(mean=1.91ms,sd=0.36ms)       i.i.d. per-phase delay (Vicente & Matias's fit);
   lognormal(median=..,sigma=..)       also lognormal(mean=..,sd=..), exponential(mean=..),
   gamma(shape=..,scale=..)            weibull(shape=..,scale=..), pareto(alpha=..,scale=..),
   bernoulli(p=..,delay=..)            `delay` in a fraction p of phases, else 0;

@@ -8,12 +8,12 @@ standard deviation of effects and confidence intervals with the t distribution
 on n(r-1) degrees of freedom (ch. 18.5), and the multiplicative model obtained
 by analysing log10 y (ch. 18.7).
 
-Nonparametric part, used by seed 004 because run times are not i.i.d. normal:
+Nonparametric part, used by Vicente & Matias because run times are not i.i.d. normal:
 the Kruskal-Wallis H test across treatments (Kruskal & Wallis 1952; scipy), and
 Dunn's (1964) pairwise rank test with Holm's (1979) step-down correction
 (scikit-posthocs).  Outliers are flagged with Tukey's fences (1.5 IQR beyond
 the quartiles, Tukey 1977) per treatment and reported; they are never replaced
-or dropped, unlike the averaging replacement of seed 004, because a noise
+or dropped, unlike the averaging replacement of Vicente & Matias, because a noise
 experiment's outliers are often the very thing being studied.
 """
 
@@ -112,13 +112,13 @@ def dunn_holm(groups: list[np.ndarray]) -> np.ndarray:
 
 
 def group_share(levels: np.ndarray, pvals: np.ndarray, by: list[int], alpha: float) -> dict[str, Any]:
-    """Seed 004's table: the share of significant pairwise comparisons between groups.
+    """Vicente & Matias's table: the share of significant pairwise comparisons between groups.
 
     Treatments are grouped by the levels of the factors `by` (column indices);
     cell (G, H) is the fraction of pairs (t in G, u in H, t != u) whose Dunn-Holm
     p-value is below alpha.  The diagonal is the share within a group.
     """
-    # First factor varies fastest, as in Yates order (seed 004's G1..G4).
+    # First factor varies fastest, as in Yates order (Vicente & Matias's G1..G4).
     keys = sorted({tuple(int(levels[i, j]) for j in by) for i in range(len(levels))}, key=lambda t: t[::-1])
     members = {kk: [i for i in range(len(levels)) if tuple(int(levels[i, j]) for j in by) == kk] for kk in keys}
     share = np.full((len(keys), len(keys)), np.nan)
@@ -166,7 +166,7 @@ def main_effect_of(design: Design, effect: str) -> str | None:
 
 
 def default_grouping(design: Design, effects: list[dict[str, Any]]) -> list[int]:
-    """The two factors whose main-effect columns explain the most variation (seed 004 groups by
+    """The two factors whose main-effect columns explain the most variation (Vicente & Matias groups by
     E and F), as factor indices.  In a fractional design a generated factor's main effect sits
     in an aliased column (D = ABC: column ABC), so aliases are read, not only one-letter names."""
     ranked = sorted(((e["percent"] or 0.0, f) for e in effects if (f := main_effect_of(design, e["effect"]))),

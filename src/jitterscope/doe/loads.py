@@ -10,9 +10,9 @@ nothing ever kills it; `jitterscope restore` kills the group too.
 
 cache: a CPU-bound random gather over a working set, either larger than the
   last-level cache (every access misses and evicts the measured CPU's lines:
-  seed 004's experiment 2) or small enough to stay in the load CPU's L2.
+  Vicente & Matias's experiment 2) or small enough to stay in the load CPU's L2.
 udp:   a receiver pinned to one CPU and a sender flooding it with fixed-size
-  datagrams over 127.0.0.1 only, at a bounded rate (seed 004's experiment 3
+  datagrams over 127.0.0.1 only, at a bounded rate (Vicente & Matias's experiment 3
   used 500-byte datagrams).
 """
 

@@ -71,7 +71,7 @@ def source_list(att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, to
 
 
 def chain_list(att: Attribution, det_dur: np.ndarray) -> list[dict[str, Any]]:
-    """Sources in succession inside one detour (seed 001 concatenates them)."""
+    """Sources in succession inside one detour (De et al. 2007 concatenates them)."""
     labels = [f"{k}:{n}" for k, n in att.sources]
     chains: Counter[tuple[str, ...]] = Counter()
     totals: dict[tuple[str, ...], int] = defaultdict(int)

@@ -1,6 +1,6 @@
 /*
  * jitterscope-inject: a synthetic daemon with a known period and busy time
- * (seed 001's validation), whose exact busy intervals are the ground truth the
+ * (De et al. 2007's validation), whose exact busy intervals are the ground truth the
  * probe and the attribution are checked against.
  *
  * Pinned to one CPU, it sleeps to absolute CLOCK_MONOTONIC deadlines

@@ -1,5 +1,5 @@
 /*
- * jitterscope-pipeline: executes a compiled pipeline schedule (seed 003 chapter 3).
+ * jitterscope-pipeline: executes a compiled pipeline schedule (the thesis chapter 3).
  *
  * The plan (pipeline_records.h, written by jitterscope/pipeline/plan.py) gives
  * the sub-boxes with their kernels and buffer offsets, each thread's list of

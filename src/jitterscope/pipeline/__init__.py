@@ -1,4 +1,4 @@
-"""Streaming pipelines made reproducible (seed 003 chapter 3, spec 003 section 3).
+"""Streaming pipelines made reproducible (the thesis chapter 3, spec 003 section 3).
 
 A box graph (YAML, `graph.py`) is compiled (`compiler.py`) in the five steps of
 the thesis: split boxes into row sub-boxes and derive fine-grained

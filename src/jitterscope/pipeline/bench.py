@@ -1,4 +1,4 @@
-"""`pipeline bench`: every heuristic x allocator, in the thesis's table layout (seed 003 section 3.5-3.6).
+"""`pipeline bench`: every heuristic x allocator, in the thesis's table layout (the thesis section 3.5-3.6).
 
 One graph: each configuration compiled and run (a run directory each, under
 the bench directory), then one row per configuration: mean, sigma, max,

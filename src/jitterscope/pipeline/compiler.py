@@ -1,4 +1,4 @@
-"""The compiler: graph → schedule, the five steps a-e of seed 003 section 3.4 (deterministic).
+"""The compiler: graph → schedule, the five steps a-e of the thesis section 3.4 (deterministic).
 
     sched = compile_graph(load_graph("examples/pipeline/appendix.yaml"), threads=2,
                           heuristic="fixed", memory="simple")

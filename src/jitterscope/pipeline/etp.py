@@ -1,7 +1,7 @@
 """A pipeline run's latency distribution as an execution-time profile for `jitterscope ptts`.
 
 Chapter 5 takes each component's ETP "obtained by measurement of the latency
-of a component in isolation" (seed 003 L2374); a component may be "a task
+of a component in isolation" (the thesis L2374); a component may be "a task
 graph executing on multiple processors" (L2383).  The measured per-iteration
 latencies are binned up to whole ticks of `resolution` (ceil: a profile
 never shorter than measured, the conservative choice, spec 003 section 5) and

@@ -1,4 +1,4 @@
-"""Step b: the five scheduling heuristics of seed 003 section 3.4.2 (spec 003 section 3.3).
+"""Step b: the five scheduling heuristics of the thesis section 3.4.2 (spec 003 section 3.3).
 
 - simple: one thread per sub-box, the OS schedules them; iterations pipeline.
 - barrier: as simple, and no sub-box of iteration k+1 starts before iteration k ends.

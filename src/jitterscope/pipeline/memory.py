@@ -1,4 +1,4 @@
-"""Step c: memory allocation (seed 003 section 3.4.3, spec 003 section 3.4).
+"""Step c: memory allocation (the thesis section 3.4.3, spec 003 section 3.4).
 
 - simple: one separate range per buffer (the appendix: m0, m2, m4 = 786,432 B).
 - reuse: buffers share memory unless they interfere.  Two buffers interfere

@@ -1,4 +1,4 @@
-"""The reduced heuristic's static-order schedule (SOS) of the structural graph (seed 003 section 3.4.2).
+"""The reduced heuristic's static-order schedule (SOS) of the structural graph (the thesis section 3.4.2).
 
 Active data while a box runs is every buffer already written that some box
 not yet run still reads, plus the box's own outputs (its inputs are among the

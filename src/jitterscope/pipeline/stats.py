@@ -1,4 +1,4 @@
-"""Latency statistics of a pipeline run, as the thesis reports them (seed 003 section 3.5).
+"""Latency statistics of a pipeline run, as the thesis reports them (the thesis section 3.5).
 
 Latency of an iteration = end of its last sub-box - its release (the start of
 its first sub-box when iterations run back to back).  Jitter is the standard

@@ -1,4 +1,4 @@
-"""Step d: synchronisation by counting signals (recovered from seed 003 Appendix A, spec section 3.5).
+"""Step d: synchronisation by counting signals (recovered from the thesis Appendix A, spec section 3.5).
 
 Each thread runs, every iteration, its list of `W s` (wait for a token of
 signal s), `E sub-box` (execute) and `S s` (post a token).  For every

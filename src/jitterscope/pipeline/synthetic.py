@@ -1,4 +1,4 @@
-"""Seeded synthetic pipelines "resembling the X-ray chain" (seed 003 section 3.5.2).
+"""Seeded synthetic pipelines "resembling the X-ray chain" (the thesis section 3.5.2).
 
 The thesis generated 250 random graphs of roughly 100 boxes whose topology,
 number of inputs and outputs resembled the interventional X-ray chains, each

@@ -1,5 +1,5 @@
 """`jitterscope protect`: duty-cycle best-effort co-runners to protect a latency-critical program
-(seed 003 chapter 4; spec 003 section 4).
+(the thesis chapter 4; spec 003 section 4).
 
 plan        the run's options, checked before anything changes (defaults: the thesis's)
 session     the lifecycle: journal, report pages, programs, actuator set-up, controller, supervision

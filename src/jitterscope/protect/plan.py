@@ -1,6 +1,6 @@
 """What a `protect` run will do, built from the command line and checked before anything changes.
 
-Defaults are the thesis's (seed 003 section 4.4): Ts = 100us, S = 900us, the
+Defaults are the thesis's (the thesis section 4.4): Ts = 100us, S = 900us, the
 fixed duty-cycle law, the real-time blocker; the signal is chosen by what the
 host and the programs offer (signals.py), its threshold 25% of the peak
 bandwidth (the synthetic experiment's, L1908) or the signal's own default.

@@ -1,6 +1,6 @@
 """Probabilistic Time-Triggered Systems: exact end-to-end latency of chains of time-triggered components.
 
-Seed 003, chapter 5.  `model` reads the model file, `exact` computes the latency
+The thesis, chapter 5.  `model` reads the model file, `exact` computes the latency
 distribution and the frame-loss probability over one hyper-period, `simulate`
 is an independent Monte Carlo of the same system, `approx` adapts periods to
 shorten the hyper-period (section 5.7), `plots` draws the figures; the tests'

@@ -2,8 +2,8 @@
 period adaptation with its error, sweeps and single latency trees.
 
 `analyse(model, opts, note)` decides what can run (the exact engine's predicted
-work, seed eq. 5.15, against --max-time and memory; --approximate's adapted
-periods, seed section 5.7), runs it and returns a `Report`; `sweep(...)` and
+work, thesis eq. 5.15, against --max-time and memory; --approximate's adapted
+periods, thesis section 5.7), runs it and returns a `Report`; `sweep(...)` and
 `tree(...)` do the same for a sweep of one offset or period and for one latency
 tree.  Each result's `data()` is what `--json` prints; ptts/render.py writes
 the text.  `note` receives progress lines (the estimate before a long analysis).
@@ -104,13 +104,14 @@ def _estimates(model: Model, opts: Options, note: Note) -> tuple[Model, Estimate
         analysed = model.with_periods(adaptation.periods)
     est = exact.estimate(model)
     note(f"hyper-period {model.fmt_long(model.hyperperiod())}, {est.trees:,} latency trees; predicted work "
-         f"{est.predicted_work:,} tree nodes (seed eq. 5.15); exact analysis predicted to take {seconds(est.seconds)}")
+         f"{est.predicted_work:,} tree nodes (thesis eq. 5.15); exact analysis predicted to take "
+         f"{seconds(est.seconds)}")
     if adaptation is not None:
         note(adaptation.describe(model))
         if adaptation.changed:
             est = exact.estimate(analysed)
             note(f"adapted: hyper-period {model.fmt_long(analysed.hyperperiod())}, {est.trees:,} latency trees; "
-                 f"predicted work {est.predicted_work:,} tree nodes (seed eq. 5.15); predicted time "
+                 f"predicted work {est.predicted_work:,} tree nodes (thesis eq. 5.15); predicted time "
                  f"{seconds(est.seconds)}")
     return analysed, est, adaptation
 
@@ -124,7 +125,7 @@ def _exact_if_affordable(model: Model, analysed: Model, est: Estimate, opts: Opt
         raise JitterscopeError(
             f"exact analysis would hold about {est.peak_bytes / 2**30:.3g} GiB of states ({est.trees:,} latency "
             f"trees over a hyper-period of {model.fmt_long(analysed.hyperperiod())}), over the "
-            f"{limit / 2**30:.3g} GiB limit; use --approximate to adapt the periods (seed section 5.7) or "
+            f"{limit / 2**30:.3g} GiB limit; use --approximate to adapt the periods (thesis section 5.7) or "
             f"--method simulate")
     if opts.method != "exact" and not (est.seconds <= opts.max_time_s and fits_memory):
         return None
@@ -132,8 +133,8 @@ def _exact_if_affordable(model: Model, analysed: Model, est: Estimate, opts: Opt
         raise JitterscopeError(
             f"exact analysis would take about {seconds(est.seconds)} ({est.trees:,} latency trees over a "
             f"hyper-period of {model.fmt_long(analysed.hyperperiod())}, predicted work {est.predicted_work:,} "
-            f"nodes by seed eq. 5.15), over --max-time {opts.max_time_text}; use --approximate to adapt the "
-            f"periods (seed section 5.7) or --method simulate, or raise --max-time")
+            f"nodes by thesis eq. 5.15), over --max-time {opts.max_time_text}; use --approximate to adapt the "
+            f"periods (thesis section 5.7) or --method simulate, or raise --max-time")
     return exact.analyse(analysed)
 
 
@@ -270,7 +271,7 @@ def sweep(model: Model, text: str, opts: Options, note: Note) -> Sweep:
     ests = [exact.estimate(v) for v in variants]
     total = sum(e.seconds for e in ests)
     note(f"sweep {label} over {len(values)} values: {sum(e.trees for e in ests):,} latency trees in all; "
-         f"predicted work {sum(e.predicted_work for e in ests):,} nodes (seed eq. 5.15); predicted time "
+         f"predicted work {sum(e.predicted_work for e in ests):,} nodes (thesis eq. 5.15); predicted time "
          f"{seconds(total)}")
     if total > opts.max_time_s:
         raise JitterscopeError(f"the sweep would take about {seconds(total)}, over --max-time {opts.max_time_text}; "
@@ -317,7 +318,7 @@ class Tree:
 
 
 def tree(model: Model, k: int) -> Tree:
-    """The latency tree of the k-th triggering of the first component (seed figures 5.4, 5.5)."""
+    """The latency tree of the k-th triggering of the first component (thesis figures 5.4, 5.5)."""
     n0 = model.trees()
     if not 0 <= k < n0:
         raise UsageError(f"--tree {k}: the hyper-period has latency trees 0..{n0 - 1}")

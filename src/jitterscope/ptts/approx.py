@@ -1,10 +1,10 @@
-"""Shorter hyper-periods by adapting periods (seed 003, section 5.7).
+"""Shorter hyper-periods by adapting periods (the thesis, section 5.7).
 
-The analysis time grows with the hyper-period (seed eq. 5.15), and a
+The analysis time grows with the hyper-period (thesis eq. 5.15), and a
 hyper-period is long when the periods share few factors (66.66, 16.66 and
 16.67 ms: 1,388,611 latency trees).  Moving each period to a multiple of a
 coarser grid g makes them share the factor g and shortens the hyper-period,
-the way the seed's configurations c -> b -> a do (1,388,611 -> 13,861 -> 136
+the way the thesis's configurations c -> b -> a do (1,388,611 -> 13,861 -> 136
 trees).  `adapt_periods` takes the finest grid g (in ticks) for which the
 predicted analysis time fits the budget, moving every period to the nearest
 multiple of g and never by more than it has to:
@@ -57,7 +57,7 @@ class Adaptation:
         names = [c.name for c in model.components]
         steps = [f"{b} against {a} every {model.fmt(s0)} -> {model.fmt(s1)}"
                  for a, b, s0, s1 in zip(names, names[1:], phase_steps(self.original), phase_steps(self.periods))]
-        return (f"approximate (seed 5.7): periods moved to multiples of {model.fmt(self.grid)}: " + "; ".join(parts)
+        return (f"approximate (thesis 5.7): periods moved to multiples of {model.fmt(self.grid)}: " + "; ".join(parts)
                 + f"; latency trees {self.original_estimate.trees:,} -> {self.estimate.trees:,}, predicted time "
                 f"{self.original_estimate.seconds:.3g} s -> {self.estimate.seconds:.3g} s; relative phases: "
                 + "; ".join(steps))

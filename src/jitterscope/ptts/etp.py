@@ -1,4 +1,4 @@
-"""Execution-time profiles (ETPs) and exact times in ticks, for the PTTS model (seed 003, section 5.3).
+"""Execution-time profiles (ETPs) and exact times in ticks, for the PTTS model (the thesis, section 5.3).
 
 A profile is given in a model file as one of `pmf: {time: probability}`,
 `uniform: [lo, hi]`, `csv: FILE` or `run: DIR` (a measured run, etp_run.py);
@@ -105,7 +105,7 @@ class ETP:
 
     @property
     def span(self) -> int:
-        """Width hi - lo + 1 in ticks (seed eq. 5.13/5.14: tau_hat - tau_check + 1)."""
+        """Width hi - lo + 1 in ticks (thesis eq. 5.13/5.14: tau_hat - tau_check + 1)."""
         return self.hi - self.lo + 1
 
     def cdf(self, x: np.ndarray) -> np.ndarray:

@@ -1,11 +1,11 @@
-"""Exact end-to-end latency and frame-loss analysis of a PTTS chain (seed 003, section 5.6).
+"""Exact end-to-end latency and frame-loss analysis of a PTTS chain (the thesis, section 5.6).
 
-Semantics (the seed's, made precise)
+Semantics (the thesis's, made precise)
 ------------------------------------
 Component C_i triggers at every instant of A_i = {o_i + n*d_i : n integer}: the
 system is in its steady state, so offsets act modulo the period and the state
 at the end of a hyper-period h = lcm(d_i) equals the state at its start (the
-seed's eq. 5.7 sums from t_b - d_i + 1 for every triggering, the first one
+the thesis's eq. 5.7 sums from t_b - d_i + 1 for every triggering, the first one
 included, which is this reading).  A triggering of C_0 at a ("a frame") starts
 a container; C_0 produces it at a + X_0.  A container produced at p is consumed
 by the first triggering of the next component at or after p (production
@@ -15,7 +15,7 @@ precedes consumption at equal instants):
 
 with X_i drawn from the ETP f_i independently per triggering.  The end-to-end
 distribution is the average over the h/d_0 triggerings of C_0 in one
-hyper-period (the seed's forest of latency trees, eq. 5.11, flattened by
+hyper-period (the thesis's forest of latency trees, eq. 5.11, flattened by
 eq. 5.12 and aggregated).
 
 How it is computed without walking a million trees one by one
@@ -24,7 +24,7 @@ The path is a Markov chain over triggering instants, and what happens after
 T_i depends only on T_i modulo M_i = lcm(d_i, ..., d_{N-1}).  So the engine
 carries a measure over (class of T_i mod M_i, delay so far T_i - a) from stage
 to stage: each state expands into the few triggerings of C_{i+1} that can
-consume its container, with the seed's eq. 5.7 probability
+consume its container, with the thesis's eq. 5.7 probability
 P(T_{i+1} = b | T_i = t) = F_i(b - t) - F_i(b - t - d_{i+1}) (F_i the cumulative
 ETP), and equal states are merged (bincount/unique).  Many frames share the
 class of their C_1 triggering, so the work after stage 0 is bounded by the
@@ -47,7 +47,7 @@ expected number of frames lost per frame, except for overwrites between frames
 that are not consecutive and do not meet their neighbour (possible only when a
 frame can overtake the next one; the simulation counts those too and reports
 both).  The latency distribution includes every frame, lost or not: a lost
-frame contributes the latency its container would have had (the seed's trees).
+frame contributes the latency its container would have had (the thesis's trees).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ class Chain:
     def transitions(self, i: int, t: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For C_i triggered at t: candidate delays E to the consuming C_{i+1} triggering and their probabilities.
 
-        Seed eq. 5.7: u(i+1, t, b) = sum_{x = b-d+1}^{b} f_i(x - t) = F_i(b-t) - F_i(b-t-d).
+        Thesis eq. 5.7: u(i+1, t, b) = sum_{x = b-d+1}^{b} f_i(x - t) = F_i(b-t) - F_i(b-t-d).
         Rows are padded with probability-0 candidates.
         """
         etp, d, o = self.etp[i], self.d[i + 1], self.o[i + 1]
@@ -135,7 +135,7 @@ class Chain:
 
 
 def predicted_work(model: Model) -> int:
-    """Seed eq. 5.15: (h/d_0) * prod_{i=0}^{N-2} ceil((tau_hat(i) - tau_check(i) + 1) / d_{i+1})."""
+    """Thesis eq. 5.15: (h/d_0) * prod_{i=0}^{N-2} ceil((tau_hat(i) - tau_check(i) + 1) / d_{i+1})."""
     ch = Chain.of(model)
     w = ch.trees
     for i in range(ch.n - 1):
@@ -418,7 +418,7 @@ def analyse(model: Model, loss: bool = True, frames: np.ndarray | None = None) -
 
 
 # ---------------------------------------------------------------------------
-# One latency tree, as the seed draws it (figures 5.4 and 5.5)
+# One latency tree, as the thesis draws it (figures 5.4 and 5.5)
 
 @dataclass
 class TreeNode:
@@ -428,7 +428,7 @@ class TreeNode:
 
 
 def latency_tree(model: Model, k: int, max_nodes: int = 100_000) -> TreeNode:
-    """The latency tree of the k-th triggering of C_0 (seed eqs. 5.6-5.10)."""
+    """The latency tree of the k-th triggering of C_0 (thesis eqs. 5.6-5.10)."""
     ch = Chain.of(model)
     a = ch.o[0] + (k % ch.trees) * ch.d[0]
     count = [0]
@@ -453,7 +453,7 @@ def latency_tree(model: Model, k: int, max_nodes: int = 100_000) -> TreeNode:
 
 
 def flatten(node: TreeNode, p: float = 1.0) -> dict[int, float]:
-    """Seed eq. 5.12: leaves of the tree with path probabilities, equal instants aggregated."""
+    """Thesis eq. 5.12: leaves of the tree with path probabilities, equal instants aggregated."""
     out: dict[int, float] = {}
     if not node.children:
         out[node.time] = p

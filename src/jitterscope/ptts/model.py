@@ -1,4 +1,4 @@
-"""The PTTS model file: a chain of time-triggered components (seed 003, section 5.3).
+"""The PTTS model file: a chain of time-triggered components (the thesis, section 5.3).
 
     resolution: 1ms
     components:

@@ -1,4 +1,4 @@
-"""PMF, CDF and sweep figures (seed figures 5.6-5.9, 5.11-5.14), as SVG and PNG."""
+"""PMF, CDF and sweep figures (thesis figures 5.6-5.9, 5.11-5.14), as SVG and PNG."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ def plot_cdf(out: Path, model: Model, series: list[Series], title: str, deadline
 
 def plot_sweep(out: Path, model: Model, label: str, values: list[float], dists: list[Distribution],
                stats: list[dict], deadline: int | None = None) -> list[Path]:
-    """Left: the CDF at each swept value (seed figure 5.14). Right: percentiles against the value."""
+    """Left: the CDF at each swept value (thesis figure 5.14). Right: percentiles against the value."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.4, 1]})
     cmap = plt.get_cmap("viridis")
     for n, (v, dist) in enumerate(zip(values, dists)):

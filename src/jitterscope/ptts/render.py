@@ -83,7 +83,7 @@ def approximation_text(model: Model, block: dict) -> str:
 
 
 def figure_series(rep: Report) -> list[Series]:
-    """The distributions the PMF and CDF figures draw, first on top (as seed figure 5.11)."""
+    """The distributions the PMF and CDF figures draw, first on top (as thesis figure 5.11)."""
     if rep.opts.method == "exact":
         series: list[Series] = [("exact", rep.latency)]
     else:
@@ -119,7 +119,7 @@ def sweep_text(sw: Sweep) -> str:
 def tree_text(t: Tree) -> str:
     model, names, root = t.model, t.names, t.root
     lines = [f"latency tree {t.k} of {t.count}: triggering of {names[0]} at {model.fmt(root.time)} "
-             f"(seed figure 5.4: (component, instant), edge = probability that this triggering consumes the "
+             f"(thesis figure 5.4: (component, instant), edge = probability that this triggering consumes the "
              f"container)"]
 
     def show(n: TreeNode, depth: int, p: float) -> None:
@@ -129,7 +129,7 @@ def tree_text(t: Tree) -> str:
             show(c, depth + 1, q)
 
     show(root, 0, 1.0)
-    lines.append("flattened (seed figure 5.5: output instant, probability; latency = instant - "
+    lines.append("flattened (thesis figure 5.5: output instant, probability; latency = instant - "
                  f"{model.fmt(root.time)}):")
     lines += [f"  {model.fmt(tt)}  {p:.6g}   latency {model.fmt(tt - root.time)}" for tt, p in sorted(t.flat.items())]
     return "\n".join(lines)

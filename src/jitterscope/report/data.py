@@ -22,7 +22,7 @@ KINDS = ("irq", "softirq", "nmi", "thread", "unexplained")
 
 
 def log_bins(lo: float, hi: float, per_decade: int = 12) -> np.ndarray:
-    """Log-spaced histogram edges covering [lo, hi] (seed 001 plots on log scales)."""
+    """Log-spaced histogram edges covering [lo, hi] (De et al. 2007 plots on log scales)."""
     lo = max(1.0, float(lo))
     hi = max(hi, lo * 1.01)
     a, b = np.floor(np.log10(lo) * per_decade), np.ceil(np.log10(hi) * per_decade)

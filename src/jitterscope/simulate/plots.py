@@ -1,4 +1,4 @@
-"""SVG figures for `simulate` (seed 004 figures 5-7) and `fit` (histogram with
+"""SVG figures for `simulate` (Vicente & Matias figures 5-7) and `fit` (histogram with
 densities, Q-Q), drawn from the plain result data."""
 
 from __future__ import annotations

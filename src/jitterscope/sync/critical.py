@@ -1,4 +1,4 @@
-"""Critical-path jitter (spec A.5; seed 000 sec. 4.1.4) and frames (A.4).
+"""Critical-path jitter (spec A.5; the shared-memory jitter paper sec. 4.1.4) and frames (A.4).
 
 Two readings of "the critical path's jitter":
 

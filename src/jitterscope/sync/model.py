@@ -1,6 +1,6 @@
 """The paper's event model: interposer records -> threads, waits and jitter intervals.
 
-Section A.2-A.3 of the spec (seed 000, "Architectural Support for Handling
+Section A.2-A.3 of the spec (the shared-memory jitter paper, "Architectural Support for Handling
 Jitter in Shared Memory based Parallel Applications", Table 1, Fig. 6, App.
 C.2).  Every wait names the thread that released it:
 
