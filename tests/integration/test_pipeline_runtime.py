@@ -7,6 +7,7 @@ import dataclasses
 import itertools
 import json
 import subprocess
+import time
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,7 @@ from jitterscope.pipeline.heuristics import HEURISTICS
 from jitterscope.pipeline.kernels_ref import reference_digests
 from jitterscope.pipeline.memory import ALLOCATORS
 from jitterscope.pipeline.plan import RunOptions, build_plan
-from jitterscope.pipeline.runtime import Result, Runtime, read_result
+from jitterscope.pipeline.runtime import Result, Runtime, heartbeat_done, read_result
 from jitterscope.pipeline.sync import Sync
 from jitterscope.sysinfo import online_cpus
 
@@ -228,3 +229,28 @@ def test_publishes_heartbeats_and_bytes_on_protects_report_page(tmp_path, monkey
     beats = np.sort(page._p["beat"]["latency_ns"][:40].astype(np.float64))
     assert np.allclose(beats, np.sort(lat), rtol=1e-6, atol=2)
     page.close()
+
+
+def test_threads_are_pinned_named_and_stoppable(tmp_path):
+    """fixed: thread t on CPU t, named js-pipe/t; simple: every thread on the CPU set; SIGINT stops both
+    after the iterations already started, with the result written."""
+    g = load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")
+    for heuristic, pinned in (("fixed", True), ("simple", False)):
+        sched = compile_graph(g, threads=2, heuristic=heuristic, memory="reuse")
+        opts = RunOptions(iterations=10**6, cpus=CPUS, wait="futex", timers=False)
+        (tmp_path / "p.plan").write_bytes(build_plan(sched, opts, tsc_hz()))
+        with Runtime(tmp_path / "p.plan", tmp_path / "p.out", tmp_path / "beat") as rt:
+            for t in rt.threads:
+                task = Path(f"/proc/{rt.pid}/task/{t['tid']}")
+                assert (task / "comm").read_text().strip() == f"js-pipe/{t['thread']}"
+                allowed = next(ln.split(":")[1].strip() for ln in (task / "status").read_text().splitlines()
+                               if ln.startswith("Cpus_allowed_list"))
+                want = str(CPUS[t["thread"] % len(CPUS)]) if pinned else f"{CPUS[0]}-{CPUS[-1]}"
+                assert allowed == want, (heuristic, t, allowed)
+            deadline = time.monotonic() + 30
+            while heartbeat_done(tmp_path / "beat") < 3 and time.monotonic() < deadline:
+                time.sleep(0.02)
+            rt.stop()
+        end = rt.wait()
+        assert end.interrupted and 0 < end.iterations < 10**6
+        assert len(read_result(tmp_path / "p.out").iters) == end.iterations
