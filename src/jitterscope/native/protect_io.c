@@ -87,7 +87,8 @@ int pmu_check(int cpu)
     if (fd < 0) {
         int e = errno;
         printf("{\"ok\": false, \"errno\": %d, \"error\": \"%s\"}\n", e,
-               e == ENOENT ? "this kernel or CPU offers no such event (no hardware PMU here)" : strerror(e));
+               e == ENOENT ? "no hardware PMU event on this host (the kernel offers no LLC read/write events)"
+                           : strerror(e));
         return 0;
     }
     close(fd);

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import select
 import shlex
+import shutil
 import signal
 import subprocess
 import time
@@ -21,9 +22,12 @@ from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, process_start_time
+from jitterscope.native_bin import native_bin
 from jitterscope.protect.records import REPORT_ENV
 
 # `read` blocks until jitterscope has journalled the group; stdin is then /dev/null for the command.
+# Load generators shipped with the package: a command may name them without their path.
+SHIPPED = ("jitterscope-synload", "jitterscope-chase")
 _WRAPPER = 'read -r go && [ "$go" = go ] && exec "$0" "$@" </dev/null'
 
 
@@ -58,6 +62,8 @@ def split_command(text: str, option: str) -> list[str]:
         raise JitterscopeError(f"{option} {text!r}: {err}") from None
     if not argv:
         raise JitterscopeError(f"{option} is empty: give a command line, e.g. 'xz -T1 -9 -k big.tar'")
+    if argv[0] in SHIPPED and not shutil.which(argv[0]):   # the package's load generators, by name
+        argv[0] = str(native_bin(argv[0]))
     return argv
 
 

@@ -41,7 +41,7 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     head = (f"protect: best-effort CPU {','.join(map(str, meta['cpus']))}, critical CPU "
             f"{','.join(map(str, meta['critical_cpus']))} · signal {summary['signal']} · actuator "
             f"{summary['actuator']} · law {summary['law']} {format_ns(summary['sample_ns'])}/"
-            f"{format_ns(summary['suspend_ns'])} · {summary['run']['duration_s']:.1f} s"
+            f"{format_ns(summary['suspend_ns'])} · {format_ns(summary['run']['duration_s'] * 1e9)}"
             + (" (interrupted)" if summary["run"]["interrupted"] else ""))
     lines = [head, f"  signal: {o.get('signal_reason')}; threshold {o['threshold'].get('text') or '-'}"]
     rows: list[tuple[str, list[str]]] = [
@@ -53,6 +53,7 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
         ("            CPU share", [_pct(phases[c]["best_effort"]["cpu_share"]) for c in cols]),
         ("            duty cycle", [_pct(phases[c]["best_effort"]["duty"]) for c in cols]),
     ]
+    rows = [(name, vals) for name, vals in rows if any(v != "-" for v in vals)]   # nothing to show: no row
     width = max(22, *(len(v) for _, vals in rows for v in vals)) + 2
     lines.append(f"  {'':22}" + "".join(f"{c:>{width}}" for c in cols))
     lines += [f"  {name:22}" + "".join(f"{v:>{width}}" for v in vals) for name, vals in rows]
@@ -62,11 +63,16 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     for cpu, c in summary["cpus"].items():
         lines.append(f"  CPU {cpu}: {c['samples']:,} samples (Ts {_dist(c['sampling_ns'])}), {c['suspensions']:,} "
                      f"suspensions (S {_dist(c['suspension_ns'])})")
-        lines.append(f"         stop latency {_dist(c['stop_latency_ns'])}; controller "
-                     f"{_pct(c['controller_cpu_share'])} CPU" + (f" + {_pct(c['spin_share'])} spinning"
-                                                                 if c["spin_share"] else "")
-                     + (f"; {c['clipped']:,} clipped to the RT budget" if c["clipped"] else "")
-                     + (f"; {c['unconfirmed']:,} not confirmed" if c["unconfirmed"] else ""))
+        parts = [f"stop latency {_dist(c['stop_latency_ns'])}"] if c["stop_latency_ns"] else []
+        if c["controller_cpu_share"] is not None:
+            parts.append(f"controller {_pct(c['controller_cpu_share'])} CPU"
+                         + (f" + {_pct(c['spin_share'])} spinning" if c["spin_share"] else ""))
+        if c["clipped"]:
+            parts.append(f"{c['clipped']:,} clipped to the RT budget")
+        if c["unconfirmed"]:
+            parts.append(f"{c['unconfirmed']:,} not confirmed by the freezer")
+        if parts:
+            lines.append("         " + "; ".join(parts))
     ctl = summary["controller"]
     if ctl["dropped"] or ctl["beats_lost"]:
         lines.append(f"  warning: {ctl['dropped']:,} records dropped, {ctl['beats_lost']:,} heartbeats lost")
