@@ -50,7 +50,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--sample", metavar="TIME", help="sampling interval Ts (default 100us)")
     c.add_argument("--suspend", metavar="TIME", help="suspension S (default 900us)")
     c.add_argument("--signal", metavar="NAME", help="auto (default), pmu, resctrl, report, slack, noise, cputime, "
-                                                    "replay, always")
+                                                    "replay, always, none")
     c.add_argument("--threshold", metavar="BW|PCT|TIME", help="e.g. 2GB/s, read=2GB/s,write=1GB/s, 25%% of the "
                                                              "peak (default), slack 100us or 10%%")
     c.add_argument("--peak", metavar="BW", help="peak bandwidth a percentage refers to (default: measured)")
