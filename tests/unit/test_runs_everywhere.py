@@ -114,3 +114,26 @@ def test_every_command_reads_a_cluster_run_node_by_node(runs, tmp_path, capsys) 
     assert bs and all(s["noise_ns"] > 0 for s in bs)
     assert (tmp_path / "r.html").exists()
     assert json.loads(results["compare"])["kind"] == "cluster"
+
+
+def test_a_kind_a_command_does_not_read_is_refused_in_one_line(tmp_path, capsys) -> None:
+    import pyarrow as pa
+    from pydantic import BaseModel
+
+    from jitterscope import rundir
+
+    class Other(BaseModel):
+        run: dict
+
+    rundir.register_kind(rundir.RunKind("test-other", {"things": rundir.TableSpec(pa.schema([("x", pa.int64())]))},
+                                        summary=Other))
+    try:
+        d = rundir.create_run_dir(tmp_path / "other")
+        rundir.write_json(d / "meta.json", rundir.base_meta(kind="test-other", duration_s=1.0))
+        rundir.write_json(d / "summary.json", {"run": {}})
+        rundir.write_table(d, "things", pa.table({"x": [1]}), kind="test-other")
+        for name, argv in _commands(d, tmp_path).items():
+            code, _, err = _run(argv, capsys)
+            assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, f"{name}: {code} {err}"
+    finally:
+        rundir.KINDS.pop("test-other")

@@ -92,7 +92,7 @@ def _one_machine(run: Run, node: Any, where: str) -> Run:
 
 def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str) -> ETP:
     try:
-        run = load_run(path)
+        run = load_run(path, kinds=("measure", "cluster"), purpose="a ptts run profile")
     except JitterscopeError as err:
         raise ModelError(f"{where}.run: {err}") from None
     if "base" not in opts:
@@ -116,11 +116,7 @@ def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str)
     rounding = opts.get("round", "nearest")
     if rounding not in ("nearest", "up"):
         raise ModelError(f"{where}.round: give nearest or up")
-    tab = run.detours
-    cpu_col = np.asarray(tab.column("cpu").to_numpy(zero_copy_only=False))
-    sel = cpu_col == cpu
-    starts = np.asarray(tab.column("start_ns").to_numpy(zero_copy_only=False))[sel]
-    durs = np.asarray(tab.column("duration_ns").to_numpy(zero_copy_only=False))[sel]
+    _, starts, durs = run.detour_arrays(cpu=cpu)
     if np.any(durs < 0):
         raise ModelError(f"{where}.run: negative detour durations in {path}")
     base_ns = int(round(float(base)))

@@ -68,7 +68,7 @@ class RunNoise:
 
 def load_noise(path: str) -> RunNoise:
     """Open a run (a cluster run: one timeline per node) and read its detours; one-line errors."""
-    run = load_run(path)
+    run = load_run(path, kinds=("measure", "cluster"), purpose="a noise timeline (simulate, fit)")
     try:
         period_ns = float(run.meta["duration_s"]) * 1e9
     except (KeyError, TypeError, ValueError):
@@ -80,10 +80,8 @@ def load_noise(path: str) -> RunNoise:
     cols: list[list[np.ndarray]] = [[], [], []]
     parts, labels, n = [], [], 0
     for i, (label, r) in enumerate(nodes):
-        t = r.detours
-        cpu = t.column("cpu").to_numpy(zero_copy_only=False).astype(np.int64)
-        start = t.column("start_ns").to_numpy(zero_copy_only=False).astype(np.float64)
-        dur = t.column("duration_ns").to_numpy(zero_copy_only=False).astype(np.float64)
+        cpu, start_ns, dur_ns = r.detour_arrays()
+        start, dur = start_ns.astype(np.float64), dur_ns.astype(np.float64)
         # a cluster replays every node over the shortest node's duration (meta.duration_s)
         keep = (start + dur <= period_ns) if cluster else np.ones(len(cpu), bool)
         rows = np.full(len(cpu), -1, np.int64)
