@@ -109,7 +109,8 @@ def phase(recs: dict[str, np.ndarray], on: bool, seconds: float, deadline_ns: fl
     }
 
 
-def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float) -> dict[str, Any]:
+def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float,
+            protected_s: float) -> dict[str, Any]:
     s, x = recs["samples"], recs["suspensions"]
     ends = {int(u["cpu"]): u for u in end.get("units", [])}
     out = {}
@@ -119,6 +120,8 @@ def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float)
         spin, thread = float(u.get("spin_ns", 0)), float(u.get("thread_cpu_ns", 0))
         out[str(cpu)] = {
             "samples": len(ss), "over": int(np.count_nonzero(ss["pressure_ppm"] >= 1_000_000)),
+            # the share of the protected time this CPU's best-effort work was not suspended
+            "duty": 1.0 - float((xx["end_ns"] - xx["t_ns"]).sum()) / 1e9 / protected_s if protected_s else None,
             "suspensions": len(xx), "clipped": int(np.count_nonzero(xx["flags"] & rec.X_CLIPPED)),
             "unconfirmed": int(np.count_nonzero(xx["flags"] & rec.X_UNCONFIRMED)),
             "dropped": int(u.get("dropped", 0)),
@@ -154,7 +157,7 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
         "expected_share": opts["sample_ns"] / (opts["sample_ns"] + opts["suspend_ns"]),
         "phases": phases, "progress_ratio": ratio,
         "critical": latency(recs["beats"]["latency_ns"], deadline),
-        "cpus": per_cpu(recs, end, meta["duration_s"]),
+        "cpus": per_cpu(recs, end, meta["duration_s"], phases["protected"]["seconds"]),
         "controller": {"records": int(header["records_in_file"]), "dropped": int(header["dropped"]),
                        "beats_lost": int(header["beats_lost"]),
                        "writer_cpu_share": end.get("writer_cpu_ns", 0) / 1e9 / meta["duration_s"]

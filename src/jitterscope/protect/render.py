@@ -62,7 +62,7 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
                      f"(the law's share under persistent excess: {summary['expected_share']:.3f})")
     for cpu, c in summary["cpus"].items():
         lines.append(f"  CPU {cpu}: {c['samples']:,} samples (Ts {_dist(c['sampling_ns'])}), {c['suspensions']:,} "
-                     f"suspensions (S {_dist(c['suspension_ns'])})")
+                     f"suspensions (S {_dist(c['suspension_ns'])}), duty {_pct(c.get('duty'))}")
         parts = [f"stop latency {_dist(c['stop_latency_ns'])}"] if c["stop_latency_ns"] else []
         if c["controller_cpu_share"] is not None:
             parts.append(f"controller {_pct(c['controller_cpu_share'])} CPU"

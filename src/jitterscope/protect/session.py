@@ -195,7 +195,7 @@ def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_p
     if plan.law == "slack" and out.s_ns == 0:
         out.signal, out.signal_reason = "none", "slack law: the calibration meets the deadline at full share"
         out.s_ns = plan.ts_ns
-    args = _law_args(plan, out.s_ns) + ["--signal", out.signal, "--fifo", str(plan.priority)]
+    args = _law_args(plan, out.s_ns) + ["--signal", out.signal, "--fifo", str(_priority(plan))]
     args += _threshold_args(plan, out, deadline, crit_page)
     if plan.duration_ns:
         args += ["--duration-ns", str(int(plan.duration_ns))]
@@ -208,6 +208,22 @@ def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_p
     for u in units:
         args += _unit_args(u)
     return Controller(args, run_dir / RECORDS, int(plan.duration_ns) if plan.duration_ns else None, plan.cpus)
+
+
+def _priority(plan: Plan) -> int:
+    """SCHED_FIFO for the control threads where permitted; an unprivileged user's sigstop controller
+    runs SCHED_OTHER (0) instead, and says so (the rt blocker needs root: plan.py refused it)."""
+    import resource
+
+    if os.geteuid() == 0 or plan.actuator == "rt":
+        return plan.priority
+    soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
+    if soft == resource.RLIM_INFINITY or soft >= plan.priority:
+        return plan.priority
+    print(f"jitterscope: note: SCHED_FIFO {plan.priority} is not permitted (RLIMIT_RTPRIO {soft}); the control "
+          f"threads run SCHED_OTHER, so their sampling is less regular", file=sys.stderr)
+    plan.priority = 0
+    return 0
 
 
 def _suspension(plan: Plan, deadline: float | None) -> float:
