@@ -224,3 +224,44 @@ def test_real_programs_output_identical(tmp_path, prog, args, out):
 def test_frame_api_from_python():
     lib = ctypes.CDLL(str(native_bin(R.LIBRARY)))
     lib.jitterscope_sync_frame(ctypes.c_uint64(1))            # without JS_SYNC_DIR: a no-op, no crash
+
+
+@pytest.mark.slow
+@root_only
+def test_report_perfetto_and_compare(gold, tmp_path):
+    """One traced run (report on) gives the HTML page, a Perfetto timeline of threads, waits and kernel
+    causes, and compares equal with itself; against the same waits with the holder releasing at once
+    ("hold": lu of a wake-up, a few us), its 200 us lock-unlock intervals are a regression."""
+    traced = () if tracing_reason() is None else ("--no-trace",)
+    run = tmp_path / "lu"
+    p = jitterscope("sync", "--out", str(run), *traced, "--", gold, "lu", str(cpu()), "12", timeout=120)
+    assert p.returncode == 0, p.stderr
+    html = (run / "report.html").read_text()
+    assert 'data-figure="timeline"' in html and 'data-figure="types"' in html and "lu lock-unlock" in html
+    assert (run / "report-timeline.svg").exists()
+
+    out = tmp_path / "lu.json"
+    assert jitterscope("export", str(run), "-f", "perfetto", "-o", str(out)).returncode == 0
+    ev = json.loads(out.read_text())["traceEvents"]
+    waits = [e for e in ev if e.get("cat") == "wait"]
+    lu = [e for e in ev if e.get("cat") == "jitter" and e["args"]["type"] == "lock-unlock"]
+    assert len(waits) == 12 and len(lu) == 12
+    for j in lu:                                            # each lu sits inside its wait, on the waiter's track
+        assert any(w["tid"] == j["tid"] and w["ts"] <= j["ts"] and j["ts"] + j["dur"] <= w["ts"] + w["dur"] + 0.002
+                   for w in waits)
+    assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) == 12   # release -> wait arrows
+    if not traced:                                          # what ran on the CPUs during the jitter
+        assert any(e.get("args", {}).get("name") == "kernel (per CPU)" for e in ev)
+        assert any(e["ph"] == "X" and e["pid"] == lu[0]["pid"] for e in ev)
+    assert jitterscope("export", str(run), "-f", "csv", "-o", str(tmp_path / "x.csv")).returncode == 2
+
+    same = jitterscope("compare", str(run), str(run), "--json", "--fail-on-regression")
+    assert same.returncode == 0, same.stderr
+    res = json.loads(same.stdout)
+    assert res["kind"] == "sync" and not res["regression"] and res["total"]["ratio"] == 1.0
+
+    _, base = sync(tmp_path, gold, "hold", str(cpu()), "12", opts=("--no-trace", "--threshold", "20us"), name="hold")
+    worse = jitterscope("compare", str(base), str(run), "--fail-on-regression")
+    assert worse.returncode == 1, worse.stdout + worse.stderr
+    assert "REGRESSION: " in worse.stdout and "lu" in worse.stdout.split("REGRESSION: ")[1]
+    assert "re-thresholded at N = 20000 ns" in worse.stdout

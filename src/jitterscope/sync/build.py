@@ -45,7 +45,7 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
         tl = load_timeline(trace_dir, t0, hz, tids)
         meta["lost_events"] = tl.lost_events
         meta["tracing"]["events"] = tl.events
-        new, causes = explain(tl, intervals, m.waits, tids, opts.threshold_ns, opts.mode)
+        new, causes = explain(tl, intervals, m.waits, rows, opts.threshold_ns, opts.mode)
         intervals += new
     steps = critical.walk(rows, m.waits, root)
     path_j = critical.path_jitter(steps, intervals)
@@ -176,7 +176,8 @@ def make_summary(meta: dict[str, Any], opts: model.Options, rows: list[dict[str,
         "critical_path": {"counter_jitter_ns": counter["jitter_ns"], "path_jitter_ns": int(path_j),
                           "length_ns": path_len, "steps": len(steps),
                           "share": counter["jitter_ns"] / run_ns if run_ns > 0 else 0.0,
-                          "threads": sorted({s["tid"] for s in steps}), "merge_at_barrier": opts.merge_at_barrier},
+                          "threads": sorted({s["tid"] for s in steps}), "merge_at_barrier": opts.merge_at_barrier,
+                          "per_thread": {str(k): v for k, v in sorted(counter["per_thread"].items())}},
         "frames": {"count": len(frames), "time": _dist(fd), "jitter": _dist(fj)},
         "fit": _fit([r["jitter_ns"] for r in sync]),
         "unmatched": m.unmatched,

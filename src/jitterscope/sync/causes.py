@@ -61,7 +61,7 @@ class Timeline:
         return self._by_cpu.get(int(cpu), np.zeros(0, np.int64))
 
 
-def _ns(tsc: np.ndarray, t0: int, hz: float) -> np.ndarray:
+def ns_since(tsc: np.ndarray, t0: int, hz: float) -> np.ndarray:
     return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0)) * (1e9 / hz)).round().astype(np.int64)
 
 
@@ -99,8 +99,8 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
     sources, codes = source_table(kinds, labels)
     seg = td.segments
     owner = np.asarray(seg["owner"]).astype(np.int64)
-    starts = _ns(act.column("start_tsc").to_numpy(), t0_tsc, hz)
-    ends = _ns(act.column("end_tsc").to_numpy(), t0_tsc, hz)
+    starts = ns_since(act.column("start_tsc").to_numpy(), t0_tsc, hz)
+    ends = ns_since(act.column("end_tsc").to_numpy(), t0_tsc, hz)
     cpu = act.column("cpu").to_numpy()
     pre = act.column("preempted").to_numpy(zero_copy_only=False) if "preempted" in act.column_names \
         else np.zeros(act.num_rows, bool)
@@ -109,8 +109,8 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
         slices[int(pids[i])].append((int(cpu[i]), int(starts[i]), int(ends[i]), bool(pre[i])))
     for v in slices.values():
         v.sort(key=lambda s: s[1])
-    return Timeline(np.asarray(seg["cpu"]).astype(np.int32), _ns(np.asarray(seg["start_tsc"]), t0_tsc, hz),
-                    _ns(np.asarray(seg["end_tsc"]), t0_tsc, hz), codes[owner] if len(owner) else codes[:0],
+    return Timeline(np.asarray(seg["cpu"]).astype(np.int32), ns_since(np.asarray(seg["start_tsc"]), t0_tsc, hz),
+                    ns_since(np.asarray(seg["end_tsc"]), t0_tsc, hz), codes[owner] if len(owner) else codes[:0],
                     pids[owner] if len(owner) else pids[:0], sources, dict(slices), int(td.lost_events),
                     int(td.n_events))
 
@@ -149,8 +149,8 @@ def _self(name: str, tid: int) -> bool:
     return name.endswith(f"(tid {tid})")
 
 
-def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str, Any]], program_tids: set[int],
-            threshold_ns: int, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str, Any]],
+            threads: list[dict[str, Any]], threshold_ns: int, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
     causes: list[dict[str, Any]] = []
     sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
@@ -162,7 +162,9 @@ def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str,
             for k, n, ns in p:
                 k, n = SELF if k == "thread" and _self(n, r["tid"]) else (k, n)
                 causes.append({"jitter": r["id"], "side": side, "kind": k, "name": n, "ns": ns})
-    pieces = {t: sorted(lost_pieces(tl, t), key=lambda x: x[1]) for t in program_tids}
+    # a thread's lost time within its life (before exec the main thread's pid was still jitterscope's child)
+    life = {r["tid"]: (r["start_ns"], r["end_ns"] if r["end_ns"] is not None else 1 << 62) for r in threads}
+    pieces = {t: sorted(_clip(lost_pieces(tl, t), *life[t]), key=lambda x: x[1]) for t in life}
     piece_ends = {t: [e for _, _, e in p] for t, p in pieces.items()}   # disjoint per thread: sorted too
     new: list[dict[str, Any]] = []
     next_id = len(intervals)
@@ -198,7 +200,7 @@ def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str,
     for r in intervals:
         if r["type"] in WAITER_TYPES:
             wake[r["tid"]].append((r["start_ns"], r["end_ns"]))
-    pids = {w["tid"]: w["pid"] for w in waits}
+    pids = {r["tid"]: r["pid"] for r in threads}
     for t, p in pieces.items():
         wk = sorted(wake.get(t, []))
         starts = [s for s, _ in wk]
@@ -222,6 +224,10 @@ def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str,
             _book(tl, row, [x], "thread", causes)
             next_id += 1
     return new, causes
+
+
+def _clip(pieces: list[tuple[int, int, int]], lo: int, hi: int) -> list[tuple[int, int, int]]:
+    return [(c, max(s, lo), min(e, hi)) for c, s, e in pieces if min(e, hi) > max(s, lo)]
 
 
 def _book(tl: Timeline, row: dict[str, Any], pieces: list[tuple[int, int, int]], side: str,

@@ -14,9 +14,13 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:.1%}"
 
 
-def _causes(cs: list[dict[str, Any]]) -> str:
-    return ", ".join(("self" if c["kind"] == "self" else f"{c['kind']}:{c['name']}") + f" {c['share']:.0%}"
-                     for c in cs[:3])
+def cause_label(c: dict[str, Any]) -> str:
+    """`irq:local_timer`; the thread's own time as `self (waiter)` (its wake-up path) or `self (caller)`."""
+    return f"self ({c['side']})" if c["kind"] == "self" else f"{c['kind']}:{c['name']}"
+
+
+def causes_text(cs: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{cause_label(c)} {c['share']:.0%}" for c in cs[:3])
 
 
 def render(s: dict[str, Any], path: str) -> str:
@@ -43,7 +47,7 @@ def render(s: dict[str, Any], path: str) -> str:
         label = TYPE_LABELS.get(t, {"hd": "holder-delay", "ns": "non-sync"}.get(t, t))
         share = _pct(d["share"]) if t in TYPE_LABELS else ""
         lines.append(f"  {t:<4} {label:<14}{d['count']:>5} {format_ns(d['jitter_ns']):>10} {share:>8} "
-                     f"{format_ns(d['t']['p50_ns']):>10} {format_ns(d['t']['p99_ns']):>10}   {_causes(d['causes'])}")
+                     f"{format_ns(d['t']['p50_ns']):>10} {format_ns(d['t']['p99_ns']):>10}   {causes_text(d['causes'])}")
     if s["objects"]:
         lines += ["", "Top objects"]
         for o in s["objects"]:
@@ -52,9 +56,9 @@ def render(s: dict[str, Any], path: str) -> str:
             types = ", ".join(f"{k} {format_ns(v)}" for k, v in o["types"].items())
             lines.append(f"  {o['kind']:<8} {name}{where}: {format_ns(o['jitter_ns'])} in {o['count']} ({types})")
             if o["causes"]:
-                lines.append(f"           causes: {_causes(o['causes'])}")
+                lines.append(f"           causes: {causes_text(o['causes'])}")
     if s["causes"]:
-        lines += ["", "Causes of sync jitter: " + _causes(s["causes"])]
+        lines += ["", "Causes of sync jitter: " + causes_text(s["causes"])]
     fr = s["frames"]
     if fr["count"] > 1:
         lines.append(f"Frames: {fr['count']}, time median {format_ns(fr['time']['p50_ns'])}, p99 "
@@ -65,16 +69,63 @@ def render(s: dict[str, Any], path: str) -> str:
         ln = fit["lognormal"]
         lines.append(f"Distribution: {fit['verdict']}; lognormal median {format_ns(ln['median_ns'])}, "
                      f"sigma {ln['sigma']:.2f} ({'fits' if ln['fits'] else 'does not fit'})")
-    notes = []
+    if notes(s):
+        lines += [""] + [f"note: {n}" for n in notes(s)]
+    return "\n".join(lines)
+
+
+def notes(s: dict[str, Any]) -> list[str]:
+    """What the reader must know to trust the numbers (dropped records, lost events, no trace...)."""
+    out = []
     if s["dropped"]:
-        notes.append(f"{s['dropped']} records dropped (full rings): raise JS_SYNC_RING")
+        out.append(f"{s['dropped']} records dropped (full rings): raise JS_SYNC_RING")
     if s["lost_events"]:
-        notes.append(f"{s['lost_events']} kernel events lost: part of the causes is unexplained; raise --buffer")
+        out.append(f"{s['lost_events']} kernel events lost: part of the causes is unexplained; raise --buffer")
     um = {k: v for k, v in s["unmatched"].items() if v}
     if um:
-        notes.append("unmatched: " + ", ".join(f"{k} {v}" for k, v in um.items()))
-    if not r["tracing"]:
-        notes.append("kernel tracing off: no causes, holder delay or non-sync jitter")
-    if notes:
-        lines += [""] + [f"note: {n}" for n in notes]
+        out.append("unmatched: " + ", ".join(f"{k} {v}" for k, v in um.items()))
+    if not s["run"]["tracing"]:
+        out.append("kernel tracing off: no causes, holder delay or non-sync jitter")
+    return out
+
+
+def _q(row: dict[str, Any]) -> str:
+    qs = [t["q"] for t in row["tests"].values() if "q" in t]
+    return f"{min(qs):.2g}" if qs else "-"
+
+
+def _ratio(x: float | None) -> str:
+    return "new" if x is None else f"{x:.2f}"
+
+
+def render_compare(res: dict[str, Any]) -> str:
+    """Terminal text of a sync comparison (sync/compare.py)."""
+    b, n = res["runs"]["base"], res["runs"]["new"]
+    lines = [f"BASE {b['path']}: {' '.join(b['command'])} ({format_ns(b['run_ns'])}, {b['threads']} threads)",
+             f"NEW  {n['path']}: {' '.join(n['command'])} ({format_ns(n['run_ns'])}, {n['threads']} threads)",
+             f"basis: N = {format_ns(res['basis']['threshold_ns'])}, {res['basis']['mode']} mode; events, jitter, "
+             f"% of run time; ratio: NEW/BASE jitter per second of run time; q: the smallest BH-adjusted p of the "
+             f"rate and per-event tests", "", f"{'':22}{'BASE':>24}{'NEW':>24}{'ratio':>8}{'q':>9}"]
+
+    def side(s: dict[str, Any]) -> str:
+        return f"{s['count']:>6} {format_ns(s['jitter_ns']):>9} {s['ppm'] / 1e4:>6.2f}%"
+
+    for r in [res["total"], *res["types"]]:
+        label = r["name"] if r["name"] == "all sync" else f"{r['name']:<4} " + TYPE_LABELS.get(
+            r["name"], {"hd": "holder-delay", "ns": "non-sync"}.get(r["name"], ""))
+        lines.append(f"{label:<22}{side(r['base']):>24}{side(r['new']):>24}{_ratio(r['ratio']):>8}{_q(r):>9}")
+    lines.append(f"{'critical path':<22}{format_ns(b['critical_path_ns']):>24}{format_ns(n['critical_path_ns']):>24}")
+    if res["objects"]:
+        lines += ["", "Objects (largest change first)"]
+        for r in res["objects"]:
+            lines.append(f"  {r['name'][:40]:<40} {format_ns(r['base']['jitter_ns']):>9} -> "
+                         f"{format_ns(r['new']['jitter_ns']):>9}  ratio {_ratio(r['ratio'])}  q {_q(r)}")
+    if res["causes"]:
+        lines += ["", "Causes (largest change first)"]
+        for c in res["causes"]:
+            lines.append(f"  {c['name'][:60]:<60} {format_ns(c['base_ns']):>9} -> {format_ns(c['new_ns']):>9}")
+    lines += [f"note: {x}" for x in res["notes"]]
+    if res["regression"]:
+        lines.append(f"REGRESSION: {', '.join(res['worse'])} worse (q < {res['alpha']:g}, ratio >= "
+                     f"{res['min_ratio']:g}, +{res['min_ppm']:g} ppm of the run time)")
     return "\n".join(lines)

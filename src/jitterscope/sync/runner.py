@@ -167,10 +167,8 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
 
 
 def _report(run_dir: Path) -> None:
-    try:
-        from jitterscope.sync.report import write_report
-    except ImportError:
-        return
+    from jitterscope.report import write_report
+
     try:
         write_report(run_dir)
     except JitterscopeError as err:

@@ -103,6 +103,7 @@ static void *lu_waiter(void *arg)
 {
     (void)arg;
     pin(g_cpu);
+    fifo(10);                            /* below the holder: runs the moment it sleeps, whatever the load */
     waiter_tid = gettid();
     for (int i = 0; i < K; i++) {
         while (atomic_load(&stage) < 2 * i + 1)
