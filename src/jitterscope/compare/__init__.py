@@ -20,6 +20,8 @@ from jitterscope.compare.sample import Sample, from_run, pool, source_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.pipeline import compare as pipeline_compare
 from jitterscope.rundir import Run, load_run
+from jitterscope.sync import compare as sync_compare
+from jitterscope.sync import render as sync_render
 
 __all__ = ["Sample", "Thresholds", "compare_loaded", "compare_runs", "diff", "from_run", "pool", "render_text", "source_key"]
 
@@ -68,7 +70,8 @@ class Kind(NamedTuple):
 
 KINDS = {"measure": Kind(compare_loaded, measure_render.render_compare),
          "cluster": Kind(cluster.compare_clusters, cluster.render_compare),
-         "pipeline": Kind(pipeline_compare.compare_pipelines, pipeline_compare.render_compare)}
+         "pipeline": Kind(pipeline_compare.compare_pipelines, pipeline_compare.render_compare),
+         "sync": Kind(sync_compare.compare_syncs, sync_render.render_compare)}
 
 
 def _kind(run: Run) -> str:
@@ -79,7 +82,7 @@ def compare_runs(base: str | Path, new: str | Path, th: Thresholds | None = None
     """Load and compare two run directories of the same kind (plain data; see diff.py, cluster.py)."""
     b, n = load_run(base), load_run(new)
     if _kind(b) != _kind(n):
-        what = {"measure": "a single-machine run", "cluster": "a cluster run"}
+        what = {"measure": "a single-machine run", "cluster": "a cluster run", "sync": "a sync run"}
         raise JitterscopeError(f"cannot compare {what.get(_kind(b), _kind(b))} ({base}) with "
                                f"{what.get(_kind(n), _kind(n))} ({new}): compare runs of one kind")
     if _kind(b) not in KINDS:

@@ -17,8 +17,10 @@ def _builders() -> dict[str, PageBuilder]:
     # Imported here: each builder pulls in matplotlib, needed only once a page is drawn.
     from jitterscope.pipeline import report as pipeline
     from jitterscope.report import cluster, run
+    from jitterscope.sync import report as sync
 
-    return {"measure": run.build_page, "cluster": cluster.build_page, "pipeline": pipeline.build_page}
+    return {"measure": run.build_page, "cluster": cluster.build_page, "pipeline": pipeline.build_page,
+            "sync": sync.build_page}
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
