@@ -51,9 +51,10 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
@@ -133,6 +134,18 @@ def partition(host: str, cpu: int) -> str:
     return f"host={quote(host, safe='')}/cpu={int(cpu)}"
 
 
+class Detours(NamedTuple):
+    """The detour table as numpy arrays (int64), one element per detour, in table order."""
+
+    cpu: np.ndarray
+    start_ns: np.ndarray
+    duration_ns: np.ndarray
+
+    @property
+    def end_ns(self) -> np.ndarray:
+        return self.start_ns + self.duration_ns
+
+
 @dataclass
 class Run:
     """A loaded run directory of any kind.  Tables are read lazily and cached."""
@@ -190,6 +203,16 @@ class Run:
     @property
     def detours(self) -> pa.Table:
         return self.table("detours")
+
+    def detour_arrays(self, cpu: int | None = None) -> Detours:
+        """The detours (all, or those of one CPU) as numpy arrays: the one place their columns are read."""
+        det = self.detours
+        cols = Detours(*(det.column(c).to_numpy(zero_copy_only=False).astype(np.int64)
+                         for c in ("cpu", "start_ns", "duration_ns")))
+        if cpu is None:
+            return cols
+        sel = cols.cpu == cpu
+        return Detours(cols.cpu[sel], cols.start_ns[sel], cols.duration_ns[sel])
 
     @property
     def activity(self) -> pa.Table:

@@ -62,10 +62,7 @@ def from_run(run: Run, cpus: list[int], min_ns: float = 0.0, block_ns: float | N
     """The run's sample on `cpus`; detours shorter than `min_ns` left out (with their attribution);
     per-CPU totals in blocks of `block_ns` (default: the run's duration in MIN..MAX_BLOCKS blocks)."""
     dur = float(run.duration_ns)
-    det = run.detours
-    d_cpu = det.column("cpu").to_numpy()
-    d_start = det.column("start_ns").to_numpy()
-    d_dur = det.column("duration_ns").to_numpy()
+    d_cpu, d_start, d_dur = run.detour_arrays()
     short = d_dur < min_ns
     if block_ns is None:
         nb = int(min(MAX_BLOCKS, max(MIN_BLOCKS, dur // BLOCK_NS)))

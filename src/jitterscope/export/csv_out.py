@@ -25,15 +25,14 @@ def write_csv(run: Run, out: Path) -> dict[str, Any]:
 
 
 def _rows(w: Any, run: Run, lead: list[str]) -> int:
-    det = run.detours
     att = run.attribution
     parts: dict[int, list[tuple[str, int]]] = {}
     for d, k, n, ns in zip(att.column("detour").to_pylist(), att.column("kind").to_pylist(),
                            att.column("name").to_pylist(), att.column("ns").to_pylist()):
         parts.setdefault(d, []).append((f"{k}:{n}", ns))
-    for i, (c, s, d) in enumerate(zip(det.column("cpu").to_pylist(), det.column("start_ns").to_pylist(),
-                                      det.column("duration_ns").to_pylist())):
+    arrays = run.detour_arrays()
+    for i, (c, s, d) in enumerate(zip(*(a.tolist() for a in arrays))):
         p = sorted(parts.get(i, []), key=lambda x: -x[1])
         main = p[0] if p else ("", 0)
         w.writerow([*lead, c, s, d, main[0], main[1], ";".join(f"{lab}={ns}" for lab, ns in p)])
-    return int(det.num_rows)
+    return len(arrays.cpu)

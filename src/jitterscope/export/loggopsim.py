@@ -40,22 +40,19 @@ def write_loggopsim(run: Run, out: Path, cpu: int | None = None) -> dict[str, An
 
 
 def _write_one(run: Run, c: int, path: Path) -> int:
-    det = run.detours
-    sel = det.column("cpu").to_numpy() == c
-    d_start = det.column("start_ns").to_numpy()[sel]
-    d_dur = det.column("duration_ns").to_numpy()[sel]
+    _, d_start, d_dur = run.detour_arrays(cpu=c)
     threshold = int(float((run.meta.get("options") or {}).get("threshold_ns") or 0))
     header = [
         "# LogGOPSim noise trace written by jitterscope",
         f"# run {run.meta.get('id')} host {run.meta.get('host')} kernel {run.meta.get('kernel')}",
         f"# cpu {c}; duration {run.duration_ns} ns; threshold {threshold} ns",
-        f"# detours {int(sel.sum())}; noise {int(d_dur.sum())} ns",
+        f"# detours {len(d_dur)}; noise {int(d_dur.sum())} ns",
         "# start_ns\tduration_ns",
     ]
     with atomic_open(path, "w") as f:
         f.write("\n".join(header) + "\n")
         np.savetxt(f, np.column_stack([d_start, d_dur]).astype(np.int64), fmt="%d", delimiter="\t")
-    return int(sel.sum())
+    return len(d_dur)
 
 
 def read_loggopsim(path: Path) -> np.ndarray:

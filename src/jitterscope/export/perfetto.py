@@ -42,10 +42,7 @@ def build_trace(run: Run) -> dict[str, Any]:
 
 
 def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
-    det = run.detours
-    d_cpu = det.column("cpu").to_numpy()
-    d_start = det.column("start_ns").to_numpy()
-    d_dur = det.column("duration_ns").to_numpy()
+    d_cpu, d_start, d_dur = run.detour_arrays()
     d_end = d_start + d_dur
     events: list[dict[str, Any]] = [
         {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]

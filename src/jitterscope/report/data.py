@@ -84,10 +84,7 @@ def source_label(kind: str, name: str) -> str:
 def build_report_data(run: Run) -> dict[str, Any]:
     """The report's content for one run (see the module docstring)."""
     s = run.summary
-    det = run.detours
-    d_cpu = det.column("cpu").to_numpy()
-    d_start = det.column("start_ns").to_numpy()
-    d_dur = det.column("duration_ns").to_numpy()
+    d_cpu, d_start, d_dur = run.detour_arrays()
     att = run.attribution
     a_det = att.column("detour").to_numpy()
     a_kind = np.asarray(att.column("kind").to_pylist(), dtype=object)

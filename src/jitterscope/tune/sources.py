@@ -73,10 +73,10 @@ def refine(run: Run, origins: dict[str, set[str]] | None = None) -> Run:
         return run
     kinds = np.asarray(att.column("kind").to_pylist(), dtype=object)
     names = np.asarray(att.column("name").to_pylist(), dtype=object)
-    det = run.detours
+    det = run.detour_arrays()
     d = att.column("detour").to_numpy()
-    lo = det.column("start_ns").to_numpy()[d]
-    hi = lo + det.column("duration_ns").to_numpy()[d]
+    lo = det.start_ns[d]
+    hi = det.end_ns[d]
     cpu = att.column("cpu").to_numpy()
     kw = (kinds == "thread") & np.array([str(n).startswith("kworker/") for n in names], dtype=bool)
     lt = (kinds == "irq") & (names == "local_timer")
