@@ -203,6 +203,8 @@ def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_p
         args += ["--phase-ns", str(int(plan.compare_ns)), "--phase-first", "off"]
     if crit_page is not None:
         args += ["--critical-page", str(crit_page)]
+    if out.signal == "pmu":
+        args += signals.pmu_args()
     args += actuators.prepare(j, plan.actuator, plan.cgroup_version, units, plan.be_cgroup, plan.ts_ns,
                               plan.longest_s_ns)
     for u in units:

@@ -103,15 +103,59 @@ def default_threshold(signal: str) -> str:
     return DEFAULT_THRESHOLD["bandwidth" if signal in BANDWIDTH else signal]
 
 
-def pmu_status(cpu: int) -> tuple[bool, str]:
-    """Whether LLC read/write events can be counted on `cpu` here, and if not why."""
+# Raw L2<->LLC events per microarchitecture, (vendor, family, model) -> (read, write) PERF_TYPE_RAW configs
+# (umask << 8 | event), used where the kernel has no generic LLC events.  Read = lines brought into L2,
+# write = lines written back from it: the thesis's level_2_transactions.load / level_2_lines_out.any
+# (Nehalem, L1809-1832) and their successors.  Untested on this project's VM (it has no PMU).
+RAW_EVENTS: dict[tuple[str, int, int], tuple[int, int]] = {
+    ("GenuineIntel", 6, 0x1A): (0x01F0, 0x0FF2),   # Nehalem-EP: L2_TRANSACTIONS.LOAD, L2_LINES_OUT.ANY
+    ("GenuineIntel", 6, 0x1E): (0x01F0, 0x0FF2),   # Nehalem (Core i7 860, the thesis's machine)
+    ("GenuineIntel", 6, 0x55): (0x1FF1, 0x02F2),   # Skylake-SP: L2_LINES_IN.ALL, L2_LINES_OUT.NON_SILENT
+    ("GenuineIntel", 6, 0x6A): (0x1FF1, 0x02F2),   # Ice Lake-SP: the same events
+}
+
+
+def raw_events() -> tuple[int, int] | None:
+    """This CPU's raw (read, write) events from RAW_EVENTS, or None."""
     try:
-        out = subprocess.run([str(native_bin("jitterscope-protect")), "--check-pmu", str(cpu)],
+        info = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return None
+    f = {k.strip(): v.strip() for k, _, v in (ln.partition(":") for ln in info.splitlines()[:30])}
+    try:
+        return RAW_EVENTS.get((f.get("vendor_id", ""), int(f.get("cpu family", -1)), int(f.get("model", -1))))
+    except ValueError:
+        return None
+
+
+def pmu_args() -> list[str]:
+    """The controller's PMU options: the generic LLC events, or this CPU's raw ones when the kernel
+    has a CPU PMU but no generic LLC events."""
+    raw = raw_events()
+    return ["--pmu-raw", f"{raw[0]:x},{raw[1]:x}"] if raw and _generic_missing() else []
+
+
+def _generic_missing() -> bool:
+    return not _check([])[0]
+
+
+def _check(extra: list[str], cpu: int = 0) -> tuple[bool, str]:
+    try:
+        out = subprocess.run([str(native_bin("jitterscope-protect")), *extra, "--check-pmu", str(cpu)],
                              capture_output=True, text=True, timeout=10, check=False)
         got = json.loads(out.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return False, "could not run the PMU check"
     return bool(got.get("ok")), str(got.get("error", ""))
+
+
+def pmu_status(cpu: int) -> tuple[bool, str]:
+    """Whether LLC read/write events (generic, else this CPU's raw ones) can be counted on `cpu`, and if not why."""
+    ok, why = _check([], cpu)
+    raw = raw_events()
+    if not ok and raw is not None:
+        ok, why = _check(["--pmu-raw", f"{raw[0]:x},{raw[1]:x}"], cpu)
+    return ok, why
 
 
 def mbm_files() -> list[Path]:
