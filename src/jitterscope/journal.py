@@ -484,11 +484,21 @@ def scratch(prefix: str, parent: str | Path | None = None) -> Iterator[Path]:
         yield j.scratch_dir(prefix, parent)
 
 
+def _opened_at(p: Path) -> int:
+    """When a journal was opened (its name is <pid>-<microseconds>.jsonl)."""
+    try:
+        return int(p.stem.rsplit("-", 1)[-1])
+    except ValueError:
+        return 0
+
+
 def stale_journals() -> list[Path]:
-    """Journal files whose owner is gone (their lock can be taken)."""
+    """Journal files whose owner is gone (their lock can be taken), newest first: a
+    process's later journal (e.g. a measurement inside a cluster rank's) is undone
+    before the earlier one, as its own exit would have done."""
     d = journal_dir()
     try:
-        paths = sorted(d.glob("*.jsonl")) if d.is_dir() else []
+        paths = sorted(d.glob("*.jsonl"), key=_opened_at, reverse=True) if d.is_dir() else []
     except OSError:  # not ours to read: nothing of ours to recover there
         return []
     out = []

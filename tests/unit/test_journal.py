@@ -137,3 +137,20 @@ def test_a_scratch_dir_is_removed_but_undelivered_data_is_kept(tmp_path):
     with journal.Journal("t") as j:
         empty = j.scratch_dir("js-test-", tmp_path, keep="run", keep_to=tmp_path / "never")
     assert not empty.exists() and not (tmp_path / "never").exists()
+
+
+def test_a_process_later_journal_is_recovered_before_its_earlier_one(tmp_path):
+    # A cluster rank: its scratch run (outer journal) holds the trace a measurement
+    # (inner journal) drains into; the inner one must be undone first, as on exit.
+    keep_to = tmp_path / "kept"
+    _killed(f"""
+        from pathlib import Path
+        from jitterscope import journal
+        outer = journal.Journal("rank")
+        d = outer.scratch_dir("js-test-", {str(tmp_path)!r}, keep="run", keep_to={str(keep_to)!r})
+        (d / "run").mkdir(); (d / "run" / "trace").write_text("1")
+        inner = journal.Journal("measure")
+        inner.set_file(d / "run" / "trace", "0")
+    """)
+    journal.recover_stale()
+    assert (keep_to / "trace").read_text() == "1"
