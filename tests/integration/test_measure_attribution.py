@@ -6,7 +6,9 @@ this is that validation, with the injector's exact busy intervals as truth.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -15,6 +17,8 @@ from pathlib import Path
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
+
+from jitterscope.humanize import number
 
 from .conftest import jitterscope, load_json, needs_tracing, probed_cpu
 from .machine import run_as_nobody
@@ -119,14 +123,24 @@ def test_without_tracing_it_still_measures_and_says_why(tmp_path):
 @needs_tracing
 def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path):
     cpu = probed_cpu()
-    # Context switches every few microseconds fill a 4 KiB buffer faster than it can be read.
-    inj = busy_cpu(cpu, 5.0)
+    # A reader that falls behind loses events: the trace reader (in the measuring process)
+    # is stopped for a second while context switches fill a 4 KiB buffer.  Stopping it,
+    # rather than hoping the switches outrun it, makes the loss certain on a loaded machine.
+    inj = busy_cpu(cpu, 10.0)
+    run_dir = tmp_path / "run"
     try:
         time.sleep(0.3)
-        run_dir = tmp_path / "run"
-        proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "2s", "--buffer", "4K",
-                           "--out", str(run_dir), "--no-report")
-        assert proc.returncode == 0, proc.stderr
+        proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "measure", "--cpus", str(cpu), "--duration",
+                                 "3s", "--buffer", "4K", "--out", str(run_dir), "--no-report"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 60
+        while not (run_dir / "detours.raw").exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGSTOP)
+        time.sleep(1.0)
+        os.kill(proc.pid, signal.SIGCONT)
+        out, err = proc.communicate(timeout=120)
+        assert proc.returncode == 0, err
     finally:
         inj.kill()
         inj.wait()
@@ -134,8 +148,8 @@ def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path):
     meta = load_json((run_dir / "meta.json").read_text())
     assert summary["lost_events"] > 0
     assert meta["lost_events"] == summary["lost_events"]
-    assert f"lost kernel events: {summary['lost_events']}" in proc.stdout
-    assert "attribution is incomplete" in proc.stdout
+    assert f"lost kernel events: {number(summary['lost_events'])}" in out
+    assert "attribution is incomplete" in out
 
 
 def test_unprivileged_user_still_measures_and_is_told_why_attribution_is_off():
