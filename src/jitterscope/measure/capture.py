@@ -27,13 +27,48 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from jitterscope import atomic
+from jitterscope.config import validate
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import process_start_time
 
 CAPTURE = "capture.json"
 FORMAT = "jitterscope-capture"
 RAW_FILES = ("detours.raw", "detours.end.json", CAPTURE)
+
+
+class _Open(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class _Options(_Open):
+    threshold_ns: float = Field(gt=0, allow_inf_nan=False)
+
+
+class _Tracing(_Open):
+    enabled: bool
+
+
+class _CaptureMeta(_Open):
+    """What analysis reads of capture.json's meta (the rest is kept as it is)."""
+
+    id: str
+    host: str
+    kernel: str
+    start: str
+    cpus: list[int] = Field(min_length=1)
+    options: _Options
+    tracing: _Tracing
+
+
+class _CaptureFile(_Open):
+    state: str
+    meta: _CaptureMeta
+    tsc_hz: float | None = Field(default=None, gt=0, allow_inf_nan=False)
+    t0_tsc: int | None = None
+    own_tids: list[int] = []
 
 
 class Capture:
@@ -69,12 +104,16 @@ class Capture:
 
 
 def load_capture(run_dir: Path) -> dict[str, Any] | None:
-    """capture.json, or None when there is none (or it is unreadable)."""
+    """capture.json, or None when there is none (or it is unreadable); a capture.json
+    whose fields have the wrong types is a one-line error."""
     try:
         data = json.loads((run_dir / CAPTURE).read_text())
     except (OSError, json.JSONDecodeError, UnicodeDecodeError):
         return None
-    return data if isinstance(data, dict) and data.get("format") == FORMAT else None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        return None
+    validate(data, _CaptureFile, str(run_dir / CAPTURE))  # one line naming the key, never a traceback later
+    return data
 
 
 def owner_alive(cap: dict[str, Any]) -> int | None:
