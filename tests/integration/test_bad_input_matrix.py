@@ -54,6 +54,9 @@ CASES: list[tuple[str, list[str], str]] = [
      "must be positive"),
     ("inject-unwritable-truth", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--truth",
                                  f"{NOPE}/t.csv"], "--truth"),
+    # analyze
+    ("analyze-no-run", ["analyze", "NORUN"], "no such run directory"),
+    ("analyze-nothing-to-rebuild", ["analyze", "OUT"], "nothing to analyse"),
     # report / compare / export
     ("report-no-run", ["report", "NORUN"], "no such run directory"),
     ("report-bad-summary", ["report", "BADRUN"], "summary.json: cpus.1.noise_ppm must be a number"),
