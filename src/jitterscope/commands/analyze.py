@@ -34,7 +34,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure.lifecycle import _write_report
+    from jitterscope.measure.lifecycle import write_report_or_warn
     from jitterscope.measure.recover import analyze, is_complete
     from jitterscope.measure.render import render_summary
     from jitterscope.rundir import load_run
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         return 0
     missing = analyze(args.run)
     if not args.no_report:
-        _write_report(args.run)
+        write_report_or_warn(args.run)
     run = load_run(args.run)
     if args.json:
         print(json.dumps(run.summary, indent=2))

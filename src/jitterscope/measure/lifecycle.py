@@ -140,7 +140,7 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
     except BaseException as err:  # noqa: BLE001 - any failure keeps the raw capture, and says so
         raise capture.kept(run_dir, err, "analysing", kept_as) from None
     if opts.report:
-        _write_report(run_dir)
+        write_report_or_warn(run_dir)
     return run_dir
 
 
@@ -220,7 +220,7 @@ def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None
     return False
 
 
-def _write_report(run_dir: Path) -> None:
+def write_report_or_warn(run_dir: Path) -> None:
     try:  # lazy: the report draws with matplotlib (~0.3 s), which --no-report never needs
         from jitterscope.report import write_report
     except ImportError as err:
