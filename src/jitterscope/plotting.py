@@ -33,8 +33,6 @@ from jitterscope.atomic import atomic_path
 
 # Saved with every SVG: no "Date" (files differ between runs otherwise) and no "Creator" (matplotlib's version).
 SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": None}
-# Element ids in an SVG are random unless salted; a fixed salt makes them the same for the same figure.
-_RC: dict[str, Any] = {"svg.hashsalt": "jitterscope"}
 STYLE: dict[str, Any] = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
                          "axes.spines.right": False, "axes.titlesize": 10, "axes.titleweight": "bold",
                          "font.family": ["DejaVu Sans", "sans-serif"]}
@@ -48,7 +46,8 @@ def pyplot() -> ModuleType:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    plt.rcParams.update(_RC)
+    # Element ids in an SVG are random unless salted; a fixed salt makes them the same for the same figure.
+    plt.rcParams["svg.hashsalt"] = "jitterscope"
     return plt
 
 

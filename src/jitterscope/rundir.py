@@ -408,7 +408,7 @@ def create_run_dir(path: str | os.PathLike[str]) -> Path:
     return p
 
 
-def write_json(path: Path, data: dict[str, Any]) -> None:
+def write_json(path: Path, data: Mapping[str, Any]) -> None:
     """Write a run's JSON file atomically (atomic.py: whole or not at all)."""
     atomic.write_text(path, json.dumps(data, indent=2, sort_keys=False) + "\n")
 

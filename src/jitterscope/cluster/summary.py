@@ -9,7 +9,7 @@ several nodes.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -72,9 +72,20 @@ def source_matrix(nodes: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
     return features, m
 
 
-def widespread_sources(names: list[str], features: list[str], ppm: np.ndarray) -> list[dict[str, Any]]:
+class WidespreadSource(TypedDict):
+    kind: str
+    name: str
+    nodes: int            # nodes it took time on
+    node_share: float     # of all nodes
+    mean_ppm: float       # over the nodes it hit
+    max_ppm: float
+    max_node: str
+    total_ppm: float
+
+
+def widespread_sources(names: list[str], features: list[str], ppm: np.ndarray) -> list[WidespreadSource]:
     """Sources by how many nodes they hit (then by their total), with where they hit hardest."""
-    out = []
+    out: list[WidespreadSource] = []
     for j, f in enumerate(features):
         col = ppm[:, j]
         hit = col > 0

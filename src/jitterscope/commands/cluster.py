@@ -105,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     return _bsp(args, cluster, timeout_s, cpu_map, threshold_ns)
 
 
-def _measure(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold_ns: float) -> int:  # type: ignore[no-untyped-def]
+def _measure(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None,
+             threshold_ns: float) -> int:
     from jitterscope.cluster.measure import ClusterMeasureOptions, measure_rank
     from jitterscope.cluster.render import render_measure
 
@@ -119,7 +120,8 @@ def _measure(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, thres
     return _run_ranks(cluster, prepare, measure_rank, render_measure, args.json)
 
 
-def _bsp(args: argparse.Namespace, cluster, timeout_s: float, cpu_map, threshold_ns: float) -> int:  # type: ignore[no-untyped-def]
+def _bsp(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None,
+         threshold_ns: float) -> int:
     from jitterscope.cluster.bsp import BspOptions, bsp_rank
     from jitterscope.cluster.render import render_bsp
 

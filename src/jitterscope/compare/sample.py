@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -125,7 +126,7 @@ def pool(samples: list[Sample]) -> Sample:
             raw.setdefault(k, set()).update(s.names[k])
         offset += s.n_cells
 
-    def add(attr: str) -> dict[int, int]:
+    def add(attr: str) -> dict[int, Any]:   # ints (detours) or floats (ns)
         return {c: sum(getattr(s, attr).get(c, 0) for s in samples) for c in cpus}
 
     return Sample(

@@ -60,7 +60,7 @@ def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
     ts, dur = _us(d_start), _us(d_dur)
     for i in range(len(d_start)):
         src = parts.get(i, {})
-        top = max(src, key=src.get) if src else "detour"
+        top = max(src, key=lambda lab: src[lab]) if src else "detour"
         events.append({"ph": "X", "pid": pid, "tid": int(d_cpu[i]), "ts": float(ts[i]), "dur": float(dur[i]),
                        "name": f"detour ({top.split(':', 1)[-1]})", "cat": "detour",
                        "args": {"duration_ns": int(d_dur[i]), "sources_ns": src}})

@@ -33,7 +33,7 @@ def mark_own_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: se
 
 
 def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None,
-              own_tids: set[int] | None = None, allow_incomplete: bool = False) -> dict[str, Any]:
+              own_tids: set[int] | None = None, allow_incomplete: bool = False) -> S.Summary:
     """Write detours/activity/attribution Parquet, meta.json and summary.json.
 
     `own_tids` are the thread ids of this jitterscope (its Python threads, the
@@ -122,7 +122,7 @@ def _write_attribution(run_dir: Path, att: Attribution, det_cpu: np.ndarray) -> 
 
 def make_summary(meta: dict[str, Any], att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray,
                  det_dur: np.ndarray, measured: dict[int, float], resolution: dict[int, float],
-                 functions: dict[int, list[str]]) -> dict[str, Any]:
+                 functions: dict[int, list[str]]) -> S.Summary:
     total = int(det_dur.sum())
     tracing = bool(meta["tracing"]["enabled"])
     unexplained_ns = float(att.ns[att.source == 0].sum())

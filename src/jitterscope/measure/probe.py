@@ -158,7 +158,7 @@ def read_header(path: Path) -> dict[str, Any]:
         raise JitterscopeError(f"{path}: corrupt probe output (header {int(h['header_size'])} B, "
                                f"record {int(h['record_size'])} B)")
     body = size - HEADER_DTYPE.itemsize
-    out = {name: (h[name].item() if name != "reserved" else None) for name in HEADER_DTYPE.names}
+    out = {name: (h[name].item() if name != "reserved" else None) for name in HEADER_DTYPE.names or ()}
     out["complete"] = bool(int(h["flags"]) & FLAG_COMPLETE)
     out["records_in_file"] = body // DETOUR_DTYPE.itemsize
     out["partial_bytes"] = body % DETOUR_DTYPE.itemsize

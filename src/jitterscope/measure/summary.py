@@ -1,9 +1,15 @@
-"""Build summary.json (the stable interface documented in docs/run-format.md)."""
+"""Build summary.json (the stable interface documented in docs/run-format.md).
+
+The TypedDicts below are summary.json's shape as Python sees it: `build.make_summary`
+returns a `Summary`, and code that reads a measure run's summary annotates it so
+(mypy then checks every key it reads).  runcheck.py validates the same fields when a
+run is loaded.
+"""
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -14,13 +20,71 @@ TOP_FUNCTIONS = 8
 TOP_CHAINS = 20
 
 
+class RunHeader(TypedDict):
+    id: str
+    host: str
+    kernel: str
+    start: str
+    duration_s: float
+    threshold_ns: float
+    tracing: bool
+    cpus: list[int]
+
+
+class CpuRow(TypedDict):
+    noise_ns: int
+    noise_ppm: float
+    detours: int
+    p99_ns: float
+    max_ns: int
+    resolution_ns: float
+
+
+class SourceRow(TypedDict):
+    kind: str                 # irq, softirq, nmi, thread (tracing/records.KINDS)
+    name: str
+    count: int                # detours it took time in
+    total_ns: int
+    share: float              # of all noise
+    mean_ns: float            # per detour it took time in
+    p99_ns: float
+    max_ns: int
+    period_s: float | None    # measure/periodicity.py
+    cpus: list[int]
+    functions: list[str]      # work items and timer callbacks it ran, most time first
+
+
+class ChainRow(TypedDict):
+    sources: list[str]        # "kind:name", in order of first appearance inside the detour
+    count: int
+    total_ns: int
+
+
+class UnexplainedPart(TypedDict):
+    count: int
+    total_ns: int
+    share: float
+    likely: str
+
+
+class Summary(TypedDict):
+    """summary.json of a measure run."""
+
+    run: RunHeader
+    cpus: dict[str, CpuRow]   # keyed by CPU number as text (JSON keys)
+    sources: list[SourceRow]
+    chains: list[ChainRow]
+    unexplained: UnexplainedPart
+    lost_events: int
+
+
 def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else 0.0
 
 
 def cpu_table(det_cpu: np.ndarray, det_dur: np.ndarray, cpus: list[int],
-              measured_ns: dict[int, float], resolution_ns: dict[int, float]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+              measured_ns: dict[int, float], resolution_ns: dict[int, float]) -> dict[str, CpuRow]:
+    out: dict[str, CpuRow] = {}
     for c in cpus:
         d = det_dur[det_cpu == c]
         noise = int(d.sum())
@@ -37,8 +101,8 @@ def cpu_table(det_cpu: np.ndarray, det_dur: np.ndarray, cpus: list[int],
 
 
 def source_list(att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, total_noise: int,
-                functions: dict[int, list[str]]) -> list[dict[str, Any]]:
-    sources = []
+                functions: dict[int, list[str]]) -> list[SourceRow]:
+    sources: list[SourceRow] = []
     for code in np.unique(att.source):
         if code == 0:
             continue
@@ -70,7 +134,7 @@ def source_list(att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, to
     return sources
 
 
-def chain_list(att: Attribution, det_dur: np.ndarray) -> list[dict[str, Any]]:
+def chain_list(att: Attribution, det_dur: np.ndarray) -> list[ChainRow]:
     """Sources in succession inside one detour (De et al. 2007 concatenates them)."""
     labels = [f"{k}:{n}" for k, n in att.sources]
     chains: Counter[tuple[str, ...]] = Counter()
@@ -92,7 +156,7 @@ def chain_list(att: Attribution, det_dur: np.ndarray) -> list[dict[str, Any]]:
     return [{"sources": list(k), "count": chains[k], "total_ns": totals[k]} for k in ranked]
 
 
-def unexplained_part(att: Attribution, total_noise: int, likely: str) -> dict[str, Any]:
+def unexplained_part(att: Attribution, total_noise: int, likely: str) -> UnexplainedPart:
     sel = att.source == 0
     ns = int(att.ns[sel].sum())
     return {"count": int(len(np.unique(att.detour[sel]))), "total_ns": ns,

@@ -98,7 +98,7 @@ def fmt_value(v: Any, fmt: str | None) -> str:
 
 def asset(name: str) -> str:
     """A file of templates/assets/ (CSS, JavaScript) as text, for inlining."""
-    return resources.files("jitterscope.report").joinpath("templates", "assets", name).read_text(encoding="utf-8")
+    return (resources.files("jitterscope.report") / "templates" / "assets" / name).read_text(encoding="utf-8")
 
 
 @cache

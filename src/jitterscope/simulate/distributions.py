@@ -196,7 +196,7 @@ def _positive_part_moment(d: Delay, k: int) -> float:
         return d.mean()
     if d.lower >= 0 and k == 2:
         return d.var() + d.mean() ** 2
-    hi = float(d.isf(1e-15))
+    hi = float(d.isf(np.asarray(1e-15)))
     if hi <= 0:
         return 0.0
     val, _ = integrate.quad(lambda x: k * x ** (k - 1) * float(d.sf(x)), 0.0, hi, limit=200)

@@ -187,7 +187,7 @@ def by_source(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> tu
     total_noise = float(noise.duration_ns.sum())
     top_p = max(job.phases)
     ref = base.point(top_n, top_p)
-    rows = []
+    rows: list[dict[str, Any]] = []
     for i, (kind, name, cut, ns) in enumerate(cuts):
         tls = noise.timelines(np.maximum(noise.duration_ns - cut, 0.0))
         sim = simulate_timelines(tls, scale_job, {}, part(i + 1))

@@ -334,4 +334,4 @@ def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed
                    f"are capped at the largest measured delay ({d.max() * 1e6:.4g} us): prefer the trace-driven "
                    f"simulation of the run")
     return Fit(d, phase_s, zero_fraction, fams, tail, replicates, len(gof_x), best, best_name, verdict,
-               any_fits or bool(tail and tail["fits"]), source, list(cpus or []))
+               any_fits or bool(tail and tail["fits"]), source, cpus if cpus is not None else [])

@@ -112,7 +112,8 @@ def events_txt(info: dict[str, Any]) -> str:
     hp = info["header_page"]
     lines = ["# jitterscope trace formats: page layout, softirq names, one line per event",
              "page " + " ".join(f"{k} {hp[k][0]} {hp[k][1]}" for k in ("timestamp", "commit", "data"))]
-    common = next(iter(info["events"].values()), {}).get("fields", {}).get("common_pid")
+    first: dict[str, Any] = next(iter(info["events"].values()), {})
+    common = first.get("fields", {}).get("common_pid")
     lines.append(f"common_pid {common[0] if common else 4}")
     lines.append("softirqs " + " ".join(info["softirqs"]))
     for key, fmt in sorted(info["events"].items()):

@@ -130,7 +130,7 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
-        counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)  # type: ignore[arg-type]
+        counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)
         acts = _load(out / "activity.bin", ACTIVITY_DTYPE)
         segs = np.array(_load(out / "segments.bin", SEGMENT_DTYPE))
         strings = (out / "strings.bin").read_bytes().split(b"\0")[:-1]
@@ -154,5 +154,5 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     events = {int(c): int(v["events"]) for c, v in counts.get("cpus", {}).items()}
     return TraceData(activity=activity, segments=segs, lost_events=int(sum(lost.values())),
                      lost_by_cpu=lost, n_events=int(sum(events.values())), events_by_cpu=events,
-                     markers=list(counts.get("markers", [])), window=window,  # type: ignore[arg-type]
+                     markers=list(counts.get("markers", [])), window=window,
                      tsc_hz=float(hz) if hz else None, counts=counts)
