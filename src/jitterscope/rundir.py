@@ -49,6 +49,7 @@ import json
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -60,7 +61,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from jitterscope import atomic, runcheck
+from jitterscope import atomic, runcheck, sysinfo
 from jitterscope.errors import JitterscopeError
 
 FORMAT = "jitterscope-run"
@@ -132,6 +133,20 @@ NODE_PARTITIONING = ds.partitioning(pa.schema([("host", pa.string()), ("cpu", pa
 def partition(host: str, cpu: int) -> str:
     """A node's partition directory (pyarrow URI-decodes hive values, so any host name round-trips)."""
     return f"host={quote(host, safe='')}/cpu={int(cpu)}"
+
+
+DEFAULT_RUNS = Path("jitterscope-runs")
+
+
+def run_stamp() -> str:
+    """The time in run directory names: UTC, sortable as text (20260101T120000Z)."""
+    return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+
+
+def new_run_path(*labels: str, root: Path = DEFAULT_RUNS) -> Path:
+    """Where a run goes when no --out is given: ROOT/<UTC time>-<labels> (by default the host's
+    name), e.g. jitterscope-runs/20260101T120000Z-node7-protect.  Not created here."""
+    return root / "-".join([run_stamp(), *(labels or (sysinfo.host(),))])
 
 
 class Detours(NamedTuple):

@@ -55,8 +55,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure.lifecycle import default_run_dir
-    from jitterscope.rundir import load_run
+    from jitterscope import sysinfo
+    from jitterscope.rundir import load_run, new_run_path
     from jitterscope.sync.model import Options
     from jitterscope.sync.render import render
     from jitterscope.sync.runner import SyncOptions, check_command, run_sync
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
     threshold = parse_duration_ns(args.threshold, what="--threshold")
     if threshold < 1:
         raise JitterscopeError("--threshold must be at least 1ns")
-    out = args.out or Path(str(default_run_dir()) + "-sync")
+    out = args.out or new_run_path(sysinfo.host(), "sync")
     if out.exists():
         raise JitterscopeError(f"{out}: already exists; choose a new --out directory")
     check_command(cmd)
