@@ -36,7 +36,7 @@ from jitterscope.cluster.mpi import Cluster, ClusterTimeout
 from jitterscope.cluster.summary import node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import tsc
-from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.rundir import base_meta, create_run_dir, new_run_path, write_json
 
 SYNC_SAMPLES = 300
 SYNC_THRESHOLD_NS = 20_000
@@ -67,8 +67,7 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     if cluster.rank == 0:
         for w in shared_cpu_warnings(peers):
             print(f"jitterscope: warning: {w}", file=sys.stderr)
-        out = opts.out or Path("jitterscope-runs") / (
-            datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + f"-bsp-{cluster.node}")
+        out = opts.out or new_run_path("bsp", cluster.node)
         check_out(out)
     os.sched_setaffinity(0, {cpu})  # the work and the synchronization run on the measured CPU
     if opts.priority is not None:

@@ -29,7 +29,7 @@ from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
-from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.rundir import base_meta, create_run_dir, new_run_path, write_json
 from jitterscope.units import MAX_CPUS_FALLBACK
 
 
@@ -117,11 +117,6 @@ def shared_cpu_warnings(peers: list[dict[str, Any]]) -> list[str]:
             for (h, c), r in sorted(by.items()) if len(r) > 1]
 
 
-def default_out(node: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return Path("jitterscope-runs") / f"{stamp}-cluster-{node}"
-
-
 def check_out(out: Path) -> None:
     """Refuse before measuring what would fail after (the directory is made at the end)."""
     if out.exists():
@@ -167,7 +162,7 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     if cluster.rank == 0:
         for w in shared_cpu_warnings(peers):
             print(f"jitterscope: warning: {w}", file=sys.stderr)
-        out = opts.out or default_out(cluster.node)
+        out = opts.out or new_run_path("cluster", cluster.node)
         check_out(out)
     planned = Path(cluster.bcast_obj(str(out) if out is not None else None, "the output directory"))
 

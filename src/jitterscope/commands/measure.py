@@ -39,9 +39,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure.lifecycle import MeasureOptions, default_run_dir, run_measurement, validate
+    from jitterscope.measure.lifecycle import MeasureOptions, run_measurement, validate
     from jitterscope.measure.render import render_summary
-    from jitterscope.rundir import load_run
+    from jitterscope.rundir import load_run, new_run_path
 
     cpus = options.cpus(args)
     opts = MeasureOptions(
@@ -54,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         report=not args.no_report,
         progress=not args.json,
     )
-    out_dir = args.out or default_run_dir()
+    out_dir = args.out or new_run_path()
     validate(opts, out_dir)
     if not args.cpus and not args.json:
         opts.note = (f"measuring CPU {','.join(map(str, cpus))} (CPU {sysinfo.online_cpus()[0]} stays free for "

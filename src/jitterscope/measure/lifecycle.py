@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import socket
 import sys
 import time
 from collections.abc import Callable
@@ -27,11 +26,9 @@ from jitterscope.measure import build as analysis
 from jitterscope.measure import capture, peers
 from jitterscope.measure.probe import Probe
 from jitterscope.progress import Progress
-from jitterscope.rundir import base_meta, create_run_dir
+from jitterscope.rundir import base_meta, create_run_dir, new_run_path
 from jitterscope.tracing.session import TraceSession
 from jitterscope.tracing.tracefs import tracing_available
-
-DEFAULT_RUNS = Path("jitterscope-runs")
 
 
 @dataclass
@@ -47,10 +44,6 @@ class MeasureOptions:
     command_line: list[str] = field(default_factory=lambda: list(sys.argv))
     note: str | None = None  # shown on stderr once the run has started
 
-
-def default_run_dir() -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return DEFAULT_RUNS / f"{stamp}-{socket.gethostname()}"
 
 
 def _keep_tool_off(cpus: list[int]) -> set[int]:
@@ -75,7 +68,7 @@ def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: P
     opts = MeasureOptions(cpus=cpus, duration_ns=duration_ns, threshold_ns=threshold_ns,
                           priority=priority, trace=trace, report=report, progress=progress,
                           buffer_kb=buffer_kb)
-    return run_measurement(opts, out_dir or default_run_dir(), on_tick, before_probe, kept_as)
+    return run_measurement(opts, out_dir or new_run_path(), on_tick, before_probe, kept_as)
 
 
 def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:

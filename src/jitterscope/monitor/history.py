@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import re
 import shutil
-from datetime import datetime, timezone
 from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import run_stamp
 
 _NAME = re.compile(r"^w(\d{8})-")
 
@@ -38,8 +38,7 @@ class History:
     def next_dir(self) -> Path:
         """Path for the next window (not created: `measure` creates it)."""
         self.seq += 1
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        return self.root / f"w{self.seq:08d}-{stamp}"
+        return self.root / f"w{self.seq:08d}-{run_stamp()}"
 
     @staticmethod
     def size(path: Path) -> int:

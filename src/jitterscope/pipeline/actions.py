@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +14,8 @@ from jitterscope.pipeline import render
 from jitterscope.pipeline.compiler import Options, Schedule, compile_graph
 from jitterscope.pipeline.graph import Graph, graph_from_dict, load_graph
 from jitterscope.pipeline.plan import RunOptions
+from jitterscope.rundir import new_run_path
 from jitterscope.units import parse_cpulist, parse_duration_ns
-
-DEFAULT_RUNS = Path("jitterscope-runs")
 
 
 def compile_options(args: argparse.Namespace, cpus: list[int] | None = None) -> Options:
@@ -108,8 +106,7 @@ def do_run(args: argparse.Namespace) -> int:
     ro = run_options(args, cpus)
     ro.timers = timers_wanted(sched, ro, args.timers)
     if out is None:
-        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        out = DEFAULT_RUNS / f"{stamp}-pipeline-{g.name}-{sched.options.heuristic}"
+        out = new_run_path("pipeline", g.name, sched.options.heuristic)
     d = run_pipeline(sched, ro, out, trace=args.trace, buffer_kb=options.buffer_kb(args),
                      progress=not args.json, late_percentile=args.late)
     run = load_run(d, kinds=("pipeline",))
@@ -149,8 +146,7 @@ def do_bench(args: argparse.Namespace) -> int:
         raise UsageError("give a GRAPH or --synthetic K (not both)")
     cpus = _cpus(args)
     graphs = [load_graph(args.graph)] if args.graph else synthetic_graphs(args)
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    out = Path(args.out) if args.out else DEFAULT_RUNS / f"{stamp}-pipeline-bench-{graphs[0].name}"
+    out = Path(args.out) if args.out else new_run_path("pipeline", "bench", graphs[0].name)
     check_dir(out, "--out")
     configs = B.configurations(_list(args.heuristics, "--heuristics"), _list(args.memories, "--memories"))
     ro = RunOptions(iterations=args.iterations, cpus=tuple(cpus), seed=1, wait=args.wait, timers=False)

@@ -9,9 +9,7 @@ bandwidth (the synthetic experiment's, L1908) or the signal's own default.
 from __future__ import annotations
 
 import os
-import socket
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +17,7 @@ from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.protect import actuators, signals
 from jitterscope.protect.programs import Program, given, split_command
+from jitterscope.rundir import new_run_path
 from jitterscope.units import (
     format_cpulist,
     format_ns,
@@ -27,7 +26,6 @@ from jitterscope.units import (
 )
 
 LAWS = ("fixed", "proportional", "slack")
-DEFAULT_RUNS = Path("jitterscope-runs")
 TS_BOUNDS = (1e-6, 1.0)           # --sample: 1us to 1s
 S_BOUNDS = (1e-6, 10.0)           # --suspend: 1us to 10s
 
@@ -59,18 +57,13 @@ class Plan:
     replay: Path | None = None
     calibration: Path | None = None
     peak_bps: float | None = None
-    out: Path = field(default_factory=lambda: default_run_dir())
+    out: Path = field(default_factory=lambda: new_run_path(sysinfo.host(), "protect"))
     progress: bool = True
     given_programs: list[Program] = field(default_factory=list)
 
     @property
     def longest_s_ns(self) -> float:
         return self.s_max_ns if self.law == "proportional" else self.s_ns
-
-
-def default_run_dir() -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-    return DEFAULT_RUNS / f"{stamp}-{socket.gethostname()}-protect"
 
 
 def default_cpus() -> tuple[list[int], list[int]]:

@@ -22,9 +22,8 @@ from jitterscope.config import validate
 from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.journal import Journal
 from jitterscope.measure import measure
-from jitterscope.measure.lifecycle import DEFAULT_RUNS
 from jitterscope.outpath import check_dir
-from jitterscope.rundir import Run, base_meta, load_run, write_json
+from jitterscope.rundir import Run, base_meta, load_run, new_run_path, write_json
 from jitterscope.tune import apply as ap
 from jitterscope.tune import planfile, record, render_verify
 from jitterscope.tune.actions import changes_of
@@ -83,7 +82,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if not 0 < args.alpha < 1:
         raise UsageError(f"--alpha {args.alpha} must be between 0 and 1")
     before = load_run(args.before, kinds=("measure",), purpose="tune verify --before") if args.before else None
-    out = args.out or DEFAULT_RUNS / f"{time.strftime('%Y%m%dT%H%M%S')}-{sysinfo.host()}-tune"
+    out = args.out or new_run_path(sysinfo.host(), "tune")
     if out.exists():
         raise UsageError(f"--out {out}: already exists; choose a new directory")
     if args.out is not None:
