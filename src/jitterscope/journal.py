@@ -268,7 +268,7 @@ UNDO: dict[str, UndoFn] = {
     "argv": _undo_argv,
     "shell": _undo_shell,
     "scratch": _undo_scratch,
-    "trace_instance": _lazy("jitterscope.tracing.session:undo_instance"),
+    "trace_instance": _lazy("jitterscope.tracing.instances:undo_instance"),
     "protect_cgroup": _lazy("jitterscope.protect.cgroups:undo_cgroup"),
     "protect_move": _lazy("jitterscope.protect.cgroups:undo_move"),
     "protect_sigcont": _lazy("jitterscope.protect.cgroups:undo_sigcont"),

@@ -81,7 +81,7 @@ def _leftovers() -> list[journal.Outcome]:
     if os.geteuid() != 0:
         return []
     found = journal.sweep_mounts() + _legacy_temporaries()
-    from jitterscope.tracing.session import clean_stale_instances
+    from jitterscope.tracing.instances import clean_stale_instances
     from jitterscope.tracing.tracefs import find_tracefs
 
     root = find_tracefs()

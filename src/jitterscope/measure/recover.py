@@ -64,7 +64,8 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
 
 def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str]) -> Path | None:
     """The trace directory, completed offline (window, symbols, comms) if the run was cut short."""
-    from jitterscope.tracing.session import boot_id, finish_capture
+    from jitterscope.sysinfo import boot_id
+    from jitterscope.tracing.session import finish_capture
 
     td = run_dir / "trace"
     if not meta.get("tracing", {}).get("enabled"):

@@ -34,78 +34,25 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jitterscope import atomic, journal
+from jitterscope import atomic, journal, sysinfo
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal, Outcome, process_start_time
+from jitterscope.journal import Journal
 from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing import formats, symbols
+from jitterscope.tracing.instances import (
+    INSTANCE_PREFIX,
+    clean_stale_instances,
+    drain_record,
+    read_stats,
+    record_drain,
+    rmdir_retry,
+    save_stats,
+)
 from jitterscope.tracing.parse import lost_per_cpu, run_parser
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
 from jitterscope.units import format_cpumask
 
-INSTANCE_PREFIX = "jitterscope-"
 POLL_MS = 250  # how often the reader looks at the stop flag when nothing arrives
-
-
-def read_stats(path: Path) -> dict[str, int]:
-    """per_cpu/cpuN/stats → {overrun, commit_overrun, entries, dropped_events, read_events, bytes}."""
-    out: dict[str, int] = {}
-    for line in path.read_text().splitlines():
-        key, _, value = line.partition(":")
-        try:
-            out[key.strip().replace(" ", "_")] = int(value.strip())
-        except ValueError:
-            continue  # timestamps ("oldest event ts") are not counts
-    return out
-
-
-def _rmdir_retry(path: Path, timeout_s: float = 5.0) -> None:
-    """Remove an instance; the kernel says EBUSY while a file in it is still open."""
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            path.rmdir()
-            return
-        except FileNotFoundError:
-            return
-        except OSError as err:
-            if err.errno != errno.EBUSY or time.monotonic() > deadline:
-                raise
-            time.sleep(0.05)
-
-
-# Where each live instance drains to, readable by any jitterscope process whatever
-# its journal directory, so whoever removes a dead run's instance saves its pages.
-DRAIN_RECORDS = Path("/run/jitterscope/instances")
-
-
-def _drain_record(name: str) -> Path:
-    return DRAIN_RECORDS / f"{name}.json"
-
-
-def clean_stale_instances(root: Path) -> list[str]:
-    """Remove jitterscope-<pid> instances whose process is gone (saving what they
-    still hold into their capture directory); return their names."""
-    removed = []
-    inst = root / "instances"
-    for d in sorted(inst.glob(f"{INSTANCE_PREFIX}*")):
-        suffix = d.name[len(INSTANCE_PREFIX):]
-        if not suffix.isdigit():
-            continue
-        try:
-            rec = json.loads(_drain_record(d.name).read_text())
-        except (OSError, ValueError):
-            rec = {}
-        pid = int(suffix)
-        start = process_start_time(pid)
-        if pid != os.getpid() and start is not None and rec.get("start", start) == start:
-            continue  # a live jitterscope owns it
-        try:
-            _remove_instance(d, rec.get("drain_to"), rec.get("cpus", []))
-            removed.append(d.name)
-        except OSError:
-            continue
-    return removed
 
 
 class _Reader(threading.Thread):
@@ -218,9 +165,7 @@ class TraceSession:
         drain = {"drain_to": str(self.out_dir.absolute()), "cpus": self.cpus}
         self.journal.begin("trace_instance", path=str(inst), **drain)
         try:
-            DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
-            atomic.write_text(_drain_record(inst.name), json.dumps(
-                {**drain, "pid": os.getpid(), "start": process_start_time(os.getpid())}), durable=False)
+            record_drain(inst.name, drain)
             inst.mkdir()
         except OSError as err:
             raise JitterscopeError(f"cannot create trace instance {inst}: {err.strerror}") from None
@@ -251,7 +196,7 @@ class TraceSession:
             "instance": self.instance.name if self.instance else None, "pid": os.getpid(),
             "cpus": self.cpus, "buffer_kb": self.buffer_kb, "clock": TRACE_CLOCK,
             "page_size": self.page_size, "events": [f"{s}/{e}" for s, e in self.events],
-            "missing_events": self.missing, "boot_id": boot_id(),
+            "missing_events": self.missing, "boot_id": sysinfo.boot_id(),
         })
         self._write_info()
 
@@ -316,8 +261,8 @@ class TraceSession:
         self._files.clear()
         if self.instance is not None:
             try:
-                _rmdir_retry(self.instance)
-                _drain_record(self.instance.name).unlink(missing_ok=True)
+                rmdir_retry(self.instance)
+                drain_record(self.instance.name).unlink(missing_ok=True)
             except OSError as err:
                 # the journal retries at exit; say so rather than fail the measurement
                 print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}",
@@ -371,27 +316,8 @@ def remove_dir(path: Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
-def boot_id() -> str | None:
-    try:
-        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
-    except OSError:
-        return None
-
-
 def write_session_info(out_dir: Path, info: dict[str, Any]) -> None:
     atomic.write_text(out_dir / "session.json", json.dumps(info, indent=1) + "\n")
-
-
-def save_stats(instance: Path, out_dir: Path, cpus: list[int]) -> dict[str, dict[str, int]]:
-    """The instance's per-CPU ring statistics, saved as stats.json."""
-    stats: dict[str, dict[str, int]] = {}
-    for cpu in cpus:
-        try:
-            stats[str(cpu)] = read_stats(instance / "per_cpu" / f"cpu{cpu}" / "stats")
-        except OSError:
-            continue
-    atomic.write_text(out_dir / "stats.json", json.dumps(stats, indent=1) + "\n")
-    return stats
 
 
 def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[str, int]],
@@ -419,7 +345,7 @@ def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[st
             info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
     elif start and end_tsc:
         info["window"] = [int(start["tsc"]), int(end_tsc)]
-    same_boot = info.get("boot_id") is None or info.get("boot_id") == boot_id()
+    same_boot = info.get("boot_id") is None or info.get("boot_id") == sysinfo.boot_id()
     if same_boot or not (out_dir / "symbols.txt").exists():
         addrs = [int(a, 16) for a in counts.get("addresses", [])]
         atomic.write_text(out_dir / "symbols.txt", symbols.text(symbols.resolve(addrs) if same_boot else {}))
@@ -434,57 +360,3 @@ def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[st
     info["lost_events"] = int(sum(lost_per_cpu(counts, stats).values()))
     write_session_info(out_dir, info)
     return info
-
-
-def undo_instance(e: dict[str, Any]) -> Outcome:
-    """Journal undo of `trace_instance`: save what the instance still holds into the
-    capture directory it was draining into (if that still exists), then remove it."""
-    inst = Path(e["path"])
-    if not inst.exists():
-        _drain_record(inst.name).unlink(missing_ok=True)
-        return Outcome("unchanged", f"trace instance {inst} already removed")
-    pages = _remove_instance(inst, e.get("drain_to"), e.get("cpus", []))
-    saved = f" after saving its last {pages} page(s) into {e['drain_to']}" if pages else ""
-    return Outcome("restored", f"removed trace instance {inst}{saved}")
-
-
-def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
-    """Save what the instance still holds into `drain_to` (if that capture still exists),
-    remove it; return the pages saved."""
-    out = Path(drain_to) if drain_to else None
-    pages = 0
-    if out is not None and out.is_dir() and (out / "session.json").exists():
-        pages = _drain_instance(inst, out, [int(c) for c in cpus])
-    _rmdir_retry(inst, timeout_s=2.0)
-    _drain_record(inst.name).unlink(missing_ok=True)
-    return pages
-
-
-def _drain_instance(inst: Path, out: Path, cpus: list[int]) -> int:
-    try:
-        (inst / "tracing_on").write_text("0")
-        page = int(json.loads((out / "session.json").read_text()).get("page_size") or 4096)
-    except (OSError, ValueError):
-        page = 4096
-    pages = 0
-    for cpu in cpus:
-        try:
-            fd = os.open(inst / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw", os.O_RDONLY | os.O_NONBLOCK)
-        except OSError:
-            continue
-        try:
-            with open(out / f"cpu{cpu}.raw", "ab", buffering=0) as fh:
-                while True:
-                    try:
-                        data = os.read(fd, page)
-                    except OSError:
-                        break
-                    if not data:
-                        break
-                    fh.write(data)
-                    pages += 1
-        finally:
-            os.close(fd)
-    if not (out / "stats.json").exists():
-        save_stats(inst, out, cpus)
-    return pages
