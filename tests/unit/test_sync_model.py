@@ -127,3 +127,26 @@ def test_thread_labels_name_another_jitterscope_probe_never_unexplained():
                                   "jitterscope (jitterscope)", "python", "local_timer"]
     sources, codes = source_table(kinds, labels)
     assert codes[0] != 0 and sources[codes[0]] == ("thread", "js-probe/1 (another jitterscope)")
+
+
+def test_subframes_restart_at_create_and_join_and_book_jitter_pro_rata():
+    from jitterscope.sync import subframes as SF
+
+    assert SF.bounds(0, 1000, 330, []) == [(0, 330), (330, 660), (660, 990), (990, 1000)]
+    # a create at 500 forces a deadline: the subframe running then ends there, the next starts at 500
+    assert SF.bounds(0, 1000, 330, [500, 2000]) == [(0, 330), (330, 500), (500, 830), (830, 1000)]
+    threads = [{"pid": 1, "tid": 1, "creator_tid": 0, "create_ns": None, "start_ns": 0, "end_ns": 1000,
+                "joined_by": 0, "join_ns": None},
+               {"pid": 1, "tid": 2, "creator_tid": 1, "create_ns": 500, "start_ns": 510, "end_ns": 700,
+                "joined_by": 1, "join_ns": 800}]
+    jitter = [{"tid": 1, "type": "jw", "start_ns": 300, "end_ns": 400, "jitter_ns": 50},     # straddles 330
+              {"tid": 1, "type": "hd", "start_ns": 0, "end_ns": 1000, "jitter_ns": 999},     # not the thread's own
+              {"tid": 2, "type": "sw", "start_ns": 600, "end_ns": 650, "jitter_ns": 20}]
+    rows = SF.subframes(threads, jitter, length=330, warmup=1)
+    main = [r for r in rows if r["tid"] == 1]
+    assert [(r["start_ns"], r["end_ns"]) for r in main] == [(0, 330), (330, 500), (500, 800), (800, 1000)]
+    assert [r["jitter_ns"] for r in main] == [15, 35, 0, 0]
+    assert [r["forced"] for r in main] == [False, True, True, False] and main[0]["warmup"] and not main[1]["warmup"]
+    assert [r["jitter_ns"] for r in rows if r["tid"] == 2] == [20]
+    s = SF.summary(rows, 330, 1)
+    assert s["count"] == 5 and s["measured"] == 3 and s["with_jitter"] == 1 and s["jitter_ns"] == 35

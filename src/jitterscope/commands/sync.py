@@ -45,6 +45,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--merge-at-barrier", action="store_true",
                    help="critical path: barrier participants take the round's maximum jitter (default: paper's rule, "
                         "create/join only)")
+    p.add_argument("--subframe", default="330us", metavar="TIME",
+                   help="subframe length per thread, restarted at each create/join (default 330us, the paper's)")
+    p.add_argument("--warmup-subframes", type=int, default=90, metavar="N",
+                   help="first subframes of each thread left out of the subframe statistics (default 90)")
     p.add_argument("--cpus", metavar="LIST", help="CPUs the program may run on (default: all online)")
     p.add_argument("--no-trace", action="store_true", help="no kernel tracing: no causes, holder delay, non-sync")
     p.add_argument("--buffer", default="8M", metavar="SIZE", help="trace ring buffer per CPU (default 8M)")
@@ -65,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     threshold = parse_duration_ns(args.threshold, what="--threshold")
     if threshold < 1:
         raise JitterscopeError("--threshold must be at least 1ns")
+    subframe = parse_duration_ns(args.subframe, what="--subframe")
+    if subframe < 1000 or args.warmup_subframes < 0:
+        raise JitterscopeError("--subframe must be at least 1us and --warmup-subframes at least 0")
     out = args.out or new_run_path(sysinfo.host(), "sync")
     if out.exists():
         raise JitterscopeError(f"{out}: already exists; choose a new --out directory")
@@ -73,7 +80,8 @@ def run(args: argparse.Namespace) -> int:
                        trace=not args.no_trace, buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024),
                        report=not args.no_report,
                        analysis=Options(threshold_ns=int(threshold), mode=args.mode, lu_sleep_only=not args.lu_any,
-                                        merge_at_barrier=args.merge_at_barrier))
+                                        merge_at_barrier=args.merge_at_barrier, subframe_ns=int(subframe),
+                                        warmup_subframes=args.warmup_subframes))
     run_dir, code = run_sync(opts)
     r = load_run(run_dir, check_tables=False)
     sys.stdout.flush()

@@ -10,7 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from jitterscope.rundir import write_json, write_table
-from jitterscope.sync import critical, model, records, symbols
+from jitterscope.sync import critical, model, records, subframes, symbols
 from jitterscope.sync.schema import TABLES
 
 TOP_OBJECTS = 10
@@ -56,9 +56,10 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
     fsel = ev.op == records.FRAME
     frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
     objects = _objects(run_dir, ev, m.waits, intervals)
+    subs = subframes.subframes(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
     tables = {"threads": rows, "waits": m.waits, "jitter": intervals, "causes": causes,
               "segments": model.segments(rows, m.waits), "critical_path": steps, "frames": frames,
-              "objects": objects, "events": _events(ev)}
+              "objects": objects, "events": _events(ev), "subframes": subs}
     for name, data in tables.items():
         write_table(run_dir, name, _table(data, name), kind="sync")
     meta["duration_s"] = round(max(run_end - run_start, 0) / 1e9, 6)
@@ -66,6 +67,7 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
     meta["dropped"] = int(sum(p["dropped"] for p in ev.processes))
     summary = make_summary(meta, opts, rows, m, intervals, causes, counter, steps, path_j, frames, objects,
                            run_end - run_start)
+    summary["subframes"] = subframes.summary(subs, opts.subframe_ns, opts.warmup_subframes)
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return summary

@@ -47,6 +47,8 @@ class Options:
     mode: str = "excess"              # excess: T - N; whole: T (A.3.3)
     lu_sleep_only: bool = True        # lu only when the acquirer slept (A.3.5 step 3)
     merge_at_barrier: bool = False    # critical-path counters merge at barriers (A.5 [impl])
+    subframe_ns: int = 330_000        # subframe length (A.4 [impl]: wall time per thread)
+    warmup_subframes: int = 90        # first subframes of each thread not measured (A.4)
 
 
 def jitter_of(t_ns: np.ndarray | int, threshold_ns: int, mode: str) -> np.ndarray:

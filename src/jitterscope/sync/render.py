@@ -64,6 +64,11 @@ def render(s: dict[str, Any], path: str) -> str:
         lines.append(f"Frames: {fr['count']}, time median {format_ns(fr['time']['p50_ns'])}, p99 "
                      f"{format_ns(fr['time']['p99_ns'])}, max {format_ns(fr['time']['max_ns'])}; jitter per frame "
                      f"median {format_ns(fr['jitter']['p50_ns'])}, max {format_ns(fr['jitter']['max_ns'])}")
+    sf = s.get("subframes")
+    if sf and sf["count"]:
+        lines.append(f"Subframes: {sf['count']:,} of {format_ns(sf['length_ns'])} per thread ({sf['measured']:,} after "
+                     f"a warm-up of {sf['warmup']}), {sf['with_jitter']:,} with jitter; per measured subframe p99 "
+                     f"{format_ns(sf['jitter_p99_ns'])}, max {format_ns(sf['jitter_max_ns'])}")
     fit = s.get("fit")
     if fit and fit.get("fitted"):
         ln = fit["lognormal"]

@@ -71,6 +71,16 @@ def page_data(run: Run) -> dict[str, Any]:
                                    Column("max time", NS), Column("median jitter", NS), Column("max jitter", NS)],
                        "rows": [[fr["count"], fr["time"]["p50_ns"], fr["time"]["p99_ns"], fr["time"]["max_ns"],
                                  fr["jitter"]["p50_ns"], fr["jitter"]["max_ns"]]]})
+    sf = s.get("subframes")
+    if sf and sf["count"]:
+        tables.append({"id": "subframes", "title": "Subframes",
+                       "columns": [Column("length", NS), Column("subframes", "int"), Column("measured", "int"),
+                                   Column("with jitter", "int"), Column("ended at create/join", "int"),
+                                   Column("p50 jitter", NS), Column("p99 jitter", NS), Column("max jitter", NS)],
+                       "rows": [[sf["length_ns"], sf["count"], sf["measured"], sf["with_jitter"], sf["forced"],
+                                 sf["jitter_p50_ns"], sf["jitter_p99_ns"], sf["jitter_max_ns"]]],
+                       "note": f"per thread, restarted at each create and join; the first {sf['warmup']} of each "
+                               f"thread are the warm-up (not measured); subframes.parquet has every one"})
     return {"id": m.get("id"), "headline": headline, "tables": tables, "notes": notes(s)}
 
 

@@ -142,6 +142,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
         virtualization=sysinfo.virtualization(),
         options={"threshold_ns": opts.analysis.threshold_ns, "mode": opts.analysis.mode,
                  "lu_sleep_only": opts.analysis.lu_sleep_only, "merge_at_barrier": opts.analysis.merge_at_barrier,
+                 "subframe_ns": opts.analysis.subframe_ns, "warmup_subframes": opts.analysis.warmup_subframes,
                  "trace": opts.trace, "buffer_kb": opts.buffer_kb},
         tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
                  "buffer_kb": opts.buffer_kb if tracing_ok else None},

@@ -46,9 +46,14 @@ FRAMES = pa.schema([
     ("frame", pa.int64()), ("id", pa.uint64()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
     ("jitter_ns", pa.int64()), ("path_jitter_ns", pa.int64()),
 ])
+SUBFRAMES = pa.schema([
+    ("pid", pa.int32()), ("tid", pa.int32()), ("subframe", pa.int32()), ("start_ns", pa.int64()),
+    ("end_ns", pa.int64()), ("jitter_ns", pa.int64()), ("warmup", pa.bool_()), ("forced", pa.bool_()),
+])
 OBJECTS = pa.schema([
     ("pid", pa.int32()), ("obj", pa.uint64()), ("kind", pa.string()), ("symbol", pa.string()),
     ("site", pa.string()),
 ])
 TABLES = {"threads": THREADS, "events": EVENTS, "waits": WAITS, "jitter": JITTER, "causes": CAUSES,
-          "segments": SEGMENTS, "critical_path": CRITICAL_PATH, "frames": FRAMES, "objects": OBJECTS}
+          "segments": SEGMENTS, "critical_path": CRITICAL_PATH, "frames": FRAMES, "objects": OBJECTS,
+          "subframes": SUBFRAMES}
