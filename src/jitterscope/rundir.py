@@ -491,7 +491,8 @@ def _sync_kind() -> RunKind:
         tables={"threads": TableSpec(S.THREADS), "waits": TableSpec(S.WAITS), "jitter": TableSpec(S.JITTER),
                 "events": TableSpec(S.EVENTS), "segments": TableSpec(S.SEGMENTS),
                 "critical_path": TableSpec(S.CRITICAL_PATH), "frames": TableSpec(S.FRAMES),
-                "objects": TableSpec(S.OBJECTS), "causes": TableSpec(S.CAUSES, required=if_traced)},
+                "objects": TableSpec(S.OBJECTS), "causes": TableSpec(S.CAUSES, required=if_traced),
+                "subframes": TableSpec(S.SUBFRAMES)},
         summary=runcheck.SyncSummary,
         doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path")
 
