@@ -99,8 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     except JitterscopeError as e:
         print(f"jitterscope: error: {e}", file=sys.stderr)
         return e.exit_code
-    except KeyboardInterrupt:
-        print("jitterscope: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as e:  # its message, if any, says what was kept and how to finish it
+        print(f"jitterscope: {e or 'interrupted'}", file=sys.stderr)
         return 130
     except BrokenPipeError:
         return 0

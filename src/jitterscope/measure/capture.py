@@ -163,9 +163,9 @@ def kept(run_dir: Path, err: BaseException, stage: str, kept_as: Path | None = N
     (`kept_as`: where the caller moves it, e.g. a cluster rank's scratch run)."""
     where = kept_as or run_dir
     hint = f"`jitterscope analyze {where}` finishes the run"
-    if isinstance(err, KeyboardInterrupt):
-        return JitterscopeError(f"interrupted again while {stage}: nothing is lost, the raw capture is kept "
-                                f"in {where}; {hint}", exit_code=130)
+    if isinstance(err, KeyboardInterrupt):  # still an interrupt: callers that stop on Ctrl-C stop
+        return KeyboardInterrupt(f"interrupted again while {stage}: nothing is lost, the raw capture is kept "
+                                 f"in {where}; {hint}")
     if _disk_full(run_dir, err):
         return JitterscopeError(f"disk full while {stage} ({run_dir}): the raw capture so far is kept in "
                                 f"{where}; free some space, then {hint}")
