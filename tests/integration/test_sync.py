@@ -175,13 +175,15 @@ def test_static_program_is_refused(tmp_path):
 def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
     """A FIFO 80 holder spins 20 ms with the mutex on the last CPU (so only the injector, FIFO 90,
     interrupts and the kernel's stop/migration threads can take that CPU from it, not other tests'
-    FIFO threads); the injector takes it 2 ms every 7 ms; the waiter waits on another CPU.  The holder delay is the injector's (>= 90 % of it), and its length is the injector's
-    busy time inside the waits (the injector's own record of its busy intervals, --truth)."""
+    FIFO threads); the injector takes it 2 ms every 7 ms; the waiter waits on another CPU.  The holder
+    delay is the injector's (>= 90 % of it), and its length is the injector's busy time inside the waits
+    (the injector's own record of its busy intervals, --truth)."""
     from jitterscope.measure.inject import Injector, read_truth
 
     c = cpu()
     truth = tmp_path / "truth.csv"
-    with Injector(c, 7e6, 2e6, name="js-sync-inj", policy="fifo", priority=90, truth_path=truth):   # running once entered
+    # the injector is running once the block is entered
+    with Injector(c, 7e6, 2e6, name="js-sync-inj", policy="fifo", priority=90, truth_path=truth):
         s, run = sync(tmp_path, gold, "holdlong", str(c), "20", "5", opts=())
     hd = intervals(run, "hd")
     assert len(hd) >= 3, hd     # one per contended round (a waiter kept off its CPU > 20 ms by load misses one)

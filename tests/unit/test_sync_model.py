@@ -88,7 +88,8 @@ def test_counter_rule_is_max_on_join():
         {"tid": 2, "creator_tid": 1, "create_ns": 10, "start_ns": 11, "joined_by": 1, "join_ns": 100},
         {"tid": 3, "creator_tid": 1, "create_ns": 12, "start_ns": 13, "joined_by": 1, "join_ns": 101},
     ]
-    iv = [{"tid": 1, "end_ns": 5, "jitter_ns": 5, "type": "lu"}, {"tid": 2, "end_ns": 50, "jitter_ns": 20, "type": "sw"},
+    iv = [{"tid": 1, "end_ns": 5, "jitter_ns": 5, "type": "lu"},
+          {"tid": 2, "end_ns": 50, "jitter_ns": 20, "type": "sw"},
           {"tid": 3, "end_ns": 60, "jitter_ns": 7, "type": "sw"}, {"tid": 1, "end_ns": 70, "jitter_ns": 3, "type": "u"}]
     res = critical.counter_rule(rows, iv, root=1)
     assert res["jitter_ns"] == 25 and res["per_thread"][3] == 12

@@ -36,7 +36,8 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
     ev = model.load_events(logs, t0, hz)
     rows = model.threads(ev)
     m = model.match(ev, rows, opts)
-    intervals, causes = list(m.intervals), []
+    intervals: list[dict[str, Any]] = list(m.intervals)
+    causes: list[dict[str, Any]] = []
     root = logs[0].pid if logs else 0
     tids = {r["tid"] for r in rows}
     if trace_dir is not None and logs:

@@ -150,33 +150,60 @@ def _self(name: str, tid: int) -> bool:
 
 
 def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str, Any]],
-            threads: list[dict[str, Any]], threshold_ns: int, mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+            threads: list[dict[str, Any]], threshold_ns: int,
+            mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
-    causes: list[dict[str, Any]] = []
-    sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
-    if sel:
-        parts = _attribute(tl, np.array([r["cpu"] for r in sel]), np.array([r["start_ns"] for r in sel]),
-                           np.array([r["end_ns"] for r in sel]))
-        for r, p in zip(sel, parts):
-            side = "waiter" if r["type"] in WAITER_TYPES else "caller"
-            for k, n, ns in p:
-                k, n = SELF if k == "thread" and _self(n, r["tid"]) else (k, n)
-                causes.append({"jitter": r["id"], "side": side, "kind": k, "name": n, "ns": ns})
+    causes = _call_causes(tl, intervals)
     # a thread's lost time within its life (before exec the main thread's pid was still jitterscope's child)
     life = {r["tid"]: (r["start_ns"], r["end_ns"] if r["end_ns"] is not None else 1 << 62) for r in threads}
     pieces = {t: sorted(_clip(lost_pieces(tl, t), *life[t]), key=lambda x: x[1]) for t in life}
-    piece_ends = {t: [e for _, _, e in p] for t, p in pieces.items()}   # disjoint per thread: sorted too
+    rows: list[tuple[dict[str, Any], list[tuple[int, int, int]], str]] = []
+    for w, inside in _holder_pieces(waits, pieces):
+        rows.append(({"type": "hd", "pid": w["pid"], "tid": w["tid"], "obj": w["obj"], "start_ns": w["enter_ns"],
+                      "end_ns": w["release_ns"], "wait": w["wait"], "releaser_tid": w["releaser_tid"]},
+                     inside, "holder"))
+    pids = {r["tid"]: r["pid"] for r in threads}
+    for tid, piece in _non_sync_pieces(intervals, pieces):
+        rows.append(({"type": "ns", "pid": pids.get(tid, 0), "tid": tid, "obj": 0, "start_ns": piece[1],
+                      "end_ns": piece[2], "wait": None, "releaser_tid": None}, [piece], "thread"))
+    t = np.array([sum(e - b for _, b, e in p) for _, p, _ in rows], dtype=np.int64)
     new: list[dict[str, Any]] = []
-    next_id = len(intervals)
-    # holder delay: the releaser's lost time while the waiter waited for it
-    hd_rows: list[tuple[dict[str, Any], list[tuple[int, int, int]]]] = []
+    for (row, p, side), tt, j in zip(rows, t, jitter_of(t, threshold_ns, mode)):
+        if j > 0:
+            row.update(id=len(intervals) + len(new), t_ns=int(tt), jitter_ns=int(j), cpu=p[0][0], site=0)
+            new.append(row)
+            _book(tl, row, p, side, causes)
+    return new, causes
+
+
+def _call_causes(tl: Timeline, intervals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Waiter side: what ran on the waiter's CPU from the release to its return; caller side: during the call."""
+    causes: list[dict[str, Any]] = []
+    sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
+    if not sel:
+        return causes
+    parts = _attribute(tl, np.array([r["cpu"] for r in sel]), np.array([r["start_ns"] for r in sel]),
+                       np.array([r["end_ns"] for r in sel]))
+    for r, p in zip(sel, parts):
+        side = "waiter" if r["type"] in WAITER_TYPES else "caller"
+        for kind, name, ns in p:
+            kind, name = SELF if kind == "thread" and _self(name, r["tid"]) else (kind, name)
+            causes.append({"jitter": r["id"], "side": side, "kind": kind, "name": name, "ns": ns})
+    return causes
+
+
+def _holder_pieces(waits: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
+                   ) -> list[tuple[dict[str, Any], list[tuple[int, int, int]]]]:
+    """Holder delay: per wait with a known releaser, the releaser's lost pieces while the waiter waited."""
+    ends = {t: [e for _, _, e in p] for t, p in pieces.items()}   # disjoint per thread: sorted too
+    out = []
     for w in waits:
         r = w["releaser_tid"]
         if not r or w["release_ns"] is None or r not in pieces:
             continue
         a, b = w["enter_ns"], w["release_ns"]
-        lst, ends = pieces[r], piece_ends[r]
-        k = bisect.bisect_right(ends, a)
+        lst = pieces[r]
+        k = bisect.bisect_right(ends[r], a)
         inside = []
         while k < len(lst) and lst[k][1] < b:
             c, s0, e0 = lst[k]
@@ -184,46 +211,27 @@ def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str,
                 inside.append((c, max(s0, a), min(e0, b)))
             k += 1
         if inside:
-            hd_rows.append((w, inside))
-    t_hd = np.array([sum(e - s for _, s, e in p) for _, p in hd_rows], dtype=np.int64)
-    for (w, p), t, j in zip(hd_rows, t_hd, jitter_of(t_hd, threshold_ns, mode)):
-        if j <= 0:
-            continue
-        row = {"id": next_id, "type": "hd", "pid": w["pid"], "tid": w["tid"], "obj": w["obj"],
-               "start_ns": w["enter_ns"], "end_ns": w["release_ns"], "t_ns": int(t), "jitter_ns": int(j),
-               "wait": w["wait"], "releaser_tid": w["releaser_tid"], "cpu": p[0][0], "site": 0}
-        new.append(row)
-        _book(tl, row, p, "holder", causes)
-        next_id += 1
-    # non-synchronisation: lost pieces outside the thread's own wake-up intervals
+            out.append((w, inside))
+    return out
+
+
+def _non_sync_pieces(intervals: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
+                     ) -> list[tuple[int, tuple[int, int, int]]]:
+    """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside its own wake-up intervals."""
     wake: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for r in intervals:
         if r["type"] in WAITER_TYPES:
             wake[r["tid"]].append((r["start_ns"], r["end_ns"]))
-    pids = {r["tid"]: r["pid"] for r in threads}
-    for t, p in pieces.items():
-        wk = sorted(wake.get(t, []))
+    out = []
+    for tid, p in pieces.items():
+        wk = sorted(wake.get(tid, []))
         starts = [s for s, _ in wk]
         reach = list(np.maximum.accumulate([e for _, e in wk])) if wk else []
-
-        def in_wake(x: int) -> bool:
-            k = bisect.bisect_right(starts, x) - 1
-            return k >= 0 and reach[k] > x
-
-        p = [x for x in p if not in_wake(x[1])]
-        if not p:
-            continue
-        tt = np.array([e - s for _, s, e in p], dtype=np.int64)
-        for x, v, j in zip(p, tt, jitter_of(tt, threshold_ns, mode)):
-            if j <= 0:
-                continue
-            row = {"id": next_id, "type": "ns", "pid": pids.get(t, 0), "tid": t, "obj": 0, "start_ns": x[1],
-                   "end_ns": x[2], "t_ns": int(v), "jitter_ns": int(j), "wait": None, "releaser_tid": None,
-                   "cpu": x[0], "site": 0}
-            new.append(row)
-            _book(tl, row, [x], "thread", causes)
-            next_id += 1
-    return new, causes
+        for x in p:
+            k = bisect.bisect_right(starts, x[1]) - 1
+            if not (k >= 0 and reach[k] > x[1]):
+                out.append((tid, x))
+    return out
 
 
 def _clip(pieces: list[tuple[int, int, int]], lo: int, hi: int) -> list[tuple[int, int, int]]:

@@ -83,12 +83,13 @@ def _object_name(o: dict[str, Any]) -> str:
 
 def _stats(v: list[int], run_s: float) -> dict[str, Any]:
     a = np.asarray(v, dtype=np.int64)
-    return {"count": len(a), "jitter_ns": int(a.sum()), "rate_hz": len(a) / run_s, "ppm": float(a.sum()) / run_s / 1e3,
-            "median_ns": float(np.median(a)) if len(a) else 0.0, "p99_ns": float(np.percentile(a, 99)) if len(a) else 0.0}
+    return {"count": len(a), "jitter_ns": int(a.sum()), "rate_hz": len(a) / run_s,
+            "ppm": float(a.sum()) / run_s / 1e3, "median_ns": float(np.median(a)) if len(a) else 0.0,
+            "p99_ns": float(np.percentile(a, 99)) if len(a) else 0.0}
 
 
 def _row(name: str, b: list[int], n: list[int], sb: float, sn: float, rate: bool = True) -> dict[str, Any]:
-    from jitterscope.compare.stats import duration_test, rate_test   # (compare/ imports this module)
+    from jitterscope.compare.stats import duration_test, rate_test  # (compare/ imports this module)
 
     row: dict[str, Any] = {"name": name, "base": _stats(b, sb), "new": _stats(n, sn), "tests": {}}
     if rate:
@@ -121,7 +122,8 @@ def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
         notes.append("one run was traced, the other not: holder delay, non-sync jitter and causes not compared")
     types = [_row(k, b["types"].get(k, []), n["types"].get(k, []), sb, sn) for k in kinds
              if b["types"].get(k) or n["types"].get(k)]
-    pool = _row("all sync", *(sum((s["types"].get(k, []) for k in SYNC_TYPES), []) for s in (b, n)), sb, sn)
+    pooled = [[v for k in SYNC_TYPES for v in s["types"].get(k, [])] for s in (b, n)]
+    pool = _row("all sync", pooled[0], pooled[1], sb, sn)
     objs = sorted(set(b["objects"]) | set(n["objects"]),
                   key=lambda k: -abs(sum(n["objects"].get(k, [])) / sn - sum(b["objects"].get(k, [])) / sb))
     objects = [_row(k, b["objects"].get(k, []), n["objects"].get(k, []), sb, sn, rate=False) for k in objs[:TOP]]

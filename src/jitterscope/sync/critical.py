@@ -115,8 +115,8 @@ def path_jitter(steps: list[dict[str, Any]], intervals: list[dict[str, Any]]) ->
     for s in steps:
         j = 0.0
         if s["kind"] == "wake":
-            r = by_wait.get(s["wait"])
-            j = r["jitter_ns"] if r else 0
+            woken = by_wait.get(s["wait"])
+            j = woken["jitter_ns"] if woken else 0
         elif s["kind"] == "run":
             for r in own.get(s["tid"], []):
                 ov = min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])

@@ -120,23 +120,23 @@ def threads(ev: Events) -> list[dict[str, Any]]:
     creates: dict[tuple[int, int], int] = {}     # (pid, seq) -> event index of CREATE
     handles: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # (pid, pthread_t) -> [(time, seq)]
     seq_tid: dict[tuple[int, int], int] = {}
-    for i in np.flatnonzero(ev.op == R.CREATE):
+    for i in np.flatnonzero(ev.op == R.CREATE).tolist():
         if ev.result[i] == 0:
             creates[(int(ev.pid[i]), int(ev.aux[i]))] = int(i)
             handles[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
-    for i in np.flatnonzero(ev.op == R.START):
+    for i in np.flatnonzero(ev.op == R.START).tolist():
         pid, tid, seq = int(ev.pid[i]), int(ev.tid[i]), int(ev.aux[i])
         c = creates.get((pid, seq))
         seq_tid[(pid, seq)] = tid
         rows[tid] = {"pid": pid, "tid": tid, "name": "", "creator_tid": int(ev.obj[i]),
                      "create_ns": int(ev.enter[c]) if c is not None else None, "start_ns": int(ev.enter[i]),
                      "end_ns": None, "joined_by": 0, "join_ns": None}
-    for i in np.flatnonzero(ev.op == R.EXIT):
+    for i in np.flatnonzero(ev.op == R.EXIT).tolist():
         r = rows.get(int(ev.tid[i]))
         if r is not None and r["end_ns"] is None:
             r["end_ns"] = int(ev.enter[i])
             r["name"] = _comm(int(ev.obj[i]), int(ev.aux[i])) or r["name"]
-    for i in np.flatnonzero(ev.op == R.JOIN):
+    for i in np.flatnonzero(ev.op == R.JOIN).tolist():
         child = join_target(ev, int(i), handles, seq_tid)
         if child is not None and child in rows and ev.result[i] == 0:
             rows[child]["joined_by"] = int(ev.tid[i])
@@ -191,7 +191,7 @@ class _Builder:
 
 def _by_obj(ev: Events, ops: tuple[int, ...]) -> dict[tuple[int, int], list[int]]:
     out: dict[tuple[int, int], list[int]] = defaultdict(list)
-    for i in np.flatnonzero(np.isin(ev.op, ops)):
+    for i in np.flatnonzero(np.isin(ev.op, ops)).tolist():
         out[(int(ev.pid[i]), int(ev.obj[i]))].append(int(i))
     return out
 
@@ -200,8 +200,7 @@ def _locks(b: _Builder) -> None:
     ev = b.ev
     unlocks = _by_obj(ev, (R.UNLOCK, R.RWUNLOCK))   # indices in enter order (ev is sorted)
     starts = {k: ev.enter[np.array(v)] for k, v in unlocks.items()}
-    for i in np.flatnonzero(np.isin(ev.op, list(LOCK_OPS))):
-        i = int(i)
+    for i in np.flatnonzero(np.isin(ev.op, list(LOCK_OPS))).tolist():
         if ev.result[i] != 0:
             b.unmatched["lock_failed"] += 1
             continue
@@ -226,7 +225,7 @@ def _locks(b: _Builder) -> None:
             b.unmatched["lock_not_slept"] += 1
             continue
         b.interval("lu", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
-    for i in np.flatnonzero(np.isin(ev.op, (R.UNLOCK, R.RWUNLOCK))):
+    for i in np.flatnonzero(np.isin(ev.op, (R.UNLOCK, R.RWUNLOCK))).tolist():
         b.interval("u", int(i), int(ev.enter[i]), int(ev.exit[i]), None, None)
 
 
@@ -283,7 +282,7 @@ def _barriers(b: _Builder) -> None:
     next round after the round's last arriver really arrived, so order keeps rounds)."""
     ev = b.ev
     counts: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
-    for i in np.flatnonzero(ev.op == R.BARRIER_INIT):
+    for i in np.flatnonzero(ev.op == R.BARRIER_INIT).tolist():
         counts[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
     for key, idx in _by_obj(ev, (R.BARRIER_WAIT,)).items():
         idx = sorted(idx, key=lambda i: (int(ev.enter[i]), i))
@@ -309,12 +308,11 @@ def _joins(b: _Builder, rows: list[dict[str, Any]]) -> None:
     by_tid = {r["tid"]: r for r in rows}
     handles: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     seq_tid: dict[tuple[int, int], int] = {}
-    for i in np.flatnonzero(ev.op == R.CREATE):
+    for i in np.flatnonzero(ev.op == R.CREATE).tolist():
         handles[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
-    for i in np.flatnonzero(ev.op == R.START):
+    for i in np.flatnonzero(ev.op == R.START).tolist():
         seq_tid[(int(ev.pid[i]), int(ev.aux[i]))] = int(ev.tid[i])
-    for i in np.flatnonzero(ev.op == R.JOIN):
-        i = int(i)
+    for i in np.flatnonzero(ev.op == R.JOIN).tolist():
         child = join_target(ev, i, handles, seq_tid)
         if child is None or child not in by_tid or ev.result[i] != 0:
             b.unmatched["join_unknown_thread"] += 1

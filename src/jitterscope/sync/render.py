@@ -47,7 +47,8 @@ def render(s: dict[str, Any], path: str) -> str:
         label = TYPE_LABELS.get(t, {"hd": "holder-delay", "ns": "non-sync"}.get(t, t))
         share = _pct(d["share"]) if t in TYPE_LABELS else ""
         lines.append(f"  {t:<4} {label:<14}{d['count']:>5} {format_ns(d['jitter_ns']):>10} {share:>8} "
-                     f"{format_ns(d['t']['p50_ns']):>10} {format_ns(d['t']['p99_ns']):>10}   {causes_text(d['causes'])}")
+                     f"{format_ns(d['t']['p50_ns']):>10} {format_ns(d['t']['p99_ns']):>10}   "
+                     f"{causes_text(d['causes'])}")
     if s["objects"]:
         lines += ["", "Top objects"]
         for o in s["objects"]:
