@@ -1,13 +1,16 @@
 """Benchmark of `jitterscope sync`: interposer cost per uncontended lock/unlock pair, slowdown of real
 programs (xz -T2, zstd -T2, pigz -p 2) under the interposer, records per second the writer keeps up with.
 
-Ratios are measured side by side in one run (bare and interposed alternate), medians of REPEATS.
+Ratios are measured side by side in one run (bare and interposed alternate), medians of REPEATS, of the
+wall time and of the program's CPU time (user + sys): on a shared, loaded machine one run's wall time
+varies by tens of percent, its CPU time far less.
 Run: .venv/bin/python benchmarks/bench_sync.py
 """
 
 from __future__ import annotations
 
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -19,13 +22,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "tests/integration/sync_programs/syncgold.c"
 LIB = ROOT / "src/jitterscope/native/bin/libjssync.so"
-REPEATS = 7
+REPEATS = 9
 
 
-def env(on: bool, raw: str) -> dict[str, str]:
+def env(on: bool, raw: str, sleep_check: bool = True) -> dict[str, str]:
     e = dict(os.environ)
     if on:
         e.update(LD_PRELOAD=str(LIB), JS_SYNC_DIR=raw)
+        if not sleep_check:
+            e["JS_SYNC_SLEEP_CHECK"] = "0"
     return e
 
 
@@ -39,19 +44,36 @@ def uncontended(prog: str, raw: str) -> None:
     print(f"uncontended lock+unlock pair: bare {b:.2f} ns, interposed {i:.2f} ns (+{i - b:.2f} ns, x{i / b:.2f})")
 
 
-def real(prog: list[str], out_ext: str, data: Path, raw: str) -> None:
+def _timed(cmd: list[str], e: dict[str, str]) -> tuple[float, float]:
+    """(wall s, CPU s = user + sys of the child): on a shared machine the wall time of one run varies
+    by tens of %, its CPU time far less, so both are reported."""
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    a = time.perf_counter()
+    subprocess.run(cmd, env=e, check=True)
+    wall = time.perf_counter() - a
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (r1.ru_utime + r1.ru_stime) - (r0.ru_utime + r0.ru_stime)
+
+
+def real(prog: list[str], out_ext: str, data: Path, raw: str, variants: tuple[str, ...] = ("on",)) -> None:
+    """Bare and interposed runs alternate (side by side, one process); medians and ratios of wall and CPU."""
     if not shutil.which(prog[0]):
         print(f"{prog[0]}: not installed (make sync-programs)")
         return
-    t = {False: [], True: []}
+    modes = {"bare": env(False, raw), "on": env(True, raw), "on, JS_SYNC_SLEEP_CHECK=0": env(True, raw, False)}
+    modes = {k: v for k, v in modes.items() if k == "bare" or k in variants}
+    t: dict[str, list[tuple[float, float]]] = {k: [] for k in modes}
     for _ in range(REPEATS):
-        for on in (False, True):
-            a = time.perf_counter()
-            subprocess.run([*prog, str(data)], env=env(on, raw), check=True)
-            t[on].append(time.perf_counter() - a)
+        for k, e in modes.items():
+            t[k].append(_timed([*prog, str(data)], e))
             Path(str(data) + out_ext).unlink()
-    b, i = statistics.median(t[False]), statistics.median(t[True])
-    print(f"{' '.join(prog)}: bare {b * 1e3:.0f} ms, interposed {i * 1e3:.0f} ms (slowdown {100 * (i / b - 1):+.1f}%)")
+    wall0 = statistics.median(w for w, _ in t["bare"])
+    cpu0 = statistics.median(c for _, c in t["bare"])
+    for k, v in t.items():
+        w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
+        spread = f"{min(x for x, _ in v) * 1e3:.0f}..{max(x for x, _ in v) * 1e3:.0f}"
+        print(f"{' '.join(prog)} [{k}]: wall {w * 1e3:.0f} ms ({spread}) x{w / wall0:.3f}, "
+              f"CPU {c * 1e3:.0f} ms x{c / cpu0:.3f}")
 
 
 def main() -> int:
@@ -63,7 +85,7 @@ def main() -> int:
         uncontended(prog, raw)
         data = Path(tmp) / "data.bin"
         data.write_bytes((os.urandom(1 << 20) + bytes(range(256)) * 4096) * 16)   # 33.5 MB
-        real(["xz", "-T2", "-k", "-f", "-3"], ".xz", data, raw)
+        real(["xz", "-T2", "-k", "-f", "-3"], ".xz", data, raw, ("on", "on, JS_SYNC_SLEEP_CHECK=0"))
         real(["zstd", "-T2", "-k", "-f", "-q", "-3"], ".zst", data, raw)
         real(["pigz", "-p", "2", "-k", "-f"], ".gz", data, raw)
         from jitterscope.sync.records import read_logs

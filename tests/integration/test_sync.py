@@ -12,6 +12,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -223,9 +224,15 @@ def test_real_programs_output_identical(tmp_path, prog, args, out):
     assert set(s["types"]) >= {"lu", "sw", "bw", "barw"}
 
 
-def test_frame_api_from_python():
+def test_frame_api_from_python(tmp_path):
     lib = ctypes.CDLL(str(native_bin(R.LIBRARY)))
     lib.jitterscope_sync_frame(ctypes.c_uint64(1))            # without JS_SYNC_DIR: a no-op, no crash
+    prog = tmp_path / "frames.py"
+    prog.write_text("import time\nfrom jitterscope.sync import frames\nfor i in range(6):\n    frames.mark(i)\n"
+                    "    time.sleep(0.002)\nframes.mark(6)\n")
+    subprocess.run([sys.executable, str(prog)], check=True)     # on its own: marks do nothing
+    s, _ = sync(tmp_path, sys.executable, str(prog))
+    assert s["frames"]["count"] == 6 and s["frames"]["time"]["p50_ns"] >= 2e6
 
 
 @pytest.mark.slow

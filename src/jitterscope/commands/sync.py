@@ -14,8 +14,13 @@ interrupted (holder delay).  Jitter propagates along the critical path
 (byte for byte): jitterscope's summary goes to stderr after CMD ends (--json:
 summary.json on stdout), and the exit code is CMD's.  Children CMD forks are followed (one log per process);
 static binaries, locks inside libc and raw futex users are not seen.
-Frames: call jitterscope_sync_frame(id) (native/jitterscope_sync.h, or
-jitterscope.sync.frames.mark in Python) at each frame boundary.
+Frames: call jitterscope_sync_frame(id) (native/jitterscope_sync.h; in Python
+jitterscope.sync.frames.mark(id)) at each
+frame boundary; subframes (--subframe, per thread, restarted at create/join)
+are in subframes.parquet.  The run gets report.html (timeline per thread,
+distributions per type) unless --no-report; `jitterscope compare` takes two
+sync runs, `jitterscope export RUN -f perfetto` gives one timeline of threads,
+waits and kernel causes.  Critical path and frames follow the first process.
 
 EXAMPLES
   jitterscope sync -- ./solver --threads 2
