@@ -17,13 +17,13 @@ Times are microseconds since the run's t0 (the format's unit), ns precision.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
+from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from jitterscope.atomic import atomic_open
+from jitterscope import atomic
 from jitterscope.rundir import Run
 from jitterscope.sync.render import TYPE_LABELS, cause_label
 from jitterscope.units import format_ns
@@ -147,9 +147,7 @@ def build_sync_trace(run: Run) -> dict[str, Any]:
 
 def write_sync_perfetto(run: Run, out: Path) -> dict[str, Any]:
     trace = build_sync_trace(run)
-    with atomic_open(out, "w") as f:
-        json.dump(trace, f, separators=(",", ":"))
-    n = sum(1 for e in trace["traceEvents"] if e.get("cat") == "wait")
-    return {"format": "perfetto", "files": [str(out)], "waits": n,
-            "jitter": sum(1 for e in trace["traceEvents"] if e.get("cat") == "jitter"),
+    atomic.write_text(out, json.dumps(trace, separators=(",", ":")))
+    cats = Counter(e.get("cat") for e in trace["traceEvents"])
+    return {"format": "perfetto", "files": [str(out)], "waits": cats["wait"], "jitter": cats["jitter"],
             "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X")}
