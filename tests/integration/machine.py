@@ -85,6 +85,16 @@ def tracefs_after(proc: subprocess.CompletedProcess[str]) -> str:
     return line[-1].removeprefix("tracefs-after:").strip()
 
 
+def started(run: Path) -> str:
+    """Shell: wait (at most 60 s) until a measure into `run` has its probe running."""
+    return f"for i in $(seq 600); do [ -s {run}/detours.raw ] && break; sleep 0.1; done"
+
+
+def say_tracefs(label: str) -> str:
+    """Shell: print `<label>=<number of tracefs mounts here>` on stderr."""
+    return f"echo \"{label}=$(awk '$3 == \"tracefs\"' /proc/self/mounts | wc -l)\" >&2"
+
+
 def js(*args: str) -> str:
     """A shell-quoted jitterscope command line for scripts (this interpreter, this checkout)."""
     import shlex

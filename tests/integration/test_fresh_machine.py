@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import needs_tracing, probed_cpu
-from .machine import ROOT, in_namespace, js, needs_namespace, tracefs_after
+from .machine import ROOT, in_namespace, js, needs_namespace, say_tracefs, started, tracefs_after
 
 pytestmark = [needs_namespace, needs_tracing, pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -59,11 +59,9 @@ def test_concurrent_measures_share_the_mount_and_the_last_unmounts(tmp_path: Pat
     # the second still traces: it must neither unmount under the second nor leave the
     # mount behind when the second ends.
     a, b = tmp_path / "a", tmp_path / "b"
-    started = "for i in $(seq 600); do [ -s {}/detours.raw ] && break; sleep 0.1; done"
-    script = (f"{measure(a, '60s')} > /dev/null & pa=$!; {started.format(a)}; "
-              f"{measure(b, '60s')} > /dev/null & pb=$!; {started.format(b)}; "
-              f"kill -TERM $pa; wait $pa; ra=$?; "
-              f"echo \"mid=$(awk '$3 == \"tracefs\"' /proc/self/mounts | wc -l)\" >&2; "
+    script = (f"{measure(a, '60s')} > /dev/null & pa=$!; {started(a)}; "
+              f"{measure(b, '60s')} > /dev/null & pb=$!; {started(b)}; "
+              f"kill -TERM $pa; wait $pa; ra=$?; {say_tracefs('mid')}; "
               f"kill -TERM $pb; wait $pb; rb=$?; [ $ra = 0 ] && [ $rb = 0 ]")
     proc = in_namespace(script, tracefs="absent", env=state)
     assert proc.returncode == 0, proc.stderr
@@ -75,11 +73,8 @@ def test_concurrent_measures_share_the_mount_and_the_last_unmounts(tmp_path: Pat
 
 def test_killed_measure_is_restored_and_its_run_analysed(tmp_path: Path, state: dict[str, str]) -> None:
     out = tmp_path / "run"
-    script = (f"{measure(out, '30s')} > /dev/null 2>&1 & pid=$!; "
-              f"for i in $(seq 100); do [ -s {out}/detours.raw ] && break; sleep 0.1; done; sleep 1.5; "
-              f"kill -9 $pid; wait $pid; "
-              f"echo \"killed-mounts=$(awk '$3 == \"tracefs\"' /proc/self/mounts | wc -l)\" >&2; "
-              f"{js('restore')}")
+    script = (f"{measure(out, '30s')} > /dev/null 2>&1 & pid=$!; {started(out)}; sleep 1.5; "
+              f"kill -9 $pid; wait $pid; {say_tracefs('killed-mounts')}; {js('restore')}")
     proc = in_namespace(script, tracefs="absent", env=state)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "killed-mounts=1" in proc.stderr  # kill -9 left it mounted ...

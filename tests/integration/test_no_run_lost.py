@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import jitterscope, needs_tracing, probed_cpu
-from .machine import in_namespace, js, needs_namespace
+from .machine import in_namespace, js, needs_namespace, started
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
@@ -126,7 +126,7 @@ def test_disk_full_during_capture_is_one_line_and_analyze_recovers(tmp_path: Pat
     out = tmp_path / "disk" / "run"
     failing = (f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
                f" > /dev/null & pid=$!\n"
-               f"for i in $(seq 300); do [ -s {out}/detours.raw ] && break; sleep 0.1; done; sleep 1\n"
+               f"{started(out)}; sleep 1\n"
                f"dd if=/dev/zero of={tmp_path / 'disk'}/filler bs=64k 2> /dev/null\n"
                f"wait $pid")
     err, _, keep = on_full_disk(tmp_path, "24m", failing, out)
