@@ -22,7 +22,7 @@ def _marker() -> Callable[[int], None] | None:
     except (AttributeError, OSError):
         return None
     fn.argtypes, fn.restype = [ctypes.c_uint64], None
-    return fn  # type: ignore[no-any-return]
+    return fn
 
 
 def mark(frame_id: int) -> None:
