@@ -57,8 +57,10 @@ lint: install
 py-lowest: install
 	$(BIN)/python tests/support/lowest_python.py
 
+# Lint, the lowest Python and the suite all run; any failure fails `make test` at the end.
 test: install browser mpi sync-programs tracecmd
-	$(BIN)/python -m pytest -q -ra tests
+	@status=0; $(MAKE) -s lint || status=1; $(MAKE) -s py-lowest || status=1; \
+	  $(BIN)/python -m pytest -q -ra tests || status=1; exit $$status
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
