@@ -18,11 +18,17 @@ from __future__ import annotations
 
 import csv
 import io
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
+
+if TYPE_CHECKING:
+    from jitterscope.protect.plan import Plan
+    from jitterscope.protect.session import Outcome
 
 UNITS = {"t_ns": 1, "t_us": 1000, "t_s": 1_000_000_000}
 ROW_DTYPE = np.dtype([("t_ns", "<i8"), ("read_bytes", "<u8"), ("write_bytes", "<u8")])
@@ -74,3 +80,33 @@ def read_csv(path: Path) -> np.ndarray:
 def write_binary(rows: np.ndarray, path: Path) -> None:
     """The rows as the controller reads them (int64 t_ns, uint64 read, uint64 write per row)."""
     rows.astype(ROW_DTYPE).tofile(path)
+
+
+def run_plan(plan: Plan) -> tuple[Path, Outcome]:
+    """The law on recorded counters, in virtual time: exactly reproducible decisions."""
+    from jitterscope.protect import signals
+    from jitterscope.protect.controller import run_replay
+    from jitterscope.protect.session import RECORDS, Outcome, law_args
+    from jitterscope.rundir import create_run_dir
+
+    assert plan.replay is not None
+    rows = read_csv(plan.replay)
+    out = Outcome(started_unix_ns=time.time_ns(), signal="replay", signal_reason="requested", s_ns=plan.s_ns)
+    text = plan.threshold or signals.default_threshold("replay")
+    t = signals.parse_threshold(text, "replay")
+    if t.percent is not None:
+        if plan.peak_bps is None:
+            raise JitterscopeError(f"--threshold {text} for a replay: a percentage needs --peak BW "
+                                   f"(or give the threshold as a bandwidth, e.g. 2GB/s)")
+        t.read_bps = t.write_bps = t.percent * plan.peak_bps
+    out.threshold = {"text": text, "read_bps": t.read_bps, "write_bps": t.write_bps}
+    run_dir = create_run_dir(plan.out)
+    (run_dir / "raw").mkdir()
+    write_binary(rows, run_dir / "raw" / "replay.bin")
+    args = law_args(plan, plan.s_ns) + ["--signal", "replay", "--actuator", "none",
+                                         "--replay", str(run_dir / "raw" / "replay.bin")]
+    args += [f"--threshold-{k}={int(v)}" for k, v in (("read", t.read_bps), ("write", t.write_bps)) if v]
+    out.end = run_replay(args + ["--unit", str(plan.cpus[0])], run_dir / RECORDS)
+    out.ended_by = "end of the replayed counters"
+    out.wall_s = out.end["duration_ns"] / 1e9
+    return run_dir, out

@@ -69,7 +69,9 @@ def _own_affinity(cpus: list[int]) -> Iterator[None]:
 def run(plan: Plan) -> tuple[Path, Outcome]:
     """Run the plan; the run directory and what happened (build.py turns both into the run)."""
     if plan.replay is not None:
-        return replay(plan)
+        from jitterscope.protect.replay import run_plan
+
+        return run_plan(plan)
     out = Outcome(started_unix_ns=time.time_ns())
     needs_peak = plan.signal in ("auto",) + signals.BANDWIDTH and plan.peak_bps is None and \
         (plan.threshold or "%").endswith("%") and bool(plan.be_cmds or plan.be_pids)
@@ -92,34 +94,6 @@ def run(plan: Plan) -> tuple[Path, Outcome]:
     if not out.controlling:
         shutil.rmtree(run_dir, ignore_errors=True)
         raise JitterscopeError("interrupted before the controller started: nothing was measured")
-    return run_dir, out
-
-
-def replay(plan: Plan) -> tuple[Path, Outcome]:
-    """The law on recorded counters, in virtual time: exactly reproducible decisions."""
-    from jitterscope.protect import replay as replay_csv
-    from jitterscope.protect.controller import run_replay
-
-    assert plan.replay is not None
-    rows = replay_csv.read_csv(plan.replay)
-    out = Outcome(started_unix_ns=time.time_ns(), signal="replay", signal_reason="requested", s_ns=plan.s_ns)
-    text = plan.threshold or signals.default_threshold("replay")
-    t = signals.parse_threshold(text, "replay")
-    if t.percent is not None:
-        if plan.peak_bps is None:
-            raise JitterscopeError(f"--threshold {text} for a replay: a percentage needs --peak BW "
-                                   f"(or give the threshold as a bandwidth, e.g. 2GB/s)")
-        t.read_bps = t.write_bps = t.percent * plan.peak_bps
-    out.threshold = {"text": text, "read_bps": t.read_bps, "write_bps": t.write_bps}
-    run_dir = create_run_dir(plan.out)
-    (run_dir / "raw").mkdir()
-    replay_csv.write_binary(rows, run_dir / "raw" / "replay.bin")
-    args = _law_args(plan, plan.s_ns) + ["--signal", "replay", "--actuator", "none",
-                                         "--replay", str(run_dir / "raw" / "replay.bin")]
-    args += [f"--threshold-{k}={int(v)}" for k, v in (("read", t.read_bps), ("write", t.write_bps)) if v]
-    out.end = run_replay(args + ["--unit", str(plan.cpus[0])], run_dir / RECORDS)
-    out.ended_by = "end of the replayed counters"
-    out.wall_s = out.end["duration_ns"] / 1e9
     return run_dir, out
 
 
@@ -195,7 +169,7 @@ def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_p
     if plan.law == "slack" and out.s_ns == 0:
         out.signal, out.signal_reason = "none", "slack law: the calibration meets the deadline at full share"
         out.s_ns = plan.ts_ns
-    args = _law_args(plan, out.s_ns) + ["--signal", out.signal, "--fifo", str(_priority(plan))]
+    args = law_args(plan, out.s_ns) + ["--signal", out.signal, "--fifo", str(_priority(plan))]
     args += _threshold_args(plan, out, deadline, crit_page)
     if plan.duration_ns:
         args += ["--duration-ns", str(int(plan.duration_ns))]
@@ -237,7 +211,7 @@ def _suspension(plan: Plan, deadline: float | None) -> float:
     return suspension_for(load(plan.calibration), deadline, plan.ts_ns)
 
 
-def _law_args(plan: Plan, s_ns: float) -> list[str]:
+def law_args(plan: Plan, s_ns: float) -> list[str]:
     args = ["--sample-ns", str(int(plan.ts_ns)), "--suspend-ns", str(int(s_ns))]
     if plan.law == "proportional":
         args += ["--law", "proportional", "--gain", str(int(plan.gain * 1000)),
