@@ -1,7 +1,7 @@
 """On-disk journal of every change jitterscope makes to the system, and its undo.
 
 Each process that changes anything (a tracefs instance or mount, a sysctl, IRQ
-affinity, a background load, a scheduling policy, a scratch directory) first
+affinity, a background load, a cgroup, a scratch directory) first
 appends what it will change and how to undo it to its own journal file,
 fsynced, then makes the change.  The owner holds an exclusive `flock` on its
 file for its whole life, so a journal whose lock can be taken belongs to a dead
@@ -181,14 +181,6 @@ def _undo_killpg(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", f"stopped process group {pgid}")
 
 
-def _undo_sched(e: dict[str, Any]) -> Outcome:
-    pid = int(e["pid"])
-    if not _same_process(e, pid):
-        return Outcome("unchanged", f"process {pid} already ended")
-    os.sched_setscheduler(pid, int(e["policy"]), os.sched_param(int(e["priority"])))
-    return Outcome("restored", f"process {pid} scheduling policy {e['policy']} priority {e['priority']}")
-
-
 def _undo_affinity(e: dict[str, Any]) -> Outcome:
     pid = int(e["pid"])
     if not _same_process(e, pid):
@@ -263,7 +255,6 @@ UNDO: dict[str, UndoFn] = {
     "umount": _lazy("jitterscope.mounts:undo_umount"),
     "mount": _lazy("jitterscope.mounts:undo_mount"),
     "killpg": _undo_killpg,
-    "sched": _undo_sched,
     "affinity": _undo_affinity,
     "argv": _undo_argv,
     "shell": _undo_shell,
@@ -404,11 +395,6 @@ class Journal:
 
     def process_group(self, pgid: int) -> None:
         self.begin("killpg", pgid=pgid, start=process_start_time(pgid))
-
-    def set_scheduler(self, pid: int, policy: int, priority: int) -> None:
-        self.begin("sched", pid=pid, start=process_start_time(pid),
-                   policy=os.sched_getscheduler(pid), priority=os.sched_getparam(pid).sched_priority)
-        os.sched_setscheduler(pid, policy, os.sched_param(priority))
 
     def set_affinity(self, pid: int, cpus: set[int]) -> None:
         self.begin("affinity", pid=pid, start=process_start_time(pid),

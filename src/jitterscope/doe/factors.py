@@ -91,9 +91,6 @@ class Factor:
     def fifo_priority(self, value: str) -> int | None:
         return None
 
-    def starts_load(self) -> bool:
-        return False
-
 
 def _need_root(f: Factor, what: str) -> None:
     if os.geteuid() != 0:
@@ -161,9 +158,6 @@ class CacheLoad(Factor):
         start_load(j, ["cache", "--cpu", str(self.cpu), "--bytes", str(size),
                        "--seconds", f"{ctx.load_seconds:.1f}"])
 
-    def starts_load(self) -> bool:
-        return True
-
 
 class UdpFlood(Factor):
     LEVELS = ("off", "on")
@@ -191,9 +185,6 @@ class UdpFlood(Factor):
             start_load(j, ["udp", "--cpu", str(self.cpu), "--sender-cpu", str(self.sender_cpu),
                            "--rate", str(self.rate), "--payload", str(self.payload),
                            "--seconds", f"{ctx.load_seconds:.1f}"])
-
-    def starts_load(self) -> bool:
-        return True
 
 
 class IrqAffinity(Factor):

@@ -31,7 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
+from jitterscope.measure.probe_format import THREAD_COMM_PREFIX, WRITER_COMM
 
 SELF_SUFFIX = " (jitterscope)"
 OTHER_SUFFIX = " (another jitterscope)"
@@ -39,7 +39,7 @@ PROBE_THREAD = re.compile(rf"^{re.escape(THREAD_COMM_PREFIX)}(\d+)$")
 # comms of jitterscope's processes and threads: probe threads, the probe's writer (its main
 # thread), the probe binary before it names itself (15 characters of jitterscope-probe),
 # and a jitterscope command's Python process
-TOOL_COMMS = rf"^({re.escape(THREAD_COMM_PREFIX)}\d+|js-probe-writer|jitterscope-pro|jitterscope)$"
+TOOL_COMMS = rf"^({re.escape(THREAD_COMM_PREFIX)}\d+|{re.escape(WRITER_COMM)}|jitterscope-pro|jitterscope)$"
 
 
 def name_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int]) -> pa.Array:
@@ -72,7 +72,7 @@ def other_probes(cpus: list[int], me: int | None = None) -> list[OtherProbe]:
         if not d.name.isdigit() or int(d.name) == me:
             continue
         try:
-            if (d / "comm").read_text().strip() not in ("js-probe-writer", "jitterscope-pro"):
+            if (d / "comm").read_text().strip() not in (WRITER_COMM, "jitterscope-pro"):
                 continue
             theirs = sorted(int(m.group(1)) for t in (d / "task").iterdir()
                             if (m := PROBE_THREAD.match((t / "comm").read_text().strip())))

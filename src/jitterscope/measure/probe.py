@@ -22,8 +22,6 @@ from jitterscope.native_bin import PROBE_PROGRAM, native_bin
 from jitterscope.native_child import NativeChild, last_line
 from jitterscope.sysinfo import check_cpus
 
-THREAD_COMM_PREFIX = "js-probe/"  # probe threads are named js-probe/<cpu>
-WRITER_COMM = "js-probe-writer"
 READY_TIMEOUT_S = 15.0
 
 

@@ -14,6 +14,7 @@ VERSION = 1
 FLAG_COMPLETE = 1  # JS_FILE_COMPLETE: the probe finished the file cleanly
 # native/probe.c names each probe thread js-probe/<cpu>: the attribution knows the probe's own time by it.
 THREAD_COMM_PREFIX = "js-probe/"
+WRITER_COMM = "js-probe-writer"   # and its writer thread so (prctl PR_SET_NAME)
 
 # struct js_file_header
 HEADER_DTYPE = np.dtype([

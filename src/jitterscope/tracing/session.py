@@ -27,7 +27,6 @@ import errno
 import json
 import os
 import select
-import shutil
 import sys
 import threading
 import time
@@ -310,10 +309,6 @@ class TraceSession:
                 self.stop()
             except BaseException:  # noqa: BLE001 - the first error is the one being raised
                 self._teardown()
-
-
-def remove_dir(path: Path) -> None:
-    shutil.rmtree(path, ignore_errors=True)
 
 
 def write_session_info(out_dir: Path, info: dict[str, Any]) -> None:
