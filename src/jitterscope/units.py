@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from jitterscope.errors import UsageError
 
-_DURATION_UNITS_NS = {
+DURATION_UNITS_NS = {
     "ns": 1.0,
     "us": 1e3,
     "µs": 1e3,
@@ -19,13 +19,13 @@ _DURATION_UNITS_NS = {
     "min": 60e9,
     "h": 3600e9,
 }
-_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
+NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"   # a decimal number, as text (regex)
 
 DAY_S = 86400.0
 # Every duration option's accepted range in seconds (docs/limits.md): a value
 # outside is a typo or a wrong unit (`1ns` of measuring, `1e99s` of anything).
 # Keyed by the option's name as commands pass it in `what`; the shared option
-# parsers (commands/common.py) use the same names.
+# readers (options.py) use the same names.
 DURATION_BOUNDS: dict[str, tuple[float, float]] = {
     "--duration": (0.1, 7 * DAY_S),       # measure, cluster: the probe's own granularity is ~10 ms
     "--threshold": (1e-8, 1.0),           # smallest gap recorded as a detour
@@ -41,7 +41,7 @@ DURATION_BOUNDS: dict[str, tuple[float, float]] = {
 }
 # Any other duration (e.g. a key in a configuration file): from 1 ns to a year.
 DEFAULT_DURATION_BOUNDS = (1e-9, 366 * DAY_S)
-_DURATION_RE = re.compile(rf"^\s*({_NUM})\s*([a-zµ]*)\s*$")
+DURATION_RE = re.compile(rf"^\s*({NUMBER})\s*([a-zµ]*)\s*$")
 
 
 def parse_duration_ns(text: str | float, default_unit: str | None = None,
@@ -57,7 +57,7 @@ def parse_duration_ns(text: str | float, default_unit: str | None = None,
         if default_unit is None:
             raise UsageError(f"{what} {text!r} needs a unit (e.g. 250ms, 2.5us, 10s)")
         text = f"{text}{default_unit}"
-    m = _DURATION_RE.match(str(text))
+    m = DURATION_RE.match(str(text))
     if not m:
         raise UsageError(f"malformed {what} {text!r}: use a number and a unit, e.g. 250ms, 2.5us, 10s")
     value, unit = float(m.group(1)), m.group(2)
@@ -65,9 +65,9 @@ def parse_duration_ns(text: str | float, default_unit: str | None = None,
         if default_unit is None:
             raise UsageError(f"{what} {text!r} needs a unit (e.g. 250ms, 2.5us, 10s)")
         unit = default_unit
-    if unit not in _DURATION_UNITS_NS:
+    if unit not in DURATION_UNITS_NS:
         raise UsageError(f"unknown unit {unit!r} in {what} {text!r}: use ns, us, ms, s, min or h")
-    ns = value * _DURATION_UNITS_NS[unit]
+    ns = value * DURATION_UNITS_NS[unit]
     if not math.isfinite(ns) or ns < 0 or (ns == 0 and not allow_zero):
         raise UsageError(f"{what} {text!r} must be {'non-negative' if allow_zero else 'positive'}")
     lo, hi = bounds or DURATION_BOUNDS.get(what, DEFAULT_DURATION_BOUNDS)
@@ -160,7 +160,7 @@ def _fmt_bytes(n: int) -> str:
 
 def parse_size(text: str, what: str = "size") -> int:
     """Bytes from `64K`, `32MiB`, `1g`, within `SIZE_BOUNDS[what]`."""
-    m = re.match(rf"^\s*({_NUM})\s*([a-zA-Z]*)\s*$", str(text))
+    m = re.match(rf"^\s*({NUMBER})\s*([a-zA-Z]*)\s*$", str(text))
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"malformed {what} {text!r}: use e.g. 64K, 32M, 1G")
     value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
@@ -296,7 +296,7 @@ def parse_count_list(text: str, what: str = "list") -> list[int]:
     values: list[int] = []
     for part in str(text).split(","):
         part = part.strip()
-        m = re.match(rf"^({_NUM})\.\.({_NUM})(?::(log10|x{_NUM}|\+{_NUM}))?$", part)
+        m = re.match(rf"^({NUMBER})\.\.({NUMBER})(?::(log10|x{NUMBER}|\+{NUMBER}))?$", part)
         if m:
             lo, hi = float(m.group(1)), float(m.group(2))
             step = m.group(3) or "+1"

@@ -20,8 +20,9 @@ from typing import Any
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import load_run
+from jitterscope.units import NUMBER
 
-_NUMBER = re.compile(r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?")
+_NUMBER = re.compile(NUMBER)
 
 
 def _run_gently(argv: list[str], timeout: float) -> subprocess.CompletedProcess:

@@ -22,13 +22,11 @@ from pydantic import Field, StrictBool, model_validator
 
 from jitterscope.config import ConfigModel
 from jitterscope.errors import UsageError
+from jitterscope.units import DURATION_RE, DURATION_UNITS_NS, NUMBER
 
-UNITS_NS: dict[str, Fraction] = {
-    "ns": Fraction(1), "us": Fraction(1000), "µs": Fraction(1000), "ms": Fraction(10**6),
-    "s": Fraction(10**9),
-}
-_NUM = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"
-TIME_RE = re.compile(rf"^\s*({_NUM})\s*([a-zµ]*)\s*$")
+# The units a model accepts, exactly (units.py holds the one table of duration units).
+UNITS_NS: dict[str, Fraction] = {u: Fraction(DURATION_UNITS_NS[u]) for u in ("ns", "us", "µs", "ms", "s")}
+TIME_RE = DURATION_RE
 
 PROB_TOL = 1e-9  # how far from 1 the probabilities of a profile may sum
 
@@ -224,7 +222,7 @@ def _read_csv(path: Path, where: str) -> list[tuple[Any, Any]]:
         raise ModelError(f"{where}: cannot read {path} ({err})") from None
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     rows = list(csv.reader(lines))
-    if rows and rows[0] and not re.match(rf"^\s*{_NUM}", rows[0][0]):
+    if rows and rows[0] and not re.match(rf"^\s*{NUMBER}", rows[0][0]):
         rows = rows[1:]  # header
     pairs = []
     for n, r in enumerate(rows, 1):
