@@ -13,6 +13,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -274,3 +275,32 @@ def test_report_perfetto_and_compare(gold, tmp_path):
     assert worse.returncode == 1, worse.stdout + worse.stderr
     assert "REGRESSION: " in worse.stdout and "lu" in worse.stdout.split("REGRESSION: ")[1]
     assert "re-thresholded at N = 20000 ns" in worse.stdout
+
+
+@pytest.mark.slow
+@root_only
+def test_killed_jitterscope_then_restore_and_analyze(gold, tmp_path):
+    """kill -9 of jitterscope while CMD runs: CMD runs on to its end, `restore` leaves nothing changed,
+    `analyze` finishes the run from sync-raw/ (and the trace) and says what it could not recover."""
+    run = tmp_path / "run"
+    p = subprocess.Popen([sys.executable, "-m", "jitterscope", "sync", "--no-report", "--out", str(run), "--",
+                          gold, "holdlong", str(cpu()), "20", "10"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 60
+    while not list((run / "sync-raw").glob("sync-*.raw")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    raw = list((run / "sync-raw").glob("sync-*.raw"))
+    assert raw, "CMD never started"
+    p.kill()
+    p.wait()
+    prog = Path(f"/proc/{raw[0].name.split('-')[1]}")
+    while prog.exists() and time.monotonic() < deadline:     # CMD is not ours to kill: it runs to its end
+        time.sleep(0.05)
+    assert jitterscope("restore").returncode == 0
+    instances = Path("/sys/kernel/tracing/instances")
+    assert not instances.is_dir() or not [d for d in instances.iterdir() if d.name == f"jitterscope-{p.pid}"]
+    a = jitterscope("analyze", str(run), "--json")
+    assert a.returncode == 0, a.stderr
+    s = json.loads(a.stdout)
+    assert s["run"]["exit_code"] is None and s["waits"] >= 5 and s["types"]["lu"]["intervals"] >= 5
+    assert "exit code" in " ".join(json.loads((run / "meta.json").read_text())["recovered"]["missing"])

@@ -41,6 +41,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.run.is_dir():
         raise JitterscopeError(f"{args.run}: no such run directory")
+    if (args.run / "sync-raw" / "meta.json").exists() and not (args.run / "summary.json").exists():
+        return _sync(args)   # a sync run whose jitterscope was killed while CMD ran (sync/runner.py)
     if (args.run / "raw" / "meta.json").exists():  # a pipeline run cut short (pipeline/build.py)
         from jitterscope.pipeline.actions import do_analyze
 
@@ -68,4 +70,19 @@ def run(args: argparse.Namespace) -> int:
         print("\nRecovered from a cut-short run; nothing was lost.")
     if (args.run / "report.html").exists():
         print(f"Report: {args.run / 'report.html'}")
+    return 0
+
+
+def _sync(args: argparse.Namespace) -> int:
+    from jitterscope.rundir import load_run
+    from jitterscope.sync.render import render
+    from jitterscope.sync.runner import analyze_cut_short
+
+    missing = analyze_cut_short(args.run, report=not args.no_report)
+    run = load_run(args.run, kinds=("sync",))
+    if args.json:
+        print(json.dumps(run.summary, indent=2))
+        return 0
+    print(render(run.summary, str(args.run)))
+    print("\nRecovered from a cut-short sync run; not recovered:\n" + "\n".join(f"  - {m}" for m in missing))
     return 0

@@ -26,7 +26,8 @@ def causes_text(cs: list[dict[str, Any]]) -> str:
 def render(s: dict[str, Any], path: str) -> str:
     r = s["run"]
     run_ns = s["run_ns"]
-    lines = [f"jitterscope sync: {' '.join(r['command'])}  (exit code {r['exit_code']})",
+    code = 'unknown (recovered run)' if r['exit_code'] is None else r['exit_code']
+    lines = [f"jitterscope sync: {' '.join(r['command'])}  (exit code {code})",
              f"run {path}: {s['processes']} process(es), {s['threads']} threads, {s['waits']} contended waits; "
              f"threshold N = {format_ns(r['threshold_ns'])} ({r['mode']} mode)", ""]
     cp = s["critical_path"]

@@ -26,7 +26,7 @@ from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
-from jitterscope.rundir import base_meta, create_run_dir
+from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
 
@@ -146,7 +146,8 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
                  "trace": opts.trace, "buffer_kb": opts.buffer_kb},
         tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
                  "buffer_kb": opts.buffer_kb if tracing_ok else None},
-        duration_s=0.0)
+        duration_s=0.0, tsc_hz=hz)
+    write_json(raw / "meta.json", meta)    # before CMD runs: what `jitterscope analyze` needs if we are killed
     steal_before = sysinfo.steal_ticks(cpus)
     with Journal("sync") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
@@ -165,6 +166,33 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     if opts.report:
         _report(run_dir)
     return run_dir, code
+
+
+def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
+    """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran: the analysis from
+    the raw logs and trace kept in the run directory.  Returns what could not be recovered."""
+    import json
+
+    from jitterscope.sync.build import build
+
+    meta = json.loads((run_dir / "sync-raw" / "meta.json").read_text())
+    if not any((run_dir / "sync-raw").glob("sync-*.raw")):
+        raise JitterscopeError(f"{run_dir}: nothing to analyse (CMD left no sync records in sync-raw/)")
+    o = meta["options"]
+    opts = Options(threshold_ns=o["threshold_ns"], mode=o["mode"], lu_sleep_only=o["lu_sleep_only"],
+                   merge_at_barrier=o["merge_at_barrier"], subframe_ns=o.get("subframe_ns", 330_000),
+                   warmup_subframes=o.get("warmup_subframes", 90))
+    trace = run_dir / "trace"
+    traced = bool(meta["tracing"]["enabled"]) and (trace / "events.txt").exists()
+    missing = ["CMD's exit code (jitterscope was not there to see it end)", "steal time over the run"]
+    if meta["tracing"]["enabled"] and not traced:
+        missing.append("the kernel trace (no causes, holder delay or non-sync jitter)")
+        meta["tracing"]["enabled"] = False
+    meta.update(exit_code=None, interrupted=True, steal_ns=None, recovered={"missing": missing})
+    build(run_dir, meta, float(meta["tsc_hz"]), opts, trace if traced else None)
+    if report:
+        _report(run_dir)
+    return missing
 
 
 def _report(run_dir: Path) -> None:
