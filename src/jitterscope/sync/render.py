@@ -41,10 +41,10 @@ def render(s: dict[str, Any], path: str) -> str:
                      f"{_pct(s['sync_share_of_jitter'])})")
         lines.append(f"Holder delay        {format_ns(s['holder_delay_ns'] or 0)}  (lock holders/signallers "
                      f"preempted or interrupted while others waited)")
-    lines += ["", "By type            count     jitter    share   median T      p99 T   causes"]
-    for t, d in s["types"].items():
-        if not d["intervals"] and not d["count"]:
-            continue
+    seen = {t: d for t, d in s["types"].items() if d["intervals"] or d["count"]}
+    lines += ["", "By type            count     jitter    share   median T      p99 T   causes" if seen else
+              "No contended synchronisation: no intervals of any type"]
+    for t, d in seen.items():
         label = TYPE_LABELS.get(t, {"hd": "holder-delay", "ns": "non-sync"}.get(t, t))
         share = _pct(d["share"]) if t in TYPE_LABELS else ""
         lines.append(f"  {t:<4} {label:<14}{d['count']:>5} {format_ns(d['jitter_ns']):>10} {share:>8} "
