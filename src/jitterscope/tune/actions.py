@@ -37,31 +37,10 @@ def plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def changes_of(args: argparse.Namespace) -> tuple[list[Any], list[str], list[str], Any]:
-    """(changes, skipped, boot parameters, plan) from PLAN and/or --knob, all validated; nothing changed."""
-    from jitterscope.tune import apply as ap
-    from jitterscope.tune import planfile
-
-    if args.plan is None and not args.knob:
-        raise UsageError("give a PLAN file (from `tune plan --out`) or --knob NAME=VALUE")
-    changes: list[Any] = []
-    skipped: list[str] = []
-    boot: list[str] = []
-    plan_file = None
-    if args.plan is not None:
-        plan_file = planfile.load(args.plan)
-        ap.check_plan_host(plan_file, args.force, str(args.plan))
-        changes, skipped = ap.from_plan(plan_file)
-        boot = plan_file.boot.params
-    extra = ap.prepare([(n, v, []) for n, v in ap.parse_pairs(args.knob)])
-    names = {c.name for c in extra}
-    return [c for c in changes if c.name not in names] + extra, skipped, boot, plan_file
-
-
 def apply(args: argparse.Namespace) -> int:
     from jitterscope.tune import apply as ap
 
-    changes, skipped, boot, _ = changes_of(args)
+    changes, skipped, boot, _ = ap.changes_of(args.plan, args.knob, args.force)
     if args.boot and not boot:
         raise UsageError("--boot: the plan has no boot parameters" if args.plan else "--boot needs a PLAN file")
     if args.boot_root is not None and not args.boot:

@@ -18,7 +18,7 @@ from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.journal import Journal
 from jitterscope.knobs import Knob, resolve
-from jitterscope.tune import bootloader, record
+from jitterscope.tune import bootloader, planfile, record
 from jitterscope.tune.planfile import PlanFile
 from jitterscope.units import format_cpulist, parse_cpulist
 
@@ -91,6 +91,26 @@ def from_plan(plan: PlanFile) -> tuple[list[Change], list[str]]:
             continue
         pairs.append((k.knob, k.value, [s.model_dump() for s in k.sources]))
     return prepare(pairs), skipped
+
+
+def changes_of(plan_path: Path | None, knobs: list[str], force: bool
+               ) -> tuple[list[Change], list[str], list[str], PlanFile | None]:
+    """(changes, skipped, boot parameters, plan) from PLAN and/or --knob, all validated; nothing changed.
+    A --knob replaces the plan's entry for the same knob."""
+    if plan_path is None and not knobs:
+        raise UsageError("give a PLAN file (from `tune plan --out`) or --knob NAME=VALUE")
+    changes: list[Change] = []
+    skipped: list[str] = []
+    boot: list[str] = []
+    plan_file = None
+    if plan_path is not None:
+        plan_file = planfile.load(plan_path)
+        check_plan_host(plan_file, force, str(plan_path))
+        changes, skipped = from_plan(plan_file)
+        boot = plan_file.boot.params
+    extra = prepare([(n, v, []) for n, v in parse_pairs(knobs)])
+    names = {c.name for c in extra}
+    return [c for c in changes if c.name not in names] + extra, skipped, boot, plan_file
 
 
 def _same_process(name: str, comm: str) -> bool:

@@ -26,7 +26,6 @@ from jitterscope.outpath import check_dir
 from jitterscope.rundir import Run, base_meta, load_run, new_run_path, write_json
 from jitterscope.tune import apply as ap
 from jitterscope.tune import planfile, record, render_verify
-from jitterscope.tune.actions import changes_of
 from jitterscope.tune.plan import make_plan
 from jitterscope.tune.verify_data import analyse
 
@@ -89,7 +88,8 @@ def run_verify(args: argparse.Namespace) -> int:
         check_dir(out, "--out")   # a directory the user names gets no parents made; the default's may
     # A PLAN is applied as it is (with any --knob on top); --knob alone takes its targets from the
     # baseline's own plan; neither: the baseline's whole plan.
-    changes, skipped, _, plan_file = changes_of(args) if (args.plan or args.knob) else ([], [], [], None)
+    changes, skipped, _, plan_file = (ap.changes_of(args.plan, args.knob, args.force) if (args.plan or args.knob)
+                                      else ([], [], [], None))
     opts = _measure_opts(args, before, plan_file.cpus if plan_file else None)
     if os.geteuid() != 0:
         raise JitterscopeError("tune verify changes kernel settings: run it as root")

@@ -5,6 +5,7 @@ isolated CPU, whether it is a boot, runtime, build or hardware setting, where it
 was read, and a verdict: ok / not isolated / cannot tell, with why.  CPU sets
 are compared normalised (units.py: lists, ranges and masks are one set).
 
+finding   Finding (one knob's value, recommendation and verdict) and the Context every part reads
 boot      the kernel command line (isolcpus, nohz_full, rcu_nocbs, ...)
 runtime   IRQs, workqueues, sysctls, THP, KSM, swap
 tasks     kernel threads, user tasks, irqbalance, tuned, cpusets
@@ -13,55 +14,16 @@ machine   SMT siblings, cpufreq, idle states, clocksource, the kernel's build
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 from jitterscope import sysinfo
-from jitterscope.units import format_cpulist, possible_cpu_limit
-
-OK, NOT, UNKNOWN = "ok", "not isolated", "cannot tell"
-
-
-@dataclass
-class Finding:
-    group: str
-    knob: str
-    value: str
-    recommended: str
-    setting: str          # boot, runtime, build or hardware
-    source: str           # how it was read
-    verdict: str          # OK, NOT or UNKNOWN
-    why: str
-    fix: str | None = None  # the command or boot parameter that makes it ok
-
-
-@dataclass
-class Context:
-    cpus: list[int]           # the CPUs to isolate
-    housekeeping: list[int]   # the other online CPUs
-    nr_cpus: int
-
-    @property
-    def cpus_text(self) -> str:
-        return format_cpulist(self.cpus)
-
-    @property
-    def hk_text(self) -> str:
-        return format_cpulist(self.housekeeping)
-
-    def touches(self, cpus: list[int] | None) -> list[int]:
-        return sorted(set(cpus or []) & set(self.cpus))
-
-
-def make_context(cpus: list[int]) -> Context:
-    online = sysinfo.online_cpus()
-    return Context(sorted(cpus), [c for c in online if c not in cpus], possible_cpu_limit())
+from jitterscope.tune.audit import boot, machine, runtime, tasks
+from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Finding, make_context
 
 
 def audit(cpus: list[int]) -> dict[str, Any]:
     """Every finding for `cpus`, as plain data."""
-    from jitterscope.tune.audit import boot, machine, runtime, tasks
-
     ctx = make_context(cpus)
     findings: list[Finding] = []
     for part in (boot, runtime, tasks, machine):

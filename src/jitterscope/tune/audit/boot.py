@@ -5,7 +5,7 @@ from __future__ import annotations
 from jitterscope import sysinfo
 from jitterscope.knobs import FILE_KNOBS
 from jitterscope.tune import cmdline, kconfig
-from jitterscope.tune.audit import NOT, OK, UNKNOWN, Context, Finding
+from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Context, Finding
 from jitterscope.units import format_cpulist
 
 SRC = "/proc/cmdline"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from jitterscope import sysinfo
 from jitterscope.tune import kconfig
-from jitterscope.tune.audit import NOT, OK, UNKNOWN, Context, Finding
+from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Context, Finding
 from jitterscope.units import format_cpulist, parse_cpulist
 
 CPU = Path("/sys/devices/system/cpu")

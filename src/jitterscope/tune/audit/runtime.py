@@ -6,7 +6,7 @@ from pathlib import Path
 
 from jitterscope.knobs import FILE_KNOBS, irq
 from jitterscope.knobs.registry import workqueue_knob, workqueues
-from jitterscope.tune.audit import NOT, OK, UNKNOWN, Context, Finding
+from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Context, Finding
 from jitterscope.units import format_cpulist, parse_cpulist
 
 # knob -> (recommended, is it ok?, why when ok, why when not) for the single-value knobs

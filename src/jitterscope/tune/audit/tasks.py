@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 from jitterscope.knobs import tasks
-from jitterscope.tune.audit import NOT, OK, UNKNOWN, Context, Finding
+from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Context, Finding
 from jitterscope.units import format_cpulist, parse_cpulist, parse_cpumask
 
 SHOWN = 6  # names listed in a finding's value
