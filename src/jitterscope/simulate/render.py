@@ -37,11 +37,11 @@ def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
         lines.append("")
         lines.append(f"fix first, for {count(bs['nodes'], 'node')} x {count(bs['phases'], 'phase')} "
                      f"(slowdown now {percent(bs['baseline_slowdown'])}):")
-        lines.append(f"{'rank':>4}  {'source':<36} {'share of noise':>15} {'slowdown without':>17} {'saves':>9}")
+        lines.append(f"{'rank':>4}  {'source':<46} {'share of noise':>15} {'slowdown without':>17} {'saves':>9}")
         for s in bs["sources"]:
-            src = f"{s['kind']}:{s['name']}"[:36]
+            src = f"{s['kind']}:{s['name']}"[:46]
             share = f"{percent(s['share'])} (#{s['share_rank']})"
-            lines.append(f"{s['rank']:>4}  {src:<36} {share:>15} {percent(s['slowdown']):>17} "
+            lines.append(f"{s['rank']:>4}  {src:<46} {share:>15} {percent(s['slowdown']):>17} "
                          f"{number(s['reduction'] * 100):>7}pp")
     for note in notes:
         lines.append(f"note: {note}")
