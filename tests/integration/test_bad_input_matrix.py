@@ -118,6 +118,11 @@ CASES: list[tuple[str, list[str], str]] = [
     ("restore-malformed", ["restore", "--all-of-it"], "unrecognized arguments"),
 ]
 
+# The fixture runs every case (a Python start-up each, ~0.5 s on a quiet machine, ten
+# times that under load): each command has its own 60 s limit, which is what catches a
+# hang; the module as a whole gets room for a loaded shared machine.
+pytestmark = pytest.mark.timeout(1200)
+
 MODEL = """resolution: 1ms
 components:
   - {name: a, period: 10ms, offset: 0ms, etp: {pmf: {1ms: 1.0}}}
