@@ -457,14 +457,18 @@ static void print_end(FILE *f, const struct probe_thread *th, int n, uint64_t en
     fprintf(f, "}}\n");
 }
 
-int main(int argc, char **argv)
+/* ---- main: options, threads, the writer loop, the finished file -------- */
+
+struct probe_args {
+    const char *cpus_arg, *out, *align_path, *end_file, *trace_off;
+    uint64_t threshold, duration_ns, bench_iters, tsc_hz;
+    int fifo, have_threshold, bench_cpu, bench_repeats, calibrate_ms;
+};
+
+static void parse_args(int argc, char **argv, struct probe_args *a)
 {
-    const char *cpus_arg = NULL, *out = NULL, *align_path = NULL, *end_file = NULL,
-               *trace_off = NULL;
-    uint64_t threshold = 0, duration_ns = 0, bench_iters = 20000000, tsc_hz = 0;
-    int fifo = 0, have_threshold = 0, bench_cpu = -1, bench_repeats = 11, calibrate_ms = 0;
-    long align_n = 0;
-    enum { O_CPUS = 1, O_THR, O_OUT, O_DUR, O_FIFO, O_LAYOUT, O_CAL, O_BENCH, O_BITERS, O_BREP, O_ALIGN, O_HZ, O_END, O_TOFF };
+    enum { O_CPUS = 1, O_THR, O_OUT, O_DUR, O_FIFO, O_LAYOUT, O_CAL, O_BENCH, O_BITERS, O_BREP, O_ALIGN, O_HZ, O_END,
+           O_TOFF };
     static const struct option opts[] = {
         {"cpus", required_argument, 0, O_CPUS},
         {"threshold-cycles", required_argument, 0, O_THR},
@@ -482,65 +486,58 @@ int main(int argc, char **argv)
         {"trace-off-if-orphaned", required_argument, 0, O_TOFF},
         {0, 0, 0, 0},
     };
+    memset(a, 0, sizeof *a);
+    a->bench_iters = 20000000;
+    a->bench_cpu = -1;
+    a->bench_repeats = 11;
     int c;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case O_CPUS: cpus_arg = optarg; break;
-        case O_THR: threshold = parse_u64(optarg, "--threshold-cycles"); have_threshold = 1; break;
-        case O_OUT: out = optarg; break;
-        case O_DUR: duration_ns = parse_u64(optarg, "--duration-ns"); break;
-        case O_FIFO: fifo = (int)parse_u64(optarg, "--fifo"); break;
-        case O_HZ: tsc_hz = parse_u64(optarg, "--tsc-hz"); break;
-        case O_LAYOUT: return mode_layout();
-        case O_CAL: calibrate_ms = (int)parse_u64(optarg, "--calibrate"); break;
-        case O_BENCH: bench_cpu = (int)parse_u64(optarg, "--bench-loop"); break;
-        case O_BITERS: bench_iters = parse_u64(optarg, "--bench-iters"); break;
-        case O_BREP: bench_repeats = (int)parse_u64(optarg, "--bench-repeats"); break;
-        case O_ALIGN: align_path = optarg; break;
-        case O_END: end_file = optarg; break;
-        case O_TOFF: trace_off = optarg; break;
+        case O_CPUS: a->cpus_arg = optarg; break;
+        case O_THR: a->threshold = parse_u64(optarg, "--threshold-cycles"); a->have_threshold = 1; break;
+        case O_OUT: a->out = optarg; break;
+        case O_DUR: a->duration_ns = parse_u64(optarg, "--duration-ns"); break;
+        case O_FIFO: a->fifo = (int)parse_u64(optarg, "--fifo"); break;
+        case O_HZ: a->tsc_hz = parse_u64(optarg, "--tsc-hz"); break;
+        case O_LAYOUT: exit(mode_layout());
+        case O_CAL: a->calibrate_ms = (int)parse_u64(optarg, "--calibrate"); break;
+        case O_BENCH: a->bench_cpu = (int)parse_u64(optarg, "--bench-loop"); break;
+        case O_BITERS: a->bench_iters = parse_u64(optarg, "--bench-iters"); break;
+        case O_BREP: a->bench_repeats = (int)parse_u64(optarg, "--bench-repeats"); break;
+        case O_ALIGN: a->align_path = optarg; break;
+        case O_END: a->end_file = optarg; break;
+        case O_TOFF: a->trace_off = optarg; break;
         default: usage();
         }
     }
-    if (calibrate_ms)
-        return mode_calibrate(calibrate_ms);
-    if (bench_cpu >= 0)
-        return mode_bench(bench_cpu, bench_iters, bench_repeats, have_threshold ? threshold : 2000);
-    if (align_path) {
+}
+
+/* The modes that are not a measurement (calibration, loop benchmark, clock alignment): their exit
+ * code, or -1 when the arguments ask for a measurement. */
+static int other_mode(const struct probe_args *a, int argc, char **argv)
+{
+    if (a->calibrate_ms)
+        return mode_calibrate(a->calibrate_ms);
+    if (a->bench_cpu >= 0)
+        return mode_bench(a->bench_cpu, a->bench_iters, a->bench_repeats, a->have_threshold ? a->threshold : 2000);
+    if (a->align_path) {
         if (optind >= argc)
             usage();
-        align_n = (long)parse_u64(argv[optind], "--align-marker count");
-        return mode_align(align_path, align_n);
+        return mode_align(a->align_path, (long)parse_u64(argv[optind], "--align-marker count"));
     }
-    if (!cpus_arg || !out || !have_threshold)
+    if (!a->cpus_arg || !a->out || !a->have_threshold)
         usage();
-    if (threshold < 1)
+    if (a->threshold < 1)
         die("--threshold-cycles must be at least 1");
-    if (fifo < 0 || fifo > 99)
+    if (a->fifo < 0 || a->fifo > 99)
         die("--fifo priority must be 1..99");
+    return -1;
+}
 
-    pid_t parent = getppid();
-    if (js_die_with_parent())  /* a killed `measure` must not leave a probe spinning */
-        return 2;
-
-    int cpus[CPU_SETSIZE];
-    int n = parse_cpus(cpus_arg, cpus, CPU_SETSIZE);
-    cpu_set_t allowed;
-    sched_getaffinity(0, sizeof allowed, &allowed);
-    for (int i = 0; i < n; i++)
-        if (!CPU_ISSET(cpus[i], &allowed))
-            die("CPU %d is offline or not in this process's allowed CPUs", cpus[i]);
-
-    int mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
-    if (!mlocked)
-        fprintf(stderr, "jitterscope-probe: warning: memory not locked (%s); page faults may show as detours\n",
-                strerror(errno));
-
-    int fd = open(out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        die("cannot create %s: %s", out, strerror(errno));
-
-    /* Signals go to the main (writer) thread only. */
+/* One probe thread per CPU, created with the stop signals blocked so that only the main
+ * (writer) thread receives them. */
+static struct probe_thread *start_threads(const int *cpus, int n, const struct probe_args *a)
+{
     sigset_t sigs, old;
     sigemptyset(&sigs);
     sigaddset(&sigs, SIGINT);
@@ -560,8 +557,8 @@ int main(int argc, char **argv)
     pthread_attr_setstacksize(&attr, PROBE_STACK);
     for (int i = 0; i < n; i++) {
         th[i].cpu = (uint32_t)cpus[i];
-        th[i].threshold = threshold;
-        th[i].fifo_prio = fifo;
+        th[i].threshold = a->threshold;
+        th[i].fifo_prio = a->fifo;
         th[i].ring = aligned_alloc(64, RING_RECORDS * sizeof(struct js_detour));
         if (!th[i].ring)
             die("out of memory for the rings");
@@ -570,14 +567,12 @@ int main(int argc, char **argv)
             die("cannot create a probe thread: %s", strerror(err));
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return th;
+}
 
-    /* The writer runs on the CPUs not probed, when there are any. */
-    cpu_set_t wset = allowed;
-    for (int i = 0; i < n; i++)
-        CPU_CLR(cpus[i], &wset);
-    int writer_pinned = CPU_COUNT(&wset) > 0 && sched_setaffinity(0, sizeof wset, &wset) == 0;
-    prctl(PR_SET_NAME, "js-probe-writer", 0, 0, 0);
-
+/* Wait until every thread is pinned and set up (or one failed). */
+static void wait_ready(const struct probe_thread *th, int n)
+{
     int64_t deadline = js_ns(CLOCK_MONOTONIC) + 10LL * 1000000000LL;
     while (atomic_load(&g_ready) < n) {
         if (js_ns(CLOCK_MONOTONIC) > deadline)
@@ -589,16 +584,21 @@ int main(int argc, char **argv)
             atomic_store(&g_stop, 1);
             die("%s", th[i].error);
         }
+}
 
-    struct js_file_header hdr;
-    memset(&hdr, 0, sizeof hdr);
-    memcpy(hdr.magic, JS_PROBE_MAGIC, sizeof JS_PROBE_MAGIC);
-    hdr.version = JS_PROBE_VERSION;
-    hdr.header_size = sizeof hdr;
-    hdr.record_size = sizeof(struct js_detour);
-    hdr.tsc_hz = tsc_hz;
-    hdr.t0_tsc = js_rdtsc_ordered();
-    write_all(fd, &hdr, sizeof hdr, out);
+/* Write the header, release every thread at t0 and say so on stdout (the ready line); return
+ * the monotonic time of the release (the duration counts from there). */
+static int64_t release(struct probe_thread *th, int n, int fd, struct js_file_header *hdr, const struct probe_args *a,
+                    int mlocked, int writer_pinned)
+{
+    memset(hdr, 0, sizeof *hdr);
+    memcpy(hdr->magic, JS_PROBE_MAGIC, sizeof JS_PROBE_MAGIC);
+    hdr->version = JS_PROBE_VERSION;
+    hdr->header_size = sizeof *hdr;
+    hdr->record_size = sizeof(struct js_detour);
+    hdr->tsc_hz = a->tsc_hz;
+    hdr->t0_tsc = js_rdtsc_ordered();
+    write_all(fd, hdr, sizeof *hdr, a->out);
     int64_t start_ns = js_ns(CLOCK_MONOTONIC);
     atomic_store(&g_go, 1);
     for (int i = 0; i < n; i++)
@@ -607,37 +607,114 @@ int main(int argc, char **argv)
 
     printf("{\"event\": \"ready\", \"pid\": %d, \"t0_tsc\": %" PRIu64 ", \"mlocked\": %s, "
            "\"writer_pinned\": %s, \"threads\": [",
-           (int)getpid(), hdr.t0_tsc, mlocked ? "true" : "false", writer_pinned ? "true" : "false");
+           (int)getpid(), hdr->t0_tsc, mlocked ? "true" : "false", writer_pinned ? "true" : "false");
     for (int i = 0; i < n; i++)
         printf("%s{\"cpu\": %u, \"tid\": %d, \"comm\": \"%s\"}", i ? ", " : "", th[i].cpu, (int)th[i].tid,
                th[i].comm);
     printf("]}\n");
     fflush(stdout);
+    return start_ns;
+}
 
+/* The writer loop: drain every ring each DRAIN_INTERVAL_NS until stopped or the duration is up. */
+static uint64_t drain_until_stop(struct probe_thread *th, int n, int fd, const struct probe_args *a,
+                                 int64_t start_ns)
+{
     uint64_t written = 0;
     while (!atomic_load(&g_stop)) {
         struct timespec d = {0, DRAIN_INTERVAL_NS};
         nanosleep(&d, NULL);  /* EINTR on a signal: fine, the loop re-checks */
         for (int i = 0; i < n; i++)
-            written += drain(&th[i], fd, out);
-        if (duration_ns && js_ns(CLOCK_MONOTONIC) - start_ns >= (int64_t)duration_ns)
+            written += drain(&th[i], fd, a->out);
+        if (a->duration_ns && js_ns(CLOCK_MONOTONIC) - start_ns >= (int64_t)a->duration_ns)
             break;
     }
-    /* jitterscope was killed: its trace reader is gone, so stop the kernel trace now,
-     * before newer events overwrite pages not yet read; recovery saves the rest. */
-    if (trace_off && parent_gone(parent)) {
-        int tfd = open(trace_off, O_WRONLY | O_CLOEXEC);
-        if (tfd >= 0) {
-            if (write(tfd, "0", 1) != 1)
-                fprintf(stderr, "jitterscope-probe: warning: cannot stop tracing at %s\n", trace_off);
-            close(tfd);
-        }
+    return written;
+}
+
+/* jitterscope was killed: its trace reader is gone, so stop the kernel trace now, before newer
+ * events overwrite pages not yet read; recovery saves the rest. */
+static void stop_trace_if_orphaned(const char *trace_off, pid_t parent)
+{
+    if (!trace_off || !parent_gone(parent))
+        return;
+    int tfd = open(trace_off, O_WRONLY | O_CLOEXEC);
+    if (tfd >= 0) {
+        if (write(tfd, "0", 1) != 1)
+            fprintf(stderr, "jitterscope-probe: warning: cannot stop tracing at %s\n", trace_off);
+        close(tfd);
     }
+}
+
+/* The end line also goes to --end-file (written whole, then renamed): if jitterscope itself was
+ * killed, the run's statistics survive with the records. */
+static void write_end_file(const char *end_file, const struct probe_thread *th, int n, uint64_t end_tsc,
+                           uint64_t written, uint64_t dropped, uint64_t threshold)
+{
+    if (!end_file)
+        return;
+    char tmp[4096];
+    snprintf(tmp, sizeof tmp, "%s.tmp", end_file);
+    FILE *f = fopen(tmp, "w");
+    if (!f)
+        return;
+    print_end(f, th, n, end_tsc, written, dropped, threshold);
+    int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
+    if (fclose(f) != 0 || !ok || rename(tmp, end_file) != 0) {
+        fprintf(stderr, "jitterscope-probe: warning: cannot write %s: %s\n", end_file, strerror(errno));
+        unlink(tmp);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    struct probe_args a;
+    parse_args(argc, argv, &a);
+    int mode = other_mode(&a, argc, argv);
+    if (mode >= 0)
+        return mode;
+
+    pid_t parent = getppid();
+    if (js_die_with_parent())  /* a killed `measure` must not leave a probe spinning */
+        return 2;
+
+    int cpus[CPU_SETSIZE];
+    int n = parse_cpus(a.cpus_arg, cpus, CPU_SETSIZE);
+    cpu_set_t allowed;
+    sched_getaffinity(0, sizeof allowed, &allowed);
+    for (int i = 0; i < n; i++)
+        if (!CPU_ISSET(cpus[i], &allowed))
+            die("CPU %d is offline or not in this process's allowed CPUs", cpus[i]);
+
+    int mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+    if (!mlocked)
+        fprintf(stderr, "jitterscope-probe: warning: memory not locked (%s); page faults may show as detours\n",
+                strerror(errno));
+
+    int fd = open(a.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        die("cannot create %s: %s", a.out, strerror(errno));
+
+    struct probe_thread *th = start_threads(cpus, n, &a);
+
+    /* The writer runs on the CPUs not probed, when there are any. */
+    cpu_set_t wset = allowed;
+    for (int i = 0; i < n; i++)
+        CPU_CLR(cpus[i], &wset);
+    int writer_pinned = CPU_COUNT(&wset) > 0 && sched_setaffinity(0, sizeof wset, &wset) == 0;
+    prctl(PR_SET_NAME, "js-probe-writer", 0, 0, 0);
+
+    wait_ready(th, n);
+    struct js_file_header hdr;
+    int64_t start_ns = release(th, n, fd, &hdr, &a, mlocked, writer_pinned);
+    uint64_t written = drain_until_stop(th, n, fd, &a, start_ns);
+    stop_trace_if_orphaned(a.trace_off, parent);
+
     atomic_store(&g_stop, 1);
     uint64_t dropped = 0;
     for (int i = 0; i < n; i++) {
         pthread_join(th[i].thread, NULL);
-        written += drain(&th[i], fd, out);
+        written += drain(&th[i], fd, a.out);
         dropped += th[i].dropped;
     }
     uint64_t end_tsc = js_rdtsc_ordered();  /* after every thread's last read */
@@ -645,24 +722,10 @@ int main(int argc, char **argv)
     hdr.n_records = written;
     hdr.dropped = dropped;
     if (pwrite(fd, &hdr, sizeof hdr, 0) != sizeof hdr || fsync(fd) != 0 || close(fd) != 0)
-        die("finishing %s: %s", out, strerror(errno));
+        die("finishing %s: %s", a.out, strerror(errno));
 
-    /* The end line also goes to --end-file (written whole, then renamed): if
-     * jitterscope itself was killed, the run's statistics survive with the records. */
-    if (end_file) {
-        char tmp[4096];
-        snprintf(tmp, sizeof tmp, "%s.tmp", end_file);
-        FILE *f = fopen(tmp, "w");
-        if (f) {
-            print_end(f, th, n, end_tsc, written, dropped, threshold);
-            int ok = fflush(f) == 0 && fsync(fileno(f)) == 0;
-            if (fclose(f) != 0 || !ok || rename(tmp, end_file) != 0) {
-                fprintf(stderr, "jitterscope-probe: warning: cannot write %s: %s\n", end_file, strerror(errno));
-                unlink(tmp);
-            }
-        }
-    }
-    print_end(stdout, th, n, end_tsc, written, dropped, threshold);
+    write_end_file(a.end_file, th, n, end_tsc, written, dropped, a.threshold);
+    print_end(stdout, th, n, end_tsc, written, dropped, a.threshold);
     fflush(stdout);
     return 0;
 }
