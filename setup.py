@@ -23,6 +23,9 @@ PROGRAMS = {
     "jitterscope-protect": ["protect.c", "protect_loop.c", "protect_io.c"],
     "jitterscope-synload": ["synload.c"],
     "jitterscope-chase": ["chase.c"],
+    # place: the seed-002 microbenchmarks (cachebuster, spinloop with OBS-F's marker and a pipe ping-pong)
+    "jitterscope-cachebuster": ["cachebuster.c"],
+    "jitterscope-spinloop": ["spinloop.c"],
 }
 # Shared objects loaded with ctypes (the cluster bsp work loop runs in the rank's own thread).
 SHARED = {

@@ -27,7 +27,7 @@ from jitterscope.protect.records import REPORT_ENV
 
 # `read` blocks until jitterscope has journalled the group; stdin is then /dev/null for the command.
 # Load generators shipped with the package: a command may name them without their path.
-SHIPPED = ("jitterscope-synload", "jitterscope-chase")
+SHIPPED = ("jitterscope-synload", "jitterscope-chase", "jitterscope-cachebuster", "jitterscope-spinloop")
 _WRAPPER = 'read -r go && [ "$go" = go ] && exec "$0" "$@" </dev/null'
 
 
