@@ -1010,14 +1010,15 @@ static void usage(void)
     exit(2);
 }
 
-int main(int argc, char **argv)
+/* Options into the parser's globals; the input and output directories into *in, *out. */
+static void parse_args(int argc, char **argv, const char **in, const char **out)
 {
-    const char *in = NULL, *out = NULL;
     double tsc_hz = 0;
+    *in = *out = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--layout")) {
             print_layout();
-            return 0;
+            exit(0);
         } else if (!strcmp(argv[i], "--events") && i + 1 < argc) {
             events_out = fopen(argv[++i], "w");
             if (!events_out)
@@ -1031,33 +1032,30 @@ int main(int argc, char **argv)
             window_end = strtoll(argv[++i], NULL, 10);
         } else if (argv[i][0] == '-') {
             usage();
-        } else if (!in) {
-            in = argv[i];
-        } else if (!out) {
-            out = argv[i];
+        } else if (!*in) {
+            *in = argv[i];
+        } else if (!*out) {
+            *out = argv[i];
         } else {
             usage();
         }
     }
-    if (!in || !out)
+    if (!*in || !*out)
         usage();
     /* Without a measured TSC rate NMI lengths (given in ns) are taken as ticks:
      * only their duration is affected, never which context owns the time. */
     tsc_per_ns = tsc_hz > 0 ? tsc_hz / 1e9 : 1.0;
-    S_EMPTY = intern("");
-    S_HRTIMER = intern("hrtimer");
-    S_TIMER = intern("timer");
-    load_events(in);
-    load_symbols(in);
-    load_comms(in);
-    size_t page_size = (size_t)pg_data_off + (size_t)pg_data_size;
+}
 
+/* The CPUs with a cpuN.raw file in the trace directory, ascending. */
+static int list_cpus(const char *in, int *cpus, int max)
+{
     DIR *dir = opendir(in);
     if (!dir)
         die("%s: %s", in, strerror(errno));
-    int cpus[4096], ncpus = 0;
+    int ncpus = 0;
     struct dirent *de;
-    while ((de = readdir(dir)) && ncpus < 4096) {
+    while ((de = readdir(dir)) && ncpus < max) {
         int cpu;
         char tail[8];
         if (sscanf(de->d_name, "cpu%d.ra%1s", &cpu, tail) == 2 && strlen(de->d_name) > 7 &&
@@ -1066,41 +1064,42 @@ int main(int argc, char **argv)
     }
     closedir(dir);
     qsort(cpus, (size_t)ncpus, sizeof *cpus, cmp_int);
+    return ncpus;
+}
 
-    struct cpustate *states = calloc((size_t)ncpus ? (size_t)ncpus : 1, sizeof *states);
-    if (!states)
-        die("out of memory");
-    for (int k = 0; k < ncpus; k++) {
-        struct cpustate *c = &states[k];
-        c->cpu = cpus[k];
-        c->first_ts = INT64_MIN;
-        c->last_ts = INT64_MIN;
-        char path[4096];
-        snprintf(path, sizeof path, "%s/cpu%d.raw", in, c->cpu);
-        int fd = open(path, O_RDONLY);
-        if (fd < 0)
-            die("%s: %s", path, strerror(errno));
-        struct stat sb;
-        if (fstat(fd, &sb))
-            die("%s: %s", path, strerror(errno));
-        size_t n = (size_t)sb.st_size;
-        if (n >= page_size) {
-            const uint8_t *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-            if (m == MAP_FAILED)
-                die("%s: mmap: %s", path, strerror(errno));
-            madvise((void *)m, n, MADV_SEQUENTIAL);
-            for (size_t off = 0; off + page_size <= n; off += page_size)
-                parse_page(c, m + off, page_size);
-            munmap((void *)m, n);
-        }
-        close(fd);
-        if (c->open)
-            span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
+/* Every whole page of one CPU's capture through the stack machine; the span still open at the end
+ * is cut at the window's end (or the last event). */
+static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/cpu%d.raw", in, c->cpu);
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        die("%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb))
+        die("%s: %s", path, strerror(errno));
+    size_t n = (size_t)sb.st_size;
+    if (n >= page_size) {
+        const uint8_t *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (m == MAP_FAILED)
+            die("%s: mmap: %s", path, strerror(errno));
+        madvise((void *)m, n, MADV_SEQUENTIAL);
+        for (size_t off = 0; off + page_size <= n; off += page_size)
+            parse_page(c, m + off, page_size);
+        munmap((void *)m, n);
     }
+    close(fd);
+    if (c->open)
+        span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
+}
 
-    /* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N". */
+/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (returned, for
+ * jitterscope to look up while the process may still exist). */
+static int32_t *name_unknown_threads(size_t *nunknown)
+{
     int32_t *unknown = NULL;
-    size_t nunknown = 0;
+    *nunknown = 0;
     for (size_t i = 0; i < nunnamed; i++) {
         struct js_activity *a = &acts[unnamed[i]];
         if (a->name != S_EMPTY)
@@ -1114,16 +1113,17 @@ int main(int argc, char **argv)
             char b[32];
             snprintf(b, sizeof b, "pid %d", a->pid);
             a->name = intern(b);
-            unknown = xrealloc(unknown, (nunknown + 1) * sizeof *unknown);
-            unknown[nunknown++] = a->pid;
+            unknown = xrealloc(unknown, (*nunknown + 1) * sizeof *unknown);
+            unknown[(*nunknown)++] = a->pid;
         }
     }
+    return unknown;
+}
 
-    if (!scan_only) {
-        write_file(out, "activity.bin", acts, nacts * sizeof *acts);
-        write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
-        write_file(out, "strings.bin", str_buf, str_len);
-    }
+/* counts.json: per-CPU event, page and loss counts, markers, addresses to symbolize, unknown pids. */
+static void write_counts(const char *out, const struct cpustate *states, int ncpus, size_t page_size,
+                         const int32_t *unknown, size_t nunknown)
+{
     char path[4096];
     snprintf(path, sizeof path, "%s/counts.json", out);
     FILE *f = fopen(path, "w");
@@ -1131,7 +1131,7 @@ int main(int argc, char **argv)
         die("%s: %s", path, strerror(errno));
     fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts, nsegs);
     for (int k = 0; k < ncpus; k++) {
-        struct cpustate *c = &states[k];
+        const struct cpustate *c = &states[k];
         fprintf(f, "%s\"%d\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"missed_pages\": %" PRIu64
                 ", \"missed_stored\": %" PRIu64 ", \"missed_unknown_pages\": %" PRIu64
                 ", \"unmatched\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"first_tsc\": %" PRId64
@@ -1155,6 +1155,40 @@ int main(int argc, char **argv)
     fprintf(f, "]}\n");
     if (fclose(f))
         die("%s: %s", path, strerror(errno));
+}
+
+int main(int argc, char **argv)
+{
+    const char *in, *out;
+    parse_args(argc, argv, &in, &out);
+    S_EMPTY = intern("");
+    S_HRTIMER = intern("hrtimer");
+    S_TIMER = intern("timer");
+    load_events(in);
+    load_symbols(in);
+    load_comms(in);
+    size_t page_size = (size_t)pg_data_off + (size_t)pg_data_size;
+
+    int cpus[4096];
+    int ncpus = list_cpus(in, cpus, 4096);
+    struct cpustate *states = calloc((size_t)ncpus ? (size_t)ncpus : 1, sizeof *states);
+    if (!states)
+        die("out of memory");
+    for (int k = 0; k < ncpus; k++) {
+        states[k].cpu = cpus[k];
+        states[k].first_ts = INT64_MIN;
+        states[k].last_ts = INT64_MIN;
+        parse_cpu(&states[k], in, page_size);
+    }
+    size_t nunknown;
+    int32_t *unknown = name_unknown_threads(&nunknown);
+
+    if (!scan_only) {
+        write_file(out, "activity.bin", acts, nacts * sizeof *acts);
+        write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
+        write_file(out, "strings.bin", str_buf, str_len);
+    }
+    write_counts(out, states, ncpus, page_size, unknown, nunknown);
     if (events_out && fclose(events_out))
         die("--events: %s", strerror(errno));
     return 0;
