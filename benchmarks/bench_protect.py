@@ -45,13 +45,14 @@ CHASE = f"{native_bin('jitterscope-chase')} --period-ns 1000000 --steps 500 --fi
 def run(tmp: Path, **opts: Any) -> dict[str, Any]:
     """One protect run through the library (as the command does); its summary."""
     from jitterscope.protect import build, plan, runmeta, session
+    from jitterscope.protect.outcome import RECORDS
 
     out = tmp / f"run-{len(list(tmp.iterdir()))}"
     a = {"out": str(out), "priority": None, **opts}
     p = plan.build(a, calibrating=not (opts.get("best_effort_cmd")))
     p.progress = False
     run_dir, o = session.run(p)
-    summ = build.build(run_dir, runmeta.meta(p, o, run_dir), run_dir / session.RECORDS)
+    summ = build.build(run_dir, runmeta.meta(p, o, run_dir), run_dir / RECORDS)
     summ["_run_dir"] = str(run_dir)
     return summ
 

@@ -15,7 +15,7 @@ from jitterscope.protect.analysis import (
     reduction,
     thesis_tables,
 )
-from jitterscope.protect.calibrate import Calibration, best_share, suspension_for
+from jitterscope.protect.slacklaw import Calibration, best_share, suspension_for
 
 
 def test_table_4_3_all_45_cells_from_tables_4_1_and_4_2():

@@ -85,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
 
         return calibrate_command(args)
     from jitterscope.protect import build, plan, render, runmeta, session
+    from jitterscope.protect.outcome import RECORDS
     from jitterscope.rundir import load_run
 
     a = vars(args)
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     p = plan.build(a)
     p.progress = not args.json
     run_dir, out = session.run(p)
-    summary = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / session.RECORDS)
+    summary = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
     run_ = load_run(run_dir)
     if args.json:
         options.print_json(summary)

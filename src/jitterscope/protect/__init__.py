@@ -14,5 +14,7 @@ replay      the CSV the law replays in virtual time
 schema      the run's tables; build: records -> tables + summary; runmeta: meta.json
 render      the terminal summary
 analysis    degradation reduction from bandwidth tables (thesis Table 4.3); thesis: Tables 4.1/4.2
-calibrate   the slack law's sweep: critical latency against best-effort share
+calibrate   `protect calibrate`: the sweep of critical latency against best-effort share
+slacklaw    the slack law: the largest share within the deadline, from a calibration
+outcome     what a session hands to the builder (RECORDS: where the raw records are)
 """

@@ -5,11 +5,7 @@ per share D (default 1, 0.5, 0.25, 0.1 and 0, each for --duration): D = 1
 unthrottled, D = 0 with no best-effort program at all, anything between
 duty-cycled unconditionally (`--signal always`, S = Ts (1 - D) / D) through the
 chosen actuator.  It stores each point's critical latency (mean, p99, max) and
-best-effort progress in a file.  The slack law then picks the largest share
-whose predicted p99 latency (linear between points, made non-decreasing in D)
-stays within --deadline, and duty-cycles with S = Ts (1 - D) / D: the thesis's
-section 4.6.4 ("S/Ts from the RT constraints and isolated performance")
-made concrete (spec 003 section 4.4 [D]).
+best-effort progress in a file, which the slack law (slacklaw.py) reads.
 """
 
 from __future__ import annotations
@@ -18,64 +14,19 @@ import argparse
 import json
 import tempfile
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
-from pydantic import Field
+from typing import Any
 
 from jitterscope import atomic
-from jitterscope.config import ConfigModel, load_config
 from jitterscope.errors import JitterscopeError
+from jitterscope.protect.slacklaw import Calibration
 from jitterscope.units import format_ns
 
 DEFAULT_SHARES = (1.0, 0.5, 0.25, 0.1, 0.0)
 
 
-class Point(ConfigModel):
-    share: float = Field(ge=0, le=1)
-    count: int = Field(ge=0)
-    mean_ns: float
-    p99_ns: float
-    max_ns: float
-    progress_bytes_per_s: float | None = None
-    cpu_share: float | None = None
-
-
-class Calibration(ConfigModel):
-    format: Literal["jitterscope-protect-calibration"]
-    version: Literal[1]
-    sample_ns: float = Field(gt=0)
-    actuator: str
-    critical: list[str]
-    best_effort: list[list[str]]
-    points: list[Point] = Field(min_length=2)
-
-
-def load(path: Path) -> Calibration:
-    return load_config(path, Calibration, what="calibration file")
-
-
-def best_share(cal: Calibration, deadline_ns: float) -> float:
-    """The largest best-effort share whose predicted p99 critical latency is within the deadline."""
-    pts = sorted(cal.points, key=lambda p: p.share)
-    shares = np.array([p.share for p in pts])
-    p99 = np.maximum.accumulate(np.array([p.p99_ns for p in pts]))   # more share never helps the critical one
-    if p99[0] > deadline_ns:
-        raise JitterscopeError(f"the deadline {format_ns(deadline_ns)} is missed even at a best-effort share of "
-                               f"{shares[0]:.2f} (p99 {format_ns(p99[0])}): no duty cycle can meet it")
-    grid = np.linspace(shares[0], shares[-1], 1001)
-    ok = grid[np.interp(grid, shares, p99) <= deadline_ns]
-    return float(ok.max())
-
-
-def suspension_for(cal: Calibration, deadline_ns: float, ts_ns: float) -> float:
-    """S for the slack law: Ts (1 - D) / D at the best share D (0 when D = 1: no suspension needed)."""
-    d = best_share(cal, deadline_ns)
-    return 0.0 if d >= 1.0 else ts_ns * (1 - d) / d
-
-
 def _point(plan_args: dict[str, Any], share: float, tmp: Path) -> dict[str, Any]:
     from jitterscope.protect import build, plan, runmeta, session
+    from jitterscope.protect.outcome import RECORDS
 
     a = dict(plan_args, out=str(tmp / f"share-{share:.3f}"), compare=None)
     if share >= 1.0:
@@ -88,7 +39,7 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path) -> dict[str, Any]
     p = plan.build(a, calibrating=True)
     p.progress = False
     run_dir, out = session.run(p)
-    summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / session.RECORDS)
+    summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
     c = summ["phases"]["protected"]["critical"]
     if not c:
         raise JitterscopeError("the critical program published no heartbeats: calibration needs its latency "

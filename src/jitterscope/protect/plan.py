@@ -227,3 +227,12 @@ def _replay_checks(p: Plan) -> None:
     p.actuator = "none"
     if len(p.cpus) != 1:
         p.cpus = p.cpus[:1]
+
+
+def law_args(plan: Plan, s_ns: float) -> list[str]:
+    """The controller's options for the law: Ts, S and, for the proportional law, its gain and bounds."""
+    args = ["--sample-ns", str(int(plan.ts_ns)), "--suspend-ns", str(int(s_ns))]
+    if plan.law == "proportional":
+        args += ["--law", "proportional", "--gain", str(int(plan.gain * 1000)),
+                 "--suspend-min-ns", str(int(plan.s_min_ns)), "--suspend-max-ns", str(int(plan.s_max_ns))]
+    return args

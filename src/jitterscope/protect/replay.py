@@ -27,8 +27,8 @@ import numpy as np
 from jitterscope.errors import JitterscopeError
 
 if TYPE_CHECKING:
+    from jitterscope.protect.outcome import Outcome
     from jitterscope.protect.plan import Plan
-    from jitterscope.protect.session import Outcome
 
 UNITS = {"t_ns": 1, "t_us": 1000, "t_s": 1_000_000_000}
 ROW_DTYPE = np.dtype([("t_ns", "<i8"), ("read_bytes", "<u8"), ("write_bytes", "<u8")])
@@ -86,7 +86,8 @@ def run_plan(plan: Plan) -> tuple[Path, Outcome]:
     """The law on recorded counters, in virtual time: exactly reproducible decisions."""
     from jitterscope.protect import signals
     from jitterscope.protect.controller import run_replay
-    from jitterscope.protect.session import RECORDS, Outcome, law_args
+    from jitterscope.protect.outcome import RECORDS, Outcome
+    from jitterscope.protect.plan import law_args
     from jitterscope.rundir import create_run_dir
 
     assert plan.replay is not None

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope import sysinfo
+from jitterscope.protect.outcome import Outcome
 from jitterscope.protect.plan import Plan
-from jitterscope.protect.session import Outcome
 from jitterscope.rundir import base_meta
 
 

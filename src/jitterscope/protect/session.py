@@ -17,7 +17,6 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,31 +27,10 @@ from jitterscope.progress import Progress
 from jitterscope.protect import actuators, programs, signals
 from jitterscope.protect.actuators import Unit
 from jitterscope.protect.controller import Controller
-from jitterscope.protect.plan import Plan
+from jitterscope.protect.outcome import RECORDS, Outcome
+from jitterscope.protect.plan import Plan, law_args
 from jitterscope.protect.report import ReportPage
 from jitterscope.rundir import create_run_dir
-
-RECORDS = "raw/controller.bin"
-
-
-@dataclass
-class Outcome:
-    """What the session hands to build.py besides the records."""
-
-    signal: str = ""
-    signal_reason: str = ""
-    threshold: dict[str, Any] = field(default_factory=dict)
-    s_ns: float = 0.0
-    end: dict[str, Any] = field(default_factory=dict)
-    programs: list[dict[str, Any]] = field(default_factory=list)
-    interrupted: bool = False
-    ended_by: str = ""
-    error: str | None = None
-    deadline_ns: float | None = None
-    peak: tuple[float, float] | None = None
-    started_unix_ns: int = 0
-    wall_s: float = 0.0
-    controlling: bool = False      # the controller was told to go: there are records to keep
 
 
 @contextmanager
@@ -205,18 +183,10 @@ def _priority(plan: Plan) -> int:
 def _suspension(plan: Plan, deadline: float | None) -> float:
     if plan.law != "slack":
         return plan.s_ns
-    from jitterscope.protect.calibrate import load, suspension_for
+    from jitterscope.protect.slacklaw import load, suspension_for
 
     assert plan.calibration is not None and deadline is not None
     return suspension_for(load(plan.calibration), deadline, plan.ts_ns)
-
-
-def law_args(plan: Plan, s_ns: float) -> list[str]:
-    args = ["--sample-ns", str(int(plan.ts_ns)), "--suspend-ns", str(int(s_ns))]
-    if plan.law == "proportional":
-        args += ["--law", "proportional", "--gain", str(int(plan.gain * 1000)),
-                 "--suspend-min-ns", str(int(plan.s_min_ns)), "--suspend-max-ns", str(int(plan.s_max_ns))]
-    return args
 
 
 def _threshold_args(plan: Plan, out: Outcome, deadline: float | None, crit_page: Path | None) -> list[str]:
