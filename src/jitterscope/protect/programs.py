@@ -25,9 +25,9 @@ from jitterscope.journal import Journal, process_start_time
 from jitterscope.native_bin import native_bin
 from jitterscope.protect.records import REPORT_ENV
 
-# `read` blocks until jitterscope has journalled the group; stdin is then /dev/null for the command.
 # Load generators shipped with the package: a command may name them without their path.
 SHIPPED = ("jitterscope-synload", "jitterscope-chase", "jitterscope-cachebuster", "jitterscope-spinloop")
+# `read` blocks until jitterscope has journalled the group; stdin is then /dev/null for the command.
 _WRAPPER = 'read -r go && [ "$go" = go ] && exec "$0" "$@" </dev/null'
 
 
