@@ -57,8 +57,9 @@ class BspOptions:
     priority: int | None = None
 
 
-def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
-    """What every rank runs; rank 0 returns the run directory."""
+def _place(cluster: Cluster, opts: BspOptions) -> tuple[int, list[dict[str, Any]], Path | None]:
+    """Choose and take this rank's CPU (and priority); rank 0 also checks the output directory.
+    Returns the CPU, every rank's placement and (rank 0) the run directory to write."""
     cpu = choose_cpu(cluster.local_rank, sysinfo.online_cpus(), opts.cpu_map)
     sysinfo.check_cpus([cpu])
     peers = cluster.allgather_json({"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu,
@@ -75,68 +76,86 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(opts.priority))
         except PermissionError:
             raise JitterscopeError("--priority needs root or CAP_SYS_NICE") from None
-    hz = tsc.tsc_hz()
-    loop = WorkLoop(max(1, round(tsc.to_ticks(opts.threshold_ns, hz))))
-    cluster.checkpoint("calibration")
-    cal = calibrate(loop, tsc.to_ticks(opts.phase_ns, hz))
+    return cpu, peers, out
 
-    send = np.zeros(1)
-    recv = np.zeros(1)
-    # Noise while waiting at a synchronization matters too (a preempted rank
-    # completes the barrier late); the Python poll loop sees gaps above
-    # SYNC_THRESHOLD_NS (its own iterations take about a microsecond).
-    sync_thr = max(loop.threshold, round(tsc.to_ticks(SYNC_THRESHOLD_NS, hz)))
-    sync_gaps: list[tuple[int, int]] = []
 
-    def sync(value: float) -> None:
+class _Sync:
+    """The end of a phase (barrier or allreduce), polled against the --timeout deadline.
+
+    Noise while waiting matters too (a preempted rank completes the barrier late): the poll
+    loop keeps every gap above `threshold` cycles (its own iterations take about a microsecond)."""
+
+    def __init__(self, cluster: Cluster, opts: BspOptions, threshold: int) -> None:
+        self.cluster, self.opts, self.threshold = cluster, opts, threshold
+        self.gaps: list[tuple[int, int]] = []
+        self._send, self._recv = np.zeros(1), np.zeros(1)
+
+    def __call__(self, value: float) -> None:
+        opts = self.opts
         deadline = time.monotonic() + opts.timeout_s
         if opts.sync == "barrier":
-            req = cluster.comm.Ibarrier()
+            req = self.cluster.comm.Ibarrier()
         else:
-            send[0] = value
-            req = cluster.comm.Iallreduce(send, recv)
+            self._send[0] = value
+            req = self.cluster.comm.Iallreduce(self._send, self._recv)
         prev = rdtsc()
         checks = 0
         while not req.Test():
             now = rdtsc()
-            if now - prev > sync_thr:
-                sync_gaps.append((prev, now - prev))
+            if now - prev > self.threshold:
+                self.gaps.append((prev, now - prev))
             prev = now
             checks += 1
             if checks % 1024 == 0 and time.monotonic() > deadline:
                 raise ClusterTimeout(f"a{'n' if opts.sync == 'allreduce' else ''} {opts.sync} did not complete "
                                      f"within {opts.timeout_s:.0f} s (--timeout): another rank failed or hangs")
 
-    cluster.checkpoint("sync calibration")
-    costs = []
-    for _ in range(SYNC_SAMPLES):
-        a = rdtsc()
-        sync(1.0)
-        costs.append(rdtsc() - a)
-    sync_cycles = float(statistics.median(costs))
-    sync_gaps.clear()
+    def cost(self) -> float:
+        """The noise-free cost of one synchronization in cycles: the median of SYNC_SAMPLES."""
+        costs = []
+        for _ in range(SYNC_SAMPLES):
+            a = rdtsc()
+            self(1.0)
+            costs.append(rdtsc() - a)
+        self.gaps.clear()
+        return float(statistics.median(costs))
 
-    P = opts.phases
-    first = np.zeros(P, dtype=np.int64)
-    last = np.zeros(P, dtype=np.int64)
-    ngaps = np.zeros(P, dtype=np.int64)
-    gap_cycles = np.zeros(P, dtype=np.int64)
-    sync_end = np.zeros(P, dtype=np.int64)
-    cluster.checkpoint("start")
-    sync(0.0)  # a tight synchronization: every rank leaves it within a few microseconds
+
+def _phases(loop: WorkLoop, iterations: int, sync: _Sync, phases: int, hz: float) -> dict[str, Any]:
+    """P times: the calibrated work, then the synchronization.  Cycle counts relative to t0, the
+    end of a first tight synchronization every rank leaves within a few microseconds."""
+    first, last, ngaps, gap_cycles, sync_end = (np.zeros(phases, dtype=np.int64) for _ in range(5))
+    sync.cluster.checkpoint("start")
+    sync(0.0)
     t0 = rdtsc()
-    sync_gaps.clear()
-    for k in range(P):
-        f, la, g, gc = loop.spin(cal.iterations)
+    sync.gaps.clear()
+    for k in range(phases):
+        f, la, g, gc = loop.spin(iterations)
         sync((la - f) / hz)
         sync_end[k] = rdtsc()
         first[k], last[k], ngaps[k], gap_cycles[k] = f, la, g, gc
     gs, gl = loop.gaps()
-    if sync_gaps:  # one timeline: the work's gaps and the waits' gaps, in time order
-        sg = np.array(sync_gaps, dtype=np.uint64)
+    if sync.gaps:  # one timeline: the work's gaps and the waits' gaps, in time order
+        sg = np.array(sync.gaps, dtype=np.uint64)
         gs, gl = np.concatenate([gs, sg[:, 0]]), np.concatenate([gl, sg[:, 1]])
         order = np.argsort(gs, kind="stable")
         gs, gl = gs[order], gl[order]
+    return {"t0": t0, "first": first, "last": last, "ngaps": ngaps, "gap_cycles": gap_cycles,
+            "sync_end": sync_end, "gap_start": gs.astype(np.int64), "gap_len": gl.astype(np.int64)}
+
+
+def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
+    """What every rank runs; rank 0 returns the run directory."""
+    cpu, peers, out = _place(cluster, opts)
+    hz = tsc.tsc_hz()
+    loop = WorkLoop(max(1, round(tsc.to_ticks(opts.threshold_ns, hz))))
+    cluster.checkpoint("calibration")
+    cal = calibrate(loop, tsc.to_ticks(opts.phase_ns, hz))
+    sync = _Sync(cluster, opts, max(loop.threshold, round(tsc.to_ticks(SYNC_THRESHOLD_NS, hz))))
+    cluster.checkpoint("sync calibration")
+    sync_cycles = sync.cost()
+    ph = _phases(loop, cal.iterations, sync, opts.phases, hz)
+    t0 = ph["t0"]
 
     def ns(cycles: np.ndarray) -> np.ndarray:   # whole ns, like every time in the run
         return tsc.to_int_ns(cycles, hz)
@@ -145,11 +164,11 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
         "rank": cluster.rank, "host": cluster.node, "cpu": cpu, "real_host": cluster.real_host,
         "tsc_hz": hz, "iterations": cal.iterations, "cycles_per_iter": cal.cycles_per_iter,
         "sync_ns": tsc.to_ns(sync_cycles, hz), "dropped": loop.dropped,
-        "compute_start_ns": ns(first - t0), "compute_end_ns": ns(last - t0), "gaps": ngaps,
-        "gap_ns": ns(gap_cycles), "sync_end_ns": ns(sync_end - t0),
-        "gap_start_ns": ns(gs.astype(np.int64) - t0), "gap_len_ns": ns(gl.astype(np.int64)),
-        "sync_gaps": len(sync_gaps), "sync_threshold_ns": tsc.to_ns(sync_thr, hz),
-        "kernel": os.uname().release, "start_unix_ns": time.time_ns() - int(ns(sync_end[-1:] - t0)[0]),
+        "compute_start_ns": ns(ph["first"] - t0), "compute_end_ns": ns(ph["last"] - t0), "gaps": ph["ngaps"],
+        "gap_ns": ns(ph["gap_cycles"]), "sync_end_ns": ns(ph["sync_end"] - t0),
+        "gap_start_ns": ns(ph["gap_start"] - t0), "gap_len_ns": ns(ph["gap_len"]),
+        "sync_gaps": len(sync.gaps), "sync_threshold_ns": tsc.to_ns(sync.threshold, hz),
+        "kernel": os.uname().release, "start_unix_ns": time.time_ns() - int(ns(ph["sync_end"][-1:] - t0)[0]),
     })
     got = cluster.gather_bytes(payload, "its phase timings")
     if cluster.rank != 0:
