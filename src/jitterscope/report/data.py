@@ -6,6 +6,7 @@ unit tests check the numbers here and the browser test checks the drawing.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -81,104 +82,139 @@ def source_label(kind: str, name: str) -> str:
     return name if kind == "unexplained" else f"{kind}:{name}"
 
 
-def build_report_data(run: Run) -> dict[str, Any]:
-    """The report's content for one run (see the module docstring)."""
-    s = run.summary
-    d_cpu, d_start, d_dur = run.detour_arrays()
-    att = run.attribution
-    a_det = att.column("detour").to_numpy()
-    a_kind = np.asarray(att.column("kind").to_pylist(), dtype=object)
-    a_name = np.asarray(att.column("name").to_pylist(), dtype=object)
-    a_ns = att.column("ns").to_numpy()
-    a_off = att.column("offset_ns").to_numpy()
-    duration_ns = max(run.duration_ns, int(d_start.max() + d_dur.max()) if len(d_start) else 1)
-    total_noise = int(d_dur.sum())
-    threshold = float(header(run)["threshold_ns"] or 1000)
+@dataclass
+class _Tables:
+    """The detour and attribution columns the report reads, as numpy arrays."""
 
+    d_cpu: np.ndarray
+    d_start: np.ndarray
+    d_dur: np.ndarray
+    a_det: np.ndarray
+    a_kind: np.ndarray
+    a_name: np.ndarray
+    a_ns: np.ndarray
+    a_off: np.ndarray
+
+    @classmethod
+    def of(cls, run: Run) -> _Tables:
+        att = run.attribution
+        return cls(*run.detour_arrays(), att.column("detour").to_numpy(),
+                   np.asarray(att.column("kind").to_pylist(), dtype=object),
+                   np.asarray(att.column("name").to_pylist(), dtype=object),
+                   att.column("ns").to_numpy(), att.column("offset_ns").to_numpy())
+
+    @property
+    def a_cpu(self) -> np.ndarray:
+        return self.d_cpu[self.a_det] if len(self.a_det) else np.zeros(0, np.int32)
+
+
+def _cpu_rows(run: Run, t: _Tables) -> list[dict[str, Any]]:
+    """summary.json's CPU rows, each with its top explained source and its unexplained share.
+
+    One rule with the headline: the biggest *explained* source on this CPU (by its time inside
+    this CPU's detours) and, apart, the unexplained share of that time."""
     cpus = []
     for c in run.cpus:
-        row = dict((s.get("cpus") or {}).get(str(c), {}))
+        row = dict((run.summary.get("cpus") or {}).get(str(c), {}))
         row["cpu"] = c
-        # One rule with the headline: the biggest *explained* source on this CPU (by its
-        # time inside this CPU's detours) and, apart, the unexplained share of that time.
-        on = np.isin(a_det, np.flatnonzero(d_cpu == c))
-        cpu_ns = float(a_ns[on].sum())
-        explained = on & (a_kind != "unexplained")
+        on = np.isin(t.a_det, np.flatnonzero(t.d_cpu == c))
+        cpu_ns = float(t.a_ns[on].sum())
+        explained = on & (t.a_kind != "unexplained")
         top = None
         if explained.any():
-            keys = a_kind[explained] + "\x1f" + a_name[explained]
+            keys = t.a_kind[explained] + "\x1f" + t.a_name[explained]
             u, inv = np.unique(keys, return_inverse=True)
-            sums = np.bincount(inv, weights=a_ns[explained])
+            sums = np.bincount(inv, weights=t.a_ns[explained])
             k, n = str(u[int(np.argmax(sums))]).split("\x1f")
             top = {"kind": k, "name": n, "share": float(sums.max() / max(1.0, cpu_ns))}
         row["top_source"] = top
-        row["unexplained_share"] = float(a_ns[on & (a_kind == "unexplained")].sum() / cpu_ns) if cpu_ns else 0.0
+        row["unexplained_share"] = float(t.a_ns[on & (t.a_kind == "unexplained")].sum() / cpu_ns) if cpu_ns else 0.0
         cpus.append(row)
+    return cpus
 
-    edges = log_bins(min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
-                     float(d_dur.max()) if len(d_dur) else threshold * 10)
-    hists = [{"cpu": c, **histogram(d_dur[d_cpu == c], edges)} for c in run.cpus]
 
-    # Noise over time per CPU, stacked by source kind: each attribution row's
-    # ns is laid from where the source first took time in its detour, and split
-    # over the bins it spans (a 50 ms detour must not put 2x a bin in one bin).
+def _timeline(run: Run, t: _Tables, duration_ns: int) -> list[dict[str, Any]]:
+    """Noise over time per CPU, stacked by source kind: each attribution row's ns is laid from
+    where the source first took time in its detour, and split over the bins it spans (a 50 ms
+    detour must not put 2x a bin in one bin)."""
     bin_ns = max(1, int(np.ceil(duration_ns / TIMELINE_BINS)))
     nb = int(np.ceil(duration_ns / bin_ns)) + 1
-    t0 = d_start[a_det] + a_off if len(a_det) else np.zeros(0, np.int64)
-    att_cpu = d_cpu[a_det] if len(a_det) else np.zeros(0, np.int32)
+    t0 = t.d_start[t.a_det] + t.a_off if len(t.a_det) else np.zeros(0, np.int64)
+    att_cpu = t.a_cpu
     timeline = []
     for c in run.cpus:
         series = {}
         on = att_cpu == c
         for k in KINDS:
-            sel = np.flatnonzero(on & (a_kind == k))
+            sel = np.flatnonzero(on & (t.a_kind == k))
             if not len(sel):
                 continue
-            acc = _spread(t0[sel], a_ns[sel], bin_ns, nb)
+            acc = _spread(t0[sel], t.a_ns[sel], bin_ns, nb)
             series[k] = [round(float(x), 3) for x in acc[: nb - 1] / bin_ns * 1e6]
         timeline.append({"cpu": c, "bin_s": bin_ns / 1e9, "bins": nb - 1, "ppm_by_kind": series})
+    return timeline
 
-    sources = []
-    for src in (s.get("sources") or [])[:TOP_SOURCES]:
-        sources.append({k: src.get(k) for k in ("kind", "name", "count", "total_ns", "share", "mean_ns",
-                                                  "p99_ns", "max_ns", "period_s", "cpus", "functions")})
-    # Per-occurrence durations of the major sources (and unexplained), log binned.
+
+def _source_distributions(s: dict[str, Any], t: _Tables) -> list[dict[str, Any]]:
+    """Per-occurrence durations of the major sources, log binned."""
     dists = []
-    majors = [(x["kind"], x["name"]) for x in (s.get("sources") or [])[:MAJOR_SOURCES]]
-    for kind, name in majors:
-        v = a_ns[(a_kind == kind) & (a_name == name)]
+    for kind, name in [(x["kind"], x["name"]) for x in (s.get("sources") or [])[:MAJOR_SOURCES]]:
+        v = t.a_ns[(t.a_kind == kind) & (t.a_name == name)]
         if len(v):
             e = log_bins(float(v.min()), float(v.max()), per_decade=10)
             dists.append({"kind": kind, "name": name, "label": source_label(kind, name), "n": len(v),
                           "median_ns": float(np.median(v)), **histogram(v, e)})
+    return dists
 
-    chains = []
-    for ch in (s.get("chains") or [])[:TOP_CHAINS]:
-        chains.append({"sources": list(ch["sources"]), "label": " → ".join(x.split(":", 1)[-1] for x in ch["sources"]),
-                       "count": int(ch["count"]), "total_ns": int(ch["total_ns"]),
-                       "share": ch["total_ns"] / total_noise if total_noise else 0.0})
 
-    un = dict(s.get("unexplained") or {"count": 0, "total_ns": 0, "share": 0.0, "likely": ""})
-    un_sel = a_kind == "unexplained"
+def _chains(s: dict[str, Any], total_noise: int) -> list[dict[str, Any]]:
+    return [{"sources": list(ch["sources"]), "label": " → ".join(x.split(":", 1)[-1] for x in ch["sources"]),
+             "count": int(ch["count"]), "total_ns": int(ch["total_ns"]),
+             "share": ch["total_ns"] / total_noise if total_noise else 0.0}
+            for ch in (s.get("chains") or [])[:TOP_CHAINS]]
+
+
+def _unexplained(run: Run, t: _Tables) -> dict[str, Any]:
+    """summary.json's unexplained part, with the detours nothing traced at all, per CPU, and its histogram."""
+    un = dict(run.summary.get("unexplained") or {"count": 0, "total_ns": 0, "share": 0.0, "likely": ""})
+    un_sel = t.a_kind == "unexplained"
     whole = 0
-    if len(a_det):
+    if len(t.a_det):
         # Detours with nothing traced at all: one row, unexplained.
-        per_det = np.bincount(a_det, minlength=len(d_dur))
-        whole = int(np.sum(per_det[a_det[un_sel]] == 1))
-    v = a_ns[un_sel]
+        per_det = np.bincount(t.a_det, minlength=len(t.d_dur))
+        whole = int(np.sum(per_det[t.a_det[un_sel]] == 1))
+    v = t.a_ns[un_sel]
     un["whole_detours"] = whole
-    un["per_cpu_ns"] = {str(c): int(a_ns[un_sel & (att_cpu == c)].sum()) for c in run.cpus}
+    un["per_cpu_ns"] = {str(c): int(t.a_ns[un_sel & (t.a_cpu == c)].sum()) for c in run.cpus}
     if len(v):
         un["median_ns"] = float(np.median(v))
         un["hist"] = histogram(v, log_bins(float(v.min()), float(v.max()), per_decade=10))
     else:
         un["median_ns"] = 0.0
         un["hist"] = None
+    return un
 
+
+def build_report_data(run: Run) -> dict[str, Any]:
+    """The report's content for one run (see the module docstring)."""
+    s = run.summary
+    t = _Tables.of(run)
+    d_start, d_dur = t.d_start, t.d_dur
+    duration_ns = max(run.duration_ns, int(d_start.max() + d_dur.max()) if len(d_start) else 1)
+    total_noise = int(d_dur.sum())
+    threshold = float(header(run)["threshold_ns"] or 1000)
+    cpus = _cpu_rows(run, t)
+    edges = log_bins(min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
+                     float(d_dur.max()) if len(d_dur) else threshold * 10)
+    hists = [{"cpu": c, **histogram(d_dur[t.d_cpu == c], edges)} for c in run.cpus]
+    sources = [{k: src.get(k) for k in ("kind", "name", "count", "total_ns", "share", "mean_ns", "p99_ns", "max_ns",
+                                        "period_s", "cpus", "functions")}
+               for src in (s.get("sources") or [])[:TOP_SOURCES]]
+    un = _unexplained(run, t)
     return {
         "header": header(run), "cpus": cpus, "total_noise_ns": total_noise,
-        "histograms": hists, "timeline": timeline, "sources": sources,
-        "source_distributions": dists, "chains": chains, "unexplained": un,
+        "histograms": hists, "timeline": _timeline(run, t, duration_ns), "sources": sources,
+        "source_distributions": _source_distributions(s, t), "chains": _chains(s, total_noise), "unexplained": un,
         "headline": headline(run, cpus, sources, un),
     }
 
