@@ -166,6 +166,20 @@ class TuneSummary(_Open):
     after: StrictStr
 
 
+class PlaceSummary(_Open):
+    """`jitterscope place` (docs/run-format.md, "place runs")."""
+
+    run: dict[str, Any]
+    tasks: list[dict[str, Any]]
+    weight_sources: dict[str, Count] = {}
+    coheavy_fraction: Number
+    coheavy_method: StrictStr
+    balanced_fraction: Number | None = None
+    credit: dict[str, Any] = {}
+    decisions: dict[str, Count] = {}
+    observer: dict[str, Any] = {}
+
+
 class ProtectSummary(_Open):
     """`jitterscope protect` (docs/run-format.md, "protect runs")."""
 

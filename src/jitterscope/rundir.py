@@ -530,6 +530,20 @@ def _protect_kind() -> RunKind:
 register_kind(_protect_kind())
 
 
+def _place_kind() -> RunKind:
+    from jitterscope.place import schema as P
+
+    return RunKind(
+        "place",
+        tables={"observations": TableSpec(P.OBSERVATIONS), "decisions": TableSpec(P.DECISIONS)},
+        summary=runcheck.PlaceSummary,
+        doc="`jitterscope place`: every task's observation per quantum (weight and its source) and every "
+            "placement decision with its reason")
+
+
+register_kind(_place_kind())
+
+
 register_kind(RunKind(
     "tune",
     tables={},

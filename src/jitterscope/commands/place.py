@@ -1,0 +1,95 @@
+"""Place tasks by observing them: co-schedule cache-heavy with cache-light tasks (OBS-L), spread heavy tasks
+over LLC groups (OBS-X), credit CPU time to the light ones (OBS-C), keep feature users on capable cores (OBS-F).
+
+Observes every task each quantum (per-task PMU counters where the machine has a
+PMU; always the kernel's schedstat, context switches, faults and AVX-512 use;
+else a declared weight or the one the workload publishes, and says which) and
+applies the policies of Knauerhase et al. (IEEE Micro 2008) as a user-level
+placement daemon: affinity, and for OBS-L's exact co-schedule SIGSTOP/SIGCONT
+or the cgroup freezer per quantum.  Every change is journalled and undone on
+exit, Ctrl-C and by `jitterscope restore` after kill -9.  Tasks are given by
+PID, cgroup, or started here (--cmd, repeatable, or -- CMD), pinned round-robin
+over --cpus in the order given (OBS-X places them instead).  Baselines:
+--policy stock (the kernel, same pinning) and worst (heavy with heavy).
+Writes a run directory with every observation and decision; `jitterscope
+report RUN` draws the timeline of which task ran where with its weight.
+Policies and every option's default: docs/commands/place.md.
+
+EXAMPLES
+  jitterscope place --policy L --declare jitterscope-cachebuster=heavy --declare jitterscope-spinloop=light \\
+      --cmd jitterscope-cachebuster --cmd jitterscope-cachebuster --cmd jitterscope-spinloop \\
+      --cmd jitterscope-spinloop --duration 10s
+  jitterscope place --policy L,X,C --topology two-groups.yaml --tasks 4242,4243,4244,4245 --duration 60s
+  jitterscope place --policy F --obs-f F2 --topology big-little.yaml -- jitterscope-spinloop --special 1000:1000
+  jitterscope place --dry-run --cgroup /sys/fs/cgroup/batch --duration 5s
+  jitterscope place --overhead
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from jitterscope import options
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    t = p.add_argument_group("tasks")
+    t.add_argument("--cmd", dest="cmds", action="append", metavar="CMD", help="start this command (repeatable)")
+    t.add_argument("--tasks", action="append", metavar="PIDS", help="running processes to place, e.g. 4242,4243")
+    t.add_argument("--cgroup", metavar="PATH", help="every process of this cgroup")
+    t.add_argument("--cpus", metavar="LIST", help="CPUs to place on (default: every CPU of the topology)")
+    t.add_argument("--topology", metavar="FILE", help="LLC groups and LITTLE CPUs from FILE instead of sysfs")
+    w = p.add_argument_group("observation")
+    w.add_argument("--weights", default="auto", metavar="SRC",
+                   help="weight source: auto (pmu, else declared, else oracle), pmu, declared, oracle (default auto)")
+    w.add_argument("--declare", action="append", metavar="SEL=W", help="declared weight: SEL a PID, program name or "
+                   "cgroup path; W heavy, light or a number (repeatable)")
+    w.add_argument("--labels", metavar="FILE", help="declared weights from a YAML file (SEL: W)")
+    w.add_argument("--quantum", default="100ms", metavar="TIME", help="observation and scheduling quantum "
+                                                                      "(default 100ms)")
+    c = p.add_argument_group("policies")
+    c.add_argument("--policy", default="L,X,C,F", metavar="LIST",
+                   help="L, X, C, F (comma list), or the baselines stock and worst (default L,X,C,F)")
+    c.add_argument("--bins", type=int, default=4, metavar="N", help="OBS-L: weight bins, one decade each (default 4; "
+                                                                  "0 = raw weights)")
+    c.add_argument("--period", default="1s", metavar="TIME", help="OBS-X: rebalance period (default 1s)")
+    c.add_argument("--credit", default="2%", metavar="PCT", help="OBS-C: C_credit (default 2%%)")
+    c.add_argument("--credit-norm", default="max", metavar="N",
+                   help="OBS-C: weights divided by the largest seen (max, default), raw, or a number")
+    c.add_argument("--obs-f", default="F2", metavar="F1|F2", help="OBS-F: F1 migrate and stay, F2 return (default)")
+    c.add_argument("--release-after", type=int, default=1, metavar="N", help="OBS-F2: clean quanta before release "
+                                                                             "(default 1)")
+    c.add_argument("--ban-after", type=int, default=0, metavar="N",
+                   help="OBS-F: faulting quanta before a lifetime ban from LITTLE CPUs (default 0: never)")
+    c.add_argument("--actuator", default="sigstop", metavar="NAME", help="OBS-L: sigstop (default) or freezer")
+    r = p.add_argument_group("run")
+    options.add_duration(p, default=None, help="stop after this long (default: when every task has ended)")
+    r.add_argument("--dry-run", action="store_true", help="observe and print the decisions; change nothing")
+    r.add_argument("--overhead", action="store_true", help="measure the observer's cost per context switch "
+                                                           "(pipe ping-pong with and without it) and exit")
+    r.add_argument("--out", metavar="DIR", help="run directory to create")
+    options.add_json(p, "summary.json")
+    p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="a command to start")
+
+
+def run(args: argparse.Namespace) -> int:
+    import sys
+
+    from jitterscope.place import plan, render, session
+    from jitterscope.rundir import load_run
+
+    if args.overhead:
+        from jitterscope.place.overhead import measure
+
+        result = measure()
+        options.print_json(result) if args.json else print(result["text"])
+        return 0
+    p = plan.build(vars(args))
+    p.argv = sys.argv
+    run_dir = session.run(p, progress=not args.json)
+    summary = load_run(run_dir).summary
+    if args.json:
+        options.print_json(summary)
+    else:
+        print(render.render(summary, str(run_dir)))
+    return 0

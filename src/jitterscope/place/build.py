@@ -1,0 +1,119 @@
+"""A place run's tables, summary.json and meta.json, from what the engine recorded.
+
+Co-scheduling of heavy tasks (the OBS-L test's measure, spec B.3): the share of
+the run during which two or more heavy tasks (normalised weight >= 0.5) ran at
+once in one LLC group.  Under OBS-L or worst it is exact (jitterscope decided
+who ran when); under the kernel's scheduling it is estimated per quantum from
+each CPU's heavy run time, assuming the CPUs' choices independent (a Poisson
+binomial): it says "estimated".
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from jitterscope import sysinfo
+from jitterscope.place import schema
+from jitterscope.place.engine import Engine
+from jitterscope.place.plan import Plan
+from jitterscope.place.topology import Topology
+from jitterscope.rundir import base_meta, write_json, write_table
+
+
+def _co_exact(rows: list[dict[str, Any]], topo: Topology, heavy: float, wall: int) -> float:
+    events: dict[int, list[tuple[int, int]]] = {}
+    for r in rows:
+        if r["weight"] >= heavy:
+            g = topo.group_of(r["cpu"])
+            events.setdefault(g, []).extend([(r["start_ns"], 1), (r["end_ns"], -1)])
+    both = 0
+    for ev in events.values():
+        ev.sort()
+        n, last = 0, 0
+        for t, d in ev:
+            if n >= 2:
+                both += t - last
+            n, last = n + d, t
+    return both / wall if wall > 0 else 0.0
+
+
+def _co_estimated(rows: list[dict[str, Any]], topo: Topology, heavy: float, quantum: float) -> float:
+    win: dict[tuple[int, int], dict[int, float]] = {}
+    for r in rows:
+        if r["weight"] >= heavy and r["end_ns"] > r["start_ns"]:
+            k = (round(r["end_ns"] / quantum), topo.group_of(r["last_cpu"]))
+            share = win.setdefault(k, {})
+            share[r["last_cpu"]] = min(1.0, share.get(r["last_cpu"], 0.0) + r["run_ns"] / (r["end_ns"] - r["start_ns"]))
+    ticks = {k[0] for k in win} or {0}
+    total = 0.0
+    for probs in win.values():
+        p = np.array(list(probs.values()))
+        none = np.prod(1 - p)
+        one = sum(p[i] * np.prod(np.delete(1 - p, i)) for i in range(len(p)))
+        total += 1 - none - one
+    return total / len(ticks)
+
+
+def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
+    out = []
+    for p in eng.tasks:
+        a, b = p.first, p.snap
+        ws = [r["weight"] for r in eng.observations if r["pid"] == p.pid]
+        srcs = Counter(r["source"] for r in eng.observations if r["pid"] == p.pid)
+        d = {k: (getattr(b, k) - getattr(a, k)) if a and b else 0 for k in ("run_ns", "wait_ns", "ivcsw", "ops",
+                                                                            "specials", "faults")}
+        out.append({"pid": p.pid, "name": p.t.name, "command": p.prog.argv, "home": p.t.home,
+                    "weight_source": srcs.most_common(1)[0][0] if srcs else "none", "declared": p.declared,
+                    "mean_weight": float(np.mean(ws)) if ws else p.t.weight, **d,
+                    "ops_per_s": d["ops"] / (wall / 1e9) if wall > 0 else 0.0, "quanta": len(ws),
+                    "faulting_quanta": p.t.f.faulting_quanta, "banned": p.t.f.banned,
+                    "end": p.end or "running at the end"})
+    return out
+
+
+def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]:
+    s, rows = plan.settings, eng.observations
+    wmax = max([r["weight"] for r in rows] + [1e-12])
+    heavy = s.heavy * wmax
+    co = _co_exact(rows, plan.topo, heavy, wall) if eng.cfg.slots else _co_estimated(rows, plan.topo, heavy,
+                                                                                      s.quantum_ns)
+    bal = None
+    if eng.splits:
+        t = np.array([x[0] for x in eng.splits] + [wall], dtype=float)
+        bal = float(np.sum(np.diff(t) * np.array([x[1] for x in eng.splits])) / max(t[-1] - t[0], 1))
+    credits = [d["value"] for d in eng.decisions if d["action"] == "credit"]
+    obs = np.array(eng.observe_ns or [0])
+    srcs = Counter(r["source"] for r in rows)
+    return {
+        "run": {"policies": sorted(plan.policies), "quantum_ns": s.quantum_ns, "wall_ns": wall, "ended_by": ended_by,
+                "dry_run": plan.dry_run, "actuator": plan.actuator if eng.cfg.slots else None, "cpus": plan.cpus,
+                "topology": plan.topo.as_dict(), "pmu": {"available": plan.pmu_ok, "why": plan.pmu_why},
+                "settings": {"bins": s.bins, "period_ns": s.period_ns, "credit": s.credit, "credit_norm": s.norm,
+                             "obs_f": f"F{s.f_variant}", "release_after": s.release_after, "ban_after": s.ban_after,
+                             "heavy": s.heavy}},
+        "weight_sources": dict(srcs),
+        "tasks": _tasks(eng, wall),
+        "coheavy_fraction": co, "coheavy_method": "exact" if eng.cfg.slots else "estimated",
+        "balanced_fraction": bal,
+        "credit": {"count": len(credits), "moved_ns": float(sum(credits))},
+        "decisions": dict(Counter(d["action"] for d in eng.decisions)),
+        "observer": {"snapshots": len(eng.observe_ns), "mean_ns": float(obs.mean()), "p99_ns": float(np.percentile(obs, 99))},
+    }
+
+
+def write(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int, t_start: int) -> None:
+    write_table(run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS),
+                kind="place")
+    write_table(run_dir, "decisions", pa.Table.from_pylist(eng.decisions, schema=schema.DECISIONS), kind="place")
+    meta = base_meta(kind="place", host=sysinfo.host(), kernel=sysinfo.kernel(), cpus=plan.cpus,
+                     command_line=plan.argv, start_unix_ns=t_start, duration_s=wall / 1e9,
+                     interrupted=ended_by == "interrupted",
+                     options={"policies": sorted(plan.policies), "quantum_ns": plan.settings.quantum_ns,
+                              "actuator": plan.actuator, "weights": plan.weights, "dry_run": plan.dry_run})
+    write_json(run_dir / "meta.json", meta)
+    write_json(run_dir / "summary.json", summary(plan, eng, ended_by, wall))

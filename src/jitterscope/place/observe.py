@@ -1,0 +1,120 @@
+"""OBS-M (spec B.1): what one task did over its last quantum, from what the machine offers.
+
+Always, the kernel's software data per thread, summed over the process:
+`/proc/PID/task/TID/schedstat` (time on CPU, time waiting on a run queue,
+slices), `status` (voluntary and involuntary context switches), `stat` (minor
+and major page faults, the CPU it last ran on) and `/proc/PID/arch_status`
+(AVX-512 use, x86).  The cache weight w = LLC misses / cycles over the task's
+immediately preceding quantum (B.2, no smoothing) comes from the first source
+available, named in every observation:
+
+  pmu       per-task hardware counters (pmu.py), where the CPU has a PMU
+  declared  a weight the user gave (--declare NAME=heavy|light|W, --labels FILE)
+  oracle    the weight the workload publishes through the place API (js_place.h)
+  none      nothing known: weight 0
+
+Throughput comes from the workloads themselves (the report API's op counter).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitterscope.place.pmu import Counters
+from jitterscope.place.records import NO_WEIGHT, PlacePage
+from jitterscope.protect.report import ReportPage
+
+SOURCES = ("pmu", "declared", "oracle", "none")
+
+
+@dataclass
+class Snap:
+    run_ns: int
+    wait_ns: int
+    slices: int
+    vcsw: int
+    ivcsw: int
+    minflt: int
+    majflt: int
+    cpu: int
+    avx512_ms: int
+    ops: int
+    specials: int
+    faults: int
+    oracle: float | None
+    pmu: tuple[int, int, int, int] | None
+    nice: int = 0
+
+
+def _status_ctxt(text: str) -> tuple[int, int]:
+    v = iv = 0
+    for ln in text.splitlines():
+        if ln.startswith("voluntary_ctxt_switches:"):
+            v = int(ln.split()[1])
+        elif ln.startswith("nonvoluntary_ctxt_switches:"):
+            iv = int(ln.split()[1])
+    return v, iv
+
+
+def _avx512(pid: int) -> int:
+    try:
+        for ln in Path(f"/proc/{pid}/arch_status").read_text().splitlines():
+            if ln.startswith("AVX512_elapsed_ms:"):
+                return int(ln.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
+    return -1
+
+
+def snapshot(pid: int, page: PlacePage | None, report: ReportPage | None, pmu: Counters | None) -> Snap | None:
+    """The process's cumulative counters now; None if it is gone."""
+    tot = [0] * 7
+    cpu = nice = -1
+    try:
+        tids = sorted(int(p.name) for p in Path(f"/proc/{pid}/task").iterdir())
+    except OSError:
+        return None
+    for tid in tids:
+        base = Path(f"/proc/{pid}/task/{tid}")
+        try:
+            run, wait, slices = (int(x) for x in (base / "schedstat").read_text().split()[:3])
+            v, iv = _status_ctxt((base / "status").read_text())
+            st = (base / "stat").read_text()
+        except (OSError, ValueError):
+            continue   # a thread that just ended
+        f = st[st.rindex(")") + 2:].split()
+        for i, x in enumerate((run, wait, slices, v, iv, int(f[7]), int(f[9]))):
+            tot[i] += x
+        if tid == pid:
+            cpu, nice = int(f[36]), int(f[16])
+    if cpu < 0:
+        return None
+    pc = page.counters() if page else {}
+    ops = report.counters()["ops"] if report else 0
+    w = pc.get("weight_ppm", NO_WEIGHT)
+    return Snap(*tot, cpu, _avx512(pid), ops, pc.get("specials", 0), pc.get("faults", 0),
+                None if w == NO_WEIGHT else w / 1e6, pmu.read() if pmu else None, nice)
+
+
+def weight(a: Snap, b: Snap, declared: float | None) -> tuple[float, str]:
+    """The policy input from one quantum (a -> b) and its source (module docstring's order)."""
+    if a.pmu is not None and b.pmu is not None:
+        cycles, misses = b.pmu[0] - a.pmu[0], b.pmu[1] - a.pmu[1]
+        return (misses / cycles if cycles > 0 else 0.0), "pmu"
+    if declared is not None:
+        return declared, "declared"
+    if b.oracle is not None:
+        return b.oracle, "oracle"
+    return 0.0, "none"
+
+
+def row(pid: int, name: str, start_ns: int, end_ns: int, a: Snap, b: Snap, w: float, source: str,
+        cpu: int) -> dict[str, object]:
+    """One observation (a row of the run's observations table)."""
+    d = {k: getattr(b, k) - getattr(a, k) for k in ("run_ns", "wait_ns", "slices", "vcsw", "ivcsw", "minflt",
+                                                   "majflt", "ops", "specials", "faults")}
+    hw = [y - x for x, y in zip(a.pmu, b.pmu)] if a.pmu and b.pmu else [-1, -1, -1, -1]
+    return {"pid": pid, "name": name, "start_ns": start_ns, "end_ns": end_ns, "cpu": cpu, "last_cpu": b.cpu, **d,
+            "avx512_ms": b.avx512_ms, "cycles": hw[0], "llc_misses": hw[1], "instructions": hw[2],
+            "llc_refs": hw[3], "weight": w, "source": source}

@@ -1,0 +1,133 @@
+"""The lifecycle of one `place` run.
+
+plan (plan.py) -> run directory -> journal -> pages in a scratch dir in
+/dev/shm (and the fault FIFO with OBS-F) -> tasks started one at a time, each
+weighed and placed (OBS-X) as it arrives -> the actuator set up -> the loop
+(engine.py) until --duration, the last task's end or Ctrl-C -> every task let
+run -> our commands stopped -> the journal undone (affinity, stopped or frozen
+tasks, cgroups) -> the run's tables and summary (build.py).  kill -9 leaves the
+journal: the next jitterscope command or `jitterscope restore` undoes it.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+from jitterscope import sysinfo
+from jitterscope.journal import Journal
+from jitterscope.place import build, observe, policy
+from jitterscope.place.actuate import Actuator
+from jitterscope.place.engine import Config, Engine
+from jitterscope.place.plan import Plan
+from jitterscope.place.pmu import Counters
+from jitterscope.place.records import FAULTS_ENV, LITTLE_ENV
+from jitterscope.place.tasks import Affinity, Placed, given, start
+from jitterscope.protect import programs
+from jitterscope.rundir import create_run_dir, new_run_path
+from jitterscope.units import format_cpulist
+
+
+def _declared(plan: Plan, p: Placed) -> float | None:
+    if plan.weights not in ("auto", "declared"):
+        return None
+    names = {str(p.pid), p.t.name, Path(p.prog.argv[0]).name if p.prog.argv else ""}
+    try:
+        argv0 = Path(f"/proc/{p.pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+        names.add(Path(argv0).name)
+        cg = Path(f"/proc/{p.pid}/cgroup").read_text()
+    except (OSError, UnicodeDecodeError):
+        cg = ""
+    for sel, w in plan.declared.items():
+        if sel in names or (sel.startswith("/") and any(ln.endswith(":" + sel.split("/sys/fs/cgroup", 1)[-1])
+                                                         for ln in cg.splitlines())):
+            return w
+    return None
+
+
+def _initial_weight(plan: Plan, p: Placed) -> None:
+    """What the task weighs when it arrives: declared, or the oracle's first publication (up to 1 s)."""
+    p.declared = _declared(plan, p)
+    if p.declared is not None:
+        p.t.weight = p.declared
+        return
+    deadline = time.monotonic() + 1.0
+    while p.page is not None and plan.weights in ("auto", "oracle") and time.monotonic() < deadline:
+        w = p.page.counters()["weight_ppm"]
+        if w >= 0:
+            p.t.weight = w / 1e6
+            return
+        time.sleep(0.01)
+
+
+def _home(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
+    """OBS-X places a new task on the least-loaded group; otherwise round-robin over --cpus."""
+    if "X" in plan.policies and p.prog.group:
+        gs = eng.groups()
+        g = policy.place_new([sum(q.t.weight for q in x) for x in gs], [len(x) for x in gs])
+        p.t.home = eng.least_loaded(eng.group_cpus(g) or plan.cpus)
+        eng.decide("X", p, "place", p.t.home, f"new task (weight {p.t.weight:.3g}) to the least-loaded group {g}",
+                   p.t.weight)
+        return
+    own = sorted(os.sched_getaffinity(p.pid)) if not p.prog.group else []
+    p.t.home = own[0] if len(own) == 1 and own[0] in plan.cpus else plan.cpus[n % len(plan.cpus)]
+    eng.decide("-", p, "home", p.t.home, "its own single CPU" if len(own) == 1 else "round-robin over --cpus")
+
+
+def _arrive(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
+    _initial_weight(plan, p)
+    if plan.pmu_ok and plan.weights in ("auto", "pmu") and p.declared is None:
+        p.pmu = Counters([int(t) for t in os.listdir(f"/proc/{p.pid}/task")])
+    eng.tasks.append(p)
+    _home(eng, plan, p, n)
+    p.base_cpus = eng.base_cpus(p)
+    eng.move(p, p.base_cpus)
+
+
+def run(plan: Plan, progress: bool) -> Path:
+    run_dir = create_run_dir(plan.out or new_run_path(sysinfo.host(), "place"))
+    cfg = Config(plan.policies, plan.settings, plan.cpus, plan.dry_run,
+                 on_decision=_printer() if plan.dry_run and progress else None)
+    eng = Engine(cfg, plan.topo, [], None, None)
+    ended_by, t_start = "error", time.time_ns()
+    with Journal("place") as j:
+        eng.aff = Affinity(j)
+        scratch = j.scratch_dir("jitterscope-place-", parent="/dev/shm" if Path("/dev/shm").is_dir() else None)
+        env = {LITTLE_ENV: format_cpulist(plan.topo.little)} if plan.topo.little else {}
+        if "F" in plan.policies:
+            os.mkfifo(scratch / "faults", 0o600)
+            eng.fifo = os.open(scratch / "faults", os.O_RDONLY | os.O_NONBLOCK)
+            env[FAULTS_ENV] = str(scratch / "faults")
+        try:
+            for n, argv in enumerate(plan.cmds):
+                _arrive(eng, plan, start(j, argv, plan.cpus, scratch, n, env), n)
+            for n, pid in enumerate(plan.pids, len(plan.cmds)):
+                _arrive(eng, plan, given(pid, "--tasks"), n)
+            if cfg.slots and not plan.dry_run:
+                eng.act = Actuator(j, plan.actuator, eng.tasks)
+            ended_by = eng.run(plan.duration_ns or float("inf"), lambda: False)
+        except KeyboardInterrupt:
+            ended_by = "interrupted"
+        finally:
+            eng.finish()
+            wall = eng.now()
+            for p in eng.tasks:
+                programs.stop(p.prog)
+                if not p.end and p.prog.returncode() == -4:
+                    eng.drop(p)
+            if eng.fifo is not None:
+                os.close(eng.fifo)
+    build.write(run_dir, plan, eng, ended_by, wall, t_start)
+    return run_dir
+
+
+def _printer():   # type: ignore[no-untyped-def]
+    def show(d: dict[str, object]) -> None:
+        print(f"{d['t_ns'] / 1e9:8.3f}s  {d['policy']:<5} {d['action']:<8} {d['name']}[{d['pid']}] cpu {d['cpu']}: "
+              f"{d['reason']}", file=sys.stderr)
+    return show
+
+
+__all__ = ["run", "observe"]

@@ -1,0 +1,106 @@
+"""The tasks `place` controls: started by it (`--cmd`, `-- CMD`) or given (`--tasks`, `--cgroup`).
+
+A command is started through protect's program launcher (its own process
+group, journalled before it runs, pinned from its first instruction) with a
+report page (throughput) and a place page (oracle weight, faults) in the
+environment.  Affinity changes go through the journal (knobs/tasks.py): the
+first change of each thread records its original CPUs, later ones move it
+again, and undo restores the original.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
+from jitterscope.knobs.tasks import set_affinity, stat_fields, threads
+from jitterscope.place.observe import Snap
+from jitterscope.place.pmu import Counters
+from jitterscope.place.policy import Task
+from jitterscope.place.records import PlacePage
+from jitterscope.protect import programs
+from jitterscope.protect.report import ReportPage
+from jitterscope.units import format_cpulist
+
+
+@dataclass
+class Placed:
+    """One task: the policies' view (`t`), its program, pages and last observation."""
+
+    t: Task
+    prog: programs.Program
+    declared: float | None = None
+    page: PlacePage | None = None
+    report: ReportPage | None = None
+    pmu: Counters | None = None
+    snap: Snap | None = None
+    snap_ns: int = 0
+    first: Snap | None = None
+    base_cpus: list[int] = field(default_factory=list)   # where the policies (not OBS-F) want it
+    f_home: int = -1                                     # its CPU before OBS-F pinned it to a big one
+    end: str = ""                                        # why it left: ended, killed by SIGILL, ...
+    stopped: bool = False
+
+    @property
+    def pid(self) -> int:
+        return self.prog.pid
+
+
+class Affinity:
+    """Journalled affinity: each thread's original CPUs recorded once, then moved freely."""
+
+    def __init__(self, j: Journal) -> None:
+        self.j = j
+        self.journalled: set[int] = set()
+
+    def set(self, p: Placed, cpus: list[int]) -> bool:
+        """Move every thread of `p` to `cpus`; False if the process is gone."""
+        want, moved = set(cpus), False
+        for tid in threads(p.pid):
+            sf = stat_fields(tid)
+            if sf is None:
+                continue
+            if tid not in self.journalled:
+                if set_affinity(self.j, tid, want, f"task.{p.pid}.affinity", sf[0]) is not None:
+                    self.journalled.add(tid)
+                moved = True
+                continue
+            try:
+                os.sched_setaffinity(tid, want)
+                moved = True
+            except OSError:
+                continue
+        return moved
+
+
+def start(j: Journal, argv: list[str], cpus: list[int], scratch: Path, n: int, env: dict[str, str]) -> Placed:
+    """Start one command with its pages; its policy task is filled in by the engine."""
+    page = PlacePage(scratch / f"place-{n}.page")
+    rp = ReportPage.create(scratch / f"report-{n}.page")
+    prog = programs.start(j, "task", argv, cpus, rp.path, scratch / f"task-{n}.log",
+                          env={**env, "JITTERSCOPE_PLACE_PAGE": str(page.path)})
+    return Placed(Task(prog.pid, prog.name), prog, page=page, report=rp)
+
+
+def given(pid: int, option: str) -> Placed:
+    prog = programs.given("task", pid, option)
+    return Placed(Task(pid, prog.name), prog)
+
+
+def cgroup_pids(path: Path) -> list[int]:
+    """Every process of a cgroup (v1 or v2), for --cgroup."""
+    f = path / "cgroup.procs"
+    try:
+        pids = [int(x) for x in f.read_text().split()]
+    except OSError as err:
+        raise JitterscopeError(f"--cgroup {path}: cannot read {f}: {err.strerror}") from None
+    if not pids:
+        raise JitterscopeError(f"--cgroup {path}: no process in it")
+    return pids
+
+
+def describe_cpus(cpus: list[int]) -> str:
+    return format_cpulist(sorted(cpus))
