@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from jitterscope.journal import Journal
+from jitterscope.journal import Journal, read_journal
 from jitterscope.knobs import irq, resolve
 from jitterscope.rundir import load_run
 from jitterscope.sysinfo import online_cpus
@@ -32,6 +32,8 @@ from .conftest import jitterscope, needs_tracing, probed_cpu
 
 pytestmark = [needs_tracing, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings")]
+# Named per test session: a fresh clone's `make test` may run this same test at the same time.
+DAEMON = f"tune-noise{os.getpid() % 100000}"
 SECONDS = "15s"   # vmstat_update runs once a second: ~15 before, <= 2 after (10 s interval): q < 0.01
 
 
@@ -57,7 +59,7 @@ def noise(tmp_path_factory):
         reader = subprocess.Popen(["taskset", "-c", str(other), "dd", "if=/dev/hwrng", "of=/dev/null", "bs=64"],
                                   stderr=subprocess.DEVNULL)
         inj = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu), "--period",
-                                "20ms", "--busy", "500us", "--policy", "other", "--name", "tune-noise",
+                                "20ms", "--busy", "500us", "--policy", "other", "--name", DAEMON,
                                 "--duration", "900s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             time.sleep(1.0)
@@ -79,7 +81,7 @@ def plan(noise):
     # This machine's own noise gets its knobs too; the test applies only what it made (others measure here).
     doc = yaml.safe_load(p.read_text())
     mine = [k for k in doc["knobs"] if k["knob"] in (f"irq.{noise['irq'].number}.affinity", "vm.stat_interval")
-            or any(s["source"] == "thread:tune-noise" for s in k["sources"])]
+            or any(s["source"] == f"thread:{DAEMON}" for s in k["sources"])]
     doc["knobs"] = mine
     (noise["dir"] / "mine.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return {"full": full, "mine": noise["dir"] / "mine.yaml", "knobs": [k["knob"] for k in mine]}
@@ -89,7 +91,7 @@ def test_plan_of_a_real_run_gives_each_top_source_its_knob(noise, plan):
     items = {i["source"]: i for i in plan["full"]["items"]}
     action = noise["irq"].actions[0]
     assert f"irq.{noise['irq'].number}.affinity" in {k["knob"] for k in items[f"irq:{action}"]["knobs"]}
-    assert any(k["knob"].startswith("task.") for k in items["thread:tune-noise"]["knobs"])
+    assert any(k["knob"].startswith("task.") for k in items[f"thread:{DAEMON}"]["knobs"])
     assert any(p.startswith("nohz_full=") for p in items["irq:local_timer"]["boot"])
     if "work:vmstat_update" in items and int(resolve("vm.stat_interval").read()) < 10:
         assert {k["knob"] for k in items["work:vmstat_update"]["knobs"]} == {"vm.stat_interval"}
@@ -105,7 +107,6 @@ def test_plan_of_a_real_run_gives_each_top_source_its_knob(noise, plan):
 
 def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan):
     before = knob_values(plan["knobs"])
-    recs = records()
     out = noise["dir"] / "verify"
     try:
         p = jitterscope("tune", "verify", str(plan["mine"]), "--before", str(noise["base"]), "--out", str(out),
@@ -113,7 +114,7 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
         assert p.returncode in (0, 1), p.stderr
         r = json.loads(p.stdout)
         t = {x["source"]: x for x in r["targets"]}
-        for s in (f"irq:{noise['irq'].actions[0]}", "thread:tune-noise"):
+        for s in (f"irq:{noise['irq'].actions[0]}", f"thread:{DAEMON}"):
             assert t[s]["down"] and t[s]["as_planned"] and t[s]["after"]["count"] == 0, t[s]
             assert t[s]["q"] < r["alpha"]
         vm = t.get("work:vmstat_update")
@@ -124,18 +125,19 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
         assert (out / "verify.html").exists() and load_run(out / "after").kind == "measure"
         assert load_run(out).kind == "tune" and load_run(out).summary["ok"] == r["ok"]
         assert knob_values(plan["knobs"]) != before            # kept, as apply keeps them
-        assert len(records()) == len(recs) + 1
+        assert Path(r["record"]).exists()
     finally:
-        rv = json.loads(jitterscope("tune", "revert", "--json", check=True).stdout)["reverted"]
+        # This verify's record (its header names the directory), not another engineer's kept at the same time.
+        (rec,) = [p for p in records() if read_journal(p)[0].get("out") == str(out)]
+        rv = json.loads(jitterscope("tune", "revert", "--record", str(rec), "--json", check=True).stdout)["reverted"]
     assert rv and rv[0]["complete"]
     assert {row["result"] for row in rv[0]["rows"]} <= {"restored"}
     assert knob_values(plan["knobs"]) == before            # value by value
-    assert records() == recs
+    assert not rec.exists()
 
 
 def test_kill_9_during_verify_then_restore_leaves_nothing_changed(noise, plan):
     before = knob_values(plan["knobs"])
-    recs = records()
     err = noise["dir"] / "killed.err"
     with open(err, "w") as fh:
         proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "tune", "verify", str(plan["mine"]),
@@ -155,4 +157,4 @@ def test_kill_9_during_verify_then_restore_leaves_nothing_changed(noise, plan):
             proc.wait()
     r = jitterscope("restore", "--json", check=True)   # (another jitterscope command may have restored first)
     assert knob_values(plan["knobs"]) == before, json.loads(r.stdout)
-    assert records() == recs                                # a killed verify keeps no record
+    assert not [r for r in records() if r.name.endswith(f"-{proc.pid}.jsonl")]   # a killed verify keeps no record
