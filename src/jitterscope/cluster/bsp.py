@@ -56,6 +56,14 @@ class BspOptions:
     command_line: list[str]
     priority: int | None = None
 
+    def __post_init__(self) -> None:
+        if self.phases < 1:
+            raise JitterscopeError("--phases must be at least 1")
+        if self.replications < 1:
+            raise JitterscopeError("--replications must be at least 1")
+        if self.phase_ns < 10_000:
+            raise JitterscopeError("--phase must be at least 10us (the work loop is calibrated to it)")
+
 
 def _place(cluster: Cluster, opts: BspOptions) -> tuple[int, list[dict[str, Any]], Path | None]:
     """Choose and take this rank's CPU (and priority); rank 0 also checks the output directory.

@@ -21,6 +21,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
 import numpy as np
@@ -103,6 +104,12 @@ class Cluster:
             time.sleep(0.5)
             self.comm.Abort(2)
         raise SystemExit(2)
+
+    def every_rank(self, prepare: Callable[[], T], rank: Callable[[Cluster, T], Path | None]) -> Path | None:
+        """Every rank checks its options (`prepare`) and does its part (`rank`); rank 0 returns the
+        run directory it wrote, the others None."""
+        opts = self.run(prepare)
+        return self.run(lambda: rank(self, opts))
 
     def run(self, fn: Callable[[], T]) -> T:
         """Run fn; any failure on this rank ends the whole job with a clear message."""

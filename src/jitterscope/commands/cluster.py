@@ -38,7 +38,7 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
@@ -47,7 +47,6 @@ from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, se
 if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
     from jitterscope.cluster.mpi import Cluster
 
-Opts = TypeVar("Opts")  # a subcommand's options
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -110,14 +109,11 @@ def _measure(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_m
     from jitterscope.cluster.measure import ClusterMeasureOptions, measure_rank
     from jitterscope.cluster.render import render_measure
 
-    def prepare() -> ClusterMeasureOptions:
-        return ClusterMeasureOptions(
-            duration_ns=options.duration_ns(args), threshold_ns=threshold_ns,
-            trace=not args.no_trace, priority=options.priority(args),
-            buffer_kb=options.buffer_kb(args), cpu_map=cpu_map,
-            out=args.out, timeout_s=timeout_s, command_line=list(sys.argv))
-
-    return _run_ranks(cluster, prepare, measure_rank, render_measure, args.json)
+    out = cluster.every_rank(lambda: ClusterMeasureOptions(
+        duration_ns=options.duration_ns(args), threshold_ns=threshold_ns, trace=not args.no_trace,
+        priority=options.priority(args), buffer_kb=options.buffer_kb(args), cpu_map=cpu_map,
+        out=args.out, timeout_s=timeout_s, command_line=list(sys.argv)), measure_rank)
+    return _show(out, render_measure, args.json)
 
 
 def _bsp(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None,
@@ -125,27 +121,16 @@ def _bsp(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: 
     from jitterscope.cluster.bsp import BspOptions, bsp_rank
     from jitterscope.cluster.render import render_bsp
 
-    def prepare() -> BspOptions:
-        if args.phases < 1:
-            raise JitterscopeError("--phases must be at least 1")
-        if args.replications < 1:
-            raise JitterscopeError("--replications must be at least 1")
-        phase_ns = parse_duration_ns(args.phase, what="--phase")
-        if phase_ns < 10_000:
-            raise JitterscopeError("--phase must be at least 10us (the work loop is calibrated to it)")
-        return BspOptions(phase_ns=phase_ns, phases=args.phases, sync=args.sync, threshold_ns=threshold_ns,
-                          cpu_map=cpu_map, out=args.out, timeout_s=timeout_s, replications=args.replications,
-                          seed=args.seed, command_line=list(sys.argv), priority=options.priority(args))
-
-    return _run_ranks(cluster, prepare, bsp_rank, render_bsp, args.json)
+    out = cluster.every_rank(lambda: BspOptions(
+        phase_ns=parse_duration_ns(args.phase, what="--phase"), phases=args.phases, sync=args.sync,
+        threshold_ns=threshold_ns, cpu_map=cpu_map, out=args.out, timeout_s=timeout_s,
+        replications=args.replications, seed=args.seed, command_line=list(sys.argv),
+        priority=options.priority(args)), bsp_rank)
+    return _show(out, render_bsp, args.json)
 
 
-def _run_ranks(cluster: Cluster, prepare: Callable[[], Opts], rank: Callable[[Cluster, Opts], Path | None],
-               render: Callable[[dict[str, Any], Path], str], as_json: bool) -> int:
-    """Every rank checks its options and does its part; rank 0, which wrote the
-    run directory, prints its summary."""
-    opts = cluster.run(prepare)
-    out = cluster.run(lambda: rank(cluster, opts))
+def _show(out: Path | None, render: Callable[[dict[str, Any], Path], str], as_json: bool) -> int:
+    """Rank 0, which wrote the run directory, prints its summary."""
     if out is None:
         return 0
     summary = json.loads((out / "summary.json").read_text())
