@@ -19,13 +19,10 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import contextlib
 import os
-import sys
 from pathlib import Path
-from typing import Any
 
-from jitterscope import journal, options
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import DAY_S, format_ns, parse_duration_ns
 
@@ -64,7 +61,8 @@ def _check_truth_path(path: Path) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure.inject import Injector, period_stats, read_truth
+    from jitterscope.measure.inject import Injector, inject  # numpy: only when it runs
+    from jitterscope.measure.render import render_injection
 
     cpu = _cpu(args.cpu)
     period = parse_duration_ns(args.period, what="--period")
@@ -73,50 +71,18 @@ def run(args: argparse.Namespace) -> int:
     duration = parse_duration_ns(args.duration, what="--duration", bounds=(1e-6, 7 * DAY_S)) if args.duration else None
     if args.truth is not None:
         _check_truth_path(args.truth)
-    with contextlib.ExitStack() as stack:
-        truth_path = args.truth
-        if truth_path is None:  # statistics come from the truth file: a private one, journalled
-            truth_path = stack.enter_context(journal.scratch("jitterscope-inject-")) / "truth.csv"
-        inj = Injector(cpu, period, busy, duration, name=args.name, policy=args.policy or "auto",
-                       truth_path=truth_path, priority=args.priority)
-        inj.start()
+
+    def announce(inj: Injector) -> None:
+        if args.json:
+            return
         policy = f"SCHED_FIFO {args.priority}" if inj.used_policy == "fifo" else "SCHED_OTHER"
-        if not args.json:
-            until = f"for {format_ns(duration)}" if duration else "until Ctrl-C"
-            print(f"injecting on CPU {cpu}: busy {format_ns(busy)} every {format_ns(period)} as "
-                  f"'{args.name}' (pid {inj.pid}, {policy}), {until}", flush=True)
-        try:
-            result = inj.wait()
-        except KeyboardInterrupt:
-            inj.stop()
-            result = inj.wait(timeout=10)
-        for w in result.warnings:
-            print(f"jitterscope: warning: {w}", file=sys.stderr)
-        truth = read_truth(truth_path)
-        stats = period_stats(truth) if len(truth) >= 2 else None
-        out: dict[str, Any] = {
-            "cpu": cpu, "name": args.name, "pid": inj.pid, "policy": inj.used_policy,
-            "priority": result.priority, "period_ns": int(period), "busy_ns": int(busy),
-            "wakeups": result.wakeups, "missed_deadlines": result.missed, "interrupted": result.interrupted,
-            "tsc_hz": result.tsc_hz, "truth": str(args.truth) if args.truth else None, "measured": stats,
-        }
+        until = f"for {format_ns(duration)}" if duration else "until Ctrl-C"
+        print(f"injecting on CPU {cpu}: busy {format_ns(busy)} every {format_ns(period)} as "
+              f"'{args.name}' (pid {inj.pid}, {policy}), {until}", flush=True)
+
+    out = inject(cpu, period, busy, duration, args.name, args.policy or "auto", args.priority, args.truth, announce)
     if args.json:
         options.print_json(out)
     else:
-        print(_render(out))
+        print(render_injection(out))
     return 0
-
-
-def _render(r: dict[str, Any]) -> str:
-    lines = [f"done: {r['wakeups']} wake-ups, {r['missed_deadlines']} missed deadlines"
-             + (" (interrupted)" if r["interrupted"] else "")]
-    m = r["measured"]
-    if m:
-        lines.append(f"  period  mean {format_ns(m['period_mean_ns'])}, overall {m['period_overall_ns'] / 1e6:.6f} ms; "
-                     f"deviation p99 {format_ns(m['period_p99_dev_ns'])}, max {format_ns(m['period_max_dev_ns'])}")
-        share = m["busy_total_ns"] / (r["wakeups"] * r["period_ns"]) * 100 if r["wakeups"] else 0.0
-        lines.append(f"  busy    mean {format_ns(m['busy_mean_ns'])}, max {format_ns(m['busy_max_ns'])}, "
-                     f"total {format_ns(m['busy_total_ns'])} ({share:.2f}% of CPU {r['cpu']})")
-    if r["truth"]:
-        lines.append(f"  truth   {r['truth']} (TSC at {r['tsc_hz']:.0f} Hz)")
-    return "\n".join(lines)

@@ -19,13 +19,17 @@ CPU time; under SCHED_OTHER it may include time the injector was preempted.
 
 from __future__ import annotations
 
+import contextlib
 import signal
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from jitterscope import journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import tsc
 from jitterscope.native_bin import INJECT_PROGRAM, native_bin
@@ -184,3 +188,35 @@ def period_stats(truth: Truth) -> dict[str, float]:
         "busy_max_ns": float(busy.max()),
         "busy_total_ns": float(busy.sum()),
     }
+
+
+def inject(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str, policy: str,
+           priority: int, truth_path: Path | None,
+           on_start: Callable[[Injector], None] | None = None) -> dict[str, Any]:
+    """Run the injector until its duration is over (or Ctrl-C) and return what it did, measured from
+    its truth file (a private, journalled one when `truth_path` is None).  `on_start` is called once
+    it runs (to say so)."""
+    with contextlib.ExitStack() as stack:
+        path = truth_path
+        if path is None:  # statistics come from the truth file: a private one, journalled
+            path = stack.enter_context(journal.scratch("jitterscope-inject-")) / "truth.csv"
+        inj = Injector(cpu, period_ns, busy_ns, duration_ns, name=name, policy=policy, truth_path=path,
+                       priority=priority)
+        inj.start()
+        if on_start is not None:
+            on_start(inj)
+        try:
+            result = inj.wait()
+        except KeyboardInterrupt:
+            inj.stop()
+            result = inj.wait(timeout=10)
+        for w in result.warnings:
+            print(f"jitterscope: warning: {w}", file=sys.stderr)
+        truth = read_truth(path)
+        return {
+            "cpu": cpu, "name": name, "pid": inj.pid, "policy": inj.used_policy,
+            "priority": result.priority, "period_ns": int(period_ns), "busy_ns": int(busy_ns),
+            "wakeups": result.wakeups, "missed_deadlines": result.missed, "interrupted": result.interrupted,
+            "tsc_hz": result.tsc_hz, "truth": str(truth_path) if truth_path else None,
+            "measured": period_stats(truth) if len(truth) >= 2 else None,
+        }

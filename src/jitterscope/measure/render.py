@@ -68,3 +68,19 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
     if run_dir:
         lines.append(f"Run written to {run_dir}")
     return "\n".join(lines)
+
+
+def render_injection(r: dict[str, Any]) -> str:
+    """What `jitterscope inject` did (measure.inject.inject's result)."""
+    lines = [f"done: {r['wakeups']} wake-ups, {r['missed_deadlines']} missed deadlines"
+             + (" (interrupted)" if r["interrupted"] else "")]
+    m = r["measured"]
+    if m:
+        lines.append(f"  period  mean {format_ns(m['period_mean_ns'])}, overall {m['period_overall_ns'] / 1e6:.6f} ms; "
+                     f"deviation p99 {format_ns(m['period_p99_dev_ns'])}, max {format_ns(m['period_max_dev_ns'])}")
+        share = m["busy_total_ns"] / (r["wakeups"] * r["period_ns"]) * 100 if r["wakeups"] else 0.0
+        lines.append(f"  busy    mean {format_ns(m['busy_mean_ns'])}, max {format_ns(m['busy_max_ns'])}, "
+                     f"total {format_ns(m['busy_total_ns'])} ({share:.2f}% of CPU {r['cpu']})")
+    if r["truth"]:
+        lines.append(f"  truth   {r['truth']} (TSC at {r['tsc_hz']:.0f} Hz)")
+    return "\n".join(lines)
