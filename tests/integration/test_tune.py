@@ -22,8 +22,19 @@ from jitterscope.sysinfo import boot_id, host, kernel, online_cpus
 from jitterscope.tune.record import record_dir, records
 
 from .conftest import jitterscope, probed_cpu
+from .tune_support import one_session_at_a_time
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings")
+
+
+@pytest.fixture(autouse=True)
+def _turns():
+    """The same knobs as another session running these tests at the same time: take turns."""
+    if os.geteuid() != 0:
+        yield
+        return
+    with one_session_at_a_time():
+        yield
 STAT = "/proc/sys/vm/stat_interval"
 
 

@@ -29,6 +29,7 @@ from jitterscope.sysinfo import online_cpus
 from jitterscope.tune.record import records
 
 from .conftest import jitterscope, needs_tracing, probed_cpu
+from .tune_support import one_session_at_a_time
 
 pytestmark = [needs_tracing, pytest.mark.slow,
               pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings")]
@@ -54,7 +55,7 @@ def knob_values(names: list[str]) -> dict[str, str]:
 def noise(tmp_path_factory):
     cpu, other = probed_cpu(), online_cpus()[0]
     dev_irq = rng_irq()
-    with Journal("test tune noise") as j:
+    with one_session_at_a_time(), Journal("test tune noise") as j:
         resolve(f"irq.{dev_irq.number}.affinity").apply(j, str(cpu))
         reader = subprocess.Popen(["taskset", "-c", str(other), "dd", "if=/dev/hwrng", "of=/dev/null", "bs=64"],
                                   stderr=subprocess.DEVNULL)
