@@ -208,21 +208,6 @@ static void *probe_main(void *arg)
 
 /* ---- writer: drain rings to the file ------------------------------------ */
 
-static void write_all(int fd, const void *buf, size_t n, const char *path)
-{
-    const char *p = buf;
-    while (n) {
-        ssize_t w = write(fd, p, n);
-        if (w < 0) {
-            if (errno == EINTR)
-                continue;
-            die("writing %s: %s", path, strerror(errno));
-        }
-        p += w;
-        n -= (size_t)w;
-    }
-}
-
 static uint64_t drain(struct probe_thread *t, int fd, const char *path)
 {
     uint64_t h = atomic_load_explicit(&t->head, memory_order_acquire);
@@ -232,9 +217,9 @@ static uint64_t drain(struct probe_thread *t, int fd, const char *path)
         return 0;
     uint64_t i = tl & (RING_RECORDS - 1);
     uint64_t first = n < RING_RECORDS - i ? n : RING_RECORDS - i;
-    write_all(fd, &t->ring[i], first * sizeof(struct js_detour), path);
+    js_write_all(fd, &t->ring[i], first * sizeof(struct js_detour), path);
     if (n > first)
-        write_all(fd, &t->ring[0], (n - first) * sizeof(struct js_detour), path);
+        js_write_all(fd, &t->ring[0], (n - first) * sizeof(struct js_detour), path);
     atomic_store_explicit(&t->tail, h, memory_order_release);
     return n;
 }
@@ -598,7 +583,7 @@ static int64_t release(struct probe_thread *th, int n, int fd, struct js_file_he
     hdr->record_size = sizeof(struct js_detour);
     hdr->tsc_hz = a->tsc_hz;
     hdr->t0_tsc = js_rdtsc_ordered();
-    write_all(fd, hdr, sizeof *hdr, a->out);
+    js_write_all(fd, hdr, sizeof *hdr, a->out);
     int64_t start_ns = js_ns(CLOCK_MONOTONIC);
     atomic_store(&g_go, 1);
     for (int i = 0; i < n; i++)
