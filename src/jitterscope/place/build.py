@@ -1,10 +1,11 @@
 """A place run's tables, summary.json and meta.json, from what the engine recorded.
 
-Co-scheduling of heavy tasks (the OBS-L test's measure, spec B.3): the share of
-the run during which two or more heavy tasks (normalised weight >= 0.5) ran at
-once in one LLC group.  Under OBS-L or worst it is exact (jitterscope decided
-who ran when); under the kernel's scheduling it is estimated per quantum from
-each CPU's heavy run time, assuming the CPUs' choices independent (a Poisson
+Co-scheduling of heavy tasks (the OBS-L test's measure, spec B.3): of the time
+a heavy task (normalised weight >= 0.5) runs, the share during which another
+heavy task runs in the same LLC group (0 under OBS-L with cb/sl pairs, 1 under
+the forced worst case [cb,sl][cb,sl], 0.5 for independent choices).  Under
+OBS-L or worst it is exact (jitterscope decided who ran when); under the
+kernel's scheduling it is estimated per quantum from each CPU's heavy run time, assuming the CPUs' choices independent (a Poisson
 binomial): it says "estimated".
 """
 
@@ -25,38 +26,43 @@ from jitterscope.place.topology import Topology
 from jitterscope.rundir import base_meta, write_json, write_table
 
 
-def _co_exact(rows: list[dict[str, Any]], topo: Topology, heavy: float, wall: int) -> float:
+def _co_exact(rows: list[dict[str, Any]], topo: Topology, heavy: float) -> float:
+    """Time with two or more heavy tasks in one group / time with at least one."""
     events: dict[int, list[tuple[int, int]]] = {}
     for r in rows:
         if r["weight"] >= heavy:
             g = topo.group_of(r["cpu"])
             events.setdefault(g, []).extend([(r["start_ns"], 1), (r["end_ns"], -1)])
-    both = 0
+    both = anyh = 0
     for ev in events.values():
         ev.sort()
         n, last = 0, 0
         for t, d in ev:
-            if n >= 2:
-                both += t - last
+            both += t - last if n >= 2 else 0
+            anyh += t - last if n >= 1 else 0
             n, last = n + d, t
-    return both / wall if wall > 0 else 0.0
+    return both / anyh if anyh > 0 else 0.0
 
 
 def _co_estimated(rows: list[dict[str, Any]], topo: Topology, heavy: float, quantum: float) -> float:
-    win: dict[tuple[int, int], dict[int, float]] = {}
+    """Per quantum and group: each CPU's chance to be running a heavy task when it runs one of ours (its heavy
+    run time / our run time there), CPUs independent; P(two or more heavy) / P(at least one), over the run."""
+    win: dict[tuple[int, int], dict[int, list[float]]] = {}
     for r in rows:
-        if r["weight"] >= heavy and r["end_ns"] > r["start_ns"]:
-            k = (round(r["end_ns"] / quantum), topo.group_of(r["last_cpu"]))
-            share = win.setdefault(k, {})
-            share[r["last_cpu"]] = min(1.0, share.get(r["last_cpu"], 0.0) + r["run_ns"] / (r["end_ns"] - r["start_ns"]))
-    ticks = {k[0] for k in win} or {0}
-    total = 0.0
-    for probs in win.values():
-        p = np.array(list(probs.values()))
+        k = (round(r["end_ns"] / quantum), topo.group_of(r["last_cpu"]))
+        acc = win.setdefault(k, {}).setdefault(r["last_cpu"], [0.0, 0.0])
+        acc[0] += r["run_ns"] if r["weight"] >= heavy else 0.0
+        acc[1] += r["run_ns"]
+    both = anyh = 0.0
+    for cpus in win.values():
+        p = np.array([h / t for h, t in cpus.values() if t > 0])
+        if len(p) < 2:
+            continue
         none = np.prod(1 - p)
         one = sum(p[i] * np.prod(np.delete(1 - p, i)) for i in range(len(p)))
-        total += 1 - none - one
-    return total / len(ticks)
+        both += float(1 - none - one)
+        anyh += float(1 - none)
+    return both / anyh if anyh > 0 else 0.0
 
 
 def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
@@ -65,13 +71,13 @@ def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
         a, b = p.first, p.snap
         ws = [r["weight"] for r in eng.observations if r["pid"] == p.pid]
         srcs = Counter(r["source"] for r in eng.observations if r["pid"] == p.pid)
-        d = {k: (getattr(b, k) - getattr(a, k)) if a and b else 0 for k in ("run_ns", "wait_ns", "ivcsw", "ops",
-                                                                            "specials", "faults")}
+        d = {k: (getattr(b, k) - getattr(a, k)) if a and b else 0 for k in ("run_ns", "wait_ns", "ivcsw", "ops")}
+        d.update({k: getattr(b, k) if b else 0 for k in ("specials", "faults")})   # since the task's start
         out.append({"pid": p.pid, "name": p.t.name, "command": p.prog.argv, "home": p.t.home,
                     "weight_source": srcs.most_common(1)[0][0] if srcs else "none", "declared": p.declared,
                     "mean_weight": float(np.mean(ws)) if ws else p.t.weight, **d,
                     "ops_per_s": d["ops"] / (wall / 1e9) if wall > 0 else 0.0, "quanta": len(ws),
-                    "faulting_quanta": p.t.f.faulting_quanta, "banned": p.t.f.banned,
+                    "faulting_quanta": p.t.f.faulting_quanta, "banned": p.t.f.banned, "credit_ns": p.t.credit_ns,
                     "end": p.end or "running at the end"})
     return out
 
@@ -80,7 +86,7 @@ def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]
     s, rows = plan.settings, eng.observations
     wmax = max([r["weight"] for r in rows] + [1e-12])
     heavy = s.heavy * wmax
-    co = _co_exact(rows, plan.topo, heavy, wall) if eng.cfg.slots else _co_estimated(rows, plan.topo, heavy,
+    co = _co_exact(rows, plan.topo, heavy) if eng.cfg.slots else _co_estimated(rows, plan.topo, heavy,
                                                                                       s.quantum_ns)
     bal = None
     if eng.splits:
@@ -102,7 +108,8 @@ def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]
         "balanced_fraction": bal,
         "credit": {"count": len(credits), "moved_ns": float(sum(credits))},
         "decisions": dict(Counter(d["action"] for d in eng.decisions)),
-        "observer": {"snapshots": len(eng.observe_ns), "mean_ns": float(obs.mean()), "p99_ns": float(np.percentile(obs, 99))},
+        "observer": {"snapshots": len(eng.observe_ns), "mean_ns": float(obs.mean()),
+                     "p99_ns": float(np.percentile(obs, 99))},
     }
 
 

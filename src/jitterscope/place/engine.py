@@ -105,9 +105,9 @@ class Engine:
                 self.drop(p)
             return None
         w, src = observe.weight(p.snap, snap, p.declared)
-        row = observe.row(p.pid, p.t.name, p.snap_ns, self.now(), p.snap, snap, w, src,
-                          snap.cpu if cpu is None else cpu)
-        p.t.weight, p.t.prio, p.snap, p.snap_ns = w, snap.nice, snap, row["end_ns"]
+        now = self.now()
+        row = observe.row(p.pid, p.t.name, p.snap_ns, now, p.snap, snap, w, src, snap.cpu if cpu is None else cpu)
+        p.t.weight, p.t.prio, p.snap, p.snap_ns = w, snap.nice, snap, now
         self.observations.append(row)
         return row
 
@@ -160,7 +160,8 @@ class Engine:
         if s is None or s.task is None:
             return
         p, now = s.task, self.now()
-        s.task, s.end = None, now
+        s.task = None
+        s.end = min(s.end, now)
         if self.act is not None and not self.cfg.dry_run:
             self.act.stop(p)
         row = self.observe(p, cpu)
@@ -173,13 +174,16 @@ class Engine:
                     moved = policy.transfer(p.t, o.task.t, now - max(row["start_ns"], o.start), self.cfg.settings,
                                             self.wmax())
                     if moved > 0:
-                        self.decide("C", p, "credit", cpu, f"co-ran with {o.task.t.name} ({o.task.pid})", moved)
+                        light, heavy = (p, o.task) if p.t.weight < o.task.t.weight else (o.task, p)
+                        self.decide("C", light, "credit", cpu, f"co-ran with the heavier {heavy.t.name} "
+                                                               f"({heavy.pid}), which pays", moved)
         self.f_quantum(p, row)
 
     def next_slot(self, cpu: int) -> None:
         now, g = self.now(), self.topo.group_of(cpu)
         queue = [p for p in self.live() if p.t.home == cpu and not any(s.task is p for s in self.slot.values())]
-        others = sum(s.task.t.weight for c, s in self.slot.items() if s.task and c != cpu and self.topo.group_of(c) == g)
+        others = sum(s.task.t.weight for c, s in self.slot.items()
+                     if s.task and c != cpu and self.topo.group_of(c) == g)
         mates = [p.t.weight for p in self.live() if self.topo.group_of(p.t.home) == g]
         goal = policy.target(mates, len(self.group_cpus(g)))
         pick, why = policy.choose([p.t for p in queue], others, goal, self.wmax(), self.cfg.settings.bins,
@@ -195,7 +199,11 @@ class Engine:
                 self.act.cont(chosen)
             chosen.snap_ns = now
             self.decide("worst" if "worst" in self.cfg.policies else "L", chosen, "run", cpu, why, length)
-        self.slot[cpu] = Slot(chosen, now, now + length)
+        # On the grid of the CPU's previous quantum (CPUs stay aligned however late the loop wakes),
+        # unless more than a quantum behind.
+        prev = self.slot.get(cpu)
+        base = prev.end if prev is not None and now - prev.end < self.cfg.settings.quantum_ns else now
+        self.slot[cpu] = Slot(chosen, now, base + length)
 
     # --- OBS-X ----------------------------------------------------------------------------------------------
     def groups(self) -> list[list[Placed]]:

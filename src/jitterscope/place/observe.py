@@ -93,8 +93,9 @@ def snapshot(pid: int, page: PlacePage | None, report: ReportPage | None, pmu: C
     pc = page.counters() if page else {}
     ops = report.counters()["ops"] if report else 0
     w = pc.get("weight_ppm", NO_WEIGHT)
-    return Snap(*tot, cpu, _avx512(pid), ops, pc.get("specials", 0), pc.get("faults", 0),
-                None if w == NO_WEIGHT else w / 1e6, pmu.read() if pmu else None, nice)
+    return Snap(tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], cpu, _avx512(pid), ops,
+                pc.get("specials", 0), pc.get("faults", 0), None if w == NO_WEIGHT else w / 1e6,
+                pmu.read() if pmu else None, nice)
 
 
 def weight(a: Snap, b: Snap, declared: float | None) -> tuple[float, str]:

@@ -81,5 +81,6 @@ def measure(cpu: int | None = None, rounds: int = 20000, repeats: int = 3, quant
                    f"({med['quantum'] - med['without']:+.0f} ns)\n"
                    f"  observer every {fmt_ns(quantum_s * 1e7):<9} {fmt_ns(med['stress'])} per switch "
                    f"({med['stress'] - med['without']:+.0f} ns; stress)\n"
-                   f"  one snapshot of one task: {fmt_ns(snap_ns)} (paper: < 1,000 cycles per switch, 0.38 us at 2.6 GHz)")
+                   f"  one snapshot of one task: {fmt_ns(snap_ns)} "
+                   f"(paper: < 1,000 cycles per switch, 0.38 us at 2.6 GHz)")
     return res

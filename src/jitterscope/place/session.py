@@ -14,11 +14,13 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.journal import Journal
-from jitterscope.place import build, observe, policy
+from jitterscope.place import build, policy
 from jitterscope.place.actuate import Actuator
 from jitterscope.place.engine import Config, Engine
 from jitterscope.place.plan import Plan
@@ -80,8 +82,8 @@ def _arrive(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
     _initial_weight(plan, p)
     if plan.pmu_ok and plan.weights in ("auto", "pmu") and p.declared is None:
         p.pmu = Counters([int(t) for t in os.listdir(f"/proc/{p.pid}/task")])
-    eng.tasks.append(p)
     _home(eng, plan, p, n)
+    eng.tasks.append(p)
     p.base_cpus = eng.base_cpus(p)
     eng.move(p, p.base_cpus)
 
@@ -123,11 +125,9 @@ def run(plan: Plan, progress: bool) -> Path:
     return run_dir
 
 
-def _printer():   # type: ignore[no-untyped-def]
-    def show(d: dict[str, object]) -> None:
+def _printer() -> Callable[[dict[str, Any]], None]:
+    def show(d: dict[str, Any]) -> None:
         print(f"{d['t_ns'] / 1e9:8.3f}s  {d['policy']:<5} {d['action']:<8} {d['name']}[{d['pid']}] cpu {d['cpu']}: "
               f"{d['reason']}", file=sys.stderr)
     return show
 
-
-__all__ = ["run", "observe"]

@@ -87,6 +87,10 @@ def start(j: Journal, argv: list[str], cpus: list[int], scratch: Path, n: int, e
 
 def given(pid: int, option: str) -> Placed:
     prog = programs.given("task", pid, option)
+    try:   # the program's name, not its comm (cut at 15 characters)
+        prog.name = Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()).name or prog.name
+    except (OSError, UnicodeDecodeError):
+        pass
     return Placed(Task(pid, prog.name), prog)
 
 
