@@ -5,7 +5,8 @@ a heavy task (normalised weight >= 0.5) runs, the share during which another
 heavy task runs in the same LLC group (0 under OBS-L with cb/sl pairs, 1 under
 the forced worst case [cb,sl][cb,sl], 0.5 for independent choices).  Under
 OBS-L or worst it is exact (jitterscope decided who ran when); under the
-kernel's scheduling it is estimated per quantum from each CPU's heavy run time, assuming the CPUs' choices independent (a Poisson
+kernel's scheduling it is estimated per quantum from each CPU's heavy run time,
+assuming the CPUs' choices independent (a Poisson
 binomial): it says "estimated".
 """
 

@@ -16,11 +16,12 @@ PageBuilder = Callable[[Run], "tuple[str, list[Figure]]"]
 def _builders() -> dict[str, PageBuilder]:
     # Imported here: each builder pulls in matplotlib, needed only once a page is drawn.
     from jitterscope.pipeline import report as pipeline
+    from jitterscope.place import report as place
     from jitterscope.report import cluster, run
     from jitterscope.sync import report as sync
 
     return {"measure": run.build_page, "cluster": cluster.build_page, "pipeline": pipeline.build_page,
-            "sync": sync.build_page}
+            "sync": sync.build_page, "place": place.build_page}
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
