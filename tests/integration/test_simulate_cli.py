@@ -11,6 +11,7 @@ from tests.support.noise_runs import periodic_source, write_noise_run
 from .conftest import jitterscope
 
 RESULT_KEYS = {"nodes", "phases", "phase_s", "runtime_s", "ideal_s", "slowdown", "ci95_s"}
+EXACT_KEYS = {"expected_s", "expected_slowdown"}   # the model's exact expectation, where it has one
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,9 @@ def test_simulate_json_shape_and_plots(tmp_path):
     assert data["model"]["noise"] == {"family": "normal", "params": {"mean": 1.91e-3, "sd": 0.36e-3}}
     assert len(data["results"]) == 7 * 3
     for r in data["results"]:
-        assert set(r) == RESULT_KEYS
+        assert set(r) == RESULT_KEYS | EXACT_KEYS      # i.i.d. delays: the exact mean is known
         assert r["slowdown"] == pytest.approx(r["runtime_s"] / r["ideal_s"] - 1)
+        assert r["runtime_s"] == pytest.approx(r["expected_s"], rel=0.02)
         assert r["ci95_s"][0] <= r["runtime_s"] <= r["ci95_s"][1]
     by_n = {r["nodes"]: r["slowdown"] for r in data["results"] if r["phases"] == 100}
     assert sorted(by_n.values()) == [by_n[n] for n in sorted(by_n)]      # grows with N
