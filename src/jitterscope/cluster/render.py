@@ -31,7 +31,7 @@ def render_measure(s: dict[str, Any], out: Path) -> str:
         lines.append(f"... {count(len(s['nodes']) - MAX_ROWS, 'more node', 'more nodes')} in summary.json")
     lines += ["", "sources by nodes hit:"]
     for src in s["sources"][:10]:
-        lines.append(f"  {src['kind'] + ':' + src['name']:<40} {count(src['nodes'], 'node'):>10}  "
+        lines.append(f"  {src['kind'] + ':' + src['name']:<46} {count(src['nodes'], 'node'):>10}  "
                      f"mean {_ppm(src['mean_ppm'])}"
                      f", worst {src['max_node']} {_ppm(src['max_ppm'])}")
     lines.append("")
