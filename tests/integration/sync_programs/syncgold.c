@@ -148,6 +148,7 @@ static void *sw_waiter(void *arg)
 {
     (void)arg;
     pin(g_cpu);
+    fifo(10);                            /* below the signaller: runs the moment it sleeps, whatever the load */
     waiter_tid = gettid();
     for (int i = 0; i < K; i++) {
         pthread_mutex_lock(&m);
@@ -190,6 +191,7 @@ static void *bw_waiter(void *arg)
 {
     int id = (int)(intptr_t)arg;
     pin(g_cpu);
+    fifo(10);                            /* below the broadcaster: as sw_waiter */
     bw_tids[id] = gettid();
     for (int i = 0; i < K; i++) {
         pthread_mutex_lock(&m);
