@@ -105,7 +105,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--period", metavar="TIME", help="release iteration k at t0 + k*TIME (default: back to back); "
                    "latency is then measured from the release")
     r.add_argument("--hang-timeout", default="10s", metavar="TIME",
-                   help="stop and report where threads wait if no iteration completes for TIME (default 10s)")
+                   help="stop and say where threads wait if no iteration completes for TIME or 20 times the "
+                        "slowest iteration so far (default 10s)")
     r.add_argument("--trace", action="store_true", help="trace the kernel alongside; attribute late iterations")
     options.add_buffer(r)
     r.add_argument("--late", type=_percentile, default=99.0, metavar="P",

@@ -94,8 +94,13 @@ def run_pipeline(sched: Schedule, ro: RunOptions, out_dir: Path, trace: bool = F
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing was recorded
         raise
     meta.update(interrupted=interrupted, t0_tsc=runtime.t0_tsc, mlocked=runtime.mlocked,
-                threads=runtime.threads, warnings=warnings + end.warnings, first_violation=end.first_violation)
+                threads=runtime.threads, warnings=warnings + end.warnings, first_violation=end.first_violation,
+                hung=end.hung)
     build_run(run_dir, meta, sched, run_dir / "trace" if tracing_ok else None, own, late_percentile)
+    if end.hung:
+        hang = next((w for w in end.warnings if w.startswith("hang:")), "hang")
+        raise JitterscopeError(f"the pipeline stopped: {hang}; the iterations before it are in {run_dir} "
+                               f"(a longer --hang-timeout if it was only slow)", exit_code=1)
     return run_dir
 
 

@@ -37,6 +37,7 @@ class RuntimeEnd:
     first_violation: str
     end_tsc: int
     warnings: list[str] = field(default_factory=list)
+    hung: bool = False          # the watchdog stopped it (the hang line is among the warnings)
 
 
 class Runtime(NativeChild[RuntimeEnd]):
@@ -69,7 +70,8 @@ class Runtime(NativeChild[RuntimeEnd]):
 
     def _finish(self, end: dict[str, Any], err_text: str) -> RuntimeEnd:
         return RuntimeEnd(int(end["iterations"]), bool(end["interrupted"]), int(end["guard_violations"]),
-                          str(end["first_violation"]), int(end["end_tsc"]), self._warnings(err_text))
+                          str(end["first_violation"]), int(end["end_tsc"]), self._warnings(err_text),
+                          bool(end.get("hung")))
 
 
 def heartbeat_done(path: Path) -> int:
