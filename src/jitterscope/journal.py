@@ -500,7 +500,8 @@ def stale_journals() -> list[Path]:
     return out
 
 
-def _read_entries(fh: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _read_entries(fh: Any, unknown: list[str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """(header, entries not yet done); ops this jitterscope does not know go to `unknown`."""
     header: dict[str, Any] = {}
     entries: list[dict[str, Any]] = []
     done: set[Any] = set()
@@ -515,6 +516,8 @@ def _read_entries(fh: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
             done.add(e.get("seq"))
         elif e.get("op") in UNDO:
             entries.append(e)
+        elif unknown is not None:
+            unknown.append(str(e.get("op")))
     return header, [e for e in entries if "seq" not in e or e["seq"] not in done]
 
 
@@ -551,9 +554,15 @@ def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
                 continue
             if os.fstat(fh.fileno()).st_nlink == 0:
                 continue  # another recovery got here first and has undone it
-            header, entries = _read_entries(fh)
-            _undo_entries(entries)
-            _settle(p, None, entries, header)
+            unknown: list[str] = []
+            header, entries = _read_entries(fh, unknown)
+            if unknown:  # written by a newer jitterscope: undoing only part of it could do harm
+                entries = [{"op": unknown[0], "path": str(p), "result": "failed", "message":
+                            f"{p}: holds changes this jitterscope cannot undo ({', '.join(sorted(set(unknown)))}); "
+                            f"left for a jitterscope that knows them"}]
+            else:
+                _undo_entries(entries)
+                _settle(p, None, entries, header)
         owner = f"{header.get('label', 'jitterscope')} (pid {header.get('pid', p.name.split('-')[0])})"
         for e in entries:
             e["owner"] = owner

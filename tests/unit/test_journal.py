@@ -154,3 +154,20 @@ def test_a_process_later_journal_is_recovered_before_its_earlier_one(tmp_path):
     """)
     journal.recover_stale()
     assert (keep_to / "trace").read_text() == "1"
+
+
+def test_a_journal_with_changes_this_version_does_not_know_is_left_whole(tmp_path):
+    knob = tmp_path / "knob"
+    knob.write_text("1")
+    _killed(f"""
+        from pathlib import Path
+        from jitterscope import journal
+        journal.UNDO["from_the_future"] = lambda e: None   # a newer jitterscope's kind of change
+        j = journal.Journal("newer")
+        j.set_file({str(knob)!r}, "0")
+        j.begin("from_the_future", path="somewhere")
+    """)
+    undone = journal.recover_stale()
+    assert [e["result"] for e in undone] == ["failed"] and "from_the_future" in undone[0]["message"]
+    assert knob.read_text() == "0"  # nothing undone halfway ...
+    assert len(journal.stale_journals()) == 1  # ... and the journal kept for a version that knows it
