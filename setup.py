@@ -32,6 +32,8 @@ SHARED = {
     "libjsbspwork.so": ["bspwork.c"],
     # The LD_PRELOAD interposer of `jitterscope sync` (pthread synchronisation records).
     "libjssync.so": ["interpose.c"],
+    # whatif cache: the trace-driven cache simulator (L2, OS cache, overflow sharing, prefetch, pinning)
+    "libjscachesim.so": ["cachesim.c"],
 }
 
 
