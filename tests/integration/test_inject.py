@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -94,7 +95,9 @@ def test_ctrl_c_ends_an_untimed_run_with_a_summary(tmp_path):
     assert "SCHED_FIFO" in first and "until Ctrl-C" in first
     time.sleep(0.3)
     proc.send_signal(2)
-    out, err = proc.communicate(timeout=15)
+    out, err = proc.communicate(timeout=60)
     assert proc.returncode == 0, err
     assert "(interrupted)" in out and "wake-ups" in out
-    assert len(read_truth(tmp_path / "t.csv")) >= 10
+    # every wake-up it reports is in the truth file (how many fit in 0.3 s depends on the load)
+    reported = int(re.search(r"done: ([\d,]+) wake-ups", out).group(1).replace(",", ""))
+    assert len(read_truth(tmp_path / "t.csv")) == reported >= 1
