@@ -180,6 +180,18 @@ class PlaceSummary(_Open):
     observer: dict[str, Any] = {}
 
 
+class PlaceCompareSummary(_Open):
+    """`jitterscope place --compare` (docs/run-format.md, "place compare directories")."""
+
+    baseline: StrictStr
+    sets: list[StrictStr]
+    repeat: Count
+    ended_by: StrictStr
+    runs: list[StrictStr]
+    tasks: list[dict[str, Any]]
+    policies: dict[str, dict[str, Any]]
+
+
 class ProtectSummary(_Open):
     """`jitterscope protect` (docs/run-format.md, "protect runs")."""
 

@@ -544,6 +544,20 @@ def _place_kind() -> RunKind:
 register_kind(_place_kind())
 
 
+def _place_compare_kind() -> RunKind:
+    from jitterscope.place import schema as P
+
+    return RunKind(
+        "place-compare",
+        tables={"results": TableSpec(P.RESULTS)},
+        summary=runcheck.PlaceCompareSummary,
+        doc="`jitterscope place --compare`: per repetition, policy set and task, throughput (per wall and per "
+            "CPU second) and noise; each run is a place run under runs/")
+
+
+register_kind(_place_compare_kind())
+
+
 register_kind(RunKind(
     "tune",
     tables={},

@@ -11,6 +11,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from jitterscope.native_bin import native_bin
@@ -49,19 +50,42 @@ def test_place_page_layout_matches_the_c_header() -> None:
 @ROOT
 @TWO
 @pytest.mark.slow
-def test_obs_l_schedule_shape(tmp_path: Path) -> None:
-    """cb = 1, sl = 0, two per vCPU: heavy with heavy ~never under L, always under worst, in between for stock."""
-    mix = ["--cpus", "0,1", *DECLARE, "--cmd", f"{CB} --buffer 4194304",
-           "--cmd", f"{CB} --buffer 4194304", "--cmd", SL, "--cmd", SL, "--duration", "1500ms"]
-    got = {pol: _place(tmp_path, pol, "--policy", pol, *mix)[0] for pol in ("L", "worst", "stock")}
-    assert got["L"]["coheavy_fraction"] < 0.15 and got["L"]["coheavy_method"] == "exact"
-    assert got["worst"]["coheavy_fraction"] > 0.8
-    assert 0.05 < got["stock"]["coheavy_fraction"] < 0.95 and got["stock"]["coheavy_method"] == "estimated"
-    for s in got.values():
-        assert s["weight_sources"].keys() == {"declared"} and all(t["ops"] > 0 for t in s["tasks"])
-        assert not s["run"]["pmu"]["available"] and s["run"]["pmu"]["why"]
-    # nothing left stopped: every task ran until the end and was then stopped by us, not by a signal
-    assert all(t["end"] == "running at the end" for s in got.values() for t in s["tasks"])
+def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> None:
+    """One --compare of [cb,sl][cb,chase] (cb = 1, sl = chase = 0) under stock, L, worst and L+P: heavy with heavy
+    ~never under L, always under worst, in between for stock (spec B.3); the protected chase is never stopped
+    under L+P; speedups are the geometric means of the per-task ratios in the results table."""
+    out = tmp_path / "cmp"
+    proc = jitterscope("place", "--compare", "stock,L,worst,L+P", "--repeat", "1", "--cpus", "0,1", *DECLARE,
+                       "--declare", "jitterscope-chase=light", "--protect", "jitterscope-chase",
+                       "--cmd", f"{CB} --buffer 4194304", "--cmd", f"{CB} --buffer 4194304", "--cmd", SL,
+                       "--cmd", "jitterscope-chase --buffer 262144 --period-ns 1000000", "--duration", "1500ms", "--out", str(out),
+                       timeout=180)
+    assert proc.returncode == 0, proc.stderr
+    assert "speedup vs stock" in proc.stdout and "jitterscope-chase#3*" in proc.stdout
+    cmp = load_run(out)
+    s, rows = cmp.summary, cmp.table("results").to_pylist()
+    assert len(rows) == 16 and s["ended_by"] == "complete" and s["noise_of"] == "protected"
+    runs = {name: load_run(out / "runs" / name) for name in s["runs"]}
+    co = {r.summary["run"]["policies"][0] if len(r.summary["run"]["policies"]) == 1 else "L+P": r.summary
+          for r in runs.values()}
+    assert co["L"]["coheavy_fraction"] < 0.15 and co["L"]["coheavy_method"] == "exact"
+    assert co["worst"]["coheavy_fraction"] > 0.8
+    assert 0.05 < co["stock"]["coheavy_fraction"] < 0.95 and co["stock"]["coheavy_method"] == "estimated"
+    for r in co.values():
+        assert r["weight_sources"].keys() == {"declared"} and not r["run"]["pmu"]["available"]
+        assert all(t["end"] == "running at the end" for t in r["tasks"]) and r["tasks"][0]["ops"] > 0
+    assert co["stock"]["tasks"][3]["beats"] > 0 and co["L+P"]["tasks"][3]["beats"] > 0
+    # OBS-P: the protected chase never waits for a slot (no `run` decision), and every slot choice names it
+    dec = runs["00-L_P"].table("decisions").to_pylist()
+    assert not [d for d in dec if d["action"] == "run" and d["name"] == "jitterscope-chase"]
+    assert all("OBS-P" in d["reason"] for d in dec if d["action"] == "run")
+    assert [d for d in runs["00-L"].table("decisions").to_pylist() if d["action"] == "run"
+            and d["name"] == "jitterscope-chase"]
+    # the system figure is the geometric mean of the per-task ratios of the results table
+    per = {(r["policies"], r["task"]): r["ops_per_cpu_s"] for r in rows}
+    ratios = [per[("L", i)] / per[("stock", i)] for i in range(4)]
+    assert s["policies"]["L"]["speedup_cpu"]["gmean"] == pytest.approx(float(np.prod(ratios)) ** 0.25)
+    assert s["tasks"][3]["by_policy"]["L+P"]["latency_p99_ns"] > 0
 
 
 @ROOT

@@ -13,6 +13,10 @@ over --cpus in the order given (OBS-X places them instead).  Baselines:
 --policy stock (the kernel, same pinning) and worst (heavy with heavy).
 Writes a run directory with every observation and decision; `jitterscope
 report RUN` draws the timeline of which task ran where with its weight.
+--compare runs the mix under stock scheduling and each policy set, repetitions
+interleaved, and prints per task throughput (per wall and per CPU second) and
+noise, with geometric-mean speedups; --protect names the tasks whose noise
+matters (policy P makes it OBS-L's objective).
 Policies and every option's default: docs/commands/place.md.
 
 EXAMPLES
@@ -22,6 +26,8 @@ EXAMPLES
   jitterscope place --policy L,X,C --topology two-groups.yaml --tasks 4242,4243,4244,4245 --duration 60s
   jitterscope place --policy F --obs-f F2 --topology big-little.yaml -- jitterscope-spinloop --special 1000:1000
   jitterscope place --dry-run --cgroup /sys/fs/cgroup/batch --duration 5s
+  jitterscope place --compare stock,L,worst --repeat 2 --duration 3s --declare jitterscope-cachebuster=heavy \\
+      --cmd jitterscope-cachebuster --cmd jitterscope-cachebuster --cmd jitterscope-spinloop --cmd jitterscope-spinloop
   jitterscope place --overhead
 """
 
@@ -30,6 +36,7 @@ from __future__ import annotations
 import argparse
 
 from jitterscope import options
+from jitterscope.errors import UsageError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -45,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     w.add_argument("--declare", action="append", metavar="SEL=W", help="declared weight: SEL a PID, program name or "
                    "cgroup path; W heavy, light or a number (repeatable)")
     w.add_argument("--labels", metavar="FILE", help="declared weights from a YAML file (SEL: W)")
+    t.add_argument("--protect", action="append", metavar="SEL", help="a protected task (PID, program name or "
+                   "cgroup path; repeatable): its noise is reported, and with policy P is OBS-L's objective")
     w.add_argument("--quantum", default="100ms", metavar="TIME", help="observation and scheduling quantum "
                                                                       "(default 100ms)")
     c = p.add_argument_group("policies")
@@ -65,6 +74,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r = p.add_argument_group("run")
     options.add_duration(p, default=None, help="stop after this long (default: when every task has ended)")
     r.add_argument("--dry-run", action="store_true", help="observe and print the decisions; change nothing")
+    r.add_argument("--compare", metavar="SETS", help="run the mix under each policy set, side by side: comma list, "
+                   "policies within a set joined by +, the first the baseline (e.g. stock,L,L+C,worst)")
+    r.add_argument("--repeat", type=int, default=2, metavar="N", help="--compare: repetitions of every set, "
+                   "interleaved (default 2)")
     r.add_argument("--overhead", action="store_true", help="measure the observer's cost per context switch "
                                                            "(pipe ping-pong with and without it) and exit")
     r.add_argument("--out", metavar="DIR", help="run directory to create")
@@ -86,6 +99,16 @@ def run(args: argparse.Namespace) -> int:
         return 0
     p = plan.build(vars(args))
     p.argv = sys.argv
+    if args.compare:
+        from jitterscope.place import compare
+
+        sets = compare.parse_sets(args.compare)
+        if not 1 <= args.repeat <= 100:
+            raise UsageError(f"--repeat {args.repeat}: give 1 to 100 repetitions")
+        run_dir = compare.run(p, sets, args.repeat, progress=not args.json)
+        s = load_run(run_dir).summary
+        options.print_json(s) if args.json else print(render.render_compare(s, str(run_dir)))
+        return 130 if s["ended_by"] == "interrupted" else 0
     run_dir = session.run(p, progress=not args.json)
     summary = load_run(run_dir).summary
     if args.json:

@@ -23,6 +23,7 @@ from jitterscope import sysinfo
 from jitterscope.place import schema
 from jitterscope.place.engine import Engine
 from jitterscope.place.plan import Plan
+from jitterscope.place.tasks import Placed
 from jitterscope.place.topology import Topology
 from jitterscope.rundir import base_meta, write_json, write_table
 
@@ -79,8 +80,18 @@ def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
                     "mean_weight": float(np.mean(ws)) if ws else p.t.weight, **d,
                     "ops_per_s": d["ops"] / (wall / 1e9) if wall > 0 else 0.0, "quanta": len(ws),
                     "faulting_quanta": p.t.f.faulting_quanta, "banned": p.t.f.banned, "credit_ns": p.t.credit_ns,
-                    "end": p.end or "running at the end"})
+                    "end": p.end or "running at the end", "protected": p.protected, **_latency(p)})
     return out
+
+
+def _latency(p: Placed) -> dict[str, Any]:
+    """The task's heartbeat latencies in the run (report API), if it publishes any: its measured noise."""
+    lat = p.beats.all() if p.beats is not None else np.zeros(0)
+    if not len(lat):
+        return {"beats": 0, "latency_ns": None}
+    q = np.percentile(lat, [50, 99])
+    return {"beats": int(len(lat)), "beats_lost": p.beats.lost if p.beats else 0,
+            "latency_ns": {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())}}
 
 
 def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]:

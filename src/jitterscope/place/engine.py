@@ -76,6 +76,10 @@ class Engine:
         if self.cfg.on_decision:
             self.cfg.on_decision(d)
 
+    def free(self, p: Placed) -> bool:
+        """OBS-P: a protected task is never stopped; it shares its CPU with the slot's task under the kernel."""
+        return "P" in self.cfg.policies and p.protected
+
     def wmax(self) -> float:
         return max([p.t.weight for p in self.tasks] + [1e-12])
 
@@ -100,11 +104,13 @@ class Engine:
         t = time.perf_counter_ns()
         snap = observe.snapshot(p.pid, p.page, p.report, p.pmu) if p.prog.alive() else None
         self.observe_ns.append(time.perf_counter_ns() - t)
+        if p.beats is not None:
+            p.beats.read()
         if snap is None or p.snap is None:
             if snap is None:
                 self.drop(p)
             return None
-        w, src = observe.weight(p.snap, snap, p.declared)
+        w, src = observe.weight(p.snap, snap, p.declared, p.source)
         now = self.now()
         row = observe.row(p.pid, p.t.name, p.snap_ns, now, p.snap, snap, w, src, snap.cpu if cpu is None else cpu)
         p.t.weight, p.t.prio, p.snap, p.snap_ns = w, snap.nice, snap, now
@@ -181,13 +187,18 @@ class Engine:
 
     def next_slot(self, cpu: int) -> None:
         now, g = self.now(), self.topo.group_of(cpu)
-        queue = [p for p in self.live() if p.t.home == cpu and not any(s.task is p for s in self.slot.values())]
-        others = sum(s.task.t.weight for c, s in self.slot.items()
-                     if s.task and c != cpu and self.topo.group_of(c) == g)
+        queue = [p for p in self.live() if p.t.home == cpu and not self.free(p)
+                 and not any(s.task is p for s in self.slot.values())]
+        co = [s.task for c, s in self.slot.items() if s.task and c != cpu and self.topo.group_of(c) == g]
+        co += [p for p in self.live() if self.free(p) and self.topo.group_of(p.t.home) == g]
+        others = sum(q.t.weight for q in co)
         mates = [p.t.weight for p in self.live() if self.topo.group_of(p.t.home) == g]
         goal = policy.target(mates, len(self.group_cpus(g)))
-        pick, why = policy.choose([p.t for p in queue], others, goal, self.wmax(), self.cfg.settings.bins,
-                                  worst="worst" in self.cfg.policies)
+        guard = "P" in self.cfg.policies and any(q.protected for q in co)
+        pick, why = policy.choose([p.t for p in queue], others, 0.0 if guard else goal, self.wmax(),
+                                  self.cfg.settings.bins, worst="worst" in self.cfg.policies)
+        if guard:   # OBS-P: a protected task's noise is the objective: its co-runners as light as can be
+            why += f" (OBS-P: the protected {next(q.t.name for q in co if q.protected)} co-runs: lightest first)"
         chosen = next((p for p in queue if p.t is pick), None)
         length = int(self.cfg.settings.quantum_ns)
         if chosen is not None:
@@ -243,9 +254,12 @@ class Engine:
         for p in self.live():
             p.snap, p.snap_ns = observe.snapshot(p.pid, p.page, p.report, p.pmu), self.now()
             p.first = p.snap
+            if p.beats is not None:     # iterations before the run's start do not count
+                p.beats.read()
+                p.beats.latencies.clear()
         if self.cfg.slots:
             for p in self.live():
-                if self.act is not None and not self.cfg.dry_run:
+                if self.act is not None and not self.cfg.dry_run and not self.free(p):
                     self.act.stop(p)
             for c in self.cfg.cpus:
                 self.next_slot(c)
@@ -258,7 +272,8 @@ class Engine:
                 return "tasks ended"
             if stopping():
                 return "interrupted"
-            wake = min([sl.end for sl in self.slot.values()] if self.cfg.slots else [tick])
+            free = [p for p in self.live() if self.free(p)]
+            wake = min([sl.end for sl in self.slot.values()] + ([tick] if free else []) if self.cfg.slots else [tick])
             wake = min(wake, rebal if "X" in self.cfg.policies else wake, duration_ns)
             ready = select.select([self.fifo] if self.fifo is not None else [], [], [], max(0, wake - now) / 1e9)[0]
             if ready:
@@ -270,8 +285,8 @@ class Engine:
                     if self.slot[c].end <= now:
                         self.end_slot(c)
                         self.next_slot(c)
-            elif now >= tick:
-                for p in self.live():
+            if now >= tick and (free or not self.cfg.slots):
+                for p in (free if self.cfg.slots else self.live()):
                     row = self.observe(p)
                     if row is not None:
                         self.f_quantum(p, row)

@@ -10,10 +10,15 @@ available, named in every observation:
 
   pmu       per-task hardware counters (pmu.py), where the CPU has a PMU
   declared  a weight the user gave (--declare NAME=heavy|light|W, --labels FILE)
+  profiled  from a labels file `place profile` wrote: cachegrind LL misses per instruction x an assumed IPC
+  probe     from a labels file `place profile --probe` wrote: a calibrated interference probe's slowdown
   oracle    the weight the workload publishes through the place API (js_place.h)
   none      nothing known: weight 0
 
-Throughput comes from the workloads themselves (the report API's op counter).
+Throughput comes from the workloads themselves (the report API's op counter);
+a workload that publishes heartbeats (the report API's `beat`, e.g.
+jitterscope-chase) gives its per-iteration latencies too (`Beats`): the
+measured noise of a protected task.
 """
 
 from __future__ import annotations
@@ -21,11 +26,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
+
 from jitterscope.place.pmu import Counters
 from jitterscope.place.records import NO_WEIGHT, PlacePage
+from jitterscope.protect.records import REPORT_BEATS, REPORT_DTYPE
 from jitterscope.protect.report import ReportPage
 
-SOURCES = ("pmu", "declared", "oracle", "none")
+SOURCES = ("pmu", "declared", "profiled", "probe", "oracle", "none")
 
 
 @dataclass
@@ -98,13 +106,13 @@ def snapshot(pid: int, page: PlacePage | None, report: ReportPage | None, pmu: C
                 pmu.read() if pmu else None, nice)
 
 
-def weight(a: Snap, b: Snap, declared: float | None) -> tuple[float, str]:
+def weight(a: Snap, b: Snap, declared: float | None, source: str = "declared") -> tuple[float, str]:
     """The policy input from one quantum (a -> b) and its source (module docstring's order)."""
     if a.pmu is not None and b.pmu is not None:
         cycles, misses = b.pmu[0] - a.pmu[0], b.pmu[1] - a.pmu[1]
         return (misses / cycles if cycles > 0 else 0.0), "pmu"
     if declared is not None:
-        return declared, "declared"
+        return declared, source
     if b.oracle is not None:
         return b.oracle, "oracle"
     return 0.0, "none"
@@ -119,3 +127,25 @@ def row(pid: int, name: str, start_ns: int, end_ns: int, a: Snap, b: Snap, w: fl
     return {"pid": pid, "name": name, "start_ns": start_ns, "end_ns": end_ns, "cpu": cpu, "last_cpu": b.cpu, **d,
             "avx512_ms": b.avx512_ms, "cycles": hw[0], "llc_misses": hw[1], "instructions": hw[2],
             "llc_refs": hw[3], "weight": w, "source": source}
+
+
+class Beats:
+    """A task's heartbeats (report API) read since the last call: the ring holds REPORT_BEATS, read once a
+    quantum, so a task beating faster than REPORT_BEATS per quantum loses the oldest (counted in `lost`)."""
+
+    def __init__(self, path: Path) -> None:
+        self._p = np.memmap(path, dtype=REPORT_DTYPE, mode="r", shape=())
+        self.seen, self.lost = 0, 0
+        self.latencies: list[np.ndarray] = []
+
+    def read(self) -> None:
+        n = int(self._p["beats"])
+        first = max(self.seen, n - REPORT_BEATS)
+        self.lost += first - self.seen
+        if n > first:
+            idx = np.arange(first, n) % REPORT_BEATS
+            self.latencies.append(np.array(self._p["beat"]["latency_ns"][idx], dtype=np.int64))
+        self.seen = n
+
+    def all(self) -> np.ndarray:
+        return np.concatenate(self.latencies) if self.latencies else np.zeros(0, dtype=np.int64)

@@ -27,7 +27,7 @@ from jitterscope.place.topology import Topology, load
 from jitterscope.protect.programs import split_command
 from jitterscope.units import parse_cpulist, parse_duration_ns
 
-POLICIES = ("L", "X", "C", "F", "stock", "worst")
+POLICIES = ("L", "X", "C", "F", "P", "stock", "worst")
 NAMED = {"heavy": 1.0, "light": 0.0}
 WEIGHT_SOURCES = ("auto", "pmu", "declared", "oracle")
 
@@ -41,6 +41,8 @@ class Plan:
     cmds: list[list[str]] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)
     declared: dict[str, float] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)   # a declared weight's stand-in, if a labels file says
+    protect: list[str] = field(default_factory=list)        # --protect selectors
     weights: str = "auto"
     pmu_ok: bool = False
     pmu_why: str = ""
@@ -59,13 +61,15 @@ def parse_policies(text: str) -> frozenset[str]:
     got = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
-        raise UsageError(f"unknown --policy {bad[0] if bad else text!r}: use a comma list of L, X, C, F, or stock "
-                         f"or worst (baselines)")
+        raise UsageError(f"unknown --policy {bad[0] if bad else text!r}: use a comma list of L, X, C, F, P, or "
+                         f"stock or worst (baselines)")
     pol = frozenset(got)
     if len(pol & {"L", "stock", "worst"}) > 1:
         raise UsageError("--policy: L, stock and worst exclude each other (each decides who runs)")
     if "C" in pol and not pol & {"L", "worst"}:
         raise UsageError("--policy C credits CPU time through OBS-L's quanta: give it with L (e.g. L,C)")
+    if "P" in pol and "L" not in pol:
+        raise UsageError("--policy P chooses the co-runners of protected tasks through OBS-L: give it with L (L,P)")
     return pol
 
 
@@ -81,18 +85,31 @@ def weight_value(v: Any, what: str) -> float:
     return w
 
 
-def declared(items: list[str], labels: Path | None) -> dict[str, float]:
+STAND_INS = ("declared", "profiled", "probe")   # a labels entry's source (place profile writes the last two)
+
+
+def declared(items: list[str], labels: Path | None) -> tuple[dict[str, float], dict[str, str]]:
+    """(weights, their sources) by selector: the labels file's entries (`SEL: W`, or `SEL: {weight: W,
+    source: profiled|probe, ...}` as `place profile` writes them), then --declare's (source `declared`)."""
     out: dict[str, float] = {}
+    src: dict[str, str] = {}
     if labels is not None:
         data = load_config(labels, Labels, "labels file").root
         for k, v in data.items():
-            out[str(k)] = weight_value(v, f"{labels}: {k}")
+            if isinstance(v, dict):
+                if "weight" not in v or v.get("source", "declared") not in STAND_INS:
+                    raise UsageError(f"{labels}: {k}: expected a weight, or a mapping with weight and source "
+                                     f"({', '.join(STAND_INS)})")
+                out[str(k)], src[str(k)] = weight_value(v["weight"], f"{labels}: {k}.weight"), v.get("source",
+                                                                                                      "declared")
+            else:
+                out[str(k)], src[str(k)] = weight_value(v, f"{labels}: {k}"), "declared"
     for it in items:
         sel, eq, val = it.partition("=")
         if not eq or not sel.strip():
             raise UsageError(f"--declare {it!r}: use SELECTOR=heavy|light|WEIGHT, e.g. jitterscope-cachebuster=heavy")
-        out[sel.strip()] = weight_value(val, f"--declare {it!r}")
-    return out
+        out[sel.strip()], src[sel.strip()] = weight_value(val, f"--declare {it!r}"), "declared"
+    return out, src
 
 
 def _settings(a: dict[str, Any]) -> Settings:
@@ -151,6 +168,6 @@ def build(a: dict[str, Any]) -> Plan:
     if a["weights"] == "pmu" and not ok:
         raise JitterscopeError(f"--weights pmu: {why}; use --declare or the workloads' oracle weights")
     dur = parse_duration_ns(a["duration"], what="--duration") if a["duration"] else None
-    return Plan(pol, settings, topo, cpus, cmds, pids, declared(a["declare"] or [], Path(a["labels"]) if a["labels"]
-                                                                else None), a["weights"], ok, why,
-                a["actuator"], dur, a["dry_run"], Path(a["out"]) if a["out"] else None)
+    weights, sources = declared(a["declare"] or [], Path(a["labels"]) if a["labels"] else None)
+    return Plan(pol, settings, topo, cpus, cmds, pids, weights, sources, list(a.get("protect") or []), a["weights"],
+                ok, why, a["actuator"], dur, a["dry_run"], Path(a["out"]) if a["out"] else None)

@@ -32,9 +32,8 @@ from jitterscope.rundir import create_run_dir, new_run_path
 from jitterscope.units import format_cpulist
 
 
-def _declared(plan: Plan, p: Placed) -> float | None:
-    if plan.weights not in ("auto", "declared"):
-        return None
+def _selected(selectors: list[str], p: Placed) -> str | None:
+    """The first selector naming this task (its PID, program name, comm or a cgroup path), or None."""
     names = {str(p.pid), p.t.name, Path(p.prog.argv[0]).name if p.prog.argv else ""}
     try:
         argv0 = Path(f"/proc/{p.pid}/cmdline").read_bytes().split(b"\0")[0].decode()
@@ -42,11 +41,21 @@ def _declared(plan: Plan, p: Placed) -> float | None:
         cg = Path(f"/proc/{p.pid}/cgroup").read_text()
     except (OSError, UnicodeDecodeError):
         cg = ""
-    for sel, w in plan.declared.items():
+    for sel in selectors:
         if sel in names or (sel.startswith("/") and any(ln.endswith(":" + sel.split("/sys/fs/cgroup", 1)[-1])
-                                                         for ln in cg.splitlines())):
-            return w
+                                                        for ln in cg.splitlines())):
+            return sel
     return None
+
+
+def _declared(plan: Plan, p: Placed) -> float | None:
+    if plan.weights not in ("auto", "declared"):
+        return None
+    sel = _selected(list(plan.declared), p)
+    if sel is None:
+        return None
+    p.source = plan.sources.get(sel, "declared")
+    return plan.declared[sel]
 
 
 def _initial_weight(plan: Plan, p: Placed) -> None:
@@ -80,6 +89,7 @@ def _home(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
 
 def _arrive(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
     _initial_weight(plan, p)
+    p.protected = _selected(plan.protect, p) is not None
     if plan.pmu_ok and plan.weights in ("auto", "pmu") and p.declared is None:
         p.pmu = Counters([int(t) for t in os.listdir(f"/proc/{p.pid}/task")])
     _home(eng, plan, p, n)

@@ -17,7 +17,7 @@ from pathlib import Path
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.knobs.tasks import set_affinity, stat_fields, threads
-from jitterscope.place.observe import Snap
+from jitterscope.place.observe import Beats, Snap
 from jitterscope.place.pmu import Counters
 from jitterscope.place.policy import Task
 from jitterscope.place.records import PlacePage
@@ -33,6 +33,7 @@ class Placed:
     t: Task
     prog: programs.Program
     declared: float | None = None
+    source: str = "declared"                             # the declared weight's stand-in (plan.STAND_INS)
     page: PlacePage | None = None
     report: ReportPage | None = None
     pmu: Counters | None = None
@@ -43,6 +44,8 @@ class Placed:
     f_home: int = -1                                     # its CPU before OBS-F pinned it to a big one
     end: str = ""                                        # why it left: ended, killed by SIGILL, ...
     stopped: bool = False
+    protected: bool = False                              # --protect: its noise is an objective (OBS-L)
+    beats: Beats | None = None                           # its heartbeats, if it publishes any
 
     @property
     def pid(self) -> int:
@@ -82,7 +85,7 @@ def start(j: Journal, argv: list[str], cpus: list[int], scratch: Path, n: int, e
     rp = ReportPage.create(scratch / f"report-{n}.page")
     prog = programs.start(j, "task", argv, cpus, rp.path, scratch / f"task-{n}.log",
                           env={**env, "JITTERSCOPE_PLACE_PAGE": str(page.path)})
-    return Placed(Task(prog.pid, prog.name), prog, page=page, report=rp)
+    return Placed(Task(prog.pid, prog.name), prog, page=page, report=rp, beats=Beats(rp.path))
 
 
 def given(pid: int, option: str) -> Placed:
