@@ -61,3 +61,50 @@ def plotting_figure(trace: list[dict[str, Any]], o: DvfsOptions) -> Any:
     from jitterscope.whatif.plots import factor_trace
 
     return factor_trace(trace, list(o.ctl.table), "DVFS factor per subframe")
+
+
+def _remedy_text(args: argparse.Namespace) -> str:
+    parts = [f"L2 {args.l2}", f"L1 {args.l1}"]
+    parts.append("no OS cache" if args.os_cache.strip().lower() in ("0", "off", "none") else
+                 f"OS cache {args.os_cache}, overflow {args.overflow}, flush {args.flush}")
+    if args.prefetch:
+        parts.append(f"prefetch {args.prefetch} lines")
+    if args.pin == "on":
+        parts.append("selective pinning")
+    return "; ".join(parts)
+
+
+def cache(args: argparse.Namespace) -> int:
+    from jitterscope.whatif import cacheopts, memtrace
+    from jitterscope.whatif.cache import whatif_cache
+    from jitterscope.whatif.render import render_cache
+
+    o = cacheopts.config(args)
+    tl = cacheopts.timeline(args)
+    trace = memtrace.load(args.trace)
+    if len(trace) == 0:
+        raise UsageError(f"{args.trace}: the trace holds no access")
+    res = whatif_cache(trace, tl, o, progress=not args.json)
+    res["remedy_text"] = _remedy_text(args)
+    if args.json:
+        options.print_json(res)
+    else:
+        print(render_cache(res, str(args.trace), res["remedy_text"]))
+    return 0
+
+
+def capture(args: argparse.Namespace) -> int:
+    from jitterscope.humanize import number
+    from jitterscope.whatif import memtrace
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    if not cmd:
+        raise UsageError("give the program to trace after --, e.g. whatif capture --out t.npy -- ls")
+    limit = parse_count_list(args.max_accesses, "--max-accesses")
+    if len(limit) != 1 or limit[0] < 1:
+        raise UsageError(f"--max-accesses {args.max_accesses!r}: one number >= 1, e.g. 1e8")
+    outpath.check_file(args.out, "--out")
+    info = memtrace.capture(cmd, args.out, limit[0], args.instructions)
+    print(f"trace {args.out}: {number(info['accesses'])} accesses ({number(info['lines'])} distinct 256 B blocks)"
+          f"{', truncated at --max-accesses' if info['truncated'] else ''}; {cmd[0]} exited with {info['exit_code']}")
+    return 0

@@ -8,6 +8,7 @@ import ctypes
 import functools
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -112,7 +113,7 @@ class Bursts:
         return Bursts(np.zeros(0, np.uint64), np.zeros(0, np.uint32), np.zeros(0, np.uint64))
 
 
-def _ptr(a: np.ndarray, t: type) -> ctypes._Pointer:  # type: ignore[type-arg]
+def _ptr(a: np.ndarray, t: type) -> Any:
     return a.ctypes.data_as(ctypes.POINTER(t))
 
 

@@ -39,3 +39,34 @@ def render_dvfs(r: dict[str, Any], path: str) -> str:
     if r.get("apply"):
         lines.append(f"--apply: {r['apply']}")
     return "\n".join(lines)
+
+
+def _cache_row(label: str, v: dict[str, Any]) -> str:
+    return (f"  {label:<26} {number(v['app_misses']):>11} {number(v['vs_ideal']):>10} {v['slowdown']:>9.2%} "
+            f"{number(v['extra_misses']):>12} {number(v['app_evicted_by_os']):>13} {number(v['other_hits']):>10}")
+
+
+def render_cache(r: dict[str, Any], path: str, remedy: str) -> str:
+    lines = [f"whatif cache: {path}  ({number(r['accesses'])} accesses of the program, "
+             f"{number(r['bursts'])} kernel bursts ({number(r['kernel_accesses'])} accesses) from {r['os_origin']})",
+             f"remedy: {remedy}", "",
+             f"  {'':<26} {'app misses':>11} {'vs ideal':>10} {'slowdown':>9} {'kernel-made':>12} "
+             f"{'evicted by OS':>13} {'other hits':>10}",
+             f"  {'ideal: unified, no kernel':<26} {number(r['ideal']['app_misses']):>11}",
+             f"  {'remedy, no kernel':<26} {number(r['remedy_alone']['app_misses']):>11} "
+             f"{number(r['remedy_alone']['app_misses'] - r['ideal']['app_misses']):>10}",
+             _cache_row("unified L2 + kernel", r["unified"]), _cache_row("remedy + kernel", r["remedy"])]
+    u, m = r["unified"]["vs_ideal"], r["remedy"]["vs_ideal"]
+    if u > 0:
+        lines.append(f"\nthe remedy removes {(u - m) / u:.0%} of the kernel's slowdown "
+                     f"({r['unified']['slowdown']:.2%} -> {r['remedy']['slowdown']:.2%} at the stated miss penalty)")
+    if r["remedy"]["prefetched"]:
+        lines.append(f"prefetch: {number(r['remedy']['prefetched'])} lines brought back, "
+                     f"{number(r['remedy']['prefetch_useful'])} of them used")
+    if r["per_source"]:
+        lines += ["", "Per source (simulated alone)   bursts   kernel-made misses unified -> remedy   slowdown"]
+        for s in r["per_source"]:
+            lines.append(f"  {s['source']:<28} {number(s['bursts']):>7}   {number(s['unified']['extra_misses']):>12}"
+                         f" -> {number(s['remedy']['extra_misses']):<12}         {s['unified']['os_slowdown']:.2%} -> "
+                         f"{s['remedy']['os_slowdown']:.2%}")
+    return "\n".join(lines)

@@ -1,0 +1,108 @@
+"""Memory traces of a program for `whatif cache`: captured with valgrind's lackey (`--trace-mem=yes`),
+kept as a .npy of uint64 words (byte address << 2 | op; op 0 load, 1 store, 2 modify, 3 instruction;
+native/js_cachesim.h) with a JSON sidecar (`TRACE.json`: command, counts).  A lackey log can be read
+directly too.  The application's user-space accesses only: a guest cannot trace kernel memory."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitterscope.atomic import atomic_path
+from jitterscope.errors import JitterscopeError
+
+OPS = {"L": 0, "S": 1, "M": 2, "I": 3}
+CHUNK = 1 << 20
+
+
+def _words(lines: Iterable[bytes], instructions: bool, limit: int) -> tuple[np.ndarray, int, int]:
+    """Lackey lines -> trace words (at most `limit`), lines parsed, lines not understood."""
+    out = np.empty(min(limit, CHUNK), np.uint64)
+    n = seen = junk = 0
+    for raw in lines:
+        if raw.startswith(b"=="):
+            continue
+        parts = raw.split()
+        if len(parts) != 2 or parts[0] not in (b"I", b"L", b"S", b"M") or b"," not in parts[1]:
+            junk += bool(raw.strip())
+            continue
+        seen += 1
+        op = OPS[parts[0].decode()]
+        if (op == 3 and not instructions) or n >= limit:
+            continue
+        try:
+            addr = int(parts[1].split(b",")[0], 16)
+        except ValueError:
+            junk += 1
+            continue
+        if n == len(out):
+            out = np.resize(out, min(limit, 2 * len(out)))
+        out[n] = (addr << 2) | op
+        n += 1
+    return out[:n], seen, junk
+
+
+def load(path: Path) -> np.ndarray:
+    """A trace from `whatif capture` (.npy) or a lackey log; one-line error for anything else."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(4096)
+    except OSError as err:
+        raise JitterscopeError(f"{path}: cannot read the trace ({err.strerror})") from None
+    if head.startswith(b"\x93NUMPY"):
+        try:
+            a = np.load(path, mmap_mode="r")
+        except (ValueError, OSError) as err:
+            raise JitterscopeError(f"{path}: corrupt trace ({err})") from None
+        if a.dtype != np.uint64 or a.ndim != 1:
+            raise JitterscopeError(f"{path}: a .npy of {a.dtype} {a.shape}, not a trace (1-D uint64 words)")
+        return a
+    with open(path, "rb") as f:
+        words, seen, junk = _words(f, instructions=False, limit=1 << 34)
+    if not seen or junk > seen:
+        raise JitterscopeError(f"{path}: unknown trace format (expected a .npy from `jitterscope whatif capture` "
+                               "or a valgrind --tool=lackey --trace-mem=yes log)")
+    return words
+
+
+def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[str, Any]:
+    """Run CMD under lackey, write the trace (first `limit` accesses) and its sidecar; the program's exit code."""
+    vg = shutil.which("valgrind")
+    if vg is None:
+        raise JitterscopeError("valgrind is not installed (apt-get install valgrind): capture needs its lackey tool")
+    r, w = os.pipe()
+    argv = [vg, "--tool=lackey", "--trace-mem=yes", f"--log-fd={w}", *cmd]
+    proc = subprocess.Popen(argv, pass_fds=(w,))
+    os.close(w)
+    interrupted = False
+    with os.fdopen(r, "rb", buffering=CHUNK) as pipe:
+        try:
+            words, seen, _ = _words(pipe, instructions, limit)
+            code = proc.wait()
+        except KeyboardInterrupt:
+            interrupted = True
+            proc.send_signal(signal.SIGINT)
+            code = proc.wait()
+            words, seen = np.zeros(0, np.uint64), 0
+    if interrupted:
+        raise JitterscopeError("capture interrupted: no trace written", exit_code=130)
+    if seen == 0:
+        raise JitterscopeError(f"valgrind recorded no memory access of {cmd[0]!r} (exit code {code}): "
+                               "is it a program valgrind can run?")
+    with atomic_path(out) as tmp:
+        with open(tmp, "wb") as f:
+            np.save(f, words)
+    info = {"format": "jitterscope-memtrace", "version": 1, "command": cmd, "exit_code": code,
+            "accesses": int(len(words)), "recorded": int(seen), "truncated": bool(seen > len(words)),
+            "instructions": instructions, "lines": int(len(np.unique(words >> np.uint64(8)))) if len(words) else 0}
+    with atomic_path(Path(f"{out}.json")) as tmp:
+        Path(tmp).write_text(json.dumps(info, indent=2) + "\n")
+    return info
