@@ -21,16 +21,16 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="DIR", type=Path, help="run directory holding a raw capture")
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
-    p.add_argument("--json", action="store_true", help="print summary.json to stdout and nothing else there")
+    options.add_json(p, "summary.json")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     if is_complete(args.run):
         run = load_run(args.run)
         if args.json:
-            print(json.dumps(run.summary, indent=2))
+            options.print_json(run.summary)
         else:
             print(f"{args.run}: already a complete run; nothing to analyse")
         return 0
@@ -59,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         write_report_or_warn(args.run)
     run = load_run(args.run)
     if args.json:
-        print(json.dumps(run.summary, indent=2))
+        options.print_json(run.summary)
         return 0
     print(render_summary(run.summary, str(args.run), run.meta))
     if missing:
@@ -81,7 +81,7 @@ def _sync(args: argparse.Namespace) -> int:
     missing = analyze_cut_short(args.run, report=not args.no_report)
     run = load_run(args.run, kinds=("sync",))
     if args.json:
-        print(json.dumps(run.summary, indent=2))
+        options.print_json(run.summary)
         return 0
     print(render(run.summary, str(args.run)))
     print("\nRecovered from a cut-short sync run; not recovered:\n" + "\n".join(f"  - {m}" for m in missing))

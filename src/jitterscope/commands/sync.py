@@ -32,10 +32,10 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import parse_cpulist, parse_duration_ns, parse_size
 
@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
     r = load_run(run_dir, check_tables=False)
     sys.stdout.flush()
     if args.json:
-        print(json.dumps(r.summary, indent=2))
+        options.print_json(r.summary)
     else:
         print(render(r.summary, str(run_dir)), file=sys.stderr)
         if (run_dir / "report.html").exists():
