@@ -49,8 +49,7 @@ sync-programs:
 
 # Lint and types: ruff (settings in pyproject.toml) and mypy over src/jitterscope.
 lint: install
-	$(BIN)/ruff check src tests benchmarks setup.py
-	$(BIN)/mypy
+	@status=0; $(BIN)/ruff check src tests benchmarks setup.py || status=1; $(BIN)/mypy || status=1; exit $$status
 
 # The lowest Python pyproject allows: compile, import, --help and quick unit tests (skips, saying why,
 # when that Python cannot be found or installed with uv).
