@@ -738,6 +738,124 @@ static uint32_t comm_str(const uint8_t *p, int size)
     return intern_n((const char *)p, n);
 }
 
+/* sched_switch: the thread slice ends (and every context left open on it: their exits were
+ * lost), the next one begins; a thread switched out runnable was preempted. */
+static void on_switch(struct cpustate *c, int64_t t, const uint8_t *d, const struct evdef *e)
+{
+    int32_t prev = (int32_t)rds(d + e->f[1].off, 4), next = (int32_t)rds(d + e->f[3].off, 4);
+    flush(c, t);
+    if (c->base_unnamed && acts[c->st[0].act].pid == prev) {
+        acts[c->st[0].act].name = comm_str(d + e->f[0].off, e->f[0].size);
+        c->base_unnamed = 0;
+    }
+    close_frames(c, 1, t, JS_CLIPPED_END); /* contexts left open: exits lost */
+    suspend_work(c, t);
+    /* Runnable when switched out (state 0, or TASK_REPORT_MAX: "R+", preempted): it lost
+     * the CPU rather than blocking.  The report states are the bits below TASK_REPORT_MAX. */
+    if (e->f[SWITCH_PREV_STATE].off >= 0 && prev != 0) {
+        uint64_t st = rd(d + e->f[SWITCH_PREV_STATE].off, e->f[SWITCH_PREV_STATE].size);
+        if ((st & 0xff) == 0)
+            acts[c->st[0].act].flags |= JS_PREEMPTED;
+    }
+    close_frames(c, 0, t, 0);
+    open_thread(c, t, next == 0 ? swapper_name(c->cpu) : comm_str(d + e->f[2].off, e->f[2].size), next, 0);
+    c->switch_seen = 1;
+}
+
+static void on_irq(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t len, const struct evdef *e,
+                   int32_t pid)
+{
+    int64_t irq = rds(d + e->f[0].off, e->f[0].size);
+    if (e->role == R_IRQ_EXIT) {
+        char b[32];
+        snprintf(b, sizeof b, "irq%lld", (long long)irq);
+        pop_match(c, JS_KIND_IRQ, irq, t, intern(b), intern_int(irq), pid);
+        return;
+    }
+    uint32_t loc = (uint32_t)rd(d + e->f[1].off, 4); /* __data_loc: len << 16 | offset */
+    uint32_t off = loc & 0xffff, n = loc >> 16;
+    uint32_t name = (off + n <= len) ? intern_n((const char *)d + off, strnlen((const char *)d + off, n))
+                                     : intern("irq");
+    push(c, JS_KIND_IRQ, irq, t, name, intern_int(irq), pid);
+}
+
+/* x86 vector entry/exit (local_timer, reschedule, ...): keyed by label so entry and exit of one
+ * vector match; never equal to an irq number. */
+static void on_vector(struct cpustate *c, int64_t t, const uint8_t *d, const struct evdef *e, int32_t pid)
+{
+    int64_t key = -1 - (int64_t)e->label;
+    uint32_t detail = intern_int(e->vector >= 0 ? e->vector : rds(d + e->f[0].off, e->f[0].size));
+    if (e->role == R_VEC_ENTRY)
+        push(c, JS_KIND_IRQ, key, t, e->label, detail, pid);
+    else
+        pop_match(c, JS_KIND_IRQ, key, t, e->label, detail, pid);
+}
+
+static void on_softirq(struct cpustate *c, int64_t t, const uint8_t *d, const struct evdef *e, int32_t pid)
+{
+    uint32_t vec = (uint32_t)rd(d + e->f[0].off, e->f[0].size);
+    uint32_t name;
+    if (vec < (uint32_t)n_softirq_names) {
+        name = softirq_name[vec];
+    } else {
+        char b[32];
+        snprintf(b, sizeof b, "softirq%u", vec);
+        name = intern(b);
+    }
+    if (e->role == R_SOFTIRQ_ENTRY)
+        push(c, JS_KIND_SOFTIRQ, vec, t, name, intern_int(vec), pid);
+    else
+        pop_match(c, JS_KIND_SOFTIRQ, vec, t, name, intern_int(vec), pid);
+}
+
+/* nmi_handler is logged at the end with its length: placed after the fact as [t - delta, t]. */
+static void on_nmi(struct cpustate *c, int64_t t, const uint8_t *d, const struct evdef *e, int32_t pid)
+{
+    uint64_t handler = rd(d + e->f[0].off, e->f[0].size);
+    int64_t delta_ns = rds(d + e->f[1].off, e->f[1].size);
+    int64_t a = t - (int64_t)((double)delta_ns * tsc_per_ns + 0.5);
+    if (a < c->seg_start)
+        a = c->seg_start;
+    flush(c, a);
+    uint32_t x = new_act(c->cpu, JS_KIND_NMI, a, func_name(handler), S_EMPTY, pid, c->n, 0);
+    acts[x].end_tsc = t;
+    emit_seg(c->cpu, a, t, x);
+    if (t > c->seg_start)
+        c->seg_start = t;
+}
+
+/* Work items and timer callbacks: annotations, opened and closed by their pointer. */
+static void on_annotation(struct cpustate *c, int64_t t, const uint8_t *d, const struct evdef *e, int32_t pid)
+{
+    int kind = e->role == R_WORK_START || e->role == R_WORK_END ? JS_KIND_WORK : JS_KIND_TIMER;
+    uint32_t detail = e->role == R_HRT_ENTRY || e->role == R_HRT_EXIT ? S_HRTIMER
+                    : e->role == R_TMR_ENTRY || e->role == R_TMR_EXIT ? S_TIMER : S_EMPTY;
+    uint64_t key = rd(d + e->f[0].off, e->f[0].size);
+    if (e->role == R_WORK_START || e->role == R_HRT_ENTRY || e->role == R_TMR_ENTRY)
+        ann_open(c, kind, key, t, func_name(rd(d + e->f[1].off, e->f[1].size)), detail, pid);
+    else
+        ann_close(c, kind, key, t, detail, pid);
+}
+
+/* A trace_marker write: jitterscope's own start/stop markers are kept (text made JSON-safe). */
+static void on_marker(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t len, const struct evdef *e)
+{
+    const char *s = (const char *)d + e->f[0].off;
+    size_t n = len > (uint32_t)e->f[0].off ? strnlen(s, len - (uint32_t)e->f[0].off) : 0;
+    if (n < 12 || strncmp(s, "jitterscope-", 12) || nmarkers >= 64)
+        return;
+    struct marker *m = &markers[nmarkers++];
+    m->cpu = c->cpu;
+    m->tsc = t;
+    if (n >= sizeof m->text)
+        n = sizeof m->text - 1;
+    memcpy(m->text, s, n);
+    m->text[n] = 0;
+    for (char *q = m->text; *q; q++)
+        if (*q == '"' || *q == '\\' || (unsigned char)*q < 32)
+            *q = ' ';
+}
+
 static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t len)
 {
     if (len < 8)
@@ -755,124 +873,21 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
                   e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid);
     c->last_ts = t;
     switch (e->role) {
-    case R_SWITCH: {
-        int32_t prev = (int32_t)rds(d + e->f[1].off, 4), next = (int32_t)rds(d + e->f[3].off, 4);
-        flush(c, t);
-        if (c->base_unnamed && acts[c->st[0].act].pid == prev) {
-            acts[c->st[0].act].name = comm_str(d + e->f[0].off, e->f[0].size);
-            c->base_unnamed = 0;
-        }
-        close_frames(c, 1, t, JS_CLIPPED_END); /* contexts left open: exits lost */
-        suspend_work(c, t);
-        /* Runnable when switched out (state 0, or TASK_REPORT_MAX: "R+", preempted): it lost
-         * the CPU rather than blocking.  The report states are the bits below TASK_REPORT_MAX. */
-        if (e->f[SWITCH_PREV_STATE].off >= 0 && prev != 0) {
-            uint64_t st = rd(d + e->f[SWITCH_PREV_STATE].off, e->f[SWITCH_PREV_STATE].size);
-            if ((st & 0xff) == 0)
-                acts[c->st[0].act].flags |= JS_PREEMPTED;
-        }
-        close_frames(c, 0, t, 0);
-        open_thread(c, t, next == 0 ? swapper_name(c->cpu) : comm_str(d + e->f[2].off, e->f[2].size),
-                    next, 0);
-        c->switch_seen = 1;
-        break;
-    }
-    case R_IRQ_ENTRY: {
-        int64_t irq = rds(d + e->f[0].off, e->f[0].size);
-        uint32_t loc = (uint32_t)rd(d + e->f[1].off, 4); /* __data_loc: len << 16 | offset */
-        uint32_t off = loc & 0xffff, n = loc >> 16;
-        uint32_t name = (off + n <= len) ? intern_n((const char *)d + off, strnlen((const char *)d + off, n))
-                                         : intern("irq");
-        push(c, JS_KIND_IRQ, irq, t, name, intern_int(irq), pid);
-        break;
-    }
-    case R_IRQ_EXIT: {
-        int64_t irq = rds(d + e->f[0].off, e->f[0].size);
-        char b[32];
-        snprintf(b, sizeof b, "irq%lld", (long long)irq);
-        pop_match(c, JS_KIND_IRQ, irq, t, intern(b), intern_int(irq), pid);
-        break;
-    }
+    case R_SWITCH: on_switch(c, t, d, e); break;
+    case R_IRQ_ENTRY:
+    case R_IRQ_EXIT: on_irq(c, t, d, len, e, pid); break;
     case R_VEC_ENTRY:
-    case R_VEC_EXIT: {
-        /* keyed by label so entry and exit of one vector match; never equal to an irq number */
-        int64_t key = -1 - (int64_t)e->label;
-        uint32_t detail = intern_int(e->vector >= 0 ? e->vector : rds(d + e->f[0].off, e->f[0].size));
-        if (e->role == R_VEC_ENTRY)
-            push(c, JS_KIND_IRQ, key, t, e->label, detail, pid);
-        else
-            pop_match(c, JS_KIND_IRQ, key, t, e->label, detail, pid);
-        break;
-    }
+    case R_VEC_EXIT: on_vector(c, t, d, e, pid); break;
     case R_SOFTIRQ_ENTRY:
-    case R_SOFTIRQ_EXIT: {
-        uint32_t vec = (uint32_t)rd(d + e->f[0].off, e->f[0].size);
-        uint32_t name;
-        if (vec < (uint32_t)n_softirq_names) {
-            name = softirq_name[vec];
-        } else {
-            char b[32];
-            snprintf(b, sizeof b, "softirq%u", vec);
-            name = intern(b);
-        }
-        if (e->role == R_SOFTIRQ_ENTRY)
-            push(c, JS_KIND_SOFTIRQ, vec, t, name, intern_int(vec), pid);
-        else
-            pop_match(c, JS_KIND_SOFTIRQ, vec, t, name, intern_int(vec), pid);
-        break;
-    }
-    case R_NMI: {
-        uint64_t handler = rd(d + e->f[0].off, e->f[0].size);
-        int64_t delta_ns = rds(d + e->f[1].off, e->f[1].size);
-        int64_t a = t - (int64_t)((double)delta_ns * tsc_per_ns + 0.5);
-        if (a < c->seg_start)
-            a = c->seg_start;
-        flush(c, a);
-        uint32_t x = new_act(c->cpu, JS_KIND_NMI, a, func_name(handler), S_EMPTY, pid, c->n, 0);
-        acts[x].end_tsc = t;
-        emit_seg(c->cpu, a, t, x);
-        if (t > c->seg_start)
-            c->seg_start = t;
-        break;
-    }
+    case R_SOFTIRQ_EXIT: on_softirq(c, t, d, e, pid); break;
+    case R_NMI: on_nmi(c, t, d, e, pid); break;
     case R_WORK_START:
-        ann_open(c, JS_KIND_WORK, rd(d + e->f[0].off, e->f[0].size), t,
-                 func_name(rd(d + e->f[1].off, e->f[1].size)), S_EMPTY, pid);
-        break;
     case R_WORK_END:
-        ann_close(c, JS_KIND_WORK, rd(d + e->f[0].off, e->f[0].size), t, S_EMPTY, pid);
-        break;
     case R_HRT_ENTRY:
-        ann_open(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t,
-                 func_name(rd(d + e->f[1].off, e->f[1].size)), S_HRTIMER, pid);
-        break;
     case R_HRT_EXIT:
-        ann_close(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t, S_HRTIMER, pid);
-        break;
     case R_TMR_ENTRY:
-        ann_open(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t,
-                 func_name(rd(d + e->f[1].off, e->f[1].size)), S_TIMER, pid);
-        break;
-    case R_TMR_EXIT:
-        ann_close(c, JS_KIND_TIMER, rd(d + e->f[0].off, e->f[0].size), t, S_TIMER, pid);
-        break;
-    case R_PRINT: {
-        const char *s = (const char *)d + e->f[0].off;
-        size_t n = len > (uint32_t)e->f[0].off ? strnlen(s, len - (uint32_t)e->f[0].off) : 0;
-        if (n >= 12 && !strncmp(s, "jitterscope-", 12) && nmarkers < 64) {
-            struct marker *m = &markers[nmarkers++];
-            m->cpu = c->cpu;
-            m->tsc = t;
-            if (n >= sizeof m->text)
-                n = sizeof m->text - 1;
-            memcpy(m->text, s, n);
-            m->text[n] = 0;
-            for (char *q = m->text; *q; q++)
-                if (*q == '"' || *q == '\\' || (unsigned char)*q < 32)
-                    *q = ' ';
-        }
-        break;
-    }
+    case R_TMR_EXIT: on_annotation(c, t, d, e, pid); break;
+    case R_PRINT: on_marker(c, t, d, len, e); break;
     }
 }
 
