@@ -20,7 +20,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-import tomllib
+try:
+    import tomllib
+except ImportError:  # Python 3.10 (the main venv may be the lowest version itself): pip's copy of tomli
+    from pip._vendor import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = ROOT / "pyproject.toml"
