@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import yaml
 
 from jitterscope.native_bin import native_bin
 from jitterscope.place.records import PAGE_DTYPE
@@ -198,3 +200,23 @@ def test_kill_9_then_restore_leaves_nothing_stopped_or_pinned(tmp_path: Path) ->
         for p in procs:
             p.kill()
             p.wait()
+
+
+@ROOT
+@TWO
+@pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (cachegrind) is not installed")
+def test_profile_stand_in_weights_cachegrind_and_probe(tmp_path: Path) -> None:
+    """Spec B.1 (ii) and (iii): a labels file with each program's weight and its source, usable by --labels."""
+    cg, pr = tmp_path / "cg.yaml", tmp_path / "probe.yaml"
+    proc = jitterscope("place", "--profile", "cachegrind", "--duration", "2s", "--labels-out", str(cg),
+                       "--cmd", f"{CB} --buffer 2097152")
+    assert proc.returncode == 0, proc.stderr
+    e = yaml.safe_load(cg.read_text())[CB]
+    assert e["source"] == "profiled" and e["instructions"] > 0 and e["ll_misses"] > 0
+    assert e["weight"] == pytest.approx(e["ll_misses"] / e["instructions"]) and e["ll_bytes"] > 0
+    proc = jitterscope("place", "--profile", "probe", "--duration", "2s", "--labels-out", str(pr), "--cmd", SL)
+    assert proc.returncode == 0, proc.stderr
+    e = yaml.safe_load(pr.read_text())[SL]
+    assert e["source"] == "probe" and e["weight"] >= 0 and e["phases"] == 2 and e["calibration_slowdown"] is not None
+    s, _ = _place(tmp_path, "use", "--policy", "stock", "--labels", str(pr), "--cmd", SL, "--duration", "300ms")
+    assert s["weight_sources"].keys() == {"probe"}

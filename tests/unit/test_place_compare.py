@@ -50,3 +50,23 @@ def test_policy_sets() -> None:
     for bad in ("stock", "stock,stock", "stock,Q", "stock,C"):
         with pytest.raises(UsageError):
             parse_sets(bad)
+
+
+def test_labels_written_by_profile_carry_their_stand_in_source(tmp_path) -> None:
+    from jitterscope.place.plan import declared
+    from jitterscope.place.profile import labels_yaml, parse_cachegrind
+
+    cg = tmp_path / "cg.out"
+    cg.write_text("desc: I1 cache: 32768 B, 64 B, 8-way associative\ncmd: x\nevents: Ir I1mr ILmr Dr D1mr DLmr Dw "
+                  "D1mw DLmw\nfl=x\n1 2 3\nsummary: 1000 5 1 300 20 4 200 10 5\n")
+    c = parse_cachegrind(cg)
+    assert c["Ir"] == 1000 and c["ILmr"] + c["DLmr"] + c["DLmw"] == 10
+    f = tmp_path / "labels.yaml"
+    f.write_text(labels_yaml({"mcf": {"weight": 0.01, "source": "profiled", "ll_misses": 10},
+                              "eon": {"weight": 0.5, "source": "probe"}}, "cachegrind") + "swim: heavy\n")
+    w, src = declared(["eon=light"], f)
+    assert w == {"mcf": 0.01, "eon": 0.0, "swim": 1.0}
+    assert src == {"mcf": "profiled", "eon": "declared", "swim": "declared"}
+    f.write_text("mcf: {weight: 0.1, source: guessed}\n")
+    with pytest.raises(UsageError, match="mcf"):
+        declared([], f)

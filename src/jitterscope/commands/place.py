@@ -28,6 +28,8 @@ EXAMPLES
   jitterscope place --dry-run --cgroup /sys/fs/cgroup/batch --duration 5s
   jitterscope place --compare stock,L,worst --repeat 2 --duration 3s --declare jitterscope-cachebuster=heavy \\
       --cmd jitterscope-cachebuster --cmd jitterscope-cachebuster --cmd jitterscope-spinloop --cmd jitterscope-spinloop
+  jitterscope place --profile cachegrind --ll 16MiB --labels-out weights.yaml --cmd ./mcf --cmd ./eon
+  jitterscope place --profile probe --duration 4s -- ./my-solver --threads 1
   jitterscope place --overhead
 """
 
@@ -78,6 +80,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "policies within a set joined by +, the first the baseline (e.g. stock,L,L+C,worst)")
     r.add_argument("--repeat", type=int, default=2, metavar="N", help="--compare: repetitions of every set, "
                    "interleaved (default 2)")
+    pr = p.add_argument_group("stand-in weights (no PMU)")
+    pr.add_argument("--profile", metavar="METHOD", help="weigh each command offline and print a labels file: "
+                    "cachegrind (LL misses per instruction) or probe (a calibrated interference probe)")
+    pr.add_argument("--ll", metavar="SIZE", help="--profile cachegrind: simulated LL size (default: this "
+                    "machine's last-level cache)")
+    pr.add_argument("--ipc", type=float, default=1.0, metavar="X", help="--profile cachegrind: assumed "
+                    "instructions per cycle (default 1)")
+    pr.add_argument("--labels-out", metavar="FILE", help="--profile: write the labels file here (default: stdout)")
     r.add_argument("--overhead", action="store_true", help="measure the observer's cost per context switch "
                                                            "(pipe ping-pong with and without it) and exit")
     r.add_argument("--out", metavar="DIR", help="run directory to create")
@@ -97,6 +107,8 @@ def run(args: argparse.Namespace) -> int:
         result = measure()
         options.print_json(result) if args.json else print(result["text"])
         return 0
+    if args.profile:
+        return _profile(args)
     p = plan.build(vars(args))
     p.argv = sys.argv
     if args.compare:
@@ -115,4 +127,25 @@ def run(args: argparse.Namespace) -> int:
         options.print_json(summary)
     else:
         print(render.render(summary, str(run_dir)))
+    return 0
+
+
+def _profile(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from jitterscope import atomic
+    from jitterscope.place import plan, profile
+    from jitterscope.place.topology import load
+    from jitterscope.units import parse_cpulist
+
+    cmds = plan.commands(vars(args))
+    if not cmds:
+        raise UsageError("--profile weighs commands: give --cmd CMD (repeatable) or -- CMD")
+    topo = load(Path(args.topology) if args.topology else None)
+    text = profile.run(vars(args), cmds, topo, parse_cpulist(args.cpus) if args.cpus else topo.cpus)
+    if args.labels_out:
+        atomic.write_text(Path(args.labels_out), text)
+        print(f"labels written to {args.labels_out} (use: jitterscope place --labels {args.labels_out} ...)")
+    else:
+        print(text, end="")
     return 0

@@ -133,6 +133,15 @@ def _settings(a: dict[str, Any]) -> Settings:
     return s
 
 
+def commands(a: dict[str, Any]) -> list[list[str]]:
+    """The commands to start: every --cmd, then -- CMD (a shipped workload found by its name)."""
+    cmd = a["cmd"][1:] if a["cmd"][:1] == ["--"] else a["cmd"]
+    cmds = [split_command(c, "--cmd") for c in a["cmds"] or []] + ([cmd] if cmd else [])
+    if cmd and cmd[0] in ("jitterscope-cachebuster", "jitterscope-spinloop"):
+        cmds[-1] = split_command(shlex.join(cmd), "--")
+    return cmds
+
+
 def build(a: dict[str, Any]) -> Plan:
     """The plan from the parsed options (a dict of argparse's namespace)."""
     pol = parse_policies(a["policy"])
@@ -141,10 +150,7 @@ def build(a: dict[str, Any]) -> Plan:
         raise UsageError(f"unknown --actuator {a['actuator']!r}: use {', '.join(ACTUATORS)}")
     if a["weights"] not in WEIGHT_SOURCES:
         raise UsageError(f"unknown --weights {a['weights']!r}: use {', '.join(WEIGHT_SOURCES)}")
-    cmd = a["cmd"][1:] if a["cmd"][:1] == ["--"] else a["cmd"]
-    cmds = [split_command(c, "--cmd") for c in a["cmds"] or []] + ([cmd] if cmd else [])
-    if cmd and cmd[0] in ("jitterscope-cachebuster", "jitterscope-spinloop"):
-        cmds[-1] = split_command(shlex.join(cmd), "--")
+    cmds = commands(a)
     pids = [int(x) for x in ",".join(a["tasks"] or []).split(",") if x.strip().isdigit()]
     if a["tasks"] and len(pids) != len([x for x in ",".join(a["tasks"]).split(",") if x.strip()]):
         raise UsageError(f"--tasks {','.join(a['tasks'])!r}: give process ids, e.g. 4242,4243")
