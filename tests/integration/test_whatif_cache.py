@@ -106,7 +106,8 @@ def test_native_equals_brute_force_on_random_traces(seed):
     rng = np.random.default_rng(seed)
     for _ in range(12):
         c = dict(l1_sets=4 if rng.random() < 0.5 else 0, l1_ways=2, l1_line_shift=5,
-                 l2_sets=int(rng.choice([2, 4, 8])), l2_ways=int(rng.choice([1, 2, 4])), os_sets=int(rng.choice([0, 2, 4])),
+                 l2_sets=int(rng.choice([2, 4, 8])), l2_ways=int(rng.choice([1, 2, 4])),
+                 os_sets=int(rng.choice([0, 2, 4])),
                  os_ways=int(rng.choice([2, 4])), overflow=int(rng.random() < 0.7), flush=int(rng.random() < 0.5),
                  migrate_back=1, prefetch_lines=0, pin=0, pin_pct=95, prefetch_pct=90, active_mult=256, ema_shift=3)
         n = 2000

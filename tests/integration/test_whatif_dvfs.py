@@ -1,0 +1,73 @@
+"""whatif dvfs end to end: a sync run of a real multithreaded program (xz -T2) replayed; bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from jitterscope.sync.schema import SEGMENTS
+from tests.integration.conftest import jitterscope
+
+
+@pytest.fixture(scope="module")
+def xz_run(tmp_path_factory) -> Path:
+    if not shutil.which("xz"):
+        pytest.skip("xz not installed (apt-get install xz-utils)")
+    d = tmp_path_factory.mktemp("whatif")
+    data = d / "data.bin"
+    data.write_bytes((os.urandom(1 << 19) + bytes(range(256)) * 2048) * 4)
+    out = d / "run"
+    p = jitterscope("sync", "--no-trace", "--no-report", "--json", "--out", str(out), "--", "xz", "-T2", "-k", "-f",
+                    "-3", str(data), timeout=300)
+    assert p.returncode == 0, p.stderr
+    return out
+
+
+@pytest.mark.slow
+def test_compensated_between_ideal_and_recorded(xz_run, tmp_path):
+    svg, csv = tmp_path / "f.svg", tmp_path / "f.csv"
+    p = jitterscope("whatif", "dvfs", str(xz_run), "--warmup", "0", "--plot", str(svg), "--trace-out", str(csv),
+                    "--apply", "--json", timeout=300)
+    assert p.returncode == 0, p.stderr
+    r = json.loads(p.stdout)
+    assert r["replayed_ns"] == pytest.approx(r["recorded_ns"], rel=0.01)   # the replay reproduces the run
+    assert r["ideal_ns"] <= r["replayed_ns"]
+    for k in r["by_k"]:
+        assert r["ideal_ns"] * 0.999 <= k["run_ns"] <= r["replayed_ns"] * 1.001, k
+        assert k["energy"] >= 1.0 and 0 <= k["saturated"] <= 1
+    best = min(r["by_k"], key=lambda k: (k["run_ns"], k["k"]))
+    assert r["best_k"] == best["k"] and [k["k"] for k in r["by_k"]] == [1, 2, 4]
+    assert svg.read_text().startswith("<?xml") and csv.read_text().startswith("k,tid,subframe")
+    if not Path("/sys/devices/system/cpu/cpufreq").exists():
+        assert r["apply"].startswith("skipped: this host has no cpufreq")
+    p = jitterscope("whatif", "dvfs", str(xz_run), "--reactivity", "1", "--quantize", "ceil", timeout=300)
+    assert p.returncode == 0 and "Ideal (no jitter)" in p.stdout and "best reactivity: k = 1" in p.stdout
+
+
+@pytest.mark.slow
+def test_run_without_compute_segments(xz_run, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(xz_run, bad)
+    pq.write_table(SEGMENTS.empty_table(), bad / "segments.parquet")
+    p = jitterscope("whatif", "dvfs", str(bad), timeout=120)
+    assert p.returncode == 2 and "no compute segments" in p.stderr.strip().splitlines()[-1]
+
+
+@pytest.mark.parametrize("args, msg", [
+    (["--table", "1.05:1.2:0.05"], "must contain the nominal factor 1.0"),
+    (["--reactivity", "0"], "--reactivity"),
+    (["--subframe", "5us"], "--subframe"),
+])
+def test_bad_options(tmp_path, args, msg):
+    p = jitterscope("whatif", "dvfs", str(tmp_path), *args, timeout=60)
+    assert p.returncode == 2 and msg in p.stderr.strip().splitlines()[-1], p.stderr
+
+
+def test_not_a_sync_run(tmp_path):
+    p = jitterscope("whatif", "dvfs", str(tmp_path), timeout=60)
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()[-1]) < 300
