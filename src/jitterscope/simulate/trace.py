@@ -59,6 +59,45 @@ def _advance(groups: list[_Group], start: np.ndarray, work: float, nxt: np.ndarr
 PLACEMENTS = ("random", "own", "recorded")
 
 
+def _place(rng: np.random.Generator, timelines: Sequence[Timeline], periods: np.ndarray, placement: str,
+           cosched: bool, n: int, n_sim: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """Which timeline each simulated node replays, and from which offset (ns)."""
+    if placement == "recorded":
+        return np.tile(np.arange(n), batch), np.zeros(batch * n)
+    if placement == "own":          # co-scheduled: one offset per replication (within the shortest timeline)
+        which = np.tile(np.arange(n), batch)
+        offs = (np.repeat(rng.uniform(0.0, periods.min(), batch), n) if cosched
+                else rng.random(batch * n) * periods[which])
+        return which, offs
+    if cosched:    # all nodes replay one timeline from one offset
+        which = rng.integers(len(timelines), size=1)
+        return which, np.array([rng.uniform(0.0, timelines[int(which[0])].period_ns)])
+    which = rng.integers(len(timelines), size=n_sim)
+    return which, rng.random(n_sim) * periods[which]
+
+
+def _synchronize(groups: list[_Group], t: np.ndarray, nxt: np.ndarray, sync: str, rounds: int, batch: int,
+                 n_sim: int, lat_ns: float) -> np.ndarray:
+    """The end of a phase: every node leaves at the time of the barrier's (or allreduce's) last
+    round, each round waiting for its partner and then the link latency (noise included)."""
+    if sync == "none":
+        rows = t.reshape(batch, n_sim)     # a view: one row per replication
+        rows[:] = rows.max(axis=1, keepdims=True)
+        return t
+    partner = np.arange(n_sim) if sync == "allreduce" and n_sim > 1 else None
+    for r in range(rounds):
+        rows = t.reshape(batch, n_sim)
+        if n_sim == 1:
+            m = t
+        elif sync == "barrier":
+            m = np.maximum(rows, np.roll(rows, 1 << r, axis=1)).ravel()
+        else:
+            assert partner is not None
+            m = np.maximum(rows, rows[:, (partner ^ (1 << r)) % n_sim]).ravel()
+        t = _advance(groups, m, lat_ns, nxt)
+    return t
+
+
 def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
                        progress: Callable[[float], None] | None = None,
                        placement: str = "random") -> Simulation:
@@ -96,40 +135,15 @@ def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
         batch = job.replications if own else 1
         runtimes = np.zeros((len(phases), job.replications))
         for rep in range(0, job.replications, batch):
-            if placement == "recorded":
-                which, offs = np.tile(np.arange(n), batch), np.zeros(batch * n)
-            elif own:          # co-scheduled: one offset per replication (within the shortest timeline)
-                which = np.tile(np.arange(n), batch)
-                offs = (np.repeat(rng.uniform(0.0, periods.min(), batch), n) if job.cosched
-                        else rng.random(batch * n) * periods[which])
-            elif job.cosched:    # all nodes replay one timeline from one offset
-                which = rng.integers(len(timelines), size=1)
-                offs = np.array([rng.uniform(0.0, timelines[int(which[0])].period_ns)])
-            else:
-                which = rng.integers(len(timelines), size=n_sim)
-                offs = rng.random(n_sim) * periods[which]
+            which, offs = _place(rng, timelines, periods, placement, job.cosched, n, n_sim, batch)
             groups = [_Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines)
                       if (which == k).any()]
             t = np.zeros(batch * n_sim)
             nxt = np.full(batch * n_sim, -np.inf)      # unknown: first phase computes it for everyone
-            partner = np.arange(n_sim) if job.sync == "allreduce" and n_sim > 1 else None
             pi = 0
             for k in range(1, phases[-1] + 1):
                 t = _advance(groups, t, work_ns, nxt)
-                rows = t.reshape(batch, n_sim)     # a view: one row per replication
-                if job.sync == "none":
-                    rows[:] = rows.max(axis=1, keepdims=True)
-                else:
-                    for r in range(rounds):
-                        rows = t.reshape(batch, n_sim)
-                        if n_sim == 1:
-                            m = t
-                        elif job.sync == "barrier":
-                            m = np.maximum(rows, np.roll(rows, 1 << r, axis=1)).ravel()
-                        else:
-                            assert partner is not None
-                            m = np.maximum(rows, rows[:, (partner ^ (1 << r)) % n_sim]).ravel()
-                        t = _advance(groups, m, lat_ns, nxt)
+                t = _synchronize(groups, t, nxt, job.sync, rounds, batch, n_sim, lat_ns)
                 if k == phases[pi]:
                     runtimes[pi, rep:rep + batch] = t.reshape(batch, n_sim).max(axis=1) / 1e9
                     pi += 1
