@@ -31,8 +31,8 @@ def test_constants_match():
     assert c["kinds"] == {"JSP_SAMPLE": records.KIND_SAMPLE, "JSP_SUSPENSION": records.KIND_SUSPENSION,
                           "JSP_BEAT": records.KIND_BEAT}
     f = c["flags"]
-    assert (f["JSP_S_ON"], f["JSP_S_WOULD"], f["JSP_S_STALE"], f["JSP_S_NOSIGNAL"]) == \
-        (records.S_ON, records.S_WOULD, records.S_STALE, records.S_NOSIGNAL)
+    assert (f["JSP_S_ON"], f["JSP_S_WOULD"], f["JSP_S_STALE"], f["JSP_S_NOSIGNAL"], f["JSP_S_EVENT"]) == \
+        (records.S_ON, records.S_WOULD, records.S_STALE, records.S_NOSIGNAL, records.S_EVENT)
     assert (f["JSP_X_CLIPPED"], f["JSP_X_UNCONFIRMED"], f["JSP_X_NOSTOP"]) == \
         (records.X_CLIPPED, records.X_UNCONFIRMED, records.X_NOSTOP)
     assert f["JSP_FILE_COMPLETE"] == records.FLAG_COMPLETE

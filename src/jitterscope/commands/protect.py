@@ -57,6 +57,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--actuator", metavar="NAME", help="rt (default), deadline, sigstop, freezer[:v1|:v2], "
                                                       "cfs[:v1|:v2], mba, none")
     c.add_argument("--law", metavar="NAME", help="fixed (default), proportional, slack")
+    c.add_argument("--sampling", metavar="HOW", help="timer (default: read the signal every Ts) or event (sleep "
+                                                     "until a counter overflows at the budget, threshold x Ts: "
+                                                     "pmu, or cputime where there is no PMU)")
     c.add_argument("--gain", type=float, metavar="K", help="proportional: S = K x (pressure - 1) x Ts (default 10)")
     c.add_argument("--suspend-min", metavar="TIME", help="proportional: shortest S (default Ts)")
     c.add_argument("--suspend-max", metavar="TIME", help="proportional: longest S (default 4 x --suspend)")

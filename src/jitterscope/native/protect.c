@@ -19,6 +19,10 @@
  * SIGINT, or its parent's death).  Before ending it resumes everything it
  * suspended.  Errors: one line on stderr, exit code 2.
  *
+ * --sampling event: no timer; each control thread sleeps until its CPU's
+ * counters overflow at the budget (threshold x Ts: LLC lines for pmu, task-clock
+ * ns for cputime) -- see protect_loop.c.
+ *
  * Other modes: --layout (struct layouts as JSON), --check-pmu CPU.
  */
 #include "protect.h"
@@ -182,9 +186,9 @@ static int mode_layout(void)
            FIELD(js_report_page, reserved3); FIELD(js_report_page, beat));
     STRUCT(js_beat, FIELD(js_beat, end_ns); FIELD(js_beat, latency_ns));
     printf("}, \"flags\": {\"JSP_FILE_COMPLETE\": %u, \"JSP_S_ON\": %u, \"JSP_S_WOULD\": %u, \"JSP_S_STALE\": %u, "
-           "\"JSP_S_NOSIGNAL\": %u, \"JSP_X_CLIPPED\": %u, \"JSP_X_UNCONFIRMED\": %u, \"JSP_X_NOSTOP\": %u}, "
+           "\"JSP_S_NOSIGNAL\": %u, \"JSP_S_EVENT\": %u, \"JSP_X_CLIPPED\": %u, \"JSP_X_UNCONFIRMED\": %u, \"JSP_X_NOSTOP\": %u}, "
            "\"kinds\": {\"JSP_SAMPLE\": %d, \"JSP_SUSPENSION\": %d, \"JSP_BEAT\": %d}}\n",
-           JSP_FILE_COMPLETE, JSP_S_ON, JSP_S_WOULD, JSP_S_STALE, JSP_S_NOSIGNAL, JSP_X_CLIPPED,
+           JSP_FILE_COMPLETE, JSP_S_ON, JSP_S_WOULD, JSP_S_STALE, JSP_S_NOSIGNAL, JSP_S_EVENT, JSP_X_CLIPPED,
            JSP_X_UNCONFIRMED, JSP_X_NOSTOP, JSP_SAMPLE, JSP_SUSPENSION, JSP_BEAT);
     return 0;
 }
@@ -248,7 +252,9 @@ static void print_end(int interrupted, int64_t dur)
     }
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    printf("], \"writer_cpu_ns\": %lld}\n", (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec);
+    printf("], \"writer_cpu_ns\": %lld, \"sampling\": \"%s\", \"event_budget\": [%" PRIu64 ", %" PRIu64 "]}\n",
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, g_cfg.event ? "event" : "timer", g_cfg.ev_budget[0],
+           g_cfg.ev_budget[1]);
     fflush(stdout);
 }
 
@@ -389,6 +395,7 @@ static void usage(void)
           "         [--critical-page PATH] [--act-on STR --act-off STR] [--confirm-expect STR] "
           "[--cfs-period-us N]\n"
           "         [--noise-cpu C --noise-bytes B --noise-steps N] [--pmu-raw READ,WRITE] [--replay FILE]\n"
+          "         [--sampling timer|event]\n"
           "         [--wait-go] --unit CPU [--report-page P] [--pid N] [--pgid N] [--act-file F] "
           "[--confirm-file F] [--mbm-file F] ...\n"
           "       jitterscope-protect --layout | --check-pmu CPU\n", stderr);
@@ -414,7 +421,7 @@ enum {
     O_OUT = 1, O_TS, O_S, O_LAW, O_GAIN, O_SMIN, O_SMAX, O_SIGNAL, O_ACT, O_THR_R, O_THR_W, O_THR_SLACK,
     O_DEADLINE, O_THR_RATIO, O_FIFO, O_RTB, O_DUR, O_PHASE, O_PHASE_FIRST, O_CRIT, O_ACT_ON, O_ACT_OFF,
     O_CONFIRM_EXPECT, O_CFS_PERIOD, O_NOISE_CPU, O_NOISE_BYTES, O_NOISE_STEPS, O_PMU_RAW, O_REPLAY, O_GO,
-    O_UNIT, O_PAGE, O_PID, O_PGID, O_ACT_FILE, O_CONFIRM_FILE, O_MBM, O_LAYOUT, O_CHECK_PMU,
+    O_UNIT, O_PAGE, O_PID, O_PGID, O_ACT_FILE, O_CONFIRM_FILE, O_MBM, O_LAYOUT, O_CHECK_PMU, O_SAMPLING,
 };
 
 static const struct option OPTS[] = {
@@ -438,6 +445,7 @@ static const struct option OPTS[] = {
     {"pgid", required_argument, 0, O_PGID}, {"act-file", required_argument, 0, O_ACT_FILE},
     {"confirm-file", required_argument, 0, O_CONFIRM_FILE}, {"mbm-file", required_argument, 0, O_MBM},
     {"layout", no_argument, 0, O_LAYOUT}, {"check-pmu", required_argument, 0, O_CHECK_PMU},
+    {"sampling", required_argument, 0, O_SAMPLING},
     {0, 0, 0, 0},
 };
 
@@ -500,6 +508,7 @@ static int parse_option(int c, const char *v)
     case O_PMU_RAW: parse_pmu_raw(v); break;
     case O_REPLAY: load_replay(v); break;
     case O_GO: g_cfg.wait_go = 1; break;
+    case O_SAMPLING: g_cfg.event = pick(v, (const char *const[]){"timer", "event"}, 2, "sampling"); break;
     case O_UNIT:
         if (g_n_units == MAX_UNITS)
             die("at most %d best-effort CPUs", MAX_UNITS);
@@ -524,6 +533,28 @@ static int parse_option(int c, const char *v)
     default: usage();
     }
     return 0;
+}
+
+/* The budget each counter overflows at: the threshold's worth of events in one window Ts
+ * (pmu: bytes/s x Ts / 64 B per line, each direction; cputime: the CPU share x Ts). */
+static void event_budgets(void)
+{
+    if (g_cfg.signal != SIG_PMU && g_cfg.signal != SIG_CPUTIME)
+        die("event-based sampling needs a counter that overflows: --signal pmu or cputime");
+    if (g_cfg.rp_n)
+        die("event-based sampling runs on live counters, not a replay");
+    double ts = (double)g_cfg.ts_ns;
+    if (g_cfg.signal == SIG_PMU) {
+        for (int k = 0; k < 2; k++) {
+            uint64_t thr = k ? g_cfg.thr_write : g_cfg.thr_read;
+            g_cfg.ev_budget[k] = thr ? (uint64_t)((double)thr * ts / 1e9 / 64.0 + 0.999999) : 0;
+        }
+        return;
+    }
+    g_cfg.ev_budget[0] = (uint64_t)(g_cfg.thr_ratio * ts + 0.5);
+    if (g_cfg.ev_budget[0] < 10000)   /* the kernel's shortest software-event period (perf_swevent_init_hrtimer) */
+        die("event-based sampling on CPU time: the budget %.0f ns (threshold x Ts) is below the kernel's 10 us; "
+            "use a longer --sample or a larger --threshold", g_cfg.thr_ratio * ts);
 }
 
 static void check_config(void)
@@ -552,6 +583,8 @@ static void check_config(void)
         die("the rt actuator needs --fifo PRIO and an --rt-budget-ppm below 1000000");
     if (g_cfg.prio > 99)
         die("--fifo must be 1..99");
+    if (g_cfg.event)
+        event_budgets();
 }
 
 int main(int argc, char **argv)

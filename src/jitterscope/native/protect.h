@@ -54,6 +54,11 @@ struct unit {
     int n_taskfds;
     int taskfds[MAX_TASKFDS];            /* perf task-clock per best-effort task (inherit) */
     int pmu_fd;                          /* group leader (LL reads), -1 if unused */
+    int pmu_wfd;                         /* its sibling (LL writes) */
+    /* event-based sampling: the counters that overflow at the budget, each signalling this unit's thread */
+    int n_evfds;
+    int evfds[MAX_TASKFDS + 2];
+    uint64_t ev_period[MAX_TASKFDS + 2];
     int n_mbm;
     int mbm_fd[MAX_PAGES];               /* resctrl mbm_total_bytes per domain */
     const char *mbm_path[MAX_PAGES];
@@ -100,6 +105,9 @@ struct config {
     int phase_first_on;
     const char *out;
     int wait_go;
+    /* event-based sampling (thesis future work, L3339-3347): 0 = a timer every Ts */
+    int event;
+    uint64_t ev_budget[2];               /* per window Ts: pmu = LLC lines read, written; cputime = task-clock ns */
     /* critical program's page (heartbeats) */
     struct js_report_page *crit;
     /* file / cfs actuators */
@@ -140,6 +148,10 @@ void act_release(struct unit *u, int at_sample);
 int act_confirmed(struct unit *u);
 void act_release_all(void);
 int pmu_check(int cpu);
+void ev_setup(struct unit *u);
+int ev_own(struct unit *u, int sig);
+void ev_rearm(struct unit *u);
+int ev_budget_reached(struct unit *u);
 void *noise_main(void *arg);
 void *dl_main(void *arg);
 

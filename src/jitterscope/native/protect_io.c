@@ -53,9 +53,10 @@ static int64_t read_u64_fd(int fd)
     return (int64_t)v;
 }
 
-/* LLC accesses (L2 misses reaching the LLC) for reads and writes on `cpu`, grouped.
- * Returns the leader fd or -1 with errno set. */
-static int pmu_open(int cpu)
+/* LLC accesses (L2 misses reaching the LLC) for reads and writes on `cpu`, grouped.  With event-based
+ * sampling each overflows at its budget (0: that direction is not watched, counted only).
+ * Returns the leader fd (the writes' fd in *wfd) or -1 with errno set. */
+static int pmu_open(int cpu, int *wfd)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
@@ -63,6 +64,7 @@ static int pmu_open(int cpu)
     a.config = g_cfg.pmu_raw ? g_cfg.pmu_read_config
         : (PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16));
     a.read_format = PERF_FORMAT_GROUP;
+    a.sample_period = wfd && g_cfg.event ? g_cfg.ev_budget[0] : 0;
     int lead = perf_open(&a, -1, cpu, -1);
     if (lead < 0)
         return -1;
@@ -70,6 +72,7 @@ static int pmu_open(int cpu)
     a.type = g_cfg.pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
     a.config = g_cfg.pmu_raw ? g_cfg.pmu_write_config
         : (PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_WRITE << 8) | (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16));
+    a.sample_period = wfd && g_cfg.event ? g_cfg.ev_budget[1] : 0;
     int w = perf_open(&a, -1, cpu, lead);
     if (w < 0) {
         int e = errno;
@@ -77,13 +80,17 @@ static int pmu_open(int cpu)
         errno = e;
         return -1;
     }
+    if (wfd)
+        *wfd = w;
+    else
+        close(w);
     return lead;
 }
 
 /* --check-pmu: can the LLC events be counted on `cpu`?  One JSON line either way. */
 int pmu_check(int cpu)
 {
-    int fd = pmu_open(cpu);
+    int fd = pmu_open(cpu, NULL);
     if (fd < 0) {
         int e = errno;
         printf("{\"ok\": false, \"errno\": %d, \"error\": \"%s\"}\n", e,
@@ -114,6 +121,8 @@ static void open_task_clocks(struct unit *u, pid_t pid)
         a.type = PERF_TYPE_SOFTWARE;
         a.config = PERF_COUNT_SW_TASK_CLOCK;
         a.inherit = 1;
+        /* event-based sampling on CPU time: overflows at the budget (ev_setup shares it out) */
+        a.sample_period = g_cfg.event && g_cfg.signal == SIG_CPUTIME ? g_cfg.ev_budget[0] : 0;
         int fd = perf_open(&a, atoi(e->d_name), -1, -1);
         if (fd >= 0)
             u->taskfds[u->n_taskfds++] = fd;
@@ -150,6 +159,9 @@ static void open_group_clocks(struct unit *u, pid_t pgid)
     closedir(d);
 }
 
+static int64_t task_cpu(struct unit *u);
+static int pmu_read(struct unit *u, int64_t out[2]);
+
 /* ---- setup ------------------------------------------------------------------- */
 
 static int open_path(const char *path, int flags, const char *what)
@@ -162,7 +174,7 @@ static int open_path(const char *path, int flags, const char *what)
 
 void io_setup_unit(struct unit *u)
 {
-    u->pmu_fd = u->act_fd = u->confirm_fd = u->dl_efd = -1;
+    u->pmu_fd = u->pmu_wfd = u->act_fd = u->confirm_fd = u->dl_efd = -1;
     for (int i = 0; i < u->n_targets; i++) {
         if (u->targets[i].group)
             open_group_clocks(u, u->targets[i].id);
@@ -172,7 +184,7 @@ void io_setup_unit(struct unit *u)
     if (g_cfg.signal == SIG_CPUTIME && !u->n_taskfds)
         die("cannot count the CPU time of CPU %d's best-effort tasks (perf task-clock): %s", u->cpu,
             u->n_targets ? strerror(errno) : "no process was given for it");
-    if (g_cfg.signal == SIG_PMU && (u->pmu_fd = pmu_open(u->cpu)) < 0)
+    if (g_cfg.signal == SIG_PMU && (u->pmu_fd = pmu_open(u->cpu, &u->pmu_wfd)) < 0)
         die("cannot count LLC reads/writes on CPU %d: %s", u->cpu,
             errno == ENOENT ? "no hardware PMU event here (use --signal report, slack, cputime or noise)"
                             : strerror(errno));
@@ -191,6 +203,74 @@ void io_setup_unit(struct unit *u)
         u->confirm_fd = open_path(u->confirm_path, O_RDONLY, "confirmation file");
     if (g_cfg.actuator == ACT_SIGNAL && !u->n_targets)
         die("--actuator sigstop needs a process or group for CPU %d", u->cpu);
+    ev_setup(u);
+}
+
+/* ---- event-based sampling ------------------------------------------------------------
+ * Instead of reading the counters every Ts, each counter overflows at the budget (the threshold's
+ * worth of events in one window Ts) and the kernel signals the unit's control thread (fcntl O_ASYNC,
+ * F_SETSIG, F_SETOWN_EX to its tid), which sleeps until then (thesis future work, L3339-3347; MemGuard's
+ * mechanism in user space).  Generic over the event: LLC lines on a CPU (pmu, where a PMU exists) or the
+ * best-effort tasks' task-clock (cputime, a software event, the stand-in on hosts without a PMU). */
+
+void ev_setup(struct unit *u)
+{
+    if (!g_cfg.event)
+        return;
+    u->n_evfds = 0;
+    if (g_cfg.signal == SIG_PMU) {
+        for (int k = 0; k < 2; k++)
+            if (g_cfg.ev_budget[k]) {
+                u->ev_period[u->n_evfds] = g_cfg.ev_budget[k];
+                u->evfds[u->n_evfds++] = k ? u->pmu_wfd : u->pmu_fd;
+            }
+        return;
+    }
+    /* several task counters share the CPU's budget: each overflows at its share, and the thread
+     * decides on the sum (ev_budget_reached) */
+    uint64_t n = (uint64_t)u->n_taskfds, share = (g_cfg.ev_budget[0] + n - 1) / n;
+    for (int i = 0; i < u->n_taskfds; i++) {
+        u->ev_period[i] = share;
+        u->evfds[u->n_evfds++] = u->taskfds[i];
+    }
+    ev_rearm(u);
+}
+
+/* Route every overflow of the unit's counters to the calling thread as signal `sig` (blocked there). */
+int ev_own(struct unit *u, int sig)
+{
+    struct f_owner_ex owner = {F_OWNER_TID, gettid()};
+    for (int i = 0; i < u->n_evfds; i++) {
+        int fd = u->evfds[i], fl = fcntl(fd, F_GETFL);
+        if (fl < 0 || fcntl(fd, F_SETOWN_EX, &owner) || fcntl(fd, F_SETSIG, sig) ||
+            fcntl(fd, F_SETFL, fl | O_ASYNC)) {
+            snprintf(u->error, sizeof u->error, "cannot route the counters' overflow to CPU %d's control "
+                     "thread: %s", u->cpu, strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* A new window: every counter's next overflow is a whole period (its budget) from now. */
+void ev_rearm(struct unit *u)
+{
+    for (int i = 0; i < u->n_evfds; i++)
+        if (ioctl(u->evfds[i], PERF_EVENT_IOC_PERIOD, &u->ev_period[i]))
+            die("cannot re-arm the overflow counter of CPU %d: %s", u->cpu, strerror(errno));
+}
+
+/* Has the window's budget been spent (either direction for LLC lines, the sum for CPU time)? */
+int ev_budget_reached(struct unit *u)
+{
+    if (g_cfg.signal == SIG_PMU) {
+        int64_t v[2];
+        if (pmu_read(u, v))
+            return 0;
+        return (g_cfg.ev_budget[0] && (uint64_t)(v[0] - u->prev_pmu[0]) >= g_cfg.ev_budget[0]) ||
+               (g_cfg.ev_budget[1] && (uint64_t)(v[1] - u->prev_pmu[1]) >= g_cfg.ev_budget[1]);
+    }
+    return task_cpu(u) - u->prev_cpu >= (int64_t)g_cfg.ev_budget[0];
 }
 
 /* ---- signals ------------------------------------------------------------------ */

@@ -8,6 +8,10 @@
  * again Ts later.  Under persistent excess the best-effort share is therefore
  * Ts/(Ts+S).  Every sample and every suspension becomes a record.
  *
+ * With event-based sampling (--sampling event) the thread does not wake every
+ * Ts: it sleeps until a counter overflows at the budget (protect_io.c), and a
+ * window is over budget when the budget was spent within Ts of its start.
+ *
  * Replay runs the same law on recorded counters in virtual time (no sleeping,
  * no actuator), so its decisions are exactly reproducible.
  */
@@ -15,6 +19,7 @@
 
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <string.h>
 #include <stdio.h>
 #include <time.h>
@@ -202,25 +207,10 @@ static int pin_and_schedule(struct unit *u)
     return 0;
 }
 
-void *control_main(void *arg)
+static void control_timer(struct unit *u)
 {
-    struct unit *u = arg;
-    u->tid = gettid();
-    if (pin_and_schedule(u)) {
-        atomic_store(&u->ready, -1);
-        return NULL;
-    }
-    atomic_store(&u->ready, 1);
-    while (!atomic_load(&g_go))
-        if (atomic_load(&g_stop))
-            return NULL;
-        else
-            sleep_until(now_ns() + 1000000);
     io_baseline(u);
     int64_t prev = now_ns(), next = prev + g_cfg.ts_ns;
-    u->tokens_t = prev;
-    u->tokens_cpu = thread_cpu_ns();
-    u->tokens = RT_BUCKET_NS;
     while (!atomic_load(&g_stop)) {
         sleep_until(next);
         if (atomic_load(&g_stop))
@@ -246,6 +236,80 @@ void *control_main(void *arg)
                 next += ((t - next) / g_cfg.ts_ns + 1) * g_cfg.ts_ns;
         }
     }
+}
+
+static void drain_overflows(const sigset_t *set)
+{
+    const struct timespec zero = {0, 0};
+    while (sigtimedwait(set, NULL, &zero) > 0) {}
+}
+
+/* Event-based sampling: a window starts now (counters re-armed); the thread sleeps until an overflow.
+ * Budget spent within Ts of the window's start: over (suspend, then a new window); after Ts: under,
+ * and a new window.  Several task counters each overflow at their share: the sum decides, so an early
+ * share within Ts only waits on.  The 20 ms timeout only notices the end of the run; it is no sample. */
+static void control_events(struct unit *u, const sigset_t *set)
+{
+    const struct timespec stop_check = {0, 20000000};
+    drain_overflows(set);
+    io_baseline(u);
+    ev_rearm(u);
+    int64_t prev = now_ns();
+    while (!atomic_load(&g_stop)) {
+        if (sigtimedwait(set, NULL, &stop_check) < 0)
+            continue;
+        drain_overflows(set);
+        int64_t t = now_ns();
+        int in_window = t - prev <= g_cfg.ts_ns, reached = ev_budget_reached(u);
+        if (in_window && !reached)
+            continue;
+        union jsp_record r;
+        memset(&r, 0, sizeof r);
+        r.s.flags = JSP_S_EVENT;
+        int over = 0;
+        double pressure = 0;
+        io_read(u, t - prev, &r.s, &over, &pressure);
+        over = in_window && reached;
+        if (over && pressure < 1.0)
+            pressure = 1.0;
+        int64_t s = decide(u, &r, t - g_t0, t - prev, over, pressure);
+        if (s > 0)
+            suspend(u, s);
+        else if (g_cfg.actuator == ACT_CFS)
+            act_release(u, 1);
+        drain_overflows(set);   /* raised while suspended: the old window's */
+        io_baseline(u);
+        ev_rearm(u);
+        prev = now_ns();
+    }
+}
+
+void *control_main(void *arg)
+{
+    struct unit *u = arg;
+    u->tid = gettid();
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGRTMIN);
+    if (g_cfg.event)
+        pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (pin_and_schedule(u) || (g_cfg.event && ev_own(u, SIGRTMIN))) {
+        atomic_store(&u->ready, -1);
+        return NULL;
+    }
+    atomic_store(&u->ready, 1);
+    while (!atomic_load(&g_go))
+        if (atomic_load(&g_stop))
+            return NULL;
+        else
+            sleep_until(now_ns() + 1000000);
+    u->tokens_t = now_ns();
+    u->tokens_cpu = thread_cpu_ns();
+    u->tokens = RT_BUCKET_NS;
+    if (g_cfg.event)
+        control_events(u, &set);
+    else
+        control_timer(u);
     act_release(u, 1);
     u->thread_cpu_ns = thread_cpu_ns();
     return NULL;

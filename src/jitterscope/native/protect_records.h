@@ -30,6 +30,7 @@ enum jsp_kind {
 #define JSP_S_WOULD 2u          /* the law said suspend, but the phase is off */
 #define JSP_S_STALE 4u          /* no fresh signal value in this window (last one held) */
 #define JSP_S_NOSIGNAL 8u       /* no signal value at all yet */
+#define JSP_S_EVENT 16u         /* event-based sampling: taken on a counter's overflow at the budget, not on a timer */
 
 /* jsp_suspension.flags */
 #define JSP_X_CLIPPED 1u        /* shortened to stay within the RT budget */
@@ -54,7 +55,8 @@ struct jsp_sample {
     uint16_t cpu;               /* best-effort CPU of the control thread */
     uint32_t flags;             /* JSP_S_* */
     int64_t t_ns;               /* when the sample was taken */
-    int64_t window_ns;          /* the actual sampling interval it covers (Ts as achieved) */
+    int64_t window_ns;          /* the actual sampling interval it covers (Ts as achieved; event-based: the time
+                                   the budget took, from the window's start to the overflow) */
     int64_t read_bytes;         /* bytes read in the window, as the signal saw them (bandwidth signals) */
     int64_t write_bytes;        /* bytes written in the window, likewise */
     int64_t progress_bytes;     /* bytes the report pages counted since the previous sample (-1: no page) */

@@ -134,6 +134,27 @@ def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float,
     return out
 
 
+def _event_budget(opts: dict[str, Any], end: dict[str, Any]) -> dict[str, Any] | None:
+    """What each counter overflowed at (--sampling event): LLC lines per direction, or task-clock ns."""
+    b = end.get("event_budget")
+    if opts.get("sampling") != "event" or not b:
+        return None
+    if opts["signal"] == "pmu":
+        return {"unit": "LLC lines", "read": b[0] or None, "write": b[1] or None}
+    return {"unit": "ns of CPU time", "cpu_ns": b[0]}
+
+
+def _critical_source(meta: dict[str, Any], beats: int) -> str:
+    """Where the critical latency comes from, or why there is none (never silently absent)."""
+    if not any(p.get("role") == "critical" for p in meta.get("programs", [])):
+        return "no critical program was given"
+    if beats:
+        return "heartbeats the critical program published (report API)"
+    return ("unknown: the critical program published no heartbeats (it must use the report API: "
+            "js_report.h or jitterscope.protect.report, the page named by $JITTERSCOPE_REPORT; "
+            "or give --critical-page for a --critical PID)")
+
+
 def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
     opts = meta["options"]
     phase_ns = opts.get("compare_ns")
@@ -153,10 +174,12 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
         "run": {"id": meta["id"], "duration_s": meta["duration_s"], "interrupted": meta["interrupted"],
                 "complete": bool(header["complete"]), "ended_by": meta.get("ended_by", "")},
         "signal": opts["signal"], "actuator": opts["actuator"], "law": opts["law"],
+        "sampling": opts.get("sampling", "timer"), "event_budget": _event_budget(opts, end),
         "sample_ns": opts["sample_ns"], "suspend_ns": opts["suspend_ns"], "threshold": opts.get("threshold", {}),
         "expected_share": opts["sample_ns"] / (opts["sample_ns"] + opts["suspend_ns"]),
         "phases": phases, "progress_ratio": ratio,
         "critical": latency(recs["beats"]["latency_ns"], deadline),
+        "critical_latency": _critical_source(meta, len(recs["beats"])),
         "cpus": per_cpu(recs, end, meta["duration_s"], phases["protected"]["seconds"]),
         "controller": {"records": int(header["records_in_file"]), "dropped": int(header["dropped"]),
                        "beats_lost": int(header["beats_lost"]),

@@ -26,6 +26,7 @@ from jitterscope.units import (
 )
 
 LAWS = ("fixed", "proportional", "slack")
+SAMPLINGS = ("timer", "event")
 TS_BOUNDS = (1e-6, 1.0)           # --sample: 1us to 1s
 S_BOUNDS = (1e-6, 10.0)           # --suspend: 1us to 10s
 
@@ -37,6 +38,7 @@ class Plan:
     ts_ns: float = 100e3
     s_ns: float = 900e3
     law: str = "fixed"
+    sampling: str = "timer"                       # event: counters overflow at the budget (no timer)
     gain: float = 10.0
     s_min_ns: float = 0.0
     s_max_ns: float = 0.0
@@ -104,9 +106,12 @@ def build(a: dict[str, Any], calibrating: bool = False) -> Plan:
     p.signal = str(a.get("signal") or "auto")
     if p.signal not in signals.SIGNALS:
         raise JitterscopeError(f"unknown signal {p.signal!r}: use {', '.join(signals.SIGNALS)}")
+    _sampling(p, a)
     p.threshold = str(a["threshold"]) if a.get("threshold") else None
     if p.threshold and p.signal not in ("auto", "always"):
         signals.parse_threshold(p.threshold, p.signal)
+    if p.sampling == "event" and p.signal in ("auto", "cputime"):
+        _event_cputime_budget(p)
     p.actuator, p.cgroup_version = actuators.parse(str(a.get("actuator") or "rt"))
     for key, what in (("duration", "--duration"), ("compare", "--compare"), ("deadline", "--deadline")):
         if a.get(key):
@@ -150,6 +155,31 @@ def _law_options(p: Plan, a: dict[str, Any]) -> None:
         p.calibration = Path(str(a["calibration"]))
         if not a.get("deadline"):
             raise JitterscopeError("--law slack needs --deadline: the critical program's latency bound")
+
+
+def _sampling(p: Plan, a: dict[str, Any]) -> None:
+    p.sampling = str(a.get("sampling") or "timer")
+    if p.sampling not in SAMPLINGS:
+        raise JitterscopeError(f"unknown sampling {p.sampling!r}: use {', '.join(SAMPLINGS)}")
+    if p.sampling != "event":
+        return
+    if p.signal not in signals.EVENT_SIGNALS + ("auto",):
+        raise JitterscopeError(f"--sampling event needs a counter that overflows at the budget: --signal "
+                               f"{' or '.join(signals.EVENT_SIGNALS)}, not {p.signal}")
+    if p.law == "slack" or a.get("replay"):
+        raise JitterscopeError("--sampling event works with the fixed and proportional laws on live counters "
+                               "(not --law slack or --replay)")
+
+
+def _event_cputime_budget(p: Plan) -> None:
+    """On CPU time the budget is threshold x Ts, and the kernel's software events overflow no sooner
+    than every 10 us (perf_swevent_init_hrtimer)."""
+    text = p.threshold if p.threshold and p.threshold.endswith("%") else signals.default_threshold("cputime")
+    budget = signals.parse_threshold(text, "cputime").percent or 0.0
+    if budget * p.ts_ns < 10e3:
+        raise JitterscopeError(f"--sampling event on CPU time: the budget {format_ns(budget * p.ts_ns)} (threshold "
+                               f"{text} x --sample {format_ns(p.ts_ns)}) is below the kernel's 10 us: use a longer "
+                               f"--sample or a larger --threshold")
 
 
 def _programs(p: Plan, a: dict[str, Any], calibrating: bool) -> None:
@@ -231,7 +261,7 @@ def _replay_checks(p: Plan) -> None:
 
 def law_args(plan: Plan, s_ns: float) -> list[str]:
     """The controller's options for the law: Ts, S and, for the proportional law, its gain and bounds."""
-    args = ["--sample-ns", str(int(plan.ts_ns)), "--suspend-ns", str(int(s_ns))]
+    args = ["--sample-ns", str(int(plan.ts_ns)), "--suspend-ns", str(int(s_ns)), "--sampling", plan.sampling]
     if plan.law == "proportional":
         args += ["--law", "proportional", "--gain", str(int(plan.gain * 1000)),
                  "--suspend-min-ns", str(int(plan.s_min_ns)), "--suspend-max-ns", str(int(plan.s_max_ns))]

@@ -23,7 +23,7 @@ FLAG_COMPLETE = 1
 KIND_SAMPLE, KIND_SUSPENSION, KIND_BEAT = 1, 2, 3
 
 # jsp_sample.flags
-S_ON, S_WOULD, S_STALE, S_NOSIGNAL = 1, 2, 4, 8
+S_ON, S_WOULD, S_STALE, S_NOSIGNAL, S_EVENT = 1, 2, 4, 8, 16
 # jsp_suspension.flags
 X_CLIPPED, X_UNCONFIRMED, X_NOSTOP = 1, 2, 4
 STOP_UNKNOWN = np.iinfo(np.int64).min  # stopped_ns when no report page could tell

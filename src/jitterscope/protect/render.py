@@ -34,6 +34,15 @@ def _dist(d: dict[str, float] | None) -> str:
     return "-" if not d else f"p50 {format_ns(d['p50'])}, p99 {format_ns(d['p99'])}, max {format_ns(d['max'])}"
 
 
+def _sampling(summary: dict[str, Any]) -> str:
+    b = summary.get("event_budget")
+    if not b:
+        return ""
+    if "cpu_ns" in b:
+        return f" · event-sampled: overflow at {format_ns(b['cpu_ns'])} CPU time"
+    return " · event-sampled: overflow at " + ", ".join(f"{b[k]:,} {k} lines" for k in ("read", "write") if b[k])
+
+
 def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     o = meta["options"]
     phases = summary["phases"]
@@ -41,7 +50,7 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     head = (f"protect: best-effort CPU {','.join(map(str, meta['cpus']))}, critical CPU "
             f"{','.join(map(str, meta['critical_cpus']))} · signal {summary['signal']} · actuator "
             f"{summary['actuator']} · law {summary['law']} {format_ns(summary['sample_ns'])}/"
-            f"{format_ns(summary['suspend_ns'])} · {format_ns(summary['run']['duration_s'] * 1e9)}"
+            f"{format_ns(summary['suspend_ns'])}{_sampling(summary)} · {format_ns(summary['run']['duration_s'] * 1e9)}"
             + (" (interrupted)" if summary["run"]["interrupted"] else ""))
     lines = [head, f"  signal: {o.get('signal_reason')}; threshold {o['threshold'].get('text') or '-'}"]
     rows: list[tuple[str, list[str]]] = [
@@ -60,9 +69,12 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     if summary.get("progress_ratio") is not None:
         lines.append(f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected "
                      f"(the law's share under persistent excess: {summary['expected_share']:.3f})")
+    if summary.get("critical") is None and (summary.get("critical_latency") or "").startswith("unknown"):
+        lines.append(f"  critical latency {summary['critical_latency']}")
+    window = "windows" if summary.get("sampling") == "event" else "Ts"
     for cpu, c in summary["cpus"].items():
-        lines.append(f"  CPU {cpu}: {c['samples']:,} samples (Ts {_dist(c['sampling_ns'])}), {c['suspensions']:,} "
-                     f"suspensions (S {_dist(c['suspension_ns'])}), duty {_pct(c.get('duty'))}")
+        lines.append(f"  CPU {cpu}: {c['samples']:,} samples ({window} {_dist(c['sampling_ns'])}), "
+                     f"{c['suspensions']:,} suspensions (S {_dist(c['suspension_ns'])}), duty {_pct(c.get('duty'))}")
         parts = [f"stop latency {_dist(c['stop_latency_ns'])}"] if c["stop_latency_ns"] else []
         if c["controller_cpu_share"] is not None:
             parts.append(f"controller {_pct(c['controller_cpu_share'])} CPU"

@@ -25,6 +25,7 @@ def meta(plan: Plan, out: Outcome, run_dir: Path) -> dict[str, Any]:
         cpu_model=sysinfo.cpu_model(), clocksource=sysinfo.clocksource(), virtualization=sysinfo.virtualization(),
         options={
             "signal": out.signal, "signal_reason": out.signal_reason, "actuator": plan.actuator, "law": plan.law,
+            "sampling": plan.sampling,
             "sample_ns": plan.ts_ns, "suspend_ns": out.s_ns, "suspend_min_ns": plan.s_min_ns,
             "suspend_max_ns": plan.s_max_ns, "gain": plan.gain, "threshold": out.threshold,
             "deadline_ns": out.deadline_ns, "compare_ns": plan.compare_ns, "priority": plan.priority,

@@ -142,7 +142,8 @@ def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_p
         page.close()
     out.deadline_ns = deadline
     out.signal, out.signal_reason = signals.choose(plan.signal, plan.cpus, be_publish,
-                                                   crit_page is not None and bool(deadline))
+                                                   crit_page is not None and bool(deadline),
+                                                   event=plan.sampling == "event")
     out.s_ns = _suspension(plan, deadline)
     if plan.law == "slack" and out.s_ns == 0:
         out.signal, out.signal_reason = "none", "slack law: the calibration meets the deadline at full share"

@@ -15,6 +15,11 @@
 `auto` picks, in order: pmu (a hardware PMU), resctrl (MBM), report (every
 best-effort program publishes), slack (the critical program publishes
 heartbeats and a deadline), cputime (anything else: weak, but needs nothing).
+
+Event-based sampling (--sampling event) needs a perf counter that can
+overflow at the budget: pmu (LLC lines, where a PMU exists) or cputime (the
+best-effort tasks' task-clock, a software event: the stand-in on hosts
+without a PMU, such as this project's VM).  `auto` then picks pmu, else cputime.
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
 
 BANDWIDTH = ("pmu", "resctrl", "report", "replay")
+EVENT_SIGNALS = ("pmu", "cputime")
 SIGNALS = ("auto", "pmu", "resctrl", "report", "slack", "noise", "cputime", "replay", "always", "none")
 DEFAULT_THRESHOLD = {"bandwidth": "25%", "slack": "10%", "noise": "20%", "cputime": "50%"}
 RESCTRL = Path("/sys/fs/resctrl")
@@ -163,8 +169,15 @@ def mbm_files() -> list[Path]:
     return sorted(RESCTRL.glob("mon_data/mon_L3_*/mbm_total_bytes")) if RESCTRL.is_dir() else []
 
 
-def choose(requested: str, cpus: list[int], be_publish: bool, critical_beats: bool) -> tuple[str, str]:
+def choose(requested: str, cpus: list[int], be_publish: bool, critical_beats: bool,
+           event: bool = False) -> tuple[str, str]:
     """The signal to use and why (`auto` follows the order in the module docstring)."""
+    if event and requested == "auto":
+        ok, why = pmu_status(cpus[0])
+        if ok:
+            return "pmu", "event-based sampling: LLC lines overflow at the budget (hardware PMU)"
+        return "cputime", (f"event-based sampling: {why}, so the best-effort tasks' CPU time (task-clock, a "
+                           f"software event) overflows at the budget instead, standing in for LLC lines")
     if requested == "pmu":
         ok, why = pmu_status(cpus[0])
         if not ok:
