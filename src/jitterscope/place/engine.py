@@ -123,6 +123,7 @@ class Engine:
                  f"killed by signal {-rc}" if rc is not None and rc < 0 else
                  f"ended (exit code {rc})" if rc is not None else "vanished")
         self.decide("-", p, "drop", -1, p.end)
+        observe.forget(p.pid)
         for s in self.slot.values():
             if s.task is p:
                 s.task = None
@@ -303,6 +304,7 @@ class Engine:
         """Observe the tasks still in a quantum and let every task run again."""
         for c in list(self.slot):
             self.end_slot(c)
+        observe.forget()
         if self.act is not None:
             for p in self.tasks:
                 self.act.cont(p)

@@ -158,6 +158,9 @@ def build(a: dict[str, Any]) -> Plan:
         from jitterscope.place.tasks import cgroup_pids
 
         pids += cgroup_pids(Path(a["cgroup"]))
+    gone = next((x for x in pids if not Path(f"/proc/{x}").is_dir()), None)
+    if gone is not None:     # before the run directory exists (the session checks again when it takes them)
+        raise JitterscopeError(f"--tasks {gone}: no such process")
     if not cmds and not pids:
         raise UsageError("nothing to place: give --cmd CMD (repeatable), -- CMD, --tasks PIDS or --cgroup PATH")
     if not a["dry_run"] and os.geteuid() != 0:
