@@ -9,6 +9,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from jitterscope.place.records import PAGE_DTYPE
 from jitterscope.rundir import load_run
 from jitterscope.sysinfo import online_cpus
 from tests.integration.conftest import jitterscope
+from tests.integration.machine import run_as_nobody
 
 ROOT = pytest.mark.skipif(os.geteuid() != 0, reason="place stops and moves tasks: needs root")
 TWO = pytest.mark.skipif(len(online_cpus()) < 2, reason="needs two CPUs")
@@ -56,12 +58,13 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
     """One --compare of [cb,sl][cb,chase] (cb = 1, sl = chase = 0) under stock, L, worst and L+P: heavy with heavy
     ~never under L, always under worst, in between for stock (spec B.3); the protected chase is never stopped
     under L+P; speedups are the geometric means of the per-task ratios in the results table."""
-    out = tmp_path / "cmp"
+    out, labels = tmp_path / "cmp", tmp_path / "labels.yaml"
+    labels.write_text("jitterscope-chase: {weight: 0, source: probe, slowdown: -0.01}\n")   # as --profile writes
     proc = jitterscope("place", "--compare", "stock,L,worst,L+P", "--repeat", "1", "--cpus", "0,1", *DECLARE,
-                       "--declare", "jitterscope-chase=light", "--protect", "jitterscope-chase",
+                       "--labels", str(labels), "--protect", "jitterscope-chase",
                        "--cmd", f"{CB} --buffer 4194304", "--cmd", f"{CB} --buffer 4194304", "--cmd", SL,
-                       "--cmd", "jitterscope-chase --buffer 262144 --period-ns 1000000", "--duration", "1500ms", "--out", str(out),
-                       timeout=180)
+                       "--cmd", "jitterscope-chase --buffer 262144 --period-ns 1000000", "--duration", "1500ms",
+                       "--out", str(out), timeout=180)
     assert proc.returncode == 0, proc.stderr
     assert "speedup vs stock" in proc.stdout and "jitterscope-chase#3*" in proc.stdout
     cmp = load_run(out)
@@ -74,7 +77,7 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
     assert co["worst"]["coheavy_fraction"] > 0.8
     assert 0.05 < co["stock"]["coheavy_fraction"] < 0.95 and co["stock"]["coheavy_method"] == "estimated"
     for r in co.values():
-        assert r["weight_sources"].keys() == {"declared"} and not r["run"]["pmu"]["available"]
+        assert r["weight_sources"].keys() == {"declared", "probe"} and not r["run"]["pmu"]["available"]
         assert all(t["end"] == "running at the end" for t in r["tasks"]) and r["tasks"][0]["ops"] > 0
     assert co["stock"]["tasks"][3]["beats"] > 0 and co["L+P"]["tasks"][3]["beats"] > 0
     # OBS-P: the protected chase never waits for a slot (no `run` decision), and every slot choice names it
@@ -108,7 +111,7 @@ def test_obs_x_places_alternately_and_rebalances(tmp_path: Path) -> None:
     try:
         time.sleep(0.2)
         s, run = _place(tmp_path, "forced", "--policy", "L,X", "--topology", topo, "--period", "500ms", *DECLARE,
-                        "--tasks", ",".join(str(p.pid) for p in procs), "--duration", "2500ms")
+                        "--tasks", ",".join(str(p.pid) for p in procs), "--duration", "1500ms")
         moves = [d for d in run.table("decisions").to_pylist() if d["action"] == "migrate"]
         first_run = min(d["t_ns"] for d in run.table("decisions").to_pylist() if d["action"] == "run")
         assert moves and moves[0]["name"] == CB and moves[0]["cpu"] == 1
@@ -164,16 +167,74 @@ def test_obs_f_with_the_marker(tmp_path: Path, variant: str) -> None:
 
 
 @ROOT
-def test_bad_input_is_one_line_and_exit_2(tmp_path: Path) -> None:
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """In this process (every case fails before anything starts; a subprocess each costs ~4 s under load)."""
+    from jitterscope.cli import main
+
+    topo = _topology(tmp_path, "llc_groups: ['0', '0']\n")
     for args, words in [(["--policy", "Q", "--cmd", SL], "unknown --policy"),
                         (["--policy", "C", "--cmd", SL], "with L"),
+                        (["--policy", "stock,P", "--cmd", SL], "with L"),
                         (["--tasks", "999999999"], "no such process"),
-                        (["--cmd", SL, "--topology", _topology(tmp_path, "llc_groups: ['0', '0']\n")], "disjoint"),
+                        (["--cmd", SL, "--topology", topo], "disjoint"),
                         (["--cmd", SL, "--credit", "abc"], "--credit"),
+                        (["--cmd", SL, "--compare", "stock"], "two or more"),
+                        (["--cmd", SL, "--compare", "stock,L", "--repeat", "0"], "--repeat"),
+                        (["--profile", "cachegrind", "--cmd", SL, "--cmd", SL], "by name"),
+                        (["--profile", "perf", "--cmd", SL], "unknown --profile"),
                         ([], "nothing to place")]:
-        proc = jitterscope("place", *args, "--duration", "100ms", "--out", str(tmp_path / "x"))
-        assert proc.returncode == 2 and words in proc.stderr and len(proc.stderr.strip().splitlines()) == 1, \
-            (args, proc.stderr)
+        code = main(["place", *args, "--duration", "100ms", "--out", str(tmp_path / "x")])
+        err = capsys.readouterr().err
+        assert code == 2 and words in err and len(err.strip().splitlines()) == 1, (args, err)
+    assert not (tmp_path / "x").exists()
+
+
+def test_without_root_it_refuses_in_one_line_and_starts_nothing(tmp_path: Path) -> None:
+    out = Path(tempfile.mkdtemp(prefix="jitterscope-place-nobody-"))
+    try:
+        os.chmod(out, 0o777)
+        proc = run_as_nobody(["-m", "jitterscope", "place", "--cmd", f"{SL} --duration-ns 60000000000",
+                              "--duration", "1s", "--out", str(out / "run")], cwd="/")
+        assert proc.returncode == 2 and "needs root" in proc.stderr, proc.stderr
+        assert len(proc.stderr.strip().splitlines()) == 1 and not (out / "run").exists()
+        assert not subprocess.run(["pgrep", "-u", "65534", "-f", SL], capture_output=True).stdout
+    finally:
+        shutil.rmtree(out, ignore_errors=True)
+
+
+@ROOT
+@TWO
+def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tmp_path: Path) -> None:
+    """SIGINT to the foreground process group (as a terminal's Ctrl-C) while --compare runs its second set."""
+    procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(3)]
+    out = tmp_path / "cmp"
+    try:
+        before = [os.sched_getaffinity(p.pid) for p in procs]
+        place = subprocess.Popen([sys.executable, "-m", "jitterscope", "place", "--compare", "stock,L", "--repeat",
+                                  "2", "--duration", "1s", "--tasks", ",".join(str(p.pid) for p in procs),
+                                  "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                 start_new_session=True)
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and not any(_state(p.pid) == "T" for p in procs):
+            time.sleep(0.02)                       # OBS-L (the second set) stops tasks: it has started
+        os.killpg(place.pid, signal.SIGINT)
+        _, err = place.communicate(timeout=60)
+        assert place.returncode == 130, err
+        s = load_run(out).summary
+        assert s["ended_by"] == "interrupted" and s["runs"] == ["00-stock"]
+        assert len(load_run(out).table("results")) == 3
+        assert load_run(out / "runs" / "00-L").summary["run"]["ended_by"] == "interrupted"
+        time.sleep(0.1)
+        assert all(_state(p.pid) != "T" for p in procs)
+        assert [os.sched_getaffinity(p.pid) for p in procs] == before
+    finally:
+        for p in procs:
+            p.kill()
+            p.wait()
+
+
+def _state(pid: int) -> str:
+    return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
 
 
 @ROOT
@@ -186,15 +247,14 @@ def test_kill_9_then_restore_leaves_nothing_stopped_or_pinned(tmp_path: Path) ->
                                   "--tasks", ",".join(str(p.pid) for p in procs), "--out", str(tmp_path / "k")],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(
-                Path(f"/proc/{p.pid}/stat").read_text().split(") ")[1][0] == "T" for p in procs):
+        while time.monotonic() < deadline and not any(_state(p.pid) == "T" for p in procs):
             time.sleep(0.05)
         place.send_signal(signal.SIGKILL)
         place.wait()
         restore = jitterscope("restore")
         assert restore.returncode == 0, restore.stderr
         time.sleep(0.1)
-        assert all(Path(f"/proc/{p.pid}/stat").read_text().split(") ")[1][0] != "T" for p in procs)
+        assert all(_state(p.pid) != "T" for p in procs)
         assert [os.sched_getaffinity(p.pid) for p in procs] == before
     finally:
         for p in procs:
@@ -206,7 +266,8 @@ def test_kill_9_then_restore_leaves_nothing_stopped_or_pinned(tmp_path: Path) ->
 @TWO
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (cachegrind) is not installed")
 def test_profile_stand_in_weights_cachegrind_and_probe(tmp_path: Path) -> None:
-    """Spec B.1 (ii) and (iii): a labels file with each program's weight and its source, usable by --labels."""
+    """Spec B.1 (ii) and (iii): a labels file with each program's weight and its source (the compare test uses
+    such a file)."""
     cg, pr = tmp_path / "cg.yaml", tmp_path / "probe.yaml"
     proc = jitterscope("place", "--profile", "cachegrind", "--duration", "2s", "--labels-out", str(cg),
                        "--cmd", f"{CB} --buffer 2097152")
@@ -218,5 +279,3 @@ def test_profile_stand_in_weights_cachegrind_and_probe(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     e = yaml.safe_load(pr.read_text())[SL]
     assert e["source"] == "probe" and e["weight"] >= 0 and e["phases"] == 2 and e["calibration_slowdown"] is not None
-    s, _ = _place(tmp_path, "use", "--policy", "stock", "--labels", str(pr), "--cmd", SL, "--duration", "300ms")
-    assert s["weight_sources"].keys() == {"probe"}
