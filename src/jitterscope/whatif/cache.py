@@ -5,7 +5,8 @@ result as plain data.
 Misses the kernel causes = application misses with the kernel - without it, on the same machine (the
 remedy's overflow sharing can also help the program alone: its idle OS cache holds evicted lines).
 Slowdown = misses beyond the ideal machine's (unified L2, no kernel) x miss penalty / the program's own
-time (accesses x access time): a blocking, in-order core (the paper's 2-issue in-order core, Table 2) where every L2 miss stalls for the full round trip.
+time (accesses x access time): a blocking, in-order core (the paper's 2-issue in-order core, Table 2)
+where every L2 miss stalls for the full round trip.
 """
 
 from __future__ import annotations
