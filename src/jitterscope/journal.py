@@ -45,7 +45,7 @@ value in place.  `read_journal(path)` reads either kind of file.
 Mounts are shared (mounts.py): jitterscope processes that need tracefs where
 it was not mounted share one mount through a lock-protected registry of its
 users; the last live user unmounts what a jitterscope process mounted, and a
-mount found already there is never touched.  `sweep_mounts` (run by
+mount found already there is never touched.  `mounts.sweep` (run by
 `restore`) finds mounts whose users all died.
 """
 
@@ -266,13 +266,6 @@ UNDO: dict[str, UndoFn] = {
 }
 
 
-def sweep_mounts() -> list[Outcome]:
-    """Mounts jitterscope made whose users all died without a journal saying so (mounts.py)."""
-    from jitterscope import mounts
-
-    return mounts.sweep()
-
-
 def register_undo(op: str, fn: UndoFn | str) -> None:
     """Register an entry type defined elsewhere; `fn` may be "module:function" (imported
     when needed).  Register at import of journal.py's caller *and* list it in UNDO above
@@ -400,14 +393,6 @@ class Journal:
         self.begin("affinity", pid=pid, start=process_start_time(pid),
                    cpus=sorted(os.sched_getaffinity(pid)))
         os.sched_setaffinity(pid, cpus)
-
-    def use_mount(self, target: str | Path, fstype: str, source: str = "nodev") -> bool:
-        """Make sure `fstype` is mounted at `target`, sharing a mount another jitterscope
-        process made; True if it is mounted afterwards.  A mount that was there before
-        any jitterscope process is used as is and never unmounted (mounts.py)."""
-        from jitterscope import mounts
-
-        return mounts.use(self, str(target), fstype, source)
 
     def scratch_dir(self, prefix: str, parent: str | Path | None = None, keep: str | None = None,
                     keep_to: str | Path | None = None, hint: str | None = None) -> Path:

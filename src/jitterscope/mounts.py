@@ -159,7 +159,10 @@ def _alive(user: dict[str, Any]) -> bool:
 
 
 def use(journal: Journal, target: str, fstype: str, source: str) -> bool:
-    """Journal.use_mount: register this process as a user of the mount, mounting it if needed."""
+    """Make sure `fstype` is mounted at `target`, sharing a mount another jitterscope process made
+    (this process is registered as one of its users, and the mount journalled in `journal` when
+    this process makes it); True if it is mounted afterwards.  A mount that was there before any
+    jitterscope process is used as is and never unmounted."""
     ns, me = _mnt_ns(), os.getpid()
     start = process_start_time(me)
     with _mount_registry(ns) as reg:

@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from jitterscope import journal, options
+from jitterscope import journal, mounts, options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -80,7 +80,7 @@ def _leftovers() -> list[journal.Outcome]:
     temporaries of older versions."""
     if os.geteuid() != 0:
         return []
-    found = journal.sweep_mounts() + _legacy_temporaries()
+    found = mounts.sweep() + _legacy_temporaries()
     from jitterscope.tracing.instances import clean_stale_instances
     from jitterscope.tracing.tracefs import find_tracefs
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from jitterscope import mounts
 from jitterscope.journal import Journal
 
 PRIMARY = Path("/sys/kernel/tracing")
@@ -62,14 +63,14 @@ def ensure_tracefs(journal: Journal | None) -> Path | None:
     """tracefs, mounting it at /sys/kernel/tracing (journalled) if it is absent.
 
     The mount is shared with every other jitterscope process that needs it
-    (`Journal.use_mount`): the last one to finish unmounts it, and a tracefs
+    (`mounts.use`): the last one to finish unmounts it, and a tracefs
     that was mounted before any jitterscope process is never unmounted."""
     found = find_tracefs()
     if journal is None or os.geteuid() != 0 or not _tracefs_supported() or found == LEGACY:
         return found
     if found is None and not PRIMARY.is_dir():
         return None
-    journal.use_mount(PRIMARY, "tracefs")
+    mounts.use(journal, str(PRIMARY), "tracefs", "nodev")
     return find_tracefs()
 
 
