@@ -11,7 +11,9 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -40,8 +42,23 @@ def mpi_cmd(n: int, *args: str) -> list[str]:
     return [str(MPIEXEC), "-n", str(n), sys.executable, "-m", "jitterscope", "cluster", *args]
 
 
+# The jobs' journals go to a directory of this module's own: a rank these tests kill
+# leaves a stale journal, and its recovery (which keeps the rank's capture and says so
+# on stderr) belongs here, not to whichever jitterscope command runs next elsewhere.
+STATE: dict[str, str] = {}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _recover_what_killed_ranks_left() -> Iterator[None]:
+    STATE["JITTERSCOPE_STATE_DIR"] = tempfile.mkdtemp(prefix="jitterscope-cluster-tests-")
+    yield
+    subprocess.run([sys.executable, "-m", "jitterscope", "restore"], env=env(), capture_output=True, timeout=120,
+                   check=False)
+    shutil.rmtree(STATE.pop("JITTERSCOPE_STATE_DIR"), ignore_errors=True)
+
+
 def env() -> dict[str, str]:
-    return {**os.environ, "JITTERSCOPE_NODE_NAME": "node{rank}"}
+    return {**os.environ, "JITTERSCOPE_NODE_NAME": "node{rank}", **STATE}
 
 
 def run_mpi(n: int, *args: str, timeout: float = 90) -> subprocess.CompletedProcess:
