@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from jitterscope.errors import UsageError
+from jitterscope.humanize import duration_ns
 
 DURATION_UNITS_NS = {
     "ns": 1.0,
@@ -134,8 +135,6 @@ def count_arg(lo: int, hi: int) -> Callable[[str], int]:
 
 def format_ns(ns: float) -> str:
     """Human-readable duration: 1.23 ms, 850 ns, 2.4 s (humanize.duration_ns: one formatter for all)."""
-    from jitterscope.humanize import duration_ns
-
     return duration_ns(ns)
 
 
