@@ -117,7 +117,8 @@ def _nobody_imports(wrap: list[str]) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=60, cwd="/", check=False)
 
 
-def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60,
+                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Run this Python with `python_args` (e.g. -m jitterscope ...) as uid 65534 (skip,
     naming why, if impossible).
 
@@ -129,8 +130,10 @@ def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60) -> subp
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv (util-linux) to run as an unprivileged user")
     cmd = ["setpriv", *NOBODY, sys.executable, *python_args]
+    full_env = {**os.environ, **(env or {})}
     if _nobody_imports([]).returncode == 0:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env,
+                              check=False)
     block = _blocking_ancestor(ROOT)
     if block is None:
         pytest.skip(f"uid 65534 cannot import jitterscope from {ROOT}: {_nobody_imports([]).stderr.strip()}")
@@ -149,7 +152,8 @@ def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60) -> subp
         if probe.returncode != 0:
             pytest.skip(f"the checkout {ROOT} stays unreadable to uid 65534 even with {block} shown: "
                         f"{(probe.stderr.strip().splitlines() or ['?'])[-1]}")
-        return subprocess.run([*wrap, *cmd], capture_output=True, text=True, timeout=timeout, cwd=cwd, check=False)
+        return subprocess.run([*wrap, *cmd], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env,
+                              check=False)
     finally:
         for h in holds:
             os.rmdir(h)

@@ -12,7 +12,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from jitterscope.sysinfo import boot_id, host, kernel, online_cpus
 from jitterscope.tune.record import record_dir, records
 
 from .conftest import jitterscope, probed_cpu
+from .machine import run_as_nobody
 from .tune_support import one_session_at_a_time
 
 root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings")
@@ -232,11 +232,8 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
 def test_without_root_nothing_changes(tmp_path):
     before = state()
-    p = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--", sys.executable, "-m",
-                        "jitterscope", "tune", "apply", "--knob", "vm.stat_interval=7"], capture_output=True,
-                       text=True, timeout=60, cwd=tmp_path, env={**os.environ, "HOME": str(tmp_path)}, check=False)
-    if "No module named" in p.stderr:
-        pytest.skip("the checkout is not readable by uid 65534")
+    p = run_as_nobody(["-m", "jitterscope", "tune", "apply", "--knob", "vm.stat_interval=7"], cwd=str(tmp_path),
+                      env={"HOME": str(tmp_path)})  # a private (0700) checkout is shown to uid 65534, or skipped
     assert "run it as root" in one_line_error(p)
     assert state() == before
     assert not record_dir().exists() or not any(r.stat().st_uid == 65534 for r in record_dir().glob("*"))
