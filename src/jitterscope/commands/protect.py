@@ -1,24 +1,29 @@
 """Protect a latency-critical program from best-effort co-runners by duty-cycling them.
 
 Every Ts (--sample) a controller thread pinned to each best-effort CPU reads a
-signal (their bandwidth, the critical program's slack, noise on the protected
-CPUs, CPU time) and, when it is at or over the threshold, suspends that CPU's
-best-effort work for S (--suspend) through an actuator: the thesis's real-time
-blocker (default), SCHED_DEADLINE, SIGSTOP, the cgroup freezer, CFS bandwidth
-or resctrl MBA.  Under persistent excess the best-effort share is Ts/(Ts+S):
-10% at 100us/900us, 50% at 500us/500us.  Runs until the critical program ends,
---duration, or Ctrl-C; every change is journalled, so nothing is left stopped,
-frozen or throttled (after kill -9: `jitterscope restore`).  Writes a run
-directory with every sample, decision and suspension, and prints the critical
-latency and the best-effort progress it cost (--compare: protected and
-unprotected phases interleaved).  `protect calibrate` sweeps the best-effort
-share for the slack law; `protect reduction` turns bandwidth tables into the
-thesis's Table 4.3.  Signals, actuators, laws: docs/commands/protect.md.
+signal (their bandwidth, the critical program's slack, a pointer-chase probe's
+slowdown on a protected CPU, CPU time) and, when it is at or over the threshold,
+suspends that CPU's best-effort work for S (--suspend) through an actuator: the
+thesis's real-time blocker (default), SCHED_DEADLINE, SIGSTOP, the cgroup
+freezer, CFS bandwidth or resctrl MBA.  Under persistent excess the best-effort
+share is Ts/(Ts+S): 10% at 100us/900us, 50% at 500us/500us.  --sampling event:
+no timer; the thread sleeps until a perf counter overflows at the budget
+(threshold x Ts of LLC lines with a PMU; here the co-runners' task-clock stands
+in).  Runs until the critical program ends, --duration, or Ctrl-C; every change
+is journalled, so nothing is left stopped, frozen or throttled (after kill -9:
+`jitterscope restore`).  Writes a run directory with every sample, decision and
+suspension, and prints the critical latency and the best-effort progress it cost
+(--compare: protected and unprotected phases interleaved).  `protect calibrate`
+sweeps the best-effort share for the slack law; `protect reduction` turns
+bandwidth tables into the thesis's Table 4.3.  Signals, actuators, laws:
+docs/commands/protect.md.
 
 EXAMPLES
   jitterscope protect --critical-cmd 'jitterscope-chase --period-ns 1000000' \\
       --best-effort-cmd 'jitterscope-synload' --duration 10s --compare 1s
   jitterscope protect --critical 4242 --best-effort 5151,5152 --actuator sigstop --signal cputime
+  jitterscope protect --critical-cmd ./app --best-effort-cmd 'make -j1' --sampling event --sample 1ms \\
+      --threshold 50% --suspend 1ms
   jitterscope protect --critical-cmd './pipeline' --best-effort-cmd 'xz -T1 -9 -k big.tar' \\
       --sample 500us --suspend 500us --actuator freezer --duration 60s
   jitterscope protect --replay counters.csv --threshold 1GB/s --json

@@ -144,6 +144,17 @@ def _event_budget(opts: dict[str, Any], end: dict[str, Any]) -> dict[str, Any] |
     return {"unit": "ns of CPU time", "cpu_ns": b[0]}
 
 
+def _expected_share(opts: dict[str, Any], end: dict[str, Any]) -> float | None:
+    """The best-effort share under persistent excess: Ts/(Ts+S) with a timer; with event-based sampling
+    on CPU time budget/(budget+S) (it runs its budget, then S); on LLC lines it depends on the rate (None)."""
+    budget = _event_budget(opts, end)
+    if budget is None:
+        return float(opts["sample_ns"] / (opts["sample_ns"] + opts["suspend_ns"]))
+    if "cpu_ns" in budget:
+        return float(budget["cpu_ns"] / (budget["cpu_ns"] + opts["suspend_ns"]))
+    return None
+
+
 def _critical_source(meta: dict[str, Any], beats: int) -> str:
     """Where the critical latency comes from, or why there is none (never silently absent)."""
     if not any(p.get("role") == "critical" for p in meta.get("programs", [])):
@@ -176,7 +187,7 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
         "signal": opts["signal"], "actuator": opts["actuator"], "law": opts["law"],
         "sampling": opts.get("sampling", "timer"), "event_budget": _event_budget(opts, end),
         "sample_ns": opts["sample_ns"], "suspend_ns": opts["suspend_ns"], "threshold": opts.get("threshold", {}),
-        "expected_share": opts["sample_ns"] / (opts["sample_ns"] + opts["suspend_ns"]),
+        "expected_share": _expected_share(opts, end),
         "phases": phases, "progress_ratio": ratio,
         "critical": latency(recs["beats"]["latency_ns"], deadline),
         "critical_latency": _critical_source(meta, len(recs["beats"])),

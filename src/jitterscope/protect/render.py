@@ -67,8 +67,9 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     lines.append(f"  {'':22}" + "".join(f"{c:>{width}}" for c in cols))
     lines += [f"  {name:22}" + "".join(f"{v:>{width}}" for v in vals) for name, vals in rows]
     if summary.get("progress_ratio") is not None:
-        lines.append(f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected "
-                     f"(the law's share under persistent excess: {summary['expected_share']:.3f})")
+        share = summary.get("expected_share")
+        lines.append(f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected"
+                     + (f" (the law's share under persistent excess: {share:.3f})" if share is not None else ""))
     if summary.get("critical") is None and (summary.get("critical_latency") or "").startswith("unknown"):
         lines.append(f"  critical latency {summary['critical_latency']}")
     window = "windows" if summary.get("sampling") == "event" else "Ts"
