@@ -532,7 +532,11 @@ def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
     Unless `quiet`, one line per item on stderr."""
     undone: list[dict[str, Any]] = []
     for p in stale_journals():
-        with open(p) as fh:
+        try:
+            fh = open(p)  # noqa: SIM115 - closed below, after the lock is released
+        except OSError:
+            continue  # another recovery has undone and deleted it since it was listed
+        with fh:
             try:
                 fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

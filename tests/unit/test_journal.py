@@ -171,3 +171,18 @@ def test_a_journal_with_changes_this_version_does_not_know_is_left_whole(tmp_pat
     assert [e["result"] for e in undone] == ["failed"] and "from_the_future" in undone[0]["message"]
     assert knob.read_text() == "0"  # nothing undone halfway ...
     assert len(journal.stale_journals()) == 1  # ... and the journal kept for a version that knows it
+
+
+def test_concurrent_recoveries_never_fail_on_a_journal_the_other_deleted(tmp_path):
+    knobs = [tmp_path / f"knob{i}" for i in range(20)]
+    for k in knobs:
+        k.write_text("1")
+        _killed(f"""
+            from jitterscope import journal
+            journal.Journal("victim").set_file({str(k)!r}, "0")
+        """)
+    code = "from jitterscope import journal; journal.recover_stale()"
+    procs = [subprocess.Popen([sys.executable, "-c", code], stderr=subprocess.PIPE, text=True) for _ in range(4)]
+    errs = [p.communicate(timeout=60)[1] for p in procs]
+    assert all(p.returncode == 0 for p in procs), errs
+    assert all(k.read_text() == "1" for k in knobs) and journal.stale_journals() == []
