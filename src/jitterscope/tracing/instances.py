@@ -14,6 +14,7 @@ everything the run recorded.
 from __future__ import annotations
 
 import errno
+import fcntl
 import json
 import os
 import time
@@ -120,13 +121,20 @@ def undo_instance(e: dict[str, Any]) -> Outcome:
 
 def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
     """Save what the instance still holds into `drain_to` (if that capture still exists),
-    remove it; return the pages saved."""
-    out = Path(drain_to) if drain_to else None
-    pages = 0
-    if out is not None and out.is_dir() and (out / "session.json").exists():
-        pages = _drain_instance(inst, out, [int(c) for c in cpus])
-    rmdir_retry(inst, timeout_s=2.0)
-    drain_record(inst.name).unlink(missing_ok=True)
+    remove it; return the pages saved.  One process at a time per instance: two that
+    drained together would interleave its pages in the capture."""
+    DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
+    with open(DRAIN_RECORDS / f"{inst.name}.lock", "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not inst.exists():
+            return 0  # the other one finished it
+        out = Path(drain_to) if drain_to else None
+        pages = 0
+        if out is not None and out.is_dir() and (out / "session.json").exists():
+            pages = _drain_instance(inst, out, [int(c) for c in cpus])
+        rmdir_retry(inst, timeout_s=2.0)
+        drain_record(inst.name).unlink(missing_ok=True)
+        (DRAIN_RECORDS / f"{inst.name}.lock").unlink(missing_ok=True)
     return pages
 
 
