@@ -10,7 +10,9 @@ a clear statement of what was lost.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -98,10 +100,22 @@ def is_complete(run_dir: Path) -> bool:
 
 
 def analyze(run_dir: Path) -> list[str]:
-    """Write the complete run in `run_dir` from its raw capture; return what was missing."""
+    """Write the complete run in `run_dir` from its raw capture; return what was missing.
+
+    One analysis at a time per run (a lock on the directory itself: nothing is added
+    to the run); a second one waits for the first, then finds the run complete."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise JitterscopeError(f"{run_dir}: no such run directory")
+    fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        return [] if is_complete(run_dir) else _analyze(run_dir)
+    finally:
+        os.close(fd)
+
+
+def _analyze(run_dir: Path) -> list[str]:
     cap = C.load_capture(run_dir)
     if cap is None:
         if (run_dir / "detours.raw").exists():
