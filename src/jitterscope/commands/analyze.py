@@ -47,14 +47,14 @@ def run(args: argparse.Namespace) -> int:
         from jitterscope.pipeline.actions import do_analyze
 
         return do_analyze(args)
-    if is_complete(args.run):
+    missing = None if is_complete(args.run) else analyze(args.run)
+    if missing is None:  # complete already (or another jitterscope finished it meanwhile)
         run = load_run(args.run)
         if args.json:
             options.print_json(run.summary)
         else:
             print(f"{args.run}: already a complete run; nothing to analyse")
         return 0
-    missing = analyze(args.run)
     if not args.no_report:
         write_report_or_warn(args.run)
     run = load_run(args.run)

@@ -99,8 +99,9 @@ def is_complete(run_dir: Path) -> bool:
     return (run_dir / "summary.json").exists() and not (run_dir / C.CAPTURE).exists()
 
 
-def analyze(run_dir: Path) -> list[str]:
-    """Write the complete run in `run_dir` from its raw capture; return what was missing.
+def analyze(run_dir: Path) -> list[str] | None:
+    """Write the complete run in `run_dir` from its raw capture; return what was missing
+    (None: it was already complete).
 
     One analysis at a time per run (a lock on the directory itself: nothing is added
     to the run); a second one waits for the first, then finds the run complete."""
@@ -110,7 +111,7 @@ def analyze(run_dir: Path) -> list[str]:
     fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        return [] if is_complete(run_dir) else _analyze(run_dir)
+        return None if is_complete(run_dir) else _analyze(run_dir)
     finally:
         os.close(fd)
 
