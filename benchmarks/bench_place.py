@@ -5,8 +5,9 @@ what cb throughput does each policy give?
    against two copies co-running on two CPUs sharing the LLC, interleaved (3 rounds x 1.5 s): the ratio of
    line updates per second.  The paper's worst case lost 26-30%.
 2. cb throughput per policy: 2 cb + 2 sl, one of each per CPU (declared weights cb = 1, sl = 0), under
-   stock (the kernel, same pinning), worst ([cb,sl][cb,sl]) and OBS-L, 4 s each, interleaved x2; cb ops/s
-   (one op = 4096 line updates) and the co-running fraction.  The paper: OBS-L +30% vs stock, +73% vs worst.
+   stock (the kernel, same pinning), worst ([cb,sl][cb,sl]), OBS-L and OBS-L+C, 4 s each, interleaved x2
+   (place --compare); cb ops/s and ops per CPU-second (one op = 4096 line updates), every task's speedup
+   vs stock as a geometric mean, and the co-running fraction.  The paper: OBS-L +30% vs stock, +73% vs worst.
 3. OBS-M overhead: a pipe ping-pong without and with the observer (place.overhead).
 
 Prints the "## Place" section for BENCHMARKS.md.  Needs root and two CPUs.  About two minutes.
@@ -36,14 +37,14 @@ def _cb(cpus: list[int], seconds: float) -> list[float]:
     return [float(json.loads(p.communicate()[0])["lines_per_s"]) for p in procs]
 
 
-def _policy(pol: str, seconds: float, out: Path) -> tuple[float, float]:
-    cmd = [sys.executable, "-m", "jitterscope", "place", "--policy", pol, "--cpus", "0,1", "--json", "--out",
-           str(out), "--declare", "jitterscope-cachebuster=heavy", "--declare", "jitterscope-spinloop=light",
-           "--cmd", f"jitterscope-cachebuster --buffer {BUF}", "--cmd", f"jitterscope-cachebuster --buffer {BUF}",
-           "--cmd", "jitterscope-spinloop", "--cmd", "jitterscope-spinloop", "--duration", f"{seconds}s"]
-    s = json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
-    cb = [t["ops_per_s"] for t in s["tasks"] if t["name"] == "jitterscope-cachebuster"]
-    return float(np.mean(cb)), float(s["coheavy_fraction"])
+def _compare(seconds: float, out: Path) -> dict:
+    """The mix under each set side by side (place --compare: interleaved, per wall and per CPU second)."""
+    cmd = [sys.executable, "-m", "jitterscope", "place", "--compare", "stock,worst,L,L+C", "--repeat", "2",
+           "--cpus", "0,1", "--json", "--out", str(out), "--declare", "jitterscope-cachebuster=heavy",
+           "--declare", "jitterscope-spinloop=light", "--cmd", f"jitterscope-cachebuster --buffer {BUF}",
+           "--cmd", f"jitterscope-cachebuster --buffer {BUF}", "--cmd", "jitterscope-spinloop",
+           "--cmd", "jitterscope-spinloop", "--duration", f"{seconds}s"]
+    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
 def main() -> int:
@@ -55,21 +56,22 @@ def main() -> int:
         alone += _cb([1], 1.5)
         both += _cb([0, 1], 1.5)
     ratio = np.mean(both) / np.mean(alone)
-    res: dict[str, list[tuple[float, float]]] = {"stock": [], "worst": [], "L": []}
     with tempfile.TemporaryDirectory() as tmp:
-        for rep in range(2):
-            for pol in res:
-                res[pol].append(_policy(pol, 4.0, Path(tmp) / f"{pol}-{rep}"))
+        s = _compare(4.0, Path(tmp) / "cmp")
     ov = measure(repeats=3)
     print("## Place\n")
     print(f"cachebuster alone {np.mean(alone) / 1e6:.2f} M lines/s, two co-running {np.mean(both) / 1e6:.2f} M "
           f"lines/s each: x{ratio:.3f} ({(ratio - 1) * 100:+.1f}%; paper's worst case: -26 to -30%)\n")
-    print("| policy | cb ops/s (mean of 2 runs) | vs stock | heavy co-running |")
-    print("|---|---|---|---|")
-    base = np.mean([x[0] for x in res["stock"]])
-    for pol, xs in res.items():
-        m = np.mean([x[0] for x in xs])
-        print(f"| {pol} | {m:,.0f} | x{m / base:.3f} | {np.mean([x[1] for x in xs]):.1%} |")
+    print("| policy | cb ops/s | cb ops/CPU-s | all tasks vs stock, per wall s (gmean, min..max) | per CPU s | "
+          "heavy co-running |")
+    print("|---|---|---|---|---|---|")
+    cbs = [t for t in s["tasks"] if t["name"] == "jitterscope-cachebuster"]
+    for pol, v in s["policies"].items():
+        w, c = v["speedup_wall"], v["speedup_cpu"]
+        print(f"| {pol} | {np.mean([t['by_policy'][pol]['ops_per_s'] for t in cbs]):,.0f} | "
+              f"{np.mean([t['by_policy'][pol]['ops_per_cpu_s'] for t in cbs]):,.0f} | x{w['gmean']:.3f} "
+              f"({w['min']:.3f}..{w['max']:.3f}) | x{c['gmean']:.3f} ({c['min']:.3f}..{c['max']:.3f}) | "
+              f"{v['coheavy_fraction']:.1%} |")
     print(f"\n{ov['text']}")
     return 0
 
