@@ -36,7 +36,7 @@ def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], actuator: str, ts: 
     out = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
     code = main(["protect", "--best-effort-cmd", _synload(), "--cpus", str(online_cpus()[-1]),
                  "--actuator", actuator, "--signal", "always", "--sample", ts, "--suspend", s,
-                 "--duration", "2s", "--compare", "200ms", "--out", str(out), "--json"])
+                 "--duration", "1600ms", "--compare", "200ms", "--out", str(out), "--json"])
     got = capsys.readouterr()
     assert code == 0, got.err
     return dict(json.loads(got.out))

@@ -99,7 +99,7 @@ def test_a_real_run_with_and_without_protection(tmp_path: Path):
     sample, decision, suspension and iteration, and the summary the costs.  Through the real command line."""
     out = tmp_path / "run"
     proc = jitterscope("protect", "--critical-cmd", _chase("--deadline-ns 5000000"),
-                       "--best-effort-cmd", _syn(), "--duration", "2s", "--compare", "250ms", "--out", str(out))
+                       "--best-effort-cmd", _syn(), "--duration", "1500ms", "--compare", "250ms", "--out", str(out))
     assert proc.returncode == 0, proc.stderr
     assert "unprotected" in proc.stdout and "best-effort progress when protected" in proc.stdout
     run = load_run(out)
@@ -145,7 +145,7 @@ def test_other_signals(capsys: Cap, tmp_path: Path, signal: str, extra: list[str
 def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
     cal = tmp_path / "cal.json"
     code, out, err = _cli(capsys, "protect", "calibrate", "--critical-cmd", _chase(), "--best-effort-cmd",
-                          _syn("--buffer 16777216"), "--shares", "1,0.5,0", "--duration", "1s", "--out", str(cal))
+                          _syn("--buffer 16777216"), "--shares", "1,0.5,0", "--duration", "500ms", "--out", str(cal))
     assert code == 0, err
     points = json.loads(cal.read_text())["points"]
     assert [p["share"] for p in points] == [1.0, 0.5, 0.0]
@@ -153,7 +153,7 @@ def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
     deadline = max(p["p99_ns"] for p in points) * 2              # met everywhere: no suspension needed
     code, out, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", _syn(),
                           "--law", "slack", "--calibration", str(cal), "--deadline", f"{deadline:.0f}ns",
-                          "--duration", "1s", "--out", str(tmp_path / "r"), "--json")
+                          "--duration", "500ms", "--out", str(tmp_path / "r"), "--json")
     assert code == 0, err
     s = json.loads(out)
     assert s["law"] == "slack" and s["signal"] == "none"

@@ -25,9 +25,9 @@ Cap = pytest.CaptureFixture[str]
 TS, BUDGET, S = 2_000_000, 600_000, 1_500_000      # --sample 2ms --threshold 30% --suspend 1500us
 
 
-def _protect(capsys: Cap, out: Path, be_cmd: str) -> dict:
+def _protect(capsys: Cap, out: Path, be_cmd: str, duration: str = "1.5s") -> dict:
     code = main(["protect", "--best-effort-cmd", be_cmd, "--signal", "cputime", "--sampling", "event",
-                 "--sample", "2ms", "--threshold", "30%", "--suspend", "1500us", "--duration", "1.5s",
+                 "--sample", "2ms", "--threshold", "30%", "--suspend", "1500us", "--duration", duration,
                  "--out", str(out), "--json"])
     got = capsys.readouterr()
     assert code == 0, got.err
@@ -56,9 +56,9 @@ def test_the_controller_suspends_when_the_budget_overflows(capsys: Cap, tmp_path
 
 
 def test_an_idle_best_effort_program_wakes_nothing(capsys: Cap, tmp_path: Path):
-    s = _protect(capsys, tmp_path / "r", "sleep 30")
+    s = _protect(capsys, tmp_path / "r", "sleep 30", "1s")
     cpu = next(iter(s["cpus"].values()))
-    assert cpu["samples"] == 0 and cpu["suspensions"] == 0      # a timer would have sampled 750 times
+    assert cpu["samples"] == 0 and cpu["suspensions"] == 0      # a timer would have sampled 500 times
 
 
 @pytest.mark.parametrize("args, msg", [

@@ -87,17 +87,25 @@ def _leftovers() -> list[str]:
     return found
 
 
-@pytest.fixture
-def victim():
-    """The best-effort program, run by the test: it must survive and run again."""
-    proc = subprocess.Popen([str(native_bin("jitterscope-synload")), "--buffer", "262144",
+def _victim() -> subprocess.Popen:
+    """A best-effort program run by the test: it must survive and run again."""
+    return subprocess.Popen([str(native_bin("jitterscope-synload")), "--buffer", "262144",
                              "--duration-ns", str(120 * 10**9)], stdout=subprocess.DEVNULL)
-    yield proc
-    if _leftovers():   # a failed test must not leave the machine changed for the next one
-        jitterscope("restore", timeout=60)
+
+
+def _end(proc: subprocess.Popen) -> None:
     os.kill(proc.pid, signal.SIGCONT)
     proc.kill()
     proc.wait()
+
+
+@pytest.fixture
+def victim():
+    proc = _victim()
+    yield proc
+    if _leftovers():   # a failed test must not leave the machine changed for the next one
+        jitterscope("restore", timeout=60)
+    _end(proc)
 
 
 def _controller(tool: subprocess.Popen) -> list[int]:
@@ -138,17 +146,16 @@ def _suspended(pid: int, actuator: str) -> bool:
     return _state(pid) == "T" if actuator == "sigstop" else _frozen(pid) if actuator.startswith("freezer") else True
 
 
-@pytest.mark.parametrize("actuator", ["sigstop", "freezer:v2", "freezer:v1", "rt"])
-def test_kill_9_mid_suspension_then_restore(victim: subprocess.Popen, actuator: str, tmp_path: Path):
-    before = os.sched_getaffinity(victim.pid)
+def _kill_mid_suspension(victim: subprocess.Popen, actuator: str, out: Path) -> subprocess.Popen:
+    """Start protect on the victim; once it is really suspended, kill -9 jitterscope (and its controller)."""
     cmd = [sys.executable, "-m", "jitterscope", "protect", "--best-effort", str(victim.pid), "--cpus", str(BE_CPU),
            "--actuator", actuator, "--signal", "always", "--sample", "100us", "--suspend", "900us",
-           "--duration", "60s", "--out", str(tmp_path / "run")]
+           "--duration", "60s", "--out", str(out)]
     tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         ctl = _controller(tool)
         assert ctl, f"the controller never started: {tool.stderr.read().decode() if tool.poll() else ''}"
-        assert _caught(lambda: _suspended(victim.pid, actuator)), "never caught the program suspended"
+        assert _caught(lambda: _suspended(victim.pid, actuator)), f"{actuator}: never caught the program suspended"
         # together (controller first): nothing gets to resume it on its way out; the RT blocker alone is
         # left to die with jitterscope (it must not keep spinning)
         for pid in ([] if actuator == "rt" else ctl) + [tool.pid]:
@@ -156,20 +163,48 @@ def test_kill_9_mid_suspension_then_restore(victim: subprocess.Popen, actuator: 
     finally:
         tool.kill()
         tool.wait()
-    # (left stopped or frozen by the kill, unless another jitterscope command on this shared machine has
-    # already recovered the journal, as every command does first)
     if actuator == "rt":
         deadline = time.monotonic() + 5
         while any(alive(c) for c in ctl) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert not any(alive(c) for c in ctl), "the RT blocker outlived jitterscope"
-    proc = jitterscope("restore", timeout=60)
-    assert proc.returncode == 0, proc.stderr
+    return tool
+
+
+def _runs_again(victim: subprocess.Popen, affinity: set[int], tool: subprocess.Popen, actuator: str) -> None:
     _wait_recovered(tool.pid)
-    assert alive(victim.pid) and _state(victim.pid) in "RS", _state(victim.pid)
-    assert not _frozen(victim.pid)
-    assert os.sched_getaffinity(victim.pid) == before, proc.stdout + proc.stderr
-    assert not _leftovers()
+    assert alive(victim.pid) and _state(victim.pid) in "RS", (actuator, _state(victim.pid))
+    assert not _frozen(victim.pid), actuator
+    assert os.sched_getaffinity(victim.pid) == affinity, actuator
+
+
+def test_kill_9_mid_suspension_then_the_next_command_or_restore(tmp_path: Path):
+    """Each actuator in turn: kill -9 mid-suspension leaves the program stopped, frozen or pinned (unless
+    another jitterscope command on this shared machine recovers it first); the next jitterscope command
+    (the next actuator's protect, which recovers interrupted runs before anything else) and, after the
+    last one, `jitterscope restore` make it run again as it was."""
+    victims: list[subprocess.Popen] = []
+    try:
+        previous: tuple[subprocess.Popen, set[int], subprocess.Popen, str] | None = None
+        for actuator in ("sigstop", "freezer:v2", "freezer:v1", "rt"):
+            victims.append(_victim())
+            affinity = os.sched_getaffinity(victims[-1].pid)
+            tool = _kill_mid_suspension(victims[-1], actuator, tmp_path / actuator)
+            if previous is not None:       # this actuator's protect was the next command after it
+                _runs_again(*previous)
+                _end(previous[0])
+            previous = (victims[-1], affinity, tool, actuator)
+        assert previous is not None
+        proc = jitterscope("restore", timeout=60)
+        assert proc.returncode == 0, proc.stderr
+        _runs_again(*previous)
+        assert not _leftovers()
+    finally:
+        if _leftovers():
+            jitterscope("restore", timeout=60)
+        for v in victims:
+            if v.poll() is None:
+                _end(v)
 
 
 def test_a_killed_native_controller_is_undone_by_jitterscope_itself(victim: subprocess.Popen, tmp_path: Path):
