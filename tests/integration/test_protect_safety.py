@@ -13,6 +13,7 @@ import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -207,18 +208,36 @@ def test_kill_9_mid_suspension_then_the_next_command_or_restore(tmp_path: Path):
                 _end(v)
 
 
-def test_a_killed_native_controller_is_undone_by_jitterscope_itself(victim: subprocess.Popen, tmp_path: Path):
-    """kill -9 of the controller alone: jitterscope notices, resumes the program and still writes the run."""
-    cmd = [sys.executable, "-m", "jitterscope", "protect", "--best-effort", str(victim.pid), "--cpus", str(BE_CPU),
-           "--actuator", "sigstop", "--signal", "always", "--duration", "60s", "--out", str(tmp_path / "run")]
-    tool = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    ctl = _controller(tool)
-    assert ctl and _caught(lambda: _state(victim.pid) == "T")
-    time.sleep(0.5)   # let it drain some records
-    os.kill(ctl[0], signal.SIGKILL)
-    out, err = tool.communicate(timeout=60)
-    assert tool.returncode == 0, err
-    assert "did not finish its records" in out
+def test_a_killed_native_controller_is_undone_by_jitterscope_itself(victim: subprocess.Popen, tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]):
+    """kill -9 of the controller alone: jitterscope notices, resumes the program and still writes the run.
+    (jitterscope runs in this process, the killer in a thread: one interpreter start less.)"""
+    from jitterscope.cli import main
+
+    killed: list[int] = []
+
+    def killer() -> None:
+        deadline = time.monotonic() + 60
+        while not killed and time.monotonic() < deadline:
+            for c in _children(os.getpid()):
+                try:
+                    if Path(f"/proc/{c}/comm").read_text().startswith("jitterscope-pro"):
+                        killed.append(c)
+                except OSError:
+                    pass
+            time.sleep(0.05)
+        if killed and _caught(lambda: _state(victim.pid) == "T"):
+            time.sleep(0.5)   # let it drain some records
+            os.kill(killed[0], signal.SIGKILL)
+
+    t = threading.Thread(target=killer, daemon=True)
+    t.start()
+    code = main(["protect", "--best-effort", str(victim.pid), "--cpus", str(BE_CPU), "--actuator", "sigstop",
+                 "--signal", "always", "--duration", "60s", "--out", str(tmp_path / "run")])
+    t.join(5)
+    got = capsys.readouterr()
+    assert code == 0 and killed, got.err
+    assert "did not finish its records" in got.out
     assert alive(victim.pid) and _state(victim.pid) in "RS"
     assert (tmp_path / "run" / "samples.parquet").exists()
     assert not _leftovers()
