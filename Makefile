@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test unit integration bench install native clean browser mpi sync-programs tracecmd lint py-lowest
+.PHONY: run test unit integration bench install native clean browser mpi sync-programs tracecmd valgrind lint py-lowest
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -47,6 +47,12 @@ sync-programs:
 	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pigz xz-utils zstd \
 	  >/dev/null 2>&1) || echo "note: pigz not installed; its sync test will skip")
 
+# place --profile cachegrind's test needs valgrind: apt where it can.
+valgrind:
+	@command -v valgrind >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
+	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null 2>&1) || \
+	  echo "note: valgrind not installed; place's cachegrind profile test will skip")
+
 # Lint and types: ruff (settings in pyproject.toml) and mypy over src/jitterscope.
 lint: install
 	@status=0; $(BIN)/ruff check src tests benchmarks setup.py || status=1; $(BIN)/mypy || status=1; exit $$status
@@ -57,7 +63,7 @@ py-lowest: install
 	$(BIN)/python tests/support/lowest_python.py
 
 # Lint, the lowest Python and the suite all run; any failure fails `make test` at the end.
-test: install browser mpi sync-programs tracecmd
+test: install browser mpi sync-programs tracecmd valgrind
 	@status=0; $(MAKE) -s lint || status=1; $(MAKE) -s py-lowest || status=1; \
 	  $(BIN)/python -m pytest -q -ra tests || status=1; exit $$status
 

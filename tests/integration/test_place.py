@@ -3,6 +3,7 @@ declared weights and --topology overrides (spec B.3-B.6), bad input, and kill -9
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -95,6 +97,7 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
 
 @ROOT
 @TWO
+@pytest.mark.slow
 def test_obs_x_places_alternately_and_rebalances(tmp_path: Path) -> None:
     topo = _topology(tmp_path, "llc_groups: ['0', '1']\n")
     s, run = _place(tmp_path, "place", "--policy", "X", "--topology", topo, *DECLARE,
@@ -204,19 +207,16 @@ def test_without_root_it_refuses_in_one_line_and_starts_nothing(tmp_path: Path) 
 
 @ROOT
 @TWO
+@pytest.mark.slow
 def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tmp_path: Path) -> None:
     """SIGINT to the foreground process group (as a terminal's Ctrl-C) while --compare runs its second set."""
-    procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(3)]
     out = tmp_path / "cmp"
-    try:
-        before = [os.sched_getaffinity(p.pid) for p in procs]
+    with _left_as_found() as procs:
         place = subprocess.Popen([sys.executable, "-m", "jitterscope", "place", "--compare", "stock,L", "--repeat",
                                   "2", "--duration", "1s", "--tasks", ",".join(str(p.pid) for p in procs),
                                   "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                  start_new_session=True)
-        deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and not any(_state(p.pid) == "T" for p in procs):
-            time.sleep(0.02)                       # OBS-L (the second set) stops tasks: it has started
+        _wait_stopped(procs)                       # OBS-L (the second set) stops tasks: it has started
         os.killpg(place.pid, signal.SIGINT)
         _, err = place.communicate(timeout=60)
         assert place.returncode == 130, err
@@ -224,6 +224,15 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
         assert s["ended_by"] == "interrupted" and s["runs"] == ["00-stock"]
         assert len(load_run(out).table("results")) == 3
         assert load_run(out / "runs" / "00-L").summary["run"]["ended_by"] == "interrupted"
+
+
+@contextlib.contextmanager
+def _left_as_found(n: int = 3) -> Iterator[list[subprocess.Popen]]:
+    """n spinloops to give place; afterwards none may be stopped and each has its CPUs back."""
+    procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(n)]
+    try:
+        before = [os.sched_getaffinity(p.pid) for p in procs]
+        yield procs
         time.sleep(0.1)
         assert all(_state(p.pid) != "T" for p in procs)
         assert [os.sched_getaffinity(p.pid) for p in procs] == before
@@ -231,6 +240,12 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
         for p in procs:
             p.kill()
             p.wait()
+
+
+def _wait_stopped(procs: list[subprocess.Popen]) -> None:
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline and not any(_state(p.pid) == "T" for p in procs):
+        time.sleep(0.02)
 
 
 def _state(pid: int) -> str:
@@ -239,31 +254,22 @@ def _state(pid: int) -> str:
 
 @ROOT
 @TWO
+@pytest.mark.slow
 def test_kill_9_then_restore_leaves_nothing_stopped_or_pinned(tmp_path: Path) -> None:
-    procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(3)]
-    try:
-        before = [os.sched_getaffinity(p.pid) for p in procs]
+    with _left_as_found() as procs:
         place = subprocess.Popen([sys.executable, "-m", "jitterscope", "place", "--policy", "L", "--quantum", "50ms",
                                   "--tasks", ",".join(str(p.pid) for p in procs), "--out", str(tmp_path / "k")],
                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not any(_state(p.pid) == "T" for p in procs):
-            time.sleep(0.05)
+        _wait_stopped(procs)
         place.send_signal(signal.SIGKILL)
         place.wait()
         restore = jitterscope("restore")
         assert restore.returncode == 0, restore.stderr
-        time.sleep(0.1)
-        assert all(_state(p.pid) != "T" for p in procs)
-        assert [os.sched_getaffinity(p.pid) for p in procs] == before
-    finally:
-        for p in procs:
-            p.kill()
-            p.wait()
 
 
 @ROOT
 @TWO
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("valgrind") is None, reason="valgrind (cachegrind) is not installed")
 def test_profile_stand_in_weights_cachegrind_and_probe(tmp_path: Path) -> None:
     """Spec B.1 (ii) and (iii): a labels file with each program's weight and its source (the compare test uses
