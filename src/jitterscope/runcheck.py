@@ -201,9 +201,12 @@ class ProtectSummary(_Open):
     law: StrictStr
     sample_ns: Number
     suspend_ns: Number
+    sampling: StrictStr = "timer"
+    event_budget: dict[str, Any] | None = None
     phases: dict[str, dict[str, Any]]
     progress_ratio: Number | None = None
     critical: dict[str, Any] | None = None
+    critical_latency: StrictStr | None = None
     cpus: dict[str, dict[str, Any]] = {}
     controller: dict[str, Any] = {}
 
