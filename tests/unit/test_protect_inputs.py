@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.protect import actuators, build, records, replay, signals
+from jitterscope.protect import actuators, build, records, render, replay, signals
 
 
 @pytest.mark.parametrize("text, read, write", [
@@ -122,3 +122,24 @@ def test_phases_and_progress_ratio_from_records():
     assert s["phases"]["protected"]["critical"]["max_ns"] == 100
     assert s["cpus"]["1"]["suspensions"] == 1000
     assert s["expected_share"] == pytest.approx(0.1)
+
+
+def test_event_sampling_share_and_a_critical_program_without_heartbeats():
+    """Event-based on CPU time: the share under excess is budget/(budget+S); on LLC lines it depends on
+    the rate (None).  A critical program that publishes nothing is named, never silently absent."""
+    recs = {"samples": _samples(10, 100_000, 0, True), "suspensions": np.zeros(0, dtype=records.SUSPENSION_DTYPE),
+            "beats": np.zeros(0, dtype=records.BEAT_DTYPE)}
+    opts = {"signal": "cputime", "actuator": "rt", "law": "fixed", "sample_ns": 1e6, "suspend_ns": 1e6,
+            "sampling": "event", "threshold": {"text": "50%"}, "signal_reason": "requested"}
+    meta = {"id": "t", "duration_s": 1.0, "interrupted": False, "cpus": [1], "critical_cpus": [0], "options": opts,
+            "programs": [{"role": "critical", "name": "sleep"}], "controller": {"event_budget": [500_000, 0]}}
+    header = {"complete": True, "records_in_file": 10, "dropped": 0, "beats_lost": 0}
+    s = build.summarize(recs, header, meta)
+    assert s["event_budget"] == {"unit": "ns of CPU time", "cpu_ns": 500_000}
+    assert s["expected_share"] == pytest.approx(1 / 3)
+    assert s["critical"] is None and s["critical_latency"].startswith("unknown: the critical program published no")
+    assert "critical latency unknown" in render.render(s, meta, "r")
+    pmu = build.summarize(recs, header, dict(meta, options=dict(opts, signal="pmu"),
+                                             controller={"event_budget": [100, 0]}))
+    assert pmu["event_budget"] == {"unit": "LLC lines", "read": 100, "write": None}
+    assert pmu["expected_share"] is None
