@@ -90,6 +90,9 @@ def cachegrind(j: Journal, argv: list[str], scratch: Path, n: int, cpus: list[in
         prog.proc.wait(timeout=60)
     except Exception:
         programs.stop(prog)
+    if not out.exists():
+        raise JitterscopeError(f"cachegrind did not profile {Path(argv[0]).name}: "
+                               f"{programs.log_tail(scratch / f'cachegrind-{n}.log')}")
     c = parse_cachegrind(out)
     misses = sum(c.get(k, 0) for k in ("ILmr", "DLmr", "DLmw"))
     instr = c.get("Ir", 0)
@@ -195,10 +198,15 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
     with Journal("place-profile") as j:
         scratch = j.scratch_dir("jitterscope-profile-", parent="/dev/shm" if Path("/dev/shm").is_dir() else None)
         if method == "cachegrind":
-            if not any((Path(d) / "valgrind").exists() for d in os.environ.get("PATH", "").split(":")):
-                raise JitterscopeError("--profile cachegrind needs valgrind (apt-get install valgrind)")
             geo = llc_geometry(cpus[0])
             ll = (parse_size(a["ll"], "--ll"), geo[1], geo[2]) if a.get("ll") else geo
+            sets = ll[0] // (ll[1] * ll[2])
+            if sets < 1 or sets & (sets - 1) or sets * ll[1] * ll[2] != ll[0]:
+                lo = (1 << (max(sets, 1).bit_length() - 1)) * ll[1] * ll[2]
+                raise UsageError(f"--ll {a['ll']}: cachegrind needs a power-of-two number of sets ({ll[1]}-way, "
+                                 f"{ll[2]} B lines here): try {lo >> 20}MiB or {2 * lo >> 20}MiB")
+            if not any((Path(d) / "valgrind").exists() for d in os.environ.get("PATH", "").split(":")):
+                raise JitterscopeError("--profile cachegrind needs valgrind (apt-get install valgrind)")
             entries = {Path(argv[0]).name: cachegrind(j, argv, scratch, n, cpus, dur, ll, a.get("ipc") or 1.0)
                        for n, argv in enumerate(cmds)}
         else:
