@@ -130,19 +130,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+
 def _profile(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from jitterscope import atomic
-    from jitterscope.place import plan, profile
-    from jitterscope.place.topology import load
-    from jitterscope.units import parse_cpulist
+    from jitterscope.place import profile
 
-    cmds = plan.commands(vars(args))
-    if not cmds:
-        raise UsageError("--profile weighs commands: give --cmd CMD (repeatable) or -- CMD")
-    topo = load(Path(args.topology) if args.topology else None)
-    text = profile.run(vars(args), cmds, topo, parse_cpulist(args.cpus) if args.cpus else topo.cpus)
+    text = profile.from_args(vars(args))
     if args.labels_out:
         atomic.write_text(Path(args.labels_out), text)
         print(f"labels written to {args.labels_out} (use: jitterscope place --labels {args.labels_out} ...)")

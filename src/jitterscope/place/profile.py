@@ -213,3 +213,16 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
             phases = max(2, int(dur / 1.0))
             entries = probe(j, cmds, scratch, topo, cpus, phases, 0.5, calibrate=True)
     return labels_yaml(entries, method)
+
+
+def from_args(a: dict[str, Any]) -> str:
+    """--profile from the parsed options: the commands, the topology and the CPUs; the labels file's text."""
+    from jitterscope.place.plan import commands
+    from jitterscope.place.topology import load
+    from jitterscope.units import parse_cpulist
+
+    cmds = commands(a)
+    if not cmds:
+        raise UsageError("--profile weighs commands: give --cmd CMD (repeatable) or -- CMD")
+    topo = load(Path(a["topology"]) if a["topology"] else None)
+    return run(a, cmds, topo, parse_cpulist(a["cpus"]) if a["cpus"] else topo.cpus)
