@@ -34,6 +34,8 @@ SHARED = {
     "libjssync.so": ["interpose.c"],
     # whatif cache: the trace-driven cache simulator (L2, OS cache, overflow sharing, prefetch, pinning)
     "libjscachesim.so": ["cachesim.c"],
+    # whatif dvfs: the replay's per-subframe loop (controller, transitions, jitter count)
+    "libjsdvfs.so": ["dvfs.c"],
 }
 
 
@@ -60,7 +62,7 @@ class BuildNative(build_ext):
             if not srcs:
                 continue
             cmd = [cc, "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-shared", "-fPIC",
-                   "-I", str(NATIVE), "-o", str(outdir / name), *srcs]
+                   "-I", str(NATIVE), "-o", str(outdir / name), *srcs, "-lm"]
             print(" ".join(cmd))
             subprocess.check_call(cmd)
 

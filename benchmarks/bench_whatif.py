@@ -1,6 +1,6 @@
 """whatif: the cache simulator on a 100-million-access trace (target: under a minute here, issue 16), its
-speed against the brute-force reference side by side, and the DVFS replay of a 60 s two-thread program
-(target: seconds)."""
+speed against the brute-force reference side by side, and the DVFS replay of 60 s two-thread programs
+(target: seconds), native pass 1 against the pure-Python reference side by side (identical results)."""
 
 from __future__ import annotations
 
@@ -18,15 +18,18 @@ from benchlib import section  # noqa: E402
 
 from jitterscope import sysinfo  # noqa: E402
 from jitterscope.whatif import cachesim as CS  # noqa: E402
+from jitterscope.whatif import dvfs as D  # noqa: E402
 from jitterscope.whatif import kernel as K  # noqa: E402
+from jitterscope.whatif import replay as R  # noqa: E402
 from jitterscope.whatif.controller import Controller  # noqa: E402
 from jitterscope.whatif.dvfs import DvfsOptions, dvfs  # noqa: E402
-from jitterscope.whatif.program import Program, Segment, Thread  # noqa: E402
+from jitterscope.whatif.program import Program, Segment, Thread, Wait  # noqa: E402
+from tests.support import dvfs_ref  # noqa: E402
 from tests.support.cachesim_ref import RefSim  # noqa: E402
 
 N = 100_000_000
 CACHE_TARGET_S = 60.0
-DVFS_TARGET_S = 30.0
+DVFS_TARGET_S = 10.0
 CFG = dict(l1_sets=512, l1_ways=2, l1_line_shift=5, l2_sets=1024, l2_ways=4, os_sets=256, os_ways=4, overflow=1,
            flush=1, migrate_back=1, prefetch_lines=0, pin=0, pin_pct=95, prefetch_pct=90, active_mult=256, ema_shift=3)
 
@@ -68,13 +71,51 @@ def program(seconds: float) -> Program:
     return Program(threads, sum(e - s for th in threads.values() for s, e in th.items[0].lost), 0, int(seconds * 1e9))
 
 
+def barrier_program(seconds: float, period_ns: int = 2_000_000) -> Program:
+    """Two threads meeting at a barrier every 2 ms (30,000 rounds in 60 s), each round's compute losing
+    a 40 us span and, one round in five, a 100 us late wake-up."""
+    items: dict[int, list[Segment | Wait]] = {1: [], 2: []}
+    for r, t in enumerate(range(0, int(seconds * 1e9), period_ns)):
+        for tid in (1, 2):
+            end = t + period_ns - 50_000 * tid
+            items[tid].append(Segment(t, end, [(t + 300_000 * tid, t + 300_000 * tid + 40_000)]))
+            items[tid].append(Wait(2 * r + tid, "barrier", 1, end, t + period_ns, t + period_ns - 50_000, 1,
+                                   100_000 if (r + tid) % 5 == 0 else 0))
+    threads = {tid: Thread(tid, 0, None, 0, int(seconds * 1e9), its) for tid, its in items.items()}
+    return Program(threads, 0, 0, int(seconds * 1e9))
+
+
+def _ref_plans(prog: Program, mode: R.Mode, ops: object = None) -> dict[int, R._Plan]:
+    """The pure-Python pass 1 (tests/support/dvfs_ref.py) in the native pass's result type."""
+    out = {}
+    for tid, p in dvfs_ref.plan_all(prog, mode).items():
+        s = np.array(p.subs, dtype=float).reshape(-1, 5)
+        out[tid] = R._Plan(p.maps, s[:, 0].astype(np.int64), s[:, 1], s[:, 2], s[:, 3], s[:, 4], p.end_j, p.busy,
+                           p.energy)
+    return out
+
+
+def dvfs_bench(prog: Program) -> tuple[float, float, float, dict]:
+    """CPU seconds (the machine is shared) of the five replays, native then reference, and wall of native."""
+    t, c = time.perf_counter(), time.process_time()
+    res, _ = dvfs(prog, DvfsOptions(Controller()), want_trace=False)
+    wall, native = time.perf_counter() - t, time.process_time() - c
+    D.plan_all = _ref_plans                                         # type: ignore[assignment]
+    try:
+        c = time.process_time()
+        ref, _ = dvfs(prog, DvfsOptions(Controller()), want_trace=False)
+        python = time.process_time() - c
+    finally:
+        D.plan_all = R.plan_all
+    assert ref == res, "native and reference replays differ"
+    return native, wall, python, res
+
+
 def main() -> int:
     native_s, ratio, bursts = cache_bench()
-    p = program(60.0)
-    t, c = time.perf_counter(), time.process_time()
-    res, _ = dvfs(p, DvfsOptions(Controller()))
-    dvfs_wall, dvfs_s = time.perf_counter() - t, time.process_time() - c     # CPU time: the machine is shared
-    ok = native_s < CACHE_TARGET_S and dvfs_s < DVFS_TARGET_S
+    dvfs_s, dvfs_wall, py_s, res = dvfs_bench(program(60.0))
+    bar_s, bar_wall, bar_py, _ = dvfs_bench(barrier_program(60.0))
+    ok = native_s < CACHE_TARGET_S and dvfs_s < DVFS_TARGET_S and bar_s < DVFS_TARGET_S
     body = f"""Measured {date.today()} on {sysinfo.cpu_model()} (2 vCPU KVM guest, shared: load ~14).
 
 | what | figure | target |
@@ -82,6 +123,9 @@ def main() -> int:
 | cache simulator, {N:,} program accesses + {bursts:,} kernel bursts (L1 + L2 + OS cache, overflow, flush) | {native_s:.1f} s | < {CACHE_TARGET_S:.0f} s |
 | native vs brute-force reference, same 20,000-access trace, side by side | {ratio:,.0f}x faster | - |
 | DVFS replay of a 60 s two-thread program (ideal, recorded, k = 1, 2, 4), CPU time (wall) | {dvfs_s:.1f} s ({dvfs_wall:.1f} s) | < {DVFS_TARGET_S:.0f} s CPU |
+| same, pure-Python pass 1 (tests/support/dvfs_ref.py) side by side, identical result | {py_s:.1f} s CPU: native {py_s / dvfs_s:.1f}x faster | - |
+| DVFS replay of 60 s of 2 threads meeting at a barrier every 2 ms (60,000 segments), CPU (wall) | {bar_s:.1f} s ({bar_wall:.1f} s) | < {DVFS_TARGET_S:.0f} s CPU |
+| same, pure-Python pass 1 side by side, identical result | {bar_py:.1f} s CPU: native {bar_py / bar_s:.1f}x faster | - |
 | of which the replay's k = 1 normalized time / removed share | {res['by_k'][0]['normalized']:.3f} / {res['by_k'][0]['removed']:.0%} | - |
 """  # noqa: E501
     section("## whatif (`benchmarks/bench_whatif.py`)", body)

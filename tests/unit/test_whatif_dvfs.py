@@ -1,5 +1,6 @@
 """whatif dvfs: the controller against the spec's validation table (A.7), its properties, the power
-arithmetic, the replay on hand-made programs (A.13 acceptance), and the paper's Tables 6-8 relations."""
+arithmetic, and the paper's Tables 6-8 relations (the replay, native, is tested in
+tests/integration/test_whatif_replay.py)."""
 
 from __future__ import annotations
 
@@ -11,8 +12,6 @@ import pytest
 from jitterscope.errors import UsageError
 from jitterscope.whatif import paper
 from jitterscope.whatif.controller import Controller, energy, parse_table, relative_power, step
-from jitterscope.whatif.dvfs import DvfsOptions, dvfs
-from jitterscope.whatif.program import Program, Segment, Thread, Wait
 
 TAU0 = 330_000.0
 US = 1000.0
@@ -83,71 +82,6 @@ def test_bad_tables(text):
 
 def test_table3():
     assert list(parse_table("0.8:1.2:0.05")) == pytest.approx([0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2])
-
-
-def _one_thread(work_us: float, lost: list[tuple[float, float]]) -> Program:
-    end = int((work_us + sum(e - s for s, e in lost)) * US)
-    seg = Segment(0, end, [(int(s * US), int(e * US)) for s, e in lost])
-    return Program({1: Thread(1, 0, None, 0, end, [seg])}, sum(int((e - s) * US) for s, e in lost), 0, end)
-
-
-def _opts(**kw) -> DvfsOptions:
-    return DvfsOptions(Controller(transition_ns=kw.pop("transition_ns", 0.0)), warmup=0, **kw)
-
-
-def test_zero_injection_is_ideal_and_nominal():
-    res, trace = dvfs(_one_thread(3300, []), _opts(reactivity=(1, 2)))
-    assert res["ideal_ns"] == res["replayed_ns"] == pytest.approx(3300 * US)
-    for k in res["by_k"]:
-        assert k["normalized"] == pytest.approx(1.0) and k["transitions"] == 0
-    assert {r["factor"] for r in trace} == {1.0}
-
-
-def test_a_100us_delay_is_recovered_within_two_subframes_at_k1():
-    res, trace = dvfs(_one_thread(3300, [(10, 110)]), _opts(reactivity=(1,)))
-    assert res["replayed_ns"] - res["ideal_ns"] == pytest.approx(100 * US)
-    k1 = res["by_k"][0]
-    # 1.2 recovers 55 us per subframe: two subframes take the 100 us back (J 100 -> 45 -> 1.96 with the
-    # second at the nearest entry, 1.15); what stays is below one table step of one subframe
-    rows = sorted(trace, key=lambda r: r["subframe"])
-    assert [r["factor"] for r in rows[:4]] == [1.0, 1.2, 1.15, 1.0]
-    assert [round(r["jitter_count_ns"] / US, 2) for r in rows[1:4]] == [100.0, 45.0, 1.96]
-    assert k1["residual_ns"] == pytest.approx(1.96 * US, abs=10)
-    assert k1["power"] > 0 and k1["energy"] > 1.0
-
-
-def test_larger_k_recovers_more_slowly():
-    res, _ = dvfs(_one_thread(990, [(10, 110)]), _opts(reactivity=(1, 4)))
-    k1, k4 = res["by_k"]
-    assert res["ideal_ns"] <= k1["run_ns"] < k4["run_ns"] <= res["replayed_ns"]
-    assert res["best_k"] == 1
-
-
-def _two_threads(delay_on_critical: bool) -> Program:
-    """Main computes 1000 us then joins worker (which computes 3000 us); the delay is on one of them."""
-    d = 100 * US
-    w_lost = [(int(100 * US), int(100 * US + d))] if delay_on_critical else []
-    m_lost = [] if delay_on_critical else [(int(100 * US), int(100 * US + d))]
-    w_end = int(3000 * US + (d if delay_on_critical else 0))
-    m_seg_end = int(1000 * US + (0 if delay_on_critical else d))
-    main = Thread(1, 0, None, 0, w_end + 1000, [
-        Segment(0, m_seg_end, m_lost, [(0, 2)]), Wait(0, "join", 2, m_seg_end, w_end + 1000, w_end, 2, 0),
-        Segment(w_end + 1000, w_end + 1000, [])])
-    worker = Thread(2, 1, 0, 0, w_end, [Segment(0, w_end, w_lost)])
-    return Program({1: main, 2: worker}, int(d), 0, w_end + 1000)
-
-
-def test_off_critical_path_delay_costs_power_not_time():
-    res, _ = dvfs(_two_threads(False), _opts(reactivity=(1,)))
-    assert res["replayed_ns"] == pytest.approx(res["ideal_ns"])      # the worker hides main's delay
-    k1 = res["by_k"][0]
-    assert k1["run_ns"] == pytest.approx(res["ideal_ns"]) and k1["power"] > 0
-
-
-def test_critical_path_delay_is_compensated():
-    res, _ = dvfs(_two_threads(True), _opts(reactivity=(1,)))
-    assert res["replayed_ns"] - res["ideal_ns"] == pytest.approx(100 * US, rel=0.01)
-    assert res["by_k"][0]["residual_ns"] < 5 * US
 
 
 def test_table8_recomputed_from_tables_6_and_7():

@@ -60,6 +60,14 @@ def _dvfs_args(a: argparse.ArgumentParser) -> None:
                    "nearest (default; the paper's 0.95 dips) or ceil")
     a.add_argument("--warmup", type=int, default=90, help="subframes per thread at 1.0 before control starts "
                    "(default 90, the paper's)")
+    a.add_argument("--evictions", default="0", metavar="N|CACHE_JSON", help="L2-eviction term (spec A.6): "
+                   "application lines the kernel evicts per kernel burst, a number or a `whatif cache --json` result "
+                   "(its unified 'evicted by OS' per burst); booked on the jitter count as N x --mem-latency / "
+                   "--banks (default 0: off; a guest cannot observe evictions)")
+    a.add_argument("--mem-latency", default="100ns", help="A.6's memory round trip t_mem (default 100ns: the "
+                   "paper's 300 cycles at 3 GHz)")
+    a.add_argument("--banks", type=int, default=4, help="A.6's n_banks, overlapping misses (default 4: the spec's "
+                   "choice; the paper gives none)")
     a.add_argument("--plot", type=Path, metavar="SVG", help="write the frequency trace figure (Figs. 11-12 style)")
     a.add_argument("--trace-out", type=Path, metavar="CSV", help="write every subframe's factor (k, tid, start, ...)")
     a.add_argument("--apply", action="store_true", help="drive real per-CPU frequency limits while the program runs "

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import csv
+import json
+from pathlib import Path
 from typing import Any
 
 from jitterscope import options, outpath, plotting
@@ -31,7 +33,36 @@ def dvfs_options(args: argparse.Namespace) -> DvfsOptions:
     sub = parse_duration_ns(args.subframe, what="--subframe")
     if sub < 10_000 or sub <= 2 * ctl.transition_ns:
         raise UsageError(f"--subframe {args.subframe}: at least 10us and more than twice --transition")
-    return DvfsOptions(ctl, tuple(dict.fromkeys(ks)), int(sub), args.warmup)
+    return DvfsOptions(ctl, tuple(dict.fromkeys(ks)), int(sub), args.warmup, evict_ns(args))
+
+
+def evictions_per_burst(text: str) -> float:
+    """--evictions: a number, or a `whatif cache --json` result (unified L2: app lines evicted by the OS / bursts)."""
+    try:
+        n = float(text)
+    except ValueError:
+        path = Path(text)
+        try:
+            r = json.loads(path.read_text())
+            n = r["unified"]["app_evicted_by_os"] / max(int(r["bursts"]), 1)
+        except OSError as err:
+            raise UsageError(f"--evictions {text!r}: not a number, and cannot read it as a file "
+                             f"({err.strerror or err})") from None
+        except (ValueError, KeyError, TypeError):
+            raise UsageError(f"--evictions {text!r}: not a number nor a `whatif cache --json` result "
+                             "(needs unified.app_evicted_by_os and bursts)") from None
+    if not 0 <= n < 1e9 or n != n:
+        raise UsageError(f"--evictions {text!r}: evictions per kernel burst must be >= 0")
+    return n
+
+
+def evict_ns(args: argparse.Namespace) -> float:
+    """A.6: J_evict = E x t_mem / n_banks, per kernel burst."""
+    n = evictions_per_burst(str(args.evictions))
+    t_mem = parse_duration_ns(args.mem_latency, what="--mem-latency", allow_zero=True)
+    if not 1 <= args.banks <= 1024:
+        raise UsageError(f"--banks {args.banks}: a number of memory banks from 1 to 1024")
+    return n * t_mem / args.banks
 
 
 def dvfs(args: argparse.Namespace) -> int:
@@ -40,7 +71,7 @@ def dvfs(args: argparse.Namespace) -> int:
         if path is not None:
             outpath.check_file(path, what)
     run = load_run(args.run, kinds=("sync",), purpose="whatif dvfs")
-    res, trace = run_dvfs(load_program(run), o)
+    res, trace = run_dvfs(load_program(run), o, want_trace=args.plot is not None or args.trace_out is not None)
     if args.apply:
         res["apply"] = apply_status()
     if args.plot is not None:

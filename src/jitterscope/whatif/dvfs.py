@@ -18,7 +18,7 @@ import numpy as np
 
 from jitterscope.whatif.controller import Controller
 from jitterscope.whatif.program import Program
-from jitterscope.whatif.replay import Mode, plan_all
+from jitterscope.whatif.replay import Mode, Ops, compile_ops, plan_all
 from jitterscope.whatif.timing import place
 
 CPUFREQ = Path("/sys/devices/system/cpu/cpufreq")
@@ -30,10 +30,11 @@ class DvfsOptions:
     reactivity: tuple[int, ...] = (1, 2, 4)
     subframe_ns: int = 330_000
     warmup: int = 90
+    evict_ns: float = 0.0           # A.6: jitter booked per kernel burst for the L2 lines it evicts
 
 
-def _replay(prog: Program, mode: Mode) -> tuple[float, Any, Any]:
-    plans = plan_all(prog, mode)
+def _replay(prog: Program, mode: Mode, ops: dict[int, Ops]) -> tuple[float, Any, Any]:
+    plans = plan_all(prog, mode, ops)
     tl = place(prog, plans, mode.jitter)
     return tl.end_ns, plans, tl
 
@@ -41,32 +42,33 @@ def _replay(prog: Program, mode: Mode) -> tuple[float, Any, Any]:
 def _trace(plans: dict[int, Any], tl: Any, k: int) -> list[dict[str, Any]]:
     out = []
     for tid, p in plans.items():
-        for n, (item, off, f, t, j) in enumerate(p.subs):
-            start = tl.seg_start[tid][item] + off
-            out.append({"k": k, "tid": tid, "subframe": n, "start_ns": float(start), "factor": f,
-                        "busy_ns": float(t), "jitter_count_ns": float(j)})
+        starts = np.asarray(tl.seg_start[tid], dtype=float)[p.sub_item] + p.sub_off
+        for n, (start, f, t, j) in enumerate(zip(starts.tolist(), p.sub_f.tolist(), p.sub_t.tolist(),
+                                                 p.sub_j.tolist())):
+            out.append({"k": k, "tid": tid, "subframe": n, "start_ns": start, "factor": f,
+                        "busy_ns": t, "jitter_count_ns": j})
     return out
 
 
-def _per_k(prog: Program, o: DvfsOptions, k: int, ideal: float, recorded: float, ideal_energy: float
-           ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def _per_k(prog: Program, o: DvfsOptions, k: int, ideal: float, recorded: float, ideal_energy: float,
+           ops: dict[int, Ops], want_trace: bool) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     ctl = replace(o.ctl, k=k)
-    end, plans, tl = _replay(prog, Mode(True, ctl, o.subframe_ns, o.warmup))
-    subs = [s for p in plans.values() for s in p.subs]
-    f = np.array([s[2] for s in subs]) if subs else np.ones(1)
-    busy = np.array([s[3] for s in subs]) if subs else np.zeros(1)
-    changes = sum(sum(1 for a, b in zip(p.subs, p.subs[1:]) if a[2] != b[2]) for p in plans.values())
+    end, plans, tl = _replay(prog, Mode(True, ctl, o.subframe_ns, o.warmup, o.evict_ns), ops)
+    nsub = sum(len(p.sub_f) for p in plans.values())
+    f = np.concatenate([p.sub_f for p in plans.values()]) if nsub else np.ones(1)
+    busy = np.concatenate([p.sub_t for p in plans.values()]) if nsub else np.zeros(1)
+    changes = sum(int(np.count_nonzero(np.diff(p.sub_f))) for p in plans.values())
     energy = float((f ** 3 * busy).sum())
     slow = recorded - ideal
     row = {"k": k, "run_ns": end, "normalized": end / ideal if ideal else 1.0, "residual_ns": end - ideal,
            "removed": (recorded - end) / slow if slow > 0 else None,
            "power": float((f ** 3 * busy).sum() / busy.sum()) - 1.0 if busy.sum() > 0 else 0.0,
            "energy": energy / ideal_energy if ideal_energy else None,
-           "transitions": changes, "subframes": len(subs),
+           "transitions": changes, "subframes": nsub,
            "saturated": float(np.mean(f >= ctl.table[-1])), "below_nominal": float(np.mean(f < 1.0)),
            "factors": {f"{x:g}": int((np.isclose(f, x)).sum()) for x in ctl.table if np.isclose(f, x).any()},
            "approximated": tl.approximated}
-    return row, _trace(plans, tl, k)
+    return row, _trace(plans, tl, k) if want_trace else []
 
 
 def apply_status() -> str:
@@ -77,15 +79,16 @@ def apply_status() -> str:
     return "skipped: driving cpufreq limits while the program runs is not implemented yet (see docs/commands/whatif.md)"
 
 
-def dvfs(prog: Program, o: DvfsOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """The what-if result and the per-subframe frequency trace of every k."""
-    ideal, iplans, _ = _replay(prog, Mode(False, None, o.subframe_ns, o.warmup))
-    recorded, rplans, _ = _replay(prog, Mode(True, None, o.subframe_ns, o.warmup))
+def dvfs(prog: Program, o: DvfsOptions, want_trace: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The what-if result and (with want_trace) the per-subframe frequency trace of every k."""
+    ops = compile_ops(prog, o.subframe_ns)
+    ideal, iplans, _ = _replay(prog, Mode(False, None, o.subframe_ns, o.warmup), ops)
+    recorded, rplans, _ = _replay(prog, Mode(True, None, o.subframe_ns, o.warmup), ops)
     ideal_energy = sum(p.energy for p in iplans.values())
     recorded_energy = sum(p.energy for p in rplans.values())
     rows, trace = [], []
     for k in o.reactivity:
-        row, tr = _per_k(prog, o, k, ideal, recorded, ideal_energy)
+        row, tr = _per_k(prog, o, k, ideal, recorded, ideal_energy, ops, want_trace)
         rows.append(row)
         trace += tr
     c = o.ctl
@@ -96,5 +99,5 @@ def dvfs(prog: Program, o: DvfsOptions) -> tuple[dict[str, Any], list[dict[str, 
            "best_k": min(rows, key=lambda r: (r["run_ns"], r["k"]))["k"] if rows else None, "by_k": rows,
            "options": {"subframe_ns": o.subframe_ns, "warmup": o.warmup, "table": list(c.table),
                        "transition_ns": c.transition_ns, "model": c.model, "alpha": c.alpha,
-                       "quantize": c.quantize, "reactivity": list(o.reactivity)}}
+                       "quantize": c.quantize, "reactivity": list(o.reactivity), "evict_ns_per_burst": o.evict_ns}}
     return res, trace

@@ -17,6 +17,7 @@ there), never from the raw logs:
 
 from __future__ import annotations
 
+import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -80,6 +81,21 @@ def _merge(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, in
     return out
 
 
+class _Spans:
+    """One thread's lost spans, sorted once, so that each segment reads only the spans near it (a run with
+    thousands of segments would otherwise sort every span once per segment)."""
+
+    def __init__(self, spans: list[tuple[int, int]]) -> None:
+        self.spans = sorted(spans)
+        self.starts = [s for s, _ in self.spans]
+        self.longest = max((e - s for s, e in self.spans), default=0)
+
+    def within(self, lo: int, hi: int) -> list[tuple[int, int]]:
+        a = bisect.bisect_left(self.starts, lo - self.longest)
+        b = bisect.bisect_left(self.starts, hi)
+        return _merge([x for x in self.spans[a:b] if x[1] > lo], lo, hi)
+
+
 def _lost_by_thread(jitter: list[dict[str, Any]]) -> tuple[dict[int, list[tuple[int, int]]], dict[int, int]]:
     lost: dict[int, list[tuple[int, int]]] = defaultdict(list)
     wake: dict[int, int] = defaultdict(int)
@@ -100,7 +116,8 @@ def load_program(run: Run) -> Program:
     if not segs:
         raise JitterscopeError(f"{run.path}: the sync run has no compute segments (no thread ran to completion "
                                "under the interposer): nothing to replay")
-    lost, wake = _lost_by_thread(_rows(run, "jitter"))
+    by_tid, wake = _lost_by_thread(_rows(run, "jitter"))
+    lost = {tid: _Spans(spans) for tid, spans in by_tid.items()}
     creates: dict[int, list[tuple[int, int]]] = defaultdict(list)
     threads: dict[int, Thread] = {}
     for t in _rows(run, "threads"):
@@ -114,7 +131,7 @@ def load_program(run: Run) -> Program:
     total_lost = 0
     for s in segs:
         a, b = int(s["start_ns"]), int(s["end_ns"])
-        spans = _merge(lost.get(s["tid"], []), a, b)
+        spans = lost[s["tid"]].within(a, b) if s["tid"] in lost else []
         total_lost += sum(e - x for x, e in spans)
         c = [x for x in creates.get(s["tid"], []) if a <= x[0] <= b]
         per[s["tid"]].append((a, 0, Segment(a, b, spans, c)))

@@ -5,28 +5,39 @@ Two passes, because a thread's controller only sees its own jitter (the paper's 
 not have instantaneous knowledge of the critical path"; jitter counts meet only at create and join,
 spec A.5):
 
-1. per thread, in its own order: its compute (segment wall time minus the time lost in it) is cut
-   into subframes of `subframe_ns` of nominal work (A.13); before each the controller picks a factor
-   (after `warmup` subframes at 1.0), the work runs at tau(f), a change of factor stalls the core
-   `transition_ns`, recorded lost time and wake-up jitter are added unchanged (DVFS speeds the
-   program, not the kernel), and J += T - tau(f0).  A create and a join force a deadline; a created
-   thread starts with its creator's J, a join takes the max (A.5).  This gives each segment a map
-   from recorded offset to simulated offset.
-2. all threads together, in recorded order: a segment starts when its thread's previous item ends;
-   a wait ends at max(entry, its release on the releaser's simulated timeline + the wake-up latency),
-   a barrier round's release being the latest simulated arrival of the round; a thread starts at its
-   creator's simulated create + the recorded start latency.  Program order (which thread gets a
-   lock, which arrival is last) stays as recorded.
+1. per thread, in its own order (native: native/dvfs.c through ctypes; tests/support/dvfs_ref.py is the
+   pure-Python reference it must match exactly): its compute (segment wall time minus the time lost in
+   it) is cut into subframes of `subframe_ns` of nominal work (A.13); before each the controller picks a
+   factor (after `warmup` subframes at 1.0), the work runs at tau(f), a change of factor stalls the core
+   `transition_ns`, recorded lost time and wake-up jitter are added unchanged (DVFS speeds the program,
+   not the kernel), and J += T - tau(f0), plus the L2-eviction term of A.6 (`evict_ns` per kernel burst
+   in the subframe).  A create and a join force a deadline; a created thread starts with its creator's
+   J, a join takes the max (A.5).  This gives each segment a map from recorded to simulated offset.
+2. all threads together, in recorded order (timing.py): a segment starts when its thread's previous item
+   ends; a wait ends at max(entry, its release on the releaser's simulated timeline + the wake-up
+   latency), a barrier round's release being the latest simulated arrival of the round; a thread starts
+   at its creator's simulated create + the recorded start latency.  Program order stays as recorded.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from jitterscope.errors import JitterscopeError
+from jitterscope.native_bin import native_bin
 from jitterscope.whatif.controller import Controller
-from jitterscope.whatif.program import Program, Segment, Thread, Wait
+from jitterscope.whatif.program import Program, Segment
+
+LIB = "libjsdvfs.so"
+OP_SEG, OP_WORK, OP_LOST, OP_CREATE, OP_END, OP_WAIT, OP_JOIN = range(7)
+OP_DTYPE = np.dtype([("val", "f8"), ("a", "i8"), ("op", "i4"), ("item", "i4")])
+I32, I64, F64 = ctypes.c_int32, ctypes.c_int64, ctypes.c_double
+PF, PI = ctypes.POINTER(F64), ctypes.POINTER(I64)
 
 
 @dataclass
@@ -35,113 +46,170 @@ class Mode:
     ctl: Controller | None            # None: nominal frequency throughout
     subframe_ns: int = 330_000
     warmup: int = 90
+    evict_ns: float = 0.0             # A.6 term booked on J per kernel burst: E x t_mem / n_banks
+
+
+class Params(ctypes.Structure):
+    _fields_ = [("table", F64 * 64), ("ntable", I32), ("ctl", I32), ("jitter", I32), ("physical", I32),
+                ("ceil", I32), ("warmup", I32), ("k", I64), ("alpha", F64), ("transition_ns", F64),
+                ("subframe_ns", F64), ("evict_ns", F64)]
+
+
+class State(ctypes.Structure):
+    _fields_ = [(n, F64) for n in ("j", "f", "left", "t", "tau0", "pending", "sim_off", "start_off", "rec",
+                                   "scale", "evict", "busy", "energy")] + \
+               [("n", I64), ("item", I64), ("next", I64), ("open", I32), ("pad", I32), ("nbp", I64), ("nsub", I64)]
+
+
+class Out(ctypes.Structure):
+    _fields_ = [("bp_rec", PF), ("bp_sim", PF), ("map_lo", PI), ("map_hi", PI), ("sub_item", PI),
+                ("sub_off", PF), ("sub_f", PF), ("sub_t", PF), ("sub_j", PF), ("cap_bp", I64), ("cap_sub", I64)]
+
+
+@functools.lru_cache(maxsize=1)
+def _lib() -> ctypes.CDLL:
+    path = native_bin(LIB)
+    try:
+        lib = ctypes.CDLL(str(path))
+    except OSError as err:
+        raise JitterscopeError(f"cannot load {path} ({err}): run 'make native'") from None
+    lib.js_dvfs_run.argtypes = [ctypes.POINTER(State), ctypes.POINTER(Params), ctypes.c_void_p, I64,
+                                ctypes.POINTER(Out)]
+    lib.js_dvfs_run.restype = I64
+    lib.js_dvfs_layout.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
+    return lib
+
+
+def c_layout() -> list[int]:
+    out = (ctypes.c_uint64 * 16)()
+    n = _lib().js_dvfs_layout(out, 16)
+    return list(out[:n])
+
+
+def py_layout() -> list[int]:
+    fields: Any = OP_DTYPE.fields
+    return [OP_DTYPE.itemsize, fields["op"][1], fields["item"][1], ctypes.sizeof(Params),
+            Params.ntable.offset, Params.k.offset, Params.evict_ns.offset, ctypes.sizeof(State), State.n.offset,
+            State.open.offset, State.nsub.offset, ctypes.sizeof(Out), Out.cap_sub.offset]
 
 
 @dataclass
 class _Plan:
     maps: list[tuple[np.ndarray, np.ndarray] | None]          # per item: segment offset map (rec -> sim)
-    subs: list[tuple[int, float, float, float, float]] = field(default_factory=list)  # item, sim off, f, T, J
+    sub_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per subframe: item,
+    sub_off: np.ndarray = field(default_factory=lambda: np.zeros(0))             # sim offset in the item,
+    sub_f: np.ndarray = field(default_factory=lambda: np.zeros(0))               # factor, busy time T,
+    sub_t: np.ndarray = field(default_factory=lambda: np.zeros(0))               # J before it
+    sub_j: np.ndarray = field(default_factory=lambda: np.zeros(0))
     end_j: float = 0.0
     busy: float = 0.0                                        # compute + stalls + jitter, simulated ns
     energy: float = 0.0                                      # sum f^3 T
 
 
-class _Schedule:
-    """Pass 1 for one thread."""
+@dataclass
+class Ops:
+    """One thread's op stream (js_dvfs.h) with the output capacities it can need."""
 
-    def __init__(self, th: Thread, mode: Mode, j0: float, plans: dict[int, _Plan], prog: Program) -> None:
-        self.mode, self.ctl, self.prog, self.plans = mode, mode.ctl, prog, plans
-        self.j, self.f, self.n = j0, 1.0, 0
-        self.open, self.left, self.t, self.tau0, self.pending = False, 0.0, 0.0, 0.0, 0.0
-        self.plan = _Plan([None] * len(th.items))
-        self.item, self.sim_off, self.start_off = 0, 0.0, 0.0
+    ops: np.ndarray
+    cap_sub: int
+    cap_bp: int
+
+
+def compile_ops(prog: Program, subframe_ns: int) -> dict[int, Ops]:
+    """Every thread's items as ops; segment marks sorted as the reference does (create before lost at a tie)."""
+    out: dict[int, Ops] = {}
+    for tid, th in prog.threads.items():
+        rows: list[tuple[float, int, int, int]] = []
+        work = 0
         for i, it in enumerate(th.items):
-            self.item = i
             if isinstance(it, Segment):
-                self.plan.maps[i] = self._segment(it)
+                rows.append((0.0, i, OP_SEG, i))
+                marks = sorted([(s - it.start, 1, e - s) for s, e in it.lost]
+                               + [(c - it.start, 0, child) for c, child in it.creates])
+                for off, kind, val in marks:
+                    rows.append((float(off), 0, OP_WORK, i))
+                    rows.append((float(val), 0, OP_LOST, i) if kind == 1 else (0.0, val, OP_CREATE, i))
+                rows.append((float(it.end - it.start), i, OP_END, i))
+                work += it.end - it.start
             else:
-                self._wait(it)
-        self._close()
-        self.plan.end_j = self.j
+                rows.append((float(it.jitter), i, OP_WAIT, i))
+                if it.op == "join":
+                    rows.append((0.0, it.releaser, OP_JOIN, i))
+        ops = np.array(rows, dtype=OP_DTYPE)
+        # a subframe closes on a full subframe of work or a create/join/end; each loop step writes at most 3
+        # breakpoints (2 around a transition), every op at most one more
+        cap_sub = work // max(subframe_ns, 1) + len(rows) + 4
+        out[tid] = Ops(ops, cap_sub, 3 * (cap_sub + len(rows)) + len(rows) + 4)
+    return out
 
-    def _begin(self, rec: float, bp: list[tuple[float, float]]) -> None:
-        f = self.ctl.choose(self.mode.subframe_ns, self.j) if self.ctl and self.n >= self.mode.warmup else 1.0
-        if self.ctl and f != self.f:
-            bp.append((rec, self.sim_off))
-            self.sim_off += self.ctl.transition_ns
-            self.t += self.ctl.transition_ns
-            bp.append((rec, self.sim_off))
-        self.f, self.open, self.left = f, True, float(self.mode.subframe_ns)
-        self.start_off = self.sim_off
-        self.t, self.pending = self.t + self.pending, 0.0
 
-    def _close(self) -> None:
-        if not self.open:
-            return
-        self.plan.subs.append((self.item, self.start_off, self.f, self.t, self.j))
-        self.plan.busy += self.t
-        self.plan.energy += self.f ** 3 * self.t
-        if self.ctl and self.n >= self.mode.warmup:
-            self.j += self.t - self.tau0
-        self.n += 1
-        self.open, self.t, self.tau0 = False, 0.0, 0.0
+def _params(mode: Mode) -> Params:
+    p = Params()
+    c = mode.ctl
+    table = c.table if c else (1.0,)
+    if len(table) > 64:
+        raise JitterscopeError(f"the DVFS table has {len(table)} factors; at most 64")
+    p.table[:len(table)] = table
+    p.ntable, p.ctl, p.jitter, p.warmup = len(table), c is not None, mode.jitter, mode.warmup
+    if c is not None:
+        p.physical, p.ceil, p.k, p.alpha = c.model != "paper", c.quantize == "ceil", c.k, c.alpha
+        p.transition_ns = c.transition_ns
+    p.subframe_ns, p.evict_ns = float(mode.subframe_ns), float(mode.evict_ns)
+    return p
 
-    def _work(self, amount: float, rec: float, bp: list[tuple[float, float]]) -> float:
-        scale = self.ctl.scale(self.f) if self.ctl else 1.0
-        while amount > 0:
-            if not self.open:
-                self._begin(rec, bp)
-                scale = self.ctl.scale(self.f) if self.ctl else 1.0
-            take = min(amount, self.left)
-            dt = take * scale
-            rec, amount, self.left = rec + take, amount - take, self.left - take
-            self.sim_off += dt
-            self.t += dt
-            self.tau0 += take
-            bp.append((rec, self.sim_off))
-            if self.left <= 0:
-                self._close()
-        return rec
 
-    def _segment(self, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
-        self.sim_off = 0.0
-        bp: list[tuple[float, float]] = [(0.0, 0.0)]
-        marks = sorted([(s - seg.start, 1, e - s) for s, e in seg.lost]
-                       + [(c - seg.start, 0, tid) for c, tid in seg.creates])
-        rec = 0.0
-        for off, kind, val in marks:
-            rec = self._work(max(off - rec, 0.0), rec, bp)
-            if kind == 1:                               # lost span of `val` ns
-                rec += val
-                if self.mode.jitter:
-                    self.sim_off += val
-                    self.t += val
-                bp.append((rec, self.sim_off))
-            else:                                       # pthread_create: deadline, child inherits J
-                self._close()
-                child = self.prog.threads.get(val)
-                if child is not None and val not in self.plans:
-                    self.plans[val] = _Schedule(child, self.mode, self.j, self.plans, self.prog).plan
-        self._work(max(seg.end - seg.start - rec, 0.0), rec, bp)
-        arr = np.array(bp)
-        return arr[:, 0], arr[:, 1]
+class _Thread:
+    """Pass 1 for one thread: the native loop, resumed after each create and join."""
 
-    def _wait(self, w: Wait) -> None:
-        if self.mode.jitter and w.jitter:       # the wake-up's jitter counts in the subframe it ends in
-            if self.open:
-                self.t += w.jitter
-            else:
-                self.pending += w.jitter
-        if w.op == "join":
-            self._close()
-            done = self.plans.get(w.releaser)
+    def __init__(self, tid: int, ops: Ops, nitems: int) -> None:
+        self.ops, self.n = ops, len(ops.ops)
+        self.bp_rec, self.bp_sim = np.empty(ops.cap_bp), np.empty(ops.cap_bp)
+        self.map_lo, self.map_hi = np.full(nitems, -1, np.int64), np.full(nitems, -1, np.int64)
+        self.subs = [np.empty(ops.cap_sub, np.int64)] + [np.empty(ops.cap_sub) for _ in range(4)]
+        self.out = Out(*(a.ctypes.data_as(PF if a.dtype == np.float64 else PI)
+                         for a in (self.bp_rec, self.bp_sim, self.map_lo, self.map_hi, *self.subs)),
+                       ops.cap_bp, ops.cap_sub)
+        self.state = State()
+        self.state.f = 1.0
+
+    def run(self, p: Params) -> int:
+        at = _lib().js_dvfs_run(ctypes.byref(self.state), ctypes.byref(p), self.ops.ops.ctypes.data, self.n,
+                                ctypes.byref(self.out))
+        if at < 0:
+            raise JitterscopeError("whatif dvfs: the replay's output bound was too small (a bug: please report it)")
+        return int(at)
+
+    def plan(self) -> _Plan:
+        s = self.state
+        maps: list[tuple[np.ndarray, np.ndarray] | None] = [
+            None if lo < 0 else (self.bp_rec[lo:hi], self.bp_sim[lo:hi]) for lo, hi in zip(self.map_lo, self.map_hi)]
+        k = int(s.nsub)
+        item, off, f, t, j = (a[:k] for a in self.subs)
+        return _Plan(maps, item, off, f, t, j, end_j=s.j, busy=s.busy, energy=s.energy)
+
+
+def _schedule(prog: Program, tid: int, mode: Mode, p: Params, j0: float, plans: dict[int, _Plan],
+              ops: dict[int, Ops]) -> _Plan:
+    th = _Thread(tid, ops[tid], len(prog.threads[tid].items))
+    th.state.j = j0
+    while (at := th.run(p)) < th.n:
+        op = th.ops.ops[at]
+        other = int(op["a"])
+        if op["op"] == OP_CREATE:
+            if other in prog.threads and other not in plans:
+                plans[other] = _schedule(prog, other, mode, p, th.state.j, plans, ops)
+        else:
+            done = plans.get(other)
             if done is not None:
-                self.j = max(self.j, done.end_j)
+                th.state.j = max(th.state.j, done.end_j)
+    return th.plan()
 
 
-def plan_all(prog: Program, mode: Mode) -> dict[int, _Plan]:
+def plan_all(prog: Program, mode: Mode, ops: dict[int, Ops] | None = None) -> dict[int, _Plan]:
+    ops = ops if ops is not None else compile_ops(prog, mode.subframe_ns)
+    p = _params(mode)
     plans: dict[int, _Plan] = {}
     for tid in sorted(prog.threads, key=lambda t: (prog.threads[t].start, t)):
         if tid not in plans:      # a thread whose creator was not recorded starts with J = 0
-            plans[tid] = _Schedule(prog.threads[tid], mode, 0.0, plans, prog).plan
+            plans[tid] = _schedule(prog, tid, mode, p, 0.0, plans, ops)
     return plans
