@@ -263,6 +263,7 @@ UNDO: dict[str, UndoFn] = {
     "protect_cgroup": _lazy("jitterscope.protect.cgroups:undo_cgroup"),
     "protect_move": _lazy("jitterscope.protect.cgroups:undo_move"),
     "protect_sigcont": _lazy("jitterscope.protect.cgroups:undo_sigcont"),
+    "whatif_cpufreq": _lazy("jitterscope.whatif.cpufreq:undo_limits"),
 }
 
 
