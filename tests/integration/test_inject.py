@@ -91,11 +91,16 @@ def test_ctrl_c_ends_an_untimed_run_with_a_summary(tmp_path):
     proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(CPU), "--period", "10ms",
                              "--busy", "100us", "--truth", str(tmp_path / "t.csv")],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    first = proc.stdout.readline()
-    assert "SCHED_FIFO" in first and "until Ctrl-C" in first
-    time.sleep(0.3)
-    proc.send_signal(2)
-    out, err = proc.communicate(timeout=60)
+    try:
+        first = proc.stdout.readline()
+        assert "SCHED_FIFO" in first and "until Ctrl-C" in first
+        time.sleep(0.3)
+        proc.send_signal(2)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:  # an untimed injector must never outlive a failed test
+            proc.kill()
+            proc.wait()
     assert proc.returncode == 0, err
     assert "(interrupted)" in out and "wake-ups" in out
     # every wake-up it reports is in the truth file (how many fit in 0.3 s depends on the load)
