@@ -5,6 +5,10 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -12,6 +16,9 @@ import pytest
 
 from jitterscope.sync.schema import SEGMENTS
 from tests.integration.conftest import jitterscope
+from tests.unit.test_whatif_cpufreq import stand_in
+
+ORIGINAL = (1_200_000, 3_600_000)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +50,8 @@ def test_compensated_between_ideal_and_recorded(xz_run, tmp_path):
     best = min(r["by_k"], key=lambda k: (k["run_ns"], k["k"]))
     assert r["best_k"] == best["k"] and [k["k"] for k in r["by_k"]] == [1, 2, 4]
     assert svg.read_text().startswith("<?xml") and csv.read_text().startswith("k,tid,subframe")
-    if not Path("/sys/devices/system/cpu/cpufreq").exists():
-        assert r["apply"].startswith("skipped: this host has no cpufreq")
+    if not Path("/sys/devices/system/cpu/cpu0/cpufreq").exists():
+        assert r["apply"]["status"].startswith("skipped: this host has no cpufreq for CPU")
     p = jitterscope("whatif", "dvfs", str(xz_run), "--reactivity", "1", "--quantize", "ceil", timeout=300)
     assert p.returncode == 0 and "Ideal (no jitter)" in p.stdout and "best reactivity: k = 1" in p.stdout
 
@@ -71,3 +78,54 @@ def test_bad_options(tmp_path, args, msg):
 def test_not_a_sync_run(tmp_path):
     p = jitterscope("whatif", "dvfs", str(tmp_path), timeout=60)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()[-1]) < 300
+
+
+def _limits(root: Path) -> set[tuple[int, int]]:
+    return {(int((d / "scaling_min_freq").read_text()), int((d / "scaling_max_freq").read_text()))
+            for d in root.glob("cpu*/cpufreq")}
+
+
+@pytest.mark.slow
+def test_apply_on_a_stand_in_cpufreq_root(xz_run, tmp_path):
+    """This VM has no cpufreq: --apply runs against a STAND-IN tree (the output says so) and must pin the
+    nominal frequency, drive limits from the table, and leave every file as it found it."""
+    root = stand_in(tmp_path / "cpu")
+    env = {**os.environ, "JITTERSCOPE_CPUFREQ_ROOT": str(root)}
+    p = jitterscope("whatif", "dvfs", str(xz_run), "--reactivity", "1", "--apply", "--json", env=env, timeout=600)
+    assert p.returncode == 0, p.stderr
+    a = json.loads(p.stdout)["apply"]
+    assert a["status"] == "applied" and a["stand_in"] and "STAND-IN" in a["note"]
+    assert a["frequencies_khz"]["0"]["1"] == 3_000_000 and a["frequencies_khz"]["0"]["1.2"] == 3_600_000
+    assert a["nominal_s"] > 0 and a["controlled_s"] > 0 and a["limit_changes"] >= 0
+    assert _limits(root) == {ORIGINAL}
+
+
+def _start_apply(xz_run: Path, root: Path) -> subprocess.Popen:
+    env = {**os.environ, "JITTERSCOPE_CPUFREQ_ROOT": str(root)}
+    proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "whatif", "dvfs", str(xz_run), "--reactivity",
+                             "1", "--apply"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 240
+    while _limits(root) == {ORIGINAL} and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    assert _limits(root) != {ORIGINAL}, "the limits never changed"
+    return proc
+
+
+@pytest.mark.slow
+def test_apply_killed_is_restored_by_restore(xz_run, tmp_path):
+    root = stand_in(tmp_path / "cpu")
+    proc = _start_apply(xz_run, root)
+    proc.kill()
+    proc.wait(timeout=60)                               # kill -9: only recovery can put the limits back
+    p = jitterscope("restore", timeout=120)
+    assert _limits(root) == {ORIGINAL}, p.stdout + p.stderr
+
+
+@pytest.mark.slow
+def test_apply_ctrl_c_restores(xz_run, tmp_path):
+    root = stand_in(tmp_path / "cpu")
+    proc = _start_apply(xz_run, root)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130, err
+    assert _limits(root) == {ORIGINAL}

@@ -70,8 +70,11 @@ def _dvfs_args(a: argparse.ArgumentParser) -> None:
                    "choice; the paper gives none)")
     a.add_argument("--plot", type=Path, metavar="SVG", help="write the frequency trace figure (Figs. 11-12 style)")
     a.add_argument("--trace-out", type=Path, metavar="CSV", help="write every subframe's factor (k, tid, start, ...)")
-    a.add_argument("--apply", action="store_true", help="drive real per-CPU frequency limits while the program runs "
-                   "(needs cpufreq: skipped with the reason where it is absent)")
+    a.add_argument("--apply", action="store_true", help="run the recorded program again, pinned at factor 1.0 then "
+                   "under the controller driving each CPU's cpufreq limits (journalled, restored on exit), and "
+                   "compare; needs cpufreq: skipped with the reason where it is absent")
+    a.add_argument("--nominal", metavar="FREQ", help="--apply: the frequency of factor 1.0 (default: cpuinfo_max_freq "
+                   "/ the table's top factor, the paper's headroom)")
     options.add_json(a, "the result as JSON")
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +15,7 @@ from jitterscope.errors import UsageError
 from jitterscope.rundir import load_run
 from jitterscope.units import parse_count_list, parse_duration_ns
 from jitterscope.whatif import controller as C
-from jitterscope.whatif.dvfs import DvfsOptions, apply_status
+from jitterscope.whatif.dvfs import DvfsOptions
 from jitterscope.whatif.dvfs import dvfs as run_dvfs
 from jitterscope.whatif.program import load_program
 from jitterscope.whatif.render import render_dvfs
@@ -34,6 +36,16 @@ def dvfs_options(args: argparse.Namespace) -> DvfsOptions:
     if sub < 10_000 or sub <= 2 * ctl.transition_ns:
         raise UsageError(f"--subframe {args.subframe}: at least 10us and more than twice --transition")
     return DvfsOptions(ctl, tuple(dict.fromkeys(ks)), int(sub), args.warmup, evict_ns(args))
+
+
+def nominal_khz(text: str | None) -> int | None:
+    """--nominal: the frequency of factor 1.0 (e.g. 3GHz, 2400MHz, 2400000kHz)."""
+    if text is None:
+        return None
+    m = re.fullmatch(r"\s*([0-9.]+)\s*(ghz|mhz|khz)\s*", text.lower())
+    if not m or float(m.group(1)) <= 0:
+        raise UsageError(f"--nominal {text!r}: a frequency with its unit, e.g. 3GHz or 2400MHz")
+    return int(round(float(m.group(1)) * {"ghz": 1e6, "mhz": 1e3, "khz": 1.0}[m.group(2)]))
 
 
 def evictions_per_burst(text: str) -> float:
@@ -73,7 +85,13 @@ def dvfs(args: argparse.Namespace) -> int:
     run = load_run(args.run, kinds=("sync",), purpose="whatif dvfs")
     res, trace = run_dvfs(load_program(run), o, want_trace=args.plot is not None or args.trace_out is not None)
     if args.apply:
-        res["apply"] = apply_status()
+        from jitterscope.whatif.apply import apply
+
+        cmd = [str(x) for x in run.meta.get("command") or []]
+        if not cmd:
+            raise UsageError(f"{args.run}: the sync run does not record its command: --apply cannot run it again")
+        res["apply"] = apply(cmd, run.cpus or list(range(os.cpu_count() or 1)), o.ctl, o.subframe_ns,
+                             nominal_khz(args.nominal))
     if args.plot is not None:
         plotting.save(plotting_figure(trace, o), args.plot)
     if args.trace_out is not None:

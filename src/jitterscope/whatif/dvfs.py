@@ -9,9 +9,7 @@ simulated busy time; energy relative to the ideal run's.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -20,8 +18,6 @@ from jitterscope.whatif.controller import Controller
 from jitterscope.whatif.program import Program
 from jitterscope.whatif.replay import Mode, Ops, compile_ops, plan_all
 from jitterscope.whatif.timing import place
-
-CPUFREQ = Path("/sys/devices/system/cpu/cpufreq")
 
 
 @dataclass
@@ -69,14 +65,6 @@ def _per_k(prog: Program, o: DvfsOptions, k: int, ideal: float, recorded: float,
            "factors": {f"{x:g}": int((np.isclose(f, x)).sum()) for x in ctl.table if np.isclose(f, x).any()},
            "approximated": tl.approximated}
     return row, _trace(plans, tl, k) if want_trace else []
-
-
-def apply_status() -> str:
-    """Why --apply cannot drive real frequencies here (no cpufreq), or that it is not built yet."""
-    if not CPUFREQ.exists() or not any(CPUFREQ.glob("policy*")) and not os.path.exists(
-            "/sys/devices/system/cpu/cpu0/cpufreq/scaling_max_freq"):
-        return f"skipped: this host has no cpufreq ({CPUFREQ} is absent or has no policy): no frequency to drive"
-    return "skipped: driving cpufreq limits while the program runs is not implemented yet (see docs/commands/whatif.md)"
 
 
 def dvfs(prog: Program, o: DvfsOptions, want_trace: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:

@@ -37,8 +37,23 @@ def render_dvfs(r: dict[str, Any], path: str) -> str:
             lines.append(f"note: k = {k['k']}: {k['approximated']} releases read before their segment was placed "
                          "(recorded ties); placed approximately")
     if r.get("apply"):
-        lines.append(f"--apply: {r['apply']}")
+        lines += _apply_lines(r["apply"])
     return "\n".join(lines)
+
+
+def _apply_lines(a: dict[str, Any]) -> list[str]:
+    if a["status"] != "applied":
+        return [f"--apply: {a['status']}"]
+    ratio = a["controlled_s"] / a["nominal_s"] - 1
+    out = ["", f"--apply ({'STAND-IN ' if a['stand_in'] else ''}cpufreq at {a['root']}; control period "
+               f"{format_ns(a['period_ns'])}):",
+           f"  pinned at factor 1.0   {a['nominal_s']:.3f} s",
+           f"  under the controller   {a['controlled_s']:.3f} s   ({ratio:+.1%} run time; "
+           f"{number(a['limit_changes'])} limit changes; power " +
+           ", ".join(f"CPU {c} {_pct(p)}" for c, p in a["power"].items()) + ")"]
+    if a.get("note"):
+        out.append(f"  note: {a['note']}")
+    return out
 
 
 def _cache_row(label: str, v: dict[str, Any]) -> str:
