@@ -10,7 +10,6 @@ import os
 import shutil
 import signal
 import subprocess
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -18,36 +17,9 @@ import numpy as np
 
 from jitterscope.atomic import atomic_path
 from jitterscope.errors import JitterscopeError
+from jitterscope.whatif import lackey
 
-OPS = {"L": 0, "S": 1, "M": 2, "I": 3}
 CHUNK = 1 << 20
-
-
-def _words(lines: Iterable[bytes], instructions: bool, limit: int) -> tuple[np.ndarray, int, int]:
-    """Lackey lines -> trace words (at most `limit`), lines parsed, lines not understood."""
-    out = np.empty(min(limit, CHUNK), np.uint64)
-    n = seen = junk = 0
-    for raw in lines:
-        if raw.startswith(b"=="):
-            continue
-        parts = raw.split()
-        if len(parts) != 2 or parts[0] not in (b"I", b"L", b"S", b"M") or b"," not in parts[1]:
-            junk += bool(raw.strip())
-            continue
-        seen += 1
-        op = OPS[parts[0].decode()]
-        if (op == 3 and not instructions) or n >= limit:
-            continue
-        try:
-            addr = int(parts[1].split(b",")[0], 16)
-        except ValueError:
-            junk += 1
-            continue
-        if n == len(out):
-            out = np.resize(out, min(limit, 2 * len(out)))
-        out[n] = (addr << 2) | op
-        n += 1
-    return out[:n], seen, junk
 
 
 def load(path: Path) -> np.ndarray:
@@ -66,7 +38,7 @@ def load(path: Path) -> np.ndarray:
             raise JitterscopeError(f"{path}: a .npy of {a.dtype} {a.shape}, not a trace (1-D uint64 words)")
         return a
     with open(path, "rb") as f:
-        words, seen, junk = _words(f, instructions=False, limit=1 << 34)
+        words, seen, junk = lackey.parse(f, instructions=False, limit=1 << 34)
     if not seen or junk > seen:
         raise JitterscopeError(f"{path}: unknown trace format (expected a .npy from `jitterscope whatif capture` "
                                "or a valgrind --tool=lackey --trace-mem=yes log)")
@@ -85,7 +57,7 @@ def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[s
     interrupted = False
     with os.fdopen(r, "rb", buffering=CHUNK) as pipe:
         try:
-            words, seen, _ = _words(pipe, instructions, limit)
+            words, seen, _ = lackey.parse(pipe, instructions, limit)
             code = proc.wait()
         except KeyboardInterrupt:
             interrupted = True
