@@ -179,8 +179,8 @@ def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
 @needs_tracing
 @pytest.mark.slow
 def test_trace_attributes_late_iterations(tmp_path):
-    p = jitterscope("pipeline", "run", APPENDIX, "--heuristic", "fixed", "--iterations", "200", "--trace", "--out",
-                    str(tmp_path / "t"), "--json", "--no-report", timeout=300)
+    p = js("pipeline", "run", APPENDIX, "--heuristic", "fixed", "--iterations", "200", "--trace", "--out",
+           str(tmp_path / "t"), "--json", "--no-report")
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     late = s["late"]

@@ -23,7 +23,8 @@ from jitterscope.rundir import Run, load_run
 from jitterscope.sync import compare as sync_compare
 from jitterscope.sync import render as sync_render
 
-__all__ = ["Sample", "Thresholds", "compare_loaded", "compare_runs", "diff", "from_run", "pool", "render_text", "source_key"]
+__all__ = ["Sample", "Thresholds", "compare_loaded", "compare_runs", "diff", "from_run", "pool", "render_text",
+           "source_key"]
 
 
 def _run_info(run: Run) -> dict[str, Any]:

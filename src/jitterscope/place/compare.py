@@ -43,8 +43,8 @@ from scipy import stats
 from jitterscope import sysinfo
 from jitterscope.errors import UsageError
 from jitterscope.place import session
-from jitterscope.place.schema import RESULTS
 from jitterscope.place.plan import Plan, parse_policies
+from jitterscope.place.schema import RESULTS
 from jitterscope.progress import Progress
 from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, write_json, write_table
 
