@@ -23,7 +23,7 @@ import argparse
 from pathlib import Path
 
 from jitterscope import options
-from jitterscope.whatif import controller as C
+from jitterscope import whatif as C
 
 HELP = {
     "dvfs": "Replay a sync run with the DVFS compensation controller (spec A.7, A.13).\n\nEXAMPLES\n"

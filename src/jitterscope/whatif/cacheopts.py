@@ -5,12 +5,14 @@ from __future__ import annotations
 import argparse
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jitterscope.errors import UsageError
 from jitterscope.units import NUMBER, parse_duration_ns, parse_size
-from jitterscope.whatif import cachesim as CS
-from jitterscope.whatif import kernel as K
-from jitterscope.whatif.cache import CacheOptions, unified_of
+
+if TYPE_CHECKING:
+    from jitterscope.whatif import kernel as K
+    from jitterscope.whatif.cache import CacheOptions
 
 PIN_PCT = 95          # App. F.2: the current level has priority for the first 95% of an epoch
 PREFETCH_PCT = 90     # App. F.1: prefetch tau = 10% of the predicted epoch before its end
@@ -51,6 +53,10 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
 
 def config(args: argparse.Namespace) -> CacheOptions:
     """Every option checked (one line, exit 2, on bad input) -> the simulation's options."""
+    # numpy and pandas load here, not at import: add_arguments runs whenever the parser is built.
+    from jitterscope.whatif import cachesim as CS
+    from jitterscope.whatif.cache import CacheOptions, unified_of
+
     l1 = CS.parse_geometry(args.l1, "--l1", line=32, allow_off=True)
     l2 = CS.parse_geometry(args.l2, "--l2")
     osc = CS.parse_geometry(args.os_cache, "--os-cache", allow_off=True)
@@ -71,6 +77,8 @@ def config(args: argparse.Namespace) -> CacheOptions:
 
 
 def timeline(args: argparse.Namespace) -> K.Timeline:
+    from jitterscope.whatif import kernel as K  # numpy and pandas: see config()
+
     if args.os_trace is not None and args.os_rate is not None:
         raise UsageError("give --os-trace RUN or --os-rate, not both")
     if args.os_trace is not None:

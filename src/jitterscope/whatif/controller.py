@@ -22,10 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterscope.errors import UsageError
-
-TABLE_SPEC = "0.8:1.2:0.05"     # Table 3: factors 0.8 ... 1.2 of the 3 GHz / 1 V baseline
-MODELS = ("paper", "physical")
-QUANTIZE = ("nearest", "ceil")
+from jitterscope.whatif import TABLE_SPEC
 
 
 def parse_table(text: str) -> np.ndarray:
