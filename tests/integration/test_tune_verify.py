@@ -119,10 +119,17 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
             assert t[s]["down"] and t[s]["as_planned"] and t[s]["after"]["count"] == 0, t[s]
             assert t[s]["q"] < r["alpha"]
         vm = t.get("work:vmstat_update")
+        vm_short = False
         if vm is not None:
             assert vm["after"]["count"] < vm["before"]["count"]
-            assert vm["down"] or not vm["testable"], vm
-        assert p.returncode == (0 if r["ok"] else 1) and r["ok"], p.stderr
+            # vmstat_update runs only when the CPU's counters changed, so its count before follows the
+            # machine's activity: ~15 drop to <= 2 mostly (q < 0.01), but a CI run saw a smaller drop
+            # miss significance after the FDR adjustment.  Then verify must say so and fail.
+            vm_short = vm["testable"] and not vm["down"]
+            if vm_short:
+                assert vm["short"] == "not down" and vm["verdict"].startswith("did not go down"), vm
+        assert p.returncode == (0 if r["ok"] else 1), p.stderr
+        assert r["ok"] != vm_short, r
         assert (out / "verify.html").exists() and load_run(out / "after").kind == "measure"
         assert load_run(out).kind == "tune" and load_run(out).summary["ok"] == r["ok"]
         assert knob_values(plan["knobs"]) != before            # kept, as apply keeps them
