@@ -20,7 +20,12 @@ def cause_label(c: dict[str, Any]) -> str:
 
 
 def causes_text(cs: list[dict[str, Any]]) -> str:
-    return ", ".join(f"{cause_label(c)} {c['share']:.0%}" for c in cs[:3])
+    """The three largest causes; one thread taking the waiter's and the caller's CPU is one entry."""
+    shares: dict[str, float] = {}
+    for c in cs:
+        shares[cause_label(c)] = shares.get(cause_label(c), 0.0) + c["share"]
+    top = sorted(shares.items(), key=lambda kv: -kv[1])[:3]
+    return ", ".join(f"{label} {share:.0%}" for label, share in top)
 
 
 def render(s: dict[str, Any], path: str) -> str:
