@@ -103,6 +103,14 @@ def add_json(p: argparse.ArgumentParser, what: str = "the result as JSON") -> No
     p.add_argument("--json", action="store_true", help=f"print {what} to stdout and nothing else there")
 
 
+def add_action(sub: argparse._SubParsersAction, name: str, summary: str, doc: str) -> argparse.ArgumentParser:
+    """One action of a command with actions (`tune plan`, `pipeline run`): `summary` in the command's list,
+    `doc` (its own help with EXAMPLES, kept as written) in the action's --help."""
+    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=doc,
+                                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    return parser
+
+
 # --- reading ---------------------------------------------------------------------------------------------------
 
 def cpus(args: argparse.Namespace) -> list[int]:

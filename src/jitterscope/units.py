@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import math
 import re
 from collections.abc import Callable
@@ -101,8 +102,6 @@ def format_s(s: float) -> str:
 
 def seed_arg(text: str) -> int:
     """argparse type of every --seed: an integer from 0 to 2^63-1."""
-    import argparse
-
     try:
         v = int(text)
     except ValueError:
@@ -114,8 +113,6 @@ def seed_arg(text: str) -> int:
 
 def count_arg(lo: int, hi: int) -> Callable[[str], int]:
     """argparse type of an integer option bounded to [lo, hi] (e.g. --replications)."""
-    import argparse
-
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -129,6 +126,19 @@ def count_arg(lo: int, hi: int) -> Callable[[str], int]:
             v = int(f)
         if not lo <= v <= hi:
             raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {text}")
+        return v
+    return parse
+
+
+def percentile_arg(lo: float, hi: float) -> Callable[[str], float]:
+    """argparse type of a percentile option in [lo, hi) (e.g. --late 99)."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a percentile, got {text!r}") from None
+        if not lo <= v < hi:
+            raise argparse.ArgumentTypeError(f"must be from {lo:g} to below {hi:g}, got {text}")
         return v
     return parse
 

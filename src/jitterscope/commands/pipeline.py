@@ -31,7 +31,7 @@ import argparse
 
 from jitterscope import options
 from jitterscope.pipeline import sos
-from jitterscope.units import count_arg, seed_arg
+from jitterscope.units import count_arg, percentile_arg, seed_arg
 
 
 def _compile_args(p: argparse.ArgumentParser, default_heuristic: str = "reduced") -> None:
@@ -65,20 +65,9 @@ def _run_args(p: argparse.ArgumentParser) -> None:
                         "--priority, hybrid (spin ~50 us, then sleep) when each thread has its own CPU, else futex")
 
 
-def _percentile(text: str) -> float:
-    try:
-        v = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a percentile, got {text!r}") from None
-    if not 50 <= v < 100:
-        raise argparse.ArgumentTypeError(f"must be from 50 to below 100, got {text}")
-    return v
-
-
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
-    c = sub.add_parser("compile", help="graph -> schedule file (deterministic)", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = options.add_action(sub, "compile", "graph -> schedule file (deterministic)", __doc__)
     c.add_argument("graph", metavar="GRAPH", help="pipeline graph (YAML)")
     _compile_args(c)
     c.add_argument("-o", "--output", metavar="FILE", help="write the schedule here (default: print it)")
@@ -87,8 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    "default GRAPH-HEURISTIC-gantt.svg)")
     options.add_json(c, "the schedule as JSON")
 
-    r = sub.add_parser("run", help="run a schedule on pinned threads; write a run directory", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = options.add_action(sub, "run", "run a schedule on pinned threads; write a run directory", __doc__)
     r.add_argument("graph", metavar="GRAPH", help="pipeline graph (YAML)")
     r.add_argument("--schedule", metavar="FILE", help="a schedule from `compile -o` (default: compile now)")
     _compile_args(r)
@@ -109,14 +97,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "slowest iteration so far (default 10s)")
     r.add_argument("--trace", action="store_true", help="trace the kernel alongside; attribute late iterations")
     options.add_buffer(r)
-    r.add_argument("--late", type=_percentile, default=99.0, metavar="P",
+    r.add_argument("--late", type=percentile_arg(50, 100), default=99.0, metavar="P",
                    help="late iterations: latency at or above the P-th percentile (default 99)")
     r.add_argument("--out", metavar="DIR", help="run directory (default jitterscope-runs/<time>-pipeline-...)")
     r.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     options.add_json(r, "summary.json")
 
-    b = sub.add_parser("bench", help="every heuristic x allocator, the thesis's table", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b = options.add_action(sub, "bench", "every heuristic x allocator, the thesis's table", __doc__)
     b.add_argument("graph", nargs="?", metavar="GRAPH", help="pipeline graph (YAML), or use --synthetic")
     b.add_argument("--synthetic", type=count_arg(1, 10000), metavar="K", help="K seeded synthetic chains")
     b.add_argument("--boxes", type=count_arg(4, 10000), default=100, help="boxes per synthetic chain (default 100)")
@@ -132,16 +119,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     b.add_argument("--out", metavar="DIR", help="bench directory (runs, bench.json, figures)")
     options.add_json(b, "the table as JSON")
 
-    e = sub.add_parser("etp", help="a run's latency distribution as a ptts execution-time profile",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    e = options.add_action(sub, "etp", "a run's latency distribution as a ptts execution-time profile", __doc__)
     e.add_argument("run", metavar="RUN", help="pipeline run directory")
     e.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="the profile (time,probability)")
     e.add_argument("--resolution", default="10us", metavar="TIME",
                    help="round latencies up to whole ticks of TIME (default 10us): the ptts model's resolution")
     options.add_json(e, "what was written")
 
-    s = sub.add_parser("synth", help="write a seeded synthetic graph", description=__doc__,
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s = options.add_action(sub, "synth", "write a seeded synthetic graph", __doc__)
     s.add_argument("--boxes", type=count_arg(4, 10000), default=100, help="boxes (default 100)")
     s.add_argument("--seed", type=seed_arg, default=1, help="seed (default 1)")
     s.add_argument("--size", default="256x256", metavar="WxH", help="image size (default 256x256)")

@@ -60,9 +60,7 @@ HELP = {  # each action's --help: what it does, then examples
 
 
 def _action(sub: Any, name: str, summary: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=HELP[name],
-                                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    return parser
+    return options.add_action(sub, name, summary, HELP[name])
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:

@@ -41,8 +41,7 @@ HELP = {
 
 
 def _action(sub: argparse._SubParsersAction, name: str, summary: str) -> argparse.ArgumentParser:
-    return sub.add_parser(name, help=summary, description=HELP[name],
-                          formatter_class=argparse.RawDescriptionHelpFormatter)
+    return options.add_action(sub, name, summary, HELP[name])
 
 
 def _dvfs_args(a: argparse.ArgumentParser) -> None:
