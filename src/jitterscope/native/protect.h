@@ -132,7 +132,7 @@ extern _Atomic int g_stop;
 extern _Atomic int g_go;
 extern int64_t g_t0;
 /* noise probe's latest measurement */
-extern _Atomic int64_t g_noise_ns, g_noise_min_ns;
+extern _Atomic int64_t g_noise_ns, g_noise_min_ns, g_noise_active_ns, g_noise_ref_ns;
 extern _Atomic uint64_t g_noise_seq;
 
 int64_t now_ns(void);

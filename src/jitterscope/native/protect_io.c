@@ -6,7 +6,8 @@
  * slack (the critical program's heartbeats against its deadline), pmu (LLC
  * read/write events per CPU, x 64 B), resctrl (MBM mbm_total_bytes), cputime
  * (perf task-clock of the best-effort tasks), noise (a short pointer chase
- * timed on a protected CPU: its slowdown against the fastest seen), always
+ * timed on a protected CPU while the best-effort tasks run, against the same
+ * chase while none of them runs: the slowdown attributed to them), always
  * (every sample is over: unconditional duty-cycling, for calibration).
  * Actuators: rt (this thread spins at SCHED_FIFO), deadline (a SCHED_DEADLINE
  * thread spins), signal (SIGSTOP/SIGCONT), file (a string written to a file:
@@ -33,7 +34,7 @@
 #define JS_PROGRAM "jitterscope-protect"
 #include "js_cli.h"
 
-_Atomic int64_t g_noise_ns, g_noise_min_ns = INT64_MAX;
+_Atomic int64_t g_noise_ns, g_noise_min_ns = INT64_MAX, g_noise_active_ns, g_noise_ref_ns;
 _Atomic uint64_t g_noise_seq;
 static volatile uint64_t g_noise_sink;
 
@@ -370,11 +371,15 @@ static void slack_signal(struct unit *u, struct jsp_sample *s, int *over, double
     *over = l >= limit;
 }
 
-static void noise_signal(struct jsp_sample *s, int *over, double *pressure)
+/* The noise attributed to the best-effort programs: the latest chase timed while they ran, against
+ * the median of recent chases timed while none of them ran (suspended or idle; the fastest chase seen
+ * until there is one).  A window in which this CPU's best-effort tasks did not run at all has nothing
+ * to attribute to them, whatever slowed the protected CPU (other programs, the host). */
+static void noise_signal(struct unit *u, int64_t cpu_sig, struct jsp_sample *s, int *over, double *pressure)
 {
     static _Thread_local uint64_t seen;
     uint64_t seq = atomic_load(&g_noise_seq);
-    int64_t v = atomic_load(&g_noise_ns), base = atomic_load(&g_noise_min_ns);
+    int64_t active = atomic_load(&g_noise_active_ns), ref = atomic_load(&g_noise_ref_ns);
     if (!seq) {
         s->flags |= JSP_S_NOSIGNAL;
         return;
@@ -382,9 +387,12 @@ static void noise_signal(struct jsp_sample *s, int *over, double *pressure)
     if (seq == seen)
         s->flags |= JSP_S_STALE;
     seen = seq;
-    s->metric = v;
-    double slow = (double)v / (double)base - 1.0;
-    *pressure = slow / g_cfg.thr_ratio;
+    s->metric = atomic_load(&g_noise_ns);
+    if ((u->n_taskfds && cpu_sig <= 0) || !active)
+        return;   /* they did not run in this window, or never while the probe looked */
+    if (!ref)
+        ref = atomic_load(&g_noise_min_ns);
+    *pressure = ((double)active / (double)ref - 1.0) / g_cfg.thr_ratio;
     *over = *pressure >= 1.0;
 }
 
@@ -440,7 +448,7 @@ void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over,
         slack_signal(u, s, over, pressure);
         break;
     case SIG_NOISE:
-        noise_signal(s, over, pressure);
+        noise_signal(u, cpu_sig, s, over, pressure);
         break;
     case SIG_ALWAYS:  /* persistent excess by decree: duty-cycle unconditionally (calibration) */
         *over = 1;
@@ -456,15 +464,15 @@ void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over,
     }
 }
 
-/* CLOCK_MONOTONIC of the best-effort programs' last reported progress (INT64_MIN: no page). */
+/* CLOCK_MONOTONIC of the best-effort programs' last reported progress (INT64_MIN: no page, or
+ * pages nobody has published to: a program that does not use the report API, such as `sleep` or gcc,
+ * has a page of zeros, and 0 is not a time it stopped). */
 int64_t io_last_progress(struct unit *u)
 {
-    if (!u->n_pages)
-        return INT64_MIN;
     int64_t last = INT64_MIN;
     for (int i = 0; i < u->n_pages; i++) {
         int64_t t = atomic_load_explicit(&u->pages[i]->last_ns, memory_order_acquire);
-        if (t > last)
+        if (t > 0 && t > last)
             last = t;
     }
     return last;
@@ -608,6 +616,26 @@ void *dl_main(void *arg)
 
 /* ---- the noise probe ------------------------------------------------------------------- */
 
+#define NOISE_REF 15   /* quiet chases whose median is the reference */
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* CPU time of every best-effort task (-1: none can be counted) */
+static int64_t be_cpu_all(void)
+{
+    int64_t sum = 0;
+    int any = 0;
+    for (int i = 0; i < g_n_units; i++) {
+        any |= g_units[i].n_taskfds > 0;
+        sum += task_cpu(&g_units[i]);
+    }
+    return any ? sum : -1;
+}
+
 void *noise_main(void *arg)
 {
     struct unit *u = arg;  /* carries the probe's CPU and error slot */
@@ -630,6 +658,8 @@ void *noise_main(void *arg)
     if (!buf)
         die("cannot allocate the noise probe's %llu bytes", (unsigned long long)g_cfg.noise_bytes);
     uint64_t idx = 0;
+    int64_t quiet[NOISE_REF], sorted[NOISE_REF];
+    int n_quiet = 0;
     atomic_store(&u->ready, 1);
     while (!atomic_load(&g_go) && !atomic_load(&g_stop))
         usleep(1000);
@@ -639,7 +669,7 @@ void *noise_main(void *arg)
         next += period;
         struct timespec ts = {next / 1000000000LL, next % 1000000000LL};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        int64_t best = INT64_MAX;
+        int64_t before = be_cpu_all(), best = INT64_MAX;
         for (int rep = 0; rep < 2; rep++) {  /* the faster of 2: an interrupt inflates one, not both */
             int64_t a = now_ns();
             for (uint64_t k = 0; k < g_cfg.noise_steps; k++)
@@ -648,8 +678,19 @@ void *noise_main(void *arg)
             if (d < best)
                 best = d;
         }
+        /* quiet: no best-effort task ran meanwhile (with no task-clock to read, every chase is theirs) */
+        int quiet_now = before >= 0 && be_cpu_all() == before;
         g_noise_sink = idx;  /* keeps the walk from being optimised away */
         atomic_store(&g_noise_ns, best);
+        if (quiet_now) {
+            quiet[n_quiet++ % NOISE_REF] = best;
+            int n = n_quiet < NOISE_REF ? n_quiet : NOISE_REF;
+            memcpy(sorted, quiet, (size_t)n * sizeof *sorted);
+            qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
+            atomic_store(&g_noise_ref_ns, sorted[n / 2]);
+        } else {
+            atomic_store(&g_noise_active_ns, best);
+        }
         if (best < atomic_load(&g_noise_min_ns))
             atomic_store(&g_noise_min_ns, best);
         atomic_fetch_add(&g_noise_seq, 1);

@@ -6,7 +6,7 @@
 | resctrl | memory bandwidth of the group, MBM mbm_total_bytes              | bandwidth, or % of the peak      |
 | report  | bytes the best-effort programs publish (report API)             | bandwidth, or % of the peak      |
 | slack   | the critical program's latest latency against its deadline      | slack margin: time or % deadline |
-| noise   | a 32-load pointer chase timed on a protected CPU, vs its fastest| slowdown %                       |
+| noise   | a pointer chase on a protected CPU while they run / while not   | slowdown %                       |
 | cputime | CPU time of the best-effort tasks (perf task-clock)             | share of the CPU %               |
 | replay  | a CSV of (t, read_bytes, write_bytes), in virtual time          | bandwidth                        |
 | always  | nothing: every sample is over (duty-cycle unconditionally)      | -                                |
