@@ -67,7 +67,8 @@ class Progress:
             return   # short work says nothing in a log
         self._last = now
         eta = self.eta_s(done, now)
-        left = f"about {seconds(eta)} left" if eta is not None else "estimating time left"
+        left = ("done" if frac >= 1.0 else f"about {seconds(eta)} left" if eta is not None
+                else "estimating time left")
         amount = "" if self.total == 1.0 and not self.unit else (   # a bare fraction says nothing more
             f" ({number(done)}/{number(self.total)}{' ' + self.unit if self.unit else ''})")
         if self.tty:

@@ -60,3 +60,26 @@ def test_first_eta_ignores_set_up_and_waits_for_a_rate(clock: Clock) -> None:
 def test_a_fixed_duration_knows_its_end(clock: Clock) -> None:
     bar = P.Progress("measuring", 30.0, unit="s", exact=True)
     assert bar.eta_s(12.0) == 18.0
+
+
+def test_the_last_line_says_done_not_zero_left(clock: Clock, monkeypatch: pytest.MonkeyPatch) -> None:
+    err = io.StringIO()
+    monkeypatch.setattr(P.sys, "stderr", err)
+    bar = P.Progress("fit", 1.0)
+    for step in range(1, 11):   # 10 steps of 1 s
+        clock.t += 1.0
+        bar.update(step / 10)
+    last = err.getvalue().splitlines()[-1]
+    assert last == "fit: 100%, done", err.getvalue()
+
+
+def test_fit_reports_its_bootstrap_to_the_end() -> None:
+    import numpy as np
+
+    from jitterscope.simulate import fit_delays
+
+    for n in (300, 40):   # with a tail to test, and too few delays for one
+        seen: list[float] = []
+        fit_delays(np.random.default_rng(1).lognormal(np.log(5e-6), 0.4, n), 1e-3, replicates=19,
+                   progress=seen.append)
+        assert seen and seen == sorted(seen) and seen[-1] == pytest.approx(1.0), (n, seen)

@@ -26,6 +26,7 @@ import argparse
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_dir
+from jitterscope.progress import Progress
 from jitterscope.units import count_arg, parse_duration_s, seed_arg
 
 
@@ -48,15 +49,19 @@ def run(args: argparse.Namespace) -> int:
         check_dir(args.plots, "--plots")
     if args.replicates < 19:
         raise JitterscopeError(f"--replicates must be at least 19 (p-values to 0.05), got {args.replicates}")
-    if _kind(args.run) == "pipeline":
-        from jitterscope.pipeline.fitting import fit_pipeline
+    bar = Progress("fit", 1.0)   # the bootstrap can take minutes: a bar, or a line every few seconds in a log
+    try:
+        if _kind(args.run) == "pipeline":
+            from jitterscope.pipeline.fitting import fit_pipeline
 
-        fit = fit_pipeline(args.run, replicates=args.replicates, seed=args.seed)
-    else:
-        if args.phase is None:
-            raise JitterscopeError("--phase is required: the work per phase, e.g. 10ms")
-        phase_s = parse_duration_s(args.phase, what="--phase")
-        fit = fit_run(args.run, phase_s, replicates=args.replicates, seed=args.seed)
+            fit = fit_pipeline(args.run, replicates=args.replicates, seed=args.seed, progress=bar.update)
+        else:
+            if args.phase is None:
+                raise JitterscopeError("--phase is required: the work per phase, e.g. 10ms")
+            phase_s = parse_duration_s(args.phase, what="--phase")
+            fit = fit_run(args.run, phase_s, replicates=args.replicates, seed=args.seed, progress=bar.update)
+    finally:
+        bar.close()
     data = fit.to_json()
     written = []
     if args.plots:

@@ -118,7 +118,8 @@ def _trace_source(spec: TraceNoise | PeriodicNoise, job: Job) -> _TraceSource:
         **base}, noise)
 
 
-def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> Fit:
+def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0,
+            progress: Progress | None = None) -> Fit:
     """Per-phase delays of a run for phases of `phase_s`, fitted and ranked."""
     noise = load_noise(path)
     if phase_s * 1e9 > noise.period_ns / 20:
@@ -132,7 +133,7 @@ def fit_run(path: str, phase_s: float, replicates: int = 200, seed: int = 0) -> 
                  "use a longer --phase or fewer --replicates")
     delays = phase_delays(noise.timelines(), phase_s * 1e9) / 1e9
     return fit_delays(delays, phase_s, replicates=replicates, seed=seed, source=str(path),
-                      cpus=noise.labels or noise.cpus)
+                      cpus=noise.labels or noise.cpus, progress=progress)
 
 
 def run_detours(path: str) -> Detours:

@@ -240,7 +240,8 @@ class Fit:
 
 
 def _bootstrap_p(family: str, stat_ks: float, stat_ad: float, params: dict[str, float], n: int,
-                 replicates: int, rng: np.random.Generator) -> tuple[float, float]:
+                 replicates: int, rng: np.random.Generator,
+                 tick: Callable[[int], None] | None = None) -> tuple[float, float]:
     ge_ks = ge_ad = 0
     done = 0
     batch = max(1, 2_000_000 // max(n, 1))
@@ -254,23 +255,26 @@ def _bootstrap_p(family: str, stat_ks: float, stat_ad: float, params: dict[str, 
         ge_ks += int(np.count_nonzero(ks >= stat_ks))
         ge_ad += int(np.count_nonzero(~(ad < stat_ad)))   # NaN counts as "at least as bad"
         done += b
+        if tick is not None:
+            tick(b)
     return (1 + ge_ks) / (replicates + 1), (1 + ge_ad) / (replicates + 1)
 
 
 def fit_family(family: str, x: np.ndarray, gof_x: np.ndarray, replicates: int,
-               rng: np.random.Generator) -> FamilyFit:
+               rng: np.random.Generator, tick: Callable[[int], None] | None = None) -> FamilyFit:
     """Fit one family to x; test it on gof_x (x or a subsample) with bootstrap p-values."""
     p_all = {k: float(v[0]) for k, v in _FITTERS[family](x[None, :]).items()}
     p_gof = _FITTERS[family](gof_x[None, :])
     ks, ad = gof_statistics(family, p_gof, gof_x[None, :])
     ks_p, ad_p = _bootstrap_p(family, float(ks[0]), float(ad[0]), {k: float(v[0]) for k, v in p_gof.items()},
-                              len(gof_x), replicates, rng)
+                              len(gof_x), replicates, rng, tick)
     ff = FamilyFit(family, p_all, float(ks[0]), ks_p, float(ad[0]), ad_p, n=len(x))
     ff.fits = ks_p >= ALPHA and ad_p >= ALPHA
     return ff
 
 
-def _fit_tail(x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap: int) -> dict[str, Any] | None:
+def _fit_tail(x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap: int,
+              tick: Callable[[int], None] | None = None) -> dict[str, Any] | None:
     """GPD on exceedances over the 90th percentile (at least 30 of them), or None."""
     if len(x) < 60:
         return None
@@ -284,15 +288,19 @@ def _fit_tail(x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap:
     pg = _fit_gpd(gy[None, :])
     ks, ad = gof_statistics("gpd", pg, gy[None, :])
     ks_p, ad_p = _bootstrap_p("gpd", float(ks[0]), float(ad[0]), {k: float(v[0]) for k, v in pg.items()},
-                              len(gy), replicates, rng)
+                              len(gy), replicates, rng, tick)
     return {"threshold_s": u, "quantile": q, "exceedances": int(len(y)), "xi": p["xi"], "scale_s": p["scale"],
             "ks": {"statistic": float(ks[0]), "p_value": ks_p}, "ad": {"statistic": float(ad[0]), "p_value": ad_p},
             "fits": bool(ks_p >= ALPHA and ad_p >= ALPHA)}
 
 
 def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed: int = 0,
-               gof_cap: int = 2000, source: str = "", cpus: list[int] | list[str] | None = None) -> Fit:
-    """Fit all families to per-phase delays (seconds) and choose a model for maxima."""
+               gof_cap: int = 2000, source: str = "", cpus: list[int] | list[str] | None = None,
+               progress: Callable[[float], None] | None = None) -> Fit:
+    """Fit all families to per-phase delays (seconds) and choose a model for maxima.
+
+    `progress` is told the fraction of the bootstrap done (the long part: a
+    replicate per family and for the tail), e.g. a Progress bar's update."""
     d = np.asarray(delays_s, dtype=float)
     rng = np.random.default_rng(seed)
     pos = d[d > 0]
@@ -302,11 +310,20 @@ def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed
             f"{MIN_POSITIVE}: use a longer run or a longer --phase")
     zero_fraction = 1.0 - len(pos) / len(d)
     gof_x = pos if len(pos) <= gof_cap else rng.choice(pos, gof_cap, replace=False)
-    fams = [fit_family(f, pos, gof_x, replicates, rng) for f in FAMILIES]
+    done = [0]
+
+    def tick(b: int) -> None:
+        done[0] += b
+        if progress is not None:
+            progress(done[0] / ((len(FAMILIES) + 1) * replicates))
+
+    fams = [fit_family(f, pos, gof_x, replicates, rng, tick) for f in FAMILIES]
     fams.sort(key=lambda f: (-f.ad_p, -f.ks_p, f.ad))
     for i, f in enumerate(fams):
         f.rank = i + 1
-    tail = _fit_tail(pos, replicates, rng, gof_cap)
+    tail = _fit_tail(pos, replicates, rng, gof_cap, tick)
+    if tail is None:
+        tick(replicates)   # no tail to test: its share of the work is done
     top = fams[0]
     any_fits = any(f.fits for f in fams)
     zero_part = f"; {zero_fraction:.1%} of phases met no noise" if zero_fraction > 0 else ""
