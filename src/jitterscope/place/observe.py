@@ -105,8 +105,10 @@ def _thread(pid: int, tid: int) -> tuple[list[int], int, int, int] | None:
         for fd in fds:
             os.close(fd)
         return None
-    run, wait, slices = (int(x) for x in sched.split()[:3])
     f = st[st.rindex(b")") + 2:].split()
+    if f[0] in (b"Z", b"X"):
+        return None    # exited (a zombie until its parent reaps it): not a task to observe or place
+    run, wait, slices = (int(x) for x in sched.split()[:3])
     return ([run, wait, slices, _field(status, b"\nvoluntary_ctxt_switches:"),
              _field(status, b"nonvoluntary_ctxt_switches:"), int(f[7]), int(f[9])], int(f[36]), int(f[16]), avx)
 
@@ -129,7 +131,7 @@ def snapshot(pid: int, page: PlacePage | None, report: ReportPage | None, pmu: C
             continue   # a thread that just ended
         for i, x in enumerate(got[0]):
             tot[i] += x
-        if tid == pid:
+        if tid == pid or cpu < 0:    # the leader's, or a live thread's if the leader exited (pthread_exit)
             cpu, nice, avx = got[1], got[2], got[3]
     if cpu < 0:
         return None
