@@ -166,3 +166,33 @@ def test_disk_full_during_analysis_keeps_the_capture(tmp_path: Path) -> None:
     assert err.count("\n") == 1 and "disk full" in err, err
     meta = assert_complete(keep)
     assert any("probe" in m for m in meta["recovered"]["missing"]), meta["recovered"]
+
+
+def cmdline(pid: str) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:   # it ended while we looked
+        return b""
+
+
+def test_a_probe_signalled_from_outside_is_an_early_end_not_a_full_run(tmp_path: Path) -> None:
+    """A script's background job ignores SIGINT, its probe does not: a Ctrl-C there used to end the
+    run early while meta.json said it ran as asked (4.4 s of a 30 s run, "interrupted": false)."""
+    out = tmp_path / "run"
+    proc = start_measure(out, "30s", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        wait_for_probe(out, proc)
+        time.sleep(0.5)
+        probes = [int(d) for d in os.listdir("/proc") if d.isdigit() and d != str(proc.pid)
+                  and str(out / "detours.raw").encode() in cmdline(d)]
+        assert probes, "no probe process found"
+        os.kill(probes[0], signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, err
+    assert "the probe stopped after" in err and "Traceback" not in err, err
+    meta = assert_complete(out)
+    assert meta["interrupted"] and 0 < meta["duration_s"] < 25

@@ -21,6 +21,7 @@ from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
+from jitterscope.humanize import seconds
 from jitterscope.journal import Journal
 from jitterscope.measure import build as analysis
 from jitterscope.measure import capture, peers
@@ -210,6 +211,13 @@ def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None
         bar.close("interrupted: finishing the run with what was measured")
         return True
     bar.close()
+    elapsed = time.monotonic() - t0
+    if elapsed < total_s * 0.9 - 1.0:
+        # The probe ends itself at its duration; earlier, something signalled it (e.g. Ctrl-C in a
+        # script that started us in the background, where our own SIGINT is ignored but the probe's is not).
+        print(f"jitterscope: warning: the probe stopped after {seconds(elapsed)} of {seconds(total_s)} "
+              f"(it was signalled): the run covers the time measured", file=sys.stderr)
+        return True
     return False
 
 
