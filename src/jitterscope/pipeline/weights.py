@@ -16,18 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
+from jitterscope.measure.tsc import to_ns, tsc_hz
+from jitterscope.pipeline.compiler import compile_graph
 from jitterscope.pipeline.graph import Graph
+from jitterscope.pipeline.plan import RunOptions, build_plan
+from jitterscope.pipeline.runtime import Runtime, read_result
 
 ITERATIONS = 15
 
 
 def measure_weights(g: Graph, cpu: int, iterations: int = ITERATIONS) -> dict[str, float]:
     """Median ns per box, measured single-threaded on `cpu`."""
-    from jitterscope.measure.tsc import tsc_hz
-    from jitterscope.pipeline.compiler import compile_graph
-    from jitterscope.pipeline.plan import RunOptions, build_plan
-    from jitterscope.pipeline.runtime import Runtime, read_result
-
     sched = compile_graph(g, threads=1, split=1, heuristic="fixed", memory="simple")
     hz = tsc_hz()
     with tempfile.TemporaryDirectory(prefix="jitterscope-weights-") as tmp:
@@ -39,7 +38,7 @@ def measure_weights(g: Graph, cpu: int, iterations: int = ITERATIONS) -> dict[st
         rt.wait()
         timers = read_result(d / "result.bin").timers
     assert timers is not None
-    dur = (timers["end_tsc"].astype(np.int64) - timers["start_tsc"].astype(np.int64)) * 1e9 / hz
+    dur = to_ns(timers["end_tsc"].astype(np.int64) - timers["start_tsc"].astype(np.int64), hz)
     return {x.box: max(1.0, float(np.median(dur[:, x.index]))) for x in sched.inst.subboxes}
 
 

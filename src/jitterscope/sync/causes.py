@@ -34,6 +34,7 @@ import pyarrow.compute as pc
 
 from jitterscope.measure.attribution import attribute, source_table
 from jitterscope.measure.peers import name_threads
+from jitterscope.measure.tsc import since_ns
 from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
 
 SELF = ("self", "self")
@@ -59,10 +60,6 @@ class Timeline:
         if self._by_cpu is None:
             self._by_cpu = {int(c): np.flatnonzero(self.seg_cpu == c) for c in np.unique(self.seg_cpu)}
         return self._by_cpu.get(int(cpu), np.zeros(0, np.int64))
-
-
-def ns_since(tsc: np.ndarray, t0: int, hz: float) -> np.ndarray:
-    return ((np.asarray(tsc, dtype=np.int64) - np.int64(t0)) * (1e9 / hz)).round().astype(np.int64)
 
 
 def label_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_tids: set[int],
@@ -99,8 +96,8 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
     sources, codes = source_table(kinds, labels)
     seg = td.segments
     owner = np.asarray(seg["owner"]).astype(np.int64)
-    starts = ns_since(act.column("start_tsc").to_numpy(), t0_tsc, hz)
-    ends = ns_since(act.column("end_tsc").to_numpy(), t0_tsc, hz)
+    starts = since_ns(act.column("start_tsc").to_numpy(), t0_tsc, hz)
+    ends = since_ns(act.column("end_tsc").to_numpy(), t0_tsc, hz)
     cpu = act.column("cpu").to_numpy()
     pre = act.column("preempted").to_numpy(zero_copy_only=False) if "preempted" in act.column_names \
         else np.zeros(act.num_rows, bool)
@@ -109,8 +106,8 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
         slices[int(pids[i])].append((int(cpu[i]), int(starts[i]), int(ends[i]), bool(pre[i])))
     for v in slices.values():
         v.sort(key=lambda s: s[1])
-    return Timeline(np.asarray(seg["cpu"]).astype(np.int32), ns_since(np.asarray(seg["start_tsc"]), t0_tsc, hz),
-                    ns_since(np.asarray(seg["end_tsc"]), t0_tsc, hz), codes[owner] if len(owner) else codes[:0],
+    return Timeline(np.asarray(seg["cpu"]).astype(np.int32), since_ns(np.asarray(seg["start_tsc"]), t0_tsc, hz),
+                    since_ns(np.asarray(seg["end_tsc"]), t0_tsc, hz), codes[owner] if len(owner) else codes[:0],
                     pids[owner] if len(owner) else pids[:0], sources, dict(slices), int(td.lost_events),
                     int(td.n_events))
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.measure.tsc import since_ns
 from jitterscope.sync import records as R
 
 MODES = ("excess", "whole")
@@ -87,7 +88,7 @@ def load_events(logs: list[R.ProcessLog], t0_tsc: int, hz: float) -> Events:
     pid = np.concatenate(pids) if pids else np.zeros(0, np.int32)
 
     def ns(tsc: np.ndarray) -> np.ndarray:
-        return ((tsc.astype(np.int64) - np.int64(t0_tsc)) * (1e9 / hz)).round().astype(np.int64)
+        return since_ns(tsc, t0_tsc, hz)
 
     enter, exit_ = ns(rec["enter_tsc"]), ns(rec["exit_tsc"])
     order = np.lexsort((exit_, enter))

@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from jitterscope import atomic
+from jitterscope.measure.tsc import since_ns
 from jitterscope.rundir import Run
 from jitterscope.sync.render import TYPE_LABELS, cause_label
+from jitterscope.tracing.parse import parse_trace
 from jitterscope.units import format_ns
 
 KERNEL_PID = 1 << 22      # above any kernel pid: the CPU tracks' process
@@ -93,14 +95,11 @@ def _thread_events(run: Run) -> tuple[list[dict[str, Any]], list[tuple[int, int,
 
 def _kernel_events(run: Run, windows: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
     """What ran on each CPU inside the jitter windows, from the run's trace (clipped to the windows)."""
-    from jitterscope.sync.causes import ns_since
-    from jitterscope.tracing.parse import parse_trace
-
     td = parse_trace(run.path / "trace")
     act = td.activity
     t0, hz = int(run.meta["t0_tsc"]), float(run.meta["tsc_hz"])
     cpu = act.column("cpu").to_numpy()
-    a_s, a_e = ns_since(act.column("start_tsc").to_numpy(), t0, hz), ns_since(act.column("end_tsc").to_numpy(), t0, hz)
+    a_s, a_e = since_ns(act.column("start_tsc").to_numpy(), t0, hz), since_ns(act.column("end_tsc").to_numpy(), t0, hz)
     kinds, names, pids = act.column("kind").to_pylist(), act.column("name").to_pylist(), act.column("pid").to_numpy()
     ev: list[dict[str, Any]] = _meta(KERNEL_PID, None, "process_name", "kernel (per CPU)")
     by_cpu: dict[int, list[tuple[int, int]]] = defaultdict(list)
