@@ -670,43 +670,51 @@ static void print_hang(void)
             (double)hang_limit() / (double)P.tsc_hz, atomic_load(&g_completed), buf);
 }
 
-int main(int argc, char **argv)
+/* The command line: --layout prints the record layouts and exits; else --plan and --out are required. */
+static void parse_args(int argc, char **argv, const char **plan, const char **out, const char **beat)
 {
-    const char *plan = NULL, *out = NULL, *beat = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--layout")) {
             print_layout();
-            return 0;
+            exit(0);
         } else if (!strcmp(argv[i], "--plan") && i + 1 < argc) {
-            plan = argv[++i];
+            *plan = argv[++i];
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
-            out = argv[++i];
+            *out = argv[++i];
         } else if (!strcmp(argv[i], "--heartbeat") && i + 1 < argc) {
-            beat = argv[++i];
+            *beat = argv[++i];
         } else {
             usage();
         }
     }
-    if (!plan || !out)
+    if (!*plan || !*out)
         usage();
-    if (js_die_with_parent() != 0)
-        return 2;
-    load_plan(plan);
-    load_user_kernels();
+}
+
+/* SIGINT, SIGTERM and SIGHUP ask for a stop after the iterations already started. */
+static void install_signals(void)
+{
     struct sigaction sa = {0};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    setup_state();
-    int mlocked = 0;
-    if (P.flags & JS_PLAN_MLOCK) {
-        mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
-        if (!mlocked)
-            fprintf(stderr, JS_PROGRAM ": warning: mlockall failed (%s); pages may be swapped\n", strerror(errno));
-    }
-    g_beat = beat ? open_heartbeat(beat) : NULL;
-    g_report = js_report_attach();
+}
+
+/* Whether every page is locked in memory (asked for by the plan; a failure is a warning). */
+static int lock_memory(void)
+{
+    if (!(P.flags & JS_PLAN_MLOCK))
+        return 0;
+    int mlocked = mlockall(MCL_CURRENT | MCL_FUTURE) == 0;
+    if (!mlocked)
+        fprintf(stderr, JS_PROGRAM ": warning: mlockall failed (%s); pages may be swapped\n", strerror(errno));
+    return mlocked;
+}
+
+/* One pinned thread per plan thread; each reports ready (or its error) before anything is released. */
+static void start_workers(void)
+{
     g_workers = calloc(P.n_threads, sizeof *g_workers);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
@@ -728,6 +736,11 @@ int main(int argc, char **argv)
             atomic_store(&g_go, 1);
             die("%s", g_workers[t].error);
         }
+}
+
+/* Fix t0 and every iteration's release, announce the threads on stdout ("ready"), then let them go. */
+static void release_workers(int mlocked)
+{
     g_t0 = js_rdtsc_ordered() + P.tsc_hz / 1000;  /* 1 ms ahead: every thread sees go before t0 */
     for (uint64_t k = 0; k < P.iterations; k++)
         g_iters[k].release_tsc = g_t0 + k * P.period_tsc;
@@ -744,6 +757,12 @@ int main(int argc, char **argv)
         for (uint64_t k = 0; k < P.iterations; k++)
             g_iters[k].release_tsc = 0;
     atomic_store(&g_go, 1);
+}
+
+/* Watch the run until every iteration completed, a stop request's started iterations finished, or it hung:
+ * the result flags (interrupted, hung). */
+static uint32_t supervise(void)
+{
     uint32_t flags = 0;
     uint64_t last_done = 0, last_change = js_rdtsc();
     for (;;) {
@@ -768,6 +787,12 @@ int main(int argc, char **argv)
             break;
         }
     }
+    return flags;
+}
+
+/* Join the threads, check the guard tail, write the result file and the "end" line: the exit status. */
+static int finish(const char *out, uint32_t flags)
+{
     for (uint32_t t = 0; t < P.n_threads; t++)
         pthread_join(g_workers[t].thread, NULL);
     uint64_t done = atomic_load(&g_completed);
@@ -792,4 +817,22 @@ int main(int argc, char **argv)
         return 1;
     }
     return 0;   /* a hang is reported in the end line ("hung") and on stderr; what ran is in the file */
+}
+
+int main(int argc, char **argv)
+{
+    const char *plan = NULL, *out = NULL, *beat = NULL;
+    parse_args(argc, argv, &plan, &out, &beat);
+    if (js_die_with_parent() != 0)
+        return 2;
+    load_plan(plan);
+    load_user_kernels();
+    install_signals();
+    setup_state();
+    int mlocked = lock_memory();
+    g_beat = beat ? open_heartbeat(beat) : NULL;
+    g_report = js_report_attach();
+    start_workers();
+    release_workers(mlocked);
+    return finish(out, supervise());
 }
