@@ -1,5 +1,6 @@
 """Benchmark of `jitterscope sync`: interposer cost per uncontended lock/unlock pair, slowdown of real
-programs (xz -T2, zstd -T2, pigz -p 2) under the interposer, records per second the writer keeps up with.
+programs (xz -T2, zstd -T2, pigz -p 2) under the interposer, records per second the writer keeps up with
+(`storm`: pairs of threads ping-ponging through a condvar, every operation contended, so every one is a record).
 
 Ratios are measured side by side in one run (bare and interposed alternate), medians of REPEATS, of the
 wall time and of the program's CPU time (user + sys): on a shared, loaded machine one run's wall time
@@ -23,6 +24,35 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "tests/integration/sync_programs/syncgold.c"
 LIB = ROOT / "src/jitterscope/native/bin/libjssync.so"
 REPEATS = 9
+STORM = r"""
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+struct pair { pthread_mutex_t m; pthread_cond_t c; int turn; long n; };
+static void *side(void *arg) {
+    struct pair *p = (struct pair *)((char *)arg - ((long)arg & 1));
+    int me = (int)((long)arg & 1);
+    for (long i = 0; i < p->n; i++) {
+        pthread_mutex_lock(&p->m);
+        while (p->turn != me) pthread_cond_wait(&p->c, &p->m);
+        p->turn = !me;
+        pthread_cond_signal(&p->c);
+        pthread_mutex_unlock(&p->m);
+    }
+    return NULL;
+}
+int main(int argc, char **argv) {
+    int pairs = atoi(argv[1]); long n = atol(argv[2]);
+    struct pair *ps = aligned_alloc(64, sizeof(struct pair) * 64);
+    pthread_t t[128];
+    for (int i = 0; i < pairs; i++) {
+        pthread_mutex_init(&ps[i].m, NULL); pthread_cond_init(&ps[i].c, NULL); ps[i].turn = 0; ps[i].n = n;
+        for (int k = 0; k < 2; k++) pthread_create(&t[2 * i + k], NULL, side, (char *)&ps[i] + k);
+    }
+    for (int i = 0; i < 2 * pairs; i++) pthread_join(t[i], NULL);
+    return 0;
+}
+"""
 
 
 def env(on: bool, raw: str, sleep_check: bool = True) -> dict[str, str]:
@@ -76,6 +106,27 @@ def real(prog: list[str], out_ext: str, data: Path, raw: str, variants: tuple[st
               f"CPU {c * 1e3:.0f} ms x{c / cpu0:.3f}")
 
 
+def storm(tmp: str) -> None:
+    """Records per second of wall time the writer drained with none dropped (default ring, 10 ms period):
+    a lower bound of what it sustains, at the rate 1, 2, 4 ping-pong pairs produce on this machine."""
+    src, prog = Path(tmp) / "storm.c", f"{tmp}/storm"
+    src.write_text(STORM)
+    subprocess.run(["cc", "-O2", "-pthread", "-o", prog, str(src)], check=True)
+    from jitterscope.sync.records import read_logs
+
+    for pairs in (1, 2, 4):
+        raw = Path(tmp) / f"storm{pairs}"
+        raw.mkdir()
+        a = time.perf_counter()
+        subprocess.run([prog, str(pairs), "100000"], env=env(True, str(raw)), check=True)
+        wall = time.perf_counter() - a
+        logs = read_logs(raw)
+        n = sum(len(lg.records) for lg in logs)
+        d = sum(int(lg.header["dropped"]) for lg in logs)
+        print(f"storm {pairs} pair(s): {n:,} records in {wall:.2f} s = {n / wall:,.0f} records/s written, "
+              f"{d:,} dropped ({d / max(n + d, 1):.2%})")
+
+
 def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         prog = f"{tmp}/syncgold"
@@ -83,6 +134,7 @@ def main() -> int:
         raw = f"{tmp}/raw"
         os.mkdir(raw)
         uncontended(prog, raw)
+        storm(tmp)
         data = Path(tmp) / "data.bin"
         data.write_bytes((os.urandom(1 << 20) + bytes(range(256)) * 4096) * 16)   # 33.5 MB
         real(["xz", "-T2", "-k", "-f", "-3"], ".xz", data, raw, ("on", "on, JS_SYNC_SLEEP_CHECK=0"))

@@ -145,7 +145,9 @@ struct tls {
     uint32_t tid;
     int busy;                         /* re-entrancy guard */
 };
-static __thread struct tls t_self;
+/* initial-exec: one %fs-relative load instead of a __tls_get_addr call per wrapped call (the library is
+ * preloaded, so its TLS is in the static block; a dlopen (the Python frame API) uses glibc's surplus). */
+static __thread struct tls t_self __attribute__((tls_model("initial-exec")));
 
 static inline uint64_t tsc(void) { return __rdtsc(); }
 static inline uint64_t tscp(uint32_t *cpu)
@@ -541,19 +543,26 @@ static inline int cond_has_waiters(const pthread_cond_t *c)
 
 /* ---- mutexes ------------------------------------------------------------------ */
 
-EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+/* The contended path out of line, so the uncontended one (a trylock) sets up no frame. */
+static __attribute__((noinline)) int lock_contended(pthread_mutex_t *m, void *site)
 {
     if (GUARDED)
         return REAL(pthread_mutex_lock)(m);
-    if (likely(REAL(pthread_mutex_trylock)(m) == 0))
-        return 0;  /* uncontended: no record */
     uint64_t e = tsc();
     long v0 = nvcsw();
     int rc = REAL(pthread_mutex_lock)(m);
     uint32_t cpu;
     uint64_t x = tscp(&cpu);
-    emit(JS_EV_LOCK, nvcsw() > v0 ? JS_SF_SLEPT : 0, e, x, cpu, m, 0, SITE, rc);
+    emit(JS_EV_LOCK, nvcsw() > v0 ? JS_SF_SLEPT : 0, e, x, cpu, m, 0, site, rc);
     return rc;
+}
+
+EXPORT int pthread_mutex_lock(pthread_mutex_t *m)
+{
+    /* a lock the trylock takes is uncontended (no record), guarded or not */
+    if (likely(REAL(pthread_mutex_trylock)(m) == 0))
+        return 0;
+    return lock_contended(m, SITE);
 }
 
 EXPORT int pthread_mutex_trylock(pthread_mutex_t *m) { return REAL(pthread_mutex_trylock)(m); }
