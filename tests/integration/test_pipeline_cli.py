@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.integration.conftest import jitterscope, needs_tracing
+from tests.integration.conftest import needs_tracing
 
 ROOT = Path(__file__).resolve().parents[2]
 APPENDIX = str(ROOT / "examples" / "pipeline" / "appendix.yaml")
@@ -115,7 +115,7 @@ def _bad_graph(tmp: Path, text: str) -> str:
     return str(f)
 
 
-def test_bad_input_is_one_line_and_exit_2(tmp_path):
+def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch):
     base = "image: {width: 8, height: 8}\nboxes:\n  s: {kernel: source}\n  g: {kernel: gain}\n  k: {kernel: sink}\n"
     cyclic = _bad_graph(tmp_path, base.replace("  k:", "  a: {kernel: add}\n  d: {kernel: dup}\n  k:")
                         + "edges: [s -> a.in0, g -> a.in1, a -> d, d.out0 -> g, d.out1 -> k]\n")
@@ -134,6 +134,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path):
     one_line_error(js("pipeline", "etp", str(tmp_path), "-o", str(tmp_path / "x.csv")), "")
     one_line_error(js("pipeline", "run", APPENDIX, "--period", "-1ms"), "--period")
     one_line_error(js("pipeline", "bench"), "GRAPH or --synthetic")
+    monkeypatch.chdir(tmp_path)      # no jitterscope-runs here: the default bench directory is made, not refused
+    one_line_error(js("pipeline", "bench", APPENDIX, "--heuristics", "foo"), "--heuristics")
 
 
 def test_more_threads_than_cpus_runs_with_a_warning(tmp_path):
