@@ -54,12 +54,16 @@ static int pingpong(uint64_t n)
     return 0;
 }
 
-int main(int argc, char **argv)
+struct spin_opts {
+    uint64_t duration, on_ms, off_ms, rounds;
+    int cpu;
+    double weight;
+    const char *report;
+};
+
+static struct spin_opts parse_args(int argc, char **argv)
 {
-    uint64_t duration = 0, on_ms = 0, off_ms = 0, rounds = 0;
-    int cpu = -1;
-    double weight = 0.0;
-    const char *report = NULL;
+    struct spin_opts o = {.cpu = -1};
     enum { O_CPU = 1, O_DUR, O_REPORT, O_WEIGHT, O_SPECIAL, O_PINGPONG };
     static const struct option opts[] = {
         {"cpu", required_argument, 0, O_CPU}, {"duration-ns", required_argument, 0, O_DUR},
@@ -71,48 +75,39 @@ int main(int argc, char **argv)
     char *colon;
     while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
         switch (c) {
-        case O_CPU: cpu = (int)parse_u64(optarg, "--cpu"); break;
-        case O_DUR: duration = parse_u64(optarg, "--duration-ns"); break;
-        case O_REPORT: report = optarg; break;
-        case O_WEIGHT: weight = atof(optarg); break;
-        case O_PINGPONG: rounds = parse_u64(optarg, "--pingpong"); break;
+        case O_CPU: o.cpu = (int)parse_u64(optarg, "--cpu"); break;
+        case O_DUR: o.duration = parse_u64(optarg, "--duration-ns"); break;
+        case O_REPORT: o.report = optarg; break;
+        case O_WEIGHT: o.weight = atof(optarg); break;
+        case O_PINGPONG: o.rounds = parse_u64(optarg, "--pingpong"); break;
         case O_SPECIAL:
             colon = strchr(optarg, ':');
             if (!colon)
                 die("--special takes ON:OFF in milliseconds, e.g. 1000:1000");
             *colon = 0;
-            on_ms = parse_u64(optarg, "--special ON");
-            off_ms = parse_u64(colon + 1, "--special OFF");
+            o.on_ms = parse_u64(optarg, "--special ON");
+            o.off_ms = parse_u64(colon + 1, "--special OFF");
             break;
         default:
             fputs("usage: jitterscope-spinloop [--cpu C] [--duration-ns D] [--report PAGE] [--weight W] "
                   "[--special ON_MS:OFF_MS] [--pingpong N]\n", stderr);
-            return 2;
+            exit(2);
         }
     }
-    js_pin_process(cpu);
-    if (rounds)
-        return pingpong(rounds);
-    js_die_with_parent();
-    int bad;
-    struct js_report_page *rp = js_report_open(report, &bad);
-    if (bad)
-        die("%s: not a jitterscope report page", report ? report : getenv(JS_REPORT_ENV));
-    js_place_attach();
-    js_place_weight(weight);
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_signal;
-    sigaction(SIGINT, &sa, NULL);
-    sigaction(SIGTERM, &sa, NULL);
+    return o;
+}
 
+/* Spin until stopped or --duration: integer batches, or during each ON window FP batches announced as
+ * special operations; every batch is one op on the report page. */
+static int spin(const struct spin_opts *o, struct js_report_page *rp)
+{
     uint64_t x = 88172645463325252ull, ops = 0, specials = 0;
     double f = 1.0;
-    int64_t t0 = js_report_now(), end = duration ? t0 + (int64_t)duration : INT64_MAX;
-    int64_t period = (int64_t)(on_ms + off_ms) * 1000000;
+    int64_t t0 = js_report_now(), end = o->duration ? t0 + (int64_t)o->duration : INT64_MAX;
+    int64_t period = (int64_t)(o->on_ms + o->off_ms) * 1000000;
     while (!g_stop) {
         int64_t now = js_report_now();
-        int special = period && (now - t0) % period < (int64_t)on_ms * 1000000;
+        int special = period && (now - t0) % period < (int64_t)o->on_ms * 1000000;
         if (special) {   /* FP work, announced per batch slice like a DNA fault per region */
             for (int s = 0; s < 64; s++) {
                 js_special_op();
@@ -138,4 +133,25 @@ int main(int argc, char **argv)
            ", \"seconds\": %.6f, \"ops_per_s\": %.1f, \"sink\": %d}\n", ops, specials, secs, (double)ops / secs,
            (int)((x ^ (uint64_t)f) & 1));
     return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct spin_opts o = parse_args(argc, argv);
+    js_pin_process(o.cpu);
+    if (o.rounds)
+        return pingpong(o.rounds);
+    js_die_with_parent();
+    int bad;
+    struct js_report_page *rp = js_report_open(o.report, &bad);
+    if (bad)
+        die("%s: not a jitterscope report page", o.report ? o.report : getenv(JS_REPORT_ENV));
+    js_place_attach();
+    js_place_weight(o.weight);
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    return spin(&o, rp);
 }
