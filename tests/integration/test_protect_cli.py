@@ -155,6 +155,20 @@ def test_the_noise_signal_attributes_only_what_runs_beside_it(capsys: Cap, tmp_p
 
 @TWO
 @ROOT
+def test_without_root_nothing_changes(tmp_path: Path):
+    """No root for a cgroup actuator: one line naming what to use instead, and no run directory."""
+    actuator = "freezer"
+    from tests.integration.machine import run_as_nobody
+
+    p = run_as_nobody(["-m", "jitterscope", "protect", "--critical-cmd", "true", "--best-effort-cmd", "sleep 5",
+                       "--actuator", actuator, "--sample", "1ms", "--out", str(tmp_path / "r")],
+                      cwd=str(tmp_path), env={"HOME": str(tmp_path)})
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"the {actuator} actuator needs root" in p.stderr and not (tmp_path / "r").exists()
+
+
+@TWO
+@ROOT
 def test_a_program_that_publishes_nothing_has_no_stop_latency(capsys: Cap, tmp_path: Path):
     """`sleep` never writes its report page: when it stopped is unknown (null), not 'the page's zero'."""
     code, out, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", "sleep 30",

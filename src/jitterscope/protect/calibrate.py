@@ -42,8 +42,9 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path) -> dict[str, Any]
     summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
     c = summ["phases"]["protected"]["critical"]
     if not c:
-        raise JitterscopeError("the critical program published no heartbeats: calibration needs its latency "
-                               "(the report API, as jitterscope-chase uses it)")
+        raise JitterscopeError(f"the critical program published no heartbeats in {a['duration']} at share "
+                               f"{share:.2f}: calibration needs its latency (the report API, as jitterscope-chase "
+                               "uses it); one that starts slowly needs a longer --duration")
     be = summ["phases"]["protected"]["best_effort"]
     return {"share": share, "count": c["count"], "mean_ns": c["mean_ns"], "p99_ns": c["p99_ns"],
             "max_ns": c["max_ns"], "progress_bytes_per_s": be["progress_bytes_per_s"], "cpu_share": be["cpu_share"]}
