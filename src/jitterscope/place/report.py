@@ -38,6 +38,7 @@ def _timeline(run: Run) -> Figure:
     ax.set_yticks(range(len(pids)), [f"{names[p]} [{p}]" for p in pids], fontsize=7)
     ax.set_xlabel("time (s)")
     ax.set_title("which task ran where (digit: CPU; darker: heavier; red: placement decisions)", fontsize=9)
+    fig.tight_layout()     # room for the task names and the axis label (they were cut off)
     return Figure("timeline", "Timeline of every task's quanta: the CPU it ran on and its cache weight (the "
                   "paper's figure 3)", plotting.svg_text(fig))
 
