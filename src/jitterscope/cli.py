@@ -87,8 +87,12 @@ def main(argv: list[str] | None = None) -> int:
     # Turn SIGTERM and SIGHUP into KeyboardInterrupt so every command's cleanup path runs.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:   # building the parser imports every command: a second or more on a loaded machine
+        parser = build_parser()
+        args = parser.parse_args(argv)
+    except KeyboardInterrupt:
+        print("jitterscope: interrupted", file=sys.stderr)
+        return 130
     if not getattr(args, "_module", None):
         parser.print_help()
         return 2
@@ -100,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jitterscope: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # its message, if any, says what was kept and how to finish it
-        print(f"jitterscope: {e or 'interrupted'}", file=sys.stderr)
+        print(f"jitterscope: {str(e) or 'interrupted'}", file=sys.stderr)   # (an exception is never falsy)
         return 130
     except BrokenPipeError:
         return 0

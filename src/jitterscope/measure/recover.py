@@ -112,6 +112,9 @@ def analyze(run_dir: Path) -> list[str] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return None if is_complete(run_dir) else _analyze(run_dir)
+    except KeyboardInterrupt:   # Ctrl-C, SIGTERM, SIGHUP: the capture is only deleted once the run is whole
+        raise KeyboardInterrupt(f"interrupted while analysing: nothing is lost, the raw capture is kept in "
+                                f"{run_dir}; `jitterscope analyze {run_dir}` finishes the run") from None
     finally:
         os.close(fd)
 
