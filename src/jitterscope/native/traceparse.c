@@ -892,7 +892,9 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
 }
 
 /* Walk one page's events. */
-static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size)
+/* A page's header: its committed size (0: nothing to read) and its first timestamp in *ts; events lost
+ * before the page close the open span, since what ran in the gap is unknown. */
+static uint64_t begin_page(struct cpustate *c, const uint8_t *page, size_t page_size, int64_t *ts_out)
 {
     uint64_t commit = rd(page + pg_commit_off, pg_commit_size);
     uint64_t size = commit & RB_COMMIT_MASK;
@@ -902,7 +904,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
     if (size > data_cap)
         size = data_cap; /* corrupt header: read what fits */
     if (size == 0 && !(commit & RB_MISSED_EVENTS))
-        return;
+        return 0;
     c->pages++;
     if (commit & RB_MISSED_EVENTS) {
         /* events were lost before this page: what ran in the gap is unknown */
@@ -923,6 +925,15 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
         c->first_ts = ts;
     if (c->open && ts < c->last_ts)
         ts = c->last_ts; /* never let time run backwards */
+    *ts_out = ts;
+    return size;
+}
+
+static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size)
+{
+    int64_t ts = 0;
+    uint64_t size = begin_page(c, page, page_size, &ts);
+    const uint8_t *data = page + pg_data_off;
     size_t off = 0;
     while (off + 4 <= size) {
         uint32_t hdr = (uint32_t)rd(data + off, 4);
