@@ -41,3 +41,31 @@ def test_the_length_check_sees_a_long_function(tmp_path: Path) -> None:
     body = "\n".join(f"    x{i} = {i}" for i in range(FUNCTION_MAX_LINES))
     (tmp_path / "m.py").write_text(f"def long():\n{body}\n\n\ndef short():\n    return 1\n")
     assert long_functions(tmp_path / "m.py") == [f"m.py:1 long ({FUNCTION_MAX_LINES + 1} lines)"]
+
+
+def long_c_functions(path: Path, limit: int = FUNCTION_MAX_LINES) -> list[str]:
+    """Functions of a C file over `limit` lines: the native code's style opens and closes a function body
+    with a brace alone at column 0, its signature on the line(s) before."""
+    found, start, sig, prev = [], 0, "", ""
+    for i, line in enumerate(path.read_text().splitlines(), 1):
+        if line == "{":
+            start, sig = i, prev
+        elif line == "}" and start:
+            if i - start + 2 > limit:
+                found.append(f"{path.name}:{start - 1} {sig.strip()[:60]} ({i - start + 2} lines)")
+            start = 0
+        prev = line
+    return found
+
+
+def test_native_functions_are_short() -> None:
+    sources = sorted((PKG / "native").glob("*.[ch]"))
+    assert len(sources) > 5, "the native sources were not found"
+    found = [f for p in sources for f in long_c_functions(p)]
+    assert not found, f"C functions over {FUNCTION_MAX_LINES} lines (split into their named steps): " + "; ".join(found)
+
+
+def test_the_c_length_check_sees_a_long_function(tmp_path: Path) -> None:
+    body = "\n".join(f"    x += {i};" for i in range(FUNCTION_MAX_LINES))
+    (tmp_path / "m.c").write_text(f"int main(void)\n{{\n{body}\n}}\n\nstatic int f(void)\n{{\n    return 1;\n}}\n")
+    assert long_c_functions(tmp_path / "m.c") == [f"m.c:1 int main(void) ({FUNCTION_MAX_LINES + 3} lines)"]
