@@ -1,4 +1,4 @@
-"""`jitterscope place` on this machine (seed 002, spec B.3): does co-running hurt cachebuster here, and
+"""`jitterscope place` on this machine (Knauerhase et al. 2008, spec B.3): does co-running hurt cachebuster here, and
 what cb throughput does each policy give?
 
 1. Interference pre-check: jitterscope-cachebuster (24 MiB: 3/4 of a 32 MiB L3) alone on the highest CPU,

@@ -1,5 +1,5 @@
 """`place --compare`'s arithmetic (place/compare.py): per-task ratios to the baseline and their geometric mean
-over tasks (seed 002 L77), noise of the protected tasks, and the policy-set syntax."""
+over tasks (Knauerhase et al. 2008, L77), noise of the protected tasks, and the policy-set syntax."""
 
 from __future__ import annotations
 

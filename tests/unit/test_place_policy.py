@@ -1,4 +1,4 @@
-"""The seed-002 policies' decisions (place/policy.py) against the spec's worked examples (B.2-B.6)."""
+"""The policies' decisions (Knauerhase et al. 2008) (place/policy.py) against the spec's worked examples (B.2-B.6)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,7 @@ Read from the source with `ast` (nothing is imported).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import jitterscope
@@ -69,3 +70,15 @@ def test_the_c_length_check_sees_a_long_function(tmp_path: Path) -> None:
     body = "\n".join(f"    x += {i};" for i in range(FUNCTION_MAX_LINES))
     (tmp_path / "m.c").write_text(f"int main(void)\n{{\n{body}\n}}\n\nstatic int f(void)\n{{\n    return 1;\n}}\n")
     assert long_c_functions(tmp_path / "m.c") == [f"m.c:1 int main(void) ({FUNCTION_MAX_LINES + 3} lines)"]
+
+
+def test_citations_name_the_work_not_a_seed_number() -> None:
+    """docs/references.md names each work ("De et al. 2007", "the thesis"); the number of a file in the
+    team's reading list means nothing to a reader."""
+    root = PKG.parent.parent
+    pattern = re.compile("seed[- ]00" + "[0-4]", re.IGNORECASE)
+    files = [p for d in ("src", "docs", "tests", "examples", "benchmarks") for p in (root / d).rglob("*")
+             if p.is_file() and p.suffix in {".py", ".md", ".c", ".h", ".j2", ".csv", ".yaml", ".txt"}]
+    found = [f"{p.relative_to(root)}:{i}" for p in files + [root / "README.md"]
+             for i, line in enumerate(p.read_text(errors="replace").splitlines(), 1) if pattern.search(line)]
+    assert not found, "cite the work by its name in docs/references.md, not its seed number: " + ", ".join(found)

@@ -1,5 +1,5 @@
 /*
- * jitterscope-cachebuster: the seed-002 microbenchmark "cb" (spec B.3), a
+ * jitterscope-cachebuster: Knauerhase et al. 2008's microbenchmark "cb" (spec B.3), a
  * sibling of jitterscope-synload.  It "consumes as much cache as possible as
  * quickly as possible" and "deliberately modifies memory": a read-modify-write
  * of every 64-byte line of its buffer, in a scrambled order (line i of a pass

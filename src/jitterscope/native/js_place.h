@@ -1,6 +1,6 @@
 /*
  * The place API: how a program run under `jitterscope place` publishes its
- * oracle cache weight and meets the emulated feature fault of OBS-F (seed 002,
+ * oracle cache weight and meets the emulated feature fault of OBS-F (Knauerhase et al. 2008,
  * spec B.1 stand-in (i) and B.6 stand-in (a)).  Header-only; the Python twin
  * is jitterscope/place/records.py (layout checked by a test through
  * `jitterscope-cachebuster --layout`).

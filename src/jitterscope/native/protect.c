@@ -1,6 +1,6 @@
 /*
  * jitterscope-protect: the duty-cycling controller of `jitterscope protect`
- * (seed 003 chapter 4).  jitterscope sets everything up (cgroups, report
+ * (the thesis, chapter 4).  jitterscope sets everything up (cgroups, report
  * pages, the journal) and runs this program; it only samples, decides,
  * actuates and records.
  *

@@ -1,5 +1,5 @@
 /*
- * jitterscope-spinloop: the seed-002 microbenchmark "sl" (spec B.3), a sibling
+ * jitterscope-spinloop: Knauerhase et al. 2008's microbenchmark "sl" (spec B.3), a sibling
  * of jitterscope-synload: register-only arithmetic, no memory traffic.  It
  * publishes an oracle cache weight of 0 (--weight) and its iterations through
  * the report API (one op = 2^20 loop iterations).

@@ -1,5 +1,5 @@
 /*
- * jitterscope-synload: a Syn 'C' clone (seed 003, section 4.7.3), the
+ * jitterscope-synload: a Syn 'C' clone (the thesis, section 4.7.3), the
  * best-effort load of `jitterscope protect`'s tests and benchmarks.  It streams
  * reads, writes or both (mixed: a copy between the buffer's halves, Molka et
  * al.'s 50/50 scenario) over a buffer as fast as it can, and publishes the

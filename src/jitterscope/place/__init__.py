@@ -1,2 +1,2 @@
-"""`jitterscope place`: observation-based placement (seed 002, Knauerhase et al.): OBS-M observation,
+"""`jitterscope place`: observation-based placement (Knauerhase et al. 2008): OBS-M observation,
 the OBS-L/X/C/F policies as a user-level placement daemon, enforced through the journal."""

@@ -1,4 +1,4 @@
-"""`place --compare`: one task mix under stock scheduling and each policy, side by side (seed 002's evaluation).
+"""`place --compare`: one task mix under stock scheduling and each policy, side by side (Knauerhase et al. 2008's evaluation).
 
 Repetitions are interleaved: round r runs every policy set once, in an order
 rotated by r, so a shared machine's load falls on all of them alike.  Each run
@@ -20,7 +20,7 @@ same position in the mix in every run) and policy set:
   p99 latency    noise, for a task publishing heartbeats (report API, e.g.
                  jitterscope-chase): the 99th percentile of its iterations.
 
-Speedups (seed 002 L77, after Zhang et al.): per task, the policy's mean over
+Speedups (Knauerhase et al. 2008, L77, after Zhang et al.): per task, the policy's mean over
 the repetitions divided by the baseline's (the first set); the system figure is
 the geometric mean of those ratios over the tasks, shown with the worst and the
 best task (the paper's Fig. 5 and 6).  A task that died (OBS-F's "performance

@@ -1,4 +1,4 @@
-"""The four policies of seed 002 as pure decisions (no system calls): OBS-L, OBS-X, OBS-C, OBS-F.
+"""The four policies of Knauerhase et al. 2008 as pure decisions (no system calls): OBS-L, OBS-X, OBS-C, OBS-F.
 
 Every choice the paper leaves open is a field of `Settings` with the spec's
 default (spec B.3-B.6, docs/commands/place.md):
@@ -161,7 +161,7 @@ def normalise(w: float, norm: str, wmax: float) -> float:
 
 
 def credit_ns(w_heavy: float, w_light: float, overlap_ns: float, c: float) -> float:
-    """t_credit = (w_largest - w_smallest) x t_overlap x C_credit (seed 002, L118-121)."""
+    """t_credit = (w_largest - w_smallest) x t_overlap x C_credit (Knauerhase et al. 2008, L118-121)."""
     return max(0.0, w_heavy - w_light) * overlap_ns * c
 
 
