@@ -106,6 +106,18 @@ def write_text(path: str | os.PathLike[str], text: str, encoding: str = "utf-8",
         tmp.write_text(text, encoding=encoding)
 
 
+def replace_text(path: str | os.PathLike[str], text: str) -> None:
+    """Rewrite an existing configuration file (e.g. /etc/default/grub) whole or not at all,
+    keeping its mode and owner, and writing through a symlink to the file it names."""
+    target = Path(os.path.realpath(path))
+    st = target.stat()
+    with atomic_path(target) as tmp:
+        tmp.write_text(text, encoding="utf-8")
+        os.chmod(tmp, st.st_mode & 0o7777)
+        with contextlib.suppress(PermissionError):
+            os.chown(tmp, st.st_uid, st.st_gid)
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)

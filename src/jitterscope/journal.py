@@ -132,6 +132,14 @@ def describe(e: dict[str, Any]) -> str:
 
 def _undo_file(e: dict[str, Any]) -> Outcome:
     p, original = Path(e["path"]), str(e["original"])
+    if e.get("form") == "text":   # a whole configuration file (tune --boot), not a kernel setting
+        from jitterscope.atomic import replace_text
+
+        with contextlib.suppress(OSError):
+            if p.read_text() == original:
+                return Outcome("unchanged", f"{p} already as it was")
+        replace_text(p, original)   # whole or not at all, its mode and owner kept
+        return Outcome("restored", f"{p} restored")
     try:
         if read_setting(p) == original:
             return Outcome("unchanged", f"{p} already {original}")

@@ -15,6 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from jitterscope import atomic
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.tune import cmdline
@@ -78,7 +79,7 @@ def apply(j: Journal, params: list[str], root: Path = Path("/")) -> dict[str, An
     if upd:
         j.begin("argv", argv=upd, knob="bootloader", runtime=False)  # undone after the file: regenerate again
     j.begin("file", path=str(path), original=text, value=new, form="text", knob=f"boot:{path}", runtime=False)
-    path.write_text(new)
+    atomic.replace_text(path, new)   # a crash mid-write must not leave a truncated boot configuration
     ran = None
     if upd:
         proc = subprocess.run(upd, capture_output=True, text=True, check=False, timeout=300)
