@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test unit integration bench install native clean browser mpi sync-programs tracecmd valgrind lint py-lowest
+.PHONY: run test unit integration bench install native clean packages mpi lint py-lowest
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -24,34 +24,26 @@ native: $(BIN)/python
 run: install
 	$(BIN)/jitterscope measure --duration 10s
 
-# The report's browser test needs Chromium; install it where apt can.
-browser:
-	@command -v chromium >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
-	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null 2>&1) || \
-	  echo "note: chromium not installed; the browser test will skip")
-
-# The trace parser's cross-check decodes the same pages with libtraceevent (trace-cmd report).
-tracecmd:
-	@command -v trace-cmd >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
-	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq trace-cmd >/dev/null 2>&1) || \
-	  echo "note: trace-cmd not installed; the trace parser cross-check will skip")
+# System programs some tests use, installed with one apt run where apt can (a test whose program is
+# missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
+# libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
+# place --profile cachegrind).
+PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind
+packages:
+	@missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
+	  if [ -n "$$missing" ]; then \
+	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
+	      apt-get update -qq >/dev/null 2>&1; \
+	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || true; \
+	    fi; \
+	    for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || \
+	      echo "note: $${p%%:*} not installed; the tests that need it will skip"; done; \
+	  fi
 
 # MPI for the cluster tests: mpi4py and the MPICH wheel from PyPI.
 mpi: install
 	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(BIN)/pip install -q -e '.[mpi,test]' || \
 	  echo "note: MPI wheels not installed; cluster tests will skip"
-
-# Real programs for the sync tests (pigz; xz and zstd are usually there): apt where it can.
-sync-programs:
-	@command -v pigz >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
-	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq pigz xz-utils zstd \
-	  >/dev/null 2>&1) || echo "note: pigz not installed; its sync test will skip")
-
-# place --profile cachegrind's test needs valgrind: apt where it can.
-valgrind:
-	@command -v valgrind >/dev/null 2>&1 || (command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ] && \
-	  (apt-get update -qq >/dev/null 2>&1; DEBIAN_FRONTEND=noninteractive apt-get install -y -qq valgrind >/dev/null 2>&1) || \
-	  echo "note: valgrind not installed; place's cachegrind profile test will skip")
 
 # Lint and types: ruff (settings in pyproject.toml) and mypy over src/jitterscope.
 lint: install
@@ -63,7 +55,7 @@ py-lowest: install
 	$(BIN)/python tests/support/lowest_python.py
 
 # Lint, the lowest Python and the suite all run; any failure fails `make test` at the end.
-test: install browser mpi sync-programs tracecmd valgrind
+test: install packages mpi
 	@status=0; $(MAKE) -s lint || status=1; $(MAKE) -s py-lowest || status=1; \
 	  $(BIN)/python -m pytest -q -ra tests || status=1; exit $$status
 

@@ -88,7 +88,7 @@ def _timed(cmd: list[str], e: dict[str, str]) -> tuple[float, float]:
 def real(prog: list[str], out_ext: str, data: Path, raw: str, variants: tuple[str, ...] = ("on",)) -> None:
     """Bare and interposed runs alternate (side by side, one process); medians and ratios of wall and CPU."""
     if not shutil.which(prog[0]):
-        print(f"{prog[0]}: not installed (make sync-programs)")
+        print(f"{prog[0]}: not installed (make packages)")
         return
     modes = {"bare": env(False, raw), "on": env(True, raw), "on, JS_SYNC_SLEEP_CHECK=0": env(True, raw, False)}
     modes = {k: v for k, v in modes.items() if k == "bare" or k in variants}

@@ -26,7 +26,7 @@ from tests.fixtures_runs import Injector, build_cluster_run, build_run  # noqa: 
 from .conftest import jitterscope  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make browser installs it)")
+pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="chromium not installed (make packages installs it)")
 
 FIGURE_CHECK = """
 (() => {

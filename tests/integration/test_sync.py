@@ -212,7 +212,7 @@ def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
 ])
 def test_real_programs_output_identical(tmp_path, prog, args, out):
     if not shutil.which(prog):
-        pytest.skip(f"{prog} not installed (make sync-programs installs it with apt)")
+        pytest.skip(f"{prog} not installed (make packages installs it with apt)")
     data = tmp_path / "data.bin"
     rnd = os.urandom(1 << 20)
     data.write_bytes((rnd + bytes(range(256)) * 4096) * 6)      # ~13 MB, half compressible

@@ -8,7 +8,7 @@ x86-tsc clock), with the same values of every field the parser uses, and count t
 lost events (pages flagged after an overrun).  Three captures: a real measure run, one
 with gaps that need time-extend records, one whose ring overflowed.  A kernel change
 in the page or event format is caught here before it silently misattributes noise.
-`make tracecmd` installs trace-cmd where apt can; without it this test skips.
+`make packages` installs trace-cmd where apt can; without it this test skips.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from .conftest import jitterscope, probed_cpu, tracing_reason
 
 TRACE_CMD = shutil.which("trace-cmd")
 pytestmark = [pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason())),
-              pytest.mark.skipif(TRACE_CMD is None, reason="trace-cmd not installed (make tracecmd installs it)")]
+              pytest.mark.skipif(TRACE_CMD is None, reason="trace-cmd not installed (make packages installs it)")]
 
 # trace-cmd report -t -R:  "comm-pid [cpu] sec.nsec: event: field=value ..." (raw field values).
 LINE = re.compile(r"^\s*(?P<comm>.*)-(?P<pid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<nsec>\d{9}):"
