@@ -5,8 +5,9 @@ A writer writes to a hidden temporary name next to the target
 the format, and dataset readers skip it as hidden), fsyncs it, renames it over
 the target and fsyncs the directory.  If anything fails (disk full, Ctrl-C, a
 bug) the temporary file is removed, so no `report.html.tmp` is left behind; only
-`kill -9` between write and rename can leave one, and `sweep_temporaries`
-(run by `analyze`) removes those of dead processes.
+`kill -9` between write and rename can leave one: the next write of the same
+file removes it, and `sweep_temporaries` (run by `analyze`) removes all those of
+dead processes in a run.
 
 Disk full is one line naming the file (`JitterscopeError`), never a traceback
 from deep inside pyarrow or matplotlib.
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import glob
 import os
 import re
 from collections.abc import Iterator
@@ -79,6 +81,7 @@ def atomic_path(path: str | os.PathLike[str], durable: bool = True) -> Iterator[
     """Yield a temporary path to write `path` through; on success it replaces `path`."""
     target = Path(path)
     tmp = temporary_name(target)
+    _sweep_siblings(target)
     try:
         yield tmp
         if durable:
@@ -121,6 +124,20 @@ def replace_text(path: str | os.PathLike[str], text: str) -> None:
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)
+
+
+def _sweep_siblings(target: Path) -> None:
+    """A temporary of `target` that a killed writer left (kill -9 between write and rename) goes
+    when `target` is next written: a report rewritten after a kill leaves no litter beside it."""
+    try:
+        found = list(target.parent.glob(f".{glob.escape(target.stem)}.*.tmp{glob.escape(target.suffix)}"))
+    except OSError:
+        return
+    for p in found:
+        m = _TMP.match(p.name)
+        if m and m["stem"] == target.stem and not Path(f"/proc/{m['pid']}").exists():
+            with contextlib.suppress(OSError):
+                p.unlink()
 
 
 def sweep_temporaries(d: Path) -> list[Path]:

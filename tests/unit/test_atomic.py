@@ -57,3 +57,12 @@ def test_a_config_file_is_replaced_whole_keeping_mode_and_symlink(tmp_path: Path
     assert real.read_text() == entry["original"] and stat.S_IMODE(real.stat().st_mode) == 0o640
     again = journal.UNDO["file"](entry)
     assert isinstance(again, journal.Outcome) and again.status == "unchanged"
+
+
+def test_the_next_write_removes_what_a_killed_writer_left(tmp_path: Path) -> None:
+    left = tmp_path / ".report.999999999.tmp.html"     # kill -9 between write and rename
+    other = tmp_path / ".report-sources.999999999.tmp.svg"   # another file's: not this write's business
+    for p in (left, other):
+        p.write_text("<html")
+    atomic.write_text(tmp_path / "report.html", "<html></html>")
+    assert not left.exists() and other.exists()
