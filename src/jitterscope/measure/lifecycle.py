@@ -166,15 +166,18 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
         started_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
         cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, steal_before)
         stack.callback(os.sched_setaffinity, 0, _keep_tool_off(opts.cpus))
+        t0 = time.monotonic()
         try:
             interrupted = _main_loop(probe, opts, on_tick)
         except KeyboardInterrupt:
             interrupted = True
         finally:
+            elapsed_s = time.monotonic() - t0
             if probe.running():
                 probe.stop()
             own_tids = started_tids | _thread_ids(os.getpid()) | _thread_ids(probe.pid)
             result = probe.wait(timeout=30)
+        interrupted = interrupted or _ended_early(opts, elapsed_s)   # (after a failed probe, its error instead)
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
     return result, interrupted, steal_ns, own_tids
@@ -211,14 +214,19 @@ def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None
         bar.close("interrupted: finishing the run with what was measured")
         return True
     bar.close()
-    elapsed = time.monotonic() - t0
-    if elapsed < total_s * 0.9 - 1.0:
-        # The probe ends itself at its duration; earlier, something signalled it (e.g. Ctrl-C in a
-        # script that started us in the background, where our own SIGINT is ignored but the probe's is not).
-        print(f"jitterscope: warning: the probe stopped after {seconds(elapsed)} of {seconds(total_s)} "
-              f"(it was signalled): the run covers the time measured", file=sys.stderr)
-        return True
     return False
+
+
+def _ended_early(opts: MeasureOptions, elapsed_s: float) -> bool:
+    """The probe ends itself at its duration; a clean end well before it means something signalled
+    it (e.g. Ctrl-C in a script that started us in the background: our SIGINT is ignored, the
+    probe's is not).  Say so, and record the run as ended early rather than as run in full."""
+    total_s = opts.duration_ns / 1e9
+    if elapsed_s >= total_s * 0.9 - 1.0:
+        return False
+    print(f"jitterscope: warning: the probe stopped after {seconds(elapsed_s)} of {seconds(total_s)} "
+          f"(it was signalled): the run covers the time measured", file=sys.stderr)
+    return True
 
 
 def write_report_or_warn(run_dir: Path) -> None:
