@@ -6,7 +6,7 @@ directories) before making it, and undoes it on exit.  After a crash or
 `kill -9`, this command (which every other jitterscope command also runs
 first) puts everything back, then looks for what no journal names: trace
 instances of processes that are gone, tracefs mounts jitterscope made whose
-users all died, and temporary files older versions left after a kill.  One
+users all died, and temporary directories a killed run left unjournalled.  One
 line per item says what happened to it:
 
   restored          it was changed and is now back as it was
@@ -38,9 +38,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_json(p, "what was undone as JSON")
 
 
-# Temporary names of jitterscope versions that did not journal them yet (the random
-# suffix of mkdtemp/mkstemp, no pid): a killed run left them behind.
-_LEGACY = re.compile(r"^jitterscope-(cluster-r\d+|parse|scan)-[a-z0-9_]{8}$|^jitterscope-truth-[a-z0-9_]{8}\.csv$")
+# Temporary names jitterscope does not journal, or older versions did not (the random
+# suffix of mkdtemp/mkstemp, no pid: protect calibrate's and the pipeline weights' working
+# directories among them): a killed run left them behind.
+_LEGACY = re.compile(r"^jitterscope-(cluster-r\d+|parse|scan|calibrate|weights)-[a-z0-9_]{8}$"
+                     r"|^jitterscope-truth-[a-z0-9_]{8}\.csv$")
 _LEGACY_AGE_S = 600
 
 
@@ -71,7 +73,7 @@ def _legacy_temporaries() -> list[journal.Outcome]:
     for p in old:
         with contextlib.suppress(OSError):
             shutil.rmtree(p) if p.is_dir() and not p.is_symlink() else p.unlink()
-            out.append(journal.Outcome("restored", f"removed {p} (left by a killed run of an older jitterscope)"))
+            out.append(journal.Outcome("restored", f"removed {p} (left by a killed jitterscope run)"))
     return out
 
 
