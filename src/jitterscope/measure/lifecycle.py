@@ -166,18 +166,16 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
         started_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
         cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, steal_before)
         stack.callback(os.sched_setaffinity, 0, _keep_tool_off(opts.cpus))
-        t0 = time.monotonic()
         try:
             interrupted = _main_loop(probe, opts, on_tick)
         except KeyboardInterrupt:
             interrupted = True
         finally:
-            elapsed_s = time.monotonic() - t0
             if probe.running():
                 probe.stop()
             own_tids = started_tids | _thread_ids(os.getpid()) | _thread_ids(probe.pid)
             result = probe.wait(timeout=30)
-        interrupted = interrupted or _ended_early(opts, elapsed_s)   # (after a failed probe, its error instead)
+        interrupted = interrupted or _ended_early(opts, result)   # (a failed probe raised its error instead)
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
     return result, interrupted, steal_ns, own_tids
@@ -217,12 +215,14 @@ def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None
     return False
 
 
-def _ended_early(opts: MeasureOptions, elapsed_s: float) -> bool:
-    """The probe ends itself at its duration; a clean end well before it means something signalled
-    it (e.g. Ctrl-C in a script that started us in the background: our SIGINT is ignored, the
-    probe's is not).  Say so, and record the run as ended early rather than as run in full."""
+def _ended_early(opts: MeasureOptions, result: Any) -> bool:
+    """The probe ends itself when its own clock reaches the duration; a clean end well before
+    it means something signalled it (e.g. Ctrl-C in a script that started us in the background:
+    our SIGINT is ignored, the probe's is not).  Say so, and record the run as ended early
+    rather than as run in full.  (The probe's clock, not ours: a slow start under load is no end.)"""
     total_s = opts.duration_ns / 1e9
-    if elapsed_s >= total_s * 0.9 - 1.0:
+    elapsed_s = (result.end_tsc - result.t0_tsc) / result.tsc_hz if result.tsc_hz else total_s
+    if elapsed_s >= total_s * 0.95:
         return False
     print(f"jitterscope: warning: the probe stopped after {seconds(elapsed_s)} of {seconds(total_s)} "
           f"(it was signalled): the run covers the time measured", file=sys.stderr)
