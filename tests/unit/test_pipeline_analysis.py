@@ -52,6 +52,22 @@ def test_etp_rounds_up_to_whole_ticks_and_reads_back_in_ptts(tmp_path):
     assert m.components[0].etp.support[0] == int(Fraction("4.95") / Fraction("0.05"))
 
 
+
+def test_the_shipped_chain_model_reads_an_exported_profile(tmp_path):
+    """examples/pipeline/ptts/chain.yaml (the docs' last step) with a profile `pipeline etp` wrote beside it."""
+    import shutil
+
+    from jitterscope.ptts import exact
+    from jitterscope.ptts.model import load_model
+
+    chain = Path(__file__).resolve().parents[2] / "examples" / "pipeline" / "ptts" / "chain.yaml"
+    shutil.copy(chain, tmp_path / "chain.yaml")
+    lat = np.array([1_040_000, 1_200_000, 9_415_000, 47_495_000], dtype=np.int64)
+    write_csv(profile(fake_run(tmp_path / "r", lat), "10us"), tmp_path / "pipeline.csv")
+    r = exact.analyse(load_model(tmp_path / "chain.yaml"))
+    assert abs(r.latency.probs.sum() - 1) < 1e-12 and 0.0 <= r.loss <= 1.0
+
+
 def test_etp_refuses_other_kinds_and_bad_resolution(tmp_path):
     from jitterscope.errors import JitterscopeError
 
