@@ -76,6 +76,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     r.add_argument("--compare", metavar="TIME", help="alternate unprotected and protected phases of this length")
     r.add_argument("--replay", metavar="CSV", help="run the law on recorded counters (t_us,read_bytes,write_bytes)")
     r.add_argument("--shares", metavar="LIST", help="calibrate: best-effort shares to sweep (default 1,.5,.25,.1,0)")
+    r.add_argument("--warmup", metavar="TIME", help="calibrate: leave out each point's first TIME of heartbeats")
     r.add_argument("--thesis", action="store_true", help="reduction: the thesis's Tables 4.1 and 4.2")
     r.add_argument("--congested", metavar="CSV", help="reduction: bandwidth table without duty-cycling")
     r.add_argument("--protected", metavar="CSV", help="reduction: bandwidth table with duty-cycling")

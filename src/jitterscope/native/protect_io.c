@@ -184,7 +184,8 @@ void io_setup_unit(struct unit *u)
     }
     if (g_cfg.signal == SIG_CPUTIME && !u->n_taskfds)
         die("cannot count the CPU time of CPU %d's best-effort tasks (perf task-clock): %s", u->cpu,
-            u->n_targets ? strerror(errno) : "no process was given for it");
+            !u->n_targets ? "no process was given for it"
+            : errno && errno != ENOENT ? strerror(errno) : "they ended before the controller started");
     if (g_cfg.signal == SIG_PMU && (u->pmu_fd = pmu_open(u->cpu, &u->pmu_wfd)) < 0)
         die("cannot count LLC reads/writes on CPU %d: %s", u->cpu,
             errno == ENOENT ? "no hardware PMU event here (use --signal report, slack, cputime or noise)"

@@ -6,6 +6,9 @@ unthrottled, D = 0 with no best-effort program at all, anything between
 duty-cycled unconditionally (`--signal always`, S = Ts (1 - D) / D) through the
 chosen actuator.  It stores each point's critical latency (mean, p99, max) and
 best-effort progress in a file, which the slack law (slacklaw.py) reads.
+`--warmup T` leaves out each point's heartbeats in the first T after the first
+one: a critical program restarted for every point starts up every time (the
+pipeline runtime's first iterations run late on its release grid).
 """
 
 from __future__ import annotations
@@ -16,17 +19,29 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from jitterscope import atomic
+from jitterscope import atomic, options
 from jitterscope.errors import JitterscopeError
+from jitterscope.outpath import check_file
+from jitterscope.protect import build, plan, runmeta, session
+from jitterscope.protect.outcome import RECORDS
 from jitterscope.protect.slacklaw import Calibration
 from jitterscope.units import format_ns
 
 DEFAULT_SHARES = (1.0, 0.5, 0.25, 0.1, 0.0)
 
 
-def _point(plan_args: dict[str, Any], share: float, tmp: Path) -> dict[str, Any]:
-    from jitterscope.protect import build, plan, runmeta, session
-    from jitterscope.protect.outcome import RECORDS
+def _steady(run_dir: Path, c: dict[str, Any] | None, warmup_ns: float) -> dict[str, Any] | None:
+    """The critical latency without the heartbeats of the first `warmup_ns` (the program's start-up)."""
+    if not warmup_ns or not c:
+        return c
+    from jitterscope.protect import build
+    from jitterscope.rundir import load_run
+
+    it = load_run(run_dir).table("iterations").to_pandas()
+    return build.latency(it.latency_ns[it.t_ns >= it.t_ns.min() + warmup_ns].to_numpy(), None)
+
+
+def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float = 0) -> dict[str, Any]:
 
     a = dict(plan_args, out=str(tmp / f"share-{share:.3f}"), compare=None)
     if share >= 1.0:
@@ -40,7 +55,7 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path) -> dict[str, Any]
     p.progress = False
     run_dir, out = session.run(p)
     summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
-    c = summ["phases"]["protected"]["critical"]
+    c = _steady(run_dir, summ["phases"]["protected"]["critical"], warmup_ns)
     if not c:
         raise JitterscopeError(f"the critical program published no heartbeats in {a['duration']} at share "
                                f"{share:.2f}: calibration needs its latency (the report API, as jitterscope-chase "
@@ -51,8 +66,6 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path) -> dict[str, Any]
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
-    from jitterscope import options
-    from jitterscope.outpath import check_file
     from jitterscope.protect import plan
 
     if not args.out:
@@ -67,16 +80,20 @@ def calibrate_command(args: argparse.Namespace) -> int:
     a["priority"] = options.priority(args)
     a["duration"] = a.get("duration") or "3s"
     probe = plan.build(dict(a, out=None))   # checks every option once, before the first point
+    warmup = plan.duration(args.warmup, "--warmup", (0.0, 3600.0)) if args.warmup else 0.0
+    if warmup >= plan.duration(a["duration"], "--duration", (1e-3, 1e6)):
+        raise JitterscopeError(f"--warmup {args.warmup} leaves nothing of --duration {a['duration']} to measure")
     points = []
     with tempfile.TemporaryDirectory(prefix="jitterscope-calibrate-") as tmp:
         for s in shares:
-            points.append(_point(a, s, Path(tmp)))
+            points.append(_point(a, s, Path(tmp), warmup))
             if not args.json:
                 p = points[-1]
                 print(f"share {s:4.2f}: critical mean {format_ns(p['mean_ns'])}, p99 {format_ns(p['p99_ns'])}, "
                       f"max {format_ns(p['max_ns'])}", flush=True)
     cal = {"format": "jitterscope-protect-calibration", "version": 1, "sample_ns": probe.ts_ns,
-           "actuator": probe.actuator, "critical": probe.critical_cmd, "best_effort": probe.be_cmds, "points": points}
+           "actuator": probe.actuator, "critical": probe.critical_cmd, "best_effort": probe.be_cmds,
+           "warmup_ns": warmup, "points": points}
     Calibration.model_validate(cal)
     atomic.write_text(out, json.dumps(cal, indent=2) + "\n")
     if args.json:

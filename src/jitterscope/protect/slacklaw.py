@@ -37,6 +37,7 @@ class Calibration(ConfigModel):
     actuator: str
     critical: list[str]
     best_effort: list[list[str]]
+    warmup_ns: float = Field(default=0, ge=0)   # each point's first heartbeats left out (the start-up)
     points: list[Point] = Field(min_length=2)
 
 
