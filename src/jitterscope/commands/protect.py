@@ -1,8 +1,8 @@
 """Protect a latency-critical program from best-effort co-runners by duty-cycling them.
 
 Every Ts (--sample) a controller thread pinned to each best-effort CPU reads a
-signal (their bandwidth, the critical program's slack, a pointer-chase probe's
-slowdown on a protected CPU, CPU time) and, when it is at or over the threshold,
+signal (their bandwidth, the critical program's slack, the slowdown of a pointer
+chase on a protected CPU while they run, CPU time) and, when it is at or over the threshold,
 suspends that CPU's best-effort work for S (--suspend) through an actuator: the
 thesis's real-time blocker (default), SCHED_DEADLINE, SIGSTOP, the cgroup
 freezer, CFS bandwidth or resctrl MBA.  Under persistent excess the best-effort
