@@ -46,3 +46,22 @@ def test_boot_parameters_merge_into_one_line():
                       "nohz_full=1", "psi=0"])
     assert got == ["nohz_full=1", "isolcpus=managed_irq,domain,nohz,1", "rcu_nocbs=1", "psi=0"]
     assert merge_boot(["psi=0", "skew_tick=1"], cmdline.parse("quiet psi=0")) == ["skew_tick=1"]
+
+
+def test_the_bootloader_is_found_per_distribution(tmp_path):
+    """Debian/Ubuntu/SUSE keep the line in /etc/default/grub, systemd-boot in /etc/kernel/cmdline; with
+    neither (this VM: the hypervisor passes it) the plan says where else it comes from."""
+    from jitterscope.tune import bootloader
+
+    none = bootloader.detect(tmp_path)
+    assert none["kind"] is None and not none["editable"] and "hypervisor" in none["command"]
+    (tmp_path / "etc/kernel").mkdir(parents=True)
+    (tmp_path / "etc/kernel/cmdline").write_text("root=/dev/vda1 quiet\n")
+    ki = bootloader.detect(tmp_path)
+    assert ki["kind"] == "kernel-install" and ki["editable"] and "kernel-install add" in ki["command"]
+    (tmp_path / "etc/default").mkdir()
+    (tmp_path / "etc/default/grub").write_text('GRUB_CMDLINE_LINUX="quiet nohz_full=2"\n')
+    grub = bootloader.detect(tmp_path)    # where both exist, grub is looked for first
+    assert grub["kind"] == "grub" and grub["file"] == str(tmp_path / "etc/default/grub")
+    assert "GRUB_CMDLINE_LINUX" in grub["command"]
+    assert bootloader.merged("quiet nohz_full=2", ["nohz_full=1", "rcu_nocbs=1"]) == "quiet nohz_full=1 rcu_nocbs=1"
