@@ -1,4 +1,5 @@
-"""`place --compare`: one task mix under stock scheduling and each policy, side by side (Knauerhase et al. 2008's evaluation).
+"""`place --compare`: one task mix under stock scheduling and each policy, side by side (the evaluation of
+Knauerhase et al. 2008).
 
 Repetitions are interleaved: round r runs every policy set once, in an order
 rotated by r, so a shared machine's load falls on all of them alike.  Each run
