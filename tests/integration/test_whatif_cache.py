@@ -155,6 +155,7 @@ def test_captured_trace_of_a_real_program(tmp_path):
     assert p.returncode == 0, p.stderr
     info = json.loads((tmp_path / "xz.npy.json").read_text())
     assert info["exit_code"] == 0 and 10_000 < info["accesses"] <= 2_000_000
+    assert info["truncated"] == (info["accesses"] == 2_000_000)
     assert subprocess.run(["xz", "-t", f"{data}.xz"]).returncode == 0       # the program really ran
     p = jitterscope("whatif", "cache", str(out), "--os-rate", "2000/s", "--os-duration", "20us", "--l2",
                     "64KiB,4way", "--json", timeout=120)
@@ -164,3 +165,17 @@ def test_captured_trace_of_a_real_program(tmp_path):
     assert r["unified"]["app_misses"] >= r["ideal"]["app_misses"] > 0
     assert r["unified"]["extra_misses"] > 0                                 # the kernel evicts the program's lines
     assert r["remedy"]["vs_ideal"] < r["unified"]["vs_ideal"]                # the OS cache keeps most of them
+
+
+def test_capture_below_the_limit_is_not_truncated(tmp_path):
+    """lackey also prints instruction fetches: a trace that holds every data access is not 'truncated'."""
+    if not shutil.which("valgrind"):
+        pytest.skip("needs valgrind (apt-get install valgrind)")
+    out = tmp_path / "true.npy"
+    p = jitterscope("whatif", "capture", "--out", str(out), "--", "true", timeout=300)
+    assert p.returncode == 0, p.stderr
+    info = json.loads((tmp_path / "true.npy.json").read_text())
+    assert 0 < info["accesses"] < info["recorded"] and not info["truncated"], info
+    assert "truncated" not in p.stdout
+    jitterscope("whatif", "capture", "--out", str(out), "--max-accesses", str(info["accesses"]), "--", "true")
+    assert json.loads((tmp_path / "true.npy.json").read_text())["truncated"] is False   # exactly fits

@@ -57,7 +57,9 @@ def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[s
     interrupted = False
     with os.fdopen(r, "rb", buffering=CHUNK) as pipe:
         try:
-            words, seen, _ = lackey.parse(pipe, instructions, limit)
+            # one word more than the limit tells a trace cut at the limit from one that just fits (`seen` also
+            # counts the instruction fetches lackey prints, which are not kept without --instructions)
+            words, seen, _ = lackey.parse(pipe, instructions, limit + 1)
             code = proc.wait()
         except KeyboardInterrupt:
             interrupted = True
@@ -69,11 +71,13 @@ def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[s
     if seen == 0:
         raise JitterscopeError(f"valgrind recorded no memory access of {cmd[0]!r} (exit code {code}): "
                                "is it a program valgrind can run?")
+    truncated = len(words) > limit
+    words = words[:limit]
     with atomic_path(out) as tmp:
         with open(tmp, "wb") as f:
             np.save(f, words)
     info = {"format": "jitterscope-memtrace", "version": 1, "command": cmd, "exit_code": code,
-            "accesses": int(len(words)), "recorded": int(seen), "truncated": bool(seen > len(words)),
+            "accesses": int(len(words)), "recorded": int(seen), "truncated": truncated,
             "instructions": instructions, "lines": int(len(np.unique(words >> np.uint64(8)))) if len(words) else 0}
     with atomic_path(Path(f"{out}.json")) as tmp:
         Path(tmp).write_text(json.dumps(info, indent=2) + "\n")
