@@ -1,10 +1,18 @@
 """whatif: the cache simulator on a 100-million-access trace (target: under a minute here, issue 16), its
 speed against the brute-force reference side by side, and the DVFS replay of 60 s two-thread programs
-(target: seconds), native pass 1 against the pure-Python reference side by side (identical results)."""
+(target: seconds), native pass 1 against the pure-Python reference side by side (identical results), and the
+capture: `whatif capture` of a small xz run against the bare run, and lackey's text parsed chunk-wise with numpy
+against the line-by-line reader, side by side on the same log."""
 
 from __future__ import annotations
 
+import io
+import json
+import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 from datetime import date
 from pathlib import Path
@@ -20,6 +28,7 @@ from jitterscope import sysinfo  # noqa: E402
 from jitterscope.whatif import cachesim as CS  # noqa: E402
 from jitterscope.whatif import dvfs as D  # noqa: E402
 from jitterscope.whatif import kernel as K  # noqa: E402
+from jitterscope.whatif import lackey  # noqa: E402
 from jitterscope.whatif import replay as R  # noqa: E402
 from jitterscope.whatif.controller import Controller  # noqa: E402
 from jitterscope.whatif.dvfs import DvfsOptions, dvfs  # noqa: E402
@@ -111,6 +120,45 @@ def dvfs_bench(prog: Program) -> tuple[float, float, float, dict]:
     return native, wall, python, res
 
 
+def capture_bench() -> str:
+    """Rows for the capture: lackey + our reader on `xz -0` of 20 KB against the bare run (wall, this load), and
+    the parser alone, numpy chunks vs line by line, on the same 2-million-line log (CPU seconds)."""
+    rows = []
+    if shutil.which("valgrind") and shutil.which("xz"):
+        with tempfile.TemporaryDirectory() as tmp:
+            data = Path(tmp) / "d.txt"
+            data.write_bytes(os.urandom(10_000).hex().encode())
+            cmd = ["xz", "-0", "-k", "-f", "-c", str(data)]
+            t = time.perf_counter()
+            subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
+            bare = time.perf_counter() - t
+            t = time.perf_counter()
+            subprocess.run([sys.executable, "-m", "jitterscope", "whatif", "capture", "--out", f"{tmp}/t.npy", "--",
+                            *cmd], stdout=subprocess.DEVNULL, check=True)
+            cap = time.perf_counter() - t
+            info = json.loads(Path(f"{tmp}/t.npy.json").read_text())
+        rows.append(f"| `whatif capture` of `xz -0` on 20 KB: {info['recorded']:,} lackey lines "
+                    f"({info['accesses']:,} data accesses), wall | {cap:.1f} s "
+                    f"({info['recorded'] / cap / 1e6:.2f} M lines/s; bare run "
+                    f"{bare * 1e3:.0f} ms: x{cap / bare:,.0f}) | - |")
+    rng = np.random.default_rng(3)
+    n = 2_000_000
+    addr = rng.integers(1 << 12, 1 << 40, n)
+    ops = rng.choice(np.array([b"I  ", b" L ", b" S ", b" M "]), n)
+    log = b"".join(o + f"{a:x},8\n".encode() for o, a in zip(ops.tolist(), addr.tolist()))
+    c = time.process_time()
+    fast, _, _ = lackey.parse(io.BytesIO(log), True, 1 << 40)
+    fast_s = time.process_time() - c
+    c = time.process_time()
+    slow, _, _ = lackey._slow(log.split(b"\n"))
+    slow_s = time.process_time() - c
+    assert fast.tolist() == slow
+    rows.append(f"| lackey text -> words, 2,000,000 lines ({len(log) / 1e6:.0f} MB): numpy chunks vs line by line, "
+                f"CPU | "
+                f"{fast_s:.2f} s vs {slow_s:.2f} s ({n / fast_s / 1e6:.1f} vs {n / slow_s / 1e6:.1f} M lines/s) | - |")
+    return "\n".join(rows)
+
+
 def main() -> int:
     native_s, ratio, bursts = cache_bench()
     dvfs_s, dvfs_wall, py_s, res = dvfs_bench(program(60.0))
@@ -127,6 +175,7 @@ def main() -> int:
 | DVFS replay of 60 s of 2 threads meeting at a barrier every 2 ms (60,000 segments), CPU (wall) | {bar_s:.1f} s ({bar_wall:.1f} s) | < {DVFS_TARGET_S:.0f} s CPU |
 | same, pure-Python pass 1 side by side, identical result | {bar_py:.1f} s CPU: native {bar_py / bar_s:.1f}x faster | - |
 | of which the replay's k = 1 normalized time / removed share | {res['by_k'][0]['normalized']:.3f} / {res['by_k'][0]['removed']:.0%} | - |
+{capture_bench()}
 """  # noqa: E501
     section("## whatif (`benchmarks/bench_whatif.py`)", body)
     return 0 if ok else 1

@@ -75,6 +75,10 @@ def render_cache(r: dict[str, Any], path: str, remedy: str) -> str:
     if u > 0:
         lines.append(f"\nthe remedy removes {(u - m) / u:.0%} of the kernel's slowdown "
                      f"({r['unified']['slowdown']:.2%} -> {r['remedy']['slowdown']:.2%} at the stated miss penalty)")
+    ku, kr = r["unified"]["os_misses"], r["remedy"]["os_misses"]
+    lines.append(f"the kernel's own misses (not in the slowdown: they lengthen its bursts): unified {number(ku)}, "
+                 f"remedy {number(kr)}; program + kernel {number(r['unified']['app_misses'] + ku)} -> "
+                 f"{number(r['remedy']['app_misses'] + kr)}")
     if r["remedy"]["prefetched"]:
         lines.append(f"prefetch: {number(r['remedy']['prefetched'])} lines brought back, "
                      f"{number(r['remedy']['prefetch_useful'])} of them used")
