@@ -61,8 +61,12 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from jitterscope import atomic, runcheck, sysinfo
+from jitterscope import __version__, atomic, runcheck, sysinfo
 from jitterscope.errors import JitterscopeError
+from jitterscope.pipeline import schema as pipeline_schema
+from jitterscope.place import schema as place_schema
+from jitterscope.protect import schema as protect_schema
+from jitterscope.sync import schema as sync_schema
 
 FORMAT = "jitterscope-run"
 FORMAT_VERSION = 1
@@ -450,7 +454,6 @@ def read_table(path: Path, read: Callable[[], Any], what: str = "Parquet table")
 
 def base_meta(**fields: Any) -> dict[str, Any]:
     """meta.json's fixed part; callers add host, cpus, options and so on."""
-    from jitterscope import __version__
 
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "tool_version": __version__, **fields}
 
@@ -484,15 +487,14 @@ register_kind(RunKind(
 
 
 def _sync_kind() -> RunKind:
-    from jitterscope.sync import schema as S
-
     return RunKind(
         "sync",
-        tables={"threads": TableSpec(S.THREADS), "waits": TableSpec(S.WAITS), "jitter": TableSpec(S.JITTER),
-                "events": TableSpec(S.EVENTS), "segments": TableSpec(S.SEGMENTS),
-                "critical_path": TableSpec(S.CRITICAL_PATH), "frames": TableSpec(S.FRAMES),
-                "objects": TableSpec(S.OBJECTS), "causes": TableSpec(S.CAUSES, required=if_traced),
-                "subframes": TableSpec(S.SUBFRAMES)},
+        tables={"threads": TableSpec(sync_schema.THREADS), "waits": TableSpec(sync_schema.WAITS),
+                "jitter": TableSpec(sync_schema.JITTER), "events": TableSpec(sync_schema.EVENTS),
+                "segments": TableSpec(sync_schema.SEGMENTS), "critical_path": TableSpec(sync_schema.CRITICAL_PATH),
+                "frames": TableSpec(sync_schema.FRAMES), "objects": TableSpec(sync_schema.OBJECTS),
+                "causes": TableSpec(sync_schema.CAUSES, required=if_traced),
+                "subframes": TableSpec(sync_schema.SUBFRAMES)},
         summary=runcheck.SyncSummary,
         doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path")
 
@@ -501,13 +503,11 @@ register_kind(_sync_kind())
 
 
 def _pipeline_kind() -> RunKind:
-    from jitterscope.pipeline import schema as P
-
     return RunKind(
         "pipeline",
-        tables={"iterations": TableSpec(P.ITERATIONS), "outputs": TableSpec(P.OUTPUTS),
-                "subboxes": TableSpec(P.SUBBOXES, required=never),   # only with per-sub-box timers
-                "attribution": TableSpec(P.ATTRIBUTION, required=if_traced)},
+        tables={"iterations": TableSpec(pipeline_schema.ITERATIONS), "outputs": TableSpec(pipeline_schema.OUTPUTS),
+                "subboxes": TableSpec(pipeline_schema.SUBBOXES, required=never),   # only with per-sub-box timers
+                "attribution": TableSpec(pipeline_schema.ATTRIBUTION, required=if_traced)},
         summary=runcheck.PipelineSummary,
         doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations")
 
@@ -516,12 +516,10 @@ register_kind(_pipeline_kind())
 
 
 def _protect_kind() -> RunKind:
-    from jitterscope.protect import schema as P
-
     return RunKind(
         "protect",
-        tables={"samples": TableSpec(P.SAMPLES), "suspensions": TableSpec(P.SUSPENSIONS),
-                "iterations": TableSpec(P.ITERATIONS)},
+        tables={"samples": TableSpec(protect_schema.SAMPLES), "suspensions": TableSpec(protect_schema.SUSPENSIONS),
+                "iterations": TableSpec(protect_schema.ITERATIONS)},
         summary=runcheck.ProtectSummary,
         doc="`jitterscope protect`: every sample, decision and suspension of the duty-cycling controller, "
             "and the critical program's iterations")
@@ -531,11 +529,9 @@ register_kind(_protect_kind())
 
 
 def _place_kind() -> RunKind:
-    from jitterscope.place import schema as P
-
     return RunKind(
         "place",
-        tables={"observations": TableSpec(P.OBSERVATIONS), "decisions": TableSpec(P.DECISIONS)},
+        tables={"observations": TableSpec(place_schema.OBSERVATIONS), "decisions": TableSpec(place_schema.DECISIONS)},
         summary=runcheck.PlaceSummary,
         doc="`jitterscope place`: every task's observation per quantum (weight and its source) and every "
             "placement decision with its reason")
@@ -545,11 +541,9 @@ register_kind(_place_kind())
 
 
 def _place_compare_kind() -> RunKind:
-    from jitterscope.place import schema as P
-
     return RunKind(
         "place-compare",
-        tables={"results": TableSpec(P.RESULTS)},
+        tables={"results": TableSpec(place_schema.RESULTS)},
         summary=runcheck.PlaceCompareSummary,
         doc="`jitterscope place --compare`: per repetition, policy set and task, throughput (per wall and per "
             "CPU second) and noise; each run is a place run under runs/")

@@ -37,6 +37,7 @@ from jitterscope.cluster.summary import node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import tsc
 from jitterscope.rundir import base_meta, create_run_dir, new_run_path, write_json
+from jitterscope.simulate.timeline import Timeline
 
 SYNC_SAMPLES = 300
 SYNC_THRESHOLD_NS = 20_000
@@ -200,7 +201,6 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
     """The measured side and the simulator's predictions, as plain data."""
     # lazy: the simulator brings scipy (~0.5 s), and only rank 0 analyses
     from jitterscope.cluster import predict
-    from jitterscope.simulate.timeline import Timeline
 
     P = opts.phases
     compute = np.stack([r["compute_end_ns"] - r["compute_start_ns"] for r in ranks]).astype(float)  # N x P

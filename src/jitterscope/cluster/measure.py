@@ -29,7 +29,8 @@ from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
-from jitterscope.rundir import base_meta, create_run_dir, new_run_path, write_json
+from jitterscope.measure.lifecycle import measure
+from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, write_json
 from jitterscope.units import MAX_CPUS_FALLBACK
 
 
@@ -129,7 +130,6 @@ def check_out(out: Path) -> None:
 
 
 def _node_payload(run_dir: Path, cluster: Cluster, cpu: int, start_unix_ns: int) -> bytes:
-    from jitterscope.rundir import load_run
 
     run = load_run(run_dir, check_tables=False)
     tables = {}
@@ -145,7 +145,6 @@ def _node_payload(run_dir: Path, cluster: Cluster, cpu: int, start_unix_ns: int)
 
 def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     """What every rank runs; rank 0 returns the cluster run directory."""
-    from jitterscope.measure.lifecycle import measure
 
     online = sysinfo.online_cpus()
     cpu = choose_cpu(cluster.local_rank, online, opts.cpu_map)

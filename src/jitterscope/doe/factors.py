@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from jitterscope import knobs
+from jitterscope.doe.loads import MAX_UDP_RATE, l2_bytes, llc_bytes, mem_available, start_load
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.knobs import irq as irq_knobs
@@ -127,7 +128,6 @@ class CacheLoad(Factor):
     setup_s = 0.6  # starting either load; touching a thrash set larger than the LLC dominates (bench_doe)
 
     def check_machine(self, ctx: Context) -> None:
-        from jitterscope.doe.loads import l2_bytes, llc_bytes, mem_available
 
         self.cpu = _other_cpu(self, ctx)
         llc = llc_bytes(ctx.cpus[0])
@@ -150,7 +150,6 @@ class CacheLoad(Factor):
         self.llc = llc
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
-        from jitterscope.doe.loads import start_load
 
         if value == "none":
             return
@@ -166,7 +165,6 @@ class UdpFlood(Factor):
     setup_s = 0.3
 
     def check_machine(self, ctx: Context) -> None:
-        from jitterscope.doe.loads import MAX_UDP_RATE
 
         self.cpu = _other_cpu(self, ctx)
         self.sender_cpu = _other_cpu(self, ctx, "sender_cpu") if "sender_cpu" in self.params else self.cpu
@@ -179,7 +177,6 @@ class UdpFlood(Factor):
             raise JitterscopeError(f"factor {self.name!r}: payload {self.payload} B is outside 1..65507")
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
-        from jitterscope.doe.loads import start_load
 
         if value == "on":
             start_load(j, ["udp", "--cpu", str(self.cpu), "--sender-cpu", str(self.sender_cpu),

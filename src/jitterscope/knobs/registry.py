@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from jitterscope.errors import UsageError
 from jitterscope.journal import Journal
+from jitterscope.knobs import irq, tasks
 from jitterscope.knobs.base import FileKnob
 
 SYSCTL = Path("/proc/sys")
@@ -93,7 +94,6 @@ def known_names() -> list[str]:
 
 def resolve(name: str) -> Knob:
     """The knob called `name`; a one-line UsageError naming the known ones otherwise."""
-    from jitterscope.knobs import irq, tasks
 
     if name in FILE_KNOBS:
         return FILE_KNOBS[name]

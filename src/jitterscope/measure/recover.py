@@ -29,6 +29,8 @@ from jitterscope.measure.probe import (
     read_header,
     result_from_end,
 )
+from jitterscope.sysinfo import boot_id
+from jitterscope.tracing.session import finish_capture
 
 
 def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> ProbeResult:
@@ -66,8 +68,6 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
 
 def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str]) -> Path | None:
     """The trace directory, completed offline (window, symbols, comms) if the run was cut short."""
-    from jitterscope.sysinfo import boot_id
-    from jitterscope.tracing.session import finish_capture
 
     td = run_dir / "trace"
     if not meta.get("tracing", {}).get("enabled"):

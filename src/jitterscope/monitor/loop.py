@@ -4,6 +4,8 @@ cleanly on SIGTERM/SIGINT."""
 
 from __future__ import annotations
 
+import ctypes
+import gc
 import os
 import signal
 import sys
@@ -19,6 +21,7 @@ from prometheus_client.exposition import generate_latest
 from jitterscope.compare import Thresholds
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import count, percent, ppm, seconds
+from jitterscope.measure.lifecycle import measure
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History
 from jitterscope.monitor.metrics import MonitorState, registry_for, source_rows
@@ -46,7 +49,6 @@ class MonitorOptions:
 
 
 def _default_measure() -> MeasureFn:
-    from jitterscope.measure.lifecycle import measure
 
     return measure
 
@@ -54,8 +56,6 @@ def _default_measure() -> MeasureFn:
 def _release_memory() -> None:
     """Give a window's peak back to the OS: a busy window's tables can be large,
     and Arrow's pool and glibc's arenas otherwise keep that peak for good."""
-    import ctypes
-    import gc
 
     import pyarrow as pa
 

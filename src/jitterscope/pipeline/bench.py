@@ -17,11 +17,14 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import plotting
+from jitterscope.atomic import write_text
 from jitterscope.pipeline import heuristics as H
 from jitterscope.pipeline.compiler import Options, compile_graph
 from jitterscope.pipeline.graph import Graph
 from jitterscope.pipeline.memory import ALLOCATORS
 from jitterscope.pipeline.plan import RunOptions
+from jitterscope.pipeline.plots import boxplots
 from jitterscope.pipeline.run import run_pipeline
 from jitterscope.pipeline.stats import latency_stats
 from jitterscope.rundir import load_run
@@ -113,7 +116,6 @@ def sigma_order(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _write(result: dict[str, Any], out: Path) -> None:
-    from jitterscope.atomic import write_text
 
     clean = {**result, "rows": [{k: v for k, v in r.items() if k != "_lat"} for r in result["rows"]],
              "chains": [{k: v for k, v in r.items() if k != "_lat"} for r in result["chains"]]}
@@ -121,8 +123,6 @@ def _write(result: dict[str, Any], out: Path) -> None:
 
 
 def figures(result: dict[str, Any], out: Path) -> list[Path]:
-    from jitterscope import plotting
-    from jitterscope.pipeline.plots import boxplots
 
     paths = [plotting.save(boxplots([(f"{r['heuristic']}\n{r['memory']}", r["_lat"]) for r in result["rows"]],
                                     f"{result['graph']}: latency per configuration ({result['threads']} threads)"),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -9,8 +11,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from jitterscope.errors import JitterscopeError
 from jitterscope.measure.tsc import since_ns, to_int_ns
+from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.compiler import Schedule
+from jitterscope.pipeline.graph import load_graph
 from jitterscope.pipeline.late import attribute_iterations, late_summary
 from jitterscope.pipeline.runtime import read_result
 from jitterscope.pipeline.stats import latency_stats
@@ -91,7 +96,6 @@ def _subbox_table(run_dir: Path, sched: Schedule, timers: np.ndarray | None, rel
 
 def _digest_of(digests: np.ndarray) -> str:
     """One hex digest of every sink's digest of every iteration (equal runs, equal string)."""
-    import hashlib
 
     return hashlib.sha256(np.ascontiguousarray(digests, dtype="<u8").tobytes()).hexdigest()[:16]
 
@@ -100,11 +104,7 @@ def rebuild(run_dir: Path) -> dict[str, Any]:
     """Finish a run whose jitterscope was killed: the runtime wrote raw/result.bin as it stopped
     (it ends with its parent, finishing the iterations it had started), and the run directory
     holds the graph, the schedule and raw/meta.json.  Late iterations are attributed if traced."""
-    import json
 
-    from jitterscope.errors import JitterscopeError
-    from jitterscope.pipeline import schedule as SF
-    from jitterscope.pipeline.graph import load_graph
 
     raw = Path(run_dir) / "raw"
     if not (raw / "result.bin").exists():

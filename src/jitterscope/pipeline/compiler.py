@@ -27,6 +27,7 @@ from jitterscope.pipeline.memory import (
 from jitterscope.pipeline.order import Order
 from jitterscope.pipeline.split import Instantiated, instantiate
 from jitterscope.pipeline.sync import Signal, Sync, synchronise
+from jitterscope.pipeline.verify import verify
 
 MAX_THREADS = 1024
 MAX_SUBBOXES = 100_000
@@ -117,7 +118,6 @@ def compile_graph(g: Graph, opts: Options | None = None, **kw: Any) -> Schedule:
     prec = precedes(buffer_accessors(inst), anc)
     sync = synchronise(inst, plan, mem, prec)                            # d
     sched = Schedule(g, inst, opts, plan, mem, sync, notes)
-    from jitterscope.pipeline.verify import verify
 
     verify(sched)  # the compiler's own output must pass the check every schedule file passes
     return sched

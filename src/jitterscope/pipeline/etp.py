@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.atomic import write_text
 from jitterscope.errors import UsageError
 from jitterscope.ptts.model import UNITS_NS, parse_time_ns
 from jitterscope.rundir import load_run
@@ -64,7 +65,6 @@ def profile(run_path: str | Path, resolution: str = DEFAULT_RESOLUTION) -> dict[
 
 
 def write_csv(prof: dict[str, Any], out: Path) -> dict[str, Any]:
-    from jitterscope.atomic import write_text
 
     unit, res_ns, n = prof["unit"], prof["resolution_ns"], prof["n"]
     run = prof["run"]

@@ -26,6 +26,7 @@ from jitterscope.measure.attribution import attribute, source_table
 from jitterscope.measure.build import mark_own_threads
 from jitterscope.measure.tsc import since_ns
 from jitterscope.pipeline.runtime import THREAD_COMM_PREFIX
+from jitterscope.tracing.parse import parse_trace
 
 OWN_OR_IDLE = (THREAD_COMM_PREFIX, "swapper/")
 TOP = 8
@@ -34,7 +35,6 @@ TOP = 8
 def attribute_iterations(trace_dir: Path, t0_tsc: int, hz: float, start_ns: np.ndarray, end_ns: np.ndarray,
                          cpus: list[int], own_tids: set[int]) -> tuple[pa.Table, int]:
     """Per (iteration, cpu, source) the ns other contexts took inside the iteration; and lost events."""
-    from jitterscope.tracing.parse import parse_trace
 
     td = parse_trace(trace_dir)
     act = td.activity

@@ -11,6 +11,7 @@ from jitterscope.pipeline import kernels as K
 from jitterscope.pipeline import plan_format as F
 from jitterscope.pipeline.compiler import Schedule
 from jitterscope.pipeline.graph import Graph
+from jitterscope.units import parse_cpulist
 
 DEFAULT_SPIN_LIMIT = 20_000  # hybrid waits: pause loops (~50-100 us) before sleeping
 
@@ -43,7 +44,6 @@ class RunOptions:
 
 def isolated_cpus() -> set[int]:
     """CPUs the kernel keeps other work off (isolcpus, nohz_full)."""
-    from jitterscope.units import parse_cpulist
 
     out: set[int] = set()
     for f in ("isolated", "nohz_full"):

@@ -8,6 +8,7 @@ import numpy as np
 
 from jitterscope import plotting
 from jitterscope.humanize import duration_ns
+from jitterscope.pipeline.plots import gantt, latency_histogram, latency_series
 from jitterscope.report.page import Column, Figure, render_page
 from jitterscope.rundir import Run
 
@@ -53,7 +54,6 @@ def page_data(run: Run) -> dict[str, Any]:
 
 
 def _gantt(run: Run, iteration: int, title: str) -> str:
-    from jitterscope.pipeline.plots import gantt
 
     t = run.table("subboxes")
     it = t.column("iteration").to_numpy()
@@ -69,7 +69,6 @@ def _gantt(run: Run, iteration: int, title: str) -> str:
 
 
 def figures(run: Run) -> list[Figure]:
-    from jitterscope.pipeline.plots import latency_histogram, latency_series
 
     lat = run.table("iterations").column("latency_ns").to_numpy()
     figs = [Figure("histogram", "Latency distribution", plotting.svg_text(latency_histogram(lat, "latency"))),

@@ -21,11 +21,17 @@ from typing import Any
 
 from jitterscope import budget, sysinfo
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
+from jitterscope.measure.lifecycle import _thread_ids
+from jitterscope.measure.tsc import tsc_hz
 from jitterscope.pipeline import schedule as SF
+from jitterscope.pipeline.build import build_run
 from jitterscope.pipeline.compiler import Schedule
-from jitterscope.pipeline.plan import RunOptions, build_plan
+from jitterscope.pipeline.plan import RunOptions, build_plan, user_library
+from jitterscope.pipeline.runtime import Runtime, heartbeat_done
 from jitterscope.progress import Progress
 from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.tracing.tracefs import tracing_available
 
 TIMERS_AUTO_LIMIT = 5_000_000   # sub-box x iteration records kept by default (80 MB in the runtime)
 
@@ -39,7 +45,6 @@ def timers_wanted(sched: Schedule, ro: RunOptions, asked: bool | None) -> bool:
 
 def check_run(sched: Schedule, ro: RunOptions) -> list[str]:
     """Everything checked before anything is created; returns warnings."""
-    from jitterscope.pipeline.plan import user_library
 
     sysinfo.check_cpus(list(ro.cpus))
     for b in sched.graph.boxes:
@@ -68,8 +73,6 @@ def check_run(sched: Schedule, ro: RunOptions) -> list[str]:
 def run_pipeline(sched: Schedule, ro: RunOptions, out_dir: Path, trace: bool = False, buffer_kb: int = 4096,
                  progress: bool = False, late_percentile: float = 99.0,
                  command_line: list[str] | None = None) -> Path:
-    from jitterscope.measure.tsc import tsc_hz
-    from jitterscope.pipeline.build import build_run
 
     warnings = check_run(sched, ro)
     for w in warnings:
@@ -107,7 +110,6 @@ def run_pipeline(sched: Schedule, ro: RunOptions, out_dir: Path, trace: bool = F
 def _tracing_state(trace: bool) -> tuple[bool, str | None]:
     if not trace:
         return False, "not asked for (--trace)"
-    from jitterscope.tracing.tracefs import tracing_available
 
     return tracing_available()
 
@@ -136,9 +138,6 @@ def _meta(run_dir: Path, sched: Schedule, ro: RunOptions, hz: float, tracing_ok:
 
 def _acquire(sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, buffer_kb: int,
              progress: bool) -> tuple[Any, set[int], bool, Any]:
-    from jitterscope.journal import Journal
-    from jitterscope.measure.lifecycle import _thread_ids
-    from jitterscope.pipeline.runtime import Runtime, heartbeat_done
 
     raw = run_dir / "raw"
     interrupted = False

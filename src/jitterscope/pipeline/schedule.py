@@ -29,6 +29,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import Field
 
+from jitterscope.atomic import write_text
 from jitterscope.config import ConfigModel, load_config
 from jitterscope.pipeline import heuristics as H
 from jitterscope.pipeline.compiler import Options, Schedule
@@ -120,7 +121,6 @@ def dumps(s: Schedule) -> str:
 
 
 def write(s: Schedule, path: Path) -> None:
-    from jitterscope.atomic import write_text
 
     write_text(path, dumps(s))
 

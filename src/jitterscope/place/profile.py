@@ -37,9 +37,12 @@ from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
 from jitterscope.place.actuate import Actuator
 from jitterscope.place.observe import Beats
+from jitterscope.place.plan import commands
 from jitterscope.place.tasks import start
-from jitterscope.place.topology import SYS_CPU, Topology
+from jitterscope.place.topology import SYS_CPU, Topology, load
 from jitterscope.protect import programs
+from jitterscope.protect.report import ReportPage
+from jitterscope.units import parse_cpulist, parse_duration_s, parse_size
 
 METHODS = ("cachegrind", "probe")
 
@@ -149,7 +152,6 @@ def probe(j: Journal, cmds: list[list[str]], scratch: Path, topo: Topology, cpus
           phase_s: float, calibrate: bool) -> dict[str, dict[str, Any]]:
     a, b = _pair(topo, cpus)
     rp = scratch / "probe.page"
-    from jitterscope.protect.report import ReportPage
 
     ReportPage.create(rp)
     chase = programs.start(j, "probe", [str(native_bin("jitterscope-chase")), "--buffer", str(16 << 20)], [b], rp,
@@ -184,7 +186,6 @@ def labels_yaml(entries: dict[str, dict[str, Any]], method: str) -> str:
 
 def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int]) -> str:
     """Profile every command with the method of --profile; the labels file's text."""
-    from jitterscope.units import parse_duration_s, parse_size
 
     method = a["profile"]
     if method not in METHODS:
@@ -217,9 +218,6 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
 
 def from_args(a: dict[str, Any]) -> str:
     """--profile from the parsed options: the commands, the topology and the CPUs; the labels file's text."""
-    from jitterscope.place.plan import commands
-    from jitterscope.place.topology import load
-    from jitterscope.units import parse_cpulist
 
     cmds = commands(a)
     if not cmds:

@@ -28,7 +28,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.protect import cgroups
 from jitterscope.protect.programs import Program
-from jitterscope.units import format_ns
+from jitterscope.units import format_cpulist, format_ns
 
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 RT_PERIOD = Path("/proc/sys/kernel/sched_rt_period_us")
@@ -192,7 +192,6 @@ def _cfs(j: Journal, version: int | None, units: list[Unit], given: Path | None,
 
 
 def _mba(j: Journal, units: list[Unit]) -> list[str]:
-    from jitterscope.units import format_cpulist
 
     g = RESCTRL / f"jitterscope-protect-{os.getpid()}"
     j.begin("rmdir", path=str(g))

@@ -25,6 +25,7 @@ import csv
 import math
 from pathlib import Path
 
+from jitterscope import options
 from jitterscope.errors import JitterscopeError
 
 DATA = Path(__file__).parent / "data"
@@ -101,7 +102,6 @@ def render(table: Table, title: str) -> str:
 
 
 def reduction_command(args: argparse.Namespace) -> int:
-    from jitterscope import options
 
     if args.thesis:
         if args.congested or args.protected:

@@ -24,6 +24,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, process_start_time
 from jitterscope.native_bin import native_bin
 from jitterscope.protect.records import REPORT_ENV
+from jitterscope.protect.report import ReportPage
 
 # Load generators shipped with the package: a command may name them without their path.
 SHIPPED = ("jitterscope-synload", "jitterscope-chase", "jitterscope-cachebuster", "jitterscope-spinloop")
@@ -138,7 +139,6 @@ def stop(prog: Program, grace_s: float = 1.0) -> None:
 
 def wait_attached(pages: list[Path], timeout_s: float) -> bool:
     """Whether every program attached to its report page within `timeout_s`."""
-    from jitterscope.protect.report import ReportPage
 
     deadline = time.monotonic() + timeout_s
     opened = [ReportPage(p, writable=False) for p in pages]

@@ -25,6 +25,11 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
+from jitterscope.protect import signals
+from jitterscope.protect.controller import run_replay
+from jitterscope.protect.outcome import RECORDS, Outcome
+from jitterscope.protect.plan import law_args
+from jitterscope.rundir import create_run_dir
 
 if TYPE_CHECKING:
     from jitterscope.protect.outcome import Outcome
@@ -84,11 +89,6 @@ def write_binary(rows: np.ndarray, path: Path) -> None:
 
 def run_plan(plan: Plan) -> tuple[Path, Outcome]:
     """The law on recorded counters, in virtual time: exactly reproducible decisions."""
-    from jitterscope.protect import signals
-    from jitterscope.protect.controller import run_replay
-    from jitterscope.protect.outcome import RECORDS, Outcome
-    from jitterscope.protect.plan import law_args
-    from jitterscope.rundir import create_run_dir
 
     assert plan.replay is not None
     rows = read_csv(plan.replay)

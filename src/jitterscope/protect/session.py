@@ -30,6 +30,7 @@ from jitterscope.protect.controller import Controller
 from jitterscope.protect.outcome import RECORDS, Outcome
 from jitterscope.protect.plan import Plan, law_args
 from jitterscope.protect.report import ReportPage
+from jitterscope.protect.slacklaw import load, suspension_for
 from jitterscope.rundir import create_run_dir
 
 
@@ -184,7 +185,6 @@ def _priority(plan: Plan) -> int:
 def _suspension(plan: Plan, deadline: float | None) -> float:
     if plan.law != "slack":
         return plan.s_ns
-    from jitterscope.protect.slacklaw import load, suspension_for
 
     assert plan.calibration is not None and deadline is not None
     return suspension_for(load(plan.calibration), deadline, plan.ts_ns)

@@ -31,8 +31,10 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from jitterscope.doe.loads import llc_bytes
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
+from jitterscope.units import parse_duration_ns
 
 BANDWIDTH = ("pmu", "resctrl", "report", "replay")
 EVENT_SIGNALS = ("pmu", "cputime")
@@ -77,7 +79,6 @@ def _percent(text: str, what: str) -> float:
 def parse_threshold(text: str, signal: str) -> Threshold:
     """--threshold for `signal`: `2GB/s`, `read=2GB/s,write=1GB/s`, `25%` (bandwidth signals),
     `100us` or `10%` (slack), `20%` (noise, cputime)."""
-    from jitterscope.units import parse_duration_ns
 
     what = f"--threshold {text!r}"
     t = text.strip()
@@ -211,7 +212,6 @@ def peak_bandwidth(cpu: int, seconds: float = 0.3) -> tuple[float, float]:
 
     The reference of a percentage threshold (the thesis: 25% "of the maximal bandwidth", L1908);
     measured before any best-effort program starts, or given with --peak."""
-    from jitterscope.doe.loads import llc_bytes
 
     buf = max(1 << 20, (llc_bytes(cpu) or 32 << 20) // 2)
     out = []

@@ -9,7 +9,9 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import write_json, write_table
+from jitterscope.simulate.fitting import fit_delays
 from jitterscope.sync import critical, model, records, subframes, symbols
 from jitterscope.sync.schema import TABLES
 
@@ -191,8 +193,6 @@ def make_summary(meta: dict[str, Any], opts: model.Options, rows: list[dict[str,
 
 def _fit(values: list[int]) -> dict[str, Any] | None:
     """Distribution of sync jitter above N: the candidate families and GPD tail (simulate/fitting.py)."""
-    from jitterscope.errors import JitterscopeError
-    from jitterscope.simulate.fitting import fit_delays
 
     x = np.asarray(values, dtype=float) / 1e9
     try:

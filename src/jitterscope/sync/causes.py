@@ -36,6 +36,7 @@ from jitterscope.measure.attribution import attribute, source_table
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
 from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
+from jitterscope.tracing.parse import parse_trace
 
 SELF = ("self", "self")
 
@@ -85,7 +86,6 @@ def _session_pid(trace_dir: Path) -> int:
 
 
 def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int]) -> Timeline:
-    from jitterscope.tracing.parse import parse_trace
 
     td = parse_trace(trace_dir)
     act = td.activity

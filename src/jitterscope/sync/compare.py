@@ -110,6 +110,7 @@ def _finite(x: float) -> float | None:
 
 
 def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
+    # Not at the top: the compare package's __init__ imports this module (it dispatches sync runs here).
     from jitterscope.compare.stats import bh_adjust
 
     alpha, min_ppm, min_ratio = (getattr(th, k, d) for k, d in (("alpha", 0.01), ("min_ppm", 20.0),

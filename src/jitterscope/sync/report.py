@@ -11,6 +11,7 @@ import numpy as np
 from jitterscope import plotting
 from jitterscope.report.page import Column, Figure, render_page
 from jitterscope.rundir import Run
+from jitterscope.sync.plots import timeline, type_distributions
 from jitterscope.sync.render import TYPE_LABELS, causes_text, notes
 
 NS = "ns"
@@ -94,7 +95,6 @@ def _threads(run: Run) -> list[list[Any]]:
 
 
 def figures(run: Run) -> list[Figure]:
-    from jitterscope.sync.plots import timeline, type_distributions
 
     s = run.summary
     jitter = [r for r in run.table("jitter").to_pylist() if r["jitter_ns"] > 0]

@@ -11,6 +11,7 @@ analysis and kept, so a crash of the program or of the analysis loses nothing.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -25,10 +26,14 @@ from typing import Any
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
+from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
+from jitterscope.report import write_report
 from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
+from jitterscope.tracing.tracefs import tracing_available
 
 
 @dataclass
@@ -76,7 +81,6 @@ def _dynamic(path: str, head: bytes) -> bool:
 def _tracing_state(trace: bool) -> tuple[bool, str | None]:
     if not trace:
         return False, "disabled with --no-trace"
-    from jitterscope.tracing.tracefs import tracing_available
 
     return tracing_available()
 
@@ -123,8 +127,6 @@ def run_program(cmd: list[str], env: dict[str, str], cpus: list[int] | None) -> 
 
 def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     """Run and analyse; return the run directory and the program's exit code."""
-    from jitterscope.measure.tsc import tsc_hz
-    from jitterscope.sync.build import build
 
     path = check_command(opts.command)
     cpus = opts.cpus or sysinfo.online_cpus()
@@ -171,9 +173,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
 def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
     """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran: the analysis from
     the raw logs and trace kept in the run directory.  Returns what could not be recovered."""
-    import json
 
-    from jitterscope.sync.build import build
 
     meta = json.loads((run_dir / "sync-raw" / "meta.json").read_text())
     if not any((run_dir / "sync-raw").glob("sync-*.raw")):
@@ -196,7 +196,6 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
 
 
 def _report(run_dir: Path) -> None:
-    from jitterscope.report import write_report
 
     try:
         write_report(run_dir)

@@ -17,7 +17,7 @@ from typing import Any
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.journal import Journal
-from jitterscope.knobs import Knob, resolve
+from jitterscope.knobs import Knob, resolve, tasks
 from jitterscope.tune import bootloader, planfile, record
 from jitterscope.tune.planfile import PlanFile
 from jitterscope.units import format_cpulist, parse_cpulist
@@ -114,7 +114,6 @@ def changes_of(plan_path: Path | None, knobs: list[str], force: bool
 
 
 def _same_process(name: str, comm: str) -> bool:
-    from jitterscope.knobs import tasks
 
     pid = name.split(".")[1] if name.count(".") == 2 else ""
     sf = tasks.stat_fields(pid) if pid.isdigit() else None

@@ -6,7 +6,7 @@ from jitterscope import sysinfo
 from jitterscope.knobs import FILE_KNOBS
 from jitterscope.tune import cmdline, kconfig
 from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Context, Finding
-from jitterscope.units import format_cpulist
+from jitterscope.units import format_cpulist, parse_cpulist
 
 SRC = "/proc/cmdline"
 
@@ -78,7 +78,6 @@ def _watchdogs(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
 
 
 def _mask(text: str | None) -> list[int]:
-    from jitterscope.units import parse_cpulist
 
     return parse_cpulist(text) if text else []
 
