@@ -18,19 +18,17 @@ def _brute(delay: D.Delay, det: Detours, n: int, latency: float, reps: int, seed
     rounds = int(np.ceil(np.log2(n)))
     d = det.lengths
     assert d is not None
-    out = np.empty(reps)
-    for k in range(reps):
-        t = delay.sample(rng, n)
-        for r in range(rounds):
-            partner = np.roll(t, 1 << r)
-            length = rng.choice(d, n, p=d / d.sum())          # length-biased: the covering detour
-            age = rng.random(n) * length
-            covered = (rng.random(n) < det.noise_fraction) & (age < partner - t)
-            t = np.maximum(t, partner + np.where(covered, length - age, 0.0))
-            starts = rng.random(n) < det.start_probability(latency)
-            t = t + np.where(starts, rng.choice(d, n), 0.0)
-        out[k] = t[0]
-    return out
+    shape = (reps, n)                                             # every repetition at once, a row each
+    t = np.asarray(delay.sample(rng, reps * n), dtype=float).reshape(shape)
+    for r in range(rounds):
+        partner = np.roll(t, 1 << r, axis=1)
+        length = rng.choice(d, shape, p=d / d.sum())              # length-biased: the covering detour
+        age = rng.random(shape) * length
+        covered = (rng.random(shape) < det.noise_fraction) & (age < partner - t)
+        t = np.maximum(t, partner + np.where(covered, length - age, 0.0))
+        starts = rng.random(shape) < det.start_probability(latency)
+        t = t + np.where(starts, rng.choice(d, shape), 0.0)
+    return t[:, 0]
 
 
 @pytest.mark.parametrize("n", [2, 8, 32])
