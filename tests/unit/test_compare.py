@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from jitterscope.compare import compare_runs, from_run, pool, source_key
+from jitterscope.compare import from_run, pool, source_key
 from jitterscope.compare import stats as S
+from jitterscope.compare.runs import compare_runs
 from jitterscope.rundir import load_run
 from tests.fixtures_runs import Injector, build_run
 

@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from jitterscope.compare import compare_runs, render_text
+from jitterscope.compare.runs import compare_runs, render_text
 from tests.fixtures_runs import Injector, build_run
 
 

@@ -2,7 +2,9 @@
 
 The graph is read from the source with `ast` (nothing is imported), counting
 every import, lazy ones inside functions included (a lazy import only hides a
-cycle), and leaving out those under `if TYPE_CHECKING:` (never executed).
+cycle), with the packages an import initialises on the way (`import a.b.c` runs
+a/__init__ and a/b/__init__), and leaving out those under `if TYPE_CHECKING:`
+(never executed).
 """
 
 from __future__ import annotations
@@ -59,8 +61,12 @@ def imports_of(name: str, path: Path, mods: dict[str, Path]) -> dict[str, int]:
             # `from pkg import mod` imports the module; `from mod import name` the module itself.
             targets += [f"{base}.{a.name}" if f"{base}.{a.name}" in mods else base for a in node.names]
         for t in targets:
-            if t in mods and t != name:
-                out.setdefault(t, node.lineno)
+            # Importing a.b.c runs a/__init__ and a/b/__init__ first: an edge to each package on the way,
+            # except this module's own packages (a sibling import inside a package is no cycle).
+            parts = t.split(".")
+            for target in [".".join(parts[:i]) for i in range(1, len(parts))] + [t]:
+                if target in mods and target != name and not name.startswith(target + "."):
+                    out.setdefault(target, node.lineno)
     return out
 
 

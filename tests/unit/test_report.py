@@ -7,8 +7,8 @@ import re
 import numpy as np
 import pytest
 
-from jitterscope.report import write_report
 from jitterscope.report.data import _spread, build_report_data
+from jitterscope.report.pages import write_report
 from jitterscope.rundir import load_run
 from tests.fixtures_runs import Injector, build_run
 

@@ -12,10 +12,10 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from jitterscope.compare import compare_runs, render_text
+from jitterscope.compare.runs import compare_runs, render_text
 from jitterscope.errors import JitterscopeError
-from jitterscope.report import write_report
 from jitterscope.report.page import Column, Figure, page_path, render_page, write_page
+from jitterscope.report.pages import write_report
 from tests.fixtures_runs import build_cluster_run, build_run
 
 SVG = ('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'

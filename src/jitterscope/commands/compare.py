@@ -45,7 +45,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.compare import Thresholds, compare_runs, render_text
+    from jitterscope.compare import Thresholds
+    from jitterscope.compare.runs import compare_runs, render_text
 
     if not 0 < args.alpha < 1:
         raise JitterscopeError(f"--alpha {args.alpha} must be between 0 and 1")

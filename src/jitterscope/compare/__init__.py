@@ -1,30 +1,23 @@
 """Compare two runs of the same kind: which noise sources are new, gone or changed, with tests.
 
-`compare_runs` loads both runs and hands them to their kind's comparer: for
-measure runs `compare_loaded` restricts both runs to the CPUs they share, builds
-a `Sample` of each (sample.py) and diffs them (diff.py, statistics in stats.py);
-cluster runs are compared node by node (cluster.py). `render_text` prints any result.
+`compare_loaded` compares two measure runs: it restricts both to the CPUs they share, builds
+a `Sample` of each (sample.py) and diffs them (diff.py, statistics in stats.py).
+`runs.compare_runs` loads two run directories and hands them to their kind's comparer
+(measure here, cluster node by node in cluster.py, pipeline and sync in their packages);
+`runs.render_text` prints any result.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from jitterscope.compare import cluster
-from jitterscope.compare import render as measure_render
 from jitterscope.compare.comparable import as_json, basis
 from jitterscope.compare.diff import Thresholds, diff
 from jitterscope.compare.sample import Sample, from_run, pool, source_key
 from jitterscope.errors import JitterscopeError
-from jitterscope.pipeline import compare as pipeline_compare
-from jitterscope.rundir import Run, load_run
-from jitterscope.sync import compare as sync_compare
-from jitterscope.sync import render as sync_render
+from jitterscope.rundir import Run
 
-__all__ = ["Sample", "Thresholds", "compare_loaded", "compare_runs", "diff", "from_run", "pool", "render_text",
-           "source_key"]
+__all__ = ["Sample", "Thresholds", "compare_loaded", "diff", "from_run", "pool", "source_key"]
 
 
 def _run_info(run: Run) -> dict[str, Any]:
@@ -60,38 +53,3 @@ def compare_loaded(base: Run, new: Run, th: Thresholds | None = None,
     result = diff(b, n, th, frozenset(on.untested_kinds), on.test_totals)
     return {"runs": {"base": _run_info(base), "new": _run_info(new)}, "compared_cpus": cpus,
             "basis": as_json(on), "not_compared": not_compared, "notes": notes, **result}
-
-
-class Kind(NamedTuple):
-    """How one kind of run (meta.json "kind") is compared and printed."""
-
-    compare: Callable[[Run, Run, Thresholds | None], dict[str, Any]]
-    render: Callable[[dict[str, Any]], str]
-
-
-KINDS = {"measure": Kind(compare_loaded, measure_render.render_compare),
-         "cluster": Kind(cluster.compare_clusters, cluster.render_compare),
-         "pipeline": Kind(pipeline_compare.compare_pipelines, pipeline_compare.render_compare),
-         "sync": Kind(sync_compare.compare_syncs, sync_render.render_compare)}
-
-
-def _kind(run: Run) -> str:
-    return str(run.meta.get("kind", "measure"))
-
-
-def compare_runs(base: str | Path, new: str | Path, th: Thresholds | None = None) -> dict[str, Any]:
-    """Load and compare two run directories of the same kind (plain data; see diff.py, cluster.py)."""
-    b, n = load_run(base), load_run(new)
-    if _kind(b) != _kind(n):
-        what = {"measure": "a single-machine run", "cluster": "a cluster run", "sync": "a sync run"}
-        raise JitterscopeError(f"cannot compare {what.get(_kind(b), _kind(b))} ({base}) with "
-                               f"{what.get(_kind(n), _kind(n))} ({new}): compare runs of one kind")
-    if _kind(b) not in KINDS:
-        raise JitterscopeError(f"{base}: runs of kind {_kind(b)} are not compared"
-                               + ("; compare the before/ and after/ runs inside" if _kind(b) == "tune" else ""))
-    return KINDS[_kind(b)].compare(b, n, th)
-
-
-def render_text(res: dict[str, Any]) -> str:
-    """The terminal text of any result of `compare_runs`."""
-    return KINDS[str(res.get("kind", "measure"))].render(res)

@@ -231,7 +231,7 @@ def _ended_early(opts: MeasureOptions, result: Any) -> bool:
 
 def write_report_or_warn(run_dir: Path) -> None:
     try:  # lazy: the report draws with matplotlib (~0.3 s), which --no-report never needs
-        from jitterscope.report import write_report
+        from jitterscope.report.pages import write_report
     except ImportError as err:
         print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)
         return

@@ -111,7 +111,7 @@ def do_run(args: argparse.Namespace) -> int:
                      progress=not args.json, late_percentile=args.late)
     run = load_run(d, kinds=("pipeline",))
     if not args.no_report:
-        from jitterscope.report import write_report
+        from jitterscope.report.pages import write_report
 
         write_report(d)
     if args.json:
@@ -227,7 +227,7 @@ def do_analyze(args: argparse.Namespace) -> int:
 
     rebuild(args.run)
     if not args.no_report:
-        from jitterscope.report import write_report
+        from jitterscope.report.pages import write_report
 
         write_report(args.run)
     run = load_run(args.run, kinds=("pipeline",))

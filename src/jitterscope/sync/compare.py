@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.compare.stats import bh_adjust, duration_test, rate_test
 from jitterscope.rundir import Run
 from jitterscope.sync.model import SYNC_TYPES, jitter_of
 
@@ -89,7 +90,6 @@ def _stats(v: list[int], run_s: float) -> dict[str, Any]:
 
 
 def _row(name: str, b: list[int], n: list[int], sb: float, sn: float, rate: bool = True) -> dict[str, Any]:
-    from jitterscope.compare.stats import duration_test, rate_test  # (compare/ imports this module)
 
     row: dict[str, Any] = {"name": name, "base": _stats(b, sb), "new": _stats(n, sn), "tests": {}}
     if rate:
@@ -110,8 +110,6 @@ def _finite(x: float) -> float | None:
 
 
 def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
-    # Not at the top: the compare package's __init__ imports this module (it dispatches sync runs here).
-    from jitterscope.compare.stats import bh_adjust
 
     alpha, min_ppm, min_ratio = (getattr(th, k, d) for k, d in (("alpha", 0.01), ("min_ppm", 20.0),
                                                                    ("min_ratio", 1.5)))

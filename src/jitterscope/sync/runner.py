@@ -28,7 +28,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
-from jitterscope.report import write_report
+from jitterscope.report.pages import write_report
 from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
