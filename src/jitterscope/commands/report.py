@@ -29,7 +29,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.report import write_report
+    from jitterscope.report.pages import write_report
 
     path = write_report(args.run, args.out)
     print(path)
