@@ -45,9 +45,10 @@ mpi: install
 	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(BIN)/pip install -q -e '.[mpi,test]' || \
 	  echo "note: MPI wheels not installed; cluster tests will skip"
 
-# Lint and types: ruff (settings in pyproject.toml) and mypy over src/jitterscope.
+# Lint, format and types: ruff check, ruff format --check (settings in pyproject.toml) and mypy.
 lint: install
-	@status=0; $(BIN)/ruff check src tests benchmarks setup.py || status=1; $(BIN)/mypy || status=1; exit $$status
+	@status=0; $(BIN)/ruff check src tests benchmarks setup.py || status=1; \
+	  $(BIN)/ruff format --check -q src tests benchmarks setup.py || status=1; $(BIN)/mypy || status=1; exit $$status
 
 # The lowest Python pyproject allows: compile, import, --help and quick unit tests (skips, saying why,
 # when that Python cannot be found or installed with uv).
