@@ -3,6 +3,7 @@
 They are programs, not Python extension modules: the probe must run with its
 memory locked and no interpreter beside it.  Only a C compiler is needed.
 """
+
 import os
 import shutil
 import subprocess
@@ -53,16 +54,43 @@ class BuildNative(build_ext):
             srcs = [str(NATIVE / s) for s in sources if (NATIVE / s).exists()]
             if not srcs:
                 continue
-            cmd = [cc, "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-pthread",
-                   "-I", str(NATIVE), "-o", str(outdir / name), *srcs, "-lm"]
+            cmd = [
+                cc,
+                "-O2",
+                "-g",
+                "-Wall",
+                "-Wextra",
+                "-std=gnu11",
+                "-pthread",
+                "-I",
+                str(NATIVE),
+                "-o",
+                str(outdir / name),
+                *srcs,
+                "-lm",
+            ]
             print(" ".join(cmd))
             subprocess.check_call(cmd)
         for name, sources in SHARED.items():
             srcs = [str(NATIVE / s) for s in sources if (NATIVE / s).exists()]
             if not srcs:
                 continue
-            cmd = [cc, "-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", "-shared", "-fPIC",
-                   "-I", str(NATIVE), "-o", str(outdir / name), *srcs, "-lm"]
+            cmd = [
+                cc,
+                "-O2",
+                "-g",
+                "-Wall",
+                "-Wextra",
+                "-std=gnu11",
+                "-shared",
+                "-fPIC",
+                "-I",
+                str(NATIVE),
+                "-o",
+                str(outdir / name),
+                *srcs,
+                "-lm",
+            ]
             print(" ".join(cmd))
             subprocess.check_call(cmd)
 

@@ -59,8 +59,9 @@ def pipeline(trace: Path) -> tuple[int, int]:
     a_cpu = act.column("cpu").to_numpy()[ann]
     a_s = act.column("start_tsc").to_numpy()[ann]
     a_e = act.column("end_tsc").to_numpy()[ann]
-    container, inside = attribute_annotations(a_cpu, a_s, a_e, det_cpu, det_start, det_dur,
-                                              seg_cpu, seg_start, seg_end, seg_src)
+    container, inside = attribute_annotations(
+        a_cpu, a_s, a_e, det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src
+    )
     functions = _functions(container, inside, names.take(pa.array(ann)).to_pylist())
     S.source_list(att, det_cpu, det_start, int(det_dur.sum()), functions)
     S.chain_list(att, det_dur)
@@ -88,7 +89,7 @@ def main() -> int:
 functions, sources with periods, chains) (`benchmarks/bench_attribution.py`, {date.today()}).
 Input: {source}, replicated to {events:,} kernel events; {detours:,} detours laid over it
 (10 us every 20 us). {REPEATS} runs. Machine: {sysinfo.cpu_model()}, {len(sysinfo.online_cpus())} CPUs,
-Linux {sysinfo.kernel()} ({sysinfo.virtualization() or 'bare metal'}).
+Linux {sysinfo.kernel()} ({sysinfo.virtualization() or "bare metal"}).
 
 | measure | time | kernel events / s |
 |---|---|---|

@@ -19,10 +19,16 @@ from jitterscope.journal import Journal
 from jitterscope.sysinfo import cpu_model, online_cpus
 
 REPS = int(os.environ.get("BENCH_REPS", "7"))
-CASES = [("timer_migration", "0", "1", "0"), ("thp", "always", "never", "never"), ("ksm", "0", "1", "1"),
-         ("irq_affinity", "to", "away", "away"), ("task_affinity", "allowed", "away", "away"),
-         ("udp_flood", "off", "on", "on"), ("cache_load", "resident", "thrash", "resident"),
-         ("cache_load", "resident", "thrash", "thrash")]
+CASES = [
+    ("timer_migration", "0", "1", "0"),
+    ("thp", "always", "never", "never"),
+    ("ksm", "0", "1", "1"),
+    ("irq_affinity", "to", "away", "away"),
+    ("task_affinity", "allowed", "away", "away"),
+    ("udp_flood", "off", "on", "on"),
+    ("cache_load", "resident", "thrash", "resident"),
+    ("cache_load", "resident", "thrash", "thrash"),
+]
 
 
 def main() -> int:

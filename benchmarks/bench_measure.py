@@ -29,7 +29,7 @@ def main() -> int:
     noise = {True: [], False: []}
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(PAIRS):
-            for traced in ((True, False) if i % 2 == 0 else (False, True)):
+            for traced in (True, False) if i % 2 == 0 else (False, True):
                 d = measure([cpu], SECONDS * 1e9, 1000.0, Path(tmp) / f"r{i}-{traced}", trace=traced)
                 s = load_run(d).summary
                 noise[traced].append(s["cpus"][str(cpu)]["noise_ppm"])
@@ -40,8 +40,11 @@ def main() -> int:
     # The median of per-pair ratios: one run hit by a burst of host noise must
     # not decide the figure (sums are shown too).
     pair = [t / u for t, u in zip(noise[True], noise[False]) if u > 0]
-    ratio = float(sorted(pair)[len(pair) // 2]) if len(pair) % 2 else \
-        float(sum(sorted(pair)[len(pair) // 2 - 1:len(pair) // 2 + 1]) / 2)
+    ratio = (
+        float(sorted(pair)[len(pair) // 2])
+        if len(pair) % 2
+        else float(sum(sorted(pair)[len(pair) // 2 - 1 : len(pair) // 2 + 1]) / 2)
+    )
     print(f"per-pair ratios: {', '.join(f'{r:.3f}' for r in pair)}")
     print(f"median ratio traced/untraced: {ratio:.3f} (target <= 1.05); ratio of sums {with_t / without:.3f}")
     from datetime import date
@@ -49,15 +52,15 @@ def main() -> int:
     body = f"""Noise measured with tracing / without tracing, {PAIRS} interleaved pairs of {SECONDS:g} s
 measurements of CPU {cpu} (traced first in even pairs, untraced first in odd ones)
 (`benchmarks/bench_measure.py`, {date.today()}). Machine: {sysinfo.cpu_model()},
-{len(online_cpus())} CPUs, Linux {sysinfo.kernel()} ({sysinfo.virtualization() or 'bare metal'}).
+{len(online_cpus())} CPUs, Linux {sysinfo.kernel()} ({sysinfo.virtualization() or "bare metal"}).
 
 | | noise ppm per run | sum |
 |---|---|---|
-| with tracing | {', '.join(f'{x:.0f}' for x in noise[True])} | {with_t:.0f} |
-| without tracing | {', '.join(f'{x:.0f}' for x in noise[False])} | {without:.0f} |
-| ratio per pair | {', '.join(f'{r:.3f}' for r in pair)} | |
+| with tracing | {", ".join(f"{x:.0f}" for x in noise[True])} | {with_t:.0f} |
+| without tracing | {", ".join(f"{x:.0f}" for x in noise[False])} | {without:.0f} |
+| ratio per pair | {", ".join(f"{r:.3f}" for r in pair)} | |
 
-**Median per-pair ratio traced / untraced: {ratio:.3f}** — target <= 1.05: {'met' if ratio <= 1.05 else 'NOT met'}.
+**Median per-pair ratio traced / untraced: {ratio:.3f}** — target <= 1.05: {"met" if ratio <= 1.05 else "NOT met"}.
 On this guest most noise is the host descheduling the vCPU, which swings from run to run
 by more than tracing costs; the pairs are interleaved so drifts hit both sides alike."""
     section("## Tracing overhead", body)

@@ -37,7 +37,7 @@ from jitterscope.pipeline.synthetic import generate
 from jitterscope.sysinfo import online_cpus
 
 LLC = 32 << 20
-ROUNDS = 10   # configurations take turns: load changes on the shared machine fall on all alike
+ROUNDS = 10  # configurations take turns: load changes on the shared machine fall on all alike
 # One way of waiting for every configuration.  Spinning threads pinned on CPUs that other work also
 # wants (a shared machine) stretch every iteration to the scheduler's time slices, so the default here is
 # hybrid (spin ~50 us, then sleep); PIPELINE_BENCH_WAIT=spin on a machine whose CPUs the pipeline has alone.
@@ -53,8 +53,10 @@ def machine() -> str:
 
 def compile_speed() -> None:
     g = graph_from_dict(generate(1, 100, 512, 512))
-    print(f"\n1. compiler, synthetic chain seed 1: {len(g.boxes)} boxes, {len(g.buffers)} buffers of "
-          f"{g.buffer_bytes >> 20} MiB")
+    print(
+        f"\n1. compiler, synthetic chain seed 1: {len(g.boxes)} boxes, {len(g.buffers)} buffers of "
+        f"{g.buffer_bytes >> 20} MiB"
+    )
     for h, m in B.configurations():
         t = time.perf_counter()
         s = compile_graph(g, threads=2, heuristic=h, memory=m)
@@ -62,8 +64,10 @@ def compile_speed() -> None:
         extra = ""
         if s.plan.sos is not None:
             extra = f", SOS {'proven' if s.plan.sos.proven else 'not proven'} after {s.plan.sos.states:,} states"
-        print(f"   {h:12} {m:7} {dt * 1e3:8.1f} ms  {len(s.inst.subboxes)} sub-boxes, {len(s.signals)} signals, "
-              f"pool {s.memory.total / 2**20:6.1f} MiB{extra}")
+        print(
+            f"   {h:12} {m:7} {dt * 1e3:8.1f} ms  {len(s.inst.subboxes)} sub-boxes, {len(s.signals)} signals, "
+            f"pool {s.memory.total / 2**20:6.1f} MiB{extra}"
+        )
 
 
 def table(graphs, iterations: int, title: str, out: Path, rounds: int) -> dict:
@@ -74,13 +78,18 @@ def table(graphs, iterations: int, title: str, out: Path, rounds: int) -> dict:
     res = B.bench(graphs, B.configurations(), opts, ro, out, rounds=rounds)
     print(bench_table(res["rows"], f"\n{title} ({time.perf_counter() - t:.0f} s)"))
     for r in res["rows"]:
-        print(f"   {r['heuristic']:12} {r['memory']:7} pool {r['pool_bytes'] / 2**20:7.1f} MiB"
-              f"{' (> LLC)' if r['pool_bytes'] > LLC else ''}, {r['signals']} signals")
+        print(
+            f"   {r['heuristic']:12} {r['memory']:7} pool {r['pool_bytes'] / 2**20:7.1f} MiB"
+            f"{' (> LLC)' if r['pool_bytes'] > LLC else ''}, {r['signals']} signals"
+        )
     order = res["order_of_sigma"]
-    print("   σ by heuristic (us): "
-          + ", ".join(f"{h} {v / 1e3:,.1f}" for h, v in order["sigma_by_heuristic_ns"].items()))
-    print("   thesis ordering: " + ", ".join(f"{k}: {'holds' if v else 'does not hold'}"
-                                            for k, v in order["checks"].items()))
+    print(
+        "   σ by heuristic (us): " + ", ".join(f"{h} {v / 1e3:,.1f}" for h, v in order["sigma_by_heuristic_ns"].items())
+    )
+    print(
+        "   thesis ordering: "
+        + ", ".join(f"{k}: {'holds' if v else 'does not hold'}" for k, v in order["checks"].items())
+    )
     print(f"   outputs bit-identical across configurations: {res['outputs_identical']}")
     return res
 
@@ -94,26 +103,44 @@ def main() -> int:
     ok = True
     with tempfile.TemporaryDirectory(prefix="js-bench-pipeline-") as tmp:
         base = Path(tmp)
-        res = table([load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")], iters,
-                    f"2. appendix, 256x256 int, 2 threads, {iters:,} iterations in {ROUNDS} interleaved rounds",
-                    base / "appendix", ROUNDS)
+        res = table(
+            [load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")],
+            iters,
+            f"2. appendix, 256x256 int, 2 threads, {iters:,} iterations in {ROUNDS} interleaved rounds",
+            base / "appendix",
+            ROUNDS,
+        )
         ok &= res["outputs_identical"]
         syn = graph_from_dict(generate(1, 100, 512, 512), "synthetic seed 1")
-        res = table([syn], syn_iters, f"3. synthetic chain seed 1 ({len(syn.boxes)} boxes), 512x512 int, "
-                    f"{syn_iters:,} iterations in {ROUNDS} interleaved rounds", base / "synthetic", ROUNDS)
+        res = table(
+            [syn],
+            syn_iters,
+            f"3. synthetic chain seed 1 ({len(syn.boxes)} boxes), 512x512 int, "
+            f"{syn_iters:,} iterations in {ROUNDS} interleaved rounds",
+            base / "synthetic",
+            ROUNDS,
+        )
         ok &= res["outputs_identical"]
         graphs = [graph_from_dict(generate(s, 100, 128, 128), f"seed {s}") for s in range(1, chains + 1)]
         t = time.perf_counter()
-        res = B.bench(graphs, [B.FIG38], Options(threads=2),
-                      RunOptions(iterations=1000, cpus=tuple(online_cpus()[:2]), timers=False, wait=WAIT),
-                      base / "chains")
-        print(f"\n4. reduced + reuse on {chains} synthetic chains, 128x128, 1,000 iterations "
-              f"({time.perf_counter() - t:.0f} s), sorted by median (us):")
+        res = B.bench(
+            graphs,
+            [B.FIG38],
+            Options(threads=2),
+            RunOptions(iterations=1000, cpus=tuple(online_cpus()[:2]), timers=False, wait=WAIT),
+            base / "chains",
+        )
+        print(
+            f"\n4. reduced + reuse on {chains} synthetic chains, 128x128, 1,000 iterations "
+            f"({time.perf_counter() - t:.0f} s), sorted by median (us):"
+        )
         for r in sorted(res["chains"], key=lambda r: r["latency"]["p50"]):
             s = r["latency"]
-            print(f"   {r['graph']:18} p50 {s['p50'] / 1e3:9,.1f}  p99 {s['p99'] / 1e3:9,.1f}  "
-                  f"max {s['max'] / 1e3:9,.1f}"
-                  f"  max/p50 {s['max'] / s['p50']:5.2f}")
+            print(
+                f"   {r['graph']:18} p50 {s['p50'] / 1e3:9,.1f}  p99 {s['p99'] / 1e3:9,.1f}  "
+                f"max {s['max'] / 1e3:9,.1f}"
+                f"  max/p50 {s['max'] / s['p50']:5.2f}"
+            )
     return 0 if ok else 1
 
 

@@ -32,18 +32,48 @@ BUF = str(24 << 20)
 
 
 def _cb(cpus: list[int], seconds: float) -> list[float]:
-    procs = [subprocess.Popen([CB, "--cpu", str(c), "--buffer", BUF, "--duration-ns", str(int(seconds * 1e9))],
-                              stdout=subprocess.PIPE, text=True) for c in cpus]
+    procs = [
+        subprocess.Popen(
+            [CB, "--cpu", str(c), "--buffer", BUF, "--duration-ns", str(int(seconds * 1e9))],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for c in cpus
+    ]
     return [float(json.loads(p.communicate()[0])["lines_per_s"]) for p in procs]
 
 
 def _compare(seconds: float, out: Path) -> dict:
     """The mix under each set side by side (place --compare: interleaved, per wall and per CPU second)."""
-    cmd = [sys.executable, "-m", "jitterscope", "place", "--compare", "stock,worst,L,L+C", "--repeat", "2",
-           "--cpus", "0,1", "--json", "--out", str(out), "--declare", "jitterscope-cachebuster=heavy",
-           "--declare", "jitterscope-spinloop=light", "--cmd", f"jitterscope-cachebuster --buffer {BUF}",
-           "--cmd", f"jitterscope-cachebuster --buffer {BUF}", "--cmd", "jitterscope-spinloop",
-           "--cmd", "jitterscope-spinloop", "--duration", f"{seconds}s"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jitterscope",
+        "place",
+        "--compare",
+        "stock,worst,L,L+C",
+        "--repeat",
+        "2",
+        "--cpus",
+        "0,1",
+        "--json",
+        "--out",
+        str(out),
+        "--declare",
+        "jitterscope-cachebuster=heavy",
+        "--declare",
+        "jitterscope-spinloop=light",
+        "--cmd",
+        f"jitterscope-cachebuster --buffer {BUF}",
+        "--cmd",
+        f"jitterscope-cachebuster --buffer {BUF}",
+        "--cmd",
+        "jitterscope-spinloop",
+        "--cmd",
+        "jitterscope-spinloop",
+        "--duration",
+        f"{seconds}s",
+    ]
     return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
 
 
@@ -60,18 +90,24 @@ def main() -> int:
         s = _compare(4.0, Path(tmp) / "cmp")
     ov = measure(repeats=3)
     print("## Place\n")
-    print(f"cachebuster alone {np.mean(alone) / 1e6:.2f} M lines/s, two co-running {np.mean(both) / 1e6:.2f} M "
-          f"lines/s each: x{ratio:.3f} ({(ratio - 1) * 100:+.1f}%; paper's worst case: -26 to -30%)\n")
-    print("| policy | cb ops/s | cb ops/CPU-s | all tasks vs stock, per wall s (gmean, min..max) | per CPU s | "
-          "heavy co-running |")
+    print(
+        f"cachebuster alone {np.mean(alone) / 1e6:.2f} M lines/s, two co-running {np.mean(both) / 1e6:.2f} M "
+        f"lines/s each: x{ratio:.3f} ({(ratio - 1) * 100:+.1f}%; paper's worst case: -26 to -30%)\n"
+    )
+    print(
+        "| policy | cb ops/s | cb ops/CPU-s | all tasks vs stock, per wall s (gmean, min..max) | per CPU s | "
+        "heavy co-running |"
+    )
     print("|---|---|---|---|---|---|")
     cbs = [t for t in s["tasks"] if t["name"] == "jitterscope-cachebuster"]
     for pol, v in s["policies"].items():
         w, c = v["speedup_wall"], v["speedup_cpu"]
-        print(f"| {pol} | {np.mean([t['by_policy'][pol]['ops_per_s'] for t in cbs]):,.0f} | "
-              f"{np.mean([t['by_policy'][pol]['ops_per_cpu_s'] for t in cbs]):,.0f} | x{w['gmean']:.3f} "
-              f"({w['min']:.3f}..{w['max']:.3f}) | x{c['gmean']:.3f} ({c['min']:.3f}..{c['max']:.3f}) | "
-              f"{v['coheavy_fraction']:.1%} |")
+        print(
+            f"| {pol} | {np.mean([t['by_policy'][pol]['ops_per_s'] for t in cbs]):,.0f} | "
+            f"{np.mean([t['by_policy'][pol]['ops_per_cpu_s'] for t in cbs]):,.0f} | x{w['gmean']:.3f} "
+            f"({w['min']:.3f}..{w['max']:.3f}) | x{c['gmean']:.3f} ({c['min']:.3f}..{c['max']:.3f}) | "
+            f"{v['coheavy_fraction']:.1%} |"
+        )
     print(f"\n{ov['text']}")
     return 0
 

@@ -41,32 +41,45 @@ def main() -> int:
     cpu = online_cpus()[-1]
     hz = tsc_hz()
     threshold = round(1000 * hz / 1e9)  # the default 1 us threshold, in cycles
-    out = subprocess.run([str(native_bin("jitterscope-probe")), "--bench-loop", str(cpu),
-                          "--bench-iters", "20000000", "--bench-repeats", "21",
-                          "--threshold-cycles", str(threshold)],
-                         capture_output=True, text=True, timeout=300, check=True)
+    out = subprocess.run(
+        [
+            str(native_bin("jitterscope-probe")),
+            "--bench-loop",
+            str(cpu),
+            "--bench-iters",
+            "20000000",
+            "--bench-repeats",
+            "21",
+            "--threshold-cycles",
+            str(threshold),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
     r = json.loads(out.stdout)
     ns = 1e9 / hz
     ratio = r["ratio_min"]
     ok = ratio <= TARGET
     v = r["variants_min"]
-    body = f"""Probe loop cost / bare rdtsc loop cost, same CPU (CPU {cpu}), {r['repeats']} interleaved
-repeats of {r['iterations']:,} iterations each; fastest repeat of each (the least disturbed
+    body = f"""Probe loop cost / bare rdtsc loop cost, same CPU (CPU {cpu}), {r["repeats"]} interleaved
+repeats of {r["iterations"]:,} iterations each; fastest repeat of each (the least disturbed
 by other tasks on this shared machine) (`benchmarks/bench_probe.py`,
-{datetime.now(timezone.utc).strftime('%Y-%m-%d')}).
+{datetime.now(timezone.utc).strftime("%Y-%m-%d")}).
 Machine: {machine()}; TSC {hz / 1e6:.3f} MHz.
 
 | loop | cycles/iteration | ns/iteration |
 |---|---|---|
-| bare `rdtsc` | {r['bare_min']:.2f} | {r['bare_min'] * ns:.2f} |
-| probe loop (rdtsc, min, threshold {threshold} cycles, ring) | {r['probe_min']:.2f} | {r['probe_min'] * ns:.2f} |
-| bare `rdtscp` (not used) | {v['rdtscp']:.2f} | {v['rdtscp'] * ns:.2f} |
-| bare `lfence; rdtsc` (not used) | {v['lfence_rdtsc']:.2f} | {v['lfence_rdtsc'] * ns:.2f} |
+| bare `rdtsc` | {r["bare_min"]:.2f} | {r["bare_min"] * ns:.2f} |
+| probe loop (rdtsc, min, threshold {threshold} cycles, ring) | {r["probe_min"]:.2f} | {r["probe_min"] * ns:.2f} |
+| bare `rdtscp` (not used) | {v["rdtscp"]:.2f} | {v["rdtscp"] * ns:.2f} |
+| bare `lfence; rdtsc` (not used) | {v["lfence_rdtsc"]:.2f} | {v["lfence_rdtsc"] * ns:.2f} |
 
-**Ratio probe / bare rdtsc: {ratio:.3f}** (fastest repeats; median of the {r['repeats']} paired
-per-repeat ratios {r['ratio_paired_median']:.3f}) — target <= {TARGET}: {'met' if ok else 'NOT met'}.
-Fastest single probe iteration: {r['probe_min_loop_cycles']} cycles. A fenced read costs
-{v['rdtscp'] / r['bare_min']:.2f}x a plain one here, which alone would break the target,
+**Ratio probe / bare rdtsc: {ratio:.3f}** (fastest repeats; median of the {r["repeats"]} paired
+per-repeat ratios {r["ratio_paired_median"]:.3f}) — target <= {TARGET}: {"met" if ok else "NOT met"}.
+Fastest single probe iteration: {r["probe_min_loop_cycles"]} cycles. A fenced read costs
+{v["rdtscp"] / r["bare_min"]:.2f}x a plain one here, which alone would break the target,
 so the loop uses plain `rdtsc`; one-off timestamps (alignment markers, injector truth) use
 `lfence; rdtsc; lfence`.
 """

@@ -65,25 +65,46 @@ def _us(v: float | None) -> str:
 
 def mechanism(tmp: Path, targets: Targets) -> str:
     syn = f"sh -c 'echo -19 > /proc/self/autogroup; exec nice -n -19 {SYN} --buffer 262144'"
-    rows = [("| actuator | Ts/S | law's share | progress ratio | CPU-share ratio | Ts p50 / p99 / max (us) | "
-             "S p50 / p99 (us) | stop latency p50 / p99 (us) | controller CPU | target |"), "|" + "---|" * 10]
-    cases = [(a, "100us", "900us", 0.03) for a in ("rt", "sigstop", "freezer:v2", "freezer:v1")] + \
-            [(a, "500us", "500us", 0.05) for a in ("rt", "sigstop", "freezer:v2")] + \
-            [("cfs", "1ms", "9ms", None), ("cfs", "1ms", "1ms", None)]
+    rows = [
+        (
+            "| actuator | Ts/S | law's share | progress ratio | CPU-share ratio | Ts p50 / p99 / max (us) | "
+            "S p50 / p99 (us) | stop latency p50 / p99 (us) | controller CPU | target |"
+        ),
+        "|" + "---|" * 10,
+    ]
+    cases = (
+        [(a, "100us", "900us", 0.03) for a in ("rt", "sigstop", "freezer:v2", "freezer:v1")]
+        + [(a, "500us", "500us", 0.05) for a in ("rt", "sigstop", "freezer:v2")]
+        + [("cfs", "1ms", "9ms", None), ("cfs", "1ms", "1ms", None)]
+    )
     for act, ts, s, tol in cases:
-        r = run(tmp, best_effort_cmd=[syn], actuator=act, signal="always", sample=ts, suspend=s,
-                duration="6s", compare="250ms")
+        r = run(
+            tmp,
+            best_effort_cmd=[syn],
+            actuator=act,
+            signal="always",
+            sample=ts,
+            suspend=s,
+            duration="6s",
+            compare="250ms",
+        )
         c = next(iter(r["cpus"].values()))
         on, off = r["phases"]["protected"]["best_effort"], r["phases"]["unprotected"]["best_effort"]
         cpu_ratio = on["cpu_share"] / off["cpu_share"] if off["cpu_share"] else None
-        ok = "absolute cap: protected CPU share " + f"{on['cpu_share']:.3f}" if tol is None else \
-            targets.check(f"{act} {ts}/{s}", abs(r["progress_ratio"] - r["expected_share"]) <= tol)
+        ok = (
+            "absolute cap: protected CPU share " + f"{on['cpu_share']:.3f}"
+            if tol is None
+            else targets.check(f"{act} {ts}/{s}", abs(r["progress_ratio"] - r["expected_share"]) <= tol)
+        )
         sd, sl, sp = c["sampling_ns"], c["stop_latency_ns"] or {}, c["suspension_ns"] or {}
-        rows.append(f"| {act} | {ts}/{s} | {r['expected_share']:.2f} | {r['progress_ratio']:.3f} | "
-                    f"{cpu_ratio:.3f} | {_us(sd['p50'])} / {_us(sd['p99'])} / {_us(sd['max'])} | "
-                    f"{_us(sp.get('p50'))} / {_us(sp.get('p99'))} | {_us(sl.get('p50'))} / {_us(sl.get('p99'))} | "
-                    f"{(c['controller_cpu_share'] or 0) * 100:.1f}%"
-                    + (f" + {c['spin_share'] * 100:.0f}% spin" if c["spin_share"] else "") + f" | {ok} |")
+        rows.append(
+            f"| {act} | {ts}/{s} | {r['expected_share']:.2f} | {r['progress_ratio']:.3f} | "
+            f"{cpu_ratio:.3f} | {_us(sd['p50'])} / {_us(sd['p99'])} / {_us(sd['max'])} | "
+            f"{_us(sp.get('p50'))} / {_us(sp.get('p99'))} | {_us(sl.get('p50'))} / {_us(sl.get('p99'))} | "
+            f"{(c['controller_cpu_share'] or 0) * 100:.1f}%"
+            + (f" + {c['spin_share'] * 100:.0f}% spin" if c["spin_share"] else "")
+            + f" | {ok} |"
+        )
         shutil.rmtree(r["_run_dir"], ignore_errors=True)
     return "\n".join(rows)
 
@@ -92,16 +113,18 @@ def cache_cost(tmp: Path) -> str:
     syn = f"sh -c 'echo -19 > /proc/self/autogroup; exec nice -n -19 {SYN} --buffer 16777216'"
     r = run(tmp, best_effort_cmd=[syn], actuator="rt", signal="always", duration="6s", compare="250ms")
     on, off = r["phases"]["protected"]["best_effort"], r["phases"]["unprotected"]["best_effort"]
-    return (f"With a 16 MiB buffer (LLC-sized) at 100/900 (rt): progress ratio {r['progress_ratio']:.3f}, CPU-share "
-            f"ratio {on['cpu_share'] / off['cpu_share']:.3f}; bytes per CPU-second "
-            f"{off['progress_bytes_per_s'] / off['cpu_share'] / 1e9:.1f} GB unprotected, "
-            f"{on['progress_bytes_per_s'] / on['cpu_share'] / 1e9:.1f} GB protected.")
+    return (
+        f"With a 16 MiB buffer (LLC-sized) at 100/900 (rt): progress ratio {r['progress_ratio']:.3f}, CPU-share "
+        f"ratio {on['cpu_share'] / off['cpu_share']:.3f}; bytes per CPU-second "
+        f"{off['progress_bytes_per_s'] / off['cpu_share'] / 1e9:.1f} GB unprotected, "
+        f"{on['progress_bytes_per_s'] / on['cpu_share'] / 1e9:.1f} GB protected."
+    )
 
 
 def _be_sets(tmp: Path) -> dict[str, str]:
     src = ROOT / "src/jitterscope/native/traceparse.c"
     blob = tmp / "blob"
-    with open(blob, "wb") as f:       # compressible, not trivial: the package's own sources, repeated
+    with open(blob, "wb") as f:  # compressible, not trivial: the package's own sources, repeated
         data = b"".join(p.read_bytes() for p in sorted((ROOT / "src/jitterscope").rglob("*.py")))
         while f.tell() < 8 << 20:
             f.write(data)
@@ -131,10 +154,12 @@ def pipeline_cmd(tmp: Path) -> str:
     any run here (protect stops it at --duration).  It publishes one heartbeat per iteration by itself.
     --wait hybrid: with --priority it would spin between releases, a SCHED_FIFO thread using its whole CPU,
     which the kernel's RT throttling stops for 50 ms every second (sched_rt_runtime_us)."""
-    js = Path(sys.executable).parent / "jitterscope"   # it takes ~4 s to start here: calibrate it for 15 s
-    return (f"sh -c 'exec {js} pipeline run {ROOT / 'examples/pipeline/appendix.yaml'} --threads 1 "
-            f"--cpus {online_cpus()[0]} --priority fifo:10 --wait hybrid --period 4ms --iterations 100000 --no-report "
-            f"--out $(mktemp -u -p {tmp} pipeline-XXXXXX)'")
+    js = Path(sys.executable).parent / "jitterscope"  # it takes ~4 s to start here: calibrate it for 15 s
+    return (
+        f"sh -c 'exec {js} pipeline run {ROOT / 'examples/pipeline/appendix.yaml'} --threads 1 "
+        f"--cpus {online_cpus()[0]} --priority fifo:10 --wait hybrid --period 4ms --iterations 100000 --no-report "
+        f"--out $(mktemp -u -p {tmp} pipeline-XXXXXX)'"
+    )
 
 
 def _after_warmup(summ: dict[str, Any], warmup_s: float) -> dict[str, Any]:
@@ -156,40 +181,69 @@ def _after_warmup(summ: dict[str, Any], warmup_s: float) -> dict[str, Any]:
     return summ
 
 
-def table_4_4(tmp: Path, critical: str = CHASE, be_sets: dict[str, str] | None = None, cal: str = "3s",
-              warmup_s: float = 0.0) -> str:
+def table_4_4(
+    tmp: Path, critical: str = CHASE, be_sets: dict[str, str] | None = None, cal: str = "3s", warmup_s: float = 0.0
+) -> str:
     """Each duty-cycled configuration runs with --compare: its unprotected phases are the congested row
     of the same run, interleaved every 250 ms, so load elsewhere on this shared machine hits both alike.
     `cal`: each calibration point's duration (a critical program that starts slowly needs longer)."""
-    rows = ["| best-effort | configuration | mean (us) | sigma (us) | p99 (us) | max (us) | best-effort throughput "
-            "| of congested |", "|---|---|---|---|---|---|---|---|"]
-    base = _after_warmup(run(tmp, critical_cmd=critical, duration="8s", signal="none", actuator="none"),
-                         warmup_s)["critical"]
+    rows = [
+        "| best-effort | configuration | mean (us) | sigma (us) | p99 (us) | max (us) | best-effort throughput "
+        "| of congested |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    base = _after_warmup(run(tmp, critical_cmd=critical, duration="8s", signal="none", actuator="none"), warmup_s)[
+        "critical"
+    ]
     rows.append(f"| (none) | baseline | {_lat(base)} | - | - |")
     deadline = base["p99_ns"] * 1.1
     for name, cmd in (be_sets or _be_sets(tmp)).items():
         cal_file = tmp / f"cal-{name[:3]}.json"
         from jitterscope.cli import main as cli
 
-        cli(["protect", "calibrate", "--critical-cmd", critical, "--best-effort-cmd", cmd, "--duration", cal,
-             "--warmup", f"{warmup_s}s", "--out", str(cal_file)])
-        configs = [("duty-cycled 500/500", {"sample": "500us", "suspend": "500us"}),
-                   ("duty-cycled 100/900", {}),
-                   (f"slack-driven (deadline {deadline / 1e3:.0f} us)",
-                    {"law": "slack", "calibration": str(cal_file), "deadline": f"{deadline:.0f}ns"})]
+        cli(
+            [
+                "protect",
+                "calibrate",
+                "--critical-cmd",
+                critical,
+                "--best-effort-cmd",
+                cmd,
+                "--duration",
+                cal,
+                "--warmup",
+                f"{warmup_s}s",
+                "--out",
+                str(cal_file),
+            ]
+        )
+        configs = [
+            ("duty-cycled 500/500", {"sample": "500us", "suspend": "500us"}),
+            ("duty-cycled 100/900", {}),
+            (
+                f"slack-driven (deadline {deadline / 1e3:.0f} us)",
+                {"law": "slack", "calibration": str(cal_file), "deadline": f"{deadline:.0f}ns"},
+            ),
+        ]
         for label, extra in configs:
             try:
-                r = _after_warmup(run(tmp, critical_cmd=critical, best_effort_cmd=[cmd], duration="10s",
-                                      compare="250ms", **extra), warmup_s)
+                r = _after_warmup(
+                    run(tmp, critical_cmd=critical, best_effort_cmd=[cmd], duration="10s", compare="250ms", **extra),
+                    warmup_s,
+                )
             except Exception as err:  # noqa: BLE001 - a row that cannot run says why
                 rows.append(f"| {name} | {label} | {str(err)[:80]} | | | | | |")
                 continue
             on, off = r["phases"]["protected"], r["phases"]["unprotected"]
             ratio = f"{r['progress_ratio']:.2f}" if r["progress_ratio"] is not None else "-"
-            rows.append(f"| {name} | congested (interleaved with the next row) | {_lat(off['critical'])} | "
-                        f"{_tput(name, off['best_effort'])} | 1 |")
-            rows.append(f"| {name} | {label} [{r['signal']}, S {r['suspend_ns'] / 1e3:.0f} us] | "
-                        f"{_lat(on['critical'])} | {_tput(name, on['best_effort'])} | {ratio} |")
+            rows.append(
+                f"| {name} | congested (interleaved with the next row) | {_lat(off['critical'])} | "
+                f"{_tput(name, off['best_effort'])} | 1 |"
+            )
+            rows.append(
+                f"| {name} | {label} [{r['signal']}, S {r['suspend_ns'] / 1e3:.0f} us] | "
+                f"{_lat(on['critical'])} | {_tput(name, on['best_effort'])} | {ratio} |"
+            )
             shutil.rmtree(r["_run_dir"], ignore_errors=True)
     return "\n".join(rows)
 
@@ -206,10 +260,9 @@ def main() -> int:
         cache = cache_cost(tmp)
         print(cache, flush=True)
         t44 = table_4_4(tmp)
-        t44p = table_4_4(tmp, pipeline_cmd(tmp), {"Syn 'C'": _be_sets(tmp)["Syn 'C'"]}, cal="15s",
-                         warmup_s=1.0)
+        t44p = table_4_4(tmp, pipeline_cmd(tmp), {"Syn 'C'": _be_sets(tmp)["Syn 'C'"]}, cal="15s", warmup_s=1.0)
     body = f"""Machine: {cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}; shared with other
-engineers' work while measured ({datetime.now(timezone.utc).strftime('%Y-%m-%d')}).
+engineers' work while measured ({datetime.now(timezone.utc).strftime("%Y-%m-%d")}).
 
 Mechanism (Syn 'C' with a 256 KiB buffer on CPU {online_cpus()[-1]}, `--signal always`, 6 s, phases of
 250 ms interleaved):

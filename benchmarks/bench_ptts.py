@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support: the brute-force reference
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: the brute-force reference
 
 from jitterscope.ptts import exact, simulate, stats  # noqa: E402
 from jitterscope.ptts.model import load_model  # noqa: E402
@@ -49,16 +49,20 @@ def main() -> int:
         reps = 3 if cfg == "c" else 7
         best, med, cpu, r = best_of(reps, lambda m=m: exact.analyse(m))
         est = exact.estimate(m)
-        print(f"config {cfg}: {r.trees:,} latency trees (thesis table 5.2: "
-              f"{ {'a': 136, 'b': 13861, 'c': 1388611}[cfg]:,}), {r.states:,} states expanded; exact analysis "
-              f"best {best:.3f} s, median {med:.3f} s, CPU {cpu:.3f} s (seed: {thesis_ms[cfg] / 1000:g} s); "
-              f"predicted {est.seconds:.3f} s; loss {r.loss:.3e}; sum of probabilities - 1 = "
-              f"{r.latency.probs.sum() - 1:+.1e}")
+        print(
+            f"config {cfg}: {r.trees:,} latency trees (thesis table 5.2: "
+            f"{ {'a': 136, 'b': 13861, 'c': 1388611}[cfg]:,}), {r.states:,} states expanded; exact analysis "
+            f"best {best:.3f} s, median {med:.3f} s, CPU {cpu:.3f} s (seed: {thesis_ms[cfg] / 1000:g} s); "
+            f"predicted {est.seconds:.3f} s; loss {r.loss:.3e}; sum of probabilities - 1 = "
+            f"{r.latency.probs.sum() - 1:+.1e}"
+        )
         if cfg == "c":
             met = best < 5.0
             ok &= met
-            print(f"  configuration c under 5 s: {'met' if met else 'NOT met'} "
-                  f"({thesis_ms['c'] / 1000 / best:.0f}x faster than the thesis's 298 s)")
+            print(
+                f"  configuration c under 5 s: {'met' if met else 'NOT met'} "
+                f"({thesis_ms['c'] / 1000 / best:.0f}x faster than the thesis's 298 s)"
+            )
     print(f"  peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
     # 2. thesis table 5.4: exact vs Monte Carlo of 10,000 iterations on the X-ray case study
@@ -73,10 +77,12 @@ def main() -> int:
             met = ratio >= 10
             ok &= met
             note = f" (target >= 10x: {'met' if met else 'NOT met'})"
-        print(f"X-ray configuration {cfg} ({r.trees:,} trees): exact best {te * 1e3:.2f} ms (median "
-              f"{te_med * 1e3:.2f}), Monte Carlo 10,000 frames best {ts * 1e3:.1f} ms (median {ts_med * 1e3:.1f}); "
-              f"exact {ratio:.0f}x faster{note}; Monte Carlo Kolmogorov distance {d['kolmogorov']:.4f} "
-              f"(95% DKW band {stats.dkw_band(10_000):.4f})")
+        print(
+            f"X-ray configuration {cfg} ({r.trees:,} trees): exact best {te * 1e3:.2f} ms (median "
+            f"{te_med * 1e3:.2f}), Monte Carlo 10,000 frames best {ts * 1e3:.1f} ms (median {ts_med * 1e3:.1f}); "
+            f"exact {ratio:.0f}x faster{note}; Monte Carlo Kolmogorov distance {d['kolmogorov']:.4f} "
+            f"(95% DKW band {stats.dkw_band(10_000):.4f})"
+        )
 
     # 3. the worked example: exact vs brute-force enumeration of all 203 x 3000 latency combinations
     m = load_model(EX / "thesis-example.yaml")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))   # tests.support: synthetic noise runs
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: synthetic noise runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from benchlib import Targets  # noqa: E402
@@ -26,6 +26,7 @@ from tests.support.noise_runs import periodic_source, write_noise_run  # noqa: E
 def machine() -> str:
     model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
     import os
+
     return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}"
 
 
@@ -47,24 +48,33 @@ def main() -> int:
     job = Job((10**9,), (10**4,), 10e-3, replications=100)
     t1, sim = best_of(3, lambda: simulate(spec, job))
     r = sim.point(10**9, 10**4)
-    print(f"order-statistic N=1e9 P=1e4 R=100: {t1:.3f} s (target < 2 s: "
-          f"{targets.check('order statistics at N=1e9 under 2 s', t1 < 2)})  runtime {r.runtime_s:.3f} s, "
-          f"exact {r.expected_s:.3f} s, CI [{r.ci95_s[0]:.3f}, {r.ci95_s[1]:.3f}]")
+    print(
+        f"order-statistic N=1e9 P=1e4 R=100: {t1:.3f} s (target < 2 s: "
+        f"{targets.check('order statistics at N=1e9 under 2 s', t1 < 2)})  runtime {r.runtime_s:.3f} s, "
+        f"exact {r.expected_s:.3f} s, CI [{r.ci95_s[0]:.3f}, {r.ci95_s[1]:.3f}]"
+    )
 
     # 2. trace-driven 1e5 nodes x 100 phases, from a 10 s run with a 4 ms tick, TIMER softirq and a daemon
     with tempfile.TemporaryDirectory() as tmp:
-        run = write_noise_run(Path(tmp) / "run", [
-            periodic_source("irq", "local_timer", 1, 4e6, 3e3, 10e9, phase_ns=1000, jitter_ns=300, seed=1),
-            periodic_source("softirq", "TIMER", 1, 8e6, 2e3, 10e9, phase_ns=5000, jitter_ns=300, seed=2),
-            periodic_source("thread", "daemon", 1, 0.5e9, 300e3, 10e9, phase_ns=1.23e8, seed=3),
-            periodic_source("irq", "local_timer", 2, 4e6, 3e3, 10e9, phase_ns=2000, jitter_ns=300, seed=4)], 10.0)
+        run = write_noise_run(
+            Path(tmp) / "run",
+            [
+                periodic_source("irq", "local_timer", 1, 4e6, 3e3, 10e9, phase_ns=1000, jitter_ns=300, seed=1),
+                periodic_source("softirq", "TIMER", 1, 8e6, 2e3, 10e9, phase_ns=5000, jitter_ns=300, seed=2),
+                periodic_source("thread", "daemon", 1, 0.5e9, 300e3, 10e9, phase_ns=1.23e8, seed=3),
+                periodic_source("irq", "local_timer", 2, 4e6, 3e3, 10e9, phase_ns=2000, jitter_ns=300, seed=4),
+            ],
+            10.0,
+        )
         for phase in (1e-3, 10e-3):
             tjob = Job((10**5,), (100,), phase, replications=1)
             t2, tsim = best_of(1, lambda tjob=tjob: simulate(parse_noise(str(run)), tjob))
             what = f"trace-driven 1e5 nodes, {phase * 1e3:g} ms phases, under 30 s"
-            print(f"trace-driven 1e5 nodes x 100 phases of {phase * 1e3:g} ms (barrier, 17 rounds): {t2:.2f} s "
-                  f"(target < 30 s: {targets.check(what, t2 < 30)})"
-                  f"  slowdown {tsim.point(10**5, 100).slowdown:.3%}")
+            print(
+                f"trace-driven 1e5 nodes x 100 phases of {phase * 1e3:g} ms (barrier, 17 rounds): {t2:.2f} s "
+                f"(target < 30 s: {targets.check(what, t2 < 30)})"
+                f"  slowdown {tsim.point(10**5, 100).slowdown:.3%}"
+            )
 
     # 3. order statistics vs brute force at N = 1e5 (P = 200 phases, 5 replications)
     n, p, reps = 10**5, 200, 5
@@ -83,11 +93,13 @@ def main() -> int:
     tb, b = best_of(1, brute)
     te, e = best_of(5, exact)
     se = math.sqrt(b.var(ddof=1) / reps + e.var(ddof=1) / reps)
-    print(f"N=1e5 P={p} R={reps}: brute force {tb:.2f} s, order statistics {te * 1e3:.2f} ms, "
-          f"speed-up {tb / te:.0f}x "
-          f"(target >= 100x: {targets.check('order statistics 100x brute force', tb / te >= 100)}); "
-          f"mean per phase {b.mean() / p * 1e3:.4f} vs "
-          f"{e.mean() / p * 1e3:.4f} ms, difference {abs(b.mean() - e.mean()) / se:.2f} standard errors")
+    print(
+        f"N=1e5 P={p} R={reps}: brute force {tb:.2f} s, order statistics {te * 1e3:.2f} ms, "
+        f"speed-up {tb / te:.0f}x "
+        f"(target >= 100x: {targets.check('order statistics 100x brute force', tb / te >= 100)}); "
+        f"mean per phase {b.mean() / p * 1e3:.4f} vs "
+        f"{e.mean() / p * 1e3:.4f} ms, difference {abs(b.mean() - e.mean()) / se:.2f} standard errors"
+    )
     return targets.exit_code()
 
 

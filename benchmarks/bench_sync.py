@@ -102,8 +102,10 @@ def real(prog: list[str], out_ext: str, data: Path, raw: str, variants: tuple[st
     for k, v in t.items():
         w, c = statistics.median(x for x, _ in v), statistics.median(y for _, y in v)
         spread = f"{min(x for x, _ in v) * 1e3:.0f}..{max(x for x, _ in v) * 1e3:.0f}"
-        print(f"{' '.join(prog)} [{k}]: wall {w * 1e3:.0f} ms ({spread}) x{w / wall0:.3f}, "
-              f"CPU {c * 1e3:.0f} ms x{c / cpu0:.3f}")
+        print(
+            f"{' '.join(prog)} [{k}]: wall {w * 1e3:.0f} ms ({spread}) x{w / wall0:.3f}, "
+            f"CPU {c * 1e3:.0f} ms x{c / cpu0:.3f}"
+        )
 
 
 def storm(tmp: str) -> None:
@@ -123,8 +125,10 @@ def storm(tmp: str) -> None:
         logs = read_logs(raw)
         n = sum(len(lg.records) for lg in logs)
         d = sum(int(lg.header["dropped"]) for lg in logs)
-        print(f"storm {pairs} pair(s): {n:,} records in {wall:.2f} s = {n / wall:,.0f} records/s written, "
-              f"{d:,} dropped ({d / max(n + d, 1):.2%})")
+        print(
+            f"storm {pairs} pair(s): {n:,} records in {wall:.2f} s = {n / wall:,.0f} records/s written, "
+            f"{d:,} dropped ({d / max(n + d, 1):.2%})"
+        )
 
 
 def main() -> int:
@@ -136,7 +140,7 @@ def main() -> int:
         uncontended(prog, raw)
         storm(tmp)
         data = Path(tmp) / "data.bin"
-        data.write_bytes((os.urandom(1 << 20) + bytes(range(256)) * 4096) * 16)   # 33.5 MB
+        data.write_bytes((os.urandom(1 << 20) + bytes(range(256)) * 4096) * 16)  # 33.5 MB
         real(["xz", "-T2", "-k", "-f", "-3"], ".xz", data, raw, ("on", "on, JS_SYNC_SLEEP_CHECK=0"))
         real(["zstd", "-T2", "-k", "-f", "-q", "-3"], ".zst", data, raw)
         real(["pigz", "-p", "2", "-k", "-f"], ".gz", data, raw)

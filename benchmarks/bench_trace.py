@@ -27,7 +27,7 @@ from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))   # tests.support: the context-switch storm
+sys.path.insert(0, str(ROOT))  # tests.support: the context-switch storm
 
 from benchlib import section  # noqa: E402
 
@@ -76,7 +76,7 @@ def replicate(src: Path, dst: Path, target_events: int) -> int:
         if not c or not data:
             continue
         span = int(c["last_tsc"]) - int(c["first_tsc"]) + 1000
-        pages = [bytearray(data[i:i + page]) for i in range(0, len(data) - page + 1, page)]
+        pages = [bytearray(data[i : i + page]) for i in range(0, len(data) - page + 1, page)]
         with open(dst / raw.name, "wb") as fh:
             for k in range(copies):
                 for p in pages:
@@ -131,8 +131,9 @@ def main() -> int:
             e2e_wall.append(time.perf_counter() - t0)
             after = resource.getrusage(resource.RUSAGE_CHILDREN)
             # parser and Python run one after the other: their CPU times add up on one core
-            e2e_cpu.append(time.process_time() - c0 + (after.ru_utime - before.ru_utime)
-                           + (after.ru_stime - before.ru_stime))
+            e2e_cpu.append(
+                time.process_time() - c0 + (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            )
             assert td.n_events == events
             del td
     cpu_s = statistics.median(c for _, c, _ in native)
@@ -142,8 +143,10 @@ def main() -> int:
     rate_cpu, rate_wall, rate_e2e = events / cpu_s, events / wall_s, events / e2e_s
     print(f"{events} events ({size_mb:.0f} MB raw, {intervals} intervals, {segments} segments)")
     print(f"native parser: {cpu_s:.3f} s CPU, {wall_s:.3f} s wall -> {rate_cpu / 1e6:.1f} M events/s (CPU)")
-    print(f"parse_trace end to end: {e2e_s:.3f} s CPU -> {rate_e2e / 1e6:.1f} M events/s; "
-          f"wall min {e2e_wall_min:.3f} s, median {e2e_wall_med:.3f} s")
+    print(
+        f"parse_trace end to end: {e2e_s:.3f} s CPU -> {rate_e2e / 1e6:.1f} M events/s; "
+        f"wall min {e2e_wall_min:.3f} s, median {e2e_wall_med:.3f} s"
+    )
     met = "met" if rate_e2e >= TARGET else "NOT met"
     body = f"""\
 Raw trace pages → nested activity intervals + exclusive segments
@@ -151,7 +154,7 @@ Raw trace pages → nested activity intervals + exclusive segments
 replicated (shifted in time) to {events:,} kernel events ({size_mb:.0f} MB of raw pages,
 {intervals:,} intervals, {segments:,} segments). {REPEATS} runs each, warm page cache.
 Machine: {sysinfo.cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}
-({sysinfo.virtualization() or 'bare metal'}).
+({sysinfo.virtualization() or "bare metal"}).
 
 | stage | time | kernel events / s |
 |---|---|---|

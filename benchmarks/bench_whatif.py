@@ -39,15 +39,32 @@ from tests.support.cachesim_ref import RefSim  # noqa: E402
 N = 100_000_000
 CACHE_TARGET_S = 60.0
 DVFS_TARGET_S = 10.0
-CFG = dict(l1_sets=512, l1_ways=2, l1_line_shift=5, l2_sets=1024, l2_ways=4, os_sets=256, os_ways=4, overflow=1,
-           flush=1, migrate_back=1, prefetch_lines=0, pin=0, pin_pct=95, prefetch_pct=90, active_mult=256, ema_shift=3)
+CFG = dict(
+    l1_sets=512,
+    l1_ways=2,
+    l1_line_shift=5,
+    l2_sets=1024,
+    l2_ways=4,
+    os_sets=256,
+    os_ways=4,
+    overflow=1,
+    flush=1,
+    migrate_back=1,
+    prefetch_lines=0,
+    pin=0,
+    pin_pct=95,
+    prefetch_pct=90,
+    active_mult=256,
+    ema_shift=3,
+)
 
 
 def trace(n: int) -> np.ndarray:
     """A program sweeping 4 MiB in 8-byte strides with a hot 16 KiB region every 4th access; 1 in 3 stores."""
     i = np.arange(n, dtype=np.uint64)
-    addr = np.where(i % np.uint64(4) == 0, (i * np.uint64(40)) % np.uint64(16384),
-                    (i * np.uint64(8)) % np.uint64(4 << 20))
+    addr = np.where(
+        i % np.uint64(4) == 0, (i * np.uint64(40)) % np.uint64(16384), (i * np.uint64(8)) % np.uint64(4 << 20)
+    )
     return (addr << np.uint64(2)) | (i % np.uint64(3) == 0).astype(np.uint64)
 
 
@@ -88,8 +105,18 @@ def barrier_program(seconds: float, period_ns: int = 2_000_000) -> Program:
         for tid in (1, 2):
             end = t + period_ns - 50_000 * tid
             items[tid].append(Segment(t, end, [(t + 300_000 * tid, t + 300_000 * tid + 40_000)]))
-            items[tid].append(Wait(2 * r + tid, "barrier", 1, end, t + period_ns, t + period_ns - 50_000, 1,
-                                   100_000 if (r + tid) % 5 == 0 else 0))
+            items[tid].append(
+                Wait(
+                    2 * r + tid,
+                    "barrier",
+                    1,
+                    end,
+                    t + period_ns,
+                    t + period_ns - 50_000,
+                    1,
+                    100_000 if (r + tid) % 5 == 0 else 0,
+                )
+            )
     threads = {tid: Thread(tid, 0, None, 0, int(seconds * 1e9), its) for tid, its in items.items()}
     return Program(threads, 0, 0, int(seconds * 1e9))
 
@@ -99,8 +126,9 @@ def _ref_plans(prog: Program, mode: R.Mode, ops: object = None) -> dict[int, R._
     out = {}
     for tid, p in dvfs_ref.plan_all(prog, mode).items():
         s = np.array(p.subs, dtype=float).reshape(-1, 5)
-        out[tid] = R._Plan(p.maps, s[:, 0].astype(np.int64), s[:, 1], s[:, 2], s[:, 3], s[:, 4], p.end_j, p.busy,
-                           p.energy)
+        out[tid] = R._Plan(
+            p.maps, s[:, 0].astype(np.int64), s[:, 1], s[:, 2], s[:, 3], s[:, 4], p.end_j, p.busy, p.energy
+        )
     return out
 
 
@@ -109,7 +137,7 @@ def dvfs_bench(prog: Program) -> tuple[float, float, float, dict]:
     t, c = time.perf_counter(), time.process_time()
     res, _ = dvfs(prog, DvfsOptions(Controller()), want_trace=False)
     wall, native = time.perf_counter() - t, time.process_time() - c
-    D.plan_all = _ref_plans                                         # type: ignore[assignment]
+    D.plan_all = _ref_plans  # type: ignore[assignment]
     try:
         c = time.process_time()
         ref, _ = dvfs(prog, DvfsOptions(Controller()), want_trace=False)
@@ -133,14 +161,19 @@ def capture_bench() -> str:
             subprocess.run(cmd, stdout=subprocess.DEVNULL, check=True)
             bare = time.perf_counter() - t
             t = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "jitterscope", "whatif", "capture", "--out", f"{tmp}/t.npy", "--",
-                            *cmd], stdout=subprocess.DEVNULL, check=True)
+            subprocess.run(
+                [sys.executable, "-m", "jitterscope", "whatif", "capture", "--out", f"{tmp}/t.npy", "--", *cmd],
+                stdout=subprocess.DEVNULL,
+                check=True,
+            )
             cap = time.perf_counter() - t
             info = json.loads(Path(f"{tmp}/t.npy.json").read_text())
-        rows.append(f"| `whatif capture` of `xz -0` on 20 KB: {info['recorded']:,} lackey lines "
-                    f"({info['accesses']:,} data accesses), wall | {cap:.1f} s "
-                    f"({info['recorded'] / cap / 1e6:.2f} M lines/s; bare run "
-                    f"{bare * 1e3:.0f} ms: x{cap / bare:,.0f}) | - |")
+        rows.append(
+            f"| `whatif capture` of `xz -0` on 20 KB: {info['recorded']:,} lackey lines "
+            f"({info['accesses']:,} data accesses), wall | {cap:.1f} s "
+            f"({info['recorded'] / cap / 1e6:.2f} M lines/s; bare run "
+            f"{bare * 1e3:.0f} ms: x{cap / bare:,.0f}) | - |"
+        )
     rng = np.random.default_rng(3)
     n = 2_000_000
     addr = rng.integers(1 << 12, 1 << 40, n)
@@ -153,9 +186,11 @@ def capture_bench() -> str:
     slow, _, _ = lackey._slow(log.split(b"\n"))
     slow_s = time.process_time() - c
     assert fast.tolist() == slow
-    rows.append(f"| lackey text -> words, 2,000,000 lines ({len(log) / 1e6:.0f} MB): numpy chunks vs line by line, "
-                f"CPU | "
-                f"{fast_s:.2f} s vs {slow_s:.2f} s ({n / fast_s / 1e6:.1f} vs {n / slow_s / 1e6:.1f} M lines/s) | - |")
+    rows.append(
+        f"| lackey text -> words, 2,000,000 lines ({len(log) / 1e6:.0f} MB): numpy chunks vs line by line, "
+        f"CPU | "
+        f"{fast_s:.2f} s vs {slow_s:.2f} s ({n / fast_s / 1e6:.1f} vs {n / slow_s / 1e6:.1f} M lines/s) | - |"
+    )
     return "\n".join(rows)
 
 
@@ -174,7 +209,7 @@ def main() -> int:
 | same, pure-Python pass 1 (tests/support/dvfs_ref.py) side by side, identical result | {py_s:.1f} s CPU: native {py_s / dvfs_s:.1f}x faster | - |
 | DVFS replay of 60 s of 2 threads meeting at a barrier every 2 ms (60,000 segments), CPU (wall) | {bar_s:.1f} s ({bar_wall:.1f} s) | < {DVFS_TARGET_S:.0f} s CPU |
 | same, pure-Python pass 1 side by side, identical result | {bar_py:.1f} s CPU: native {bar_py / bar_s:.1f}x faster | - |
-| of which the replay's k = 1 normalized time / removed share | {res['by_k'][0]['normalized']:.3f} / {res['by_k'][0]['removed']:.0%} | - |
+| of which the replay's k = 1 normalized time / removed share | {res["by_k"][0]["normalized"]:.3f} / {res["by_k"][0]["removed"]:.0%} | - |
 {capture_bench()}
 """  # noqa: E501
     section("## whatif (`benchmarks/bench_whatif.py`)", body)

@@ -78,8 +78,7 @@ def _episodes(spec: RunSpec, cpu: int, rng: np.random.Generator) -> list[list[tu
         if k % 250 == 7:  # once a second the timer queues vmstat work on a kworker
             s0 = ep[-1][1] + int(rng.integers(300, 900))
             wd = int(rng.lognormal(np.log(9000), 0.3))
-            ep.append((s0, s0 + wd, "thread", f"kworker/{cpu}:1", 0, str(40 + cpu),
-                       [("work", "vmstat_update")]))
+            ep.append((s0, s0 + wd, "thread", f"kworker/{cpu}:1", 0, str(40 + cpu), [("work", "vmstat_update")]))
         eps.append(ep)
     t = float(rng.uniform(0, spec.daemon_period_s)) * 1e9
     while t < dur - 1_000_000:
@@ -93,15 +92,30 @@ def _episodes(spec: RunSpec, cpu: int, rng: np.random.Generator) -> list[list[tu
         t = int(t)
         a = int(rng.lognormal(np.log(2500), 0.3))
         b = int(rng.lognormal(np.log(6000), 0.5))
-        eps.append([(t, t + a, "irq", "virtio0-input.0", 2, "27", []),
-                    (t + a + 80, t + a + 80 + b, "softirq", "NET_RX", 1, "3", [])])
+        eps.append(
+            [
+                (t, t + a, "irq", "virtio0-input.0", 2, "27", []),
+                (t + a + 80, t + a + 80 + b, "softirq", "NET_RX", 1, "3", []),
+            ]
+        )
     inj = spec.injector
     if inj is not None and inj.cpu == cpu:
         for t in range(int(rng.integers(0, inj.period_ns)), dur - inj.busy_ns - 10_000, inj.period_ns):
             a = int(rng.lognormal(np.log(2000), 0.2))
-            eps.append([(t, t + a, "irq", "local_timer", 2, "236", []),
-                        (t + a + 400, t + a + 400 + inj.busy_ns + int(rng.normal(0, 2000)),
-                         "thread", inj.name, 0, "4242", [])])
+            eps.append(
+                [
+                    (t, t + a, "irq", "local_timer", 2, "236", []),
+                    (
+                        t + a + 400,
+                        t + a + 400 + inj.busy_ns + int(rng.normal(0, 2000)),
+                        "thread",
+                        inj.name,
+                        0,
+                        "4242",
+                        [],
+                    ),
+                ]
+            )
     return eps
 
 
@@ -117,7 +131,7 @@ def _timeline(spec: RunSpec, rng: np.random.Generator):
                 continue
             last_end = end
             det.append((cpu, start, end - start))
-            for (s, e, kind, name, depth, detail, ann) in ep:
+            for s, e, kind, name, depth, detail, ann in ep:
                 act.append((cpu, s, e, kind, name, depth, detail))
                 for ak, an in ann:
                     a0 = s + (e - s) // 5
@@ -127,8 +141,7 @@ def _timeline(spec: RunSpec, rng: np.random.Generator):
                     m = s + (e - s) // 2
                     n = int(rng.lognormal(np.log(2500), 0.2))
                     act.append((cpu, m, m + n, "irq", "local_timer", 2, "236"))
-                    seg += [(cpu, s, m, kind, name), (cpu, m, m + n, "irq", "local_timer"),
-                            (cpu, m + n, e, kind, name)]
+                    seg += [(cpu, s, m, kind, name), (cpu, m, m + n, "irq", "local_timer"), (cpu, m + n, e, kind, name)]
                 else:
                     seg.append((cpu, s, e, kind, name))
         if spec.hypervisor_rate_hz:
@@ -167,8 +180,9 @@ def build_run(path: str | Path, spec: RunSpec | None = None, **overrides: Any) -
         ann = [a for a in act if a[3] in ("work", "timer")]
         if ann:
             an = np.array([a[:3] for a in ann], dtype=np.int64)
-            container, inside = attribute_annotations(an[:, 0], an[:, 1], an[:, 2], det_cpu, det_start,
-                                                      det_dur, s[:, 0], s[:, 1], s[:, 2], codes)
+            container, inside = attribute_annotations(
+                an[:, 0], an[:, 1], an[:, 2], det_cpu, det_start, det_dur, s[:, 0], s[:, 1], s[:, 2], codes
+            )
             per: dict[int, dict[str, int]] = {}
             for c, ns, a in zip(container, inside, ann):
                 if c and ns > 0:
@@ -177,51 +191,106 @@ def build_run(path: str | Path, spec: RunSpec | None = None, **overrides: Any) -
             functions = {c: sorted(v, key=lambda n: -v[n]) for c, v in per.items()}
         activity = act
     else:
-        att = attribute(det_cpu, det_start, det_dur, np.zeros(0, np.int32), np.zeros(0, np.int64),
-                        np.zeros(0, np.int64), np.zeros(0, np.int32), [("unexplained", "unexplained")])
+        att = attribute(
+            det_cpu,
+            det_start,
+            det_dur,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int32),
+            [("unexplained", "unexplained")],
+        )
         activity = []
     dur_ns = spec.duration_s * 1e9
     meta = base_meta(
-        kind="measure", id=run_dir.name, host=spec.host, kernel="6.1.0-test-amd64",
-        command_line=["jitterscope", "measure", "--cpus", ",".join(map(str, spec.cpus)),
-                      "--duration", f"{spec.duration_s:g}s"],
-        start="2024-05-01T12:00:00+00:00", start_unix_ns=1_714_564_800_000_000_000,
-        duration_s=spec.duration_s, interrupted=False, cpus=list(spec.cpus),
-        cpu_model="Synthetic CPU @ 2.50GHz", clocksource="tsc", virtualization="kvm",
-        options={"duration_ns": dur_ns, "threshold_ns": spec.threshold_ns, "priority": None,
-                 "trace": spec.tracing, "buffer_kb": 4096},
-        tracing={"enabled": spec.tracing, "reason": None if spec.tracing else "disabled with --no-trace",
-                 "clock": "x86-tsc" if spec.tracing else None, "buffer_kb": 4096 if spec.tracing else None,
-                 "events": len(activity)},
-        lost_events=spec.lost_events, tsc_hz=TSC_HZ, t0_tsc=123_456_789,
-        probe={str(c): {"iterations": int(dur_ns / 20), "resolution_ns": 20.0, "loop_ns_min": 18.0}
-               for c in spec.cpus},
+        kind="measure",
+        id=run_dir.name,
+        host=spec.host,
+        kernel="6.1.0-test-amd64",
+        command_line=[
+            "jitterscope",
+            "measure",
+            "--cpus",
+            ",".join(map(str, spec.cpus)),
+            "--duration",
+            f"{spec.duration_s:g}s",
+        ],
+        start="2024-05-01T12:00:00+00:00",
+        start_unix_ns=1_714_564_800_000_000_000,
+        duration_s=spec.duration_s,
+        interrupted=False,
+        cpus=list(spec.cpus),
+        cpu_model="Synthetic CPU @ 2.50GHz",
+        clocksource="tsc",
+        virtualization="kvm",
+        options={
+            "duration_ns": dur_ns,
+            "threshold_ns": spec.threshold_ns,
+            "priority": None,
+            "trace": spec.tracing,
+            "buffer_kb": 4096,
+        },
+        tracing={
+            "enabled": spec.tracing,
+            "reason": None if spec.tracing else "disabled with --no-trace",
+            "clock": "x86-tsc" if spec.tracing else None,
+            "buffer_kb": 4096 if spec.tracing else None,
+            "events": len(activity),
+        },
+        lost_events=spec.lost_events,
+        tsc_hz=TSC_HZ,
+        t0_tsc=123_456_789,
+        probe={str(c): {"iterations": int(dur_ns / 20), "resolution_ns": 20.0, "loop_ns_min": 18.0} for c in spec.cpus},
         steal_ns=0.0,
     )
     write_table(run_dir, "detours", pa.table({"cpu": det_cpu, "start_ns": det_start, "duration_ns": det_dur}))
     a = activity
-    write_table(run_dir, "activity", pa.table({
-        "cpu": pa.array([x[0] for x in a], pa.int32()), "start_ns": pa.array([x[1] for x in a], pa.int64()),
-        "end_ns": pa.array([x[2] for x in a], pa.int64()), "kind": pa.array([x[3] for x in a], pa.string()),
-        "name": pa.array([x[4] for x in a], pa.string()), "depth": pa.array([x[5] for x in a], pa.int16()),
-        "detail": pa.array([x[6] for x in a], pa.string())}))
+    write_table(
+        run_dir,
+        "activity",
+        pa.table(
+            {
+                "cpu": pa.array([x[0] for x in a], pa.int32()),
+                "start_ns": pa.array([x[1] for x in a], pa.int64()),
+                "end_ns": pa.array([x[2] for x in a], pa.int64()),
+                "kind": pa.array([x[3] for x in a], pa.string()),
+                "name": pa.array([x[4] for x in a], pa.string()),
+                "depth": pa.array([x[5] for x in a], pa.int16()),
+                "detail": pa.array([x[6] for x in a], pa.string()),
+            }
+        ),
+    )
     kinds = np.array([k for k, _ in att.sources], dtype=object)
     names = np.array([n for _, n in att.sources], dtype=object)
-    write_table(run_dir, "attribution", pa.table({
-        "detour": att.detour, "cpu": det_cpu[att.detour],
-        "kind": pa.array(kinds[att.source].tolist(), pa.string()),
-        "name": pa.array(names[att.source].tolist(), pa.string()),
-        "ns": att.ns, "offset_ns": att.offset_ns}))
+    write_table(
+        run_dir,
+        "attribution",
+        pa.table(
+            {
+                "detour": att.detour,
+                "cpu": det_cpu[att.detour],
+                "kind": pa.array(kinds[att.source].tolist(), pa.string()),
+                "name": pa.array(names[att.source].tolist(), pa.string()),
+                "ns": att.ns,
+                "offset_ns": att.offset_ns,
+            }
+        ),
+    )
     measured = {c: dur_ns for c in spec.cpus}
-    summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured,
-                           {c: 20.0 for c in spec.cpus}, functions)
+    summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured, {c: 20.0 for c in spec.cpus}, functions)
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return run_dir
 
 
-def build_cluster_run(path: str | Path, nodes: list[tuple[str, int]] | None = None, tracing: bool = True,
-                      seed: int = 0, injected: int | None = None) -> Path:
+def build_cluster_run(
+    path: str | Path,
+    nodes: list[tuple[str, int]] | None = None,
+    tracing: bool = True,
+    seed: int = 0,
+    injected: int | None = None,
+) -> Path:
     """A cluster run written by the real cluster writer (cluster/measure.py) from one synthetic
     node run per (host, cpu), as rank 0 writes it after `cluster measure`; rank `injected` also
     runs the synthetic daemon (an outlier node)."""
@@ -234,18 +303,46 @@ def build_cluster_run(path: str | Path, nodes: list[tuple[str, int]] | None = No
     payloads, peers = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for rank, (host, cpu) in enumerate(nodes):
-            d = build_run(Path(tmp) / f"r{rank}", cpus=[cpu], seed=seed + rank, tracing=tracing, host=host,
-                          duration_s=2.0, injector=Injector(cpu=cpu) if rank == injected else None)
+            d = build_run(
+                Path(tmp) / f"r{rank}",
+                cpus=[cpu],
+                seed=seed + rank,
+                tracing=tracing,
+                host=host,
+                duration_s=2.0,
+                injector=Injector(cpu=cpu) if rank == injected else None,
+            )
             meta = __import__("json").loads((d / "meta.json").read_text())
             meta.update(rank=rank, node=host, real_host="synthetic", barrier_unix_ns=meta["start_unix_ns"] + rank)
-            tables = {n: (d / f"{n}.parquet").read_bytes() for n in ("detours", "attribution", "activity")
-                      if (d / f"{n}.parquet").exists()}
-            payloads.append(pickle.dumps({"rank": rank, "host": host, "cpu": cpu, "meta": meta, "tables": tables,
-                                          "summary": __import__("json").loads((d / "summary.json").read_text())}))
+            tables = {
+                n: (d / f"{n}.parquet").read_bytes()
+                for n in ("detours", "attribution", "activity")
+                if (d / f"{n}.parquet").exists()
+            }
+            payloads.append(
+                pickle.dumps(
+                    {
+                        "rank": rank,
+                        "host": host,
+                        "cpu": cpu,
+                        "meta": meta,
+                        "tables": tables,
+                        "summary": __import__("json").loads((d / "summary.json").read_text()),
+                    }
+                )
+            )
             peers.append({"rank": rank, "real_host": "synthetic", "cpu": cpu, "node": host})
     out = create_run_dir(path)
-    opts = ClusterMeasureOptions(duration_ns=2e9, threshold_ns=1000, trace=tracing, priority=None, buffer_kb=4096,
-                                 cpu_map=None, out=out, timeout_s=60.0,
-                                 command_line=["jitterscope", "cluster", "measure", "--duration", "2s"])
+    opts = ClusterMeasureOptions(
+        duration_ns=2e9,
+        threshold_ns=1000,
+        trace=tracing,
+        priority=None,
+        buffer_kb=4096,
+        cpu_map=None,
+        out=out,
+        timeout_s=60.0,
+        command_line=["jitterscope", "cluster", "measure", "--duration", "2s"],
+    )
     write_cluster_run(out, [pickle.loads(p) for p in payloads], opts, peers)
     return out

@@ -58,8 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     for name, mod in _command_modules().items():
         doc = (mod.__doc__ or "").strip()
         summary = doc.splitlines()[0] if doc else name
-        p = sub.add_parser(name, help=summary, description=doc,
-                           formatter_class=argparse.RawDescriptionHelpFormatter)
+        p = sub.add_parser(name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
         mod.add_arguments(p)
         p.set_defaults(_module=mod)
     return parser
@@ -87,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
     # Turn SIGTERM and SIGHUP into KeyboardInterrupt so every command's cleanup path runs.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
-    try:   # building the parser imports every command: a second or more on a loaded machine
+    try:  # building the parser imports every command: a second or more on a loaded machine
         parser = build_parser()
         args = parser.parse_args(argv)
     except KeyboardInterrupt:
@@ -104,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jitterscope: error: {e}", file=sys.stderr)
         return e.exit_code
     except KeyboardInterrupt as e:  # its message, if any, says what was kept and how to finish it
-        print(f"jitterscope: {str(e) or 'interrupted'}", file=sys.stderr)   # (an exception is never falsy)
+        print(f"jitterscope: {str(e) or 'interrupted'}", file=sys.stderr)  # (an exception is never falsy)
         return 130
     except BrokenPipeError:
         return 0

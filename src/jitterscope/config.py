@@ -60,6 +60,7 @@ class OpenModel(BaseModel):
 
 def _as_value_error(fn: Any) -> Any:
     """Run a units.py parser inside a validator: its UsageError becomes pydantic's ValueError."""
+
     def run(v: Any) -> Any:
         if v is None or isinstance(v, bool):
             raise ValueError(f"must be a value with a unit, got {v!r}")
@@ -67,6 +68,7 @@ def _as_value_error(fn: Any) -> Any:
             return fn(v)
         except JitterscopeError as err:
             raise ValueError(str(err)) from None
+
     return run
 
 
@@ -87,8 +89,7 @@ def duration_like(option: str) -> Any:
     return Annotated[float, BeforeValidator(_as_value_error(lambda v: parse_duration_s(v, bounds=bounds)))]
 
 
-DurationOrZero = Annotated[float, BeforeValidator(_as_value_error(
-    lambda v: parse_duration_s(v, allow_zero=True)))]
+DurationOrZero = Annotated[float, BeforeValidator(_as_value_error(lambda v: parse_duration_s(v, allow_zero=True)))]
 CpuList = Annotated[list[int], BeforeValidator(_as_value_error(lambda v: parse_cpulist(str(v))))]
 """CPU numbers from the kernel's list syntax (`1,3`, `2-5`), bounded by the machine's possible CPUs."""
 Seed = Annotated[int, BeforeValidator(_int_only), Field(ge=0, le=2**63 - 1)]
@@ -169,10 +170,19 @@ def _show(v: Any) -> str:
 
 
 _EXPECTED = {
-    "int_type": "an integer", "int_parsing": "an integer", "int_from_float": "an integer",
-    "float_type": "a number", "float_parsing": "a number", "finite_number": "a finite number",
-    "string_type": "a string", "bool_type": "true or false", "bool_parsing": "true or false",
-    "list_type": "a list", "dict_type": "a mapping", "model_type": "a mapping", "model_attributes_type": "a mapping",
+    "int_type": "an integer",
+    "int_parsing": "an integer",
+    "int_from_float": "an integer",
+    "float_type": "a number",
+    "float_parsing": "a number",
+    "finite_number": "a finite number",
+    "string_type": "a string",
+    "bool_type": "true or false",
+    "bool_parsing": "true or false",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
 }
 
 

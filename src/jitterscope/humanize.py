@@ -19,8 +19,17 @@ import math
 
 __all__ = ["count", "duration_ns", "number", "percent", "plural", "ppm", "seconds"]
 
-_IRREGULAR = {"delay": "delays", "day": "days", "key": "keys", "entry": "entries", "copy": "copies",
-              "this": "these", "is": "are", "was": "were", "has": "have"}
+_IRREGULAR = {
+    "delay": "delays",
+    "day": "days",
+    "key": "keys",
+    "entry": "entries",
+    "copy": "copies",
+    "this": "these",
+    "is": "are",
+    "was": "were",
+    "has": "have",
+}
 
 
 def plural(n: float, noun: str, many: str | None = None) -> str:

@@ -109,7 +109,7 @@ def process_start_time(pid: int) -> int | None:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return None
-    return int(stat[stat.rindex(")") + 2:].split()[19])
+    return int(stat[stat.rindex(")") + 2 :].split()[19])
 
 
 @dataclass
@@ -130,15 +130,16 @@ def describe(e: dict[str, Any]) -> str:
 
 # --- undo operations -------------------------------------------------------
 
+
 def _undo_file(e: dict[str, Any]) -> Outcome:
     p, original = Path(e["path"]), str(e["original"])
-    if e.get("form") == "text":   # a whole configuration file (tune --boot), not a kernel setting
+    if e.get("form") == "text":  # a whole configuration file (tune --boot), not a kernel setting
         from jitterscope.atomic import replace_text
 
         with contextlib.suppress(OSError):
             if p.read_text() == original:
                 return Outcome("unchanged", f"{p} already as it was")
-        replace_text(p, original)   # whole or not at all, its mode and owner kept
+        replace_text(p, original)  # whole or not at all, its mode and owner kept
         return Outcome("restored", f"{p} restored")
     try:
         if read_setting(p) == original:
@@ -249,10 +250,12 @@ UndoFn = Callable[[dict[str, Any]], "Outcome | str | None"]
 
 def _lazy(spec: str) -> UndoFn:
     """An undo function that lives in another module, imported when first needed."""
+
     def run(e: dict[str, Any]) -> Outcome | str | None:
         mod, _, name = spec.partition(":")
         fn: UndoFn = getattr(importlib.import_module(mod), name)
         return fn(e)
+
     run.__qualname__ = spec
     return run
 
@@ -306,8 +309,9 @@ def _undo_entries(entries: list[dict[str, Any]]) -> list[str]:
 
 def say(e: dict[str, Any]) -> str:
     """One line for one undone entry: what happened, never two verdicts for one item."""
-    verb = {"restored": "restored", "unchanged": "already as found", "kept": "kept",
-            "failed": "could not undo"}.get(e.get("result", ""), e.get("result", ""))
+    verb = {"restored": "restored", "unchanged": "already as found", "kept": "kept", "failed": "could not undo"}.get(
+        e.get("result", ""), e.get("result", "")
+    )
     return f"{verb}: {e.get('message') or describe(e)}"
 
 
@@ -334,8 +338,16 @@ class Journal:
         self.path = d / f"{os.getpid()}-{int(time.time() * 1e6)}.jsonl"
         self._fh = open(self.path, "a+")  # noqa: SIM115 - held (and locked) for the journal's life
         fcntl.flock(self._fh, fcntl.LOCK_EX)
-        self._write({"op": "header", "label": self.label, "pid": os.getpid(),
-                     "start": process_start_time(os.getpid()), "argv": sys.argv, "time": time.time()})
+        self._write(
+            {
+                "op": "header",
+                "label": self.label,
+                "pid": os.getpid(),
+                "start": process_start_time(os.getpid()),
+                "argv": sys.argv,
+                "time": time.time(),
+            }
+        )
         atexit.register(self.undo)
 
     def _write(self, entry: dict[str, Any]) -> None:
@@ -344,8 +356,9 @@ class Journal:
             self._fh.flush()
             os.fsync(self._fh.fileno())
         except OSError as err:  # e.g. disk full: the change must then not be made
-            raise JitterscopeError(f"cannot write the journal {self.path}: {err.strerror}; "
-                                   f"nothing was changed") from None
+            raise JitterscopeError(
+                f"cannot write the journal {self.path}: {err.strerror}; nothing was changed"
+            ) from None
 
     def begin(self, op: str, **fields: Any) -> dict[str, Any]:
         if op not in UNDO:
@@ -399,12 +412,17 @@ class Journal:
         self.begin("killpg", pgid=pgid, start=process_start_time(pgid))
 
     def set_affinity(self, pid: int, cpus: set[int]) -> None:
-        self.begin("affinity", pid=pid, start=process_start_time(pid),
-                   cpus=sorted(os.sched_getaffinity(pid)))
+        self.begin("affinity", pid=pid, start=process_start_time(pid), cpus=sorted(os.sched_getaffinity(pid)))
         os.sched_setaffinity(pid, cpus)
 
-    def scratch_dir(self, prefix: str, parent: str | Path | None = None, keep: str | None = None,
-                    keep_to: str | Path | None = None, hint: str | None = None) -> Path:
+    def scratch_dir(
+        self,
+        prefix: str,
+        parent: str | Path | None = None,
+        keep: str | None = None,
+        keep_to: str | Path | None = None,
+        hint: str | None = None,
+    ) -> Path:
         """A new directory `<parent>/<prefix><pid>-<n>`, removed when the journal is undone
         (also after a crash).  If it then holds a non-empty `keep` subdirectory, that is
         moved to `keep_to` (default: the state dir's kept/) instead of being deleted."""
@@ -413,8 +431,9 @@ class Journal:
             p = base / f"{prefix}{os.getpid()}-{n}"
             if p.exists():
                 continue
-            entry = self.begin("scratch", path=str(p), keep=keep, hint=hint,
-                               keep_to=str(Path(keep_to).absolute()) if keep_to else None)
+            entry = self.begin(
+                "scratch", path=str(p), keep=keep, hint=hint, keep_to=str(Path(keep_to).absolute()) if keep_to else None
+            )
             try:
                 p.mkdir(mode=0o700)
                 return p
@@ -555,9 +574,16 @@ def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
             unknown: list[str] = []
             header, entries = _read_entries(fh, unknown)
             if unknown:  # written by a newer jitterscope: undoing only part of it could do harm
-                entries = [{"op": unknown[0], "path": str(p), "result": "failed", "message":
-                            f"{p}: holds changes this jitterscope cannot undo ({', '.join(sorted(set(unknown)))}); "
-                            f"left for a jitterscope that knows them"}]
+                entries = [
+                    {
+                        "op": unknown[0],
+                        "path": str(p),
+                        "result": "failed",
+                        "message": f"{p}: holds changes this jitterscope cannot undo "
+                        f"({', '.join(sorted(set(unknown)))}); "
+                        f"left for a jitterscope that knows them",
+                    }
+                ]
             else:
                 _undo_entries(entries)
                 _settle(p, None, entries, header)

@@ -120,8 +120,11 @@ def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, An
     del reg[target]
     if not mounted:
         return Outcome("unchanged", f"{target} already unmounted")
-    return Outcome("restored", f"unmounted {rec.get('fstype')} from {target} (jitterscope mounted it; "
-                               f"no jitterscope process uses it any more)")
+    return Outcome(
+        "restored",
+        f"unmounted {rec.get('fstype')} from {target} (jitterscope mounted it; "
+        f"no jitterscope process uses it any more)",
+    )
 
 
 def undo_mount(e: dict[str, Any]) -> Outcome:

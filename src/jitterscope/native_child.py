@@ -22,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from jitterscope.errors import JitterscopeError
 
 R = TypeVar("R")
-C = TypeVar("C", bound="NativeChild[Any]")   # typing.Self needs Python 3.11; we support 3.10
+C = TypeVar("C", bound="NativeChild[Any]")  # typing.Self needs Python 3.11; we support 3.10
 
 
 def last_line(text: str, program: str) -> str:
@@ -37,8 +37,8 @@ class NativeChild(Generic[R]):
     Leaving the block stops the program first when it is untimed or on an
     exception (Ctrl-C), then waits `exit_timeout()` for its end line."""
 
-    WHAT = "program"              # how error messages name it: "probe", "injector"
-    PROGRAM = ""                  # its executable name, the prefix of its stderr lines
+    WHAT = "program"  # how error messages name it: "probe", "injector"
+    PROGRAM = ""  # its executable name, the prefix of its stderr lines
     STOP_SIGNAL = signal.SIGTERM  # what ends it early (it still reports its end)
     NO_END = "ended without reporting"
 
@@ -47,7 +47,7 @@ class NativeChild(Generic[R]):
     def __init__(self) -> None:
         self.pid = 0
         self._proc: subprocess.Popen[bytes] | None = None
-        self._rest = b""           # stdout after the ready line
+        self._rest = b""  # stdout after the ready line
         self._result: R | None = None
 
     # -- for subclasses ----------------------------------------------------------
@@ -58,14 +58,16 @@ class NativeChild(Generic[R]):
     def exit_timeout(self) -> float | None:
         return 30.0
 
-    def _launch(self, cmd: list[str], ready_timeout: float, stdin: int = subprocess.DEVNULL,
-                new_session: bool = False) -> dict[str, Any]:
+    def _launch(
+        self, cmd: list[str], ready_timeout: float, stdin: int = subprocess.DEVNULL, new_session: bool = False
+    ) -> dict[str, Any]:
         """Start `cmd` and return its ready line; kill it if it does not say it is ready in time.
 
         `stdin=subprocess.PIPE` keeps a line to the program (e.g. a "go" after its ready line);
         `new_session`: its own process group, which a journal can kill as a whole."""
-        self._proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                      start_new_session=new_session)
+        self._proc = subprocess.Popen(
+            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=new_session
+        )
         self.pid = self._proc.pid
         line = self._first_line(ready_timeout)
         if line is None:

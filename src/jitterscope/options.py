@@ -56,23 +56,26 @@ JSON_INDENT = 2
 
 # --- declaring -------------------------------------------------------------------------------------------------
 
+
 def add_cpus(p: argparse.ArgumentParser, help: str | None = None) -> None:
     """--cpus LIST: the CPUs to probe (read with `cpus(args)`)."""
-    p.add_argument("--cpus", metavar="LIST",
-                   help=help or "CPUs to probe, e.g. 1 or 1-3,5 (default: all online but the lowest)")
+    p.add_argument(
+        "--cpus", metavar="LIST", help=help or "CPUs to probe, e.g. 1 or 1-3,5 (default: all online but the lowest)"
+    )
 
 
-def add_duration(p: argparse.ArgumentParser, default: str | None = DEFAULT_DURATION,
-                 help: str | None = None) -> None:
+def add_duration(p: argparse.ArgumentParser, default: str | None = DEFAULT_DURATION, help: str | None = None) -> None:
     """--duration TIME (read with `duration_ns(args)`)."""
-    p.add_argument("--duration", default=default, metavar="TIME",
-                   help=help or f"how long to measure (default {default})")
+    p.add_argument(
+        "--duration", default=default, metavar="TIME", help=help or f"how long to measure (default {default})"
+    )
 
 
 def add_threshold(p: argparse.ArgumentParser, default: str = DEFAULT_THRESHOLD) -> None:
     """--threshold TIME: the smallest gap counted as a detour (read with `threshold_ns(args)`)."""
-    p.add_argument("--threshold", default=default, metavar="TIME",
-                   help=f"smallest gap counted as a detour (default {default})")
+    p.add_argument(
+        "--threshold", default=default, metavar="TIME", help=f"smallest gap counted as a detour (default {default})"
+    )
 
 
 def add_priority(p: argparse.ArgumentParser, help: str | None = None) -> None:
@@ -82,14 +85,17 @@ def add_priority(p: argparse.ArgumentParser, help: str | None = None) -> None:
 
 def add_no_trace(p: argparse.ArgumentParser, help: str | None = None) -> None:
     """--no-trace: measure detours only, no kernel tracing or attribution."""
-    p.add_argument("--no-trace", action="store_true",
-                   help=help or "measure only; no kernel tracing or attribution")
+    p.add_argument("--no-trace", action="store_true", help=help or "measure only; no kernel tracing or attribution")
 
 
 def add_buffer(p: argparse.ArgumentParser, default: str = DEFAULT_BUFFER, help: str | None = None) -> None:
     """--buffer SIZE: trace ring buffer per CPU (read with `buffer_kb(args)`)."""
-    p.add_argument("--buffer", default=default, metavar="SIZE",
-                   help=help or f"trace ring buffer per CPU (default {default}); raise it if events are lost")
+    p.add_argument(
+        "--buffer",
+        default=default,
+        metavar="SIZE",
+        help=help or f"trace ring buffer per CPU (default {default}); raise it if events are lost",
+    )
 
 
 def add_tracing(p: argparse.ArgumentParser) -> None:
@@ -106,12 +112,14 @@ def add_json(p: argparse.ArgumentParser, what: str = "the result as JSON") -> No
 def add_action(sub: argparse._SubParsersAction, name: str, summary: str, doc: str) -> argparse.ArgumentParser:
     """One action of a command with actions (`tune plan`, `pipeline run`): `summary` in the command's list,
     `doc` (its own help with EXAMPLES, kept as written) in the action's --help."""
-    parser: argparse.ArgumentParser = sub.add_parser(name, help=summary, description=doc,
-                                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser: argparse.ArgumentParser = sub.add_parser(
+        name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     return parser
 
 
 # --- reading ---------------------------------------------------------------------------------------------------
+
 
 def cpus(args: argparse.Namespace) -> list[int]:
     """The CPUs of --cpus, or every online CPU but the lowest when it is not given."""
@@ -148,12 +156,13 @@ def buffer_kb(args: argparse.Namespace) -> int:
 
 # --- output ----------------------------------------------------------------------------------------------------
 
+
 def _plain(obj: Any) -> Any:
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return dataclasses.asdict(obj)
-    if hasattr(obj, "item") and callable(obj.item):   # numpy scalars
+    if hasattr(obj, "item") and callable(obj.item):  # numpy scalars
         return obj.item()
-    if hasattr(obj, "tolist") and callable(obj.tolist):   # numpy arrays
+    if hasattr(obj, "tolist") and callable(obj.tolist):  # numpy arrays
         return obj.tolist()
     raise TypeError(f"{type(obj).__name__} is not JSON serializable")
 

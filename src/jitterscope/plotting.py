@@ -33,9 +33,15 @@ from jitterscope.atomic import atomic_path
 
 # Saved with every SVG: no "Date" (files differ between runs otherwise) and no "Creator" (matplotlib's version).
 SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": None}
-STYLE: dict[str, Any] = {"svg.fonttype": "none", "font.size": 9, "axes.spines.top": False,
-                         "axes.spines.right": False, "axes.titlesize": 10, "axes.titleweight": "bold",
-                         "font.family": ["DejaVu Sans", "sans-serif"]}
+STYLE: dict[str, Any] = {
+    "svg.fonttype": "none",
+    "font.size": 9,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 10,
+    "axes.titleweight": "bold",
+    "font.family": ["DejaVu Sans", "sans-serif"],
+}
 PNG_DPI = 110
 
 

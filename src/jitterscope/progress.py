@@ -27,14 +27,15 @@ ETA_AFTER_S = 1.0
 class Progress:
     """`enabled`: None = show it (bar on a terminal, plain lines otherwise); False = never."""
 
-    def __init__(self, label: str, total: float, unit: str = "", enabled: bool | None = None,
-                 exact: bool = False) -> None:
+    def __init__(
+        self, label: str, total: float, unit: str = "", enabled: bool | None = None, exact: bool = False
+    ) -> None:
         self.label, self.total, self.unit, self.exact = label, total, unit, exact
         self.enabled = enabled is not False
         self.tty = sys.stderr.isatty()
         self.t0 = time.monotonic()
         self._last = 0.0
-        self._first: tuple[float, float] | None = None   # (time, fraction) of the first report
+        self._first: tuple[float, float] | None = None  # (time, fraction) of the first report
         self._drawn = False
 
     def fraction(self, done: float) -> float:
@@ -64,13 +65,16 @@ class Progress:
         if now - self._last < every and done < self.total:
             return
         if not self.tty and not self._drawn and now - self.t0 < PLAIN_EVERY_S:
-            return   # short work says nothing in a log
+            return  # short work says nothing in a log
         self._last = now
         eta = self.eta_s(done, now)
-        left = ("done" if frac >= 1.0 else f"about {seconds(eta)} left" if eta is not None
-                else "estimating time left")
-        amount = "" if self.total == 1.0 and not self.unit else (   # a bare fraction says nothing more
-            f" ({number(done)}/{number(self.total)}{' ' + self.unit if self.unit else ''})")
+        left = "done" if frac >= 1.0 else f"about {seconds(eta)} left" if eta is not None else "estimating time left"
+        amount = (
+            ""
+            if self.total == 1.0 and not self.unit
+            # a bare fraction says nothing more
+            else (f" ({number(done)}/{number(self.total)}{' ' + self.unit if self.unit else ''})")
+        )
         if self.tty:
             width = 30
             bar = "█" * int(frac * width) + "░" * (width - int(frac * width))

@@ -50,7 +50,7 @@ class _Open(BaseModel):
 class Meta(_Open):
     format: StrictStr
     format_version: StrictInt
-    kind: StrictStr = "measure"   # one of rundir.KINDS (checked there)
+    kind: StrictStr = "measure"  # one of rundir.KINDS (checked there)
     id: StrictStr | None = None
     host: StrictStr | None = None
     kernel: StrictStr | None = None

@@ -121,14 +121,27 @@ def register_kind(kind: RunKind) -> RunKind:
 
 
 DETOUR_SCHEMA = pa.schema([("cpu", pa.int32()), ("start_ns", pa.int64()), ("duration_ns", pa.int64())])
-ACTIVITY_SCHEMA = pa.schema([
-    ("cpu", pa.int32()), ("start_ns", pa.int64()), ("end_ns", pa.int64()),
-    ("kind", pa.string()), ("name", pa.string()), ("depth", pa.int16()), ("detail", pa.string()),
-])
-ATTRIBUTION_SCHEMA = pa.schema([
-    ("detour", pa.int64()), ("cpu", pa.int32()), ("kind", pa.string()),
-    ("name", pa.string()), ("ns", pa.int64()), ("offset_ns", pa.int64()),
-])
+ACTIVITY_SCHEMA = pa.schema(
+    [
+        ("cpu", pa.int32()),
+        ("start_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("depth", pa.int16()),
+        ("detail", pa.string()),
+    ]
+)
+ATTRIBUTION_SCHEMA = pa.schema(
+    [
+        ("detour", pa.int64()),
+        ("cpu", pa.int32()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("ns", pa.int64()),
+        ("offset_ns", pa.int64()),
+    ]
+)
 # The measure run's tables (also the per-node tables of a cluster run).
 TABLES = {"detours": DETOUR_SCHEMA, "activity": ACTIVITY_SCHEMA, "attribution": ATTRIBUTION_SCHEMA}
 NODE_PARTITIONING = ds.partitioning(pa.schema([("host", pa.string()), ("cpu", pa.int32())]), flavor="hive")
@@ -196,16 +209,29 @@ class Run:
         if name not in self._tables:
             spec = self.spec.tables.get(name)
             if spec is None:
-                raise JitterscopeError(f"{self.path}: a {self.kind} run has no {name!r} table "
-                                       f"(it has {', '.join(self.spec.tables) or 'none'})")
-            self._tables[name] = _read_node_table(self, name, spec) if spec.per_node else _read_file_table(
-                self.path / f"{name}.parquet", spec, self.meta, self.kind)
+                raise JitterscopeError(
+                    f"{self.path}: a {self.kind} run has no {name!r} table "
+                    f"(it has {', '.join(self.spec.tables) or 'none'})"
+                )
+            self._tables[name] = (
+                _read_node_table(self, name, spec)
+                if spec.per_node
+                else _read_file_table(self.path / f"{name}.parquet", spec, self.meta, self.kind)
+            )
         return self._tables[name]
 
     def node_files(self, name: str) -> list[tuple[dict[str, Any], Path]]:
         """(node entry of meta.nodes, its file) for a per-node table."""
-        return [(n, self.path / name / str(n.get("partition") or partition(str(n["host"]), int(n["cpu"])))
-                 / "part-0.parquet") for n in self.nodes]
+        return [
+            (
+                n,
+                self.path
+                / name
+                / str(n.get("partition") or partition(str(n["host"]), int(n["cpu"])))
+                / "part-0.parquet",
+            )
+            for n in self.nodes
+        ]
 
     @property
     def nodes(self) -> list[dict[str, Any]]:
@@ -226,8 +252,9 @@ class Run:
     def detour_arrays(self, cpu: int | None = None) -> Detours:
         """The detours (all, or those of one CPU) as numpy arrays: the one place their columns are read."""
         det = self.detours
-        cols = Detours(*(det.column(c).to_numpy(zero_copy_only=False).astype(np.int64)
-                         for c in ("cpu", "start_ns", "duration_ns")))
+        cols = Detours(
+            *(det.column(c).to_numpy(zero_copy_only=False).astype(np.int64) for c in ("cpu", "start_ns", "duration_ns"))
+        )
         if cpu is None:
             return cols
         sel = cols.cpu == cpu
@@ -265,10 +292,16 @@ class NodeRun(Run):
     def of(cls, parent: Run, node: dict[str, Any]) -> NodeRun:
         part = str(node.get("partition") or partition(str(node["host"]), int(node["cpu"])))
         d = parent.path / "nodes" / part
-        meta = _read_json(d / "meta.json", "node metadata") if (d / "meta.json").exists() else {
-            "host": node["host"], "duration_s": node.get("duration_s", parent.meta.get("duration_s")),
-            "tracing": node.get("tracing") or {"enabled": False, "reason": "not traced"},
-            "options": parent.meta.get("options", {})}
+        meta = (
+            _read_json(d / "meta.json", "node metadata")
+            if (d / "meta.json").exists()
+            else {
+                "host": node["host"],
+                "duration_s": node.get("duration_s", parent.meta.get("duration_s")),
+                "tracing": node.get("tracing") or {"enabled": False, "reason": "not traced"},
+                "options": parent.meta.get("options", {}),
+            }
+        )
         meta = {**meta, "kind": "measure", "cpus": [int(node["cpu"])], "id": f"{parent.meta.get('id')}/{part}"}
         summary = _read_json(d / "summary.json", "node summary") if (d / "summary.json").exists() else {}
         return cls(d, meta, summary, parent=parent, node=node)
@@ -327,8 +360,12 @@ def _read_node_table(run: Run, name: str, spec: TableSpec) -> pa.Table:
     schema = _node_schema(spec.schema)
     if not files:
         return schema.empty_table()
-    dset = ds.dataset([str(f) for f in files], format="parquet", partitioning=NODE_PARTITIONING,
-                      partition_base_dir=str(run.path / name))
+    dset = ds.dataset(
+        [str(f) for f in files],
+        format="parquet",
+        partitioning=NODE_PARTITIONING,
+        partition_base_dir=str(run.path / name),
+    )
     try:
         table = dset.to_table()
     except (pa.ArrowException, OSError):
@@ -359,8 +396,12 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
-def load_run(path: str | os.PathLike[str], check_tables: bool = True, kinds: tuple[str, ...] | None = None,
-             purpose: str | None = None) -> Run:
+def load_run(
+    path: str | os.PathLike[str],
+    check_tables: bool = True,
+    kinds: tuple[str, ...] | None = None,
+    purpose: str | None = None,
+) -> Run:
     """Open a run directory, with a one-line error for anything that is not one.
 
     `kinds`: the kinds the caller reads; another kind is refused naming `purpose`
@@ -370,8 +411,9 @@ def load_run(path: str | os.PathLike[str], check_tables: bool = True, kinds: tup
     if not p.is_dir():
         raise JitterscopeError(f"{p}: no such run directory")
     if (p / "capture.json").exists():  # measure/capture.py: raw data waiting for analysis
-        raise JitterscopeError(f"{p}: an unfinished run (its measurement or analysis was cut short): "
-                               f"`jitterscope analyze {p}` finishes it")
+        raise JitterscopeError(
+            f"{p}: an unfinished run (its measurement or analysis was cut short): `jitterscope analyze {p}` finishes it"
+        )
     meta = _read_json(p / "meta.json", "run metadata")
     if meta.get("format") != FORMAT:
         raise JitterscopeError(f"{p}: not a jitterscope run (meta.json has no format {FORMAT!r})")
@@ -379,7 +421,8 @@ def load_run(path: str | os.PathLike[str], check_tables: bool = True, kinds: tup
     if version != FORMAT_VERSION:
         age = "older" if isinstance(version, int) and version < FORMAT_VERSION else "newer"
         raise JitterscopeError(
-            f"{p}: run format version {version} is {age} than this jitterscope reads ({FORMAT_VERSION})")
+            f"{p}: run format version {version} is {age} than this jitterscope reads ({FORMAT_VERSION})"
+        )
     kind = meta.get("kind", "measure")
     if kind not in KINDS:
         raise JitterscopeError(f"{p / 'meta.json'}: kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
@@ -460,43 +503,71 @@ def base_meta(**fields: Any) -> dict[str, Any]:
 
 # ---- run kinds (a new kind adds its entry below; see the module docstring) ----
 
-register_kind(RunKind(
-    "measure",
-    tables={"detours": TableSpec(DETOUR_SCHEMA),
+register_kind(
+    RunKind(
+        "measure",
+        tables={
+            "detours": TableSpec(DETOUR_SCHEMA),
             "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced),
-            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced)},
-    summary=runcheck.MeasureSummary,
-    doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources"))
+            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced),
+        },
+        summary=runcheck.MeasureSummary,
+        doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources",
+    )
+)
 
 
 def _is_bsp(meta: Mapping[str, Any]) -> bool:
     return meta.get("mode") == "bsp"
 
 
-register_kind(RunKind(
-    "cluster",
-    tables={"detours": TableSpec(DETOUR_SCHEMA, per_node=True),
+register_kind(
+    RunKind(
+        "cluster",
+        tables={
+            "detours": TableSpec(DETOUR_SCHEMA, per_node=True),
             "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced, per_node=True),
             "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced, per_node=True),
-            "bsp_phases": TableSpec(pa.schema([
-                ("host", pa.string()), ("cpu", pa.int32()), ("rank", pa.int32()), ("phase", pa.int32()),
-                ("compute_ns", pa.int64()), ("noise_ns", pa.int64()), ("gaps", pa.int64()),
-                ("phase_end_ns", pa.int64())]), required=_is_bsp)},
-    summary=runcheck.ClusterSummary,
-    doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets"))
+            "bsp_phases": TableSpec(
+                pa.schema(
+                    [
+                        ("host", pa.string()),
+                        ("cpu", pa.int32()),
+                        ("rank", pa.int32()),
+                        ("phase", pa.int32()),
+                        ("compute_ns", pa.int64()),
+                        ("noise_ns", pa.int64()),
+                        ("gaps", pa.int64()),
+                        ("phase_end_ns", pa.int64()),
+                    ]
+                ),
+                required=_is_bsp,
+            ),
+        },
+        summary=runcheck.ClusterSummary,
+        doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets",
+    )
+)
 
 
 def _sync_kind() -> RunKind:
     return RunKind(
         "sync",
-        tables={"threads": TableSpec(sync_schema.THREADS), "waits": TableSpec(sync_schema.WAITS),
-                "jitter": TableSpec(sync_schema.JITTER), "events": TableSpec(sync_schema.EVENTS),
-                "segments": TableSpec(sync_schema.SEGMENTS), "critical_path": TableSpec(sync_schema.CRITICAL_PATH),
-                "frames": TableSpec(sync_schema.FRAMES), "objects": TableSpec(sync_schema.OBJECTS),
-                "causes": TableSpec(sync_schema.CAUSES, required=if_traced),
-                "subframes": TableSpec(sync_schema.SUBFRAMES)},
+        tables={
+            "threads": TableSpec(sync_schema.THREADS),
+            "waits": TableSpec(sync_schema.WAITS),
+            "jitter": TableSpec(sync_schema.JITTER),
+            "events": TableSpec(sync_schema.EVENTS),
+            "segments": TableSpec(sync_schema.SEGMENTS),
+            "critical_path": TableSpec(sync_schema.CRITICAL_PATH),
+            "frames": TableSpec(sync_schema.FRAMES),
+            "objects": TableSpec(sync_schema.OBJECTS),
+            "causes": TableSpec(sync_schema.CAUSES, required=if_traced),
+            "subframes": TableSpec(sync_schema.SUBFRAMES),
+        },
         summary=runcheck.SyncSummary,
-        doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path")
+        doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path",
+    )
 
 
 register_kind(_sync_kind())
@@ -505,11 +576,15 @@ register_kind(_sync_kind())
 def _pipeline_kind() -> RunKind:
     return RunKind(
         "pipeline",
-        tables={"iterations": TableSpec(pipeline_schema.ITERATIONS), "outputs": TableSpec(pipeline_schema.OUTPUTS),
-                "subboxes": TableSpec(pipeline_schema.SUBBOXES, required=never),   # only with per-sub-box timers
-                "attribution": TableSpec(pipeline_schema.ATTRIBUTION, required=if_traced)},
+        tables={
+            "iterations": TableSpec(pipeline_schema.ITERATIONS),
+            "outputs": TableSpec(pipeline_schema.OUTPUTS),
+            "subboxes": TableSpec(pipeline_schema.SUBBOXES, required=never),  # only with per-sub-box timers
+            "attribution": TableSpec(pipeline_schema.ATTRIBUTION, required=if_traced),
+        },
         summary=runcheck.PipelineSummary,
-        doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations")
+        doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations",
+    )
 
 
 register_kind(_pipeline_kind())
@@ -518,11 +593,15 @@ register_kind(_pipeline_kind())
 def _protect_kind() -> RunKind:
     return RunKind(
         "protect",
-        tables={"samples": TableSpec(protect_schema.SAMPLES), "suspensions": TableSpec(protect_schema.SUSPENSIONS),
-                "iterations": TableSpec(protect_schema.ITERATIONS)},
+        tables={
+            "samples": TableSpec(protect_schema.SAMPLES),
+            "suspensions": TableSpec(protect_schema.SUSPENSIONS),
+            "iterations": TableSpec(protect_schema.ITERATIONS),
+        },
         summary=runcheck.ProtectSummary,
         doc="`jitterscope protect`: every sample, decision and suspension of the duty-cycling controller, "
-            "and the critical program's iterations")
+        "and the critical program's iterations",
+    )
 
 
 register_kind(_protect_kind())
@@ -534,7 +613,8 @@ def _place_kind() -> RunKind:
         tables={"observations": TableSpec(place_schema.OBSERVATIONS), "decisions": TableSpec(place_schema.DECISIONS)},
         summary=runcheck.PlaceSummary,
         doc="`jitterscope place`: every task's observation per quantum (weight and its source) and every "
-            "placement decision with its reason")
+        "placement decision with its reason",
+    )
 
 
 register_kind(_place_kind())
@@ -546,15 +626,19 @@ def _place_compare_kind() -> RunKind:
         tables={"results": TableSpec(place_schema.RESULTS)},
         summary=runcheck.PlaceCompareSummary,
         doc="`jitterscope place --compare`: per repetition, policy set and task, throughput (per wall and per "
-            "CPU second) and noise; each run is a place run under runs/")
+        "CPU second) and noise; each run is a place run under runs/",
+    )
 
 
 register_kind(_place_compare_kind())
 
 
-register_kind(RunKind(
-    "tune",
-    tables={},
-    summary=runcheck.TuneSummary,
-    doc="`jitterscope tune verify`: the before/after runs (before/, after/, themselves measure runs), the plan "
-        "applied and the verification (summary.json, verify.html)"))
+register_kind(
+    RunKind(
+        "tune",
+        tables={},
+        summary=runcheck.TuneSummary,
+        doc="`jitterscope tune verify`: the before/after runs (before/, after/, themselves measure runs), the plan "
+        "applied and the verification (summary.json, verify.html)",
+    )
+)

@@ -29,15 +29,19 @@ def check_cpus(cpus: list[int]) -> None:
     bad = [c for c in cpus if c not in online]
     if bad:
         possible = Path("/sys/devices/system/cpu/possible")
-        kind = "offline" if possible.exists() and all(
-            c in parse_cpulist(possible.read_text().strip()) for c in bad) else "out of range"
-        raise JitterscopeError(
-            f"CPU {','.join(map(str, bad))} {kind}: online CPUs are {_fmt(sorted(online))}")
+        kind = (
+            "offline"
+            if possible.exists() and all(c in parse_cpulist(possible.read_text().strip()) for c in bad)
+            else "out of range"
+        )
+        raise JitterscopeError(f"CPU {','.join(map(str, bad))} {kind}: online CPUs are {_fmt(sorted(online))}")
     allowed = os.sched_getaffinity(0)
     denied = [c for c in cpus if c not in allowed]
     if denied:
-        raise JitterscopeError(f"CPU {','.join(map(str, denied))} not in this process's allowed CPUs "
-                               f"({_fmt(sorted(allowed))}; a cgroup cpuset or taskset restricts it)")
+        raise JitterscopeError(
+            f"CPU {','.join(map(str, denied))} not in this process's allowed CPUs "
+            f"({_fmt(sorted(allowed))}; a cgroup cpuset or taskset restricts it)"
+        )
 
 
 def _fmt(cpus: list[int]) -> str:
@@ -92,8 +96,16 @@ def virtualization() -> str | None:
         product = Path("/sys/class/dmi/id/product_name").read_text().strip().lower()
     except OSError:
         vendor = product = ""
-    for key, name in (("qemu", "kvm"), ("kvm", "kvm"), ("vmware", "vmware"), ("microsoft", "hyperv"),
-                      ("xen", "xen"), ("amazon", "kvm"), ("google", "kvm"), ("firecracker", "kvm")):
+    for key, name in (
+        ("qemu", "kvm"),
+        ("kvm", "kvm"),
+        ("vmware", "vmware"),
+        ("microsoft", "hyperv"),
+        ("xen", "xen"),
+        ("amazon", "kvm"),
+        ("google", "kvm"),
+        ("firecracker", "kvm"),
+    ):
         if key in vendor or key in product:
             return name
     return "kvm" if Path("/sys/bus/pci/drivers/virtio-pci").exists() else "unknown-hypervisor"

@@ -21,7 +21,7 @@ DURATION_UNITS_NS = {
     "min": 60e9,
     "h": 3600e9,
 }
-NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"   # a decimal number, as text (regex)
+NUMBER = r"[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?"  # a decimal number, as text (regex)
 
 DAY_S = 86400.0
 # Every duration option's accepted range in seconds (docs/limits.md): a value
@@ -29,26 +29,30 @@ DAY_S = 86400.0
 # Keyed by the option's name as commands pass it in `what`; the shared option
 # readers (options.py) use the same names.
 DURATION_BOUNDS: dict[str, tuple[float, float]] = {
-    "--duration": (0.1, 7 * DAY_S),       # measure, cluster: the probe's own granularity is ~10 ms
-    "--threshold": (1e-8, 1.0),           # smallest gap recorded as a detour
-    "--interval": (0.1, DAY_S),           # monitor
-    "--window": (0.1, DAY_S),             # monitor
-    "--period": (1e-6, 3600.0),           # inject
-    "--busy": (1e-8, 3600.0),             # inject
-    "--phase": (1e-6, 3600.0),            # simulate, fit, cluster bsp: the work between barriers
-    "--link-latency": (0.0, 1.0),         # simulate
-    "--timeout": (1.0, 7 * DAY_S),        # cluster
-    "--max-time": (1e-3, 7 * DAY_S),      # ptts
-    "--approximate": (1e-4, 7 * DAY_S),   # ptts
+    "--duration": (0.1, 7 * DAY_S),  # measure, cluster: the probe's own granularity is ~10 ms
+    "--threshold": (1e-8, 1.0),  # smallest gap recorded as a detour
+    "--interval": (0.1, DAY_S),  # monitor
+    "--window": (0.1, DAY_S),  # monitor
+    "--period": (1e-6, 3600.0),  # inject
+    "--busy": (1e-8, 3600.0),  # inject
+    "--phase": (1e-6, 3600.0),  # simulate, fit, cluster bsp: the work between barriers
+    "--link-latency": (0.0, 1.0),  # simulate
+    "--timeout": (1.0, 7 * DAY_S),  # cluster
+    "--max-time": (1e-3, 7 * DAY_S),  # ptts
+    "--approximate": (1e-4, 7 * DAY_S),  # ptts
 }
 # Any other duration (e.g. a key in a configuration file): from 1 ns to a year.
 DEFAULT_DURATION_BOUNDS = (1e-9, 366 * DAY_S)
 DURATION_RE = re.compile(rf"^\s*({NUMBER})\s*([a-zµ]*)\s*$")
 
 
-def parse_duration_ns(text: str | float, default_unit: str | None = None,
-                      what: str = "duration", allow_zero: bool = False,
-                      bounds: tuple[float, float] | None = None) -> float:
+def parse_duration_ns(
+    text: str | float,
+    default_unit: str | None = None,
+    what: str = "duration",
+    allow_zero: bool = False,
+    bounds: tuple[float, float] | None = None,
+) -> float:
     """Return a duration in nanoseconds from text like `250ms`, `2.5us`, `10s`.
 
     A bare number needs `default_unit`; otherwise the unit is required, since a
@@ -74,14 +78,19 @@ def parse_duration_ns(text: str | float, default_unit: str | None = None,
         raise UsageError(f"{what} {text!r} must be {'non-negative' if allow_zero else 'positive'}")
     lo, hi = bounds or DURATION_BOUNDS.get(what, DEFAULT_DURATION_BOUNDS)
     if ns and not lo * 1e9 * (1 - 1e-12) <= ns <= hi * 1e9 * (1 + 1e-12):
-        raise UsageError(f"{what} {text!r} is too {'short' if ns < lo * 1e9 else 'long'}: "
-                         f"use {format_s(lo)} to {format_s(hi)}")
+        raise UsageError(
+            f"{what} {text!r} is too {'short' if ns < lo * 1e9 else 'long'}: use {format_s(lo)} to {format_s(hi)}"
+        )
     return ns
 
 
-def parse_duration_s(text: str | float, default_unit: str | None = None,
-                     what: str = "duration", allow_zero: bool = False,
-                     bounds: tuple[float, float] | None = None) -> float:
+def parse_duration_s(
+    text: str | float,
+    default_unit: str | None = None,
+    what: str = "duration",
+    allow_zero: bool = False,
+    bounds: tuple[float, float] | None = None,
+) -> float:
     """Like `parse_duration_ns`, in seconds."""
     return parse_duration_ns(text, default_unit, what, allow_zero, bounds) / 1e9
 
@@ -113,6 +122,7 @@ def seed_arg(text: str) -> int:
 
 def count_arg(lo: int, hi: int) -> Callable[[str], int]:
     """argparse type of an integer option bounded to [lo, hi] (e.g. --replications)."""
+
     def parse(text: str) -> int:
         try:
             v = int(text)
@@ -127,11 +137,13 @@ def count_arg(lo: int, hi: int) -> Callable[[str], int]:
         if not lo <= v <= hi:
             raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {text}")
         return v
+
     return parse
 
 
 def percentile_arg(lo: float, hi: float) -> Callable[[str], float]:
     """argparse type of a percentile option in [lo, hi) (e.g. --late 99)."""
+
     def parse(text: str) -> float:
         try:
             v = float(text)
@@ -140,6 +152,7 @@ def percentile_arg(lo: float, hi: float) -> Callable[[str], float]:
         if not lo <= v < hi:
             raise argparse.ArgumentTypeError(f"must be from {lo:g} to below {hi:g}, got {text}")
         return v
+
     return parse
 
 
@@ -148,14 +161,25 @@ def format_ns(ns: float) -> str:
     return duration_ns(ns)
 
 
-_SIZE_UNITS = {"": 1, "b": 1, "k": 1024, "kb": 1024, "kib": 1024, "m": 1024**2,
-               "mb": 1024**2, "mib": 1024**2, "g": 1024**3, "gb": 1024**3, "gib": 1024**3}
+_SIZE_UNITS = {
+    "": 1,
+    "b": 1,
+    "k": 1024,
+    "kb": 1024,
+    "kib": 1024,
+    "m": 1024**2,
+    "mb": 1024**2,
+    "mib": 1024**2,
+    "g": 1024**3,
+    "gb": 1024**3,
+    "gib": 1024**3,
+}
 
 
 # Every size option's accepted range in bytes (docs/limits.md); others: 1 byte to 1 TiB.
 SIZE_BOUNDS: dict[str, tuple[int, int]] = {
-    "--buffer": (4 << 10, 1 << 30),     # trace ring buffer per CPU: the kernel refuses more, late
-    "--max-size": (1 << 20, 1 << 40),   # monitor history
+    "--buffer": (4 << 10, 1 << 30),  # trace ring buffer per CPU: the kernel refuses more, late
+    "--max-size": (1 << 20, 1 << 40),  # monitor history
 }
 DEFAULT_SIZE_BOUNDS = (1, 1 << 40)
 
@@ -177,8 +201,9 @@ def parse_size(text: str, what: str = "size") -> int:
         raise UsageError(f"{what} {text!r} must be positive")
     lo, hi = SIZE_BOUNDS.get(what, DEFAULT_SIZE_BOUNDS)
     if not lo <= value <= hi:
-        raise UsageError(f"{what} {text!r} is too {'small' if value < lo else 'large'}: "
-                         f"use {_fmt_bytes(lo)} to {_fmt_bytes(hi)}")
+        raise UsageError(
+            f"{what} {text!r} is too {'small' if value < lo else 'large'}: use {_fmt_bytes(lo)} to {_fmt_bytes(hi)}"
+        )
     return int(value)
 
 
@@ -293,8 +318,8 @@ def parse_kernel_cpulist(text: str, nr_cpus: int) -> list[int]:
     return sorted(cpus)
 
 
-MAX_LIST_VALUES = 10_000   # values in one count list (each is a separate computation)
-MAX_LIST_VALUE = 1e12      # a count beyond this is a typo (nodes, phases)
+MAX_LIST_VALUES = 10_000  # values in one count list (each is a separate computation)
+MAX_LIST_VALUE = 1e12  # a count beyond this is a typo (nodes, phases)
 
 
 def parse_count_list(text: str, what: str = "list") -> list[int]:
@@ -331,8 +356,10 @@ def parse_count_list(text: str, what: str = "list") -> list[int]:
                 if d <= 0:
                     raise UsageError(f"bad step {step!r} in {what}: must be positive")
                 if (hi - lo) / d + 1 > MAX_LIST_VALUES:
-                    raise UsageError(f"range {part!r} in {what} has {(hi - lo) / d + 1:.3g} values; "
-                                     f"at most {MAX_LIST_VALUES:,} (use :log10 or :x2)")
+                    raise UsageError(
+                        f"range {part!r} in {what} has {(hi - lo) / d + 1:.3g} values; "
+                        f"at most {MAX_LIST_VALUES:,} (use :log10 or :x2)"
+                    )
                 v = lo
                 while v <= hi * (1 + 1e-12):
                     values.append(int(round(v)))

@@ -17,8 +17,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def jitterscope(*args: str, timeout: float = 120, check: bool = False, **kw) -> subprocess.CompletedProcess:
-    proc = subprocess.run([sys.executable, "-m", "jitterscope", *args], capture_output=True, text=True,
-                          timeout=timeout, **kw)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitterscope", *args], capture_output=True, text=True, timeout=timeout, **kw
+    )
     if check and proc.returncode != 0:
         raise AssertionError(f"jitterscope {' '.join(args)} failed ({proc.returncode}):\n{proc.stderr}")
     return proc
@@ -81,8 +82,11 @@ def snapshot() -> dict[str, object]:
     s: dict[str, object] = {}
     for p in glob.glob("/proc/irq/*/smp_affinity_list"):
         s[p] = Path(p).read_text().strip()
-    for p in ("/proc/sys/kernel/timer_migration", "/sys/kernel/mm/transparent_hugepage/enabled",
-              "/sys/kernel/mm/ksm/run"):
+    for p in (
+        "/proc/sys/kernel/timer_migration",
+        "/sys/kernel/mm/transparent_hugepage/enabled",
+        "/sys/kernel/mm/ksm/run",
+    ):
         if os.path.exists(p):
             s[p] = read_setting(p)
     for t in glob.glob("/proc/[0-9]*/task/[0-9]*"):

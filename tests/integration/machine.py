@@ -52,8 +52,9 @@ def namespace_reason() -> str | None:
         return "needs root to make a private mount namespace"
     if shutil.which("unshare") is None:
         return "unshare (util-linux) not installed"
-    probe = subprocess.run(["unshare", "--mount", "--propagation", "private", "true"], capture_output=True,
-                           text=True, check=False)
+    probe = subprocess.run(
+        ["unshare", "--mount", "--propagation", "private", "true"], capture_output=True, text=True, check=False
+    )
     if probe.returncode != 0:
         return f"cannot make a private mount namespace: {probe.stderr.strip()}"
     return None
@@ -69,11 +70,19 @@ def namespace_cmd(script: str, tracefs: str = "absent") -> list[str]:
     return ["unshare", "--mount", "--propagation", "private", "sh", "-c", body]
 
 
-def in_namespace(script: str, tracefs: str = "absent", timeout: float = 120,
-                 env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def in_namespace(
+    script: str, tracefs: str = "absent", timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run `script` there; `.stderr` ends with `tracefs-after: <fstypes>` (empty: not mounted)."""
-    proc = subprocess.run(namespace_cmd(script, tracefs), capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, **(env or {})}, cwd=str(ROOT), check=False)
+    proc = subprocess.run(
+        namespace_cmd(script, tracefs),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+        cwd=str(ROOT),
+        check=False,
+    )
     if proc.returncode == 97:
         pytest.skip(f"cannot set up the tracefs state '{tracefs}' in a private namespace: {proc.stderr.strip()}")
     return proc
@@ -92,7 +101,7 @@ def started(run: Path) -> str:
 
 def say_tracefs(label: str) -> str:
     """Shell: print `<label>=<number of tracefs mounts here>` on stderr."""
-    return f"echo \"{label}=$(awk '$3 == \"tracefs\"' /proc/self/mounts | wc -l)\" >&2"
+    return f'echo "{label}=$(awk \'$3 == "tracefs"\' /proc/self/mounts | wc -l)" >&2'
 
 
 def js(*args: str) -> str:
@@ -104,6 +113,7 @@ def js(*args: str) -> str:
 
 # --- the tool as an unprivileged user ----------------------------------------------
 
+
 def _blocking_ancestor(p: Path) -> Path | None:
     """The highest directory above `p` that others cannot enter, or None."""
     for a in reversed(p.parents):
@@ -113,12 +123,19 @@ def _blocking_ancestor(p: Path) -> Path | None:
 
 
 def _nobody_imports(wrap: list[str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*wrap, "setpriv", *NOBODY, sys.executable, "-c", "import jitterscope"],
-                          capture_output=True, text=True, timeout=60, cwd="/", check=False)
+    return subprocess.run(
+        [*wrap, "setpriv", *NOBODY, sys.executable, "-c", "import jitterscope"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd="/",
+        check=False,
+    )
 
 
-def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60,
-                  env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def run_as_nobody(
+    python_args: list[str], cwd: str, timeout: float = 60, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     """Run this Python with `python_args` (e.g. -m jitterscope ...) as uid 65534 (skip,
     naming why, if impossible).
 
@@ -132,28 +149,35 @@ def run_as_nobody(python_args: list[str], cwd: str, timeout: float = 60,
     cmd = ["setpriv", *NOBODY, sys.executable, *python_args]
     full_env = {**os.environ, **(env or {})}
     if _nobody_imports([]).returncode == 0:
-        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env,
-                              check=False)
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env, check=False)
     block = _blocking_ancestor(ROOT)
     if block is None:
         pytest.skip(f"uid 65534 cannot import jitterscope from {ROOT}: {_nobody_imports([]).stderr.strip()}")
     if namespace_reason() is not None:
         pytest.skip(f"the checkout {ROOT} is private to root, and {namespace_reason()} to show it to uid 65534")
     # what must stay visible below it: the checkout and the interpreter's installation
-    children = sorted({p.relative_to(block).parts[0] for p in (ROOT, Path(sys.base_prefix).resolve())
-                       if p.is_relative_to(block) and p != block})
+    children = sorted(
+        {
+            p.relative_to(block).parts[0]
+            for p in (ROOT, Path(sys.base_prefix).resolve())
+            if p.is_relative_to(block) and p != block
+        }
+    )
     holds = [tempfile.mkdtemp(prefix="jitterscope-show-") for _ in children]
     binds = " && ".join(f"mount --bind {block / c} {h}" for c, h in zip(children, holds))
     moves = " && ".join(f"mkdir -p {block / c} && mount --move {h} {block / c}" for c, h in zip(children, holds))
-    show = f"{binds} && mount -t tmpfs -o mode=0755 jitterscope-show {block} && {moves} && exec \"$@\""
+    show = f'{binds} && mount -t tmpfs -o mode=0755 jitterscope-show {block} && {moves} && exec "$@"'
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", show, "sh"]
     try:
         probe = _nobody_imports(wrap)
         if probe.returncode != 0:
-            pytest.skip(f"the checkout {ROOT} stays unreadable to uid 65534 even with {block} shown: "
-                        f"{(probe.stderr.strip().splitlines() or ['?'])[-1]}")
-        return subprocess.run([*wrap, *cmd], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env,
-                              check=False)
+            pytest.skip(
+                f"the checkout {ROOT} stays unreadable to uid 65534 even with {block} shown: "
+                f"{(probe.stderr.strip().splitlines() or ['?'])[-1]}"
+            )
+        return subprocess.run(
+            [*wrap, *cmd], capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env, check=False
+        )
     finally:
         for h in holds:
             os.rmdir(h)

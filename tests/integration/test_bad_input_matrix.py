@@ -50,10 +50,16 @@ CASES: list[tuple[str, list[str], str]] = [
     ("inject-malformed-cpu", ["inject", "--cpu", "x", "--period", "10ms", "--busy", "1ms"], "malformed --cpu"),
     ("inject-tiny-period", ["inject", "--cpu", "1", "--period", "1ns", "--busy", "1ns"], "too short"),
     ("inject-huge-busy", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1e99s"], "too long"),
-    ("inject-negative-duration", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--duration=-1s"],
-     "must be positive"),
-    ("inject-unwritable-truth", ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--truth",
-                                 f"{NOPE}/t.csv"], "--truth"),
+    (
+        "inject-negative-duration",
+        ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--duration=-1s"],
+        "must be positive",
+    ),
+    (
+        "inject-unwritable-truth",
+        ["inject", "--cpu", "1", "--period", "10ms", "--busy", "1ms", "--truth", f"{NOPE}/t.csv"],
+        "--truth",
+    ),
     # analyze
     ("analyze-no-run", ["analyze", "NORUN"], "no such run directory"),
     ("analyze-nothing-to-rebuild", ["analyze", "OUT"], "nothing to analyse"),
@@ -67,23 +73,100 @@ CASES: list[tuple[str, list[str], str]] = [
     ("export-no-run", ["export", "--format", "csv", "-o", "OUT/x.csv", "NORUN"], "no such run directory"),
     ("export-unwritable-out", ["export", "--format", "csv", "-o", f"{NOPE}/x.csv", "RUN"], "no such directory"),
     # simulate
-    ("simulate-negative-seed", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases", "10",
-                                "--phase", "10ms", "--seed", "-1"], "seed must be"),
-    ("simulate-huge-replications", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases",
-                                    "10", "--phase", "10ms", "--replications", "1e9"], "--replications"),
-    ("simulate-huge-estimate", ["simulate", "--noise", "pareto(alpha=1.5,scale=1ms)", "--nodes", "1..1000:x2",
-                                "--phases", "100,1000", "--phase", "10ms", "--replications", "10000000"],
-     "would take"),
-    ("simulate-huge-list", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "1..1e11:+1", "--phases",
-                            "10", "--phase", "10ms"], "at most"),
-    ("simulate-tiny-phase", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases", "10",
-                             "--phase", "1ns"], "too short"),
-    ("simulate-malformed-spec", ["simulate", "--noise", "normal(mean=1ms,sd=2)", "--nodes", "8", "--phases", "10",
-                                 "--phase", "10ms"], "needs a unit"),
-    ("simulate-no-run", ["simulate", "--noise", "NORUN", "--nodes", "8", "--phases", "10", "--phase", "10ms"],
-     "NORUN"),
-    ("simulate-unwritable-plots", ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases",
-                                   "10", "--phase", "10ms", "--plots", f"{NOPE}/p"], "no such directory"),
+    (
+        "simulate-negative-seed",
+        [
+            "simulate",
+            "--noise",
+            "normal(mean=1ms,sd=0.1ms)",
+            "--nodes",
+            "8",
+            "--phases",
+            "10",
+            "--phase",
+            "10ms",
+            "--seed",
+            "-1",
+        ],
+        "seed must be",
+    ),
+    (
+        "simulate-huge-replications",
+        [
+            "simulate",
+            "--noise",
+            "normal(mean=1ms,sd=0.1ms)",
+            "--nodes",
+            "8",
+            "--phases",
+            "10",
+            "--phase",
+            "10ms",
+            "--replications",
+            "1e9",
+        ],
+        "--replications",
+    ),
+    (
+        "simulate-huge-estimate",
+        [
+            "simulate",
+            "--noise",
+            "pareto(alpha=1.5,scale=1ms)",
+            "--nodes",
+            "1..1000:x2",
+            "--phases",
+            "100,1000",
+            "--phase",
+            "10ms",
+            "--replications",
+            "10000000",
+        ],
+        "would take",
+    ),
+    (
+        "simulate-huge-list",
+        [
+            "simulate",
+            "--noise",
+            "normal(mean=1ms,sd=0.1ms)",
+            "--nodes",
+            "1..1e11:+1",
+            "--phases",
+            "10",
+            "--phase",
+            "10ms",
+        ],
+        "at most",
+    ),
+    (
+        "simulate-tiny-phase",
+        ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases", "10", "--phase", "1ns"],
+        "too short",
+    ),
+    (
+        "simulate-malformed-spec",
+        ["simulate", "--noise", "normal(mean=1ms,sd=2)", "--nodes", "8", "--phases", "10", "--phase", "10ms"],
+        "needs a unit",
+    ),
+    ("simulate-no-run", ["simulate", "--noise", "NORUN", "--nodes", "8", "--phases", "10", "--phase", "10ms"], "NORUN"),
+    (
+        "simulate-unwritable-plots",
+        [
+            "simulate",
+            "--noise",
+            "normal(mean=1ms,sd=0.1ms)",
+            "--nodes",
+            "8",
+            "--phases",
+            "10",
+            "--phase",
+            "10ms",
+            "--plots",
+            f"{NOPE}/p",
+        ],
+        "no such directory",
+    ),
     # fit
     ("fit-tiny-phase", ["fit", "RUN", "--phase", "1ns"], "too short"),
     ("fit-huge-duration", ["fit", "RUN", "--phase", "1e99s"], "too long"),
@@ -138,8 +221,9 @@ def _sysctls() -> dict[str, object]:
     # Task and IRQ affinities are left out: other sessions on this shared machine move theirs.
     knobs = {k: v for k, v in snapshot().items() if not k.startswith("affinity ") and "/proc/irq/" not in k}
     # tracefs mounted or not, as found (a failed command must not mount it and leave it)
-    knobs["tracefs mounts"] = sorted(ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines()
-                                     if ln.split()[2] == "tracefs")
+    knobs["tracefs mounts"] = sorted(
+        ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines() if ln.split()[2] == "tracefs"
+    )
     return knobs
 
 
@@ -166,10 +250,18 @@ def results(tmp_path_factory):
     (tmp / "hugeplan.yaml").write_text(PLAN.replace("cpus: 1", f"cpus: {HUGE_CPUS}"))
     (tmp / "seedplan.yaml").write_text(PLAN + "seed: -1\n")
     (tmp / "out").mkdir()
-    subs = {"RUN": str(run), "BADRUN": str(bad), "BADMETA": str(badmeta), "MODEL": str(tmp / "model.yaml"),
-            "BADMODEL": str(tmp / "badmodel.yaml"), "BADPLAN": str(tmp / "plan.yaml"),
-            "HUGEPLAN": str(tmp / "hugeplan.yaml"), "SEEDPLAN": str(tmp / "seedplan.yaml"),
-            "NORUN": str(tmp / "no-such-run"), "OUT": str(tmp / "out")}
+    subs = {
+        "RUN": str(run),
+        "BADRUN": str(bad),
+        "BADMETA": str(badmeta),
+        "MODEL": str(tmp / "model.yaml"),
+        "BADMODEL": str(tmp / "badmodel.yaml"),
+        "BADPLAN": str(tmp / "plan.yaml"),
+        "HUGEPLAN": str(tmp / "hugeplan.yaml"),
+        "SEEDPLAN": str(tmp / "seedplan.yaml"),
+        "NORUN": str(tmp / "no-such-run"),
+        "OUT": str(tmp / "out"),
+    }
     state = tmp / "state"
     env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(state), "PYTHONPATH": str(ROOT / "src")}
 
@@ -177,8 +269,14 @@ def results(tmp_path_factory):
         name, argv, words = case
         argv = [_sub(a, subs) for a in argv]
         # 4 GiB of address space: a case that tried to allocate per CPU of 0-99999999999 fails here, not the node
-        proc = subprocess.run(["prlimit", "--as=4294967296", sys.executable, "-m", "jitterscope", *argv],
-                              capture_output=True, text=True, timeout=60, env=env, cwd=tmp)
+        proc = subprocess.run(
+            ["prlimit", "--as=4294967296", sys.executable, "-m", "jitterscope", *argv],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env=env,
+            cwd=tmp,
+        )
         return name, proc, _sub(words, subs)
 
     before, inst_before = _sysctls(), _instances()

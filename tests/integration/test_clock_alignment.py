@@ -43,9 +43,13 @@ def test_probe_tsc_and_x86_tsc_trace_clock_agree_within_1us(tracefs: Path):
             pytest.skip(f"trace clock x86-tsc not offered (only: {clocks.strip()})")
         (inst / "trace_clock").write_text("x86-tsc")
         (inst / "buffer_size_kb").write_text("1024")  # 1000 markers need ~100 KB; never overrun
-        out = subprocess.run([str(native_bin("jitterscope-probe")), "--align-marker",
-                              str(inst / "trace_marker"), str(N_MARKERS)],
-                             capture_output=True, text=True, timeout=30, check=True)
+        out = subprocess.run(
+            [str(native_bin("jitterscope-probe")), "--align-marker", str(inst / "trace_marker"), str(N_MARKERS)],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
         trace = (inst / "trace").read_text()
 
     markers = np.array(json.loads(out.stdout)["markers"], dtype=np.int64)  # [before, after]

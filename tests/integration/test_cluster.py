@@ -52,8 +52,9 @@ STATE: dict[str, str] = {}
 def _recover_what_killed_ranks_left() -> Iterator[None]:
     STATE["JITTERSCOPE_STATE_DIR"] = tempfile.mkdtemp(prefix="jitterscope-cluster-tests-")
     yield
-    subprocess.run([sys.executable, "-m", "jitterscope", "restore"], env=env(), capture_output=True, timeout=120,
-                   check=False)
+    subprocess.run(
+        [sys.executable, "-m", "jitterscope", "restore"], env=env(), capture_output=True, timeout=120, check=False
+    )
     shutil.rmtree(STATE.pop("JITTERSCOPE_STATE_DIR"), ignore_errors=True)
 
 
@@ -98,8 +99,9 @@ def test_two_ranks_gather_every_rank(tmp_path: Path) -> None:
     assert rep.returncode == 0, rep.stderr
     page = (out / "report.html").read_text()
     assert "node0:1" in page and "node1:0" in page and "<svg" in (out / "report-heatmap.svg").read_text()
-    cmp = subprocess.run([sys.executable, "-m", "jitterscope", "compare", str(out), str(out), "--json"],
-                         capture_output=True, text=True)
+    cmp = subprocess.run(
+        [sys.executable, "-m", "jitterscope", "compare", str(out), str(out), "--json"], capture_output=True, text=True
+    )
     assert cmp.returncode == 0, cmp.stderr
     diff = json.loads(cmp.stdout)
     assert diff["kind"] == "cluster" and {x["node"] for x in diff["nodes"]} == {"node0:1", "node1:0"}
@@ -139,8 +141,9 @@ def test_bsp_slowdown_predicted_by_simulator(tmp_path: Path) -> None:
     # 2-CPU VM, which react to the job (CFS fair share) rather than being
     # exogenous noise, do not dominate.
     with Injector(cpu=1, period_ns=7e6, busy_ns=0.7e6, duration_ns=None, name=INJ_NAME):
-        proc = run_mpi(2, "bsp", "--phase", "5ms", "--phases", "300", "--priority", "fifo:10",
-                       "--out", str(out), "--json")
+        proc = run_mpi(
+            2, "bsp", "--phase", "5ms", "--phases", "300", "--priority", "fifo:10", "--out", str(out), "--json"
+        )
     assert proc.returncode == 0, proc.stderr
     s = json.loads(proc.stdout)
     m = s["measured"]
@@ -164,7 +167,7 @@ def _descends_from(pid: int, ancestor: int) -> bool:
             stat = Path(f"/proc/{pid}/stat").read_text()
         except OSError:
             return False
-        pid = int(stat[stat.rindex(")") + 2:].split()[1])
+        pid = int(stat[stat.rindex(")") + 2 :].split()[1])
         if pid == ancestor:
             return True
     return False
@@ -199,9 +202,13 @@ def _children(pid: int) -> list[int]:
 
 
 def test_hanging_rank_fails_the_job_quickly(tmp_path: Path) -> None:
-    mpi = subprocess.Popen(mpi_cmd(2, "bsp", "--phase", "5ms", "--phases", "4000", "--timeout", "3s",
-                                   "--out", str(tmp_path / "hang")),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    mpi = subprocess.Popen(
+        mpi_cmd(2, "bsp", "--phase", "5ms", "--phases", "4000", "--timeout", "3s", "--out", str(tmp_path / "hang")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
     pid = _rank_pid(mpi, 1)
     time.sleep(2.5)  # inside the phases by now (start-up takes about 1 s)
     t0 = time.monotonic()
@@ -226,9 +233,13 @@ def _is_measuring_probe(pid: int) -> bool:
 
 
 def test_failing_rank_fails_the_job_with_its_reason(tmp_path: Path) -> None:
-    mpi = subprocess.Popen(mpi_cmd(2, "measure", "--duration", "8s", "--no-trace", "--timeout", "10s",
-                                   "--out", str(tmp_path / "fail")),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env())
+    mpi = subprocess.Popen(
+        mpi_cmd(2, "measure", "--duration", "8s", "--no-trace", "--timeout", "10s", "--out", str(tmp_path / "fail")),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env(),
+    )
     pid = _rank_pid(mpi, 1)
     deadline = time.monotonic() + 20
     probe = None

@@ -20,15 +20,23 @@ import pytest
 
 from .test_cluster import _children, _is_measuring_probe, _mpi_reason, _rank_pid, env, mpi_cmd
 
-pytestmark = [pytest.mark.skipif(_mpi_reason() is not None, reason=str(_mpi_reason())), pytest.mark.slow,
-              pytest.mark.timeout(180)]
+pytestmark = [
+    pytest.mark.skipif(_mpi_reason() is not None, reason=str(_mpi_reason())),
+    pytest.mark.slow,
+    pytest.mark.timeout(180),
+]
 
 
 def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None:
     out = tmp_path / "cl"
     state = {"JITTERSCOPE_STATE_DIR": str(tmp_path / "state")}
-    mpi = subprocess.Popen(mpi_cmd(2, "measure", "--duration", "10s", "--timeout", "10s", "--out", str(out)),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**env(), **state})
+    mpi = subprocess.Popen(
+        mpi_cmd(2, "measure", "--duration", "10s", "--timeout", "10s", "--out", str(out)),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env(), **state},
+    )
     ranks = [_rank_pid(mpi, 0), _rank_pid(mpi, 1)]
     deadline = time.monotonic() + 40
     while not any(_is_measuring_probe(c) for c in _children(ranks[1])):
@@ -43,18 +51,29 @@ def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None
             mpi.kill()
     assert mpi.returncode != 0
     assert not out.exists()  # no cluster run: the job failed
-    restore = subprocess.run([sys.executable, "-m", "jitterscope", "restore"], capture_output=True, text=True,
-                             env={**os.environ, **state}, timeout=60, check=False)
+    restore = subprocess.run(
+        [sys.executable, "-m", "jitterscope", "restore"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, **state},
+        timeout=60,
+        check=False,
+    )
     assert restore.returncode == 0, restore.stdout + restore.stderr
-    scratch = [p for p in Path("/tmp").glob("jitterscope-cluster-r*")
-               if any(f"-{pid}-" in p.name for pid in ranks)]
+    scratch = [p for p in Path("/tmp").glob("jitterscope-cluster-r*") if any(f"-{pid}-" in p.name for pid in ranks)]
     assert scratch == [], f"scratch directories left behind: {scratch}"
     kept = sorted(tmp_path.glob("cl.rank*"))
     assert out.with_name("cl.rank1") in kept, restore.stdout  # the killed rank's capture
     assert any(ln.startswith("kept: ") and "cl.rank1" in ln for ln in restore.stdout.splitlines()), restore.stdout
     for k in kept:
-        done = subprocess.run([sys.executable, "-m", "jitterscope", "analyze", "--no-report", "--json", str(k)],
-                              capture_output=True, text=True, env={**os.environ, **state}, timeout=120, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "jitterscope", "analyze", "--no-report", "--json", str(k)],
+            capture_output=True,
+            text=True,
+            env={**os.environ, **state},
+            timeout=120,
+            check=False,
+        )
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["run"]["duration_s"] > 1.0 and sum(c["detours"] for c in summary["cpus"].values()) > 0

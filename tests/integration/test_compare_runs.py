@@ -21,8 +21,20 @@ INJ = "js-cmp-inj"  # a name no other test's injector uses on this shared machin
 
 
 def _measure(out, cpu):
-    jitterscope("measure", "--cpus", str(cpu), "--duration", "3s", "--priority", PRIO, "--no-report",
-                "--out", str(out), check=True, timeout=120)
+    jitterscope(
+        "measure",
+        "--cpus",
+        str(cpu),
+        "--duration",
+        "3s",
+        "--priority",
+        PRIO,
+        "--no-report",
+        "--out",
+        str(out),
+        check=True,
+        timeout=120,
+    )
 
 
 @needs_tracing
@@ -30,27 +42,43 @@ def test_injected_daemon_is_new_and_quiet_runs_do_not_regress(tmp_path):
     cpu = probed_cpu()
     _measure(tmp_path / "quiet1", cpu)
     _measure(tmp_path / "quiet2", cpu)
-    inj = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu), "--period", "20ms",
-                            "--busy", "500us", "--duration", "6s", "--name", INJ], stdout=subprocess.DEVNULL)
+    inj = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "inject",
+            "--cpu",
+            str(cpu),
+            "--period",
+            "20ms",
+            "--busy",
+            "500us",
+            "--duration",
+            "6s",
+            "--name",
+            INJ,
+        ],
+        stdout=subprocess.DEVNULL,
+    )
     try:
         time.sleep(0.3)
         _measure(tmp_path / "noisy", cpu)
     finally:
         inj.terminate()
         inj.wait(timeout=10)
-    quiet = jitterscope("compare", str(tmp_path / "quiet1"), str(tmp_path / "quiet2"), "--json",
-                        "--fail-on-regression")
+    quiet = jitterscope("compare", str(tmp_path / "quiet1"), str(tmp_path / "quiet2"), "--json", "--fail-on-regression")
     res = json.loads(quiet.stdout)
     # No source the kernel names regresses between two quiet runs.  'unexplained' (time lost with no
     # kernel event on the CPU: the hypervisor preempting this VM) follows the host's load, which no test
     # controls: a CI run saw it grow by 2,689 ppm between two quiet runs, truthfully reported.
     host = any(r.startswith("unexplained:") for r in res["regressions"])
-    named = [r for r in res["regressions"] if not r.startswith("unexplained:")
-             and not (host and r.startswith("CPU "))]  # a CPU's total holds its unexplained time
+    named = [
+        r for r in res["regressions"] if not r.startswith("unexplained:") and not (host and r.startswith("CPU "))
+    ]  # a CPU's total holds its unexplained time
     assert not named, res["regressions"]
     assert quiet.returncode == (1 if res["regressions"] else 0)
-    noisy = jitterscope("compare", str(tmp_path / "quiet2"), str(tmp_path / "noisy"), "--json",
-                        "--fail-on-regression")
+    noisy = jitterscope("compare", str(tmp_path / "quiet2"), str(tmp_path / "noisy"), "--json", "--fail-on-regression")
     assert noisy.returncode == 1, noisy.stderr
     res = json.loads(noisy.stdout)
     new = {(x["kind"], x["name"]): x for x in res["new"]}
@@ -86,8 +114,12 @@ def _bad_runs(tmp_path):
     trunc = build_run(tmp_path / "trunc", seed=45, duration_s=0.5)
     data = (trunc / "attribution.parquet").read_bytes()
     (trunc / "attribution.parquet").write_bytes(data[: len(data) // 2])
-    return good, {"empty": "not a jitterscope run", "newer": "newer than this jitterscope",
-                  "trunc": "Parquet", "missing": "no such run directory"}
+    return good, {
+        "empty": "not a jitterscope run",
+        "newer": "newer than this jitterscope",
+        "trunc": "Parquet",
+        "missing": "no such run directory",
+    }
 
 
 @pytest.mark.parametrize("command", ["compare", "report", "export"])
@@ -95,8 +127,11 @@ def test_bad_runs_give_one_line_and_exit_2(tmp_path, command):
     good, cases = _bad_runs(tmp_path)
     for name, needle in cases.items():
         bad = tmp_path / name
-        args = {"compare": ["compare", str(good), str(bad)], "report": ["report", str(bad)],
-                "export": ["export", str(bad), "--format", "csv", "-o", str(tmp_path / "x.csv")]}[command]
+        args = {
+            "compare": ["compare", str(good), str(bad)],
+            "report": ["report", str(bad)],
+            "export": ["export", str(bad), "--format", "csv", "-o", str(tmp_path / "x.csv")],
+        }[command]
         p = jitterscope(*args)
         assert p.returncode == 2, (name, p.stderr)
         assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, (name, p.stderr)

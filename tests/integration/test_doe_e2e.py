@@ -68,7 +68,8 @@ def test_two_builtin_factors_three_replications(tmp_path):
     script.write_text(WORKLOAD)
     seen = tmp_path / "seen.jsonl"
     plan = tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""
+    plan.write_text(
+        textwrap.dedent(f"""
         name: e2e
         response:
           command: ["{sys.executable}", "{script}", "{seen}"]
@@ -81,7 +82,8 @@ def test_two_builtin_factors_three_replications(tmp_path):
         replications: 3
         seed: 11
         settle: 100ms
-    """))
+    """)
+    )
     before = snapshot()
     out = tmp_path / "exp"
     proc = jitterscope("doe", "run", str(plan), "--out", str(out), timeout=240)
@@ -132,7 +134,8 @@ def test_resume_skips_finished_runs(tmp_path):
     """Custom factors log every level and restore, so order and completeness can be checked."""
     log = tmp_path / "log"
     plan = tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""
+    plan.write_text(
+        textwrap.dedent(f"""
         name: resume
         response: {{command: "od -An -N2 -tu2 /dev/urandom", value: stdout, estimate: 10ms, cpus: {probed_cpu()}}}
         factors:
@@ -142,7 +145,8 @@ def test_resume_skips_finished_runs(tmp_path):
               restore: "echo b.restore >> {log}"}}
         replications: 2
         settle: 0s
-    """))
+    """)
+    )
     out = tmp_path / "exp"
     first = jitterscope("doe", "run", str(plan), "--out", str(out), timeout=120)
     assert first.returncode == 0, first.stderr
@@ -153,7 +157,7 @@ def test_resume_skips_finished_runs(tmp_path):
     assert len(steps) == 8 * 4
     for i in range(0, len(steps), 4):
         assert steps[i][0] == "a" and steps[i + 1][0] == "b"
-        assert steps[i + 2:i + 4] == ["b.restore", "a.restore"]
+        assert steps[i + 2 : i + 4] == ["b.restore", "a.restore"]
     # Pretend it was killed after three runs, mid-way through writing the fourth.
     (out / "runs.jsonl").write_text("\n".join(lines[:3]) + "\n" + lines[3][:10])
     for f in ("analysis.json", "analysis.txt", "boxplot.svg"):
@@ -178,8 +182,18 @@ def _measure_missing() -> str | None:
     helptext = jitterscope("--help").stdout
     if "measure" not in helptext:
         return "the measure command is not present yet"
-    probe = jitterscope("measure", "--cpus", str(probed_cpu()), "--duration", "100ms", "--no-trace",
-                        "--json", "--no-report", "--out", f"/tmp/jitterscope-doe-probe-{os.getpid()}")
+    probe = jitterscope(
+        "measure",
+        "--cpus",
+        str(probed_cpu()),
+        "--duration",
+        "100ms",
+        "--no-trace",
+        "--json",
+        "--no-report",
+        "--out",
+        f"/tmp/jitterscope-doe-probe-{os.getpid()}",
+    )
     subprocess.run(["rm", "-rf", f"/tmp/jitterscope-doe-probe-{os.getpid()}"], check=False)
     if "No module named 'jitterscope." in probe.stderr:
         return "parts of the measure command are not present yet: " + probe.stderr.strip().splitlines()[-1]
@@ -193,7 +207,8 @@ def test_measure_response(tmp_path):
         pytest.skip(reason)
     cpu = probed_cpu()
     plan = tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""
+    plan.write_text(
+        textwrap.dedent(f"""
         name: measure-e2e
         response: {{measure: {{cpus: {cpu}, duration: 500ms, metric: noise_ppm}}}}
         factors:
@@ -201,7 +216,8 @@ def test_measure_response(tmp_path):
           - {{name: migration, kind: timer_migration, low: 0, high: 1}}
         replications: 2
         settle: 100ms
-    """))
+    """)
+    )
     before = snapshot()
     out = tmp_path / "exp"
     proc = jitterscope("doe", "run", str(plan), "--out", str(out), timeout=300)

@@ -33,7 +33,8 @@ def test_kill_9_mid_treatment_then_restore(tmp_path):
     thp_other = [c for c in thp_choices if c != thp_now]
     tm_now = read_setting("/proc/sys/kernel/timer_migration")
     plan = tmp_path / "plan.yaml"
-    plan.write_text(textwrap.dedent(f"""
+    plan.write_text(
+        textwrap.dedent(f"""
         name: crash
         response:
           command: "echo $$ > {started}; exec sleep 120"
@@ -51,13 +52,18 @@ def test_kill_9_mid_treatment_then_restore(tmp_path):
         design: {{type: fractional, generators: [D=ABC, E=AB, F=AC, G=BC]}}
         replications: 1
         seed: 3
-    """))
+    """)
+    )
     info_plan = plan.read_text()
     before = snapshot()
     assert not marker.exists()
     out = tmp_path / "exp"
-    runner = subprocess.Popen([sys.executable, "-m", "jitterscope", "doe", "run", str(plan), "--out", str(out)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runner = subprocess.Popen(
+        [sys.executable, "-m", "jitterscope", "doe", "run", str(plan), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         for _ in range(300):
             if started.exists() and started.read_text().strip():
@@ -131,13 +137,20 @@ def _bad_plans(cpu: int) -> dict[str, tuple[str, str]]:
         "unsettable level": (base.replace("high: never", "high: sometimes"), "level 'sometimes'"),
         "level this machine cannot set": (
             base.replace(f"cpus: {cpu}", f"cpus: {online}").replace(
-                "kind: thp, low: always, high: never", "kind: irq_affinity, low: to, high: away"),
-            "cannot go away from every online CPU"),
+                "kind: thp, low: always, high: never", "kind: irq_affinity, low: to, high: away"
+            ),
+            "cannot go away from every online CPU",
+        ),
         "duplicate names": (base.replace("name: hugepages", "name: migration"), "duplicate factor name"),
         "too long without --yes": (base.replace("estimate: 100ms", "estimate: 2h"), "add --yes"),
-        "no response": ("\n".join(line for line in base.splitlines()
-                                  if not line.startswith(("response", "  command", "  cpus", "  estimate"))),
-                        "no response"),
+        "no response": (
+            "\n".join(
+                line
+                for line in base.splitlines()
+                if not line.startswith(("response", "  command", "  cpus", "  estimate"))
+            ),
+            "no response",
+        ),
     }
 
 

@@ -20,22 +20,35 @@ def _check_exports(run_dir, tmp_path):
     tracks = {e["tid"] for e in trace["traceEvents"] if e.get("name") == "thread_name"}
     assert tracks == set(run.cpus)
     assert sum(e.get("cat") == "detour" for e in trace["traceEvents"]) == run.detours.num_rows
-    out = json.loads(jitterscope("export", str(run_dir), "--format", "loggopsim", "-o", str(tmp_path / "n.txt"),
-                                 "--json", check=True).stdout)
+    out = json.loads(
+        jitterscope(
+            "export", str(run_dir), "--format", "loggopsim", "-o", str(tmp_path / "n.txt"), "--json", check=True
+        ).stdout
+    )
     d = run.detours
     for c, f in zip(run.cpus, out["files"]):
         back = read_loggopsim(f)
         sel = d.column("cpu").to_numpy() == c
-        assert np.array_equal(back, np.column_stack([d.column("start_ns").to_numpy()[sel],
-                                                      d.column("duration_ns").to_numpy()[sel]]))
+        assert np.array_equal(
+            back, np.column_stack([d.column("start_ns").to_numpy()[sel], d.column("duration_ns").to_numpy()[sel]])
+        )
     jitterscope("export", str(run_dir), "--format", "csv", "-o", str(tmp_path / "d.csv"), check=True)
     assert len((tmp_path / "d.csv").read_text().splitlines()) == d.num_rows + 1
 
 
 @needs_tracing
 def test_exports_of_a_real_run(tmp_path):
-    jitterscope("measure", "--cpus", str(probed_cpu()), "--duration", "1s", "--no-report", "--out",
-                str(tmp_path / "run"), check=True)
+    jitterscope(
+        "measure",
+        "--cpus",
+        str(probed_cpu()),
+        "--duration",
+        "1s",
+        "--no-report",
+        "--out",
+        str(tmp_path / "run"),
+        check=True,
+    )
     _check_exports(tmp_path / "run", tmp_path)
 
 

@@ -27,8 +27,18 @@ def state(tmp_path: Path) -> dict[str, str]:
 
 
 def measure(out: Path, seconds: str = "1s", *extra: str) -> str:
-    return js("measure", "--cpus", str(probed_cpu()), "--duration", seconds, "--no-report", "--json",
-              "--out", str(out), *extra)
+    return js(
+        "measure",
+        "--cpus",
+        str(probed_cpu()),
+        "--duration",
+        seconds,
+        "--no-report",
+        "--json",
+        "--out",
+        str(out),
+        *extra,
+    )
 
 
 def traced(out: Path) -> dict:
@@ -59,10 +69,12 @@ def test_concurrent_measures_share_the_mount_and_the_last_unmounts(tmp_path: Pat
     # the second still traces: it must neither unmount under the second nor leave the
     # mount behind when the second ends.
     a, b = tmp_path / "a", tmp_path / "b"
-    script = (f"{measure(a, '60s')} > /dev/null & pa=$!; {started(a)}; "
-              f"{measure(b, '60s')} > /dev/null & pb=$!; {started(b)}; "
-              f"kill -TERM $pa; wait $pa; ra=$?; {say_tracefs('mid')}; "
-              f"kill -TERM $pb; wait $pb; rb=$?; [ $ra = 0 ] && [ $rb = 0 ]")
+    script = (
+        f"{measure(a, '60s')} > /dev/null & pa=$!; {started(a)}; "
+        f"{measure(b, '60s')} > /dev/null & pb=$!; {started(b)}; "
+        f"kill -TERM $pa; wait $pa; ra=$?; {say_tracefs('mid')}; "
+        f"kill -TERM $pb; wait $pb; rb=$?; [ $ra = 0 ] && [ $rb = 0 ]"
+    )
     proc = in_namespace(script, tracefs="absent", env=state)
     assert proc.returncode == 0, proc.stderr
     traced(a)
@@ -73,16 +85,19 @@ def test_concurrent_measures_share_the_mount_and_the_last_unmounts(tmp_path: Pat
 
 def test_killed_measure_is_restored_and_its_run_analysed(tmp_path: Path, state: dict[str, str]) -> None:
     out = tmp_path / "run"
-    script = (f"{measure(out, '30s')} > /dev/null 2>&1 & pid=$!; {started(out)}; sleep 1.5; "
-              f"kill -9 $pid; wait $pid; {say_tracefs('killed-mounts')}; {js('restore')}")
+    script = (
+        f"{measure(out, '30s')} > /dev/null 2>&1 & pid=$!; {started(out)}; sleep 1.5; "
+        f"kill -9 $pid; wait $pid; {say_tracefs('killed-mounts')}; {js('restore')}"
+    )
     proc = in_namespace(script, tracefs="absent", env=state)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "killed-mounts=1" in proc.stderr  # kill -9 left it mounted ...
     lines = proc.stdout.splitlines()
     # Other jitterscope processes on this machine may clean a dead run's instance
     # first (saving its pages just the same): then restore says it was already gone.
-    assert any("trace instance" in ln and ln.startswith(("restored: removed", "already as found:"))
-               for ln in lines), proc.stdout
+    assert any("trace instance" in ln and ln.startswith(("restored: removed", "already as found:")) for ln in lines), (
+        proc.stdout
+    )
     assert any(ln.startswith("restored: unmounted tracefs") for ln in lines), proc.stdout
     assert tracefs_after(proc) == ""  # ... and restore unmounted it
     # one line per item, never two verdicts for one
@@ -99,8 +114,20 @@ def test_killed_measure_is_restored_and_its_run_analysed(tmp_path: Path, state: 
 def test_tracefs_tests_set_up_tracefs_themselves(tmp_path: Path, state: dict[str, str]) -> None:
     """The tests that use tracefs directly pass on a machine where it is not mounted."""
     tests = [str(ROOT / "tests/integration" / t) for t in ("test_trace_session.py", "test_clock_alignment.py")]
-    cmd = " ".join([sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider",
-                    "--basetemp", str(tmp_path / "pt"), *tests])
+    cmd = " ".join(
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-x",
+            "-p",
+            "no:cacheprovider",
+            "--basetemp",
+            str(tmp_path / "pt"),
+            *tests,
+        ]
+    )
     proc = in_namespace(cmd, tracefs="absent", env={**state, "PYTHONDONTWRITEBYTECODE": "1"}, timeout=170)
     assert proc.returncode == 0, proc.stdout[-3000:]
     assert " passed" in proc.stdout and " skipped" not in proc.stdout, proc.stdout[-2000:]

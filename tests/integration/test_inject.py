@@ -51,17 +51,43 @@ def test_period_and_busy_time_match_the_request(tmp_path):
 
 
 def test_policy_other_and_custom_name(tmp_path):
-    with Injector(CPU, 5_000_000, 200_000, duration_ns=300_000_000, name="dummydaemon_1", policy="other",
-                  truth_path=tmp_path / "t.csv") as inj:
+    with Injector(
+        CPU,
+        5_000_000,
+        200_000,
+        duration_ns=300_000_000,
+        name="dummydaemon_1",
+        policy="other",
+        truth_path=tmp_path / "t.csv",
+    ) as inj:
         assert Path(f"/proc/{inj.pid}/comm").read_text().strip() == "dummydaemon_1"
         assert os.sched_getscheduler(inj.pid) == os.SCHED_OTHER
     assert inj.wait().policy == "other" and len(read_truth(tmp_path / "t.csv")) >= 40
 
 
 def test_command_json_reports_measured_period(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(CPU), "--period", "20ms",
-                           "--busy", "500us", "--duration", "600ms", "--truth", str(tmp_path / "t.csv"), "--json"],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "inject",
+            "--cpu",
+            str(CPU),
+            "--period",
+            "20ms",
+            "--busy",
+            "500us",
+            "--duration",
+            "600ms",
+            "--truth",
+            str(tmp_path / "t.csv"),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)  # nothing but JSON on stdout
     truth = read_truth(tmp_path / "t.csv")
@@ -80,17 +106,35 @@ def test_command_json_reports_measured_period(tmp_path):
 
 
 def test_injector_dies_with_its_parent(tmp_path):
-    script = ("import time; from jitterscope.measure.inject import Injector\n"
-              f"i = Injector({CPU}, 50_000_000, 1_000_000).start()\n"
-              "print(i.pid, flush=True); time.sleep(60)\n")
+    script = (
+        "import time; from jitterscope.measure.inject import Injector\n"
+        f"i = Injector({CPU}, 50_000_000, 1_000_000).start()\n"
+        "print(i.pid, flush=True); time.sleep(60)\n"
+    )
     assert_dies_with_parent(script, "injector")
 
 
 @pytest.mark.skipif(not ROOT, reason="checks SCHED_FIFO as root")
 def test_ctrl_c_ends_an_untimed_run_with_a_summary(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(CPU), "--period", "10ms",
-                             "--busy", "100us", "--truth", str(tmp_path / "t.csv")],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "inject",
+            "--cpu",
+            str(CPU),
+            "--period",
+            "10ms",
+            "--busy",
+            "100us",
+            "--truth",
+            str(tmp_path / "t.csv"),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         first = proc.stdout.readline()
         assert "SCHED_FIFO" in first and "until Ctrl-C" in first

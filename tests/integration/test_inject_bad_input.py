@@ -25,8 +25,9 @@ BAD = [
 
 @pytest.mark.parametrize("args, message", BAD, ids=[m for _, m in BAD])
 def test_bad_input_is_one_line_exit_2(args, message):
-    proc = subprocess.run([sys.executable, "-m", "jitterscope", "inject", *args],
-                          capture_output=True, text=True, timeout=30)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitterscope", "inject", *args], capture_output=True, text=True, timeout=30
+    )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and message in lines[0], proc.stderr

@@ -35,14 +35,32 @@ def test_injected_daemon_is_attributed_with_its_period(tmp_path):
 
     cpu = probed_cpu()
     truth_file = tmp_path / "truth.csv"
-    inj = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu),
-                            "--period", f"{PERIOD_MS}ms", "--busy", f"{BUSY_MS}ms", "--duration", "9s",
-                            "--truth", str(truth_file)], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    inj = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "inject",
+            "--cpu",
+            str(cpu),
+            "--period",
+            f"{PERIOD_MS}ms",
+            "--busy",
+            f"{BUSY_MS}ms",
+            "--duration",
+            "9s",
+            "--truth",
+            str(truth_file),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         time.sleep(0.5)
         run_dir = tmp_path / "run"
-        proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "6s", "--out", str(run_dir),
-                           "--no-report", "--json")
+        proc = jitterscope(
+            "measure", "--cpus", str(cpu), "--duration", "6s", "--out", str(run_dir), "--no-report", "--json"
+        )
         assert proc.returncode == 0, proc.stderr
     finally:
         inj.wait(timeout=30)
@@ -72,10 +90,12 @@ def test_injected_daemon_is_attributed_with_its_period(tmp_path):
     correct = np.minimum(att_ns, overlap).sum()
     injected = (t_end - t_start).sum()
     lost = summary["lost_events"]
-    assert correct / injected >= 0.98, \
+    assert correct / injected >= 0.98, (
         f"only {correct / injected:.4f} of the injected time attributed to it ({lost} lost events)"
-    assert correct / attributed >= 0.98, \
+    )
+    assert correct / attributed >= 0.98, (
         f"only {correct / attributed:.4f} of its attributed time was injected ({lost} lost events)"
+    )
 
     src = next(s for s in summary["sources"] if s["name"] == "jitterscope-inj")
     assert src["kind"] == "thread"
@@ -99,8 +119,7 @@ def test_quiet_run_names_the_timer_tick_and_writes_every_table(tmp_path):
     # Each detour's parts add up to its duration.
     det = pq.read_table(run_dir / "detours.parquet")
     att = pq.read_table(run_dir / "attribution.parquet")
-    sums = np.bincount(att.column("detour").to_numpy(), weights=att.column("ns").to_numpy(),
-                       minlength=det.num_rows)
+    sums = np.bincount(att.column("detour").to_numpy(), weights=att.column("ns").to_numpy(), minlength=det.num_rows)
     assert np.array_equal(sums.astype(np.int64), det.column("duration_ns").to_numpy())
     starts = det.column("start_ns").to_numpy()
     ends = starts + det.column("duration_ns").to_numpy()
@@ -111,8 +130,18 @@ def test_quiet_run_names_the_timer_tick_and_writes_every_table(tmp_path):
 
 def test_without_tracing_it_still_measures_and_says_why(tmp_path):
     cpu = probed_cpu()
-    proc = jitterscope("measure", "--cpus", str(cpu), "--duration", "1s", "--no-trace", "--json",
-                       "--no-report", "--out", str(tmp_path / "r"))
+    proc = jitterscope(
+        "measure",
+        "--cpus",
+        str(cpu),
+        "--duration",
+        "1s",
+        "--no-trace",
+        "--json",
+        "--no-report",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert proc.returncode == 0, proc.stderr
     s = load_json(proc.stdout)
     assert s["run"]["tracing"] is False and s["sources"] == []
@@ -130,9 +159,26 @@ def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path):
     run_dir = tmp_path / "run"
     try:
         time.sleep(0.3)
-        proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "measure", "--cpus", str(cpu), "--duration",
-                                 "3s", "--buffer", "4K", "--out", str(run_dir), "--no-report"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jitterscope",
+                "measure",
+                "--cpus",
+                str(cpu),
+                "--duration",
+                "3s",
+                "--buffer",
+                "4K",
+                "--out",
+                str(run_dir),
+                "--no-report",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
         deadline = time.monotonic() + 60
         while not (run_dir / "detours.raw").exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
@@ -158,8 +204,21 @@ def test_unprivileged_user_still_measures_and_is_told_why_attribution_is_off():
     out = Path(tempfile.mkdtemp(prefix="jitterscope-nobody-"))  # pytest's tmp is root-only
     try:
         out.chmod(0o777)
-        proc = run_as_nobody(["-m", "jitterscope", "measure", "--cpus", str(probed_cpu()), "--duration", "1s",
-                              "--no-report", "--out", str(out / "run")], cwd=str(out))
+        proc = run_as_nobody(
+            [
+                "-m",
+                "jitterscope",
+                "measure",
+                "--cpus",
+                str(probed_cpu()),
+                "--duration",
+                "1s",
+                "--no-report",
+                "--out",
+                str(out / "run"),
+            ],
+            cwd=str(out),
+        )
         assert proc.returncode == 0, proc.stderr
         assert "tracing OFF" in proc.stdout and "Attribution off: not root" in proc.stdout
         assert load_json((out / "run" / "summary.json").read_text())["cpus"][str(probed_cpu())]["detours"] > 0

@@ -19,19 +19,23 @@ def _alive(pid: str) -> bool:
     return pid.isdigit() and os.path.exists(f"/proc/{pid}")
 
 
-@pytest.mark.parametrize("args,needle", [
-    (["--cpus", "999"], "CPU 999"),
-    (["--cpus", "1-x"], "malformed CPU list"),
-    (["--duration", "10"], "needs a unit"),
-    (["--duration", "5 parsecs"], "--duration '5 parsecs'"),
-    (["--threshold", "-1us"], "--threshold"),
-    (["--priority", "fifo:500"], "out of range"),
-    (["--out", "/proc/forbidden/run"], "cannot create"),
-])
+@pytest.mark.parametrize(
+    "args,needle",
+    [
+        (["--cpus", "999"], "CPU 999"),
+        (["--cpus", "1-x"], "malformed CPU list"),
+        (["--duration", "10"], "needs a unit"),
+        (["--duration", "5 parsecs"], "--duration '5 parsecs'"),
+        (["--threshold", "-1us"], "--threshold"),
+        (["--priority", "fifo:500"], "out of range"),
+        (["--out", "/proc/forbidden/run"], "cannot create"),
+    ],
+)
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):
     before = _instances()
-    proc = jitterscope("measure", "--duration", "1s", *args) if "--duration" not in args else \
-        jitterscope("measure", *args)
+    proc = (
+        jitterscope("measure", "--duration", "1s", *args) if "--duration" not in args else jitterscope("measure", *args)
+    )
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr
@@ -59,7 +63,7 @@ def test_a_measurement_that_fails_midway_leaves_no_instance_and_no_run(tmp_path)
         def boom():
             raise errors.JitterscopeError("injected failure after tracing started")
         try:
-            measure_core.measure([{probed_cpu()}], 1e9, 1000.0, Path({str(tmp_path / 'r')!r}), before_probe=boom)
+            measure_core.measure([{probed_cpu()}], 1e9, 1000.0, Path({str(tmp_path / "r")!r}), before_probe=boom)
         except errors.JitterscopeError as e:
             print("failed:", e)
     """)

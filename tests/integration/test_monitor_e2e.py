@@ -34,9 +34,28 @@ def _windows(url: str) -> int:
 
 @pytest.mark.skipif(_measure_missing() is not None, reason=str(_measure_missing()))
 def test_metrics_endpoint_advances_and_sigterm_stops_cleanly(tmp_path):
-    proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "monitor", "--cpus", str(probed_cpu()),
-                             "--interval", "1s", "--window", "300ms", "--port", "0", "--keep", "2",
-                             "--history", str(tmp_path / "hist")], stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "monitor",
+            "--cpus",
+            str(probed_cpu()),
+            "--interval",
+            "1s",
+            "--window",
+            "300ms",
+            "--port",
+            "0",
+            "--keep",
+            "2",
+            "--history",
+            str(tmp_path / "hist"),
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         # The first line naming the URL (a journal recovery may print a line before it).
         lines = iter(proc.stderr.readline, "")

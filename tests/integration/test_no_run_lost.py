@@ -32,9 +32,24 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
     """measure in its own session, as a terminal would run it (signals go to its group)."""
-    return subprocess.Popen([sys.executable, "-m", "jitterscope", "measure", "--cpus", str(probed_cpu()),
-                             "--duration", seconds, "--out", str(out), "--no-report"],
-                            start_new_session=True, text=True, **kw)  # type: ignore[call-overload]
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "measure",
+            "--cpus",
+            str(probed_cpu()),
+            "--duration",
+            seconds,
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+        start_new_session=True,
+        text=True,
+        **kw,
+    )  # type: ignore[call-overload]
 
 
 def wait_for_probe(out: Path, proc: subprocess.Popen, timeout: float = 60) -> None:
@@ -110,12 +125,14 @@ def on_full_disk(tmp_path: Path, size: str, failing: str, run: Path) -> tuple[st
     the run and copy it out.  Return failing's stderr, what the run held after, the copy."""
     disk, keep = tmp_path / "disk", tmp_path / "recovered"
     disk.mkdir()
-    script = (f"mount -t tmpfs -o size={size} jitterscope-test {disk} || exit 97\n"
-              f"( {failing} ) 2> {tmp_path}/failing.err; echo \"failing-rc=$?\" >&2\n"
-              f"ls -a {run} > {tmp_path}/left.txt\n"
-              f"rm -f {disk}/filler\n"
-              f"{js('analyze', '--no-report', str(run))} > /dev/null || exit 3\n"
-              f"cp -r {run} {keep}\n")
+    script = (
+        f"mount -t tmpfs -o size={size} jitterscope-test {disk} || exit 97\n"
+        f'( {failing} ) 2> {tmp_path}/failing.err; echo "failing-rc=$?" >&2\n'
+        f"ls -a {run} > {tmp_path}/left.txt\n"
+        f"rm -f {disk}/filler\n"
+        f"{js('analyze', '--no-report', str(run))} > /dev/null || exit 3\n"
+        f"cp -r {run} {keep}\n"
+    )
     proc = in_namespace(script, tracefs="theirs")
     err = (tmp_path / "failing.err").read_text()
     assert proc.returncode == 0, proc.stderr + err
@@ -123,7 +140,7 @@ def on_full_disk(tmp_path: Path, size: str, failing: str, run: Path) -> tuple[st
     assert "Traceback" not in err, err
     left = set((tmp_path / "left.txt").read_text().split())
     assert {"capture.json", "detours.raw"} <= left, left  # the raw capture is kept
-    assert not [n for n in left if ".tmp" in n], left      # and no temporary is left
+    assert not [n for n in left if ".tmp" in n], left  # and no temporary is left
     return err, left, keep
 
 
@@ -132,11 +149,13 @@ def on_full_disk(tmp_path: Path, size: str, failing: str, run: Path) -> tuple[st
 def test_disk_full_during_capture_is_one_line_and_analyze_recovers(tmp_path: Path) -> None:
     """A 24 MiB tmpfs filled while measuring."""
     out = tmp_path / "disk" / "run"
-    failing = (f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
-               f" > /dev/null & pid=$!\n"
-               f"{started(out)}; sleep 1\n"
-               f"dd if=/dev/zero of={tmp_path / 'disk'}/filler bs=64k 2> /dev/null\n"
-               f"wait $pid")
+    failing = (
+        f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
+        f" > /dev/null & pid=$!\n"
+        f"{started(out)}; sleep 1\n"
+        f"dd if=/dev/zero of={tmp_path / 'disk'}/filler bs=64k 2> /dev/null\n"
+        f"wait $pid"
+    )
     err, _, keep = on_full_disk(tmp_path, "24m", failing, out)
     lines = [ln for ln in err.splitlines() if ln.startswith("jitterscope: error")]
     assert len(lines) == 1 and "disk full" in lines[0] and "jitterscope analyze" in lines[0], err
@@ -159,9 +178,11 @@ def test_disk_full_during_analysis_keeps_the_capture(tmp_path: Path) -> None:
     subprocess.run([sys.executable, "-m", "jitterscope", "restore"], capture_output=True, check=False)
     disk = tmp_path / "disk"
     run = disk / "run"
-    failing = (f"cp -r {src} {run}\n"
-               f"free=$(($(stat -f -c '%a * %S' {disk}))); head -c $((free - 8192)) /dev/zero > {disk}/filler\n"
-               f"{js('analyze', '--no-report', str(run))} > /dev/null")
+    failing = (
+        f"cp -r {src} {run}\n"
+        f"free=$(($(stat -f -c '%a * %S' {disk}))); head -c $((free - 8192)) /dev/zero > {disk}/filler\n"
+        f"{js('analyze', '--no-report', str(run))} > /dev/null"
+    )
     err, _, keep = on_full_disk(tmp_path, "16m", failing, run)
     assert err.count("\n") == 1 and "disk full" in err, err
     meta = assert_complete(keep)
@@ -171,7 +192,7 @@ def test_disk_full_during_analysis_keeps_the_capture(tmp_path: Path) -> None:
 def cmdline(pid: str) -> bytes:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:   # it ended while we looked
+    except OSError:  # it ended while we looked
         return b""
 
 
@@ -179,13 +200,21 @@ def test_a_probe_signalled_from_outside_is_an_early_end_not_a_full_run(tmp_path:
     """A script's background job ignores SIGINT, its probe does not: a Ctrl-C there used to end the
     run early while meta.json said it ran as asked (4.4 s of a 30 s run, "interrupted": false)."""
     out = tmp_path / "run"
-    proc = start_measure(out, "30s", stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    proc = start_measure(
+        out,
+        "30s",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
     try:
         wait_for_probe(out, proc)
         time.sleep(0.5)
-        probes = [int(d) for d in os.listdir("/proc") if d.isdigit() and d != str(proc.pid)
-                  and str(out / "detours.raw").encode() in cmdline(d)]
+        probes = [
+            int(d)
+            for d in os.listdir("/proc")
+            if d.isdigit() and d != str(proc.pid) and str(out / "detours.raw").encode() in cmdline(d)
+        ]
         assert probes, "no probe process found"
         os.kill(probes[0], signal.SIGINT)
         _, err = proc.communicate(timeout=60)

@@ -26,11 +26,11 @@ def js(*args: str, check: bool = False) -> subprocess.CompletedProcess:
     from jitterscope.cli import main
 
     out, err = io.StringIO(), io.StringIO()
-    term = signal.getsignal(signal.SIGTERM)   # main() turns SIGTERM into Ctrl-C: not for the test runner
+    term = signal.getsignal(signal.SIGTERM)  # main() turns SIGTERM into Ctrl-C: not for the test runner
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             code = main(list(args))
-        except SystemExit as e:   # argparse
+        except SystemExit as e:  # argparse
             code = int(e.code or 0)
         finally:
             signal.signal(signal.SIGTERM, term)
@@ -49,8 +49,21 @@ def one_line_error(proc: subprocess.CompletedProcess, match: str) -> None:
 
 def test_compile_explain_prints_the_appendix_schedule(tmp_path):
     gantt = tmp_path / "g.svg"
-    p = js("pipeline", "compile", APPENDIX, "--threads", "2", "--heuristic", "fixed", "--memory", "simple",
-                    "--explain", "--gantt", str(gantt), check=True)
+    p = js(
+        "pipeline",
+        "compile",
+        APPENDIX,
+        "--threads",
+        "2",
+        "--heuristic",
+        "fixed",
+        "--memory",
+        "simple",
+        "--explain",
+        "--gantt",
+        str(gantt),
+        check=True,
+    )
     assert "thread0: W s1, E f8.0, S s2, W s3, E f6.0" in p.stdout
     assert "786,432 B" in p.stdout and "8 signals (4 WAR, 4 RAW)" in p.stdout
     assert gantt.read_text().startswith("<?xml")
@@ -66,17 +79,30 @@ def test_compile_explain_prints_the_appendix_schedule(tmp_path):
 @pytest.mark.slow
 def test_run_report_compare_and_etp_into_ptts(tmp_path):
     sched = tmp_path / "s.yaml"
-    js("pipeline", "compile", APPENDIX, "--threads", "2", "--heuristic", "predictable", "-o", str(sched),
-                check=True)
+    js("pipeline", "compile", APPENDIX, "--threads", "2", "--heuristic", "predictable", "-o", str(sched), check=True)
     run = tmp_path / "run"
-    p = js("pipeline", "run", APPENDIX, "--schedule", str(sched), "--iterations", "300", "--wait", "hybrid",
-                    "--out", str(run), "--json", check=True)
+    p = js(
+        "pipeline",
+        "run",
+        APPENDIX,
+        "--schedule",
+        str(sched),
+        "--iterations",
+        "300",
+        "--wait",
+        "hybrid",
+        "--out",
+        str(run),
+        "--json",
+        check=True,
+    )
     summary = json.loads(p.stdout)
     assert summary["latency"]["n"] == 300 and summary["latency"]["mean"] > 0
     assert summary["run"]["heuristic"] == "predictable"
     assert (run / "report.html").exists() and (run / "schedule.yaml").exists()
     assert not (run / "raw").exists()
     import pyarrow.parquet as pq
+
     it = pq.read_table(run / "iterations.parquet")
     lat = it.column("latency_ns").to_numpy()
     assert len(lat) == 300 and (lat > 0).all()
@@ -84,8 +110,22 @@ def test_run_report_compare_and_etp_into_ptts(tmp_path):
     assert pq.read_table(run / "subboxes.parquet").num_rows == 300 * 6
     # the same graph under another schedule gives the same outputs
     run2 = tmp_path / "run2"
-    p2 = js("pipeline", "run", APPENDIX, "--heuristic", "simple", "--memory", "simple", "--iterations",
-                     "300", "--out", str(run2), "--json", "--no-report", check=True)
+    p2 = js(
+        "pipeline",
+        "run",
+        APPENDIX,
+        "--heuristic",
+        "simple",
+        "--memory",
+        "simple",
+        "--iterations",
+        "300",
+        "--out",
+        str(run2),
+        "--json",
+        "--no-report",
+        check=True,
+    )
     assert json.loads(p2.stdout)["outputs"]["digest"] == summary["outputs"]["digest"]
     c = js("compare", str(run), str(run2), "--json")
     assert c.returncode in (0, 1), c.stderr
@@ -94,9 +134,11 @@ def test_run_report_compare_and_etp_into_ptts(tmp_path):
     csv = tmp_path / "pipe.csv"
     js("pipeline", "etp", str(run), "-o", str(csv), "--resolution", "10us", check=True)
     model = tmp_path / "chain.yaml"
-    model.write_text("resolution: 10us\ncomponents:\n"
-                     "  - {name: pipeline, period: 40ms, offset: 0ms, etp: {csv: pipe.csv}}\n"
-                     "  - {name: display, period: 16.6ms, offset: 0ms, etp: {pmf: {5ms: 1.0}}}\n")
+    model.write_text(
+        "resolution: 10us\ncomponents:\n"
+        "  - {name: pipeline, period: 40ms, offset: 0ms, etp: {csv: pipe.csv}}\n"
+        "  - {name: display, period: 16.6ms, offset: 0ms, etp: {pmf: {5ms: 1.0}}}\n"
+    )
     r = js("ptts", str(model), "--json", check=True)
     res = json.loads(r.stdout)
     pmf = res["latency"]["pmf"] if "latency" in res else res["pmf"]
@@ -117,13 +159,19 @@ def _bad_graph(tmp: Path, text: str) -> str:
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch):
     base = "image: {width: 8, height: 8}\nboxes:\n  s: {kernel: source}\n  g: {kernel: gain}\n  k: {kernel: sink}\n"
-    cyclic = _bad_graph(tmp_path, base.replace("  k:", "  a: {kernel: add}\n  d: {kernel: dup}\n  k:")
-                        + "edges: [s -> a.in0, g -> a.in1, a -> d, d.out0 -> g, d.out1 -> k]\n")
+    cyclic = _bad_graph(
+        tmp_path,
+        base.replace("  k:", "  a: {kernel: add}\n  d: {kernel: dup}\n  k:")
+        + "edges: [s -> a.in0, g -> a.in1, a -> d, d.out0 -> g, d.out1 -> k]\n",
+    )
     one_line_error(js("pipeline", "compile", cyclic), "cycle")
     unknown = _bad_graph(tmp_path, base.replace("gain", "sharpen") + "edges: [s -> g, g -> k]\n")
     one_line_error(js("pipeline", "compile", unknown), "unknown kernel 'sharpen'")
-    foot = _bad_graph(tmp_path, base.replace("{kernel: gain}", "{kernel: conv, size: 5, inputs: [{name: in, "
-                                             "neighbourhood: [3, 3]}]}") + "edges: [s -> g, g -> k]\n")
+    foot = _bad_graph(
+        tmp_path,
+        base.replace("{kernel: gain}", "{kernel: conv, size: 5, inputs: [{name: in, neighbourhood: [3, 3]}]}")
+        + "edges: [s -> g, g -> k]\n",
+    )
     one_line_error(js("pipeline", "compile", foot), "does not match")
     other = tmp_path / "other.yaml"
     js("pipeline", "compile", APPENDIX, "-o", str(other), check=True)
@@ -134,7 +182,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, monkeypatch):
     one_line_error(js("pipeline", "etp", str(tmp_path), "-o", str(tmp_path / "x.csv")), "")
     one_line_error(js("pipeline", "run", APPENDIX, "--period", "-1ms"), "--period")
     one_line_error(js("pipeline", "bench"), "GRAPH or --synthetic")
-    monkeypatch.chdir(tmp_path)      # no jitterscope-runs here: the default bench directory is made, not refused
+    monkeypatch.chdir(tmp_path)  # no jitterscope-runs here: the default bench directory is made, not refused
     one_line_error(js("pipeline", "bench", APPENDIX, "--heuristics", "foo"), "--heuristics")
 
 
@@ -142,8 +190,20 @@ def test_more_threads_than_cpus_runs_with_a_warning(tmp_path):
     from jitterscope.sysinfo import online_cpus
 
     n = len(online_cpus()) + 1
-    p = js("pipeline", "run", APPENDIX, "--threads", str(n), "--heuristic", "fixed", "--iterations", "20",
-                    "--out", str(tmp_path / "r"), "--no-report")
+    p = js(
+        "pipeline",
+        "run",
+        APPENDIX,
+        "--threads",
+        str(n),
+        "--heuristic",
+        "fixed",
+        "--iterations",
+        "20",
+        "--out",
+        str(tmp_path / "r"),
+        "--no-report",
+    )
     assert p.returncode == 0, p.stderr
     assert f"{n} threads on {n - 1} CPUs" in p.stderr
     assert "futex waits" in p.stdout
@@ -153,8 +213,19 @@ def test_more_threads_than_cpus_runs_with_a_warning(tmp_path):
 def test_barrier_never_starts_an_iteration_before_the_previous_ended(tmp_path):
     import pyarrow.parquet as pq
 
-    js("pipeline", "run", APPENDIX, "--heuristic", "barrier", "--iterations", "200", "--out",
-                str(tmp_path / "b"), "--no-report", check=True)
+    js(
+        "pipeline",
+        "run",
+        APPENDIX,
+        "--heuristic",
+        "barrier",
+        "--iterations",
+        "200",
+        "--out",
+        str(tmp_path / "b"),
+        "--no-report",
+        check=True,
+    )
     it = pq.read_table(tmp_path / "b" / "iterations.parquet")
     start, end = it.column("start_ns").to_numpy(), it.column("end_ns").to_numpy()
     assert (start[1:] >= end[:-1]).all()
@@ -162,9 +233,27 @@ def test_barrier_never_starts_an_iteration_before_the_previous_ended(tmp_path):
 
 def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
     out = tmp_path / "r"
-    p = subprocess.Popen([sys.executable, "-m", "jitterscope", "pipeline", "run", APPENDIX, "--iterations",
-                          "1000000", "--wait", "futex", "--no-timers", "--out", str(out), "--no-report"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "pipeline",
+            "run",
+            APPENDIX,
+            "--iterations",
+            "1000000",
+            "--wait",
+            "futex",
+            "--no-timers",
+            "--out",
+            str(out),
+            "--no-report",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 60
     while not (out / "raw" / "heartbeat.bin").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
@@ -181,13 +270,26 @@ def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
 @needs_tracing
 @pytest.mark.slow
 def test_trace_attributes_late_iterations(tmp_path):
-    p = js("pipeline", "run", APPENDIX, "--heuristic", "fixed", "--iterations", "200", "--trace", "--out",
-           str(tmp_path / "t"), "--json", "--no-report")
+    p = js(
+        "pipeline",
+        "run",
+        APPENDIX,
+        "--heuristic",
+        "fixed",
+        "--iterations",
+        "200",
+        "--trace",
+        "--out",
+        str(tmp_path / "t"),
+        "--json",
+        "--no-report",
+    )
     assert p.returncode == 0, p.stderr
     s = json.loads(p.stdout)
     late = s["late"]
     assert late["count"] >= 2 and late["threshold_ns"] >= s["latency"]["p50"]
     import pyarrow.parquet as pq
+
     att = pq.read_table(tmp_path / "t" / "attribution.parquet")
     # the pipeline's own threads and the idle task are never counted as taking time from it
     assert not any(n.startswith(("js-pipe/", "swapper/")) for n in att.column("name").to_pylist())
@@ -198,15 +300,34 @@ def test_kill_9_loses_nothing_the_runtime_recorded(tmp_path):
     from tests.integration.conftest import alive
 
     out = tmp_path / "r"
-    p = subprocess.Popen([sys.executable, "-m", "jitterscope", "pipeline", "run", APPENDIX, "--iterations",
-                          "1000000", "--wait", "futex", "--no-timers", "--out", str(out)],
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "pipeline",
+            "run",
+            APPENDIX,
+            "--iterations",
+            "1000000",
+            "--wait",
+            "futex",
+            "--no-timers",
+            "--out",
+            str(out),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not (out / "raw" / "heartbeat.bin").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
-    runtime = [int(c.parent.name) for c in Path("/proc").glob("[0-9]*/comm")
-               if _read(c).startswith("jitterscope-pip") and _ppid(c.parent) == p.pid]
+    runtime = [
+        int(c.parent.name)
+        for c in Path("/proc").glob("[0-9]*/comm")
+        if _read(c).startswith("jitterscope-pip") and _ppid(c.parent) == p.pid
+    ]
     p.kill()
     p.wait()
     deadline = time.monotonic() + 10
@@ -228,4 +349,4 @@ def _read(p: Path) -> str:
 
 def _ppid(proc: Path) -> int:
     stat = _read(proc / "stat")
-    return int(stat[stat.rindex(")") + 2:].split()[1]) if stat else -1
+    return int(stat[stat.rindex(")") + 2 :].split()[1]) if stat else -1

@@ -46,8 +46,20 @@ ALL_KERNELS = {
         "k1": {"kernel": "sink"},
         "k2": {"kernel": "sink"},
     },
-    "edges": ["src -> g", "g -> d", "d.out0 -> c3", "d.out1 -> c4", "d.out2 -> cp", "c3 -> a.in0", "c4 -> a.in1",
-              "a -> avg.in0", "cp -> avg.in1", "c3 -> avg.in2", "avg -> k1", "c4 -> k2"],
+    "edges": [
+        "src -> g",
+        "g -> d",
+        "d.out0 -> c3",
+        "d.out1 -> c4",
+        "d.out2 -> cp",
+        "c3 -> a.in0",
+        "c4 -> a.in1",
+        "a -> avg.in0",
+        "cp -> avg.in1",
+        "c3 -> avg.in2",
+        "avg -> k1",
+        "c4 -> k2",
+    ],
 }
 
 
@@ -69,8 +81,9 @@ def execute(sched, tmp: Path, **ro) -> tuple[Result, object]:
 
 
 def test_layouts_agree_with_the_c_structs():
-    out = subprocess.run([str(native_bin("jitterscope-pipeline")), "--layout"], capture_output=True, text=True,
-                         check=True)
+    out = subprocess.run(
+        [str(native_bin("jitterscope-pipeline")), "--layout"], capture_output=True, text=True, check=True
+    )
     c = json.loads(out.stdout)
     for name, dtype in F.STRUCTS.items():
         assert c[name]["size"] == dtype.itemsize, name
@@ -90,7 +103,7 @@ def test_every_heuristic_allocator_and_thread_count_is_bit_identical(pixel, thre
     want = reference_digests(g, ITER, seed=3)
     single, _ = execute(compile_graph(g, threads=1, split=1, heuristic="fixed", memory="simple"), tmp_path)
     assert np.array_equal(single.digests, want)
-    assert len(np.unique(want[:, 0])) == ITER      # every iteration's input differs: a stale read shows
+    assert len(np.unique(want[:, 0])) == ITER  # every iteration's input differs: a stale read shows
     for threads, heuristic, memory in itertools.product(thread_counts, HEURISTICS, ALLOCATORS):
         sched = compile_graph(g, threads=threads, heuristic=heuristic, memory=memory)
         res, end = execute(sched, tmp_path)
@@ -101,10 +114,18 @@ def test_every_heuristic_allocator_and_thread_count_is_bit_identical(pixel, thre
 
 def _two_buffers_on_one_range():
     """src feeds both g and a; g's output placed over src's: a then reads what g wrote."""
-    g = graph_from_dict({"image": {"width": 16, "height": 8},
-                         "boxes": {"src": {"kernel": "source"}, "g": {"kernel": "gain"}, "a": {"kernel": "add"},
-                                   "k": {"kernel": "sink"}},
-                         "edges": ["src -> g", "g -> a.in0", "src -> a.in1", "a -> k"]})
+    g = graph_from_dict(
+        {
+            "image": {"width": 16, "height": 8},
+            "boxes": {
+                "src": {"kernel": "source"},
+                "g": {"kernel": "gain"},
+                "a": {"kernel": "add"},
+                "k": {"kernel": "sink"},
+            },
+            "edges": ["src -> g", "g -> a.in0", "src -> a.in1", "a -> k"],
+        }
+    )
     s = compile_graph(g, threads=1, split=1, heuristic="fixed", memory="simple")
     src, gain = (next(b.index for b in g.buffers if b.box == n) for n in ("src", "g"))
     s.memory.offsets[gain] = s.memory.offsets[src]
@@ -123,8 +144,9 @@ def test_guard_reports_a_missing_signal(tmp_path):
     g = load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")
     s = compile_graph(g, threads=2, heuristic="fixed", memory="simple")
     names = [x.name for x in s.inst.subboxes]
-    drop = next(i for i, x in enumerate(s.signals)
-                if x.kind == "RAW" and names[x.src] == "f8.0" and names[x.dst] == "f6.1")
+    drop = next(
+        i for i, x in enumerate(s.signals) if x.kind == "RAW" and names[x.src] == "f8.0" and names[x.dst] == "f6.1"
+    )
     keep = [i for i in range(len(s.signals)) if i != drop]
     new = {old: new for new, old in enumerate(keep)}
     ops = [[(k, a if k == "E" else new[a]) for k, a in lst if k == "E" or a != drop] for lst in s.ops]
@@ -136,12 +158,17 @@ def test_guard_reports_a_missing_signal(tmp_path):
 def test_a_deadlocked_plan_is_reported_by_the_watchdog(tmp_path):
     g = load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")
     s = compile_graph(g, threads=2, heuristic="fixed", memory="simple")
-    ops = [[(k, a) for k, a in lst if k != "S"] for lst in s.ops]     # nobody ever posts
+    ops = [[(k, a) for k, a in lst if k != "S"] for lst in s.ops]  # nobody ever posts
     s.sync = dataclasses.replace(s.sync, ops=ops)
     opts = RunOptions(iterations=5, cpus=CPUS, wait="futex", hang_s=0.3)
     (tmp_path / "p.plan").write_bytes(build_plan(s, opts, tsc_hz()))
-    proc = subprocess.run([str(native_bin("jitterscope-pipeline")), "--plan", str(tmp_path / "p.plan"), "--out",
-                           str(tmp_path / "p.out")], capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [str(native_bin("jitterscope-pipeline")), "--plan", str(tmp_path / "p.plan"), "--out", str(tmp_path / "p.out")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr  # what ran is written; the end line says it hung
     assert '"hung": true' in proc.stdout
     assert "warning: hang: no iteration completed" in proc.stderr
@@ -171,15 +198,38 @@ def _user_graph(tmp: Path, symbol: str = "xor3"):
     src = tmp / "k.c"
     src.write_text(USER_KERNEL)
     lib = tmp / "libk.so"
-    subprocess.run(["cc", "-O2", "-fPIC", "-shared", "-I", str(native_bin("jitterscope-pipeline").parents[1]),
-                    str(src), "-o", str(lib)], check=True)
-    return graph_from_dict({"image": {"width": 32, "height": 16},
-                            "boxes": {"s": {"kernel": "source"},
-                                      "u": {"kernel": "user", "library": str(lib), "symbol": symbol,
-                                            "inputs": [{"name": "in", "neighbourhood": [1, 3]}],
-                                            "outputs": ["out"], "params": [77]},
-                                      "k": {"kernel": "sink"}},
-                            "edges": ["s -> u", "u -> k"]})
+    subprocess.run(
+        [
+            "cc",
+            "-O2",
+            "-fPIC",
+            "-shared",
+            "-I",
+            str(native_bin("jitterscope-pipeline").parents[1]),
+            str(src),
+            "-o",
+            str(lib),
+        ],
+        check=True,
+    )
+    return graph_from_dict(
+        {
+            "image": {"width": 32, "height": 16},
+            "boxes": {
+                "s": {"kernel": "source"},
+                "u": {
+                    "kernel": "user",
+                    "library": str(lib),
+                    "symbol": symbol,
+                    "inputs": [{"name": "in", "neighbourhood": [1, 3]}],
+                    "outputs": ["out"],
+                    "params": [77],
+                },
+                "k": {"kernel": "sink"},
+            },
+            "edges": ["s -> u", "u -> k"],
+        }
+    )
 
 
 def test_user_kernel_through_the_abi(tmp_path):
@@ -194,8 +244,13 @@ def test_a_failing_user_kernel_stops_the_run_with_its_name(tmp_path):
     g = _user_graph(tmp_path, "fails")
     opts = RunOptions(iterations=3, cpus=CPUS, wait="futex")
     (tmp_path / "p.plan").write_bytes(build_plan(compile_graph(g, threads=1), opts, tsc_hz()))
-    proc = subprocess.run([str(native_bin("jitterscope-pipeline")), "--plan", str(tmp_path / "p.plan"), "--out",
-                           str(tmp_path / "p.out")], capture_output=True, text=True, timeout=30, check=False)
+    proc = subprocess.run(
+        [str(native_bin("jitterscope-pipeline")), "--plan", str(tmp_path / "p.plan"), "--out", str(tmp_path / "p.out")],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        check=False,
+    )
     assert proc.returncode == 1 and "user kernel fails" in proc.stderr and "returned 7" in proc.stderr
 
 
@@ -205,10 +260,12 @@ def test_runtime_dies_with_its_parent(tmp_path):
     g = load_graph(ROOT / "examples" / "pipeline" / "appendix.yaml")
     opts = RunOptions(iterations=10**5, cpus=CPUS, wait="futex", timers=False)
     (tmp_path / "p.plan").write_bytes(build_plan(compile_graph(g, threads=2), opts, tsc_hz()))
-    script = (f"import subprocess, sys, time\n"
-              f"p = subprocess.Popen([{str(native_bin('jitterscope-pipeline'))!r}, '--plan', "
-              f"{str(tmp_path / 'p.plan')!r}, '--out', {str(tmp_path / 'p.out')!r}], stdout=subprocess.PIPE)\n"
-              f"p.stdout.readline(); print(p.pid, flush=True); time.sleep(60)\n")
+    script = (
+        f"import subprocess, sys, time\n"
+        f"p = subprocess.Popen([{str(native_bin('jitterscope-pipeline'))!r}, '--plan', "
+        f"{str(tmp_path / 'p.plan')!r}, '--out', {str(tmp_path / 'p.out')!r}], stdout=subprocess.PIPE)\n"
+        f"p.stdout.readline(); print(p.pid, flush=True); time.sleep(60)\n"
+    )
     assert_dies_with_parent(script, "the pipeline runtime")
 
 
@@ -224,8 +281,10 @@ def test_publishes_heartbeats_and_bytes_on_protects_report_page(tmp_path, monkey
     res, _ = execute(sched, tmp_path, iterations=40, guard=False)
     c = page.counters()
     assert c["beats"] == 40 and c["ops"] == 40
-    per_iter_written = sum(len([a for a in acc if a.write]) * (sub.row1 - sub.row0) * g.row_bytes
-                           for sub, acc in zip(sched.inst.subboxes, sched.inst.accesses))
+    per_iter_written = sum(
+        len([a for a in acc if a.write]) * (sub.row1 - sub.row0) * g.row_bytes
+        for sub, acc in zip(sched.inst.subboxes, sched.inst.accesses)
+    )
     assert c["write_bytes"] == 40 * per_iter_written
     lat = (res.iters["end_tsc"].astype(np.int64) - res.iters["start_tsc"].astype(np.int64)) * 1e9 / tsc_hz()
     beats = np.sort(page._p["beat"]["latency_ns"][:40].astype(np.float64))
@@ -245,8 +304,11 @@ def test_threads_are_pinned_named_and_stoppable(tmp_path):
             for t in rt.threads:
                 task = Path(f"/proc/{rt.pid}/task/{t['tid']}")
                 assert (task / "comm").read_text().strip() == f"js-pipe/{t['thread']}"
-                allowed = next(ln.split(":")[1].strip() for ln in (task / "status").read_text().splitlines()
-                               if ln.startswith("Cpus_allowed_list"))
+                allowed = next(
+                    ln.split(":")[1].strip()
+                    for ln in (task / "status").read_text().splitlines()
+                    if ln.startswith("Cpus_allowed_list")
+                )
                 want = str(CPUS[t["thread"] % len(CPUS)]) if pinned else f"{CPUS[0]}-{CPUS[-1]}"
                 assert allowed == want, (heuristic, t, allowed)
             deadline = time.monotonic() + 30

@@ -47,8 +47,9 @@ def _topology(tmp: Path, text: str) -> str:
 
 
 def test_place_page_layout_matches_the_c_header() -> None:
-    got = json.loads(subprocess.run([str(native_bin(CB)), "--layout"], capture_output=True, text=True,
-                                    check=True).stdout)
+    got = json.loads(
+        subprocess.run([str(native_bin(CB)), "--layout"], capture_output=True, text=True, check=True).stdout
+    )
     assert got.pop("size") == PAGE_DTYPE.itemsize
     assert got == {k: PAGE_DTYPE.fields[k][1] for k in got}
 
@@ -61,20 +62,44 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
     ~never under L, always under worst, in between for stock (spec B.3); the protected chase is never stopped
     under L+P; speedups are the geometric means of the per-task ratios in the results table."""
     out, labels = tmp_path / "cmp", tmp_path / "labels.yaml"
-    labels.write_text("jitterscope-chase: {weight: 0, source: probe, slowdown: -0.01}\n")   # as --profile writes
-    proc = jitterscope("place", "--compare", "stock,L,worst,L+P", "--repeat", "1", "--cpus", "0,1", *DECLARE,
-                       "--labels", str(labels), "--protect", "jitterscope-chase",
-                       "--cmd", f"{CB} --buffer 4194304", "--cmd", f"{CB} --buffer 4194304", "--cmd", SL,
-                       "--cmd", "jitterscope-chase --buffer 262144 --period-ns 1000000", "--duration", "1500ms",
-                       "--out", str(out), timeout=180)
+    labels.write_text("jitterscope-chase: {weight: 0, source: probe, slowdown: -0.01}\n")  # as --profile writes
+    proc = jitterscope(
+        "place",
+        "--compare",
+        "stock,L,worst,L+P",
+        "--repeat",
+        "1",
+        "--cpus",
+        "0,1",
+        *DECLARE,
+        "--labels",
+        str(labels),
+        "--protect",
+        "jitterscope-chase",
+        "--cmd",
+        f"{CB} --buffer 4194304",
+        "--cmd",
+        f"{CB} --buffer 4194304",
+        "--cmd",
+        SL,
+        "--cmd",
+        "jitterscope-chase --buffer 262144 --period-ns 1000000",
+        "--duration",
+        "1500ms",
+        "--out",
+        str(out),
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "speedup vs stock" in proc.stdout and "jitterscope-chase#3*" in proc.stdout
     cmp = load_run(out)
     s, rows = cmp.summary, cmp.table("results").to_pylist()
     assert len(rows) == 16 and s["ended_by"] == "complete" and s["noise_of"] == "protected"
     runs = {name: load_run(out / "runs" / name) for name in s["runs"]}
-    co = {r.summary["run"]["policies"][0] if len(r.summary["run"]["policies"]) == 1 else "L+P": r.summary
-          for r in runs.values()}
+    co = {
+        r.summary["run"]["policies"][0] if len(r.summary["run"]["policies"]) == 1 else "L+P": r.summary
+        for r in runs.values()
+    }
     assert co["L"]["coheavy_fraction"] < 0.15 and co["L"]["coheavy_method"] == "exact"
     assert co["worst"]["coheavy_fraction"] > 0.8
     assert 0.05 < co["stock"]["coheavy_fraction"] < 0.95 and co["stock"]["coheavy_method"] == "estimated"
@@ -86,8 +111,11 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
     dec = runs["00-L_P"].table("decisions").to_pylist()
     assert not [d for d in dec if d["action"] == "run" and d["name"] == "jitterscope-chase"]
     assert all("OBS-P" in d["reason"] for d in dec if d["action"] == "run")
-    assert [d for d in runs["00-L"].table("decisions").to_pylist() if d["action"] == "run"
-            and d["name"] == "jitterscope-chase"]
+    assert [
+        d
+        for d in runs["00-L"].table("decisions").to_pylist()
+        if d["action"] == "run" and d["name"] == "jitterscope-chase"
+    ]
     # the system figure is the geometric mean of the per-task ratios of the results table
     per = {(r["policies"], r["task"]): r["ops_per_cpu_s"] for r in rows}
     ratios = [per[("L", i)] / per[("stock", i)] for i in range(4)]
@@ -100,27 +128,55 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
 @pytest.mark.slow
 def test_obs_x_places_alternately_and_rebalances(tmp_path: Path) -> None:
     topo = _topology(tmp_path, "llc_groups: ['0', '1']\n")
-    s, run = _place(tmp_path, "place", "--policy", "X", "--topology", topo, *DECLARE,
-                    *[a for _ in range(4) for a in ("--cmd", f"{CB} --buffer 1048576")],
-                    *[a for _ in range(4) for a in ("--cmd", SL)], "--duration", "300ms")
+    s, run = _place(
+        tmp_path,
+        "place",
+        "--policy",
+        "X",
+        "--topology",
+        topo,
+        *DECLARE,
+        *[a for _ in range(4) for a in ("--cmd", f"{CB} --buffer 1048576")],
+        *[a for _ in range(4) for a in ("--cmd", SL)],
+        "--duration",
+        "300ms",
+    )
     places = [d for d in run.table("decisions").to_pylist() if d["action"] == "place"]
     assert [d["cpu"] for d in places[:4]] == [0, 1, 0, 1] and len(places) == 8
     assert "overrides the machine" in s["run"]["topology"]["note"]
     # all four cb forced into group 0 (pinned there before place sees them, with two sl: a cb is overweight only
     # above its group's mean weight): one moves within a period
     where = [(CB, 0)] * 4 + [(SL, 0), (SL, 0), (SL, 1), (SL, 1)]
-    procs = [subprocess.Popen([str(native_bin(p)), "--cpu", str(c)] + (["--buffer", "1048576"] if p == CB else []),
-                              stdout=subprocess.DEVNULL) for p, c in where]
+    procs = [
+        subprocess.Popen(
+            [str(native_bin(p)), "--cpu", str(c)] + (["--buffer", "1048576"] if p == CB else []),
+            stdout=subprocess.DEVNULL,
+        )
+        for p, c in where
+    ]
     try:
         time.sleep(0.2)
-        s, run = _place(tmp_path, "forced", "--policy", "L,X", "--topology", topo, "--period", "500ms", *DECLARE,
-                        "--tasks", ",".join(str(p.pid) for p in procs), "--duration", "1500ms")
+        s, run = _place(
+            tmp_path,
+            "forced",
+            "--policy",
+            "L,X",
+            "--topology",
+            topo,
+            "--period",
+            "500ms",
+            *DECLARE,
+            "--tasks",
+            ",".join(str(p.pid) for p in procs),
+            "--duration",
+            "1500ms",
+        )
         moves = [d for d in run.table("decisions").to_pylist() if d["action"] == "migrate"]
         first_run = min(d["t_ns"] for d in run.table("decisions").to_pylist() if d["action"] == "run")
         assert moves and moves[0]["name"] == CB and moves[0]["cpu"] == 1
-        assert moves[0]["t_ns"] - first_run < 1.5e9      # within one period (+ a loaded machine's lateness)
+        assert moves[0]["t_ns"] - first_run < 1.5e9  # within one period (+ a loaded machine's lateness)
         homes = {t["pid"]: t["home"] for t in s["tasks"]}
-        assert sorted(homes[p.pid] for p in procs[:4]) == [0, 0, 1, 1]   # steady state: 2 cb per group
+        assert sorted(homes[p.pid] for p in procs[:4]) == [0, 0, 1, 1]  # steady state: 2 cb per group
         assert 0 < s["balanced_fraction"] < 1
         # given tasks are left as they were found: affinity back, none stopped
         assert [sorted(os.sched_getaffinity(p.pid)) for p in procs] == [[0]] * 6 + [[1]] * 2
@@ -134,18 +190,37 @@ def test_obs_x_places_alternately_and_rebalances(tmp_path: Path) -> None:
 @ROOT
 @TWO
 def test_obs_c_credits_light_tasks_and_conserves_cpu_time(tmp_path: Path) -> None:
-    s, run = _place(tmp_path, "c", "--policy", "L,C", "--credit", "5%", "--declare", f"{CB}=0.8", "--declare",
-                    f"{SL}=0.1", "--cmd", f"{CB} --buffer 1048576", "--cmd", f"{CB} --buffer 1048576",
-                    "--cmd", SL, "--cmd", SL, "--duration", "1500ms")
+    s, run = _place(
+        tmp_path,
+        "c",
+        "--policy",
+        "L,C",
+        "--credit",
+        "5%",
+        "--declare",
+        f"{CB}=0.8",
+        "--declare",
+        f"{SL}=0.1",
+        "--cmd",
+        f"{CB} --buffer 1048576",
+        "--cmd",
+        f"{CB} --buffer 1048576",
+        "--cmd",
+        SL,
+        "--cmd",
+        SL,
+        "--duration",
+        "1500ms",
+    )
     dec = run.table("decisions").to_pylist()
     credits = [d for d in dec if d["action"] == "credit"]
-    assert credits and all(d["name"] == SL and CB in d["reason"] for d in credits)   # light gains, heavy pays
+    assert credits and all(d["name"] == SL and CB in d["reason"] for d in credits)  # light gains, heavy pays
     assert all(d["value"] <= (0.8 / 0.8 - 0.1 / 0.8) * 0.05 * 200e6 + 1 for d in credits)
     q = s["run"]["quantum_ns"]
     extra = sum(d["value"] - q for d in dec if d["action"] == "run")
-    assert abs(extra + sum(t["credit_ns"] for t in s["tasks"])) < 1e3     # conservation of CPU time
+    assert abs(extra + sum(t["credit_ns"] for t in s["tasks"])) < 1e3  # conservation of CPU time
     light = [d["value"] for d in dec if d["action"] == "run" and d["name"] == SL]
-    assert max(light) > q                                                  # light quanta lengthened
+    assert max(light) > q  # light quanta lengthened
 
 
 @ROOT
@@ -154,18 +229,19 @@ def test_obs_c_credits_light_tasks_and_conserves_cpu_time(tmp_path: Path) -> Non
 def test_obs_f_with_the_marker(tmp_path: Path, variant: str) -> None:
     topo = _topology(tmp_path, "llc_groups: ['0-1']\nlittle: '1'\n")
     pol = ["--policy", "stock"] if variant == "none" else ["--policy", "F", "--obs-f", variant]
-    s, run = _place(tmp_path, variant, *pol, "--topology", topo, "--cmd", SL, "--cmd", f"{SL} --special 300:300",
-                    "--duration", "2s")
+    s, run = _place(
+        tmp_path, variant, *pol, "--topology", topo, "--cmd", SL, "--cmd", f"{SL} --special 300:300", "--duration", "2s"
+    )
     fp = s["tasks"][1]
     assert fp["home"] in (0, 1)
     actions = [d["action"] for d in run.table("decisions").to_pylist() if d["pid"] == fp["pid"]]
-    if variant == "none":                       # stock: the emulated fault kills it ("performance 0")
+    if variant == "none":  # stock: the emulated fault kills it ("performance 0")
         assert "SIGILL" in fp["end"] and s["tasks"][0]["end"] == "running at the end"
         return
     assert fp["faults"] >= 1 and "pin" in actions and fp["end"] == "running at the end"
     if variant == "F1":
         assert "release" not in actions and fp["home"] == 0
-    else:                                        # F2: back after a clean quantum, pinned again at the next phase
+    else:  # F2: back after a clean quantum, pinned again at the next phase
         assert actions.count("release") >= 1 and actions.count("pin") >= 2
 
 
@@ -175,18 +251,20 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     from jitterscope.cli import main
 
     topo = _topology(tmp_path, "llc_groups: ['0', '0']\n")
-    for args, words in [(["--policy", "Q", "--cmd", SL], "unknown --policy"),
-                        (["--policy", "C", "--cmd", SL], "with L"),
-                        (["--policy", "stock,P", "--cmd", SL], "with L"),
-                        (["--tasks", "999999999"], "no such process"),
-                        (["--cmd", SL, "--topology", topo], "disjoint"),
-                        (["--cmd", SL, "--credit", "abc"], "--credit"),
-                        (["--cmd", SL, "--compare", "stock"], "two or more"),
-                        (["--cmd", SL, "--compare", "stock,L", "--repeat", "0"], "--repeat"),
-                        (["--profile", "cachegrind", "--cmd", SL, "--cmd", SL], "by name"),
-                        (["--profile", "perf", "--cmd", SL], "unknown --profile"),
-                        (["--profile", "cachegrind", "--ll", "3MiB", "--cmd", SL], "power-of-two"),
-                        ([], "nothing to place")]:
+    for args, words in [
+        (["--policy", "Q", "--cmd", SL], "unknown --policy"),
+        (["--policy", "C", "--cmd", SL], "with L"),
+        (["--policy", "stock,P", "--cmd", SL], "with L"),
+        (["--tasks", "999999999"], "no such process"),
+        (["--cmd", SL, "--topology", topo], "disjoint"),
+        (["--cmd", SL, "--credit", "abc"], "--credit"),
+        (["--cmd", SL, "--compare", "stock"], "two or more"),
+        (["--cmd", SL, "--compare", "stock,L", "--repeat", "0"], "--repeat"),
+        (["--profile", "cachegrind", "--cmd", SL, "--cmd", SL], "by name"),
+        (["--profile", "perf", "--cmd", SL], "unknown --profile"),
+        (["--profile", "cachegrind", "--ll", "3MiB", "--cmd", SL], "power-of-two"),
+        ([], "nothing to place"),
+    ]:
         code = main(["place", *args, "--duration", "100ms", "--out", str(tmp_path / "x")])
         # (another session's crashed run, undone by this command first, adds "restored: ..." lines)
         err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("jitterscope: restored:")]
@@ -198,8 +276,20 @@ def test_without_root_it_refuses_in_one_line_and_starts_nothing(tmp_path: Path) 
     out = Path(tempfile.mkdtemp(prefix="jitterscope-place-nobody-"))
     try:
         os.chmod(out, 0o777)
-        proc = run_as_nobody(["-m", "jitterscope", "place", "--cmd", f"{SL} --duration-ns 60000000000",
-                              "--duration", "1s", "--out", str(out / "run")], cwd="/")
+        proc = run_as_nobody(
+            [
+                "-m",
+                "jitterscope",
+                "place",
+                "--cmd",
+                f"{SL} --duration-ns 60000000000",
+                "--duration",
+                "1s",
+                "--out",
+                str(out / "run"),
+            ],
+            cwd="/",
+        )
         assert proc.returncode == 2 and "needs root" in proc.stderr, proc.stderr
         assert len(proc.stderr.strip().splitlines()) == 1 and not (out / "run").exists()
         assert not subprocess.run(["pgrep", "-u", "65534", "-f", SL], capture_output=True).stdout
@@ -214,11 +304,29 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
     """SIGINT to the foreground process group (as a terminal's Ctrl-C) while --compare runs its second set."""
     out = tmp_path / "cmp"
     with _left_as_found() as procs:
-        place = subprocess.Popen([sys.executable, "-m", "jitterscope", "place", "--compare", "stock,L", "--repeat",
-                                  "2", "--duration", "1s", "--tasks", ",".join(str(p.pid) for p in procs),
-                                  "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                 start_new_session=True)
-        _wait_stopped(procs)                       # OBS-L (the second set) stops tasks: it has started
+        place = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jitterscope",
+                "place",
+                "--compare",
+                "stock,L",
+                "--repeat",
+                "2",
+                "--duration",
+                "1s",
+                "--tasks",
+                ",".join(str(p.pid) for p in procs),
+                "--out",
+                str(out),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        _wait_stopped(procs)  # OBS-L (the second set) stops tasks: it has started
         os.killpg(place.pid, signal.SIGINT)
         _, err = place.communicate(timeout=60)
         assert place.returncode == 130, err
@@ -259,9 +367,24 @@ def _state(pid: int) -> str:
 @pytest.mark.slow
 def test_kill_9_then_restore_leaves_nothing_stopped_or_pinned(tmp_path: Path) -> None:
     with _left_as_found() as procs:
-        place = subprocess.Popen([sys.executable, "-m", "jitterscope", "place", "--policy", "L", "--quantum", "50ms",
-                                  "--tasks", ",".join(str(p.pid) for p in procs), "--out", str(tmp_path / "k")],
-                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        place = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jitterscope",
+                "place",
+                "--policy",
+                "L",
+                "--quantum",
+                "50ms",
+                "--tasks",
+                ",".join(str(p.pid) for p in procs),
+                "--out",
+                str(tmp_path / "k"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         _wait_stopped(procs)
         place.send_signal(signal.SIGKILL)
         place.wait()
@@ -277,8 +400,17 @@ def test_profile_stand_in_weights_cachegrind_and_probe(tmp_path: Path) -> None:
     """Spec B.1 (ii) and (iii): a labels file with each program's weight and its source (the compare test uses
     such a file)."""
     cg, pr = tmp_path / "cg.yaml", tmp_path / "probe.yaml"
-    proc = jitterscope("place", "--profile", "cachegrind", "--duration", "2s", "--labels-out", str(cg),
-                       "--cmd", f"{CB} --buffer 2097152")
+    proc = jitterscope(
+        "place",
+        "--profile",
+        "cachegrind",
+        "--duration",
+        "2s",
+        "--labels-out",
+        str(cg),
+        "--cmd",
+        f"{CB} --buffer 2097152",
+    )
     assert proc.returncode == 0, proc.stderr
     e = yaml.safe_load(cg.read_text())[CB]
     assert e["source"] == "profiled" and e["instructions"] > 0 and e["ll_misses"] > 0
@@ -298,14 +430,32 @@ def test_tasks_that_vanish_mid_run_are_dropped_and_logged(tmp_path: Path) -> Non
     procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(3)]
     try:
         before = os.sched_getaffinity(procs[0].pid)
-        place = subprocess.Popen([sys.executable, "-m", "jitterscope", "place", "--policy", "L", "--quantum", "50ms",
-                                  "--tasks", ",".join(str(p.pid) for p in procs), "--duration", "1s",
-                                  "--out", str(tmp_path / "v"), "--json"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        _wait_stopped(procs)                       # OBS-L has taken them
+        place = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jitterscope",
+                "place",
+                "--policy",
+                "L",
+                "--quantum",
+                "50ms",
+                "--tasks",
+                ",".join(str(p.pid) for p in procs),
+                "--duration",
+                "1s",
+                "--out",
+                str(tmp_path / "v"),
+                "--json",
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        _wait_stopped(procs)  # OBS-L has taken them
         for p in procs[1:]:
             p.kill()
-        procs[1].wait()                            # gone; procs[2] stays a zombie until the end
+        procs[1].wait()  # gone; procs[2] stays a zombie until the end
         out, err = place.communicate(timeout=120)
         assert place.returncode == 0, err
         s = json.loads(out)
@@ -329,7 +479,7 @@ def test_observer_overhead_is_measured_with_a_pipe_ping_pong() -> None:
 
     r = measure(rounds=5000, repeats=1, quantum_s=0.01)
     assert all(r["ns_per_switch"][k] > 0 for k in ("without", "quantum", "stress"))
-    assert r["snapshots"] >= 1 and r["snapshot_ns"] > 0           # the stress case snapshots every 0.1 ms
+    assert r["snapshots"] >= 1 and r["snapshot_ns"] > 0  # the stress case snapshots every 0.1 ms
     want = r["snapshot_ns"] * 2 / 0.01 / (1e9 / r["ns_per_switch"]["without"])
     assert r["amortised_ns_per_switch"] == pytest.approx(want)
     assert "per switch" in r["text"] and "1,000 cycles" in r["text"]

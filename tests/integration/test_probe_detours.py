@@ -18,6 +18,7 @@ from jitterscope.sysinfo import online_cpus
 def probed_cpu() -> int:
     return online_cpus()[-1]  # the highest CPU; CPU 0 keeps the test runner
 
+
 PERIOD_NS = 20_000_000
 BUSY_NS = 1_000_000
 
@@ -57,6 +58,7 @@ def test_every_injected_busy_period_is_inside_one_detour(tmp_path):
     # asserted to the microsecond here: that figure belongs to a benchmark.
     excess_ns = ((d_end[idx] - d_start[idx]) - (t_end - t_start)) * 1e9 / res.tsc_hz
     assert np.all(excess_ns >= 0)
-    assert np.median(excess_ns) < PERIOD_NS - BUSY_NS, \
+    assert np.median(excess_ns) < PERIOD_NS - BUSY_NS, (
         f"median detour exceeds busy time by {np.median(excess_ns):.0f} ns"
+    )
     assert res.dropped == 0 and res.records == len(read_detours(raw))

@@ -14,8 +14,9 @@ from jitterscope.native_bin import native_bin
 
 
 def _c_layout() -> dict:
-    out = subprocess.run([str(native_bin("jitterscope-probe")), "--layout"], capture_output=True,
-                         text=True, timeout=10, check=True)
+    out = subprocess.run(
+        [str(native_bin("jitterscope-probe")), "--layout"], capture_output=True, text=True, timeout=10, check=True
+    )
     return json.loads(out.stdout)
 
 

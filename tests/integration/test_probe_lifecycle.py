@@ -59,8 +59,20 @@ def test_offline_cpu_is_a_clear_error(tmp_path):
     with pytest.raises(JitterscopeError, match=r"CPU 4000 out of range"):
         Probe([4000], 1000, tmp_path / "d.raw").start()
     # The native program checks too, for callers that bypass Probe.
-    out = subprocess.run([str(native_bin("jitterscope-probe")), "--cpus", "1000", "--threshold-cycles", "100",
-                          "--out", str(tmp_path / "n.raw")], capture_output=True, text=True, timeout=10)
+    out = subprocess.run(
+        [
+            str(native_bin("jitterscope-probe")),
+            "--cpus",
+            "1000",
+            "--threshold-cycles",
+            "100",
+            "--out",
+            str(tmp_path / "n.raw"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=10,
+    )
     assert out.returncode == 2 and "CPU 1000 is offline" in out.stderr and not out.stdout
 
 
@@ -71,16 +83,23 @@ def test_unwritable_output_is_a_clear_error(tmp_path):
 
 def test_probe_dies_with_its_parent(tmp_path):
     """A SIGKILLed measure must not leave a probe spinning (PR_SET_PDEATHSIG)."""
-    script = ("import sys, time; from pathlib import Path; from jitterscope.measure.probe import Probe\n"
-              f"p = Probe([{CPU}], 1000, Path({str(tmp_path / 'd.raw')!r})).start()\n"
-              "print(p.pid, flush=True); time.sleep(60)\n")
+    script = (
+        "import sys, time; from pathlib import Path; from jitterscope.measure.probe import Probe\n"
+        f"p = Probe([{CPU}], 1000, Path({str(tmp_path / 'd.raw')!r})).start()\n"
+        "print(p.pid, flush=True); time.sleep(60)\n"
+    )
     assert_dies_with_parent(script, "probe")
 
 
 def test_tsc_calibration_is_stable_to_100ppm():
     def once() -> dict:
-        out = subprocess.run([str(native_bin("jitterscope-probe")), "--calibrate", "150"],
-                             capture_output=True, text=True, timeout=10, check=True)
+        out = subprocess.run(
+            [str(native_bin("jitterscope-probe")), "--calibrate", "150"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
         return json.loads(out.stdout)
 
     a, b = once(), once()

@@ -17,6 +17,7 @@ from jitterscope.sysinfo import online_cpus
 def probed_cpu() -> int:
     return online_cpus()[-1]  # the highest CPU; CPU 0 keeps the test runner
 
+
 RING_BYTES = (1 << 16) * 24  # RING_RECORDS x sizeof(js_detour), per CPU
 
 

@@ -22,28 +22,61 @@ from jitterscope.cli import main
 from jitterscope.native_bin import native_bin
 from jitterscope.sysinfo import online_cpus
 
-pytestmark = [pytest.mark.root, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="actuators need root (SCHED_FIFO, cgroups)"),
-              pytest.mark.skipif(len(online_cpus()) < 2, reason="needs two CPUs (critical and best-effort)")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="actuators need root (SCHED_FIFO, cgroups)"),
+    pytest.mark.skipif(len(online_cpus()) < 2, reason="needs two CPUs (critical and best-effort)"),
+]
 
 
 def _synload() -> str:
-    return (f"sh -c 'echo -19 > /proc/self/autogroup; exec nice -n -19 {native_bin('jitterscope-synload')} "
-            f"--buffer 262144'")
+    return (
+        f"sh -c 'echo -19 > /proc/self/autogroup; exec nice -n -19 {native_bin('jitterscope-synload')} --buffer 262144'"
+    )
 
 
 def _run(tmp_path: Path, capsys: pytest.CaptureFixture[str], actuator: str, ts: str, s: str) -> dict:
     out = tmp_path / f"run-{len(list(tmp_path.iterdir()))}"
-    code = main(["protect", "--best-effort-cmd", _synload(), "--cpus", str(online_cpus()[-1]),
-                 "--actuator", actuator, "--signal", "always", "--sample", ts, "--suspend", s,
-                 "--duration", "1600ms", "--compare", "200ms", "--out", str(out), "--json"])
+    code = main(
+        [
+            "protect",
+            "--best-effort-cmd",
+            _synload(),
+            "--cpus",
+            str(online_cpus()[-1]),
+            "--actuator",
+            actuator,
+            "--signal",
+            "always",
+            "--sample",
+            ts,
+            "--suspend",
+            s,
+            "--duration",
+            "1600ms",
+            "--compare",
+            "200ms",
+            "--out",
+            str(out),
+            "--json",
+        ]
+    )
     got = capsys.readouterr()
     assert code == 0, got.err
     return dict(json.loads(got.out))
 
 
-def _ratio_within(tmp_path: Path, capsys: pytest.CaptureFixture[str], actuator: str, ts: str, s: str,
-                  want: float, tol: float, below: float | None = None) -> dict:
+def _ratio_within(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    actuator: str,
+    ts: str,
+    s: str,
+    want: float,
+    tol: float,
+    below: float | None = None,
+) -> dict:
     """The progress ratio of the better of at most two runs (a burst of load elsewhere can spoil one),
     within want - below ... want + tol (below defaults to tol)."""
     runs = []
@@ -97,8 +130,24 @@ def test_cfs_refuses_what_it_cannot_express(tmp_path: Path, capsys: pytest.Captu
 
 def test_deadline_blocker_works_or_says_why(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     """SCHED_DEADLINE needs the CPU in its own root domain; on a machine with one domain it refuses in one line."""
-    code = main(["protect", "--best-effort-cmd", _synload(), "--actuator", "deadline", "--signal", "always",
-                 "--duration", "2400ms", "--compare", "200ms", "--out", str(tmp_path / "r"), "--json"])
+    code = main(
+        [
+            "protect",
+            "--best-effort-cmd",
+            _synload(),
+            "--actuator",
+            "deadline",
+            "--signal",
+            "always",
+            "--duration",
+            "2400ms",
+            "--compare",
+            "200ms",
+            "--out",
+            str(tmp_path / "r"),
+            "--json",
+        ]
+    )
     got = capsys.readouterr()
     if code == 2:
         assert "root domain" in got.err and len(got.err.strip().splitlines()) == 1

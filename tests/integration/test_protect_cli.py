@@ -47,25 +47,34 @@ def sleeper():
 
 
 @TWO
-@pytest.mark.parametrize("args, msg", [
-    (["--critical", "999999999", "--best-effort-cmd", "true"], "--critical 999999999: no such process"),
-    (["--critical-cmd", "true"], "no best-effort program"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--signal", "psychic"], "unknown signal 'psychic'"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--actuator", "hammer"], "unknown actuator 'hammer'"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--law", "vibes"], "unknown law 'vibes'"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--sample", "100"], "needs a unit"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--sample", "0.1ns"], "--sample '0.1ns' is too short"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--compare", "1ms"], "--compare 1 ms is too short"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--cpus", "0", "--critical-cpus", "0"],
-     "both best-effort (--cpus) and critical"),
-    (["--critical-cmd", "'unclosed", "--best-effort-cmd", "true"], "No closing quotation"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--signal", "report", "--threshold", "9 furlongs"],
-     "malformed bandwidth"),
-    (["--critical-cmd", "true", "--best-effort-cmd", "true", "--law", "slack"], "needs --calibration"),
-    (["--critical-cmd", "true", "--best-effort", "abc"], "give process ids"),
-    (["calibrate", "--critical-cmd", "true", "--best-effort-cmd", "true", "--duration", "1s", "--warmup", "2s"],
-     "--warmup 2s leaves nothing of --duration 1s"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--critical", "999999999", "--best-effort-cmd", "true"], "--critical 999999999: no such process"),
+        (["--critical-cmd", "true"], "no best-effort program"),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--signal", "psychic"], "unknown signal 'psychic'"),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--actuator", "hammer"], "unknown actuator 'hammer'"),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--law", "vibes"], "unknown law 'vibes'"),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--sample", "100"], "needs a unit"),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--sample", "0.1ns"], "--sample '0.1ns' is too short"),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--compare", "1ms"], "--compare 1 ms is too short"),
+        (
+            ["--critical-cmd", "true", "--best-effort-cmd", "true", "--cpus", "0", "--critical-cpus", "0"],
+            "both best-effort (--cpus) and critical",
+        ),
+        (["--critical-cmd", "'unclosed", "--best-effort-cmd", "true"], "No closing quotation"),
+        (
+            ["--critical-cmd", "true", "--best-effort-cmd", "true", "--signal", "report", "--threshold", "9 furlongs"],
+            "malformed bandwidth",
+        ),
+        (["--critical-cmd", "true", "--best-effort-cmd", "true", "--law", "slack"], "needs --calibration"),
+        (["--critical-cmd", "true", "--best-effort", "abc"], "give process ids"),
+        (
+            ["calibrate", "--critical-cmd", "true", "--best-effort-cmd", "true", "--duration", "1s", "--warmup", "2s"],
+            "--warmup 2s leaves nothing of --duration 1s",
+        ),
+    ],
+)
 def test_bad_input_is_one_line_exit_2_and_changes_nothing(capsys: Cap, tmp_path: Path, args: list[str], msg: str):
     code, _, err = _cli(capsys, "protect", *args, "--out", str(tmp_path / "r"))
     # one error line; another session's crashed run, undone by this command first, may add its own lines
@@ -87,12 +96,23 @@ def test_absent_hardware_is_named(capsys: Cap, tmp_path: Path):
 
     if pmu_status(online_cpus()[-1])[0]:
         pytest.skip("this host has a PMU")
-    code, _, err = _cli(capsys, "protect", "--best-effort-cmd", _syn(), "--signal", "pmu", "--duration", "1s",
-                        "--out", str(tmp_path / "r"))
+    code, _, err = _cli(
+        capsys,
+        "protect",
+        "--best-effort-cmd",
+        _syn(),
+        "--signal",
+        "pmu",
+        "--duration",
+        "1s",
+        "--out",
+        str(tmp_path / "r"),
+    )
     assert code == 2 and "no hardware PMU" in err and not (tmp_path / "r").exists()
     if not Path("/sys/fs/resctrl/info/MB").exists():
-        code, _, err = _cli(capsys, "protect", "--best-effort-cmd", "true", "--actuator", "mba", "--sample", "1ms",
-                            "--suspend", "1ms")
+        code, _, err = _cli(
+            capsys, "protect", "--best-effort-cmd", "true", "--actuator", "mba", "--sample", "1ms", "--suspend", "1ms"
+        )
         assert code == 2 and "no resctrl memory bandwidth allocation" in err
 
 
@@ -102,8 +122,19 @@ def test_a_real_run_with_and_without_protection(tmp_path: Path):
     """The critical pointer chase on CPU 0, Syn 'C' beside the controller: the run directory has every
     sample, decision, suspension and iteration, and the summary the costs.  Through the real command line."""
     out = tmp_path / "run"
-    proc = jitterscope("protect", "--critical-cmd", _chase("--deadline-ns 5000000"),
-                       "--best-effort-cmd", _syn(), "--duration", "1500ms", "--compare", "250ms", "--out", str(out))
+    proc = jitterscope(
+        "protect",
+        "--critical-cmd",
+        _chase("--deadline-ns 5000000"),
+        "--best-effort-cmd",
+        _syn(),
+        "--duration",
+        "1500ms",
+        "--compare",
+        "250ms",
+        "--out",
+        str(out),
+    )
     assert proc.returncode == 0, proc.stderr
     assert "unprotected" in proc.stdout and "best-effort progress when protected" in proc.stdout
     run = load_run(out)
@@ -124,13 +155,30 @@ def test_a_real_run_with_and_without_protection(tmp_path: Path):
 
 @TWO
 @ROOT
-@pytest.mark.parametrize("signal, extra", [
-    ("slack", ["--deadline", "1us"]),          # every iteration misses: always over
-    ("cputime", ["--threshold", "5%"]),
-])
+@pytest.mark.parametrize(
+    "signal, extra",
+    [
+        ("slack", ["--deadline", "1us"]),  # every iteration misses: always over
+        ("cputime", ["--threshold", "5%"]),
+    ],
+)
 def test_other_signals(capsys: Cap, tmp_path: Path, signal: str, extra: list[str]):
-    code, out, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", _syn(),
-                          "--signal", signal, *extra, "--duration", "1s", "--out", str(tmp_path / "r"), "--json")
+    code, out, err = _cli(
+        capsys,
+        "protect",
+        "--critical-cmd",
+        _chase(),
+        "--best-effort-cmd",
+        _syn(),
+        "--signal",
+        signal,
+        *extra,
+        "--duration",
+        "1s",
+        "--out",
+        str(tmp_path / "r"),
+        "--json",
+    )
     assert code == 0, err
     s = json.loads(out)
     cpu = next(iter(s["cpus"].values()))
@@ -147,13 +195,27 @@ def test_the_noise_signal_attributes_only_what_runs_beside_it(capsys: Cap, tmp_p
     an idle co-runner is never suspended (the probe ran all along), a busy one is."""
     got = {}
     for name, be in (("idle", "sleep 30"), ("busy", _syn())):
-        code, out, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", be,
-                              "--signal", "noise", "--threshold", "1%", "--duration", "1s",
-                              "--out", str(tmp_path / name), "--json")
+        code, out, err = _cli(
+            capsys,
+            "protect",
+            "--critical-cmd",
+            _chase(),
+            "--best-effort-cmd",
+            be,
+            "--signal",
+            "noise",
+            "--threshold",
+            "1%",
+            "--duration",
+            "1s",
+            "--out",
+            str(tmp_path / name),
+            "--json",
+        )
         assert code == 0, err
         got[name] = next(iter(json.loads(out)["cpus"].values()))["suspensions"]
         metric = pq.read_table(tmp_path / name / "samples.parquet").column("metric").drop_null().to_pylist()
-        assert len(metric) > 1000 and min(metric) > 0           # the probe's chase time, ns
+        assert len(metric) > 1000 and min(metric) > 0  # the probe's chase time, ns
     assert got["idle"] == 0 and got["busy"] > 0, got
 
 
@@ -164,9 +226,25 @@ def test_without_root_nothing_changes(tmp_path: Path):
     actuator = "freezer"
     from tests.integration.machine import run_as_nobody
 
-    p = run_as_nobody(["-m", "jitterscope", "protect", "--critical-cmd", "true", "--best-effort-cmd", "sleep 5",
-                       "--actuator", actuator, "--sample", "1ms", "--out", str(tmp_path / "r")],
-                      cwd=str(tmp_path), env={"HOME": str(tmp_path)})
+    p = run_as_nobody(
+        [
+            "-m",
+            "jitterscope",
+            "protect",
+            "--critical-cmd",
+            "true",
+            "--best-effort-cmd",
+            "sleep 5",
+            "--actuator",
+            actuator,
+            "--sample",
+            "1ms",
+            "--out",
+            str(tmp_path / "r"),
+        ],
+        cwd=str(tmp_path),
+        env={"HOME": str(tmp_path)},
+    )
     lines = [ln for ln in p.stderr.splitlines() if "error" in ln or "Traceback" in ln]
     assert p.returncode == 2 and len(lines) == 1, p.stderr
     assert f"the {actuator} actuator needs root" in p.stderr and not (tmp_path / "r").exists()
@@ -176,8 +254,21 @@ def test_without_root_nothing_changes(tmp_path: Path):
 @ROOT
 def test_a_program_that_publishes_nothing_has_no_stop_latency(capsys: Cap, tmp_path: Path):
     """`sleep` never writes its report page: when it stopped is unknown (null), not 'the page's zero'."""
-    code, out, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", "sleep 30",
-                          "--signal", "always", "--duration", "300ms", "--out", str(tmp_path / "r"), "--json")
+    code, out, err = _cli(
+        capsys,
+        "protect",
+        "--critical-cmd",
+        _chase(),
+        "--best-effort-cmd",
+        "sleep 30",
+        "--signal",
+        "always",
+        "--duration",
+        "300ms",
+        "--out",
+        str(tmp_path / "r"),
+        "--json",
+    )
     assert code == 0, err
     x = pq.read_table(tmp_path / "r" / "suspensions.parquet").column("stop_latency_ns")
     assert len(x) > 50 and x.null_count == len(x)
@@ -188,23 +279,67 @@ def test_a_program_that_publishes_nothing_has_no_stop_latency(capsys: Cap, tmp_p
 @pytest.mark.slow
 def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
     cal = tmp_path / "cal.json"
-    code, out, err = _cli(capsys, "protect", "calibrate", "--critical-cmd", _chase(), "--best-effort-cmd",
-                          _syn("--buffer 16777216"), "--shares", "1,0.5,0", "--duration", "500ms", "--warmup", "50ms",
-                          "--out", str(cal))
+    code, out, err = _cli(
+        capsys,
+        "protect",
+        "calibrate",
+        "--critical-cmd",
+        _chase(),
+        "--best-effort-cmd",
+        _syn("--buffer 16777216"),
+        "--shares",
+        "1,0.5,0",
+        "--duration",
+        "500ms",
+        "--warmup",
+        "50ms",
+        "--out",
+        str(cal),
+    )
     assert code == 0, err
     assert json.loads(cal.read_text())["warmup_ns"] == 50e6
     points = json.loads(cal.read_text())["points"]
     assert [p["share"] for p in points] == [1.0, 0.5, 0.0]
-    assert points[2]["progress_bytes_per_s"] is None             # share 0: no best-effort program at all
-    deadline = max(p["p99_ns"] for p in points) * 2              # met everywhere: no suspension needed
-    code, out, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", _syn(),
-                          "--law", "slack", "--calibration", str(cal), "--deadline", f"{deadline:.0f}ns",
-                          "--duration", "500ms", "--out", str(tmp_path / "r"), "--json")
+    assert points[2]["progress_bytes_per_s"] is None  # share 0: no best-effort program at all
+    deadline = max(p["p99_ns"] for p in points) * 2  # met everywhere: no suspension needed
+    code, out, err = _cli(
+        capsys,
+        "protect",
+        "--critical-cmd",
+        _chase(),
+        "--best-effort-cmd",
+        _syn(),
+        "--law",
+        "slack",
+        "--calibration",
+        str(cal),
+        "--deadline",
+        f"{deadline:.0f}ns",
+        "--duration",
+        "500ms",
+        "--out",
+        str(tmp_path / "r"),
+        "--json",
+    )
     assert code == 0, err
     s = json.loads(out)
     assert s["law"] == "slack" and s["signal"] == "none"
-    code, _, err = _cli(capsys, "protect", "--critical-cmd", _chase(), "--best-effort-cmd", _syn(), "--law",
-                        "slack", "--calibration", str(cal), "--deadline", "1us", "--out", str(tmp_path / "r2"))
+    code, _, err = _cli(
+        capsys,
+        "protect",
+        "--critical-cmd",
+        _chase(),
+        "--best-effort-cmd",
+        _syn(),
+        "--law",
+        "slack",
+        "--calibration",
+        str(cal),
+        "--deadline",
+        "1us",
+        "--out",
+        str(tmp_path / "r2"),
+    )
     assert code == 2 and "no duty cycle can meet it" in err and not (tmp_path / "r2").exists()
 
 

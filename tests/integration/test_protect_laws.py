@@ -21,19 +21,22 @@ def _cli(capsys: Cap, *args: str) -> tuple[int, str, str]:
     return code, out.out, out.err
 
 
-def _replay(tmp_path: Path, capsys: Cap, read_rate: float, write_rate: float,
-            *args: str, ms: int = 100) -> dict:
+def _replay(tmp_path: Path, capsys: Cap, read_rate: float, write_rate: float, *args: str, ms: int = 100) -> dict:
     """Constant rates (bytes per us) for `ms` ms, replayed; the run's tables and summary."""
     tmp_path.mkdir(exist_ok=True)
     csv = tmp_path / "in.csv"
-    rows = ["t_us,read_bytes,write_bytes"] + [f"{t},{int(t * read_rate)},{int(t * write_rate)}"
-                                              for t in range(0, ms * 1000 + 1, 50)]
+    rows = ["t_us,read_bytes,write_bytes"] + [
+        f"{t},{int(t * read_rate)},{int(t * write_rate)}" for t in range(0, ms * 1000 + 1, 50)
+    ]
     csv.write_text("\n".join(rows) + "\n")
     out = tmp_path / "run"
     code, stdout, stderr = _cli(capsys, "protect", "--replay", str(csv), "--out", str(out), "--json", *args)
     assert code == 0, stderr
-    return {"summary": json.loads(stdout), "x": pq.read_table(out / "suspensions.parquet").to_pydict(),
-            "s": pq.read_table(out / "samples.parquet").to_pydict()}
+    return {
+        "summary": json.loads(stdout),
+        "x": pq.read_table(out / "suspensions.parquet").to_pydict(),
+        "s": pq.read_table(out / "samples.parquet").to_pydict(),
+    }
 
 
 @pytest.mark.parametrize("ts, s, duty", [("100us", "900us", 0.10), ("500us", "500us", 0.50)])
@@ -41,7 +44,7 @@ def test_persistent_excess_suspends_every_ts_plus_s(tmp_path: Path, capsys: Cap,
     r = _replay(tmp_path, capsys, 2000, 0, "--threshold", "1GB/s", "--sample", ts, "--suspend", s)
     starts = np.array(r["x"]["t_ns"])
     assert len(starts) >= 99
-    assert set(np.diff(starts).tolist()) == {1_000_000}          # a suspension every Ts + S = 1000 us
+    assert set(np.diff(starts).tolist()) == {1_000_000}  # a suspension every Ts + S = 1000 us
     assert set(r["x"]["actual_ns"]) == {int(float(s[:-2]) * 1000)}
     assert r["summary"]["phases"]["protected"]["best_effort"]["duty"] == pytest.approx(duty, abs=0.011)
 
@@ -63,7 +66,7 @@ def test_a_breach_in_a_direction_not_watched_does_not(tmp_path: Path, capsys: Ca
 
 
 def test_the_comparison_is_at_or_over(tmp_path: Path, capsys: Cap):
-    r = _replay(tmp_path, capsys, 1000, 0, "--threshold", "1GB/s")   # exactly the threshold: 100000 B per 100 us
+    r = _replay(tmp_path, capsys, 1000, 0, "--threshold", "1GB/s")  # exactly the threshold: 100000 B per 100 us
     assert len(r["x"]["t_ns"]) >= 99
     assert set(r["s"]["pressure"]) == {1.0}
 
@@ -74,8 +77,10 @@ def test_proportional_law_grows_with_the_excess(tmp_path: Path, capsys: Cap):
     # S = gain x (pressure - 1) x Ts, at least Ts: 100 us at 1.5x, 400 us at 3x
     assert set(lo["x"]["actual_ns"]) == {100_000}
     assert set(hi["x"]["actual_ns"]) == {400_000}
-    assert hi["summary"]["phases"]["protected"]["best_effort"]["duty"] < \
-        lo["summary"]["phases"]["protected"]["best_effort"]["duty"]
+    assert (
+        hi["summary"]["phases"]["protected"]["best_effort"]["duty"]
+        < lo["summary"]["phases"]["protected"]["best_effort"]["duty"]
+    )
 
 
 def test_replay_with_a_percentage_needs_a_peak(tmp_path: Path, capsys: Cap):

@@ -10,8 +10,9 @@ from jitterscope.protect import records
 
 
 def _c_layout() -> dict:
-    out = subprocess.run([str(native_bin("jitterscope-protect")), "--layout"], capture_output=True, text=True,
-                         timeout=10, check=True)
+    out = subprocess.run(
+        [str(native_bin("jitterscope-protect")), "--layout"], capture_output=True, text=True, timeout=10, check=True
+    )
     return json.loads(out.stdout)
 
 
@@ -28,13 +29,24 @@ def test_constants_match():
     assert c["magic"].encode() + b"\0" == records.MAGIC and c["version"] == records.VERSION
     assert c["report_magic"].encode() + b"\0" == records.REPORT_MAGIC
     assert (c["report_version"], c["report_beats"]) == (records.REPORT_VERSION, records.REPORT_BEATS)
-    assert c["kinds"] == {"JSP_SAMPLE": records.KIND_SAMPLE, "JSP_SUSPENSION": records.KIND_SUSPENSION,
-                          "JSP_BEAT": records.KIND_BEAT}
+    assert c["kinds"] == {
+        "JSP_SAMPLE": records.KIND_SAMPLE,
+        "JSP_SUSPENSION": records.KIND_SUSPENSION,
+        "JSP_BEAT": records.KIND_BEAT,
+    }
     f = c["flags"]
-    assert (f["JSP_S_ON"], f["JSP_S_WOULD"], f["JSP_S_STALE"], f["JSP_S_NOSIGNAL"], f["JSP_S_EVENT"]) == \
-        (records.S_ON, records.S_WOULD, records.S_STALE, records.S_NOSIGNAL, records.S_EVENT)
-    assert (f["JSP_X_CLIPPED"], f["JSP_X_UNCONFIRMED"], f["JSP_X_NOSTOP"]) == \
-        (records.X_CLIPPED, records.X_UNCONFIRMED, records.X_NOSTOP)
+    assert (f["JSP_S_ON"], f["JSP_S_WOULD"], f["JSP_S_STALE"], f["JSP_S_NOSIGNAL"], f["JSP_S_EVENT"]) == (
+        records.S_ON,
+        records.S_WOULD,
+        records.S_STALE,
+        records.S_NOSIGNAL,
+        records.S_EVENT,
+    )
+    assert (f["JSP_X_CLIPPED"], f["JSP_X_UNCONFIRMED"], f["JSP_X_NOSTOP"]) == (
+        records.X_CLIPPED,
+        records.X_UNCONFIRMED,
+        records.X_NOSTOP,
+    )
     assert f["JSP_FILE_COMPLETE"] == records.FLAG_COMPLETE
 
 
@@ -45,6 +57,7 @@ def test_python_publisher_is_read_by_the_c_side(tmp_path):
     p = tmp_path / "page"
     ReportPage.create(p)
     import os
+
     os.environ[records.REPORT_ENV] = str(p)
     try:
         pub = ReportPage.attach()

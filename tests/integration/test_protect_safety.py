@@ -24,9 +24,12 @@ from jitterscope.native_bin import native_bin
 from jitterscope.sysinfo import online_cpus
 from tests.integration.conftest import alive, jitterscope
 
-pytestmark = [pytest.mark.root, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="actuators need root (SCHED_FIFO, cgroups)"),
-              pytest.mark.skipif(len(online_cpus()) < 2, reason="needs two CPUs (critical and best-effort)")]
+pytestmark = [
+    pytest.mark.root,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="actuators need root (SCHED_FIFO, cgroups)"),
+    pytest.mark.skipif(len(online_cpus()) < 2, reason="needs two CPUs (critical and best-effort)"),
+]
 
 BE_CPU = online_cpus()[-1]
 
@@ -52,8 +55,13 @@ def _children(pid: int) -> list[int]:
 def _frozen(pid: int) -> bool:
     for line in Path(f"/proc/{pid}/cgroup").read_text().splitlines():
         hid, ctrls, path = line.split(":", 2)
-        root = {"0": "/sys/fs/cgroup/unified"}.get(hid) if hid == "0" else \
-            "/sys/fs/cgroup/freezer" if "freezer" in ctrls.split(",") else None
+        root = (
+            {"0": "/sys/fs/cgroup/unified"}.get(hid)
+            if hid == "0"
+            else "/sys/fs/cgroup/freezer"
+            if "freezer" in ctrls.split(",")
+            else None
+        )
         if root and path != "/":
             d = Path(root + path)
             if (d / "cgroup.events").exists() and "frozen 1" in (d / "cgroup.events").read_text():
@@ -75,12 +83,13 @@ def _leftovers() -> list[str]:
     for root in ("/sys/fs/cgroup/freezer", "/sys/fs/cgroup/unified", "/sys/fs/cgroup/cpu", "/dev/shm"):
         if Path(root).is_dir():
             found += [str(p) for p in Path(root).glob("jitterscope-protect-*") if _owner_gone(p.name)]
-    for d in Path("/proc").iterdir():   # a blocker thread still spinning after its jitterscope ended
+    for d in Path("/proc").iterdir():  # a blocker thread still spinning after its jitterscope ended
         if d.name.isdigit():
             try:
                 comms = [(t / "comm").read_text().strip() for t in (d / "task").iterdir()]
-                ppid = int(next(ln.split()[1] for ln in (d / "status").read_text().splitlines()
-                                if ln.startswith("PPid:")))
+                ppid = int(
+                    next(ln.split()[1] for ln in (d / "status").read_text().splitlines() if ln.startswith("PPid:"))
+                )
             except (OSError, StopIteration, ValueError):
                 continue
             if ppid == 1 or not alive(ppid):
@@ -90,8 +99,10 @@ def _leftovers() -> list[str]:
 
 def _victim() -> subprocess.Popen:
     """A best-effort program run by the test: it must survive and run again."""
-    return subprocess.Popen([str(native_bin("jitterscope-synload")), "--buffer", "262144",
-                             "--duration-ns", str(120 * 10**9)], stdout=subprocess.DEVNULL)
+    return subprocess.Popen(
+        [str(native_bin("jitterscope-synload")), "--buffer", "262144", "--duration-ns", str(120 * 10**9)],
+        stdout=subprocess.DEVNULL,
+    )
 
 
 def _end(proc: subprocess.Popen) -> None:
@@ -104,7 +115,7 @@ def _end(proc: subprocess.Popen) -> None:
 def victim():
     proc = _victim()
     yield proc
-    if _leftovers():   # a failed test must not leave the machine changed for the next one
+    if _leftovers():  # a failed test must not leave the machine changed for the next one
         jitterscope("restore", timeout=60)
     _end(proc)
 
@@ -149,9 +160,28 @@ def _suspended(pid: int, actuator: str) -> bool:
 
 def _kill_mid_suspension(victim: subprocess.Popen, actuator: str, out: Path) -> subprocess.Popen:
     """Start protect on the victim; once it is really suspended, kill -9 jitterscope (and its controller)."""
-    cmd = [sys.executable, "-m", "jitterscope", "protect", "--best-effort", str(victim.pid), "--cpus", str(BE_CPU),
-           "--actuator", actuator, "--signal", "always", "--sample", "100us", "--suspend", "900us",
-           "--duration", "60s", "--out", str(out)]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jitterscope",
+        "protect",
+        "--best-effort",
+        str(victim.pid),
+        "--cpus",
+        str(BE_CPU),
+        "--actuator",
+        actuator,
+        "--signal",
+        "always",
+        "--sample",
+        "100us",
+        "--suspend",
+        "900us",
+        "--duration",
+        "60s",
+        "--out",
+        str(out),
+    ]
     tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         ctl = _controller(tool)
@@ -191,7 +221,7 @@ def test_kill_9_mid_suspension_then_the_next_command_or_restore(tmp_path: Path):
             victims.append(_victim())
             affinity = os.sched_getaffinity(victims[-1].pid)
             tool = _kill_mid_suspension(victims[-1], actuator, tmp_path / actuator)
-            if previous is not None:       # this actuator's protect was the next command after it
+            if previous is not None:  # this actuator's protect was the next command after it
                 _runs_again(*previous)
                 _end(previous[0])
             previous = (victims[-1], affinity, tool, actuator)
@@ -208,8 +238,9 @@ def test_kill_9_mid_suspension_then_the_next_command_or_restore(tmp_path: Path):
                 _end(v)
 
 
-def test_a_killed_native_controller_is_undone_by_jitterscope_itself(victim: subprocess.Popen, tmp_path: Path,
-                                                                   capsys: pytest.CaptureFixture[str]):
+def test_a_killed_native_controller_is_undone_by_jitterscope_itself(
+    victim: subprocess.Popen, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+):
     """kill -9 of the controller alone: jitterscope notices, resumes the program and still writes the run.
     (jitterscope runs in this process, the killer in a thread: one interpreter start less.)"""
     from jitterscope.cli import main
@@ -227,13 +258,28 @@ def test_a_killed_native_controller_is_undone_by_jitterscope_itself(victim: subp
                     pass
             time.sleep(0.05)
         if killed and _caught(lambda: _state(victim.pid) == "T"):
-            time.sleep(0.5)   # let it drain some records
+            time.sleep(0.5)  # let it drain some records
             os.kill(killed[0], signal.SIGKILL)
 
     t = threading.Thread(target=killer, daemon=True)
     t.start()
-    code = main(["protect", "--best-effort", str(victim.pid), "--cpus", str(BE_CPU), "--actuator", "sigstop",
-                 "--signal", "always", "--duration", "60s", "--out", str(tmp_path / "run")])
+    code = main(
+        [
+            "protect",
+            "--best-effort",
+            str(victim.pid),
+            "--cpus",
+            str(BE_CPU),
+            "--actuator",
+            "sigstop",
+            "--signal",
+            "always",
+            "--duration",
+            "60s",
+            "--out",
+            str(tmp_path / "run"),
+        ]
+    )
     t.join(5)
     got = capsys.readouterr()
     assert code == 0 and killed, got.err

@@ -51,8 +51,18 @@ def test_plots_are_written(tmp_path):
 
 
 def test_sweep_of_an_offset(tmp_path):
-    p = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--sweep", "wall.offset=0..80:10", "--deadline", "160",
-                    "--json", "--plots", str(tmp_path), check=True)
+    p = jitterscope(
+        "ptts",
+        str(EXAMPLES / "xray-e.yaml"),
+        "--sweep",
+        "wall.offset=0..80:10",
+        "--deadline",
+        "160",
+        "--json",
+        "--plots",
+        str(tmp_path),
+        check=True,
+    )
     d = json.loads(p.stdout)
     pts = d["sweep"]["points"]
     assert [pt["offset"] for pt in pts] == [0, 10, 20, 30, 40, 50, 60, 70, 80]
@@ -65,8 +75,7 @@ def test_sweep_of_an_offset(tmp_path):
 
 
 def test_simulate_reports_its_distance_to_the_exact_result():
-    p = jitterscope("ptts", THESIS, "--method", "simulate", "--iterations", "3000", "--seed", "1", "--json",
-                    check=True)
+    p = jitterscope("ptts", THESIS, "--method", "simulate", "--iterations", "3000", "--seed", "1", "--json", check=True)
     d = json.loads(p.stdout)
     s = d["simulation"]
     assert s["iterations"] == 3000
@@ -88,11 +97,13 @@ def test_too_long_exact_analysis_is_refused_with_the_estimate():
 
 def test_analysis_too_big_for_memory_is_refused(tmp_path):
     f = tmp_path / "big.yaml"
-    f.write_text("resolution: 0.01ms\ncomponents:\n"
-                 "  - {name: a, period: 10.09ms, etp: {uniform: [5ms, 30ms]}}\n"
-                 "  - {name: b, period: 10.13ms, etp: {uniform: [2ms, 6ms]}}\n"
-                 "  - {name: c, period: 10.19ms, etp: {uniform: [1ms, 3ms]}}\n"
-                 "  - {name: d, period: 10.21ms, etp: {pmf: {2ms: 1.0}}}\n")
+    f.write_text(
+        "resolution: 0.01ms\ncomponents:\n"
+        "  - {name: a, period: 10.09ms, etp: {uniform: [5ms, 30ms]}}\n"
+        "  - {name: b, period: 10.13ms, etp: {uniform: [2ms, 6ms]}}\n"
+        "  - {name: c, period: 10.19ms, etp: {uniform: [1ms, 3ms]}}\n"
+        "  - {name: d, period: 10.21ms, etp: {pmf: {2ms: 1.0}}}\n"
+    )
     p = jitterscope("ptts", str(f), "--max-time", "1h")
     assert p.returncode == 2
     assert "GiB" in p.stderr and "1,053,924,187 latency trees" in p.stderr and "--approximate" in p.stderr
@@ -107,8 +118,20 @@ def test_approximate_reports_the_change_and_the_error():
     assert a["error"]["against"] == "exact"
     assert 0 <= a["error"]["kolmogorov"] < 0.1
     # when the original is itself too long, the error is measured against a simulation of it
-    p = jitterscope("ptts", str(EXAMPLES / "config-c.yaml"), "--approximate", "0.05s", "--max-time", "0.5s",
-                    "--iterations", "2000", "--seed", "2", "--json", check=True)
+    p = jitterscope(
+        "ptts",
+        str(EXAMPLES / "config-c.yaml"),
+        "--approximate",
+        "0.05s",
+        "--max-time",
+        "0.5s",
+        "--iterations",
+        "2000",
+        "--seed",
+        "2",
+        "--json",
+        check=True,
+    )
     e = json.loads(p.stdout)["approximation"]["error"]
     assert e["against"] == "simulation" and e["iterations"] == 2000 and e["dkw95"] > 0
 
@@ -120,19 +143,34 @@ def test_tree_printout_matches_seed_figure_5_4():
 
 
 BAD = [
-    ("resolution: 0.1ms\ncomponents:\n  - {name: gpu, period: 16.66ms, etp: {pmf: {1ms: 1.0}}}\n",
-     ["'gpu'", "period", "resolution"]),
-    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {1ms: 0.5, 2ms: 0.2}}}\n",
-     ["'cam'", "etp.pmf", "sum to 0.7"]),
-    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {uniform: [5ms, 2ms]}}\n",
-     ["'cam'", "etp.uniform", "empty"]),
-    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {-2ms: 1.0}}}\n",
-     ["'cam'", "etp.pmf", "negative"]),
-    ("resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, ofset: 2ms, etp: {pmf: {1ms: 1.0}}}\n",
-     ["'cam'", "unknown key 'ofset'"]),
-    ("resolution: 1ns\ncomponents:\n" + "".join(
-        f"  - {{name: c{i}, period: {p}ns, etp: {{pmf: {{1ns: 1.0}}}}}}\n"
-        for i, p in enumerate([1000003, 1000033, 1000037, 1000039])), ["'c3'", "period", "hyper-period"]),
+    (
+        "resolution: 0.1ms\ncomponents:\n  - {name: gpu, period: 16.66ms, etp: {pmf: {1ms: 1.0}}}\n",
+        ["'gpu'", "period", "resolution"],
+    ),
+    (
+        "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {1ms: 0.5, 2ms: 0.2}}}\n",
+        ["'cam'", "etp.pmf", "sum to 0.7"],
+    ),
+    (
+        "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {uniform: [5ms, 2ms]}}\n",
+        ["'cam'", "etp.uniform", "empty"],
+    ),
+    (
+        "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {-2ms: 1.0}}}\n",
+        ["'cam'", "etp.pmf", "negative"],
+    ),
+    (
+        "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, ofset: 2ms, etp: {pmf: {1ms: 1.0}}}\n",
+        ["'cam'", "unknown key 'ofset'"],
+    ),
+    (
+        "resolution: 1ns\ncomponents:\n"
+        + "".join(
+            f"  - {{name: c{i}, period: {p}ns, etp: {{pmf: {{1ns: 1.0}}}}}}\n"
+            for i, p in enumerate([1000003, 1000033, 1000037, 1000039])
+        ),
+        ["'c3'", "period", "hyper-period"],
+    ),
 ]
 
 
@@ -149,8 +187,13 @@ def test_bad_model_is_one_line_exit_2(tmp_path, text, words):
 
 
 def test_bad_options_exit_2():
-    for args in (["--deadline", "fast"], ["--sweep", "nobody.offset=0..10:5"], ["--sweep", "wall.speed=1"],
-                 ["--tree", "999"], ["--iterations", "0", "--method", "simulate"]):
+    for args in (
+        ["--deadline", "fast"],
+        ["--sweep", "nobody.offset=0..10:5"],
+        ["--sweep", "wall.speed=1"],
+        ["--tree", "999"],
+        ["--iterations", "0", "--method", "simulate"],
+    ):
         p = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), *args)
         assert p.returncode == 2, args
         assert len(p.stderr.strip().splitlines()) == 1, args

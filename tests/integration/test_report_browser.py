@@ -71,13 +71,26 @@ class Chromium:
         def place_fds() -> None:
             os.dup2(cmd_r, 3)
             os.dup2(evt_w, 4)
-        args = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                "--disable-component-update", "--disable-sync", "--no-first-run", "--hide-scrollbars",
-                f"--user-data-dir={self.profile}", "--remote-debugging-pipe", "--window-size=1200,900",
-                "about:blank"]
+
+        args = [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            "--hide-scrollbars",
+            f"--user-data-dir={self.profile}",
+            "--remote-debugging-pipe",
+            "--window-size=1200,900",
+            "about:blank",
+        ]
         # fds 3 and 4 in the child are the protocol's pipes.
-        self.proc = subprocess.Popen(args, preexec_fn=place_fds, pass_fds=(3, 4), stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            args, preexec_fn=place_fds, pass_fds=(3, 4), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         os.close(cmd_r)
         os.close(evt_w)
         self._next = 0
@@ -101,8 +114,7 @@ class Chromium:
                     else:
                         self.events.put(m)
 
-    def send(self, method: str, params: dict | None = None, session: str | None = None,
-             timeout: float = 30) -> dict:
+    def send(self, method: str, params: dict | None = None, session: str | None = None, timeout: float = 30) -> dict:
         self._next += 1
         mid = self._next
         msg: dict = {"id": mid, "method": method, "params": params or {}}
@@ -178,8 +190,9 @@ def _error_of(ev: dict) -> list[str]:
 
 
 def expected_figures(cpus: list[int]) -> set[str]:
-    return ({f"histogram-cpu{c}" for c in cpus} | {f"timeline-cpu{c}" for c in cpus}
-            | {"sources", "chains", "unexplained"})
+    return (
+        {f"histogram-cpu{c}" for c in cpus} | {f"timeline-cpu{c}" for c in cpus} | {"sources", "chains", "unexplained"}
+    )
 
 
 def test_report_renders_in_chromium_with_every_figure_drawn(tmp_path):

@@ -30,8 +30,14 @@ def test_restore_says_one_truthful_line_per_item(tmp_path):
         Path({str(back)!r}).write_text("1")   # already back as found
         Path({str(bad)!r}).unlink(); Path({str(bad)!r}).mkdir()   # cannot be written back
     """)
-    proc = subprocess.run([sys.executable, "-m", "jitterscope", "restore"], capture_output=True, text=True,
-                          env={**os.environ}, timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "jitterscope", "restore"],
+        capture_output=True,
+        text=True,
+        env={**os.environ},
+        timeout=60,
+        check=False,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     verdicts = {}
     for ln in proc.stdout.splitlines():  # (restore may also clean things other runs left)

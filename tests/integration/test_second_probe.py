@@ -27,16 +27,43 @@ def test_two_probes_on_one_cpu_name_each_other(tmp_path: Path) -> None:
     from jitterscope.measure.peers import other_probes
 
     cpu = probed_cpu()
-    first = subprocess.Popen([sys.executable, "-m", "jitterscope", "measure", "--cpus", str(cpu), "--duration",
-                              "5s", "--out", str(tmp_path / "first"), "--no-report", "--json"],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "measure",
+            "--cpus",
+            str(cpu),
+            "--duration",
+            "5s",
+            "--out",
+            str(tmp_path / "first"),
+            "--no-report",
+            "--json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 20
         while not other_probes([cpu]) and time.monotonic() < deadline and first.poll() is None:
             time.sleep(0.1)
         assert other_probes([cpu]), "the first probe never started"
-        second = jitterscope("measure", "--cpus", str(cpu), "--duration", "1500ms", "--out",
-                             str(tmp_path / "second"), "--no-report", "--json", timeout=120, check=True)
+        second = jitterscope(
+            "measure",
+            "--cpus",
+            str(cpu),
+            "--duration",
+            "1500ms",
+            "--out",
+            str(tmp_path / "second"),
+            "--no-report",
+            "--json",
+            timeout=120,
+            check=True,
+        )
     finally:
         out, err = first.communicate(timeout=120)
     assert first.returncode == 0, err
@@ -47,4 +74,4 @@ def test_two_probes_on_one_cpu_name_each_other(tmp_path: Path) -> None:
         other = _source(s, f"js-probe/{cpu}{OTHER}")
         assert other is not None, f"{run}: the other probe is not a named source: {[x['name'] for x in s['sources']]}"
         assert other["total_ns"] > s["unexplained"]["total_ns"], f"{run}: the other probe's time went to unexplained"
-        assert _source(s, f"js-probe/{cpu}") is None   # our own probe thread is never a source
+        assert _source(s, f"js-probe/{cpu}") is None  # our own probe thread is never a source

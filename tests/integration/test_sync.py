@@ -67,10 +67,10 @@ def test_layout_matches_the_library():
 def test_lock_unlock_golden(gold, tmp_path):
     s, run = sync(tmp_path, gold, "lu", str(cpu()), "4")
     lu = intervals(run, "lu")
-    assert len(lu) == 4, lu                                    # one per round
-    for r in lu:                                               # the holder keeps the CPU 200 us after unlocking
+    assert len(lu) == 4, lu  # one per round
+    for r in lu:  # the holder keeps the CPU 200 us after unlocking
         assert 195 * US <= r["t_ns"] <= 5000 * US, r
-        assert r["jitter_ns"] == r["t_ns"] - 10 * US          # excess mode, N = 10 us
+        assert r["jitter_ns"] == r["t_ns"] - 10 * US  # excess mode, N = 10 us
     assert s["types"]["lu"]["count"] == 4 and s["types"]["lu"]["share"] > 0.9
 
 
@@ -79,7 +79,7 @@ def test_holder_keeping_the_mutex_is_a_wait_not_lu(gold, tmp_path):
     _, run = sync(tmp_path, gold, "hold", str(cpu()), "3")
     waits = pq.read_table(run / "waits.parquet").to_pylist()
     assert len(waits) == 3 and all(w["releaser_tid"] for w in waits)
-    for w in waits:                                            # blocked while the holder held it 200 us more
+    for w in waits:  # blocked while the holder held it 200 us more
         assert w["release_ns"] - w["enter_ns"] >= 195 * US
 
 
@@ -89,7 +89,7 @@ def test_signal_wait_golden_and_whole_mode(gold, tmp_path):
     sw = intervals(run, "sw")
     assert len(sw) == 3
     for r in sw:
-        assert 95 * US <= r["t_ns"] <= 5000 * US and r["jitter_ns"] == r["t_ns"]   # whole mode books T
+        assert 95 * US <= r["t_ns"] <= 5000 * US and r["jitter_ns"] == r["t_ns"]  # whole mode books T
     assert s["run"]["mode"] == "whole" and len(intervals(run, "s")) == 3
 
 
@@ -97,7 +97,7 @@ def test_signal_wait_golden_and_whole_mode(gold, tmp_path):
 def test_broadcast_to_two_waiters(gold, tmp_path):
     _, run = sync(tmp_path, gold, "bw", str(cpu()), "2")
     bw = intervals(run, "bw")
-    assert len(bw) == 4 and len({r["tid"] for r in bw}) == 2   # 2 rounds x 2 waiters
+    assert len(bw) == 4 and len({r["tid"] for r in bw}) == 2  # 2 rounds x 2 waiters
     assert all(145 * US <= r["t_ns"] <= 5000 * US for r in bw)
     assert len(intervals(run, "b")) == 2
 
@@ -108,10 +108,10 @@ def test_barrier_last_arriver(gold, tmp_path):
     assert len(barw) == 6 and len(intervals(run, "bar")) == 3
     threads = pq.read_table(run / "threads.parquet").to_pylist()
     late = [r["releaser_tid"] for r in barw]
-    assert max(late.count(t) for t in set(late)) >= 4          # the late thread releases (nearly) every round
+    assert max(late.count(t) for t in set(late)) >= 4  # the late thread releases (nearly) every round
     waits = pq.read_table(run / "waits.parquet").to_pylist()
     held = sorted(w["release_ns"] - w["enter_ns"] for w in waits)
-    assert held[len(held) // 2] >= 200 * US, held             # the others waited ~300 us for it (wake-ups vary)
+    assert held[len(held) // 2] >= 200 * US, held  # the others waited ~300 us for it (wake-ups vary)
     assert len(threads) == 3
 
 
@@ -139,7 +139,7 @@ def test_crash_keeps_the_data(gold, tmp_path):
     p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(tmp_path / "r"), "--", gold, "crash", "0")
     assert p.returncode == 128 + 11, p.stderr
     s = json.loads((tmp_path / "r" / "summary.json").read_text())
-    assert s["types"]["sw"]["intervals"] == 1                 # the wait before the crash is kept
+    assert s["types"]["sw"]["intervals"] == 1  # the wait before the crash is kept
 
 
 def test_fork_is_followed(gold, tmp_path):
@@ -188,7 +188,7 @@ def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
     with Injector(c, 7e6, 2e6, name="js-sync-inj", policy="fifo", priority=90, truth_path=truth):
         s, run = sync(tmp_path, gold, "holdlong", str(c), "20", "5", opts=())
     hd = intervals(run, "hd")
-    assert len(hd) >= 3, hd     # one per contended round (a waiter kept off its CPU > 20 ms by load misses one)
+    assert len(hd) >= 3, hd  # one per contended round (a waiter kept off its CPU > 20 ms by load misses one)
     causes = pq.read_table(run / "causes.parquet").to_pylist()
     ids = {r["id"] for r in hd}
     mine = [x for x in causes if x["jitter"] in ids]
@@ -197,7 +197,7 @@ def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
     assert total > 0 and inj_ns / total >= 0.9, sorted({(x["name"], x["ns"]) for x in mine})
     assert s["types"]["hd"]["causes"][0]["name"] == "js-sync-inj"
     meta = json.loads((run / "meta.json").read_text())
-    t = read_truth(truth)                                      # busy intervals in TSC -> ns since the run's t0
+    t = read_truth(truth)  # busy intervals in TSC -> ns since the run's t0
     to_ns = 1e9 / meta["tsc_hz"]
     spans = list(zip((t.start_tsc - meta["t0_tsc"]) * to_ns, (t.end_tsc - meta["t0_tsc"]) * to_ns))
     busy = sum(max(0.0, min(e, r["end_ns"]) - max(b, r["start_ns"])) for b, e in spans for r in hd)
@@ -205,17 +205,20 @@ def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("prog, args, out", [
-    ("xz", ["-T2", "-k", "-f", "-3"], ".xz"),
-    ("zstd", ["-T2", "-k", "-f", "-q", "-3"], ".zst"),
-    ("pigz", ["-p", "2", "-k", "-f"], ".gz"),
-])
+@pytest.mark.parametrize(
+    "prog, args, out",
+    [
+        ("xz", ["-T2", "-k", "-f", "-3"], ".xz"),
+        ("zstd", ["-T2", "-k", "-f", "-q", "-3"], ".zst"),
+        ("pigz", ["-p", "2", "-k", "-f"], ".gz"),
+    ],
+)
 def test_real_programs_output_identical(tmp_path, prog, args, out):
     if not shutil.which(prog):
         pytest.skip(f"{prog} not installed (make packages installs it with apt)")
     data = tmp_path / "data.bin"
     rnd = os.urandom(1 << 20)
-    data.write_bytes((rnd + bytes(range(256)) * 4096) * 6)      # ~13 MB, half compressible
+    data.write_bytes((rnd + bytes(range(256)) * 4096) * 6)  # ~13 MB, half compressible
     subprocess.run([prog, *args, str(data)], check=True)
     ref = (tmp_path / f"data.bin{out}").read_bytes()
     (tmp_path / f"data.bin{out}").unlink()
@@ -227,11 +230,13 @@ def test_real_programs_output_identical(tmp_path, prog, args, out):
 
 def test_frame_api_from_python(tmp_path):
     lib = ctypes.CDLL(str(native_bin(R.LIBRARY)))
-    lib.jitterscope_sync_frame(ctypes.c_uint64(1))            # without JS_SYNC_DIR: a no-op, no crash
+    lib.jitterscope_sync_frame(ctypes.c_uint64(1))  # without JS_SYNC_DIR: a no-op, no crash
     prog = tmp_path / "frames.py"
-    prog.write_text("import time\nfrom jitterscope.sync import frames\nfor i in range(6):\n    frames.mark(i)\n"
-                    "    time.sleep(0.002)\nframes.mark(6)\n")
-    subprocess.run([sys.executable, str(prog)], check=True)     # on its own: marks do nothing
+    prog.write_text(
+        "import time\nfrom jitterscope.sync import frames\nfor i in range(6):\n    frames.mark(i)\n"
+        "    time.sleep(0.002)\nframes.mark(6)\n"
+    )
+    subprocess.run([sys.executable, str(prog)], check=True)  # on its own: marks do nothing
     s, _ = sync(tmp_path, sys.executable, str(prog))
     assert s["frames"]["count"] == 6 and s["frames"]["time"]["p50_ns"] >= 2e6
 
@@ -256,11 +261,13 @@ def test_report_perfetto_and_compare(gold, tmp_path):
     waits = [e for e in ev if e.get("cat") == "wait"]
     lu = [e for e in ev if e.get("cat") == "jitter" and e["args"]["type"] == "lock-unlock"]
     assert len(waits) == 12 and len(lu) == 12
-    for j in lu:                                            # each lu sits inside its wait, on the waiter's track
-        assert any(w["tid"] == j["tid"] and w["ts"] <= j["ts"] and j["ts"] + j["dur"] <= w["ts"] + w["dur"] + 0.002
-                   for w in waits)
-    assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) == 12   # release -> wait arrows
-    if not traced:                                          # what ran on the CPUs during the jitter
+    for j in lu:  # each lu sits inside its wait, on the waiter's track
+        assert any(
+            w["tid"] == j["tid"] and w["ts"] <= j["ts"] and j["ts"] + j["dur"] <= w["ts"] + w["dur"] + 0.002
+            for w in waits
+        )
+    assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) == 12  # release -> wait arrows
+    if not traced:  # what ran on the CPUs during the jitter
         assert any(e.get("args", {}).get("name") == "kernel (per CPU)" for e in ev)
         assert any(e["ph"] == "X" and e["pid"] == lu[0]["pid"] for e in ev)
     assert jitterscope("export", str(run), "-f", "csv", "-o", str(tmp_path / "x.csv")).returncode == 2
@@ -283,9 +290,25 @@ def test_killed_jitterscope_then_restore_and_analyze(gold, tmp_path):
     """kill -9 of jitterscope while CMD runs: CMD runs on to its end, `restore` leaves nothing changed,
     `analyze` finishes the run from sync-raw/ (and the trace) and says what it could not recover."""
     run = tmp_path / "run"
-    p = subprocess.Popen([sys.executable, "-m", "jitterscope", "sync", "--no-report", "--out", str(run), "--",
-                          gold, "holdlong", str(cpu()), "20", "10"], stdout=subprocess.DEVNULL,
-                         stderr=subprocess.DEVNULL)
+    p = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "sync",
+            "--no-report",
+            "--out",
+            str(run),
+            "--",
+            gold,
+            "holdlong",
+            str(cpu()),
+            "20",
+            "10",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 60
     while not list((run / "sync-raw").glob("sync-*.raw")) and time.monotonic() < deadline:
         time.sleep(0.05)
@@ -294,7 +317,7 @@ def test_killed_jitterscope_then_restore_and_analyze(gold, tmp_path):
     p.kill()
     p.wait()
     prog = Path(f"/proc/{raw[0].name.split('-')[1]}")
-    while prog.exists() and time.monotonic() < deadline:     # CMD is not ours to kill: it runs to its end
+    while prog.exists() and time.monotonic() < deadline:  # CMD is not ours to kill: it runs to its end
         time.sleep(0.05)
     assert jitterscope("restore").returncode == 0
     instances = Path("/sys/kernel/tracing/instances")

@@ -34,12 +34,16 @@ from jitterscope.tracing.session import TraceSession
 from .conftest import jitterscope, probed_cpu, tracing_reason
 
 TRACE_CMD = shutil.which("trace-cmd")
-pytestmark = [pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason())),
-              pytest.mark.skipif(TRACE_CMD is None, reason="trace-cmd not installed (make packages installs it)")]
+pytestmark = [
+    pytest.mark.skipif(tracing_reason() is not None, reason=str(tracing_reason())),
+    pytest.mark.skipif(TRACE_CMD is None, reason="trace-cmd not installed (make packages installs it)"),
+]
 
 # trace-cmd report -t -R:  "comm-pid [cpu] sec.nsec: event: field=value ..." (raw field values).
-LINE = re.compile(r"^\s*(?P<comm>.*)-(?P<pid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<nsec>\d{9}):"
-                  r"\s+(?P<event>\w+):\s*(?P<fields>.*)$")
+LINE = re.compile(
+    r"^\s*(?P<comm>.*)-(?P<pid>-?\d+)\s+\[(?P<cpu>\d+)\]\s+(?P<sec>\d+)\.(?P<nsec>\d{9}):"
+    r"\s+(?P<event>\w+):\s*(?P<fields>.*)$"
+)
 # Pages that say events were lost before them: "CPU:1 [55438 EVENTS DROPPED]" (or no count when the page has none).
 LOST = re.compile(r"CPU:\s*(\d+) \[(\d+ )?EVENTS DROPPED\]")
 STRINGS = {"prev_comm", "next_comm", "name", "buf"}
@@ -54,8 +58,12 @@ def ours(trace_dir: Path, out: Path, formats: dict) -> tuple[list[tuple], dict[i
     pages say were lost and the pages that say so without a count."""
     names = {e["id"]: e["name"] for e in formats["events"].values()}
     out.mkdir()
-    subprocess.run([str(native_bin("jitterscope-traceparse")), "--events", str(out / "events.tsv"),
-                    str(trace_dir), str(out)], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [str(native_bin("jitterscope-traceparse")), "--events", str(out / "events.tsv"), str(trace_dir), str(out)],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     events = []
     for line in (out / "events.tsv").read_text().splitlines():
         cpu, ts, eid, *kv = line.split("\t")
@@ -80,7 +88,7 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def theirs(trace_dir: Path, work: Path, head: Path) -> tuple[list[tuple], dict[int, tuple[int, int]], str]:
     """The same page files through trace-cmd restore + report (libtraceevent)."""
     raw = []
-    for cpu in range(max(online_cpus()) + 1):   # restore takes one file per CPU, in order
+    for cpu in range(max(online_cpus()) + 1):  # restore takes one file per CPU, in order
         f = trace_dir / f"cpu{cpu}.raw"
         if not f.exists():
             f = work / f"empty{cpu}.raw"
@@ -99,12 +107,13 @@ def theirs(trace_dir: Path, work: Path, head: Path) -> tuple[list[tuple], dict[i
             continue
         fields = {"common_pid": m.group("pid")}
         body = m.group("fields")
-        if "buf=" in body:                          # a print's buf is the rest of the line, spaces and all
+        if "buf=" in body:  # a print's buf is the rest of the line, spaces and all
             body, fields["buf"] = body.split("buf=", 1)
         for k, v in re.findall(r"(\w+)=(\S*)", body):
             fields[k] = v
-        events.append((int(m.group("cpu")), int(m.group("sec")) * 10**9 + int(m.group("nsec")),
-                       m.group("event"), fields))
+        events.append(
+            (int(m.group("cpu")), int(m.group("sec")) * 10**9 + int(m.group("nsec")), m.group("event"), fields)
+        )
     return events, lost, text
 
 
@@ -121,7 +130,7 @@ def _same_value(ours_v: str, theirs_v: str, key: str, size: int, symbols: dict[i
 def kernel_symbols(trace: Path) -> dict[int, str]:
     """The symbols the capture saved (symbols.txt), else the running kernel's."""
     syms = {}
-    for path in (Path("/proc/kallsyms"), trace / "symbols.txt"):   # the capture's own names win
+    for path in (Path("/proc/kallsyms"), trace / "symbols.txt"):  # the capture's own names win
         for line in path.read_text().splitlines():
             parts = line.split()
             if len(parts) >= 2:
@@ -146,8 +155,7 @@ def assert_same_decoding(trace: Path, work: Path, head: Path) -> list[tuple]:
             assert x[1:3] == y[1:3], f"CPU {c}: {x} vs {y}"
             for key, value in x[3].items():
                 assert key in y[3], f"{y[2]} lacks {key} in trace-cmd's output: {y}"
-                assert _same_value(value, y[3][key], key, sizes[y[2]].get(key, 8), symbols), \
-                    f"{key}: {x} vs {y}"
+                assert _same_value(value, y[3][key], key, sizes[y[2]].get(key, 8), symbols), f"{key}: {x} vs {y}"
     assert {c: n for c, n in my_lost.items() if n != (0, 0)} == ref_lost
     return ref
 
@@ -155,8 +163,9 @@ def assert_same_decoding(trace: Path, work: Path, head: Path) -> list[tuple]:
 @pytest.mark.slow
 def test_a_measure_capture_decodes_as_libtraceevent_decodes_it(tmp_path: Path, head: Path) -> None:
     run = tmp_path / "run"
-    jitterscope("measure", "--cpus", str(probed_cpu()), "--duration", "1s", "--no-report", "--out", str(run),
-                check=True)
+    jitterscope(
+        "measure", "--cpus", str(probed_cpu()), "--duration", "1s", "--no-report", "--out", str(run), check=True
+    )
     ref = assert_same_decoding(run / "trace", tmp_path, head)
     assert len(ref) > 100  # a second of the tick alone is hundreds of events
     assert {e[2] for e in ref} >= {"sched_switch", "local_timer_entry", "local_timer_exit", "print"}
@@ -171,7 +180,7 @@ def test_gaps_longer_than_an_event_delta_decode_the_same(tmp_path: Path, head: P
     with Journal("test-crosscheck") as journal, TraceSession([cpu], trace, journal, buffer_kb=256) as session:
         assert session.instance is not None
         try:
-            os.sched_setaffinity(0, {cpu})   # markers count on the traced CPU only
+            os.sched_setaffinity(0, {cpu})  # markers count on the traced CPU only
             for i in range(3):
                 (session.instance / "tracing_on").write_text("0")
                 time.sleep(0.1)

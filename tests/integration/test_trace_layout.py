@@ -10,8 +10,9 @@ from jitterscope.tracing import records
 
 
 def layout() -> dict:
-    out = subprocess.run([str(native_bin("jitterscope-traceparse")), "--layout"], capture_output=True,
-                         text=True, check=True, timeout=30).stdout
+    out = subprocess.run(
+        [str(native_bin("jitterscope-traceparse")), "--layout"], capture_output=True, text=True, check=True, timeout=30
+    ).stdout
     return json.loads(out)
 
 

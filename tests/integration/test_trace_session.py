@@ -109,8 +109,9 @@ time.sleep(60)
 
 def killed_session(tmp_path: Path) -> str:
     """Start a session in a child, kill -9 it; return the instance it left."""
-    child = subprocess.Popen([sys.executable, "-c", CHILD, str(probed_cpu()), str(tmp_path / "child")],
-                             stdout=subprocess.PIPE, text=True)
+    child = subprocess.Popen(
+        [sys.executable, "-c", CHILD, str(probed_cpu()), str(tmp_path / "child")], stdout=subprocess.PIPE, text=True
+    )
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "ready"
         name = f"{INSTANCE_PREFIX}{child.pid}"
@@ -127,8 +128,7 @@ def test_instance_of_killed_run_is_removed_by_journal_recovery(tmp_path: Path, t
     name = killed_session(tmp_path)
     undone = recover_stale()
     assert name not in instances()
-    assert any(e["op"] == "trace_instance" and e["path"].endswith(name) and e["result"] == "restored"
-               for e in undone)
+    assert any(e["op"] == "trace_instance" and e["path"].endswith(name) and e["result"] == "restored" for e in undone)
 
 
 @needs_tracing

@@ -37,10 +37,12 @@ def _turns():
         had = set(records())
         try:
             yield
-        finally:   # a test that failed half-way leaves no record behind it (its knobs are put back by value)
+        finally:  # a test that failed half-way leaves no record behind it (its knobs are put back by value)
             for rec in set(records()) - had:
                 cli("tune", "revert", "--record", str(rec))
                 rec.unlink(missing_ok=True)
+
+
 STAT = "/proc/sys/vm/stat_interval"
 
 
@@ -68,7 +70,7 @@ def cli(*argv: str) -> subprocess.CompletedProcess[str]:
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
             rc = main(list(argv))
-        except SystemExit as e:   # argparse's own errors
+        except SystemExit as e:  # argparse's own errors
             rc = int(e.code or 0)
     return subprocess.CompletedProcess(list(argv), rc, out.getvalue(), err.getvalue())
 
@@ -86,17 +88,55 @@ def test_audit_reads_every_knob_as_json():
     a = json.loads(p.stdout)
     assert a["cpus"] == [cpu] and cpu not in a["housekeeping"]
     by = {f["knob"].split(" (")[0]: f for f in a["findings"]}
-    expected = ["isolcpus", "nohz_full", "rcu_nocbs", "rcu_nocb_poll", "irqaffinity", "kthread_cpus", "nowatchdog",
-                "nmi_watchdog", "skew_tick", "tsc", "intel_pstate", "processor.max_cstate", "intel_idle.max_cstate",
-                "idle", "mitigations", "audit", "transparent_hugepage", "irq.default_affinity", "workqueue.cpumask",
-                "kernel.timer_migration", "vm.stat_interval", "kernel.watchdog_cpumask", "kernel.nmi_watchdog",
-                "kernel.sched_rt_runtime_us", "kernel.numa_balancing", "mm.thp.enabled", "mm.thp.defrag",
-                "mm.thp.khugepaged.defrag", "mm.ksm.run", "swap", "per-CPU kernel threads",
-                "kernel threads allowed on them", "user tasks allowed on them", "irqbalance", "tuned",
-                f"cpu{cpu} SMT siblings", f"cpu{cpu} cpufreq governor", f"cpu{cpu} idle states", "clocksource",
-                "CONFIG_HZ", "preemption model", "CONFIG_NO_HZ_FULL"]
-    missing = [k for k in expected if k not in by and not (k.startswith("mm.") and not Path(
-        "/sys/kernel/mm/transparent_hugepage").exists())]
+    expected = [
+        "isolcpus",
+        "nohz_full",
+        "rcu_nocbs",
+        "rcu_nocb_poll",
+        "irqaffinity",
+        "kthread_cpus",
+        "nowatchdog",
+        "nmi_watchdog",
+        "skew_tick",
+        "tsc",
+        "intel_pstate",
+        "processor.max_cstate",
+        "intel_idle.max_cstate",
+        "idle",
+        "mitigations",
+        "audit",
+        "transparent_hugepage",
+        "irq.default_affinity",
+        "workqueue.cpumask",
+        "kernel.timer_migration",
+        "vm.stat_interval",
+        "kernel.watchdog_cpumask",
+        "kernel.nmi_watchdog",
+        "kernel.sched_rt_runtime_us",
+        "kernel.numa_balancing",
+        "mm.thp.enabled",
+        "mm.thp.defrag",
+        "mm.thp.khugepaged.defrag",
+        "mm.ksm.run",
+        "swap",
+        "per-CPU kernel threads",
+        "kernel threads allowed on them",
+        "user tasks allowed on them",
+        "irqbalance",
+        "tuned",
+        f"cpu{cpu} SMT siblings",
+        f"cpu{cpu} cpufreq governor",
+        f"cpu{cpu} idle states",
+        "clocksource",
+        "CONFIG_HZ",
+        "preemption model",
+        "CONFIG_NO_HZ_FULL",
+    ]
+    missing = [
+        k
+        for k in expected
+        if k not in by and not (k.startswith("mm.") and not Path("/sys/kernel/mm/transparent_hugepage").exists())
+    ]
     assert not missing, missing
     assert any(k.startswith("cpuset") for k in by)
     for i in irq.irqs():
@@ -123,8 +163,14 @@ def test_apply_then_revert_proves_every_knob_back(tmp_path):
     sleeper = subprocess.Popen(["sleep", "60"])
     stat = int(before[STAT])
     try:
-        args = ["--knob", f"vm.stat_interval={stat + 3}", "--knob", f"irq.{i.number}.affinity={probed_cpu()}",
-                "--knob", f"task.{sleeper.pid}.affinity={hk}"]
+        args = [
+            "--knob",
+            f"vm.stat_interval={stat + 3}",
+            "--knob",
+            f"irq.{i.number}.affinity={probed_cpu()}",
+            "--knob",
+            f"task.{sleeper.pid}.affinity={hk}",
+        ]
         dry = cli("tune", "apply", *args, "--dry-run", "--json")
         assert json.loads(dry.stdout)["record"] is None and state(i.path) == before
         r = json.loads(jitterscope("tune", "apply", *args, "--json", check=True).stdout)
@@ -134,8 +180,9 @@ def test_apply_then_revert_proves_every_knob_back(tmp_path):
         assert sorted(os.sched_getaffinity(sleeper.pid)) == [int(c) for c in hk.split(",")]
         (st,) = [x for x in json.loads(cli("tune", "status", "--json").stdout)["records"] if x["record"] == r["record"]]
         assert {row["result"] for row in st["rows"]} == {"as tune set it"}
-        rv = json.loads(jitterscope("tune", "revert", "--record", r["record"], "--json",
-                                    check=True).stdout)["reverted"][0]
+        rv = json.loads(jitterscope("tune", "revert", "--record", r["record"], "--json", check=True).stdout)[
+            "reverted"
+        ][0]
         assert rv["complete"] and {row["result"] for row in rv["rows"]} == {"restored"}
         assert not Path(r["record"]).exists()
         assert state(i.path) == before
@@ -157,15 +204,16 @@ def test_revert_leaves_a_knob_changed_since_and_skips_runtime_knobs_after_a_rebo
     before = state()
     stat = int(before[STAT])
     try:
-        r = json.loads(jitterscope("tune", "apply", "--knob", f"vm.stat_interval={stat + 2}", "--json",
-                                   check=True).stdout)
+        r = json.loads(
+            jitterscope("tune", "apply", "--knob", f"vm.stat_interval={stat + 2}", "--json", check=True).stdout
+        )
         Path(STAT).write_text(str(stat + 5))  # someone else, since
         p = jitterscope("tune", "revert", "--record", r["record"], "--json")
         assert p.returncode == 1
         (row,) = json.loads(p.stdout)["reverted"][0]["rows"]
         assert row["result"] == "left alone" and row["now"] == str(stat + 5)
-        assert Path(STAT).read_text().strip() == str(stat + 5)   # not overwritten
-        assert Path(r["record"]).exists()                                                 # still on record
+        assert Path(STAT).read_text().strip() == str(stat + 5)  # not overwritten
+        assert Path(r["record"]).exists()  # still on record
         Path(STAT).write_text(str(stat))
         p = cli("tune", "revert", "--record", r["record"], "--json")
         assert json.loads(p.stdout)["reverted"][0]["rows"][0]["result"] == "already back"
@@ -188,10 +236,15 @@ def test_boot_parameters_go_through_the_journal_and_come_back(tmp_path):
     original = 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet psi=1"\n# [ keep ] this\n'
     grub.write_text(original)
     plan = tmp_path / "plan.yaml"
-    plan.write_text(f"format: jitterscope-tune-plan\nversion: 1\nhost: {host()}\nkernel: {kernel()}\n"
-                    f"cpus: [1]\nhousekeeping: [0]\nknobs: []\nboot:\n  params: [nohz_full=1, psi=0]\n")
-    r = json.loads(jitterscope("tune", "apply", str(plan), "--boot", "--boot-root", str(tmp_path / "image"),
-                               "--json", check=True).stdout)
+    plan.write_text(
+        f"format: jitterscope-tune-plan\nversion: 1\nhost: {host()}\nkernel: {kernel()}\n"
+        f"cpus: [1]\nhousekeeping: [0]\nknobs: []\nboot:\n  params: [nohz_full=1, psi=0]\n"
+    )
+    r = json.loads(
+        jitterscope(
+            "tune", "apply", str(plan), "--boot", "--boot-root", str(tmp_path / "image"), "--json", check=True
+        ).stdout
+    )
     assert 'GRUB_CMDLINE_LINUX="quiet nohz_full=1 psi=0"' in grub.read_text()
     assert r["boot"]["file"] == str(grub) and r["boot"]["reboot_needed"]
     rv = json.loads(cli("tune", "revert", "--record", r["record"], "--json").stdout)
@@ -203,10 +256,12 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):
     from tests.fixtures_runs import build_run
 
     before = state()
-    mine = f"-{os.getpid()}.jsonl"   # records are named <time>-<pid>: another engineer's may appear meanwhile
+    mine = f"-{os.getpid()}.jsonl"  # records are named <time>-<pid>: another engineer's may appear meanwhile
     other = tmp_path / "other.yaml"
-    other.write_text("format: jitterscope-tune-plan\nversion: 1\nhost: elsewhere\nkernel: 1.0\ncpus: [1]\n"
-                     "housekeeping: [0]\nknobs: [{knob: vm.stat_interval, value: 20}]\n")
+    other.write_text(
+        "format: jitterscope-tune-plan\nversion: 1\nhost: elsewhere\nkernel: 1.0\ncpus: [1]\n"
+        "housekeeping: [0]\nknobs: [{knob: vm.stat_interval, value: 20}]\n"
+    )
     untraced = build_run(tmp_path / "untraced", tracing=False)
     cases = {
         ("tune", "apply", "--knob", "vm.stat_intervall=5"): "unknown knob 'vm.stat_intervall'",
@@ -228,7 +283,7 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):
     for argv, words in cases.items():
         line = one_line_error(cli(*argv))
         assert words in line, (argv, line)
-    assert words in one_line_error(jitterscope(*argv))     # and the same as a command of its own
+    assert words in one_line_error(jitterscope(*argv))  # and the same as a command of its own
     assert cli("tune", "apply", str(other), "--force", "--dry-run").returncode == 0
     assert cli("tune").returncode == 2
     assert state() == before and not [r for r in records() if r.name.endswith(mine)]
@@ -238,8 +293,11 @@ def test_bad_input_is_one_line_exit_2_and_changes_nothing(tmp_path):
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv (util-linux) not installed")
 def test_without_root_nothing_changes(tmp_path):
     before = state()
-    p = run_as_nobody(["-m", "jitterscope", "tune", "apply", "--knob", "vm.stat_interval=7"], cwd=str(tmp_path),
-                      env={"HOME": str(tmp_path)})  # a private (0700) checkout is shown to uid 65534, or skipped
+    p = run_as_nobody(
+        ["-m", "jitterscope", "tune", "apply", "--knob", "vm.stat_interval=7"],
+        cwd=str(tmp_path),
+        env={"HOME": str(tmp_path)},
+    )  # a private (0700) checkout is shown to uid 65534, or skipped
     assert "run it as root" in one_line_error(p)
     assert state() == before
     assert not record_dir().exists() or not any(r.stat().st_uid == 65534 for r in record_dir().glob("*"))

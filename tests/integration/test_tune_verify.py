@@ -31,17 +31,24 @@ from jitterscope.tune.record import records
 from .conftest import jitterscope, needs_tracing, probed_cpu
 from .tune_support import one_session_at_a_time
 
-pytestmark = [needs_tracing, pytest.mark.slow,
-              pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings")]
+pytestmark = [
+    needs_tracing,
+    pytest.mark.slow,
+    pytest.mark.skipif(os.geteuid() != 0, reason="needs root to change kernel settings"),
+]
 # Named per test session: a fresh clone's `make test` may run this same test at the same time.
 DAEMON = f"tune-noise{os.getpid() % 100000}"
-SECONDS = "15s"   # vmstat_update runs once a second: ~15 before, <= 2 after (10 s interval): q < 0.01
+SECONDS = "15s"  # vmstat_update runs once a second: ~15 before, <= 2 after (10 s interval): q < 0.01
 
 
 def rng_irq() -> irq.Irq:
     dev = sorted(Path("/sys/bus/virtio/drivers/virtio_rng").glob("virtio*"))
-    found = [i for d in dev for i in irq.irqs() if i.movable
-             and any(a.startswith(d.name + "-") and not a.endswith("-config") for a in i.actions)]
+    found = [
+        i
+        for d in dev
+        for i in irq.irqs()
+        if i.movable and any(a.startswith(d.name + "-") and not a.endswith("-config") for a in i.actions)
+    ]
     if not found or not Path("/dev/hwrng").exists() or len(online_cpus()) < 2:
         pytest.skip("needs a virtio-rng device with a movable IRQ (/dev/hwrng) and two CPUs")
     return found[0]
@@ -57,16 +64,46 @@ def noise(tmp_path_factory):
     dev_irq = rng_irq()
     with one_session_at_a_time(), Journal("test tune noise") as j:
         resolve(f"irq.{dev_irq.number}.affinity").apply(j, str(cpu))
-        reader = subprocess.Popen(["taskset", "-c", str(other), "dd", "if=/dev/hwrng", "of=/dev/null", "bs=64"],
-                                  stderr=subprocess.DEVNULL)
-        inj = subprocess.Popen([sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu), "--period",
-                                "20ms", "--busy", "500us", "--policy", "other", "--name", DAEMON,
-                                "--duration", "900s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        reader = subprocess.Popen(
+            ["taskset", "-c", str(other), "dd", "if=/dev/hwrng", "of=/dev/null", "bs=64"], stderr=subprocess.DEVNULL
+        )
+        inj = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jitterscope",
+                "inject",
+                "--cpu",
+                str(cpu),
+                "--period",
+                "20ms",
+                "--busy",
+                "500us",
+                "--policy",
+                "other",
+                "--name",
+                DAEMON,
+                "--duration",
+                "900s",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         try:
             time.sleep(1.0)
             base = tmp_path_factory.mktemp("tune") / "base"
-            jitterscope("measure", "--cpus", str(cpu), "--duration", SECONDS, "--out", str(base), "--no-report",
-                        check=True, timeout=180)
+            jitterscope(
+                "measure",
+                "--cpus",
+                str(cpu),
+                "--duration",
+                SECONDS,
+                "--out",
+                str(base),
+                "--no-report",
+                check=True,
+                timeout=180,
+            )
             yield {"cpu": cpu, "irq": dev_irq, "base": base, "dir": base.parent}
         finally:
             for p in (inj, reader):
@@ -81,8 +118,12 @@ def plan(noise):
     full = json.loads(out.stdout)
     # This machine's own noise gets its knobs too; the test applies only what it made (others measure here).
     doc = yaml.safe_load(p.read_text())
-    mine = [k for k in doc["knobs"] if k["knob"] in (f"irq.{noise['irq'].number}.affinity", "vm.stat_interval")
-            or any(s["source"] == f"thread:{DAEMON}" for s in k["sources"])]
+    mine = [
+        k
+        for k in doc["knobs"]
+        if k["knob"] in (f"irq.{noise['irq'].number}.affinity", "vm.stat_interval")
+        or any(s["source"] == f"thread:{DAEMON}" for s in k["sources"])
+    ]
     doc["knobs"] = mine
     (noise["dir"] / "mine.yaml").write_text(yaml.safe_dump(doc, sort_keys=False))
     return {"full": full, "mine": noise["dir"] / "mine.yaml", "knobs": [k["knob"] for k in mine]}
@@ -110,8 +151,17 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
     before = knob_values(plan["knobs"])
     out = noise["dir"] / "verify"
     try:
-        p = jitterscope("tune", "verify", str(plan["mine"]), "--before", str(noise["base"]), "--out", str(out),
-                        "--json", timeout=240)
+        p = jitterscope(
+            "tune",
+            "verify",
+            str(plan["mine"]),
+            "--before",
+            str(noise["base"]),
+            "--out",
+            str(out),
+            "--json",
+            timeout=240,
+        )
         assert p.returncode in (0, 1), p.stderr
         r = json.loads(p.stdout)
         t = {x["source"]: x for x in r["targets"]}
@@ -132,7 +182,7 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
         assert r["ok"] != vm_short, r
         assert (out / "verify.html").exists() and load_run(out / "after").kind == "measure"
         assert load_run(out).kind == "tune" and load_run(out).summary["ok"] == r["ok"]
-        assert knob_values(plan["knobs"]) != before            # kept, as apply keeps them
+        assert knob_values(plan["knobs"]) != before  # kept, as apply keeps them
         assert Path(r["record"]).exists()
     finally:
         # This verify's record (its header names the directory), not another engineer's kept at the same time.
@@ -140,7 +190,7 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
         rv = json.loads(jitterscope("tune", "revert", "--record", str(rec), "--json", check=True).stdout)["reverted"]
     assert rv and rv[0]["complete"]
     assert {row["result"] for row in rv[0]["rows"]} <= {"restored"}
-    assert knob_values(plan["knobs"]) == before            # value by value
+    assert knob_values(plan["knobs"]) == before  # value by value
     assert not rec.exists()
 
 
@@ -148,11 +198,24 @@ def test_kill_9_during_verify_then_restore_leaves_nothing_changed(noise, plan):
     before = knob_values(plan["knobs"])
     err = noise["dir"] / "killed.err"
     with open(err, "w") as fh:
-        proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "tune", "verify", str(plan["mine"]),
-                                 "--before", str(noise["base"]), "--out", str(noise["dir"] / "killed")],
-                                stdout=subprocess.DEVNULL, stderr=fh)
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "jitterscope",
+                "tune",
+                "verify",
+                str(plan["mine"]),
+                "--before",
+                str(noise["base"]),
+                "--out",
+                str(noise["dir"] / "killed"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+        )
     try:
-        deadline = time.monotonic() + 180   # a loaded machine starts Python slowly
+        deadline = time.monotonic() + 180  # a loaded machine starts Python slowly
         while knob_values(plan["knobs"]) == before and time.monotonic() < deadline and proc.poll() is None:
             time.sleep(0.05)
         changed = knob_values(plan["knobs"])
@@ -163,6 +226,6 @@ def test_kill_9_during_verify_then_restore_leaves_nothing_changed(noise, plan):
         if proc.poll() is None:
             proc.kill()
             proc.wait()
-    r = jitterscope("restore", "--json", check=True)   # (another jitterscope command may have restored first)
+    r = jitterscope("restore", "--json", check=True)  # (another jitterscope command may have restored first)
     assert knob_values(plan["knobs"]) == before, json.loads(r.stdout)
-    assert not [r for r in records() if r.name.endswith(f"-{proc.pid}.jsonl")]   # a killed verify keeps no record
+    assert not [r for r in records() if r.name.endswith(f"-{proc.pid}.jsonl")]  # a killed verify keeps no record

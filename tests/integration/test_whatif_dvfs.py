@@ -29,8 +29,22 @@ def xz_run(tmp_path_factory) -> Path:
     data = d / "data.bin"
     data.write_bytes((os.urandom(1 << 19) + bytes(range(256)) * 2048) * 4)
     out = d / "run"
-    p = jitterscope("sync", "--no-trace", "--no-report", "--json", "--out", str(out), "--", "xz", "-T2", "-k", "-f",
-                    "-3", str(data), timeout=300)
+    p = jitterscope(
+        "sync",
+        "--no-trace",
+        "--no-report",
+        "--json",
+        "--out",
+        str(out),
+        "--",
+        "xz",
+        "-T2",
+        "-k",
+        "-f",
+        "-3",
+        str(data),
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     return out
 
@@ -38,11 +52,23 @@ def xz_run(tmp_path_factory) -> Path:
 @pytest.mark.slow
 def test_compensated_between_ideal_and_recorded(xz_run, tmp_path):
     svg, csv = tmp_path / "f.svg", tmp_path / "f.csv"
-    p = jitterscope("whatif", "dvfs", str(xz_run), "--warmup", "0", "--plot", str(svg), "--trace-out", str(csv),
-                    "--apply", "--json", timeout=300)
+    p = jitterscope(
+        "whatif",
+        "dvfs",
+        str(xz_run),
+        "--warmup",
+        "0",
+        "--plot",
+        str(svg),
+        "--trace-out",
+        str(csv),
+        "--apply",
+        "--json",
+        timeout=300,
+    )
     assert p.returncode == 0, p.stderr
     r = json.loads(p.stdout)
-    assert r["replayed_ns"] == pytest.approx(r["recorded_ns"], rel=0.01)   # the replay reproduces the run
+    assert r["replayed_ns"] == pytest.approx(r["recorded_ns"], rel=0.01)  # the replay reproduces the run
     assert r["ideal_ns"] <= r["replayed_ns"]
     for k in r["by_k"]:
         assert r["ideal_ns"] * 0.999 <= k["run_ns"] <= r["replayed_ns"] * 1.001, k
@@ -65,11 +91,14 @@ def test_run_without_compute_segments(xz_run, tmp_path):
     assert p.returncode == 2 and "no compute segments" in p.stderr.strip().splitlines()[-1]
 
 
-@pytest.mark.parametrize("args, msg", [
-    (["--table", "1.05:1.2:0.05"], "must contain the nominal factor 1.0"),
-    (["--reactivity", "0"], "--reactivity"),
-    (["--subframe", "5us"], "--subframe"),
-])
+@pytest.mark.parametrize(
+    "args, msg",
+    [
+        (["--table", "1.05:1.2:0.05"], "must contain the nominal factor 1.0"),
+        (["--reactivity", "0"], "--reactivity"),
+        (["--subframe", "5us"], "--subframe"),
+    ],
+)
 def test_bad_options(tmp_path, args, msg):
     p = jitterscope("whatif", "dvfs", str(tmp_path), *args, timeout=60)
     assert p.returncode == 2 and msg in p.stderr.strip().splitlines()[-1], p.stderr
@@ -81,8 +110,10 @@ def test_not_a_sync_run(tmp_path):
 
 
 def _limits(root: Path) -> set[tuple[int, int]]:
-    return {(int((d / "scaling_min_freq").read_text()), int((d / "scaling_max_freq").read_text()))
-            for d in root.glob("cpu*/cpufreq")}
+    return {
+        (int((d / "scaling_min_freq").read_text()), int((d / "scaling_max_freq").read_text()))
+        for d in root.glob("cpu*/cpufreq")
+    }
 
 
 @pytest.mark.slow
@@ -102,8 +133,13 @@ def test_apply_on_a_stand_in_cpufreq_root(xz_run, tmp_path):
 
 def _start_apply(xz_run: Path, root: Path) -> subprocess.Popen:
     env = {**os.environ, "JITTERSCOPE_CPUFREQ_ROOT": str(root)}
-    proc = subprocess.Popen([sys.executable, "-m", "jitterscope", "whatif", "dvfs", str(xz_run), "--reactivity",
-                             "1", "--apply"], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterscope", "whatif", "dvfs", str(xz_run), "--reactivity", "1", "--apply"],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 240
     while _limits(root) == {ORIGINAL} and time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.05)
@@ -116,7 +152,7 @@ def test_apply_killed_is_restored_by_restore(xz_run, tmp_path):
     root = stand_in(tmp_path / "cpu")
     proc = _start_apply(xz_run, root)
     proc.kill()
-    proc.wait(timeout=60)                               # kill -9: only recovery can put the limits back
+    proc.wait(timeout=60)  # kill -9: only recovery can put the limits back
     p = jitterscope("restore", timeout=120)
     assert _limits(root) == {ORIGINAL}, p.stdout + p.stderr
 

@@ -65,16 +65,25 @@ def _two_threads(delay_on_critical: bool) -> Program:
     m_lost = [] if delay_on_critical else [(int(100 * US), int(100 * US + d))]
     w_end = int(3000 * US + (d if delay_on_critical else 0))
     m_seg_end = int(1000 * US + (0 if delay_on_critical else d))
-    main = Thread(1, 0, None, 0, w_end + 1000, [
-        Segment(0, m_seg_end, m_lost, [(0, 2)]), Wait(0, "join", 2, m_seg_end, w_end + 1000, w_end, 2, 0),
-        Segment(w_end + 1000, w_end + 1000, [])])
+    main = Thread(
+        1,
+        0,
+        None,
+        0,
+        w_end + 1000,
+        [
+            Segment(0, m_seg_end, m_lost, [(0, 2)]),
+            Wait(0, "join", 2, m_seg_end, w_end + 1000, w_end, 2, 0),
+            Segment(w_end + 1000, w_end + 1000, []),
+        ],
+    )
     worker = Thread(2, 1, 0, 0, w_end, [Segment(0, w_end, w_lost)])
     return Program({1: main, 2: worker}, int(d), 0, w_end + 1000)
 
 
 def test_off_critical_path_delay_costs_power_not_time():
     res, _ = dvfs(_two_threads(False), _opts(reactivity=(1,)))
-    assert res["replayed_ns"] == pytest.approx(res["ideal_ns"])      # the worker hides main's delay
+    assert res["replayed_ns"] == pytest.approx(res["ideal_ns"])  # the worker hides main's delay
     k1 = res["by_k"][0]
     assert k1["run_ns"] == pytest.approx(res["ideal_ns"]) and k1["power"] > 0
 
@@ -89,10 +98,14 @@ def test_layout_matches_the_header():
     assert R.c_layout() == R.py_layout()
 
 
-MODES = [R.Mode(False, None, 330_000, 90), R.Mode(True, None, 330_000, 90),
-         R.Mode(True, Controller(k=1), 330_000, 3), R.Mode(True, Controller(k=2, quantize="ceil"), 100_000, 0),
-         R.Mode(True, Controller(k=4, model="physical", alpha=0.7, transition_ns=0), 50_000, 1),
-         R.Mode(True, Controller(k=1, table=(0.9, 1.0, 1.3)), 20_000, 0, 2500.0)]
+MODES = [
+    R.Mode(False, None, 330_000, 90),
+    R.Mode(True, None, 330_000, 90),
+    R.Mode(True, Controller(k=1), 330_000, 3),
+    R.Mode(True, Controller(k=2, quantize="ceil"), 100_000, 0),
+    R.Mode(True, Controller(k=4, model="physical", alpha=0.7, transition_ns=0), 50_000, 1),
+    R.Mode(True, Controller(k=1, table=(0.9, 1.0, 1.3)), 20_000, 0, 2500.0),
+]
 
 
 def _same(prog: Program, mode: R.Mode) -> int:
@@ -100,7 +113,7 @@ def _same(prog: Program, mode: R.Mode) -> int:
     assert list(new) == list(ref)
     for tid, a in new.items():
         b = ref[tid]
-        assert (a.end_j, a.busy, a.energy) == (b.end_j, b.busy, b.energy)          # bit for bit
+        assert (a.end_j, a.busy, a.energy) == (b.end_j, b.busy, b.energy)  # bit for bit
         subs = np.array(b.subs, dtype=float).reshape(-1, 5)
         assert np.array_equal(a.sub_item, subs[:, 0]) and np.array_equal(a.sub_off, subs[:, 1])
         assert np.array_equal(a.sub_f, subs[:, 2]) and np.array_equal(a.sub_t, subs[:, 3])
@@ -128,4 +141,4 @@ def test_eviction_term_raises_the_factor_without_adding_time():
     assert more["by_k"][0]["power"] > base["by_k"][0]["power"]
     assert more["by_k"][0]["run_ns"] <= base["by_k"][0]["run_ns"]
     j = [r["jitter_count_ns"] for r in sorted(trace, key=lambda r: r["subframe"])]
-    assert j[1] == pytest.approx(50 * US + 2500.0)          # the first burst: 50 us lost + 2.5 us of evictions
+    assert j[1] == pytest.approx(50 * US + 2500.0)  # the first burst: 50 us lost + 2.5 us of evictions

@@ -59,8 +59,10 @@ def brute_force(model: Model, loss: bool = True) -> tuple[dict[int, float], floa
             continue
         # the next frame, with its own independent execution times
         b = a + d0
-        nxt = [(_path(model, b, tuple(x for x, _ in combo)), math.prod(q for _, q in combo))
-               for combo in itertools.product(*supports)]
+        nxt = [
+            (_path(model, b, tuple(x for x, _ in combo)), math.prod(q for _, q in combo))
+            for combo in itertools.product(*supports)
+        ]
         for ts, p in paths:
             for us, q in nxt:
                 # consumed by the same triggering of some C_i, i >= 1

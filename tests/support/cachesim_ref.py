@@ -33,7 +33,7 @@ class RefSim:
         self.l1 = Cache(cfg["l1_sets"], cfg["l1_ways"]) if cfg["l1_sets"] else None
         self.l2 = Cache(cfg["l2_sets"], cfg["l2_ways"])
         self.os = Cache(cfg["os_sets"], cfg["os_ways"]) if cfg["os_sets"] else None
-        self.sources = [list(s) + [0] for s in sources]     # base, lines, write_every, cursor
+        self.sources = [list(s) + [0] for s in sources]  # base, lines, write_every, cursor
         self.now = 0
         self.ticks = 0
         self.st: dict[str, int] = {}
@@ -87,7 +87,7 @@ class RefSim:
         y = o.find(tag) if o is not None and self.c["overflow"] and h.ovf[tag % h.sets] else None
         if y is not None and y["alien"]:
             self.bump(f"other_hits_{'os' if lvl else 'app'}")
-            o.set_of(tag).remove(y)                                         # type: ignore[union-attr]
+            o.set_of(tag).remove(y)  # type: ignore[union-attr]
             self.install(h, tag, lvl, y["dirty"] or write)
             return
         self.bump(f"misses_{'os' if lvl else 'app'}")

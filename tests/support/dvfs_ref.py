@@ -34,11 +34,11 @@ from jitterscope.whatif.replay import Mode
 
 @dataclass
 class _Plan:
-    maps: list[tuple[np.ndarray, np.ndarray] | None]          # per item: segment offset map (rec -> sim)
+    maps: list[tuple[np.ndarray, np.ndarray] | None]  # per item: segment offset map (rec -> sim)
     subs: list[tuple[int, float, float, float, float]] = field(default_factory=list)  # item, sim off, f, T, J
     end_j: float = 0.0
-    busy: float = 0.0                                        # compute + stalls + jitter, simulated ns
-    energy: float = 0.0                                      # sum f^3 T
+    busy: float = 0.0  # compute + stalls + jitter, simulated ns
+    energy: float = 0.0  # sum f^3 T
 
 
 class _Schedule:
@@ -76,7 +76,7 @@ class _Schedule:
             return
         self.plan.subs.append((self.item, self.start_off, self.f, self.t, self.j))
         self.plan.busy += self.t
-        self.plan.energy += self.f ** 3 * self.t
+        self.plan.energy += self.f**3 * self.t
         if self.ctl and self.n >= self.mode.warmup:
             self.j += self.t - self.tau0
             if self.mode.evict_ns != 0.0:
@@ -105,19 +105,20 @@ class _Schedule:
     def _segment(self, seg: Segment) -> tuple[np.ndarray, np.ndarray]:
         self.sim_off = 0.0
         bp: list[tuple[float, float]] = [(0.0, 0.0)]
-        marks = sorted([(s - seg.start, 1, e - s) for s, e in seg.lost]
-                       + [(c - seg.start, 0, tid) for c, tid in seg.creates])
+        marks = sorted(
+            [(s - seg.start, 1, e - s) for s, e in seg.lost] + [(c - seg.start, 0, tid) for c, tid in seg.creates]
+        )
         rec = 0.0
         for off, kind, val in marks:
             rec = self._work(max(off - rec, 0.0), rec, bp)
-            if kind == 1:                               # lost span of `val` ns
+            if kind == 1:  # lost span of `val` ns
                 rec += val
                 if self.mode.jitter:
                     self.sim_off += val
                     self.t += val
                     self.evict += self.mode.evict_ns
                 bp.append((rec, self.sim_off))
-            else:                                       # pthread_create: deadline, child inherits J
+            else:  # pthread_create: deadline, child inherits J
                 self._close()
                 child = self.prog.threads.get(val)
                 if child is not None and val not in self.plans:
@@ -127,7 +128,7 @@ class _Schedule:
         return arr[:, 0], arr[:, 1]
 
     def _wait(self, w: Wait) -> None:
-        if self.mode.jitter and w.jitter:       # the wake-up's jitter counts in the subframe it ends in
+        if self.mode.jitter and w.jitter:  # the wake-up's jitter counts in the subframe it ends in
             if self.open:
                 self.t += w.jitter
             else:
@@ -143,6 +144,6 @@ class _Schedule:
 def plan_all(prog: Program, mode: Mode) -> dict[int, _Plan]:
     plans: dict[int, _Plan] = {}
     for tid in sorted(prog.threads, key=lambda t: (prog.threads[t].start, t)):
-        if tid not in plans:      # a thread whose creator was not recorded starts with J = 0
+        if tid not in plans:  # a thread whose creator was not recorded starts with J = 0
             plans[tid] = _Schedule(prog.threads[tid], mode, 0.0, plans, prog).plan
     return plans

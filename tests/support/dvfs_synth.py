@@ -39,8 +39,18 @@ def random_program(rng: random.Random) -> Program:
             if n % 2 == 0 or tid > 1:
                 dur = rng.randrange(1_000, 400_000)
                 op = rng.choice(["mutex", "cond", "barrier"])
-                items.append(Wait(100 * tid + n, op, 7, t, t + dur, t + dur // 2, 1 + (tid % nthreads),
-                                  rng.choice([0, 0, rng.randrange(1, dur)])))
+                items.append(
+                    Wait(
+                        100 * tid + n,
+                        op,
+                        7,
+                        t,
+                        t + dur,
+                        t + dur // 2,
+                        1 + (tid % nthreads),
+                        rng.choice([0, 0, rng.randrange(1, dur)]),
+                    )
+                )
                 t += dur
         if tid == 1:
             for w in range(2, nthreads + 1):
@@ -49,8 +59,14 @@ def random_program(rng: random.Random) -> Program:
             seg = _segment(rng, t, [])
             items.append(seg)
             t = seg.end
-        threads[tid] = Thread(tid, 0 if tid == 1 else 1, None if tid == 1 else create_at[tid],
-                              items[0].start if isinstance(items[0], Segment) else t0, t, items)
+        threads[tid] = Thread(
+            tid,
+            0 if tid == 1 else 1,
+            None if tid == 1 else create_at[tid],
+            items[0].start if isinstance(items[0], Segment) else t0,
+            t,
+            items,
+        )
     lost = sum(e - s for th in threads.values() for it in th.items if isinstance(it, Segment) for s, e in it.lost)
     first = min(th.start for th in threads.values())
     return Program(threads, lost, 0, max(th.end for th in threads.values()) - first)

@@ -29,8 +29,15 @@ ROOT = Path(__file__).resolve().parents[2]
 PYPROJECT = ROOT / "pyproject.toml"
 # The unit tests run on the lowest Python too: quick ones over the stdlib-heavy parts (parsing,
 # configuration, journal, records, import graph).  All of them take minutes; these take seconds.
-UNIT_TESTS = ["test_units.py", "test_config.py", "test_journal.py", "test_probe_format.py", "test_tsc.py",
-              "test_ptts_model.py", "test_summary.py"]
+UNIT_TESTS = [
+    "test_units.py",
+    "test_config.py",
+    "test_journal.py",
+    "test_probe_format.py",
+    "test_tsc.py",
+    "test_ptts_model.py",
+    "test_summary.py",
+]
 
 
 def lowest_version() -> str:
@@ -43,8 +50,12 @@ def lowest_version() -> str:
 
 def _works(exe: str | Path, version: str) -> bool:
     try:
-        out = subprocess.run([str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                             capture_output=True, text=True, timeout=30)
+        out = subprocess.run(
+            [str(exe), "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
     except OSError:
         return False
     return out.returncode == 0 and out.stdout.strip() == version
@@ -65,12 +76,16 @@ def find_interpreter(version: str) -> tuple[Path | None, str]:
             return None, f"no python{version} here and uv could not be installed from PyPI"
     inst = subprocess.run([uv, "python", "install", version], capture_output=True, text=True)
     if inst.returncode != 0:
-        return None, f"no python{version} here and `uv python install {version}` failed: " + \
-            (inst.stderr.strip().splitlines() or ["?"])[-1]
+        return None, f"no python{version} here and `uv python install {version}` failed: " + (
+            inst.stderr.strip().splitlines() or ["?"]
+        )[-1]
     found = subprocess.run([uv, "python", "find", version], capture_output=True, text=True)
     exe = found.stdout.strip()
-    return (Path(exe), "") if found.returncode == 0 and _works(exe, version) else \
-        (None, f"uv installed Python {version} but it does not run")
+    return (
+        (Path(exe), "")
+        if found.returncode == 0 and _works(exe, version)
+        else (None, f"uv installed Python {version} but it does not run")
+    )
 
 
 def ensure_venv(python: Path, version: str) -> Path:
@@ -107,17 +122,34 @@ def main() -> int:
         return 0
     py = str(venv / "bin/python")
     env = {**os.environ, "PYTHONPATH": f"{ROOT / 'src'}{os.pathsep}{ROOT}", "PYTHONDONTWRITEBYTECODE": "1"}
-    print(f"Python {version} ({python}): compile every file, import every module, build every --help, "
-          f"{len(UNIT_TESTS)} unit test files", flush=True)
+    print(
+        f"Python {version} ({python}): compile every file, import every module, build every --help, "
+        f"{len(UNIT_TESTS)} unit test files",
+        flush=True,
+    )
     steps = [
-        [py, "-c", "import sys\nfrom pathlib import Path\nfor d in sys.argv[1:]:\n"
-                   "    for f in Path(d).rglob('*.py'): compile(f.read_bytes(), str(f), 'exec')",
-         str(ROOT / "src"), str(ROOT / "tests"), str(ROOT / "benchmarks")],
-        [py, "-c", "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)",
-         *[m for m in modules() if m != "jitterscope.__main__"]],
-        [py, "-c", "import contextlib, io, sys\nfrom jitterscope.cli import build_parser\np = build_parser()\n"
-                   "for c in p._subparsers._group_actions[0].choices.values():\n"
-                   "    with contextlib.redirect_stdout(io.StringIO()): c.format_help()"],
+        [
+            py,
+            "-c",
+            "import sys\nfrom pathlib import Path\nfor d in sys.argv[1:]:\n"
+            "    for f in Path(d).rglob('*.py'): compile(f.read_bytes(), str(f), 'exec')",
+            str(ROOT / "src"),
+            str(ROOT / "tests"),
+            str(ROOT / "benchmarks"),
+        ],
+        [
+            py,
+            "-c",
+            "import importlib, sys\nfor m in sys.argv[1:]: importlib.import_module(m)",
+            *[m for m in modules() if m != "jitterscope.__main__"],
+        ],
+        [
+            py,
+            "-c",
+            "import contextlib, io, sys\nfrom jitterscope.cli import build_parser\np = build_parser()\n"
+            "for c in p._subparsers._group_actions[0].choices.values():\n"
+            "    with contextlib.redirect_stdout(io.StringIO()): c.format_help()",
+        ],
         [py, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *[str(ROOT / "tests/unit" / t) for t in UNIT_TESTS]],
     ]
     for cmd in steps:

@@ -24,8 +24,12 @@ RB_MISSED_EVENTS = 1 << 31
 RB_MISSED_STORED = 1 << 30
 TS_BITS = 27
 
-_COMMON = {"common_type": [0, 2, 0], "common_flags": [2, 1, 0], "common_preempt_count": [3, 1, 0],
-           "common_pid": [4, 4, 1]}
+_COMMON = {
+    "common_type": [0, 2, 0],
+    "common_flags": [2, 1, 0],
+    "common_preempt_count": [3, 1, 0],
+    "common_pid": [4, 4, 1],
+}
 
 # Synthetic event ids and layouts, the same as Linux 6.x's on x86-64.
 EVENTS: dict[str, dict[str, Any]] = {
@@ -35,16 +39,25 @@ EVENTS: dict[str, dict[str, Any]] = {
     "irq/softirq_exit": {"id": 104, "fields": {"vec": [8, 4, 0]}},
     "irq_vectors/local_timer_entry": {"id": 105, "fields": {"vector": [8, 4, 1]}},
     "irq_vectors/local_timer_exit": {"id": 106, "fields": {"vector": [8, 4, 1]}},
-    "nmi/nmi_handler": {"id": 107, "fields": {"handler": [8, 8, 0], "delta_ns": [16, 8, 1],
-                                             "handled": [24, 4, 1]}},
-    "sched/sched_switch": {"id": 108, "fields": {
-        "prev_comm": [8, 16, 0], "prev_pid": [24, 4, 1], "prev_prio": [28, 4, 1],
-        "prev_state": [32, 8, 1], "next_comm": [40, 16, 0], "next_pid": [56, 4, 1],
-        "next_prio": [60, 4, 1]}},
+    "nmi/nmi_handler": {"id": 107, "fields": {"handler": [8, 8, 0], "delta_ns": [16, 8, 1], "handled": [24, 4, 1]}},
+    "sched/sched_switch": {
+        "id": 108,
+        "fields": {
+            "prev_comm": [8, 16, 0],
+            "prev_pid": [24, 4, 1],
+            "prev_prio": [28, 4, 1],
+            "prev_state": [32, 8, 1],
+            "next_comm": [40, 16, 0],
+            "next_pid": [56, 4, 1],
+            "next_prio": [60, 4, 1],
+        },
+    },
     "workqueue/workqueue_execute_start": {"id": 109, "fields": {"work": [8, 8, 0], "function": [16, 8, 0]}},
     "workqueue/workqueue_execute_end": {"id": 110, "fields": {"work": [8, 8, 0], "function": [16, 8, 0]}},
-    "timer/hrtimer_expire_entry": {"id": 111, "fields": {"hrtimer": [8, 8, 0], "now": [16, 8, 1],
-                                                        "function": [24, 8, 0]}},
+    "timer/hrtimer_expire_entry": {
+        "id": 111,
+        "fields": {"hrtimer": [8, 8, 0], "now": [16, 8, 1], "function": [24, 8, 0]},
+    },
     "timer/hrtimer_expire_exit": {"id": 112, "fields": {"hrtimer": [8, 8, 0]}},
     "ftrace/print": {"id": 5, "fields": {"ip": [8, 8, 0], "buf": [16, 0, 0]}},
 }
@@ -52,8 +65,7 @@ EVENTS: dict[str, dict[str, Any]] = {
 
 def info() -> dict[str, Any]:
     """formats.collect()-shaped description of the synthetic events."""
-    evs = {k: {"id": v["id"], "name": k.split("/")[1], "fields": {**_COMMON, **v["fields"]}}
-           for k, v in EVENTS.items()}
+    evs = {k: {"id": v["id"], "name": k.split("/")[1], "fields": {**_COMMON, **v["fields"]}} for k, v in EVENTS.items()}
     return {"header_page": HEADER, "header_event": "", "events": evs, "softirqs": formats.DEFAULT_SOFTIRQS}
 
 
@@ -63,9 +75,13 @@ def _common(name: str, pid: int) -> bytes:
 
 # --- payload builders (pid = common_pid, the task current on the CPU) -------
 def switch(prev_comm: str, prev_pid: int, next_comm: str, next_pid: int) -> bytes:
-    return (_common("sched/sched_switch", prev_pid) + prev_comm.encode()[:15].ljust(16, b"\0")
-            + struct.pack("<iiq", prev_pid, 120, 1) + next_comm.encode()[:15].ljust(16, b"\0")
-            + struct.pack("<ii", next_pid, 120))
+    return (
+        _common("sched/sched_switch", prev_pid)
+        + prev_comm.encode()[:15].ljust(16, b"\0")
+        + struct.pack("<iiq", prev_pid, 120, 1)
+        + next_comm.encode()[:15].ljust(16, b"\0")
+        + struct.pack("<ii", next_pid, 120)
+    )
 
 
 def irq_entry(irq: int, name: str, pid: int = 0) -> bytes:
@@ -188,9 +204,14 @@ def paginate(events: list[tuple[int, bytes]], page_size: int = PAGE_SIZE) -> lis
     return pages
 
 
-def write_trace(trace_dir: Path, per_cpu: dict[int, list[Page]], window: tuple[int, int] | None = None,
-                tsc_hz: float = 1e9, stats: dict[int, dict[str, int]] | None = None,
-                symbols: dict[int, str] | None = None) -> Path:
+def write_trace(
+    trace_dir: Path,
+    per_cpu: dict[int, list[Page]],
+    window: tuple[int, int] | None = None,
+    tsc_hz: float = 1e9,
+    stats: dict[int, dict[str, int]] | None = None,
+    symbols: dict[int, str] | None = None,
+) -> Path:
     """A trace directory as TraceSession writes it."""
     trace_dir.mkdir(parents=True, exist_ok=True)
     formats.save(trace_dir, info())

@@ -24,7 +24,7 @@ def listed_modules() -> set[str]:
         indent, name = len(m.group(1)), m.group(2)
         if indent == 2:
             package = name if name.endswith("/") else ""
-            out.add(name)   # a package's own line stands for its __init__.py
+            out.add(name)  # a package's own line stands for its __init__.py
         elif package and name.endswith(".py"):
             out.add(package + name)
     return out
@@ -35,8 +35,9 @@ def test_every_module_is_in_the_architecture_tree() -> None:
     modules = {m for m in modules if not m.startswith("native/")}
     listed = listed_modules()
     missing = sorted(m for m in modules if m not in listed and m.replace("__init__.py", "") not in listed)
-    assert not missing, ("docs/architecture.md's module tree lacks (add one line each, under its package): "
-                         + ", ".join(missing))
+    assert not missing, "docs/architecture.md's module tree lacks (add one line each, under its package): " + ", ".join(
+        missing
+    )
 
 
 def test_the_tree_names_no_module_that_does_not_exist() -> None:

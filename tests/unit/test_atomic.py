@@ -34,7 +34,7 @@ def test_disk_full_is_one_line_naming_the_file(tmp_path: Path) -> None:
 
 def test_sweep_removes_only_dead_processes_temporaries(tmp_path: Path) -> None:
     mine = atomic.temporary_name(tmp_path / "summary.json")
-    dead = tmp_path / ".summary.999999999.tmp.json"   # no such pid
+    dead = tmp_path / ".summary.999999999.tmp.json"  # no such pid
     for p in (mine, dead):
         p.write_text("{")
     assert atomic.sweep_temporaries(tmp_path) == [dead]
@@ -60,8 +60,8 @@ def test_a_config_file_is_replaced_whole_keeping_mode_and_symlink(tmp_path: Path
 
 
 def test_the_next_write_removes_what_a_killed_writer_left(tmp_path: Path) -> None:
-    left = tmp_path / ".report.999999999.tmp.html"     # kill -9 between write and rename
-    other = tmp_path / ".report-sources.999999999.tmp.svg"   # another file's: not this write's business
+    left = tmp_path / ".report.999999999.tmp.html"  # kill -9 between write and rename
+    other = tmp_path / ".report-sources.999999999.tmp.svg"  # another file's: not this write's business
     for p in (left, other):
         p.write_text("<html")
     atomic.write_text(tmp_path / "report.html", "<html></html>")

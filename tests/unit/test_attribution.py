@@ -23,10 +23,15 @@ def run(detours, segments):
 def test_nested_nmi_in_irq_in_softirq_in_thread_counts_each_ns_once():
     # The trace partition of: thread kworker 100-200, softirq TIMER 120-180,
     # irq local_timer 130-170, nmi 140-150 (innermost owner per piece).
-    segs = [(1, 100, 120, "thread", "kworker/1:2"), (1, 120, 130, "softirq", "TIMER"),
-            (1, 130, 140, "irq", "local_timer"), (1, 140, 150, "nmi", "nmi"),
-            (1, 150, 170, "irq", "local_timer"), (1, 170, 180, "softirq", "TIMER"),
-            (1, 180, 200, "thread", "kworker/1:2")]
+    segs = [
+        (1, 100, 120, "thread", "kworker/1:2"),
+        (1, 120, 130, "softirq", "TIMER"),
+        (1, 130, 140, "irq", "local_timer"),
+        (1, 140, 150, "nmi", "nmi"),
+        (1, 150, 170, "irq", "local_timer"),
+        (1, 170, 180, "softirq", "TIMER"),
+        (1, 180, 200, "thread", "kworker/1:2"),
+    ]
     out = run([(1, 100, 100)], segs)
     got = {k: 0 for k in ("thread:kworker/1:2", "softirq:TIMER", "irq:local_timer", "nmi:nmi")}
     for name, ns, _ in out[0]:
@@ -44,9 +49,8 @@ def test_activity_starting_before_and_ending_after_the_detour_is_clipped():
 
 
 def test_uncovered_time_is_unexplained_and_probe_own_thread_too():
-    segs = [(1, 0, 10, "thread", "js-probe/1"), (1, 10, 20, "irq", "local_timer"),
-            (1, 20, 100, "thread", "js-probe/1")]
-    out = run([(1, 5, 30)], segs)   # 5..35: 5 probe, 10 irq, 15 probe
+    segs = [(1, 0, 10, "thread", "js-probe/1"), (1, 10, 20, "irq", "local_timer"), (1, 20, 100, "thread", "js-probe/1")]
+    out = run([(1, 5, 30)], segs)  # 5..35: 5 probe, 10 irq, 15 probe
     assert dict((n, ns) for n, ns, _ in out[0]) == {"irq:local_timer": 10, "unexplained:unexplained": 20}
 
 
@@ -69,8 +73,12 @@ def test_detour_with_no_trace_at_all_is_unexplained():
 
 
 def test_offset_is_when_the_source_first_took_time():
-    segs = [(1, 0, 50, "thread", "js-probe/1"), (1, 50, 60, "irq", "x"), (1, 60, 70, "softirq", "TIMER"),
-            (1, 70, 80, "irq", "x")]
+    segs = [
+        (1, 0, 50, "thread", "js-probe/1"),
+        (1, 50, 60, "irq", "x"),
+        (1, 60, 70, "softirq", "TIMER"),
+        (1, 70, 80, "irq", "x"),
+    ]
     out = run([(1, 40, 40)], segs)
     assert ("irq:x", 20, 10) in out[0] and ("softirq:TIMER", 10, 20) in out[0]
 
@@ -81,9 +89,17 @@ def test_annotations_find_their_container_and_time_in_detours():
     sources, codes = source_table(kinds, names)
     seg_cpu, seg_s, seg_e = np.array([1, 1]), np.array([0, 100]), np.array([100, 200])
     container, inside = attribute_annotations(
-        np.array([1]), np.array([110]), np.array([150]),
-        np.array([1]), np.array([100]), np.array([20]),
-        seg_cpu, seg_s, seg_e, codes)
+        np.array([1]),
+        np.array([110]),
+        np.array([150]),
+        np.array([1]),
+        np.array([100]),
+        np.array([20]),
+        seg_cpu,
+        seg_s,
+        seg_e,
+        codes,
+    )
     assert sources[container[0]] == ("thread", "kworker/1:1")
     assert inside[0] == 10
 

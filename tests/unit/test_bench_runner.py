@@ -24,7 +24,8 @@ def test_a_missed_target_fails_the_run_and_names_it(tmp_path: Path) -> None:
     (tmp_path / "bench_ok.py").write_text("import sys\nprint('fine')\nsys.exit(0)\n")
     (tmp_path / "bench_slow.py").write_text(
         "import sys\nfrom benchlib import Targets\nt = Targets()\n"
-        "print(t.check('under 2 s', 3.1 < 2))\nsys.exit(t.exit_code())\n")
+        "print(t.check('under 2 s', 3.1 < 2))\nsys.exit(t.exit_code())\n"
+    )
     proc = subprocess.run([sys.executable, str(tmp_path / "run.py")], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "target missed: under 2 s" in proc.stdout and "bench_slow.py" in proc.stderr

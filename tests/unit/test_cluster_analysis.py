@@ -62,18 +62,34 @@ def test_per_cpu_kernel_threads_compare_across_cpus() -> None:
 
 def _node(host: str, cpu: int, rank: int, sources: list[tuple[str, str, int]], unexplained: int = 0) -> dict:
     total = sum(s[2] for s in sources) + unexplained
-    return {"host": host, "cpu": cpu, "rank": rank, "summary": {
-        "run": {"duration_s": 1.0, "tracing": True},
-        "cpus": {str(cpu): {"noise_ns": total, "noise_ppm": total / 1e3, "detours": 10, "p99_ns": 1.0,
-                            "max_ns": 2, "resolution_ns": 8.0}},
-        "sources": [{"kind": k, "name": n, "total_ns": t} for k, n, t in sources],
-        "unexplained": {"total_ns": unexplained}, "lost_events": 0}}
+    return {
+        "host": host,
+        "cpu": cpu,
+        "rank": rank,
+        "summary": {
+            "run": {"duration_s": 1.0, "tracing": True},
+            "cpus": {
+                str(cpu): {
+                    "noise_ns": total,
+                    "noise_ppm": total / 1e3,
+                    "detours": 10,
+                    "p99_ns": 1.0,
+                    "max_ns": 2,
+                    "resolution_ns": 8.0,
+                }
+            },
+            "sources": [{"kind": k, "name": n, "total_ns": t} for k, n, t in sources],
+            "unexplained": {"total_ns": unexplained},
+            "lost_events": 0,
+        },
+    }
 
 
 def test_cluster_summary_counts_nodes_and_finds_the_odd_one() -> None:
-    nodes = [_node(f"n{i}", 1, i, [("irq", "local_timer", 4_000_000 + 10_000 * i),
-                                   ("thread", f"kworker/1:{i}", 50_000)])
-             for i in range(5)]
+    nodes = [
+        _node(f"n{i}", 1, i, [("irq", "local_timer", 4_000_000 + 10_000 * i), ("thread", f"kworker/1:{i}", 50_000)])
+        for i in range(5)
+    ]
     nodes[3]["summary"]["sources"].append({"kind": "thread", "name": "backupd", "total_ns": 30_000_000})
     nodes[3]["summary"]["cpus"]["1"]["noise_ppm"] += 30_000
     s = build_summary({"id": "x"}, nodes)
@@ -97,8 +113,13 @@ def test_cpu_choice_default_and_map() -> None:
         choose_cpu(3, online, [1, 0, 3])
     with pytest.raises(JitterscopeError):
         parse_cpu_map("1,x")
-    w = shared_cpu_warnings([{"rank": 0, "real_host": "h", "cpu": 1}, {"rank": 1, "real_host": "h", "cpu": 1},
-                             {"rank": 2, "real_host": "g", "cpu": 1}])
+    w = shared_cpu_warnings(
+        [
+            {"rank": 0, "real_host": "h", "cpu": 1},
+            {"rank": 1, "real_host": "h", "cpu": 1},
+            {"rank": 2, "real_host": "g", "cpu": 1},
+        ]
+    )
     assert w == ["ranks 0,1 on h share CPU 1: each will see the others' probe as noise"]
 
 
@@ -153,30 +174,34 @@ def test_fitted_prediction_for_regular_noise() -> None:
 
 
 def test_import_jitterscope_never_imports_mpi() -> None:
-    code = ("import sys, jitterscope.cli as c; c.build_parser(); "
-            "import jitterscope.cluster.measure, jitterscope.cluster.bsp; "
-            "assert 'mpi4py' not in sys.modules, 'mpi4py imported'")
+    code = (
+        "import sys, jitterscope.cli as c; c.build_parser(); "
+        "import jitterscope.cluster.measure, jitterscope.cluster.bsp; "
+        "assert 'mpi4py' not in sys.modules, 'mpi4py imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
 def test_cluster_without_mpi_says_how_to_get_it() -> None:
-    code = ("import sys; sys.modules['mpi4py'] = None; from jitterscope.cli import main; "
-            "sys.exit(main(['cluster', 'measure', '--duration', '1s']))")
+    code = (
+        "import sys; sys.modules['mpi4py'] = None; from jitterscope.cli import main; "
+        "sys.exit(main(['cluster', 'measure', '--duration', '1s']))"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0
     assert "make mpi" in proc.stderr and "pip install -e '.[mpi]'" in proc.stderr
 
 
-
 def test_more_ranks_than_cpus_on_a_host_names_the_rule() -> None:
     from jitterscope.cluster.measure import duplicate_nodes
 
     online = [0, 1]
-    peers = [{"rank": r, "real_host": "vm", "node": "vm", "online": 2, "cpu": choose_cpu(r, online, None)}
-             for r in range(4)]
+    peers = [
+        {"rank": r, "real_host": "vm", "node": "vm", "online": 2, "cpu": choose_cpu(r, online, None)} for r in range(4)
+    ]
     msg = duplicate_nodes(peers, mapped=False)
     assert msg is not None and "host vm runs 4 ranks but has 2 online CPUs" in msg and "mpiexec -n 2" in msg
-    assert duplicate_nodes(peers[:2], mapped=False) is None      # any -n up to the CPU count works
-    named = [dict(p, node=f"node{p['rank']}") for p in peers]    # sharing CPUs on purpose: distinct nodes
+    assert duplicate_nodes(peers[:2], mapped=False) is None  # any -n up to the CPU count works
+    named = [dict(p, node=f"node{p['rank']}") for p in peers]  # sharing CPUs on purpose: distinct nodes
     assert duplicate_nodes(named, mapped=True) is None

@@ -64,8 +64,9 @@ def runs(tmp_path_factory):
         "a": build_run(d / "a", cpus=[1, 2], seed=11),
         "b": build_run(d / "b", cpus=[1, 2], seed=12),
         "c": build_run(d / "c", cpus=[1, 2], seed=13),
-        "inj": build_run(d / "inj", cpus=[1, 2], seed=14, injector=Injector(cpu=2, period_ns=100_000_000,
-                                                                             busy_ns=300_000)),
+        "inj": build_run(
+            d / "inj", cpus=[1, 2], seed=14, injector=Injector(cpu=2, period_ns=100_000_000, busy_ns=300_000)
+        ),
         "slowtick": build_run(d / "slowtick", cpus=[1], seed=15, tick_scale=1.8),
         "notrace": build_run(d / "notrace", cpus=[2, 3], seed=16, tracing=False),
     }
@@ -121,9 +122,9 @@ def test_pooling_adds_exposure_and_occurrences(runs):
 def test_a_burst_is_not_read_as_many_independent_events():
     base = np.zeros(30)
     burst = np.zeros(30)
-    burst[7] = 20          # 20 occurrences, all in one 100 ms block
+    burst[7] = 20  # 20 occurrences, all in one 100 ms block
     spread = np.zeros(30)
-    spread[::3] = 2        # 20 occurrences spread over the run
+    spread[::3] = 2  # 20 occurrences spread over the run
     b, phi_b = S.rate_test(0, 3.0, 20, 3.0, base, burst)
     s, _ = S.rate_test(0, 3.0, 20, 3.0, base, spread)
     assert phi_b > 5 and b.p > 0.01

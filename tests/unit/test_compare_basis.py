@@ -56,7 +56,7 @@ def test_different_thresholds_compare_above_the_higher_one(tmp_path: Path) -> No
 
 
 def test_a_realtime_probe_against_a_normal_one_does_not_test_threads(tmp_path: Path) -> None:
-    base = build_run(tmp_path / "fifo", seed=4, daemon_period_s=1e3)   # threads could not preempt it
+    base = build_run(tmp_path / "fifo", seed=4, daemon_period_s=1e3)  # threads could not preempt it
     new = build_run(tmp_path / "normal", seed=5)
     _set_meta(base, priority="fifo:50")
     r = compare_runs(base, new)

@@ -29,7 +29,7 @@ def _err(tmp_path, text: str) -> str:
         load_config(f, Example)
     msg = str(ei.value)
     assert "\n" not in msg and ei.value.exit_code == 2 and msg.startswith(f"{f}: ")
-    return msg[len(str(f)) + 2:]
+    return msg[len(str(f)) + 2 :]
 
 
 def test_good_file_is_typed(tmp_path):
@@ -58,14 +58,17 @@ def test_unreadable_file_is_one_line(tmp_path):
         load_config(tmp_path / "none.yaml", Example)
 
 
-@pytest.mark.parametrize("file,change,words", [
-    ("summary.json", lambda s: s["cpus"]["1"].update(noise_ppm="high"), "cpus.1.noise_ppm must be a number"),
-    ("summary.json", lambda s: s["sources"].append({"kind": "ghost", "name": "x"}), "kind must be one of"),
-    ("summary.json", lambda s: s.pop("cpus"), "cpus is missing"),
-    ("meta.json", lambda m: m.update(kind="bogus"), "kind must be one of 'measure', 'cluster'"),
-    ("meta.json", lambda m: m.update(cpus="1"), "cpus must be a list"),
-    ("meta.json", lambda m: m.update(duration_s="long"), "duration_s must be a number"),
-])
+@pytest.mark.parametrize(
+    "file,change,words",
+    [
+        ("summary.json", lambda s: s["cpus"]["1"].update(noise_ppm="high"), "cpus.1.noise_ppm must be a number"),
+        ("summary.json", lambda s: s["sources"].append({"kind": "ghost", "name": "x"}), "kind must be one of"),
+        ("summary.json", lambda s: s.pop("cpus"), "cpus is missing"),
+        ("meta.json", lambda m: m.update(kind="bogus"), "kind must be one of 'measure', 'cluster'"),
+        ("meta.json", lambda m: m.update(cpus="1"), "cpus must be a list"),
+        ("meta.json", lambda m: m.update(duration_s="long"), "duration_s must be a number"),
+    ],
+)
 def test_run_json_is_checked_at_load(tmp_path, file, change, words):
     run = tmp_path / "r"
     write_noise_run(run, [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 1e9)], 1.0)

@@ -107,7 +107,7 @@ def test_kruskal_wallis_matches_hand_formula_on_random_data():
     n = len(allv)
     sums, i = [], 0
     for g in groups:
-        sums.append(ranks[i:i + len(g)].sum())
+        sums.append(ranks[i : i + len(g)].sum())
         i += len(g)
     h = 12 / (n * (n + 1)) * sum(s * s / len(g) for s, g in zip(sums, groups)) - 3 * (n + 1)
     assert kruskal(groups)["h"] == pytest.approx(h)

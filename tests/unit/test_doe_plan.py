@@ -34,21 +34,26 @@ def test_good_plan():
     assert "2^2 full factorial" in describe_plan(p)
 
 
-@pytest.mark.parametrize("text,msg", [
-    ("factors: []\n", "no response"),
-    ("response: {}\nfactors: [{name: a, kind: thp, low: on, high: off}]\n", "no response"),
-    (GOOD.replace("kind: custom, low", "kind: warp_drive, low", 1), "unknown kind 'warp_drive'"),
-    (GOOD.replace("name: two", "name: one"), "duplicate factor name 'one'"),
-    (GOOD + "colour: red\n", "unknown key 'colour'"),
-    (GOOD.replace("seed: 5", "seed: soon"), "seed must be an integer"),
-    (GOOD.replace("replications: 2", "replications: -1"), "replications must be a positive integer"),
-    (GOOD + "design: {type: fractional, generators: [B=A]}\n", "generator"),
-    (GOOD.replace("value", "v") + "design: magic\n", "design type 'magic'"),
-    ("response: {measure: {metric: total_ns}}\nfactors: [{name: a, kind: thp, low: on, high: off}]\n",
-     "needs source"),
-    ("response: {measure: {metric: p50}}\nfactors: [{name: a, kind: thp, low: on, high: off}]\n", "metric 'p50'"),
-    ("response: [oops\n", "not valid YAML"),
-])
+@pytest.mark.parametrize(
+    "text,msg",
+    [
+        ("factors: []\n", "no response"),
+        ("response: {}\nfactors: [{name: a, kind: thp, low: on, high: off}]\n", "no response"),
+        (GOOD.replace("kind: custom, low", "kind: warp_drive, low", 1), "unknown kind 'warp_drive'"),
+        (GOOD.replace("name: two", "name: one"), "duplicate factor name 'one'"),
+        (GOOD + "colour: red\n", "unknown key 'colour'"),
+        (GOOD.replace("seed: 5", "seed: soon"), "seed must be an integer"),
+        (GOOD.replace("replications: 2", "replications: -1"), "replications must be a positive integer"),
+        (GOOD + "design: {type: fractional, generators: [B=A]}\n", "generator"),
+        (GOOD.replace("value", "v") + "design: magic\n", "design type 'magic'"),
+        (
+            "response: {measure: {metric: total_ns}}\nfactors: [{name: a, kind: thp, low: on, high: off}]\n",
+            "needs source",
+        ),
+        ("response: {measure: {metric: p50}}\nfactors: [{name: a, kind: thp, low: on, high: off}]\n", "metric 'p50'"),
+        ("response: [oops\n", "not valid YAML"),
+    ],
+)
 def test_bad_plans(text, msg):
     with pytest.raises(JitterscopeError, match=msg.replace("(", r"\(").replace("^", r"\^")):
         parse_plan(text)
@@ -97,8 +102,10 @@ def test_load_factor_needs_an_unmeasured_cpu():
 def test_measure_response_reads_documented_summary_fields():
     summary = {
         "cpus": {"1": {"noise_ppm": 120.0, "max_ns": 9000}, "2": {"noise_ppm": 80.0, "max_ns": 15000}},
-        "sources": [{"kind": "irq", "name": "local_timer", "total_ns": 5000},
-                    {"kind": "softirq", "name": "NET_RX", "total_ns": 700}],
+        "sources": [
+            {"kind": "irq", "name": "local_timer", "total_ns": 5000},
+            {"kind": "softirq", "name": "NET_RX", "total_ns": 700},
+        ],
     }
     assert MeasureResponse([1, 2], 1, "noise_ppm").value(summary) == pytest.approx(100)
     assert MeasureResponse([1, 2], 1, "max_ns").value(summary) == 15000
@@ -106,5 +113,17 @@ def test_measure_response_reads_documented_summary_fields():
     # A source that never appeared took no time.
     assert MeasureResponse([1], 1, "total_ns", "softirq:BLOCK").value(summary) == 0
     argv = MeasureResponse([1], 0.5, "noise_ppm").argv(__import__("pathlib").Path("/x"), 50)
-    assert argv[3:] == ["measure", "--cpus", "1", "--duration", "0.5s", "--json", "--no-report", "--out", "/x",
-                        "--no-trace", "--priority", "fifo:50"]
+    assert argv[3:] == [
+        "measure",
+        "--cpus",
+        "1",
+        "--duration",
+        "0.5s",
+        "--json",
+        "--no-report",
+        "--out",
+        "/x",
+        "--no-trace",
+        "--priority",
+        "fifo:50",
+    ]

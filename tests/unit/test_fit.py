@@ -38,12 +38,15 @@ def test_ks_and_ad_statistics_match_scipy():
     assert gof_statistics("normal", p2, x[None])[1][0] == pytest.approx(ref_ad, rel=1e-9)
 
 
-@pytest.mark.parametrize("family,draw", [
-    ("normal", lambda r: r.normal(1.91e-3, 0.36e-3, 800)),
-    ("gamma", lambda r: r.gamma(2.0, 1e-3, 800)),
-    ("lognormal", lambda r: np.exp(r.normal(np.log(1e-4), 0.6, 800))),
-    ("weibull", lambda r: r.weibull(0.6, 800) * 1e-3),
-])
+@pytest.mark.parametrize(
+    "family,draw",
+    [
+        ("normal", lambda r: r.normal(1.91e-3, 0.36e-3, 800)),
+        ("gamma", lambda r: r.gamma(2.0, 1e-3, 800)),
+        ("lognormal", lambda r: np.exp(r.normal(np.log(1e-4), 0.6, 800))),
+        ("weibull", lambda r: r.weibull(0.6, 800) * 1e-3),
+    ],
+)
 def test_true_family_fits_and_ranks_first(family, draw):
     f = fit_delays(draw(np.random.default_rng(3)), 0.01, replicates=200)
     assert f.families[0].family == family and f.families[0].fits
@@ -82,7 +85,7 @@ def test_bootstrap_p_values_are_calibrated_under_the_null():
         f = fit_delays(rng.gamma(1.5, 1e-3, 150), 0.01, replicates=99, seed=i)
         ps.append(next(x for x in f.families if x.family == "gamma").ad_p)
     assert sum(p < 0.05 for p in ps) <= 10
-    assert sum(p > 0.5 for p in ps) >= 18        # and not piled up near 0 (uniform: 30 expected)
+    assert sum(p > 0.5 for p in ps) >= 18  # and not piled up near 0 (uniform: 30 expected)
 
 
 def test_fit_run_from_a_run_directory(tmp_path):

@@ -33,7 +33,7 @@ def test_output_paths_never_create_parents(tmp_path):
     with pytest.raises(JitterscopeError, match="no such directory"):
         outpath.make_dir(tmp_path / "a" / "b", "--plots")
     assert not (tmp_path / "a").exists()
-    assert outpath.make_dir(tmp_path / "a", "--plots").is_dir()   # the last directory only
+    assert outpath.make_dir(tmp_path / "a", "--plots").is_dir()  # the last directory only
     (tmp_path / "f").write_text("")
     with pytest.raises(JitterscopeError, match="not a directory"):
         outpath.check_dir(tmp_path / "f", "--plots")

@@ -133,8 +133,13 @@ def test_cycle_finder_finds_a_cycle() -> None:
 
 def test_commands_do_not_import_each_other() -> None:
     graph = import_graph()
-    bad = [f"{m}:{line} imports {t}" for m, deps in graph.items() if m.startswith("jitterscope.commands.")
-           for t, line in deps.items() if t.startswith("jitterscope.commands.")]
+    bad = [
+        f"{m}:{line} imports {t}"
+        for m, deps in graph.items()
+        if m.startswith("jitterscope.commands.")
+        for t, line in deps.items()
+        if t.startswith("jitterscope.commands.")
+    ]
     assert not bad, "a command uses another command's code (move it into a library module): " + "; ".join(bad)
 
 
@@ -143,8 +148,11 @@ def test_help_imports_no_scientific_stack() -> None:
     parser: a command imports its library inside run(), so numpy, pyarrow, scipy, pandas and
     matplotlib stay unloaded until a command actually needs them."""
     import subprocess
-    code = ("import sys; from jitterscope.cli import build_parser; build_parser(); "
-            "print(' '.join(sorted(m for m in ('numpy', 'pyarrow', 'scipy', 'pandas', 'matplotlib', 'mpi4py') "
-            "if m in sys.modules)))")
+
+    code = (
+        "import sys; from jitterscope.cli import build_parser; build_parser(); "
+        "print(' '.join(sorted(m for m in ('numpy', 'pyarrow', 'scipy', 'pandas', 'matplotlib', 'mpi4py') "
+        "if m in sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "", f"building the command-line parser imports {out}: import it inside the command's run()"

@@ -14,16 +14,18 @@ def _interrupt(*_a: object, **_k: object) -> None:
     raise KeyboardInterrupt
 
 
-def test_an_interrupt_without_a_message_says_interrupted(monkeypatch: pytest.MonkeyPatch,
-                                                          capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli.journal, "recover_stale", _interrupt)   # the first thing a command does
+def test_an_interrupt_without_a_message_says_interrupted(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli.journal, "recover_stale", _interrupt)  # the first thing a command does
     assert cli.main(["report", "/nonexistent"]) == 130
-    assert capsys.readouterr().err == "jitterscope: interrupted\n"   # was "jitterscope: " and nothing
+    assert capsys.readouterr().err == "jitterscope: interrupted\n"  # was "jitterscope: " and nothing
 
 
-def test_an_interrupt_while_building_the_parser_is_one_line(monkeypatch: pytest.MonkeyPatch,
-                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(cli, "build_parser", _interrupt)   # imports every command: seconds under load
+def test_an_interrupt_while_building_the_parser_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(cli, "build_parser", _interrupt)  # imports every command: seconds under load
     assert cli.main(["restore"]) == 130
     assert capsys.readouterr().err == "jitterscope: interrupted\n"
 

@@ -47,8 +47,7 @@ def test_a_killed_process_changes_are_undone_by_recovery(tmp_path):
         print("ready", flush=True)
         time.sleep(60)
     """)
-    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True,
-                         env={**os.environ})
+    p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True, env={**os.environ})
     assert p.stdout.readline().strip() == "ready"
     # While it lives, its journal is not stale.
     assert journal.stale_journals() == []
@@ -81,8 +80,12 @@ def test_a_recycled_pid_is_never_touched():
 
 def _killed(code: str) -> None:
     """Run `code` (which journals changes, then prints ready) in a child and kill -9 it."""
-    p = subprocess.Popen([sys.executable, "-c", textwrap.dedent(code) + "\nprint('ready', flush=True)\n"
-                          "import time; time.sleep(60)\n"], stdout=subprocess.PIPE, text=True, env={**os.environ})
+    p = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(code) + "\nprint('ready', flush=True)\nimport time; time.sleep(60)\n"],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ},
+    )
     assert p.stdout.readline().strip() == "ready"
     p.kill()
     p.wait()

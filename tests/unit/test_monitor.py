@@ -13,7 +13,7 @@ from jitterscope.monitor.metrics import MonitorState, render_metrics, source_row
 from jitterscope.rundir import load_run
 from tests.fixtures_runs import Injector, build_run
 
-SAMPLE = re.compile(r'^([a-z_]+)(\{[^}]*\})? (-?[0-9.e+-]+|NaN)$')
+SAMPLE = re.compile(r"^([a-z_]+)(\{[^}]*\})? (-?[0-9.e+-]+|NaN)$")
 
 
 def test_history_keeps_count_and_size_bounds(tmp_path):
@@ -33,8 +33,15 @@ def test_history_keeps_count_and_size_bounds(tmp_path):
 
 def test_metrics_are_valid_prometheus_text(tmp_path):
     s = load_run(build_run(tmp_path / "r", cpus=[1, 2], seed=1)).summary
-    st = MonitorState(windows_total=7, failures_total=1, lost_events_total=3, window_s=1, interval_s=10,
-                      last=s, sources=source_rows(s))
+    st = MonitorState(
+        windows_total=7,
+        failures_total=1,
+        lost_events_total=3,
+        window_s=1,
+        interval_s=10,
+        last=s,
+        sources=source_rows(s),
+    )
     text = render_metrics(st)
     seen = {}
     for line in text.splitlines():
@@ -45,8 +52,10 @@ def test_metrics_are_valid_prometheus_text(tmp_path):
         assert m, line
         seen.setdefault(m.group(1), []).append((m.group(2), float(m.group(3))))
     assert seen["jitterscope_windows_total"] == [(None, 7.0)]
-    assert dict(seen["jitterscope_noise_ppm"]) == {'{cpu="1"}': s["cpus"]["1"]["noise_ppm"],
-                                                   '{cpu="2"}': s["cpus"]["2"]["noise_ppm"]}
+    assert dict(seen["jitterscope_noise_ppm"]) == {
+        '{cpu="1"}': s["cpus"]["1"]["noise_ppm"],
+        '{cpu="2"}': s["cpus"]["2"]["noise_ppm"],
+    }
     tick = dict(seen["jitterscope_source_noise_ns"])['{kind="irq",name="local_timer"}']
     assert tick == next(x["total_ns"] for x in s["sources"] if x["name"] == "local_timer")
     assert seen["jitterscope_unexplained_share"][0][1] == s["unexplained"]["share"]
@@ -54,8 +63,10 @@ def test_metrics_are_valid_prometheus_text(tmp_path):
 
 
 def test_label_values_are_escaped():
-    st = MonitorState(last={"cpus": {}, "sources": []},
-                      sources=[{"kind": "thread", "name": 'we"ird\\na\nme', "total_ns": 1, "count": 1}])
+    st = MonitorState(
+        last={"cpus": {}, "sources": []},
+        sources=[{"kind": "thread", "name": 'we"ird\\na\nme', "total_ns": 1, "count": 1}],
+    )
     assert 'name="we\\"ird\\\\na\\nme"' in render_metrics(st)
 
 
@@ -81,8 +92,16 @@ def test_a_failed_window_is_logged_and_the_monitor_goes_on(tmp_path):
         return build_run(out_dir, cpus=cpus, seed=len(calls), duration_s=0.5)
 
     log = io.StringIO()
-    opts = MonitorOptions(cpus=[1], interval_s=0.01, window_s=0.01, history=tmp_path / "h", port=0,
-                          max_windows=2, stop_after=4, baseline_windows=1)
+    opts = MonitorOptions(
+        cpus=[1],
+        interval_s=0.01,
+        window_s=0.01,
+        history=tmp_path / "h",
+        port=0,
+        max_windows=2,
+        stop_after=4,
+        baseline_windows=1,
+    )
     mon = Monitor(opts, measure_fn=measure, log=log)
     assert mon.run() == 0
     out = log.getvalue()

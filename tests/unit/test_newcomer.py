@@ -24,7 +24,7 @@ def _expand(path: str) -> list[str]:
     m = re.search(r"\{([^}]*)\}", path)
     if not m:
         return [path]
-    return [q for alt in m.group(1).split(",") for q in _expand(path[:m.start()] + alt + path[m.end():])]
+    return [q for alt in m.group(1).split(",") for q in _expand(path[: m.start()] + alt + path[m.end() :])]
 
 
 @pytest.mark.parametrize("where,text", _texts(), ids=lambda x: x if len(x) < 60 else "")
@@ -33,8 +33,9 @@ def test_every_example_file_named_exists(where: str, text: str) -> None:
     assert not missing, f"{where} names {missing}, which do not exist"
 
 
-def test_report_open_without_a_browser_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                capsys: pytest.CaptureFixture[str]) -> None:
+def test_report_open_without_a_browser_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     from jitterscope.cli import main
     from tests.support.noise_runs import periodic_source, write_noise_run
 

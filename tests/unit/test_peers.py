@@ -15,21 +15,43 @@ from tests.support.noise_runs import periodic_source, write_noise_run
 
 
 def test_threads_are_named_by_thread_id_not_by_name() -> None:
-    names = pa.array(["js-probe/1", "js-probe/1", "js-probe-writer", "jitterscope-pro", "jitterscope",
-                      "jitterscope-inj", "bash", "js-probe-writer"])
+    names = pa.array(
+        [
+            "js-probe/1",
+            "js-probe/1",
+            "js-probe-writer",
+            "jitterscope-pro",
+            "jitterscope",
+            "jitterscope-inj",
+            "bash",
+            "js-probe-writer",
+        ]
+    )
     kinds = pa.array(["thread"] * 7 + ["irq"])
     tids = np.array([10, 20, 11, 12, 13, 15, 14, 20])
     got = name_threads(names, kinds, tids, own={10, 11, 12, 13}).to_pylist()
-    assert got == ["js-probe/1", "js-probe/1 (another jitterscope)", "js-probe-writer (jitterscope)",
-                   "jitterscope-pro (jitterscope)", "jitterscope (jitterscope)", "jitterscope-inj", "bash",
-                   "js-probe-writer"]
+    assert got == [
+        "js-probe/1",
+        "js-probe/1 (another jitterscope)",
+        "js-probe-writer (jitterscope)",
+        "jitterscope-pro (jitterscope)",
+        "jitterscope (jitterscope)",
+        "jitterscope-inj",
+        "bash",
+        "js-probe-writer",
+    ]
     sources, codes = source_table(pa.array(["thread"] * 2), pa.array(got[:2]))
     assert codes[0] == 0 and sources[codes[1]] == ("thread", "js-probe/1 (another jitterscope)")
 
 
 def test_by_source_never_ranks_the_tool_itself(tmp_path: Path) -> None:
-    run = write_noise_run(tmp_path / "r", [
-        periodic_source("irq", "local_timer", 1, 4e6, 5e3, 2e9),
-        periodic_source("thread", "jitterscope-pro (jitterscope)", 1, 1e8, 2e6, 2e9, phase_ns=3e6)], 2.0)
+    run = write_noise_run(
+        tmp_path / "r",
+        [
+            periodic_source("irq", "local_timer", 1, 4e6, 5e3, 2e9),
+            periodic_source("thread", "jitterscope-pro (jitterscope)", 1, 1e8, 2e6, 2e9, phase_ns=3e6),
+        ],
+        2.0,
+    )
     _, ranked = by_source(parse_noise(str(run)), Job((8,), (100,), 1e-3, replications=2))
     assert [s["name"] for s in ranked["sources"]] == ["local_timer"]

@@ -6,8 +6,8 @@ from jitterscope.measure.periodicity import detect_period
 def test_regular_occurrences_with_jitter_and_misses_give_the_period():
     rng = np.random.default_rng(1)
     k = np.arange(200)
-    k = k[rng.random(200) > 0.2]                        # a fifth missed
-    t = 3e6 + k * 4e6 + rng.normal(0, 2e4, len(k))     # 4 ms tick, 20 us jitter
+    k = k[rng.random(200) > 0.2]  # a fifth missed
+    t = 3e6 + k * 4e6 + rng.normal(0, 2e4, len(k))  # 4 ms tick, 20 us jitter
     assert abs(detect_period(t) - 4e-3) < 4e-3 * 1e-3
 
 

@@ -21,15 +21,38 @@ def fake_run(d: Path, latency_ns: np.ndarray, graph_digest: str = "g1") -> Path:
     d.mkdir()
     n = len(latency_ns)
     start = np.arange(n, dtype=np.int64) * 10_000_000
-    write_table(d, "iterations", pa.table({"iteration": np.arange(n), "release_ns": start, "start_ns": start,
-                                           "end_ns": start + latency_ns, "latency_ns": latency_ns}), kind="pipeline")
-    write_table(d, "outputs", pa.table({"iteration": np.arange(n), "sink": ["k"] * n,
-                                        "digest": pa.array(np.arange(n, dtype=np.uint64))}), kind="pipeline")
-    write_json(d / "meta.json", base_meta(kind="pipeline", id=d.name, host="h", duration_s=1.0, cpus=[0, 1],
-                                          graph={"digest": graph_digest}))
-    write_json(d / "summary.json", {"run": {"graph": "g", "heuristic": "fixed", "memory": "reuse", "threads": 2,
-                                            "iterations": n}, "latency": latency_stats(latency_ns),
-                                    "outputs": {"digest": "abc"}})
+    write_table(
+        d,
+        "iterations",
+        pa.table(
+            {
+                "iteration": np.arange(n),
+                "release_ns": start,
+                "start_ns": start,
+                "end_ns": start + latency_ns,
+                "latency_ns": latency_ns,
+            }
+        ),
+        kind="pipeline",
+    )
+    write_table(
+        d,
+        "outputs",
+        pa.table({"iteration": np.arange(n), "sink": ["k"] * n, "digest": pa.array(np.arange(n, dtype=np.uint64))}),
+        kind="pipeline",
+    )
+    write_json(
+        d / "meta.json",
+        base_meta(kind="pipeline", id=d.name, host="h", duration_s=1.0, cpus=[0, 1], graph={"digest": graph_digest}),
+    )
+    write_json(
+        d / "summary.json",
+        {
+            "run": {"graph": "g", "heuristic": "fixed", "memory": "reuse", "threads": 2, "iterations": n},
+            "latency": latency_stats(latency_ns),
+            "outputs": {"digest": "abc"},
+        },
+    )
     return d
 
 
@@ -38,19 +61,22 @@ def test_etp_rounds_up_to_whole_ticks_and_reads_back_in_ptts(tmp_path):
     run = fake_run(tmp_path / "r", lat)
     info = write_csv(profile(run, "10us"), tmp_path / "p.csv")
     rows = [ln.split(",") for ln in (tmp_path / "p.csv").read_text().splitlines() if ln[:1].isdigit()]
-    assert rows == [["4930us", "0.6"], ["4940us", "0.2"], ["5000us", "0.2"]]   # ceil: never shorter
+    assert rows == [["4930us", "0.6"], ["4940us", "0.2"], ["5000us", "0.2"]]  # ceil: never shorter
     assert info["values"] == 3 and info["iterations"] == 5
-    m = model_from_dict({"resolution": "10us", "components": [
-        {"name": "p", "period": "40ms", "etp": {"csv": "p.csv"}}]}, base_dir=tmp_path)
+    m = model_from_dict(
+        {"resolution": "10us", "components": [{"name": "p", "period": "40ms", "etp": {"csv": "p.csv"}}]},
+        base_dir=tmp_path,
+    )
     etp = m.components[0].etp
     assert abs(etp.prob.sum() - 1) < 1e-12 and list(etp.support) == [493, 494, 500]
     # a decimal resolution in another unit: exact decimals
     write_csv(profile(run, "0.05ms"), tmp_path / "q.csv")
     assert "4.95ms" in (tmp_path / "q.csv").read_text()
-    m = model_from_dict({"resolution": "0.05ms", "components": [
-        {"name": "p", "period": "40ms", "etp": {"csv": "q.csv"}}]}, base_dir=tmp_path)
+    m = model_from_dict(
+        {"resolution": "0.05ms", "components": [{"name": "p", "period": "40ms", "etp": {"csv": "q.csv"}}]},
+        base_dir=tmp_path,
+    )
     assert m.components[0].etp.support[0] == int(Fraction("4.95") / Fraction("0.05"))
-
 
 
 def test_the_shipped_chain_model_reads_an_exported_profile(tmp_path):
@@ -88,6 +114,7 @@ def test_compare_sees_a_shift_and_a_spread(tmp_path):
 
     class Th:
         alpha, min_ratio = 0.01, 1.2
+
     r = compare_pipelines(b, load_run(fake_run(tmp_path / "s", same)), Th())
     assert not r["regression"] and r["same_outputs"]
     r = compare_pipelines(b, load_run(fake_run(tmp_path / "w", worse)), Th())
@@ -99,11 +126,11 @@ def test_compare_sees_a_shift_and_a_spread(tmp_path):
 
 def test_late_summary_names_what_only_late_iterations_suffered():
     lat = np.full(1000, 1_000_000.0)
-    lat[[10, 500, 900]] = 3_000_000.0       # three late iterations, 2 ms late each
+    lat[[10, 500, 900]] = 3_000_000.0  # three late iterations, 2 ms late each
     it, ns, kind, name = [], [], [], []
-    for k in range(1000):                   # a timer tick everywhere: 20 us per iteration
+    for k in range(1000):  # a timer tick everywhere: 20 us per iteration
         it.append(k), ns.append(20_000), kind.append("irq"), name.append("local_timer")
-    for k in (10, 500, 900):                # a kworker only in the late ones: 1.5 ms each
+    for k in (10, 500, 900):  # a kworker only in the late ones: 1.5 ms each
         it.append(k), ns.append(1_500_000), kind.append("thread"), name.append("kworker/1:1")
     att = pa.table({"iteration": it, "cpu": [1] * len(it), "kind": kind, "name": name, "ns": ns})
     s = late_summary(lat, att, 99.0)

@@ -32,15 +32,29 @@ def test_appendix_split_regions(appendix):
     s = compile_graph(appendix, threads=2, heuristic="fixed", memory="simple")
     regions = {x.name: x.region(256) for x in s.inst.subboxes}
     # instantiation { function_instantiation ... } (L3679-3684)
-    assert regions == {"f6.0": [0, 0, 256, 128], "f6.1": [0, 128, 256, 256], "f7.0": [0, 0, 256, 128],
-                       "f7.1": [0, 128, 256, 256], "f8.0": [0, 0, 256, 256], "f9.0": [0, 0, 256, 256]}
+    assert regions == {
+        "f6.0": [0, 0, 256, 128],
+        "f6.1": [0, 128, 256, 256],
+        "f7.0": [0, 0, 256, 128],
+        "f7.1": [0, 128, 256, 256],
+        "f8.0": [0, 0, 256, 256],
+        "f9.0": [0, 0, 256, 256],
+    }
 
 
 def test_appendix_eight_dependency_edges(appendix):
     s = compile_graph(appendix, threads=2, heuristic="fixed", memory="simple")
     edges = {(s.inst.subboxes[a].name, s.inst.subboxes[b].name) for a, b in s.inst.edges}
-    assert edges == {("f8.0", "f6.0"), ("f8.0", "f6.1"), ("f6.0", "f7.0"), ("f6.0", "f7.1"),
-                     ("f6.1", "f7.0"), ("f6.1", "f7.1"), ("f7.0", "f9.0"), ("f7.1", "f9.0")}
+    assert edges == {
+        ("f8.0", "f6.0"),
+        ("f8.0", "f6.1"),
+        ("f6.0", "f7.0"),
+        ("f6.0", "f7.1"),
+        ("f6.1", "f7.0"),
+        ("f6.1", "f7.1"),
+        ("f7.0", "f9.0"),
+        ("f7.1", "f9.0"),
+    }
 
 
 def _canonical(op_lists, tokens):
@@ -61,9 +75,10 @@ def _canonical(op_lists, tokens):
 
 def test_appendix_signals_reproduce_the_thesis_op_lists(appendix):
     # runtime { thread_execution ...; signal ! s1, s3, ! s5, s7, s8, ! s10, s12, ! s13 } (L3725-3733)
-    thesis = [["W s1", "E f8.0", "S s3", "W s5", "E f6.0", "S s7", "W s8", "E f7.0", "S s10", "W s12", "E f9.0",
-               "S s13"],
-              ["W s3", "W s10", "E f6.1", "S s1", "S s8", "W s7", "W s13", "E f7.1", "S s5", "S s12"]]
+    thesis = [
+        ["W s1", "E f8.0", "S s3", "W s5", "E f6.0", "S s7", "W s8", "E f7.0", "S s10", "W s12", "E f9.0", "S s13"],
+        ["W s3", "W s10", "E f6.1", "S s1", "S s8", "W s7", "W s13", "E f7.1", "S s5", "S s12"],
+    ]
     thesis_tokens = {"s1": 1, "s3": 0, "s5": 1, "s7": 0, "s8": 0, "s10": 1, "s12": 0, "s13": 1}
     for heuristic in ("fixed", "predictable", "reduced"):
         s = compile_graph(appendix, threads=2, heuristic=heuristic, memory="simple")
@@ -107,15 +122,16 @@ def test_linear_chain_on_one_thread_with_reuse_needs_two_buffers(length):
 
 def _check_properties(s):
     subs = [i for t in s.threads for i in t]
-    assert sorted(subs) == list(range(len(s.inst.subboxes)))          # every sub-box exactly once
+    assert sorted(subs) == list(range(len(s.inst.subboxes)))  # every sub-box exactly once
     preds = s.inst.preds()
     thread = s.plan.thread_of()
-    for t in s.threads:                                                # per-thread orders are topological
+    for t in s.threads:  # per-thread orders are topological
         pos = {x: i for i, x in enumerate(t)}
         for x in t:
             assert all(pos[p] < pos[x] for p in preds[x] if thread[p] == thread[x])
     # no token-free cycle: program order + zero-token signals form a DAG (graphlib raises otherwise)
     from graphlib import TopologicalSorter
+
     ts = TopologicalSorter()
     for t in s.threads:
         for a, b in itertools.pairwise(t):
@@ -126,6 +142,7 @@ def _check_properties(s):
     list(ts.static_order())
     # no two interfering buffers overlap (verify() re-checks the whole schedule)
     from jitterscope.pipeline.verify import verify
+
     verify(s)
 
 

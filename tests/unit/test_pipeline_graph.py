@@ -14,9 +14,12 @@ from jitterscope.pipeline.synthetic import generate
 
 ROOT = Path(__file__).resolve().parents[2]
 
-BASE = {"name": "t", "image": {"width": 8, "height": 8},
-        "boxes": {"s": {"kernel": "source"}, "c": {"kernel": "conv", "size": 5}, "k": {"kernel": "sink"}},
-        "edges": ["s.out -> c.in", "c -> k"]}
+BASE = {
+    "name": "t",
+    "image": {"width": 8, "height": 8},
+    "boxes": {"s": {"kernel": "source"}, "c": {"kernel": "conv", "size": 5}, "k": {"kernel": "sink"}},
+    "edges": ["s.out -> c.in", "c -> k"],
+}
 
 
 def bad(change, match: str) -> None:
@@ -48,11 +51,15 @@ def test_bad_graphs_are_one_line_errors():
     bad(lambda d: d["edges"].__setitem__(1, "c -> x"), "unknown box 'x'")
     bad(lambda d: d["edges"].__setitem__(1, "c.out -> k.data"), "has no input 'data'")
     bad(lambda d: d["edges"].pop(), "input k.in is not connected")
-    bad(lambda d: (d["boxes"].update(k2={"kernel": "gain"}), d["edges"].append("c -> k2")),
-        "output k2.out is not connected")
+    bad(
+        lambda d: (d["boxes"].update(k2={"kernel": "gain"}), d["edges"].append("c -> k2")),
+        "output k2.out is not connected",
+    )
     bad(lambda d: d["edges"].append("s -> k"), "input k.in is already connected")
-    bad(lambda d: d["boxes"]["c"].update(inputs=[{"name": "in", "neighbourhood": [3, 3]}]),
-        r"footprint \[3, 3\] does not match the conv kernel's \[5, 5\]")
+    bad(
+        lambda d: d["boxes"]["c"].update(inputs=[{"name": "in", "neighbourhood": [3, 3]}]),
+        r"footprint \[3, 3\] does not match the conv kernel's \[5, 5\]",
+    )
     bad(lambda d: d["boxes"]["c"].update(factor=2), "unknown key 'factor' for a conv box")
     bad(lambda d: d["boxes"]["k"].update(parallel=True), "a sink checks whole frames")
     bad(lambda d: d["image"].update(pixel="rgb"), "image.pixel must be one of int32, float32")
@@ -63,10 +70,17 @@ def test_bad_graphs_are_one_line_errors():
 
 
 def test_cycle_is_named():
-    d = {"image": {"width": 4, "height": 4},
-         "boxes": {"s": {"kernel": "source"}, "a": {"kernel": "add"}, "g": {"kernel": "gain"},
-                   "d": {"kernel": "dup"}, "k": {"kernel": "sink"}},
-         "edges": ["s -> a.in0", "g -> a.in1", "a -> d", "d.out0 -> g", "d.out1 -> k"]}
+    d = {
+        "image": {"width": 4, "height": 4},
+        "boxes": {
+            "s": {"kernel": "source"},
+            "a": {"kernel": "add"},
+            "g": {"kernel": "gain"},
+            "d": {"kernel": "dup"},
+            "k": {"kernel": "sink"},
+        },
+        "edges": ["s -> a.in0", "g -> a.in1", "a -> d", "d.out0 -> g", "d.out1 -> k"],
+    }
     with pytest.raises(JitterscopeError, match=r"cycle \(.*a.*\); a streaming graph must be acyclic"):
         graph_from_dict(d, "g.yaml")
 

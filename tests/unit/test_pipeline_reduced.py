@@ -51,8 +51,9 @@ def brute_force_peak(fp: S.Footprints) -> tuple[int, int]:
             count += 1
             best = peak if best is None or peak < best else best
             return
-        for b in fp.ready(done):   # every order, no pruning: the peak is carried along, not bounded
+        for b in fp.ready(done):  # every order, no pruning: the peak is carried along, not bounded
             rec(done | 1 << b, depth + 1, max(peak, fp.during(done, b)))
+
     rec(0, 0, 0)
     assert best is not None
     return best, count
@@ -60,7 +61,7 @@ def brute_force_peak(fp: S.Footprints) -> tuple[int, int]:
 
 @pytest.mark.parametrize("seed", range(24))
 def test_search_equals_brute_force_minimum_peak(seed):
-    n = 5 + seed % 8       # 5..12 actors
+    n = 5 + seed % 8  # 5..12 actors
     fp = random_structure(seed, n)
     res = S.search(fp, max_states=10**9, max_time_s=600)
     assert res.proven

@@ -14,9 +14,9 @@ def _snap(cycles: int, misses: int) -> Snap:
 
 def test_weight_is_the_last_quantum_misses_per_cycle_unsmoothed() -> None:
     assert weight(_snap(0, 0), _snap(100_000_000, 2_000_000), None) == (0.02, "pmu")
-    seq = [_snap(0, 0), _snap(100, 1), _snap(200, 1), _snap(300, 3)]   # w = 0.01, 0, 0.02
+    seq = [_snap(0, 0), _snap(100, 1), _snap(200, 1), _snap(300, 3)]  # w = 0.01, 0, 0.02
     ws = [weight(a, b, None)[0] for a, b in zip(seq, seq[1:])]
-    assert ws == pytest.approx([0.01, 0.0, 0.02])   # the policy sees 0.02 next, no average
+    assert ws == pytest.approx([0.01, 0.0, 0.02])  # the policy sees 0.02 next, no average
     assert weight(Snap(*[0] * 12, None, None), Snap(*[0] * 12, 0.7, None), 0.3) == (0.3, "declared")
     assert weight(Snap(*[0] * 12, None, None), Snap(*[0] * 12, 0.7, None), None) == (0.7, "oracle")
 
@@ -40,14 +40,14 @@ def _schedule(worst: bool, quanta: int = 8) -> list[tuple[str, str]]:
 
 
 def test_obs_l_pairs_heavy_with_light_and_worst_pairs_heavy_with_heavy() -> None:
-    assert all(x != y for x, y in _schedule(False))                # [cb,sl][sl,cb]
-    assert all(x == y for x, y in _schedule(True))                 # [cb,sl][cb,sl]
-    assert [x for x, _ in _schedule(False)].count("cb") == 4       # fair: each task half of its CPU
+    assert all(x != y for x, y in _schedule(False))  # [cb,sl][sl,cb]
+    assert all(x == y for x, y in _schedule(True))  # [cb,sl][cb,sl]
+    assert [x for x, _ in _schedule(False)].count("cb") == 4  # fair: each task half of its CPU
 
 
 def test_obs_l_never_skips_a_higher_priority_task() -> None:
     light_hi, heavy_lo = P.Task(1, "sl", 0.0, prio=-5), P.Task(2, "cb", 1.0, prio=5)
-    pick, why = P.choose([heavy_lo, light_hi], 0.0, 1.0, 1.0, 4)   # the complement would be cb
+    pick, why = P.choose([heavy_lo, light_hi], 0.0, 1.0, 1.0, 4)  # the complement would be cb
     assert pick is light_hi and "lower-priority" in why
 
 
@@ -69,15 +69,15 @@ def test_obs_x_placement_alternates_and_rebalance_moves_one_heavy() -> None:
 
 
 def test_obs_c_credit_example_and_conservation() -> None:
-    assert P.credit_ns(0.8, 0.1, 100e6, 0.02) == pytest.approx(1.4e6)      # spec B.5: 1.4 ms
+    assert P.credit_ns(0.8, 0.1, 100e6, 0.02) == pytest.approx(1.4e6)  # spec B.5: 1.4 ms
     s = P.Settings(credit=0.02, norm="1")
     heavy, light = P.Task(1, "h", 0.8), P.Task(2, "l", 0.1)
     assert P.transfer(heavy, light, 100e6, s, 1.0) == pytest.approx(1.4e6)
     assert light.credit_ns == pytest.approx(1.4e6) and heavy.credit_ns + light.credit_ns == 0
-    assert P.slot_ns(light, s) + P.slot_ns(heavy, s) == pytest.approx(2 * s.quantum_ns)   # CPU time conserved
+    assert P.slot_ns(light, s) + P.slot_ns(heavy, s) == pytest.approx(2 * s.quantum_ns)  # CPU time conserved
     s0 = P.Settings(credit=0.0)
     a, b = P.Task(1, "h", 0.8), P.Task(2, "l", 0.1)
-    assert P.transfer(a, b, 100e6, s0, 1.0) == 0 and P.slot_ns(b, s0) == s0.quantum_ns   # C = 0 is OBS-L
+    assert P.transfer(a, b, 100e6, s0, 1.0) == 0 and P.slot_ns(b, s0) == s0.quantum_ns  # C = 0 is OBS-L
 
 
 def test_obs_f_state_machine() -> None:
@@ -87,7 +87,7 @@ def test_obs_f_state_machine() -> None:
     assert P.f_quantum(t, True, f2) is None and P.f_quantum(t, False, f2) == "release" and not t.f.pinned
     t1 = P.Task(2, "fp")
     P.f_fault(t1, 1)
-    assert all(P.f_quantum(t1, False, f1) is None for _ in range(5)) and t1.f.pinned   # F1 never releases
+    assert all(P.f_quantum(t1, False, f1) is None for _ in range(5)) and t1.f.pinned  # F1 never releases
     tb = P.Task(3, "fp")
     P.f_fault(tb, 1)
     assert [P.f_quantum(tb, True, ban) for _ in range(3)] == [None, None, "ban"]

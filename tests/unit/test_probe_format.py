@@ -17,8 +17,16 @@ from jitterscope.measure.probe import read_detours, read_header
 from jitterscope.measure.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
 
 
-def _write(path: Path, records: np.ndarray, *, complete: bool = True, n_records: int | None = None,
-           magic: bytes = MAGIC, version: int = VERSION, extra: bytes = b"") -> Path:
+def _write(
+    path: Path,
+    records: np.ndarray,
+    *,
+    complete: bool = True,
+    n_records: int | None = None,
+    magic: bytes = MAGIC,
+    version: int = VERSION,
+    extra: bytes = b"",
+) -> Path:
     h = np.zeros(1, dtype=HEADER_DTYPE)
     h["magic"], h["version"] = magic, version
     h["header_size"], h["record_size"] = HEADER_DTYPE.itemsize, DETOUR_DTYPE.itemsize
@@ -51,13 +59,16 @@ def test_empty_run_gives_empty_array(tmp_path):
     assert len(got) == 0 and got.dtype == DETOUR_DTYPE
 
 
-@pytest.mark.parametrize("damage, message", [
-    (dict(extra=b"\x01" * 10), "partial"),                # killed mid-record
-    (dict(n_records=9), "header says 9 records"),         # records missing at the end
-    (dict(complete=False), "incomplete"),                 # probe never finished
-    (dict(magic=b"NOTPROBE"), "bad magic"),
-    (dict(version=99), "version 99"),
-])
+@pytest.mark.parametrize(
+    "damage, message",
+    [
+        (dict(extra=b"\x01" * 10), "partial"),  # killed mid-record
+        (dict(n_records=9), "header says 9 records"),  # records missing at the end
+        (dict(complete=False), "incomplete"),  # probe never finished
+        (dict(magic=b"NOTPROBE"), "bad magic"),
+        (dict(version=99), "version 99"),
+    ],
+)
 def test_damaged_files_raise_one_clear_error(tmp_path, damage, message):
     path = _write(tmp_path / "d.raw", _records(5), **damage)
     with pytest.raises(JitterscopeError, match=message):

@@ -29,7 +29,7 @@ def test_table_4_3_all_45_cells_from_tables_4_1_and_4_2():
 
 def test_the_zero_cell_is_real():
     t41, t42, _ = thesis_tables()
-    assert t41["read"][4]["D"] == t42["read"][4]["D"] == 19.7   # degraded to 1% both ways: nothing reduced
+    assert t41["read"][4]["D"] == t42["read"][4]["D"] == 19.7  # degraded to 1% both ways: nothing reduced
     assert reduction(t41, t42)["read"][4]["D"] == 0.0
 
 
@@ -51,12 +51,15 @@ def test_both_degradations_are_against_the_congested_alone_value(tmp_path: Path)
     assert reduction(read_table(cong), read_table(prot))["read"][2]["X"] == pytest.approx(80.0)
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("cores,scenario,A\n", "header must be scenario,cores"),
-    ("scenario,cores,A\nread,one,1\n", "row 2: cores must be an integer"),
-    ("scenario,cores,A\nread,1,-3\n", "bandwidths finite and >= 0"),
-    ("scenario,cores,A,B\nread,1,3\n", "row 2 has 3 fields"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("cores,scenario,A\n", "header must be scenario,cores"),
+        ("scenario,cores,A\nread,one,1\n", "row 2: cores must be an integer"),
+        ("scenario,cores,A\nread,1,-3\n", "bandwidths finite and >= 0"),
+        ("scenario,cores,A,B\nread,1,3\n", "row 2 has 3 fields"),
+    ],
+)
 def test_bad_tables_are_one_line(tmp_path: Path, text: str, msg: str):
     f = tmp_path / "t.csv"
     f.write_text(text)
@@ -65,18 +68,27 @@ def test_bad_tables_are_one_line(tmp_path: Path, text: str, msg: str):
 
 
 def _cal(points: list[tuple[float, float]]) -> Calibration:
-    return Calibration.model_validate({
-        "format": "jitterscope-protect-calibration", "version": 1, "sample_ns": 100e3, "actuator": "rt",
-        "critical": ["x"], "best_effort": [["y"]],
-        "points": [{"share": s, "count": 100, "mean_ns": p99 * 0.8, "p99_ns": p99, "max_ns": p99 * 1.2}
-                   for s, p99 in points]})
+    return Calibration.model_validate(
+        {
+            "format": "jitterscope-protect-calibration",
+            "version": 1,
+            "sample_ns": 100e3,
+            "actuator": "rt",
+            "critical": ["x"],
+            "best_effort": [["y"]],
+            "points": [
+                {"share": s, "count": 100, "mean_ns": p99 * 0.8, "p99_ns": p99, "max_ns": p99 * 1.2}
+                for s, p99 in points
+            ],
+        }
+    )
 
 
 def test_slack_law_takes_the_largest_share_within_the_deadline():
     cal = _cal([(0.0, 100e3), (0.5, 200e3), (1.0, 400e3)])
-    assert best_share(cal, 300e3) == pytest.approx(0.75, abs=1e-3)      # linear between 0.5 and 1
+    assert best_share(cal, 300e3) == pytest.approx(0.75, abs=1e-3)  # linear between 0.5 and 1
     assert suspension_for(cal, 300e3, 100e3) == pytest.approx(100e3 * 0.25 / 0.75, rel=1e-2)
-    assert suspension_for(cal, 500e3, 100e3) == 0.0                    # met unthrottled: no suspension
+    assert suspension_for(cal, 500e3, 100e3) == 0.0  # met unthrottled: no suspension
     with pytest.raises(JitterscopeError, match="missed even at a best-effort share of 0.00"):
         best_share(cal, 50e3)
 

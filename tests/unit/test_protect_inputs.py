@@ -11,10 +11,16 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.protect import actuators, build, records, render, replay, signals
 
 
-@pytest.mark.parametrize("text, read, write", [
-    ("2GB/s", 2e9, 2e9), ("500MiB/s", 500 * 2**20, 500 * 2**20), ("read=1GB/s", 1e9, None),
-    ("read=1GB/s,write=3MB/s", 1e9, 3e6), ("write=1.5e9B/s", None, 1.5e9),
-])
+@pytest.mark.parametrize(
+    "text, read, write",
+    [
+        ("2GB/s", 2e9, 2e9),
+        ("500MiB/s", 500 * 2**20, 500 * 2**20),
+        ("read=1GB/s", 1e9, None),
+        ("read=1GB/s,write=3MB/s", 1e9, 3e6),
+        ("write=1.5e9B/s", None, 1.5e9),
+    ],
+)
 def test_bandwidth_thresholds(text: str, read: float | None, write: float | None):
     t = signals.parse_threshold(text, "report")
     assert (t.read_bps, t.write_bps) == (read, write)
@@ -27,11 +33,17 @@ def test_percent_and_time_thresholds():
     assert signals.parse_threshold("20%", "noise").percent == pytest.approx(0.2)
 
 
-@pytest.mark.parametrize("text, signal, msg", [
-    ("5furlongs", "report", "malformed bandwidth"), ("size=1GB/s", "report", "use read=BW and/or write=BW"),
-    ("0GB/s", "report", "must be a positive bandwidth"), ("2GB/s", "cputime", "takes a percentage"),
-    ("-5%", "noise", "must be above 0%"), ("lots", "slack", "malformed"),
-])
+@pytest.mark.parametrize(
+    "text, signal, msg",
+    [
+        ("5furlongs", "report", "malformed bandwidth"),
+        ("size=1GB/s", "report", "use read=BW and/or write=BW"),
+        ("0GB/s", "report", "must be a positive bandwidth"),
+        ("2GB/s", "cputime", "takes a percentage"),
+        ("-5%", "noise", "must be above 0%"),
+        ("lots", "slack", "malformed"),
+    ],
+)
 def test_bad_thresholds(text: str, signal: str, msg: str):
     with pytest.raises(JitterscopeError, match=msg):
         signals.parse_threshold(text, signal)
@@ -48,8 +60,11 @@ def test_actuator_names_and_limits():
 
 @pytest.mark.skipif(__import__("os").geteuid() != 0, reason="the root-only actuators check root first")
 def test_cfs_cannot_express_the_thesis_settings_and_says_what_can():
-    with pytest.raises(JitterscopeError, match=r"quota minimum is 1 ms; for the same 10% share use --sample 1ms "
-                                               r"--suspend 9ms"):
+    with pytest.raises(
+        JitterscopeError,
+        match=r"quota minimum is 1 ms; for the same 10% share use --sample 1ms "
+        r"--suspend 9ms",
+    ):
         actuators.check("cfs", 100e3, 900e3)
     with pytest.raises(JitterscopeError, match="same 50% share use --sample 1ms --suspend 1ms"):
         actuators.check("cfs", 500e3, 500e3)
@@ -63,17 +78,20 @@ def test_rt_budget_stays_below_the_kernels_limit():
     period = int(Path("/proc/sys/kernel/sched_rt_period_us").read_text())
     limit = 1.0 if runtime < 0 else runtime / period
     assert actuators.rt_budget() <= min(limit, 0.95) - 0.03 + 1e-12
-    assert actuators.rt_budget() >= 0.9 - 1e-9 or limit < 0.93   # 100/900 must fit under the default 950000
+    assert actuators.rt_budget() >= 0.9 - 1e-9 or limit < 0.93  # 100/900 must fit under the default 950000
 
 
-@pytest.mark.parametrize("text, msg", [
-    ("t,read_bytes,write_bytes\n0,0,0\n1,1,1\n", ":1: header must be t_ns|t_us|t_s"),
-    ("t_us,read_bytes,write_bytes\n0,0,0\n0,1,1\n", ":3: times must increase"),
-    ("t_us,read_bytes,write_bytes\n0,5,0\n1,4,1\n", ":3: counters are cumulative"),
-    ("t_us,read_bytes,write_bytes\n0,0,0\n1,x,1\n", ":3: read_bytes must be a whole number"),
-    ("t_us,read_bytes,write_bytes\n0,0,0\n", "needs at least two rows"),
-    ("t_us,read_bytes,write_bytes\n0,0\n", ":2: expected 3 fields"),
-])
+@pytest.mark.parametrize(
+    "text, msg",
+    [
+        ("t,read_bytes,write_bytes\n0,0,0\n1,1,1\n", ":1: header must be t_ns|t_us|t_s"),
+        ("t_us,read_bytes,write_bytes\n0,0,0\n0,1,1\n", ":3: times must increase"),
+        ("t_us,read_bytes,write_bytes\n0,5,0\n1,4,1\n", ":3: counters are cumulative"),
+        ("t_us,read_bytes,write_bytes\n0,0,0\n1,x,1\n", ":3: read_bytes must be a whole number"),
+        ("t_us,read_bytes,write_bytes\n0,0,0\n", "needs at least two rows"),
+        ("t_us,read_bytes,write_bytes\n0,0\n", ":2: expected 3 fields"),
+    ],
+)
 def test_bad_replay_files(tmp_path: Path, text: str, msg: str):
     f = tmp_path / "r.csv"
     f.write_text(text)
@@ -108,9 +126,21 @@ def test_phases_and_progress_ratio_from_records():
     beats["t_ns"] = [0.5e9, 0.6e9, 1.5e9, 1.6e9]
     beats["latency_ns"] = [300, 500, 100, 100]
     recs = {"samples": np.concatenate([off, on]), "suspensions": x, "beats": beats}
-    meta = {"id": "t", "duration_s": 2.0, "interrupted": False, "cpus": [1],
-            "options": {"compare_ns": 1e9, "signal": "report", "actuator": "rt", "law": "fixed",
-                        "sample_ns": 100e3, "suspend_ns": 900e3, "deadline_ns": 400}}
+    meta = {
+        "id": "t",
+        "duration_s": 2.0,
+        "interrupted": False,
+        "cpus": [1],
+        "options": {
+            "compare_ns": 1e9,
+            "signal": "report",
+            "actuator": "rt",
+            "law": "fixed",
+            "sample_ns": 100e3,
+            "suspend_ns": 900e3,
+            "deadline_ns": 400,
+        },
+    }
     header = {"complete": True, "records_in_file": 12_004, "dropped": 0, "beats_lost": 0}
     s = build.summarize(recs, header, meta)
     assert s["phases"]["unprotected"]["best_effort"]["progress_bytes_per_s"] == pytest.approx(1e9)
@@ -127,19 +157,39 @@ def test_phases_and_progress_ratio_from_records():
 def test_event_sampling_share_and_a_critical_program_without_heartbeats():
     """Event-based on CPU time: the share under excess is budget/(budget+S); on LLC lines it depends on
     the rate (None).  A critical program that publishes nothing is named, never silently absent."""
-    recs = {"samples": _samples(10, 100_000, 0, True), "suspensions": np.zeros(0, dtype=records.SUSPENSION_DTYPE),
-            "beats": np.zeros(0, dtype=records.BEAT_DTYPE)}
-    opts = {"signal": "cputime", "actuator": "rt", "law": "fixed", "sample_ns": 1e6, "suspend_ns": 1e6,
-            "sampling": "event", "threshold": {"text": "50%"}, "signal_reason": "requested"}
-    meta = {"id": "t", "duration_s": 1.0, "interrupted": False, "cpus": [1], "critical_cpus": [0], "options": opts,
-            "programs": [{"role": "critical", "name": "sleep"}], "controller": {"event_budget": [500_000, 0]}}
+    recs = {
+        "samples": _samples(10, 100_000, 0, True),
+        "suspensions": np.zeros(0, dtype=records.SUSPENSION_DTYPE),
+        "beats": np.zeros(0, dtype=records.BEAT_DTYPE),
+    }
+    opts = {
+        "signal": "cputime",
+        "actuator": "rt",
+        "law": "fixed",
+        "sample_ns": 1e6,
+        "suspend_ns": 1e6,
+        "sampling": "event",
+        "threshold": {"text": "50%"},
+        "signal_reason": "requested",
+    }
+    meta = {
+        "id": "t",
+        "duration_s": 1.0,
+        "interrupted": False,
+        "cpus": [1],
+        "critical_cpus": [0],
+        "options": opts,
+        "programs": [{"role": "critical", "name": "sleep"}],
+        "controller": {"event_budget": [500_000, 0]},
+    }
     header = {"complete": True, "records_in_file": 10, "dropped": 0, "beats_lost": 0}
     s = build.summarize(recs, header, meta)
     assert s["event_budget"] == {"unit": "ns of CPU time", "cpu_ns": 500_000}
     assert s["expected_share"] == pytest.approx(1 / 3)
     assert s["critical"] is None and s["critical_latency"].startswith("unknown: the critical program published no")
     assert "critical latency unknown" in render.render(s, meta, "r")
-    pmu = build.summarize(recs, header, dict(meta, options=dict(opts, signal="pmu"),
-                                             controller={"event_budget": [100, 0]}))
+    pmu = build.summarize(
+        recs, header, dict(meta, options=dict(opts, signal="pmu"), controller={"event_budget": [100, 0]})
+    )
     assert pmu["event_budget"] == {"unit": "LLC lines", "read": 100, "write": None}
     assert pmu["expected_share"] is None

@@ -31,14 +31,20 @@ def _random_chain(rng: np.random.Generator, n: int):
     comps = []
     for i in range(n):
         period = int(rng.integers(2, 11))
-        offset = int(rng.integers(-12, 25))       # negative and beyond the period: taken modulo it
+        offset = int(rng.integers(-12, 25))  # negative and beyond the period: taken modulo it
         k = int(rng.integers(1, 4))
         lo = int(rng.integers(0, 8))
         times = sorted(set((lo + rng.choice(np.arange(0, 3 * period), size=k, replace=False)).tolist()))
         w = rng.random(len(times)) + 0.05
         w = w / w.sum()
-        comps.append({"name": f"c{i}", "period": f"{period}ms", "offset": f"{offset}ms",
-                      "etp": {"pmf": {f"{t}ms": float(p) for t, p in zip(times, w)}}})
+        comps.append(
+            {
+                "name": f"c{i}",
+                "period": f"{period}ms",
+                "offset": f"{offset}ms",
+                "etp": {"pmf": {f"{t}ms": float(p) for t, p in zip(times, w)}},
+            }
+        )
     return _chain(comps)
 
 
@@ -59,12 +65,14 @@ def test_agrees_with_brute_force_on_random_small_chains(seed):
 
 def test_agrees_with_brute_force_when_frames_overtake_and_collide():
     # wide profiles against short periods: out-of-order production, many collisions at every stage
-    model = _chain([
-        {"name": "a", "period": "5ms", "offset": "0ms", "etp": {"pmf": {"0ms": 0.2, "3ms": 0.3, "11ms": 0.5}}},
-        {"name": "b", "period": "3ms", "offset": "1ms", "etp": {"pmf": {"1ms": 0.5, "7ms": 0.25, "8ms": 0.25}}},
-        {"name": "c", "period": "4ms", "offset": "2ms", "etp": {"uniform": ["0ms", "5ms"]}},
-        {"name": "d", "period": "6ms", "offset": "5ms", "etp": {"pmf": {"2ms": 0.5, "9ms": 0.5}}},
-    ])
+    model = _chain(
+        [
+            {"name": "a", "period": "5ms", "offset": "0ms", "etp": {"pmf": {"0ms": 0.2, "3ms": 0.3, "11ms": 0.5}}},
+            {"name": "b", "period": "3ms", "offset": "1ms", "etp": {"pmf": {"1ms": 0.5, "7ms": 0.25, "8ms": 0.25}}},
+            {"name": "c", "period": "4ms", "offset": "2ms", "etp": {"uniform": ["0ms", "5ms"]}},
+            {"name": "d", "period": "6ms", "offset": "5ms", "etp": {"pmf": {"2ms": 0.5, "9ms": 0.5}}},
+        ]
+    )
     result = exact.analyse(model)
     want_pmf, want_loss = brute.brute_force(model)
     assert _max_diff(_pmf_dict(result.latency), want_pmf) <= 1e-12
@@ -94,10 +102,12 @@ def test_chunked_and_sparse_paths_agree_with_brute_force(seed, dense, monkeypatc
 
 def test_production_precedes_consumption_at_equal_instants():
     # C0 produces exactly at 4 ms, when C1 triggers: C1 consumes it at 4, not at 8
-    model = _chain([
-        {"name": "a", "period": "8ms", "offset": "0ms", "etp": {"pmf": {"4ms": 1.0}}},
-        {"name": "b", "period": "4ms", "offset": "0ms", "etp": {"pmf": {"1ms": 1.0}}},
-    ])
+    model = _chain(
+        [
+            {"name": "a", "period": "8ms", "offset": "0ms", "etp": {"pmf": {"4ms": 1.0}}},
+            {"name": "b", "period": "4ms", "offset": "0ms", "etp": {"pmf": {"1ms": 1.0}}},
+        ]
+    )
     r = exact.analyse(model)
     assert r.latency.times.tolist() == [5]
     assert r.latency.probs.tolist() == [1.0]
@@ -112,6 +122,7 @@ def test_single_component_is_its_profile():
 
 
 # --- the thesis's worked example (chapter 5, figure 5.2) -----------------------------------------
+
 
 @pytest.fixture(scope="module")
 def thesis():
@@ -188,11 +199,13 @@ def test_table_5_2_tree_counts():
 
 def test_loss_is_zero_when_periods_make_overwrites_impossible():
     # every stage is faster than the frame period: two frames can never be in one buffer
-    model = _chain([
-        {"name": "cam", "period": "40ms", "etp": {"uniform": ["5ms", "14ms"]}},
-        {"name": "cpu", "period": "10ms", "offset": "3ms", "etp": {"uniform": ["2ms", "6ms"]}},
-        {"name": "gpu", "period": "8ms", "offset": "1ms", "etp": {"pmf": {"3ms": 0.5, "4ms": 0.5}}},
-    ])
+    model = _chain(
+        [
+            {"name": "cam", "period": "40ms", "etp": {"uniform": ["5ms", "14ms"]}},
+            {"name": "cpu", "period": "10ms", "offset": "3ms", "etp": {"uniform": ["2ms", "6ms"]}},
+            {"name": "gpu", "period": "8ms", "offset": "1ms", "etp": {"pmf": {"3ms": 0.5, "4ms": 0.5}}},
+        ]
+    )
     assert not exact.collisions_possible(exact.Chain.of(model))
     r = exact.analyse(model)
     assert r.loss == 0.0

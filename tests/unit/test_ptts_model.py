@@ -18,8 +18,13 @@ GOOD = {"name": "a", "period": "10ms", "offset": "0ms", "etp": {"pmf": {"1ms": 1
 
 
 def test_times_are_exact_ticks():
-    m = _m([{"name": "s", "period": "66.66ms", "offset": "0.01ms", "etp": {"uniform": ["1ms", "1.02ms"]}},
-            {"name": "g", "period": "16.67ms", "etp": {"pmf": {"11ms": 0.9, "12ms": 0.1}}}], resolution="0.01ms")
+    m = _m(
+        [
+            {"name": "s", "period": "66.66ms", "offset": "0.01ms", "etp": {"uniform": ["1ms", "1.02ms"]}},
+            {"name": "g", "period": "16.67ms", "etp": {"pmf": {"11ms": 0.9, "12ms": 0.1}}},
+        ],
+        resolution="0.01ms",
+    )
     assert [c.period for c in m.components] == [6666, 1667]
     assert m.components[0].offset == 1
     assert m.components[0].etp.support.tolist() == [100, 101, 102]
@@ -45,12 +50,14 @@ def test_uniform_is_inclusive_with_equal_mass_per_tick():
 
 def test_csv_profile_with_header_units_and_normalize(tmp_path):
     (tmp_path / "f.csv").write_text("# measured\ntime,count\n11,90\n12,10\n")
-    (tmp_path / "m.yaml").write_text(textwrap.dedent("""\
+    (tmp_path / "m.yaml").write_text(
+        textwrap.dedent("""\
         resolution: 0.1ms
         components:
           - {name: gpu, period: 16.6ms, etp: {csv: f.csv, unit: ms, normalize: true}}
           - {name: wall, period: 16.7ms, etp: {csv: g.csv}}
-        """))
+        """)
+    )
     (tmp_path / "g.csv").write_text("8ms,1.0\n")
     m = load_model(tmp_path / "m.yaml")
     assert m.components[0].etp.support.tolist() == [110, 120]

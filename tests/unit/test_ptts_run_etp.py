@@ -18,10 +18,10 @@ def _wall_brute(starts, durs, s, base):
         en = st + du
         if en <= t:
             continue
-        if st <= t:          # inside a detour at t: wait for its end
+        if st <= t:  # inside a detour at t: wait for its end
             t = en
             continue
-        if st - t >= left:   # done before this detour
+        if st - t >= left:  # done before this detour
             break
         left -= st - t
         t = en
@@ -57,18 +57,43 @@ def test_no_noise_gives_the_base():
 
 def _write_run(path, cpus, detours, duration_s):
     path.mkdir()
-    meta = rundir.base_meta(kind="measure", id=path.name, host="test", kernel="test", command_line=["test"],
-                            start="2026-01-01T00:00:00+00:00", start_unix_ns=0, duration_s=duration_s,
-                            interrupted=False, cpus=cpus, cpu_model="test", clocksource="tsc", virtualization=None,
-                            options={"threshold_ns": 1000}, tsc_hz=1e9, t0_tsc=0,
-                            tracing={"enabled": False, "reason": "test"}, lost_events=0, probe={})
+    meta = rundir.base_meta(
+        kind="measure",
+        id=path.name,
+        host="test",
+        kernel="test",
+        command_line=["test"],
+        start="2026-01-01T00:00:00+00:00",
+        start_unix_ns=0,
+        duration_s=duration_s,
+        interrupted=False,
+        cpus=cpus,
+        cpu_model="test",
+        clocksource="tsc",
+        virtualization=None,
+        options={"threshold_ns": 1000},
+        tsc_hz=1e9,
+        t0_tsc=0,
+        tracing={"enabled": False, "reason": "test"},
+        lost_events=0,
+        probe={},
+    )
     rundir.write_json(path / "meta.json", meta)
-    rundir.write_json(path / "summary.json", {"run": {}, "cpus": {}, "sources": [], "chains": [],
-                                              "unexplained": {}, "lost_events": 0})
+    rundir.write_json(
+        path / "summary.json", {"run": {}, "cpus": {}, "sources": [], "chains": [], "unexplained": {}, "lost_events": 0}
+    )
     cpu, st, du = zip(*detours) if detours else ((), (), ())
-    rundir.write_table(path, "detours", pa.table({"cpu": pa.array(cpu, pa.int32()),
-                                                  "start_ns": pa.array(st, pa.int64()),
-                                                  "duration_ns": pa.array(du, pa.int64())}))
+    rundir.write_table(
+        path,
+        "detours",
+        pa.table(
+            {
+                "cpu": pa.array(cpu, pa.int32()),
+                "start_ns": pa.array(st, pa.int64()),
+                "duration_ns": pa.array(du, pa.int64()),
+            }
+        ),
+    )
     return path
 
 
@@ -76,9 +101,15 @@ def test_profile_from_a_run_with_a_periodic_tick(tmp_path):
     # CPU 1: a 100 us detour every 4 ms (a timer tick); CPU 2: quiet
     ticks = [(1, t, 100_000) for t in range(2_000_000, 1_000_000_000, 4_000_000)]
     run = _write_run(tmp_path / "run", [1, 2], ticks, 1.0)
-    m = model_from_dict({"resolution": "0.1ms", "components": [
-        {"name": "gpu", "period": "16.6ms", "etp": {"run": str(run), "cpu": 1, "base": "11ms"}},
-        {"name": "quiet", "period": "16.7ms", "etp": {"run": str(run), "cpu": 2, "base": "8ms"}}]})
+    m = model_from_dict(
+        {
+            "resolution": "0.1ms",
+            "components": [
+                {"name": "gpu", "period": "16.6ms", "etp": {"run": str(run), "cpu": 1, "base": "11ms"}},
+                {"name": "quiet", "period": "16.7ms", "etp": {"run": str(run), "cpu": 2, "base": "8ms"}},
+            ],
+        }
+    )
     gpu, quiet = m.components[0].etp, m.components[1].etp
     # 11 ms of work meets 2 or 3 ticks of 0.1 ms: 11.2 or 11.3 ms; probabilities from the phase
     assert gpu.support.tolist() == [112, 113]
@@ -95,8 +126,12 @@ def test_run_profile_errors_name_component_and_field(tmp_path):
 
     def err(opts):
         with pytest.raises(ModelError) as ei:
-            model_from_dict({"resolution": "1us", "components": [
-                {"name": "gpu", "period": "1ms", "etp": {"run": str(run), **opts}}]})
+            model_from_dict(
+                {
+                    "resolution": "1us",
+                    "components": [{"name": "gpu", "period": "1ms", "etp": {"run": str(run), **opts}}],
+                }
+            )
         assert "'gpu'" in str(ei.value) and "\n" not in str(ei.value)
         return str(ei.value)
 
@@ -107,8 +142,12 @@ def test_run_profile_errors_name_component_and_field(tmp_path):
     assert "unknown key 'scale'" in err({"base": "10us", "cpu": 1, "scale": 2})
     assert "shorter than the base" in err({"base": "20ms", "cpu": 1})
     with pytest.raises(ModelError, match="'gpu'.*run"):
-        model_from_dict({"resolution": "1us", "components": [
-            {"name": "gpu", "period": "1ms", "etp": {"run": str(tmp_path / "nope"), "base": "1us"}}]})
+        model_from_dict(
+            {
+                "resolution": "1us",
+                "components": [{"name": "gpu", "period": "1ms", "etp": {"run": str(tmp_path / "nope"), "base": "1us"}}],
+            }
+        )
 
 
 def test_a_cluster_run_gives_one_named_node_never_the_nodes_merged(tmp_path):
@@ -117,8 +156,12 @@ def test_a_cluster_run_gives_one_named_node_never_the_nodes_merged(tmp_path):
     run = build_cluster_run(tmp_path / "cl", nodes=[("n1", 1), ("n2", 1)])
 
     def model(**opts):
-        return model_from_dict({"resolution": "10us", "components": [
-            {"name": "gpu", "period": "100ms", "etp": {"run": str(run), "base": "11ms", **opts}}]})
+        return model_from_dict(
+            {
+                "resolution": "10us",
+                "components": [{"name": "gpu", "period": "100ms", "etp": {"run": str(run), "base": "11ms", **opts}}],
+            }
+        )
 
     with pytest.raises(ModelError, match=r"etp.node: a cluster run of 2 nodes \(n1:1, n2:1\); say which one"):
         model()
@@ -134,5 +177,11 @@ def test_a_cluster_run_gives_one_named_node_never_the_nodes_merged(tmp_path):
 def test_node_is_only_for_cluster_runs(tmp_path):
     run = _write_run(tmp_path / "run", [1], [(1, 10, 5)], 0.1)
     with pytest.raises(ModelError, match="etp.node: only for a cluster run"):
-        model_from_dict({"resolution": "1us", "components": [
-            {"name": "gpu", "period": "1ms", "etp": {"run": str(run), "base": "10us", "node": "a:1"}}]})
+        model_from_dict(
+            {
+                "resolution": "1us",
+                "components": [
+                    {"name": "gpu", "period": "1ms", "etp": {"run": str(run), "base": "10us", "node": "a:1"}}
+                ],
+            }
+        )

@@ -12,11 +12,14 @@ from jitterscope.ptts.model import load_model, model_from_dict
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ptts"
 
-OVERTAKING = {"resolution": "1ms", "components": [
-    {"name": "a", "period": "5ms", "offset": "0ms", "etp": {"pmf": {"0ms": 0.2, "3ms": 0.3, "11ms": 0.5}}},
-    {"name": "b", "period": "3ms", "offset": "1ms", "etp": {"pmf": {"1ms": 0.5, "7ms": 0.25, "8ms": 0.25}}},
-    {"name": "c", "period": "4ms", "offset": "2ms", "etp": {"uniform": ["0ms", "5ms"]}},
-]}
+OVERTAKING = {
+    "resolution": "1ms",
+    "components": [
+        {"name": "a", "period": "5ms", "offset": "0ms", "etp": {"pmf": {"0ms": 0.2, "3ms": 0.3, "11ms": 0.5}}},
+        {"name": "b", "period": "3ms", "offset": "1ms", "etp": {"pmf": {"1ms": 0.5, "7ms": 0.25, "8ms": 0.25}}},
+        {"name": "c", "period": "4ms", "offset": "2ms", "etp": {"uniform": ["0ms", "5ms"]}},
+    ],
+}
 
 
 def test_monte_carlo_converges_to_the_exact_distribution():

@@ -15,8 +15,9 @@ from tests.fixtures_runs import Injector, build_run
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
-    return load_run(build_run(tmp_path_factory.mktemp("r") / "run", cpus=[1, 2], seed=61,
-                              injector=Injector(cpu=1), lost_events=5))
+    return load_run(
+        build_run(tmp_path_factory.mktemp("r") / "run", cpus=[1, 2], seed=61, injector=Injector(cpu=1), lost_events=5)
+    )
 
 
 def test_histograms_count_every_detour_on_log_bins(run):
@@ -62,6 +63,16 @@ def test_write_report_puts_svgs_beside_the_html(run, tmp_path):
     # Nothing the browser would fetch: no remote src/href/url().
     assert not re.search(r'(src|href)="(https?:)?//|url\((https?:)?//|@import', html)
     svgs = sorted(p.name for p in out.parent.glob("r-*.svg"))
-    assert svgs == sorted(f"r-{k}.svg" for k in ["histogram-cpu1", "histogram-cpu2", "timeline-cpu1",
-                                                  "timeline-cpu2", "sources", "chains", "unexplained"])
+    assert svgs == sorted(
+        f"r-{k}.svg"
+        for k in [
+            "histogram-cpu1",
+            "histogram-cpu2",
+            "timeline-cpu1",
+            "timeline-cpu2",
+            "sources",
+            "chains",
+            "unexplained",
+        ]
+    )
     assert html.count('data-figure="') == len(svgs)

@@ -18,16 +18,35 @@ from jitterscope.report.page import Column, Figure, page_path, render_page, writ
 from jitterscope.report.pages import write_report
 from tests.fixtures_runs import build_cluster_run, build_run
 
-SVG = ('<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
-       '<defs><path id="m0" d="M0 0L5 5"/></defs><use href="#m0"/><g clip-path="url(#c1)"/></svg>')
+SVG = (
+    '<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="10" height="10">'
+    '<defs><path id="m0" d="M0 0L5 5"/></defs><use href="#m0"/><g clip-path="url(#c1)"/></svg>'
+)
 
 
 def test_render_page_escapes_data_and_hashes_its_one_script():
-    html = render_page("cluster.html.j2", title="<b>t</b>", data={
-        "id": "<run>", "nodes": 1, "start": "s", "command_line": "a & b <script>alert(1)</script>",
-        "tables": [{"id": "x", "title": "X", "columns": [Column("n"), Column("v", "int")],
-                    "rows": [["<i>", 12345], ["y", None]]}], "heatmap": {}},
-        figures=[Figure("f", "cap <1>", SVG)], nav=[("x", "X")], warnings=["w<1>"])
+    html = render_page(
+        "cluster.html.j2",
+        title="<b>t</b>",
+        data={
+            "id": "<run>",
+            "nodes": 1,
+            "start": "s",
+            "command_line": "a & b <script>alert(1)</script>",
+            "tables": [
+                {
+                    "id": "x",
+                    "title": "X",
+                    "columns": [Column("n"), Column("v", "int")],
+                    "rows": [["<i>", 12345], ["y", None]],
+                }
+            ],
+            "heatmap": {},
+        },
+        figures=[Figure("f", "cap <1>", SVG)],
+        nav=[("x", "X")],
+        warnings=["w<1>"],
+    )
     assert "<script>alert" not in html and "&lt;script&gt;alert(1)&lt;/script&gt;" in html
     assert "<title>&lt;b&gt;t&lt;/b&gt;</title>" in html and "w&lt;1&gt;" in html and "&lt;i&gt;" in html
     assert '<td class="num" data-v="12345">12,345</td>' in html and '<td class="num" data-v="1e+99">—</td>' in html
@@ -35,16 +54,20 @@ def test_render_page_escapes_data_and_hashes_its_one_script():
     assert len(scripts) == 1
     digest = base64.b64encode(hashlib.sha256(scripts[0].encode()).digest()).decode()
     csp = re.search(r'http-equiv="Content-Security-Policy" content="([^"]*)"', html).group(1)
-    assert csp.replace("&#39;", "'") == (f"default-src 'none'; style-src 'unsafe-inline'; "
-                                         f"script-src 'sha256-{digest}'; img-src data:")
+    assert csp.replace("&#39;", "'") == (
+        f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; img-src data:"
+    )
 
 
 def test_figures_are_inlined_with_ids_unique_on_the_page():
-    html = render_page("cluster.html.j2", title="t", data={
-        "id": "r", "nodes": 0, "start": "", "command_line": "", "tables": []},
-        figures=[Figure("heatmap", "c", SVG)])
+    html = render_page(
+        "cluster.html.j2",
+        title="t",
+        data={"id": "r", "nodes": 0, "start": "", "command_line": "", "tables": []},
+        figures=[Figure("heatmap", "c", SVG)],
+    )
     assert "<?xml" not in html and 'id="heatmap-m0"' in html and 'href="#heatmap-m0"' in html
-    assert 'url(#c1)' in html  # a reference to an id not in the SVG is left alone
+    assert "url(#c1)" in html  # a reference to an id not in the SVG is left alone
     assert 'data-figure="heatmap"' in html and "figures also saved as SVG" in html
 
 

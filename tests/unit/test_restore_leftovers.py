@@ -11,14 +11,18 @@ import pytest
 from jitterscope.commands import restore
 
 
-def test_old_unjournalled_scratch_is_removed_and_fresh_or_foreign_kept(tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_old_unjournalled_scratch_is_removed_and_fresh_or_foreign_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr(restore.tempfile, "gettempdir", lambda: str(tmp_path))
     old = time.time() - 2 * restore._LEGACY_AGE_S
-    names = {"jitterscope-calibrate-8aajvxs5": old, "jitterscope-weights-k2_9x0ab": old,
-             "jitterscope-cluster-r1-abcd1234": old,
-             "jitterscope-calibrate-freshone": time.time(),   # may be a live run's: kept
-             "someone-elses-calibrate-8aajvxs5": old}         # not ours: kept
+    names = {
+        "jitterscope-calibrate-8aajvxs5": old,
+        "jitterscope-weights-k2_9x0ab": old,
+        "jitterscope-cluster-r1-abcd1234": old,
+        "jitterscope-calibrate-freshone": time.time(),  # may be a live run's: kept
+        "someone-elses-calibrate-8aajvxs5": old,
+    }  # not ours: kept
     for name, mtime in names.items():
         (tmp_path / name / "share-0.500").mkdir(parents=True)
         os.utime(tmp_path / name, (mtime, mtime))

@@ -24,8 +24,9 @@ from tests.support.noise_runs import periodic_source, write_noise_run
 
 
 def _run(tmp_path: Path, tracing: bool = True) -> Path:
-    return write_noise_run(tmp_path / "r", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 1e9)], 1.0,
-                           tracing=tracing)
+    return write_noise_run(
+        tmp_path / "r", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 1e9)], 1.0, tracing=tracing
+    )
 
 
 def _error(path: Path, read: str | None = None) -> str:
@@ -84,9 +85,13 @@ class _TestSummary(BaseModel):
 
 def test_a_new_kind_registers_writes_loads_and_reads(tmp_path: Path) -> None:
     waits = pa.schema([("thread", pa.int32()), ("wait_ns", pa.int64())])
-    register_kind(RunKind("test-sync", tables={"waits": TableSpec(waits),
-                                               "locks": TableSpec(pa.schema([("lock", pa.string())]), required=never)},
-                          summary=_TestSummary))
+    register_kind(
+        RunKind(
+            "test-sync",
+            tables={"waits": TableSpec(waits), "locks": TableSpec(pa.schema([("lock", pa.string())]), required=never)},
+            summary=_TestSummary,
+        )
+    )
     try:
         d = rundir.create_run_dir(tmp_path / "s")
         write_json(d / "meta.json", rundir.base_meta(kind="test-sync", duration_s=1.0))

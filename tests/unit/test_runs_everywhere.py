@@ -17,14 +17,16 @@ import pytest
 from jitterscope.cli import main
 from tests.fixtures_runs import build_cluster_run, build_run
 
-NODES = [("node-a", 1), ("node-b", 1), ("node-c", 1)]   # three hosts, all measuring CPU 1
+NODES = [("node-a", 1), ("node-b", 1), ("node-c", 1)]  # three hosts, all measuring CPU 1
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("runs")
-    out = {"measure": build_run(d / "measure", seed=3, duration_s=2.0),
-           "cluster": build_cluster_run(d / "cluster", NODES)}
+    out = {
+        "measure": build_run(d / "measure", seed=3, duration_s=2.0),
+        "cluster": build_cluster_run(d / "cluster", NODES),
+    }
     damage = {  # name -> (source run, file to damage, how)
         "measure-no-detours": ("measure", "detours.parquet", "delete"),
         "measure-bad-attribution": ("measure", "attribution.parquet", "truncate"),
@@ -46,8 +48,10 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def _commands(run: Path, tmp: Path) -> dict[str, list[str]]:
     model = tmp / "model.yaml"
-    model.write_text(f"resolution: 10us\ncomponents:\n  - {{name: a, period: 50ms, etp: {{run: {run}, "
-                     f"base: 5ms{', node: node-b:1' if 'cluster' in run.name else ''}}}}}\n")
+    model.write_text(
+        f"resolution: 10us\ncomponents:\n  - {{name: a, period: 50ms, etp: {{run: {run}, "
+        f"base: 5ms{', node: node-b:1' if 'cluster' in run.name else ''}}}}}\n"
+    )
     sim = ["--nodes", "1,4", "--phases", "20", "--phase", "1ms", "--replications", "2"]
     return {
         "report": ["report", str(run), "--out", str(tmp / "r.html")],
@@ -106,8 +110,8 @@ def test_every_command_reads_a_cluster_run_node_by_node(runs, tmp_path, capsys) 
     trace = json.loads((tmp_path / "x.json").read_text())
     assert {e["args"]["name"] for e in trace["traceEvents"] if e.get("name") == "process_name"} == set(per_node)
     sim = json.loads(results["simulate"])
-    assert sim["model"]["noise"]["cpus"] == list(per_node)          # one timeline per node
-    assert 0 < sim["results"][0]["slowdown"] < 1                    # not 'noise-free' (2.2e-14)
+    assert sim["model"]["noise"]["cpus"] == list(per_node)  # one timeline per node
+    assert 0 < sim["results"][0]["slowdown"] < 1  # not 'noise-free' (2.2e-14)
     fit = json.loads(results["fit"])
     assert fit["delays"]["cpus"] == list(per_node) and fit["delays"]["zero_fraction"] < 1
     bs = json.loads(results["simulate-by-source"])["by_source"]["sources"]
@@ -125,8 +129,9 @@ def test_a_kind_a_command_does_not_read_is_refused_in_one_line(tmp_path, capsys)
     class Other(BaseModel):
         run: dict
 
-    rundir.register_kind(rundir.RunKind("test-other", {"things": rundir.TableSpec(pa.schema([("x", pa.int64())]))},
-                                        summary=Other))
+    rundir.register_kind(
+        rundir.RunKind("test-other", {"things": rundir.TableSpec(pa.schema([("x", pa.int64())]))}, summary=Other)
+    )
     try:
         d = rundir.create_run_dir(tmp_path / "other")
         rundir.write_json(d / "meta.json", rundir.base_meta(kind="test-other", duration_s=1.0))

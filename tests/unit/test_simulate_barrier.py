@@ -18,11 +18,11 @@ def _brute(delay: D.Delay, det: Detours, n: int, latency: float, reps: int, seed
     rounds = int(np.ceil(np.log2(n)))
     d = det.lengths
     assert d is not None
-    shape = (reps, n)                                             # every repetition at once, a row each
+    shape = (reps, n)  # every repetition at once, a row each
     t = np.asarray(delay.sample(rng, reps * n), dtype=float).reshape(shape)
     for r in range(rounds):
         partner = np.roll(t, 1 << r, axis=1)
-        length = rng.choice(d, shape, p=d / d.sum())              # length-biased: the covering detour
+        length = rng.choice(d, shape, p=d / d.sum())  # length-biased: the covering detour
         age = rng.random(shape) * length
         covered = (rng.random(shape) < det.noise_fraction) & (age < partner - t)
         t = np.maximum(t, partner + np.where(covered, length - age, 0.0))
@@ -34,13 +34,13 @@ def _brute(delay: D.Delay, det: Detours, n: int, latency: float, reps: int, seed
 @pytest.mark.parametrize("n", [2, 8, 32])
 def test_tree_law_matches_brute_force_barrier(n):
     delay = D.gamma(2.0, 0.5e-3)
-    det = detours_from_lengths(np.array([20e-6, 50e-6, 400e-6, 2e-3, 5e-3]), 0.05)   # 10% noise
+    det = detours_from_lengths(np.array([20e-6, 50e-6, 400e-6, 2e-3, 5e-3]), 0.05)  # 10% noise
     latency = 20e-6
     law = phase_law(delay, det, n, int(np.ceil(np.log2(n))), latency)
     mean, var = law.moments()
     x = _brute(delay, det, n, latency, 20_000, seed=n)
     se = x.std(ddof=1) / np.sqrt(len(x))
-    assert abs(x.mean() - mean) < 4 * se + law.h          # lattice rounding is at most h
+    assert abs(x.mean() - mean) < 4 * se + law.h  # lattice rounding is at most h
     assert np.sqrt(var) == pytest.approx(x.std(), rel=0.05)
 
 
@@ -69,18 +69,28 @@ class _ResidualLaw:
         x = np.asarray(x, dtype=float)
         return np.maximum(np.subtract.outer(-x, -self.d), 0).mean(-1) / self.d.mean()
 
-    def sf(self, x): return self._s(x)
-    def logcdf(self, x): return np.log1p(-np.minimum(self._s(x), 1.0))
-    def mean(self): return float((self.d ** 2).mean() / (2 * self.d.mean()))
-    def var(self): return float((self.d ** 3).mean() / (3 * self.d.mean()) - self.mean() ** 2)
-    def support(self): return (0.0, float(self.d[-1]))
+    def sf(self, x):
+        return self._s(x)
+
+    def logcdf(self, x):
+        return np.log1p(-np.minimum(self._s(x), 1.0))
+
+    def mean(self):
+        return float((self.d**2).mean() / (2 * self.d.mean()))
+
+    def var(self):
+        return float((self.d**3).mean() / (3 * self.d.mean()) - self.mean() ** 2)
+
+    def support(self):
+        return (0.0, float(self.d[-1]))
 
     def isf(self, s):
         grid = np.linspace(0, self.d[-1], 20001)
         sg = self._s(grid)
         return np.interp(-np.asarray(s, dtype=float), -sg, grid)
 
-    def ppf(self, u): return self.isf(1 - np.asarray(u, dtype=float))
+    def ppf(self, u):
+        return self.isf(1 - np.asarray(u, dtype=float))
 
 
 def test_iid_fit_with_barrier_tracks_the_trace_driven_barrier(tmp_path):
@@ -99,10 +109,15 @@ def test_iid_fit_with_barrier_tracks_the_trace_driven_barrier(tmp_path):
     from tests.support.noise_runs import periodic_source, write_noise_run
 
     r = 10e9
-    run = write_noise_run(tmp_path / "noisy", [
-        periodic_source("irq", "tick", 1, 1e6, 5e3, r, phase_ns=1234, jitter_ns=200, seed=1),
-        periodic_source("thread", "worker", 1, 5e6, 400e3, r, phase_ns=100, jitter_ns=4e6, seed=2),
-        periodic_source("thread", "daemon", 1, 97e6, 3e6, r, phase_ns=5e6, jitter_ns=90e6, seed=3)], 10.0)
+    run = write_noise_run(
+        tmp_path / "noisy",
+        [
+            periodic_source("irq", "tick", 1, 1e6, 5e3, r, phase_ns=1234, jitter_ns=200, seed=1),
+            periodic_source("thread", "worker", 1, 5e6, 400e3, r, phase_ns=100, jitter_ns=4e6, seed=2),
+            periodic_source("thread", "daemon", 1, 97e6, 3e6, r, phase_ns=5e6, jitter_ns=90e6, seed=3),
+        ],
+        10.0,
+    )
     trace = simulate(parse_noise(str(run)), Job((64, 1024), (100,), 1e-3, replications=10))
     iid = simulate(parse_noise(f"fit:{run}"), Job((64, 1024), (100,), 1e-3, replications=50))
     for n in (64, 1024):

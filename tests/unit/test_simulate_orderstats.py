@@ -68,7 +68,7 @@ def test_bernoulli_max_is_one_minus_survival_times_delay(n):
     assert max_moments(D.bernoulli(p, delay), n)[0] == pytest.approx(ref, rel=1e-9, abs=1e-18)
     sim = _sim("bernoulli(p=0.003,delay=2ms)", [n], [2000], sync="none", replications=100)
     r = sim.point(n, 2000)
-    lo, hi = r.ci95_s   # zero width once every phase's maximum is the delay
+    lo, hi = r.ci95_s  # zero width once every phase's maximum is the delay
     assert lo - r.ideal_s <= 2000 * ref * (1 + 1e-9) and hi - r.ideal_s >= 2000 * ref * (1 - 1e-9)
 
 
@@ -78,7 +78,7 @@ def test_sampler_stays_exact_at_huge_n(n):
     x = sample_max(d, n, np.random.default_rng(1), 200_000)
     assert np.isfinite(x).all()
     # max of n exponentials = log(n) + Gumbel: mean H_n, variance -> pi^2/6
-    se = math.sqrt(math.pi ** 2 / 6 / len(x))
+    se = math.sqrt(math.pi**2 / 6 / len(x))
     assert abs(x.mean() - harmonic(n)) < 4 * se
     # quantiles against the Gumbel limit log(n) - log(-log u), exact to O(1/n) here
     u = np.array([1e-3, 0.1, 0.5, 0.9, 0.999])
@@ -92,7 +92,7 @@ def test_sampler_stays_exact_at_huge_n(n):
 def test_exact_sampler_agrees_with_brute_force_at_1000_nodes():
     rng = np.random.default_rng(7)
     d = D.normal(1.91e-3, 0.36e-3)
-    brute = rng.normal(1.91e-3, 0.36e-3, (400, 1000)).max(axis=1)     # 400 phases x 1000 nodes
+    brute = rng.normal(1.91e-3, 0.36e-3, (400, 1000)).max(axis=1)  # 400 phases x 1000 nodes
     exact = sample_max(d, 1000, rng, 400)
     diff = brute.mean() - exact.mean()
     se = math.sqrt(brute.var(ddof=1) / 400 + exact.var(ddof=1) / 400)
@@ -129,7 +129,8 @@ def test_sync_rounds_cost_link_latency_and_grow_with_nodes():
     job = Job((1, 2, 1024, 1025), (100,), parse_duration_s("1ms"), link_latency_s=5e-6, replications=20)
     sim = simulate(parse_noise("bernoulli(p=0.0001,delay=1ms)"), job)
     assert [sim.point(n, 100).ideal_s for n in (1, 2, 1024, 1025)] == pytest.approx(
-        [0.1, 0.1 + 100 * 5e-6, 0.1 + 100 * 10 * 5e-6, 0.1 + 100 * 11 * 5e-6])
+        [0.1, 0.1 + 100 * 5e-6, 0.1 + 100 * 10 * 5e-6, 0.1 + 100 * 11 * 5e-6]
+    )
 
 
 def test_pareto_heavy_tail_moments():

@@ -18,8 +18,8 @@ def _brute_finish(starts, durs, period, t0, work):
     busy = np.zeros(int(period) * 4, dtype=bool)
     for k in range(4):
         for s, d in zip(starts, durs):
-            busy[int(s + k * period):int(s + d + k * period)] = True
-    free = np.flatnonzero(~busy[int(t0):])
+            busy[int(s + k * period) : int(s + d + k * period)] = True
+    free = np.flatnonzero(~busy[int(t0) :])
     return int(t0) + free[int(work) - 1] + 1
 
 
@@ -117,11 +117,16 @@ def daemon_run(tmp_path_factory):
     every second (rare); CPU 2: the tick and a TIMER softirq."""
     path = tmp_path_factory.mktemp("runs") / "daemon"
     r = 10e9
-    return write_noise_run(path, [
-        periodic_source("irq", "local_timer", 1, 1e6, 5e3, r, phase_ns=1234, jitter_ns=200, seed=1),
-        periodic_source("thread", "daemon", 1, 1e9, 2e6, r, phase_ns=333e6, seed=2),
-        periodic_source("irq", "local_timer", 2, 1e6, 5e3, r, phase_ns=777, jitter_ns=200, seed=3),
-        periodic_source("softirq", "TIMER", 2, 4e6, 8e3, r, phase_ns=1300, seed=4)], 10.0)
+    return write_noise_run(
+        path,
+        [
+            periodic_source("irq", "local_timer", 1, 1e6, 5e3, r, phase_ns=1234, jitter_ns=200, seed=1),
+            periodic_source("thread", "daemon", 1, 1e9, 2e6, r, phase_ns=333e6, seed=2),
+            periodic_source("irq", "local_timer", 2, 1e6, 5e3, r, phase_ns=777, jitter_ns=200, seed=3),
+            periodic_source("softirq", "TIMER", 2, 4e6, 8e3, r, phase_ns=1300, seed=4),
+        ],
+        10.0,
+    )
 
 
 def test_phase_delays_from_a_periodic_run(tmp_path):
@@ -140,7 +145,7 @@ def test_by_source_ranks_rare_long_daemon_above_frequent_tick(daemon_run):
     names = [s["name"] for s in rank["sources"]]
     assert names[0] == "daemon"
     share = {s["name"]: s["share"] for s in rank["sources"]}
-    assert share["local_timer"] > share["daemon"]          # ... though it is the smaller share
+    assert share["local_timer"] > share["daemon"]  # ... though it is the smaller share
     top = rank["sources"][0]
     assert top["slowdown"] < rank["baseline_slowdown"] / 10
     assert rank["baseline_slowdown"] == base.point(10_000, 50).slowdown
@@ -149,8 +154,7 @@ def test_by_source_ranks_rare_long_daemon_above_frequent_tick(daemon_run):
 
 
 def test_by_source_needs_attribution(tmp_path):
-    run = write_noise_run(tmp_path / "untraced", [periodic_source("irq", "tick", 1, 1e6, 5e3, 1e9)], 1.0,
-                          tracing=False)
+    run = write_noise_run(tmp_path / "untraced", [periodic_source("irq", "tick", 1, 1e6, 5e3, 1e9)], 1.0, tracing=False)
     with pytest.raises(JitterscopeError, match="no attribution"):
         by_source(parse_noise(str(run)), Job((10,), (10,), 1e-3, replications=2))
     with pytest.raises(JitterscopeError, match="needs a measured run"):

@@ -23,9 +23,19 @@ def build(n_ticks=100):
     s = np.array([x[:3] for x in segs], dtype=np.int64)
     d = np.array(dets, dtype=np.int64)
     att = attribute(d[:, 0], d[:, 1], d[:, 2], s[:, 0], s[:, 1], s[:, 2], codes, sources)
-    meta = {"id": "x", "host": "h", "kernel": "k", "start": "t", "duration_s": 0.5,
-            "options": {"threshold_ns": 1000}, "cpus": [1], "tracing": {"enabled": True, "reason": None},
-            "virtualization": None, "steal_ns": 0, "lost_events": 0}
+    meta = {
+        "id": "x",
+        "host": "h",
+        "kernel": "k",
+        "start": "t",
+        "duration_s": 0.5,
+        "options": {"threshold_ns": 1000},
+        "cpus": [1],
+        "tracing": {"enabled": True, "reason": None},
+        "virtualization": None,
+        "steal_ns": 0,
+        "lost_events": 0,
+    }
     return make_summary(meta, att, d[:, 0], d[:, 1], d[:, 2], {1: 0.5e9}, {1: 20.0}, {})
 
 

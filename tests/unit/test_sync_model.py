@@ -23,11 +23,20 @@ def _events(rows: list[tuple]) -> model.Events:
     """rows: (tid, op, obj, aux, enter_us, exit_us, flags, result)"""
     a = np.array(rows, dtype=object)
     n = len(rows)
-    ev = model.Events(np.full(n, 100, np.int32), a[:, 0].astype(np.int32), a[:, 1].astype(np.int16),
-                      a[:, 2].astype(np.uint64), a[:, 3].astype(np.uint64), np.zeros(n, np.uint64),
-                      (a[:, 4].astype(float) * US).astype(np.int64), (a[:, 5].astype(float) * US).astype(np.int64),
-                      np.zeros(n, np.int32), a[:, 6].astype(np.int32), a[:, 7].astype(np.int32),
-                      [{"pid": 100, "comm": "t", "start_ns": 0, "file": "x"}])
+    ev = model.Events(
+        np.full(n, 100, np.int32),
+        a[:, 0].astype(np.int32),
+        a[:, 1].astype(np.int16),
+        a[:, 2].astype(np.uint64),
+        a[:, 3].astype(np.uint64),
+        np.zeros(n, np.uint64),
+        (a[:, 4].astype(float) * US).astype(np.int64),
+        (a[:, 5].astype(float) * US).astype(np.int64),
+        np.zeros(n, np.int32),
+        a[:, 6].astype(np.int32),
+        a[:, 7].astype(np.int32),
+        [{"pid": 100, "comm": "t", "start_ns": 0, "file": "x"}],
+    )
     order = np.lexsort((ev.exit, ev.enter))
     for f in ("pid", "tid", "op", "obj", "aux", "site", "enter", "exit", "cpu", "flags", "result"):
         setattr(ev, f, getattr(ev, f)[order])
@@ -35,12 +44,14 @@ def _events(rows: list[tuple]) -> model.Events:
 
 
 def test_lock_unlock_from_the_last_unlock_before_lx():
-    ev = _events([
-        (101, R.LOCK, 7, 0, 10, 260, R.SF_SLEPT, 0),     # waits 10..260 us
-        (100, R.UNLOCK, 7, 0, 40, 41, 0, 0),             # an earlier unlock (re-stamped)
-        (102, R.UNLOCK, 7, 0, 60, 62, 0, 0),             # the last unlock before l_x: lu = 200 us
-        (102, R.UNLOCK, 7, 0, 300, 301, 0, 0),           # after l_x: not this wait's
-    ])
+    ev = _events(
+        [
+            (101, R.LOCK, 7, 0, 10, 260, R.SF_SLEPT, 0),  # waits 10..260 us
+            (100, R.UNLOCK, 7, 0, 40, 41, 0, 0),  # an earlier unlock (re-stamped)
+            (102, R.UNLOCK, 7, 0, 60, 62, 0, 0),  # the last unlock before l_x: lu = 200 us
+            (102, R.UNLOCK, 7, 0, 300, 301, 0, 0),  # after l_x: not this wait's
+        ]
+    )
     m = model.match(ev, model.threads(ev), model.Options())
     lu = [r for r in m.intervals if r["type"] == "lu"]
     assert len(lu) == 1 and lu[0]["t_ns"] == 200 * US and lu[0]["jitter_ns"] == 190 * US
@@ -55,13 +66,15 @@ def test_lock_without_sleep_is_no_lu_unless_asked():
 
 
 def test_signal_fifo_and_broadcast_stamps():
-    ev = _events([
-        (101, R.COND_WAIT, 9, 0, 0, 130, 0, 0),
-        (102, R.COND_WAIT, 9, 0, 5, 400, 0, 0),
-        (103, R.COND_SIGNAL, 9, 0, 100, 102, 0, 0),      # oldest pending stamp -> the first waiter out
-        (103, R.COND_BROADCAST, 9, 0, 300, 303, 0, 0),   # stamps the waiter still unclaimed
-        (104, R.COND_WAIT, 9, 0, 10, 50, 0, 110),        # ETIMEDOUT: nothing
-    ])
+    ev = _events(
+        [
+            (101, R.COND_WAIT, 9, 0, 0, 130, 0, 0),
+            (102, R.COND_WAIT, 9, 0, 5, 400, 0, 0),
+            (103, R.COND_SIGNAL, 9, 0, 100, 102, 0, 0),  # oldest pending stamp -> the first waiter out
+            (103, R.COND_BROADCAST, 9, 0, 300, 303, 0, 0),  # stamps the waiter still unclaimed
+            (104, R.COND_WAIT, 9, 0, 10, 50, 0, 110),  # ETIMEDOUT: nothing
+        ]
+    )
     m = model.match(ev, model.threads(ev), model.Options())
     got = sorted((r["type"], r["tid"], r["t_ns"] // US) for r in m.intervals if r["type"] in ("sw", "bw"))
     assert got == [("bw", 102, 100), ("sw", 101, 30)]
@@ -69,16 +82,18 @@ def test_signal_fifo_and_broadcast_stamps():
 
 
 def test_barrier_last_arriver_releases_the_round():
-    ev = _events([
-        (100, R.BARRIER_INIT, 5, 3, 0, 0, 0, 0),
-        (101, R.BARRIER_WAIT, 5, 0, 10, 320, 0, 0),
-        (102, R.BARRIER_WAIT, 5, 0, 12, 330, 0, 0),
-        (103, R.BARRIER_WAIT, 5, 0, 300, 305, R.SF_SERIAL, 0),   # 290 us late
-    ])
+    ev = _events(
+        [
+            (100, R.BARRIER_INIT, 5, 3, 0, 0, 0, 0),
+            (101, R.BARRIER_WAIT, 5, 0, 10, 320, 0, 0),
+            (102, R.BARRIER_WAIT, 5, 0, 12, 330, 0, 0),
+            (103, R.BARRIER_WAIT, 5, 0, 300, 305, R.SF_SERIAL, 0),  # 290 us late
+        ]
+    )
     m = model.match(ev, model.threads(ev), model.Options())
     barw = sorted((r["tid"], r["t_ns"] // US, r["releaser_tid"]) for r in m.intervals if r["type"] == "barw")
     assert barw == [(101, 20, 103), (102, 30, 103)]
-    assert [w["enter_ns"] // US for w in m.waits] == [10, 12]   # each waited ~290 us for the last arriver
+    assert [w["enter_ns"] // US for w in m.waits] == [10, 12]  # each waited ~290 us for the last arriver
 
 
 def test_counter_rule_is_max_on_join():
@@ -88,21 +103,30 @@ def test_counter_rule_is_max_on_join():
         {"tid": 2, "creator_tid": 1, "create_ns": 10, "start_ns": 11, "joined_by": 1, "join_ns": 100},
         {"tid": 3, "creator_tid": 1, "create_ns": 12, "start_ns": 13, "joined_by": 1, "join_ns": 101},
     ]
-    iv = [{"tid": 1, "end_ns": 5, "jitter_ns": 5, "type": "lu"},
-          {"tid": 2, "end_ns": 50, "jitter_ns": 20, "type": "sw"},
-          {"tid": 3, "end_ns": 60, "jitter_ns": 7, "type": "sw"}, {"tid": 1, "end_ns": 70, "jitter_ns": 3, "type": "u"}]
+    iv = [
+        {"tid": 1, "end_ns": 5, "jitter_ns": 5, "type": "lu"},
+        {"tid": 2, "end_ns": 50, "jitter_ns": 20, "type": "sw"},
+        {"tid": 3, "end_ns": 60, "jitter_ns": 7, "type": "sw"},
+        {"tid": 1, "end_ns": 70, "jitter_ns": 3, "type": "u"},
+    ]
     res = critical.counter_rule(rows, iv, root=1)
     assert res["jitter_ns"] == 25 and res["per_thread"][3] == 12
 
 
 def test_walk_follows_the_releaser():
-    rows = [{"pid": 1, "tid": 1, "creator_tid": 0, "create_ns": None, "start_ns": 0, "end_ns": 1000},
-            {"pid": 1, "tid": 2, "creator_tid": 1, "create_ns": 100, "start_ns": 120, "end_ns": 900}]
+    rows = [
+        {"pid": 1, "tid": 1, "creator_tid": 0, "create_ns": None, "start_ns": 0, "end_ns": 1000},
+        {"pid": 1, "tid": 2, "creator_tid": 1, "create_ns": 100, "start_ns": 120, "end_ns": 900},
+    ]
     waits = [{"wait": 0, "tid": 1, "enter_ns": 200, "release_ns": 880, "exit_ns": 950, "releaser_tid": 2}]
     steps = critical.walk(rows, waits, 1)
     assert [(s["tid"], s["kind"], s["start_ns"], s["end_ns"]) for s in steps] == [
-        (1, "run", 0, 100), (2, "create", 100, 120), (2, "run", 120, 880), (1, "wake", 880, 950),
-        (1, "run", 950, 1000)]
+        (1, "run", 0, 100),
+        (2, "create", 100, 120),
+        (2, "run", 120, 880),
+        (1, "wake", 880, 950),
+        (1, "run", 950, 1000),
+    ]
     assert sum(s["end_ns"] - s["start_ns"] for s in steps) == 1000
 
 
@@ -121,11 +145,17 @@ def test_thread_labels_name_another_jitterscope_probe_never_unexplained():
 
     names = pa.array(["js-probe/1", "syncgold", "jitterscope", "jitterscope", "python", "local_timer"])
     kinds = pa.array(["thread", "thread", "thread", "thread", "thread", "irq"])
-    pids = np.array([900, 42, 42, 77, 55, 42], np.int32)    # 42: the program (before exec it was 'jitterscope')
+    pids = np.array([900, 42, 42, 77, 55, 42], np.int32)  # 42: the program (before exec it was 'jitterscope')
     mine, labels = label_threads(names, kinds, pids, {42, 43}, tool_pid=77)
     assert mine.tolist() == [False, True, True, False, False, False]
-    assert labels.to_pylist() == ["js-probe/1 (another jitterscope)", "syncgold (tid 42)", "jitterscope (tid 42)",
-                                  "jitterscope (jitterscope)", "python", "local_timer"]
+    assert labels.to_pylist() == [
+        "js-probe/1 (another jitterscope)",
+        "syncgold (tid 42)",
+        "jitterscope (tid 42)",
+        "jitterscope (jitterscope)",
+        "python",
+        "local_timer",
+    ]
     sources, codes = source_table(kinds, labels)
     assert codes[0] != 0 and sources[codes[0]] == ("thread", "js-probe/1 (another jitterscope)")
 
@@ -136,13 +166,33 @@ def test_subframes_restart_at_create_and_join_and_book_jitter_pro_rata():
     assert SF.bounds(0, 1000, 330, []) == [(0, 330), (330, 660), (660, 990), (990, 1000)]
     # a create at 500 forces a deadline: the subframe running then ends there, the next starts at 500
     assert SF.bounds(0, 1000, 330, [500, 2000]) == [(0, 330), (330, 500), (500, 830), (830, 1000)]
-    threads = [{"pid": 1, "tid": 1, "creator_tid": 0, "create_ns": None, "start_ns": 0, "end_ns": 1000,
-                "joined_by": 0, "join_ns": None},
-               {"pid": 1, "tid": 2, "creator_tid": 1, "create_ns": 500, "start_ns": 510, "end_ns": 700,
-                "joined_by": 1, "join_ns": 800}]
-    jitter = [{"tid": 1, "type": "jw", "start_ns": 300, "end_ns": 400, "jitter_ns": 50},     # straddles 330
-              {"tid": 1, "type": "hd", "start_ns": 0, "end_ns": 1000, "jitter_ns": 999},     # not the thread's own
-              {"tid": 2, "type": "sw", "start_ns": 600, "end_ns": 650, "jitter_ns": 20}]
+    threads = [
+        {
+            "pid": 1,
+            "tid": 1,
+            "creator_tid": 0,
+            "create_ns": None,
+            "start_ns": 0,
+            "end_ns": 1000,
+            "joined_by": 0,
+            "join_ns": None,
+        },
+        {
+            "pid": 1,
+            "tid": 2,
+            "creator_tid": 1,
+            "create_ns": 500,
+            "start_ns": 510,
+            "end_ns": 700,
+            "joined_by": 1,
+            "join_ns": 800,
+        },
+    ]
+    jitter = [
+        {"tid": 1, "type": "jw", "start_ns": 300, "end_ns": 400, "jitter_ns": 50},  # straddles 330
+        {"tid": 1, "type": "hd", "start_ns": 0, "end_ns": 1000, "jitter_ns": 999},  # not the thread's own
+        {"tid": 2, "type": "sw", "start_ns": 600, "end_ns": 650, "jitter_ns": 20},
+    ]
     rows = SF.subframes(threads, jitter, length=330, warmup=1)
     main = [r for r in rows if r["tid"] == 1]
     assert [(r["start_ns"], r["end_ns"]) for r in main] == [(0, 330), (330, 500), (500, 800), (800, 1000)]

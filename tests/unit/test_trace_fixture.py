@@ -39,7 +39,7 @@ def reference_events(trace_dir: Path, cpu: int) -> list[tuple[int, int]]:
     for p in range(0, len(raw) - page_size + 1, page_size):
         ts, commit = struct.unpack_from("<QQ", raw, p)
         size = commit & ((1 << 27) - 1)
-        data = raw[p + data_off: p + data_off + size]
+        data = raw[p + data_off : p + data_off + size]
         i = 0
         while i + 4 <= len(data):
             (hdr,) = struct.unpack_from("<I", data, i)
@@ -74,14 +74,16 @@ def test_fixture_events_match_kernel_count_and_reference_decoder() -> None:
     assert td.n_events == stats[str(cpu)]["read_events"] == len(ref)
     assert td.lost_events == 0
     # every local_timer interval starts at a local_timer_entry event's timestamp
-    roles = {int(f[1]): (f[2], f[3]) for f in (line.split() for line in
-             (FIXTURE / "events.txt").read_text().splitlines()) if f and f[0] == "event"}
+    roles = {
+        int(f[1]): (f[2], f[3])
+        for f in (line.split() for line in (FIXTURE / "events.txt").read_text().splitlines())
+        if f and f[0] == "event"
+    }
     entry_id = next(i for i, r in roles.items() if r == ("vec_entry", "local_timer"))
     ref_starts = sorted(ts for ts, eid in ref if eid == entry_id)
     act = td.activity.to_pylist()
-    got = sorted(r["start_tsc"] for r in act if r["kind"] == "irq" and r["name"] == "local_timer"
-                 and not r["clipped"])
-    assert ref_starts and got == ref_starts[:len(got)] and len(ref_starts) - len(got) <= 1
+    got = sorted(r["start_tsc"] for r in act if r["kind"] == "irq" and r["name"] == "local_timer" and not r["clipped"])
+    assert ref_starts and got == ref_starts[: len(got)] and len(ref_starts) - len(got) <= 1
 
 
 def test_fixture_segments_partition_the_capture_window() -> None:

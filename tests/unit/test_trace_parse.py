@@ -28,10 +28,14 @@ CPU = 1
 T0 = 1_000_000_000  # capture start (TSC)
 
 
-def parse(tmp_path: Path, events: list[tuple[int, bytes]], window: tuple[int, int] | None = None,
-          pages: list[S.Page] | None = None, **kw) -> TraceData:
-    S.write_trace(tmp_path / "trace", {CPU: pages if pages is not None else S.paginate(events)},
-                  window=window, **kw)
+def parse(
+    tmp_path: Path,
+    events: list[tuple[int, bytes]],
+    window: tuple[int, int] | None = None,
+    pages: list[S.Page] | None = None,
+    **kw,
+) -> TraceData:
+    S.write_trace(tmp_path / "trace", {CPU: pages if pages is not None else S.paginate(events)}, window=window, **kw)
     return parse_trace(tmp_path / "trace")
 
 
@@ -66,15 +70,14 @@ def test_nmi_in_irq_in_softirq_in_another_tasks_slice(tmp_path: Path) -> None:
     t = T0
     ev = [
         (t + 100, S.switch("probe", 50, "ksoftirqd/1", 22)),
-        (t + 200, S.softirq_entry(1, 22)),          # TIMER softirq in ksoftirqd's slice
+        (t + 200, S.softirq_entry(1, 22)),  # TIMER softirq in ksoftirqd's slice
         (t + 300, S.irq_entry(11, "virtio0", 22)),  # hard IRQ inside it
-        (t + 450, S.nmi(0xffffffff81000000, 100, 22)),  # NMI [350, 450] inside the IRQ
+        (t + 450, S.nmi(0xFFFFFFFF81000000, 100, 22)),  # NMI [350, 450] inside the IRQ
         (t + 500, S.irq_exit(11, 22)),
         (t + 600, S.softirq_exit(1, 22)),
         (t + 700, S.switch("ksoftirqd/1", 22, "probe", 50)),
     ]
-    td = parse(tmp_path, ev, window=(T0, T0 + 1000),
-               symbols={0xffffffff81000000: "perf_event_nmi_handler"})
+    td = parse(tmp_path, ev, window=(T0, T0 + 1000), symbols={0xFFFFFFFF81000000: "perf_event_nmi_handler"})
     check_partition(td)
     (thread,) = find(td, "thread", "ksoftirqd/1")
     (soft,) = find(td, "softirq", "TIMER")
@@ -86,9 +89,14 @@ def test_nmi_in_irq_in_softirq_in_another_tasks_slice(tmp_path: Path) -> None:
     assert (nmi["start_tsc"], nmi["end_tsc"], nmi["depth"]) == (t + 350, t + 450, 3)
     assert not any(r["clipped"] for r in (thread, soft, irq, nmi))
     assert seg_list(td) == [
-        (T0, t + 100, "probe"), (t + 100, t + 200, "ksoftirqd/1"), (t + 200, t + 300, "TIMER"),
-        (t + 300, t + 350, "virtio0"), (t + 350, t + 450, "perf_event_nmi_handler"),
-        (t + 450, t + 500, "virtio0"), (t + 500, t + 600, "TIMER"), (t + 600, t + 700, "ksoftirqd/1"),
+        (T0, t + 100, "probe"),
+        (t + 100, t + 200, "ksoftirqd/1"),
+        (t + 200, t + 300, "TIMER"),
+        (t + 300, t + 350, "virtio0"),
+        (t + 350, t + 450, "perf_event_nmi_handler"),
+        (t + 450, t + 500, "virtio0"),
+        (t + 500, t + 600, "TIMER"),
+        (t + 600, t + 700, "ksoftirqd/1"),
         (t + 700, T0 + 1000, "probe"),
     ]
     # the probe's slice before the first switch began before the capture: clipped
@@ -111,8 +119,12 @@ def test_activity_begun_before_the_capture_starts_at_capture_start(tmp_path: Pat
     assert (timer["start_tsc"], timer["end_tsc"], timer["clipped"]) == (T0, T0 + 50, True)
     assert (soft["start_tsc"], soft["end_tsc"], soft["clipped"]) == (T0, T0 + 80, True)
     assert soft["depth"] == 1 and timer["depth"] == 2  # the IRQ sat inside the softirq
-    assert seg_list(td) == [(T0, T0 + 50, "local_timer"), (T0 + 50, T0 + 80, "NET_RX"),
-                            (T0 + 80, T0 + 120, "app"), (T0 + 120, T0 + 200, "swapper/1")]
+    assert seg_list(td) == [
+        (T0, T0 + 50, "local_timer"),
+        (T0 + 50, T0 + 80, "NET_RX"),
+        (T0 + 80, T0 + 120, "app"),
+        (T0 + 120, T0 + 200, "swapper/1"),
+    ]
 
 
 def test_activity_running_at_the_end_is_clipped_to_the_capture_end(tmp_path: Path) -> None:
@@ -128,15 +140,23 @@ def test_activity_running_at_the_end_is_clipped_to_the_capture_end(tmp_path: Pat
 def test_back_to_back_activities_leave_no_gap_or_empty_segment(tmp_path: Path) -> None:
     ev = [
         (T0 + 10, S.switch("a", 5, "b", 6)),
-        (T0 + 20, S.local_timer_entry(6)), (T0 + 30, S.local_timer_exit(6)),
-        (T0 + 30, S.local_timer_entry(6)), (T0 + 45, S.local_timer_exit(6)),  # same instant
-        (T0 + 45, S.switch("b", 6, "c", 7)), (T0 + 45, S.switch("c", 7, "d", 8)),
+        (T0 + 20, S.local_timer_entry(6)),
+        (T0 + 30, S.local_timer_exit(6)),
+        (T0 + 30, S.local_timer_entry(6)),
+        (T0 + 45, S.local_timer_exit(6)),  # same instant
+        (T0 + 45, S.switch("b", 6, "c", 7)),
+        (T0 + 45, S.switch("c", 7, "d", 8)),
     ]
     td = parse(tmp_path, ev, window=(T0, T0 + 60))
     check_partition(td)
     # two separate interrupts: two segments meeting at T0+30, each owned by its own interval
-    assert seg_list(td) == [(T0, T0 + 10, "a"), (T0 + 10, T0 + 20, "b"), (T0 + 20, T0 + 30, "local_timer"),
-                            (T0 + 30, T0 + 45, "local_timer"), (T0 + 45, T0 + 60, "d")]
+    assert seg_list(td) == [
+        (T0, T0 + 10, "a"),
+        (T0 + 10, T0 + 20, "b"),
+        (T0 + 20, T0 + 30, "local_timer"),
+        (T0 + 30, T0 + 45, "local_timer"),
+        (T0 + 45, T0 + 60, "d"),
+    ]
     assert td.segments["owner"][2] != td.segments["owner"][3]
     assert len(find(td, "irq", "local_timer")) == 2
     (c,) = find(td, "thread", "c")
@@ -144,20 +164,19 @@ def test_back_to_back_activities_leave_no_gap_or_empty_segment(tmp_path: Path) -
 
 
 def test_annotations_own_no_time_and_sit_inside_their_container(tmp_path: Path) -> None:
-    fn_tick, fn_work = 0xffffffff81100000, 0xffffffff81200000
+    fn_tick, fn_work = 0xFFFFFFFF81100000, 0xFFFFFFFF81200000
     ev = [
         (T0 + 10, S.switch("a", 5, "kworker/1:1", 30)),
-        (T0 + 20, S.work_start(0xdead, fn_work, 30)),
+        (T0 + 20, S.work_start(0xDEAD, fn_work, 30)),
         (T0 + 30, S.local_timer_entry(30)),
-        (T0 + 32, S.hrtimer_entry(0xbeef, fn_tick, 30)),
-        (T0 + 38, S.hrtimer_exit(0xbeef, 30)),
+        (T0 + 32, S.hrtimer_entry(0xBEEF, fn_tick, 30)),
+        (T0 + 38, S.hrtimer_exit(0xBEEF, 30)),
         (T0 + 40, S.local_timer_exit(30)),
-        (T0 + 50, S.switch("kworker/1:1", 30, "a", 5)),   # preempted mid-item
-        (T0 + 70, S.switch("a", 5, "kworker/1:1", 30)),   # resumes it
-        (T0 + 90, S.work_end(0xdead, fn_work, 30)),
+        (T0 + 50, S.switch("kworker/1:1", 30, "a", 5)),  # preempted mid-item
+        (T0 + 70, S.switch("a", 5, "kworker/1:1", 30)),  # resumes it
+        (T0 + 90, S.work_end(0xDEAD, fn_work, 30)),
     ]
-    td = parse(tmp_path, ev, window=(T0, T0 + 100),
-               symbols={fn_tick: "tick_nohz_handler", fn_work: "vmstat_update"})
+    td = parse(tmp_path, ev, window=(T0, T0 + 100), symbols={fn_tick: "tick_nohz_handler", fn_work: "vmstat_update"})
     check_partition(td)
     (tick,) = find(td, "timer", "tick_nohz_handler")
     assert (tick["start_tsc"], tick["end_tsc"], tick["depth"], tick["detail"]) == (T0 + 32, T0 + 38, 2, "hrtimer")
@@ -169,8 +188,11 @@ def test_annotations_own_no_time_and_sit_inside_their_container(tmp_path: Path) 
 
 def test_time_extend_and_absolute_deltas(tmp_path: Path) -> None:
     gap = 3 << 27  # needs a TIME_EXTEND
-    ev = [(T0, S.switch("a", 5, "b", 6)), (T0 + gap + 7, S.switch("b", 6, "a", 5)),
-          (T0 + 2 * gap + 123_456_789, S.switch("a", 5, "b", 6))]
+    ev = [
+        (T0, S.switch("a", 5, "b", 6)),
+        (T0 + gap + 7, S.switch("b", 6, "a", 5)),
+        (T0 + 2 * gap + 123_456_789, S.switch("a", 5, "b", 6)),
+    ]
     td = parse(tmp_path, ev)
     starts = sorted(r["start_tsc"] for r in rows(td) if not r["clipped"])
     assert starts == [T0, T0 + gap + 7]
@@ -178,12 +200,15 @@ def test_time_extend_and_absolute_deltas(tmp_path: Path) -> None:
 
 
 def test_padding_events_are_skipped_without_shifting_time(tmp_path: Path) -> None:
-    ev = [(T0 + 10, S.switch("a", 5, "b", 6)), (T0 + 25, S.switch("b", 6, "c", 7)),
-          (T0 + 60, S.switch("c", 7, "d", 8))]
+    ev = [(T0 + 10, S.switch("a", 5, "b", 6)), (T0 + 25, S.switch("b", 6, "c", 7)), (T0 + 60, S.switch("c", 7, "d", 8))]
     page = S.Page(ev, pad_after=1)
     td = parse(tmp_path, ev, pages=[page], window=(T0, T0 + 100))
-    assert seg_list(td) == [(T0, T0 + 10, "a"), (T0 + 10, T0 + 25, "b"), (T0 + 25, T0 + 60, "c"),
-                            (T0 + 60, T0 + 100, "d")]
+    assert seg_list(td) == [
+        (T0, T0 + 10, "a"),
+        (T0 + 10, T0 + 25, "b"),
+        (T0 + 25, T0 + 60, "c"),
+        (T0 + 60, T0 + 100, "d"),
+    ]
 
 
 def test_large_events_use_a_length_word(tmp_path: Path) -> None:
@@ -197,8 +222,10 @@ def test_large_events_use_a_length_word(tmp_path: Path) -> None:
 def test_missed_events_open_a_gap_and_are_counted(tmp_path: Path) -> None:
     p1 = S.Page([(T0 + 10, S.switch("a", 5, "b", 6)), (T0 + 20, S.softirq_entry(1, 6))])
     # events were lost here: the softirq's exit among them
-    p2 = S.Page([(T0 + 500, S.local_timer_entry(6)), (T0 + 510, S.local_timer_exit(6)),
-                 (T0 + 520, S.switch("b", 6, "c", 7))], missed=17)
+    p2 = S.Page(
+        [(T0 + 500, S.local_timer_entry(6)), (T0 + 510, S.local_timer_exit(6)), (T0 + 520, S.switch("b", 6, "c", 7))],
+        missed=17,
+    )
     p3 = S.Page([(T0 + 900, S.switch("c", 7, "d", 8))], missed=-1)  # flag only: at least one
     td = parse(tmp_path, [], pages=[p1, p2, p3], window=(T0, T0 + 1000))
     check_partition(td)

@@ -25,11 +25,16 @@ def ctx() -> rules.Ctx:
 @pytest.fixture
 def knob_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The knobs the rules read, as files with known values (the machine's own values vary)."""
-    for name, value, form in (("vm.stat_interval", "1", "int"), ("kernel.timer_migration", "1", "int"),
-                              ("kernel.nmi_watchdog", "1", "int"), ("mm.thp.enabled", "always [madvise] never",
-                                                                    "choice"),
-                              ("mm.ksm.run", "1", "int"), ("vm.compaction_proactiveness", "20", "int"),
-                              ("kernel.watchdog_cpumask", "0-1", "cpulist"), ("workqueue.cpumask", "3", "cpumask")):
+    for name, value, form in (
+        ("vm.stat_interval", "1", "int"),
+        ("kernel.timer_migration", "1", "int"),
+        ("kernel.nmi_watchdog", "1", "int"),
+        ("mm.thp.enabled", "always [madvise] never", "choice"),
+        ("mm.ksm.run", "1", "int"),
+        ("vm.compaction_proactiveness", "20", "int"),
+        ("kernel.watchdog_cpumask", "0-1", "cpulist"),
+        ("workqueue.cpumask", "3", "cpumask"),
+    ):
         f = tmp_path / name
         f.write_text(value + "\n")
         k = FILE_KNOBS[name]
@@ -50,8 +55,14 @@ def test_interrupts(ctx, monkeypatch):
     assert r["action"] == "boot" and "nohz_full=1" in r["boot"] and r["removable_ppm"] > 0
     for ipi in ("reschedule", "call_function_single", "irq_work"):
         assert rules.irq_source(src("irq", ipi), ctx)["action"] == "none"
-    monkeypatch.setattr(irq, "irqs", lambda: [irq.Irq(40, ["virtio0-input.0"], [0, 1], [1], True),
-                                              irq.Irq(41, ["virtio1-req.0"], [0, 1], [1], False)])
+    monkeypatch.setattr(
+        irq,
+        "irqs",
+        lambda: [
+            irq.Irq(40, ["virtio0-input.0"], [0, 1], [1], True),
+            irq.Irq(41, ["virtio1-req.0"], [0, 1], [1], False),
+        ],
+    )
     moved = rules.irq_source(src("irq", "virtio0-input.0"), ctx)
     assert moved["action"] == "knob" and knobs_of(moved) == {"irq.40.affinity": "0"}
     assert moved["knobs"][0]["expect"] == "gone"
@@ -74,12 +85,15 @@ def test_work_functions_and_timers(ctx, knob_files):
     vm = rules.work_source(src("work", "vmstat_update"), ctx)
     assert knobs_of(vm) == {"vm.stat_interval": "10"} and vm["knobs"][0]["factor"] == pytest.approx(0.1)
     assert rules.work_source(src("work", "psi_avgs_work"), ctx)["boot"] == ["psi=0"]
-    ctx.origins = {"flush_to_ldisc": {"kworker/u8:1"}, "neigh_managed_work": {"kworker/1:0"},
-                   "mixed_fn": {"kworker/u8:1", "kworker/1:2"}}
+    ctx.origins = {
+        "flush_to_ldisc": {"kworker/u8:1"},
+        "neigh_managed_work": {"kworker/1:0"},
+        "mixed_fn": {"kworker/u8:1", "kworker/1:2"},
+    }
     assert knobs_of(rules.work_source(src("work", "flush_to_ldisc"), ctx)) == {"workqueue.cpumask": "0"}
     pinned = rules.work_source(src("work", "neigh_managed_work"), ctx)
     assert pinned["action"] == "none" and "cannot move" in pinned["why"]
-    assert rules.work_source(src("work", "mixed_fn"), ctx)["action"] == "none"   # per-CPU some of the time
+    assert rules.work_source(src("work", "mixed_fn"), ctx)["action"] == "none"  # per-CPU some of the time
     assert knobs_of(rules.timer_source(src("timer", "watchdog_timer_fn"), ctx)) == {"kernel.watchdog_cpumask": "0"}
     assert rules.timer_source(src("timer", "hrtimer_wakeup"), ctx)["action"] == "none"
 
@@ -87,8 +101,9 @@ def test_work_functions_and_timers(ctx, knob_files):
 def test_threads_nmi_and_unexplained(ctx, knob_files):
     assert knobs_of(rules_threads.thread_source(src("thread", "khugepaged"), ctx)) == {"mm.thp.enabled": "never"}
     assert knobs_of(rules_threads.thread_source(src("thread", "ksmd"), ctx)) == {"mm.ksm.run": "0"}
-    assert knobs_of(rules_threads.thread_source(src("thread", "kcompactd0"), ctx)) == \
-        {"vm.compaction_proactiveness": "0"}
+    assert knobs_of(rules_threads.thread_source(src("thread", "kcompactd0"), ctx)) == {
+        "vm.compaction_proactiveness": "0"
+    }
     for bound in ("ksoftirqd/1", "migration/1", "rcuc/1", "kworker/1:2", "cpuhp/1"):
         assert rules_threads.thread_source(src("thread", bound), ctx)["action"] == "none", bound
     assert knobs_of(rules_threads.thread_source(src("thread", "kworker/u8:3"), ctx)) == {"workqueue.cpumask": "0"}
@@ -103,8 +118,7 @@ def test_threads_nmi_and_unexplained(ctx, knob_files):
     assert knobs_of(me) == {f"task.{os.getpid()}.affinity": "0"} and me["knobs"][0]["process"] == comm
     gone = rules_threads.thread_source(src("thread", "gone-daemon"), ctx)
     assert gone["action"] == "none" and gone["reason"] == "short-lived" and "have ended" in gone["why"]
-    assert knobs_of(rules_threads.nmi_source(src("nmi", "perf_event_nmi_handler"), ctx)) == \
-        {"kernel.nmi_watchdog": "0"}
+    assert knobs_of(rules_threads.nmi_source(src("nmi", "perf_event_nmi_handler"), ctx)) == {"kernel.nmi_watchdog": "0"}
     vm = rules_threads.unexplained_source(src("unexplained", "unexplained"), ctx)
     assert vm["action"] == "host" and "guest cannot fix" in vm["why"]
     ctx.virtualization = None
@@ -117,7 +131,7 @@ def test_plan_of_a_synthetic_run(tmp_path, knob_files, monkeypatch):
     loaded = load_run(run)
     labels = {(s["kind"], s["name"]) for s in sources(loaded)}
     assert ("work", "vmstat_update") in labels and ("irq", "local_timer") in labels
-    assert ("thread", "kworker/1:1") not in labels                       # its time is its work function's now
+    assert ("thread", "kworker/1:1") not in labels  # its time is its work function's now
     assert refine(loaded).attribution.num_rows == loaded.attribution.num_rows
     p = make_plan(run)
     by = {i["source"]: i for i in p["items"]}
@@ -137,8 +151,10 @@ def test_plan_of_a_synthetic_run(tmp_path, knob_files, monkeypatch):
 
 def test_bad_plans_are_one_line(tmp_path):
     bad = tmp_path / "plan.yaml"
-    bad.write_text("format: jitterscope-tune-plan\nversion: 1\nhost: h\nkernel: k\ncpus: [1]\nhousekeeping: [0]\n"
-                   "knobs:\n  - {knob: vm.stat_interval, valu: 10}\n")
+    bad.write_text(
+        "format: jitterscope-tune-plan\nversion: 1\nhost: h\nkernel: k\ncpus: [1]\nhousekeeping: [0]\n"
+        "knobs:\n  - {knob: vm.stat_interval, valu: 10}\n"
+    )
     with pytest.raises(JitterscopeError, match=r"plan.yaml: knobs\[0\]: unknown key 'valu'"):
         planfile.load(bad)
     untraced = build_run(tmp_path / "untraced", tracing=False)

@@ -11,8 +11,9 @@ from jitterscope.units import (
 )
 
 
-@pytest.mark.parametrize("text,ns", [("250ms", 250e6), ("2.5us", 2500), ("10s", 10e9), ("1e3ns", 1000),
-                                     ("2min", 120e9), (" 7 us ", 7000)])
+@pytest.mark.parametrize(
+    "text,ns", [("250ms", 250e6), ("2.5us", 2500), ("10s", 10e9), ("1e3ns", 1000), ("2min", 120e9), (" 7 us ", 7000)]
+)
 def test_durations(text, ns):
     assert parse_duration_ns(text) == pytest.approx(ns)
 

@@ -17,8 +17,13 @@ def stand_in(root: Path, cpus=(0, 1), lo=1_200_000, hi=3_600_000, available: lis
     for c in cpus:
         d = root / f"cpu{c}" / "cpufreq"
         d.mkdir(parents=True)
-        for name, v in (("cpuinfo_min_freq", lo), ("cpuinfo_max_freq", hi), ("scaling_min_freq", lo),
-                        ("scaling_max_freq", hi), ("cpuinfo_transition_latency", 20_000)):
+        for name, v in (
+            ("cpuinfo_min_freq", lo),
+            ("cpuinfo_max_freq", hi),
+            ("scaling_min_freq", lo),
+            ("scaling_max_freq", hi),
+            ("cpuinfo_transition_latency", 20_000),
+        ):
             (d / name).write_text(f"{v}\n")
         if available:
             (d / "scaling_available_frequencies").write_text(" ".join(map(str, available)) + "\n")
@@ -42,9 +47,12 @@ def test_table_maps_top_factor_to_the_maximum(root):
     (p, _), why = cpufreq.policies([0, 1])
     assert why is None and p.hi_khz == 3_600_000 and p.transition_ns == 20_000
     m = cpufreq.frequency_map(Controller().table, p)
-    assert m[1.2] == 3_600_000 and m[1.0] == 3_000_000 and m[0.8] == 2_400_000     # Table 3's 2.4..3.6 GHz
-    assert cpufreq.frequency_map((0.5, 1.0, 1.5), p, nominal_khz=3_000_000) == \
-        {0.5: 1_500_000, 1.0: 3_000_000, 1.5: 3_600_000}                              # clamped to cpuinfo_max
+    assert m[1.2] == 3_600_000 and m[1.0] == 3_000_000 and m[0.8] == 2_400_000  # Table 3's 2.4..3.6 GHz
+    assert cpufreq.frequency_map((0.5, 1.0, 1.5), p, nominal_khz=3_000_000) == {
+        0.5: 1_500_000,
+        1.0: 3_000_000,
+        1.5: 3_600_000,
+    }  # clamped to cpuinfo_max
 
 
 def test_available_frequencies_snap(root):
@@ -67,11 +75,11 @@ def test_limits_are_journalled_then_restored(root):
         lim = cpufreq.Limits(j, pols)
         lim.set(0, 3_000_000)
         lim.set(0, 3_300_000)
-        lim.set(0, 3_300_000)                     # unchanged: no write, no count
+        lim.set(0, 3_300_000)  # unchanged: no write, no count
         assert _read(d0) == (3_300_000, 3_300_000) and lim.changes == 1
         entries = [e for e in j.entries if e["op"] == cpufreq.OP]
         assert entries == [{"op": cpufreq.OP, "seq": 0, "path": str(d0), "min": 1_200_000, "max": 3_600_000}]
-        assert _read(pols[1].dir) == (1_200_000, 3_600_000)        # a CPU never set is never journalled
+        assert _read(pols[1].dir) == (1_200_000, 3_600_000)  # a CPU never set is never journalled
     assert _read(d0) == (1_200_000, 3_600_000)
     again = cpufreq.undo_limits(entries[0])
     assert again.status == "unchanged"

@@ -43,7 +43,7 @@ def test_monotone_in_jitter(q, k):
     c = Controller(k=k, quantize=q)
     fs = [c.choose(TAU0, j * US) for j in np.linspace(-400, 400, 801)]
     assert all(a <= b for a, b in zip(fs, fs[1:]))
-    assert fs[0] == pytest.approx(0.8) and fs[-1] == pytest.approx(1.2)     # clamped and saturated
+    assert fs[0] == pytest.approx(0.8) and fs[-1] == pytest.approx(1.2)  # clamped and saturated
 
 
 def test_no_jitter_exact_model_stays_nominal():
@@ -64,12 +64,19 @@ def test_physical_model_needs_more_frequency_for_the_same_catch_up():
     paper_f = Controller(model="paper").raw_factor(TAU0, 33 * US)
     phys_f = Controller(model="physical", alpha=0.5).raw_factor(TAU0, 33 * US)
     assert phys_f > paper_f
-    assert Controller(model="physical", alpha=0.5).raw_factor(TAU0, 200 * US) == math.inf   # memory time can't shrink
+    assert Controller(model="physical", alpha=0.5).raw_factor(TAU0, 200 * US) == math.inf  # memory time can't shrink
 
 
 def test_power_arithmetic():
-    assert [round(f ** 3, 3) for f in (0.8, 0.9, 0.95, 1.05, 1.1, 1.15, 1.2)] == \
-        [0.512, 0.729, 0.857, 1.158, 1.331, 1.521, 1.728]
+    assert [round(f**3, 3) for f in (0.8, 0.9, 0.95, 1.05, 1.1, 1.15, 1.2)] == [
+        0.512,
+        0.729,
+        0.857,
+        1.158,
+        1.331,
+        1.521,
+        1.728,
+    ]
     assert relative_power(np.array([1.2, 1.0]), np.array([1.0, 3.0])) == pytest.approx((1.728 + 3) / 4)
     assert energy(np.array([1.2]), np.array([275.0])) == pytest.approx(1.728 * 275)
 
@@ -87,7 +94,7 @@ def test_table3():
 def test_table8_recomputed_from_tables_6_and_7():
     t8 = paper.table8()
     assert [round(x, 2) for x in t8["splash"]] == list(paper.TABLE8["splash"])
-    assert [math.trunc(x * 100) / 100 for x in t8["parsec"]] == list(paper.TABLE8["parsec"])   # truncated
+    assert [math.trunc(x * 100) / 100 for x in t8["parsec"]] == list(paper.TABLE8["parsec"])  # truncated
     assert [round(x, 3) for x in t8["parsec"]] == [0.065, 0.046, -0.042]
 
 

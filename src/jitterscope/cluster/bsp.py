@@ -71,8 +71,9 @@ def _place(cluster: Cluster, opts: BspOptions) -> tuple[int, list[dict[str, Any]
     Returns the CPU, every rank's placement and (rank 0) the run directory to write."""
     cpu = choose_cpu(cluster.local_rank, sysinfo.online_cpus(), opts.cpu_map)
     sysinfo.check_cpus([cpu])
-    peers = cluster.allgather_json({"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu,
-                                    "node": cluster.node}, "CPU choice")
+    peers = cluster.allgather_json(
+        {"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu, "node": cluster.node}, "CPU choice"
+    )
     out: Path | None = None
     if cluster.rank == 0:
         for w in shared_cpu_warnings(peers):
@@ -116,8 +117,10 @@ class _Sync:
             prev = now
             checks += 1
             if checks % 1024 == 0 and time.monotonic() > deadline:
-                raise ClusterTimeout(f"a{'n' if opts.sync == 'allreduce' else ''} {opts.sync} did not complete "
-                                     f"within {opts.timeout_s:.0f} s (--timeout): another rank failed or hangs")
+                raise ClusterTimeout(
+                    f"a{'n' if opts.sync == 'allreduce' else ''} {opts.sync} did not complete "
+                    f"within {opts.timeout_s:.0f} s (--timeout): another rank failed or hangs"
+                )
 
     def cost(self) -> float:
         """The noise-free cost of one synchronization in cycles: the median of SYNC_SAMPLES."""
@@ -149,8 +152,16 @@ def _phases(loop: WorkLoop, iterations: int, sync: _Sync, phases: int, hz: float
         gs, gl = np.concatenate([gs, sg[:, 0]]), np.concatenate([gl, sg[:, 1]])
         order = np.argsort(gs, kind="stable")
         gs, gl = gs[order], gl[order]
-    return {"t0": t0, "first": first, "last": last, "ngaps": ngaps, "gap_cycles": gap_cycles,
-            "sync_end": sync_end, "gap_start": gs.astype(np.int64), "gap_len": gl.astype(np.int64)}
+    return {
+        "t0": t0,
+        "first": first,
+        "last": last,
+        "ngaps": ngaps,
+        "gap_cycles": gap_cycles,
+        "sync_end": sync_end,
+        "gap_start": gs.astype(np.int64),
+        "gap_len": gl.astype(np.int64),
+    }
 
 
 def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
@@ -166,19 +177,33 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     ph = _phases(loop, cal.iterations, sync, opts.phases, hz)
     t0 = ph["t0"]
 
-    def ns(cycles: np.ndarray) -> np.ndarray:   # whole ns, like every time in the run
+    def ns(cycles: np.ndarray) -> np.ndarray:  # whole ns, like every time in the run
         return tsc.to_int_ns(cycles, hz)
 
-    payload = pickle.dumps({
-        "rank": cluster.rank, "host": cluster.node, "cpu": cpu, "real_host": cluster.real_host,
-        "tsc_hz": hz, "iterations": cal.iterations, "cycles_per_iter": cal.cycles_per_iter,
-        "sync_ns": tsc.to_ns(sync_cycles, hz), "dropped": loop.dropped,
-        "compute_start_ns": ns(ph["first"] - t0), "compute_end_ns": ns(ph["last"] - t0), "gaps": ph["ngaps"],
-        "gap_ns": ns(ph["gap_cycles"]), "sync_end_ns": ns(ph["sync_end"] - t0),
-        "gap_start_ns": ns(ph["gap_start"] - t0), "gap_len_ns": ns(ph["gap_len"]),
-        "sync_gaps": len(sync.gaps), "sync_threshold_ns": tsc.to_ns(sync.threshold, hz),
-        "kernel": os.uname().release, "start_unix_ns": time.time_ns() - int(ns(ph["sync_end"][-1:] - t0)[0]),
-    })
+    payload = pickle.dumps(
+        {
+            "rank": cluster.rank,
+            "host": cluster.node,
+            "cpu": cpu,
+            "real_host": cluster.real_host,
+            "tsc_hz": hz,
+            "iterations": cal.iterations,
+            "cycles_per_iter": cal.cycles_per_iter,
+            "sync_ns": tsc.to_ns(sync_cycles, hz),
+            "dropped": loop.dropped,
+            "compute_start_ns": ns(ph["first"] - t0),
+            "compute_end_ns": ns(ph["last"] - t0),
+            "gaps": ph["ngaps"],
+            "gap_ns": ns(ph["gap_cycles"]),
+            "sync_end_ns": ns(ph["sync_end"] - t0),
+            "gap_start_ns": ns(ph["gap_start"] - t0),
+            "gap_len_ns": ns(ph["gap_len"]),
+            "sync_gaps": len(sync.gaps),
+            "sync_threshold_ns": tsc.to_ns(sync.threshold, hz),
+            "kernel": os.uname().release,
+            "start_unix_ns": time.time_ns() - int(ns(ph["sync_end"][-1:] - t0)[0]),
+        }
+    )
     got = cluster.gather_bytes(payload, "its phase timings")
     if cluster.rank != 0:
         return None
@@ -216,51 +241,73 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
     ideal_s = P * (work_ns + sync_ns) / 1e9
     phase_total = np.diff(np.concatenate([np.zeros((len(ranks), 1)), ends], axis=1), axis=1).mean(axis=0)
     slowest = compute.argmax(axis=0)
-    measured = {"runtime_s": runtime_s, "ideal_s": ideal_s, "slowdown": runtime_s / ideal_s - 1,
-                "phase_mean_ns": round(float(phase_total.mean()), 1),
-                "phase_p99_ns": round(float(np.percentile(phase_total, 99)), 1),
-                "phase_max_ns": round(float(phase_total.max()), 1),
-                "work_target_ns": opts.phase_ns, "work_ns": round(work_ns, 1),
-                "work_spread": round(max(works) / min(works) - 1, 5),
-                "work_sd_ns": round(float(clean.std(axis=1).mean()), 1)}
+    measured = {
+        "runtime_s": runtime_s,
+        "ideal_s": ideal_s,
+        "slowdown": runtime_s / ideal_s - 1,
+        "phase_mean_ns": round(float(phase_total.mean()), 1),
+        "phase_p99_ns": round(float(np.percentile(phase_total, 99)), 1),
+        "phase_max_ns": round(float(phase_total.max()), 1),
+        "work_target_ns": opts.phase_ns,
+        "work_ns": round(work_ns, 1),
+        "work_spread": round(max(works) / min(works) - 1, 5),
+        "work_sd_ns": round(float(clean.std(axis=1).mean()), 1),
+    }
     timelines = []
     for r in ranks:
         s, ln, span = timeline(r)
         timelines.append(Timeline(span, s, ln, label=node_key(r["host"], r["cpu"])))
     job = predict.bsp_job(len(ranks), P, work_ns, opts.sync, sync_ns, opts.replications, opts.seed)
     preds: dict[str, Any] = {}
-    for key, fn in (("trace_driven", lambda: predict.trace_driven(timelines, job)),
-                    ("fitted", lambda: predict.fitted(timelines, job)),
-                    ("replay", lambda: predict.trace_driven(timelines, job, "recorded")),
-                    ("simulate", lambda: predict.trace_driven(timelines, job, "random"))):
+    for key, fn in (
+        ("trace_driven", lambda: predict.trace_driven(timelines, job)),
+        ("fitted", lambda: predict.fitted(timelines, job)),
+        ("replay", lambda: predict.trace_driven(timelines, job, "recorded")),
+        ("simulate", lambda: predict.trace_driven(timelines, job, "random")),
+    ):
         try:
             p = fn()
         except (ValueError, RuntimeError, FloatingPointError) as err:
             preds[key] = {"error": str(err)}
             continue
-        preds[key] = {"runtime_s": p.runtime_s, "ideal_s": p.ideal_s, "slowdown": p.slowdown,
-                      "ci95_s": p.ci95_s, "sd_s": p.sd_s,
-                      "slowdown_error": p.slowdown - measured["slowdown"],
-                      "runtime_rel_error": p.runtime_s / runtime_s - 1, **p.detail}
+        preds[key] = {
+            "runtime_s": p.runtime_s,
+            "ideal_s": p.ideal_s,
+            "slowdown": p.slowdown,
+            "ci95_s": p.ci95_s,
+            "sd_s": p.sd_s,
+            "slowdown_error": p.slowdown - measured["slowdown"],
+            "runtime_rel_error": p.runtime_s / runtime_s - 1,
+            **p.detail,
+        }
     nodes = []
     for i, r in enumerate(ranks):
-        nodes.append({"node": node_key(r["host"], r["cpu"]), "host": r["host"], "cpu": r["cpu"], "rank": r["rank"],
-                      "compute_mean_ns": round(float(compute[i].mean()), 1),
-                      "work_ns": round(works[i], 1),
-                      "compute_max_ns": round(float(compute[i].max()), 1),
-                      "noise_mean_ns": round(float(noise[i].mean()), 1),
-                      "noise_ppm": round(float(noise[i].sum() / compute[i].sum() * 1e6), 3),
-                      "gaps": int(r["gaps"].sum()), "gaps_dropped": int(r["dropped"]),
-                      "slowest_share": round(float((slowest == i).mean()), 4),
-                      "sync_ns": round(float(r["sync_ns"]), 1)})
+        nodes.append(
+            {
+                "node": node_key(r["host"], r["cpu"]),
+                "host": r["host"],
+                "cpu": r["cpu"],
+                "rank": r["rank"],
+                "compute_mean_ns": round(float(compute[i].mean()), 1),
+                "work_ns": round(works[i], 1),
+                "compute_max_ns": round(float(compute[i].max()), 1),
+                "noise_mean_ns": round(float(noise[i].mean()), 1),
+                "noise_ppm": round(float(noise[i].sum() / compute[i].sum() * 1e6), 3),
+                "gaps": int(r["gaps"].sum()),
+                "gaps_dropped": int(r["dropped"]),
+                "slowest_share": round(float((slowest == i).mean()), 4),
+                "sync_ns": round(float(r["sync_ns"]), 1),
+            }
+        )
     return {"measured": measured, "predictions": preds, "nodes": nodes, "work_ns": work_ns, "sync_ns": sync_ns}
 
 
 def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peers: list[dict[str, Any]]) -> None:
     result = analyse(ranks, opts)
     P = opts.phases
-    rows: dict[str, list[Any]] = {k: [] for k in ("host", "cpu", "rank", "phase", "compute_ns", "noise_ns",
-                                                   "gaps", "phase_end_ns")}
+    rows: dict[str, list[Any]] = {
+        k: [] for k in ("host", "cpu", "rank", "phase", "compute_ns", "noise_ns", "gaps", "phase_end_ns")
+    }
     for r in ranks:
         rows["host"] += [r["host"]] * P
         rows["cpu"] += [int(r["cpu"])] * P
@@ -270,45 +317,101 @@ def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peer
         rows["noise_ns"] += list(r["gap_ns"])
         rows["gaps"] += list(r["gaps"])
         rows["phase_end_ns"] += list(r["sync_end_ns"])
-        layout.write_node_table(out, "detours", r["host"], r["cpu"], pa.table({
-            "cpu": pa.array(np.full(len(r["gap_start_ns"]), r["cpu"]), pa.int32()),
-            "start_ns": pa.array(r["gap_start_ns"], pa.int64()), "duration_ns": pa.array(r["gap_len_ns"], pa.int64())}))
-    phases = pa.table({
-        "host": pa.array(rows["host"], pa.string()), "cpu": pa.array(rows["cpu"], pa.int32()),
-        "rank": pa.array(rows["rank"], pa.int32()), "phase": pa.array(rows["phase"], pa.int32()),
-        "compute_ns": pa.array(rows["compute_ns"], pa.int64()), "noise_ns": pa.array(rows["noise_ns"], pa.int64()),
-        "gaps": pa.array(rows["gaps"], pa.int64()), "phase_end_ns": pa.array(rows["phase_end_ns"], pa.int64())})
+        layout.write_node_table(
+            out,
+            "detours",
+            r["host"],
+            r["cpu"],
+            pa.table(
+                {
+                    "cpu": pa.array(np.full(len(r["gap_start_ns"]), r["cpu"]), pa.int32()),
+                    "start_ns": pa.array(r["gap_start_ns"], pa.int64()),
+                    "duration_ns": pa.array(r["gap_len_ns"], pa.int64()),
+                }
+            ),
+        )
+    phases = pa.table(
+        {
+            "host": pa.array(rows["host"], pa.string()),
+            "cpu": pa.array(rows["cpu"], pa.int32()),
+            "rank": pa.array(rows["rank"], pa.int32()),
+            "phase": pa.array(rows["phase"], pa.int32()),
+            "compute_ns": pa.array(rows["compute_ns"], pa.int64()),
+            "noise_ns": pa.array(rows["noise_ns"], pa.int64()),
+            "gaps": pa.array(rows["gaps"], pa.int64()),
+            "phase_end_ns": pa.array(rows["phase_end_ns"], pa.int64()),
+        }
+    )
     with atomic_path(out / "bsp_phases.parquet") as tmp:
         pq.write_table(phases, tmp, compression="zstd")
     t0 = min(int(r["start_unix_ns"]) for r in ranks)
-    node_meta = [{"node": node_key(r["host"], r["cpu"]), "host": r["host"], "cpu": r["cpu"], "rank": r["rank"],
-                  "real_host": r["real_host"], "kernel": r["kernel"], "tsc_hz": r["tsc_hz"],
-                  "iterations": r["iterations"], "cycles_per_iter": r["cycles_per_iter"],
-                  "offset_ns": int(r["start_unix_ns"]) - t0, "partition": layout.partition(r["host"], r["cpu"])}
-                 for r in ranks]
+    node_meta = [
+        {
+            "node": node_key(r["host"], r["cpu"]),
+            "host": r["host"],
+            "cpu": r["cpu"],
+            "rank": r["rank"],
+            "real_host": r["real_host"],
+            "kernel": r["kernel"],
+            "tsc_hz": r["tsc_hz"],
+            "iterations": r["iterations"],
+            "cycles_per_iter": r["cycles_per_iter"],
+            "offset_ns": int(r["start_unix_ns"]) - t0,
+            "partition": layout.partition(r["host"], r["cpu"]),
+        }
+        for r in ranks
+    ]
     m = result["measured"]
     meta = base_meta(
-        kind="cluster", mode="bsp", id=out.name, host=ranks[0]["host"], kernel=ranks[0]["kernel"],
+        kind="cluster",
+        mode="bsp",
+        id=out.name,
+        host=ranks[0]["host"],
+        kernel=ranks[0]["kernel"],
         command_line=opts.command_line,
         start=datetime.fromtimestamp(t0 / 1e9, timezone.utc).isoformat(timespec="seconds"),
-        start_unix_ns=t0, duration_s=m["runtime_s"], interrupted=False, cpus=sorted({int(r["cpu"]) for r in ranks}),
-        cpu_model=sysinfo.cpu_model(), virtualization=sysinfo.virtualization(),
-        options={"phase_ns": opts.phase_ns, "phases": P, "sync": opts.sync, "threshold_ns": opts.threshold_ns,
-                 "cpu_map": opts.cpu_map, "timeout_s": opts.timeout_s, "replications": opts.replications,
-                 "priority": opts.priority,
-                 "seed": opts.seed},
+        start_unix_ns=t0,
+        duration_s=m["runtime_s"],
+        interrupted=False,
+        cpus=sorted({int(r["cpu"]) for r in ranks}),
+        cpu_model=sysinfo.cpu_model(),
+        virtualization=sysinfo.virtualization(),
+        options={
+            "phase_ns": opts.phase_ns,
+            "phases": P,
+            "sync": opts.sync,
+            "threshold_ns": opts.threshold_ns,
+            "cpu_map": opts.cpu_map,
+            "timeout_s": opts.timeout_s,
+            "replications": opts.replications,
+            "priority": opts.priority,
+            "seed": opts.seed,
+        },
         tracing={"enabled": False, "reason": "cluster bsp records the work loop's own gaps, no kernel trace"},
-        lost_events=0, nodes=node_meta,
-        cluster={"ranks": len(ranks), "hosts": sorted({r["host"] for r in ranks}),
-                 "real_hosts": sorted({p["real_host"] for p in peers}),
-                 "cpu_choice": "--cpu-map" if opts.cpu_map else "local rank r -> online CPU (r+1) mod n"},
+        lost_events=0,
+        nodes=node_meta,
+        cluster={
+            "ranks": len(ranks),
+            "hosts": sorted({r["host"] for r in ranks}),
+            "real_hosts": sorted({p["real_host"] for p in peers}),
+            "cpu_choice": "--cpu-map" if opts.cpu_map else "local rank r -> online CPU (r+1) mod n",
+        },
         submitted_from=socket.gethostname(),
     )
     write_json(out / "meta.json", meta)
     summary = {
-        "run": {"id": out.name, "kind": "cluster", "mode": "bsp", "nodes": len(ranks), "phases": P,
-                "phase_ns": opts.phase_ns, "work_ns": round(result["work_ns"], 1), "sync": opts.sync,
-                "sync_ns": round(result["sync_ns"], 1), "threshold_ns": opts.threshold_ns},
+        "run": {
+            "id": out.name,
+            "kind": "cluster",
+            "mode": "bsp",
+            "nodes": len(ranks),
+            "phases": P,
+            "phase_ns": opts.phase_ns,
+            "work_ns": round(result["work_ns"], 1),
+            "sync": opts.sync,
+            "sync_ns": round(result["sync_ns"], 1),
+            "threshold_ns": opts.threshold_ns,
+        },
         "measured": m,
         "predictions": result["predictions"],
         "nodes": result["nodes"],

@@ -68,8 +68,8 @@ class WorkLoop:
 
 @dataclass
 class Calibration:
-    iterations: int          # loop iterations per phase
-    cycles_per_iter: float   # noise-free cost of one iteration
+    iterations: int  # loop iterations per phase
+    cycles_per_iter: float  # noise-free cost of one iteration
     trials: int
 
 

@@ -59,8 +59,9 @@ def parse_cpu_map(text: str) -> list[int]:
                 if b < a:
                     raise ValueError
                 if b >= limit:  # before the range is built: 0-99999999999 is one line, not gigabytes
-                    raise JitterscopeError(f"--cpu-map {text!r}: CPU {b} does not exist "
-                                           f"(Linux has at most {limit} CPUs)")
+                    raise JitterscopeError(
+                        f"--cpu-map {text!r}: CPU {b} does not exist (Linux has at most {limit} CPUs)"
+                    )
                 out += list(range(a, b + 1))
             else:
                 out.append(int(item))
@@ -81,8 +82,10 @@ def choose_cpu(local_rank: int, online: list[int], cpu_map: list[int] | None) ->
     """
     if cpu_map is not None:
         if local_rank >= len(cpu_map):
-            raise JitterscopeError(f"--cpu-map lists {len(cpu_map)} CPUs but this host runs at least "
-                                   f"{local_rank + 1} ranks: give one CPU per rank on a host")
+            raise JitterscopeError(
+                f"--cpu-map lists {len(cpu_map)} CPUs but this host runs at least "
+                f"{local_rank + 1} ranks: give one CPU per rank on a host"
+            )
         return cpu_map[local_rank]
     return online[(local_rank + 1) % len(online)]
 
@@ -102,11 +105,15 @@ def duplicate_nodes(peers: list[dict[str, Any]], mapped: bool) -> str | None:
     for host, ranks in sorted(per_host.items()):
         n_cpus = int(ranks[0].get("online") or 0)
         if not mapped and n_cpus and len(ranks) > n_cpus:
-            return (f"host {host} runs {len(ranks)} ranks but has {n_cpus} online CPUs: at most one rank per "
-                    f"CPU of a host (e.g. mpiexec -n {n_cpus} here, or -ppn {n_cpus} on several hosts); to share "
-                    f"CPUs on purpose give --cpu-map and distinct JITTERSCOPE_NODE_NAME values")
-    return (f"node {dup[0]} is measured by several ranks: give ranks distinct CPUs (--cpu-map) or distinct "
-            f"node names (JITTERSCOPE_NODE_NAME)")
+            return (
+                f"host {host} runs {len(ranks)} ranks but has {n_cpus} online CPUs: at most one rank per "
+                f"CPU of a host (e.g. mpiexec -n {n_cpus} here, or -ppn {n_cpus} on several hosts); to share "
+                f"CPUs on purpose give --cpu-map and distinct JITTERSCOPE_NODE_NAME values"
+            )
+    return (
+        f"node {dup[0]} is measured by several ranks: give ranks distinct CPUs (--cpu-map) or distinct "
+        f"node names (JITTERSCOPE_NODE_NAME)"
+    )
 
 
 def shared_cpu_warnings(peers: list[dict[str, Any]]) -> list[str]:
@@ -114,8 +121,11 @@ def shared_cpu_warnings(peers: list[dict[str, Any]]) -> list[str]:
     by: dict[tuple[str, int], list[int]] = {}
     for p in peers:
         by.setdefault((p["real_host"], int(p["cpu"])), []).append(int(p["rank"]))
-    return [f"ranks {','.join(map(str, r))} on {h} share CPU {c}: each will see the others' probe as noise"
-            for (h, c), r in sorted(by.items()) if len(r) > 1]
+    return [
+        f"ranks {','.join(map(str, r))} on {h} share CPU {c}: each will see the others' probe as noise"
+        for (h, c), r in sorted(by.items())
+        if len(r) > 1
+    ]
 
 
 def check_out(out: Path) -> None:
@@ -137,10 +147,12 @@ def _node_payload(run_dir: Path, cluster: Cluster, cpu: int, start_unix_ns: int)
         f = run_dir / f"{name}.parquet"
         tables[name] = f.read_bytes() if f.exists() else None
     meta = dict(run.meta)
-    meta.update({"rank": cluster.rank, "node": cluster.node, "real_host": cluster.real_host,
-                 "barrier_unix_ns": start_unix_ns})
-    return pickle.dumps({"rank": cluster.rank, "host": cluster.node, "cpu": cpu, "meta": meta,
-                         "summary": run.summary, "tables": tables})
+    meta.update(
+        {"rank": cluster.rank, "node": cluster.node, "real_host": cluster.real_host, "barrier_unix_ns": start_unix_ns}
+    )
+    return pickle.dumps(
+        {"rank": cluster.rank, "host": cluster.node, "cpu": cpu, "meta": meta, "summary": run.summary, "tables": tables}
+    )
 
 
 def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
@@ -149,10 +161,12 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     online = sysinfo.online_cpus()
     cpu = choose_cpu(cluster.local_rank, online, opts.cpu_map)
     sysinfo.check_cpus([cpu])
-    peers = cluster.allgather_json({"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu,
-                                    "node": cluster.node, "online": len(online)}, "CPU choice")
+    peers = cluster.allgather_json(
+        {"rank": cluster.rank, "real_host": cluster.real_host, "cpu": cpu, "node": cluster.node, "online": len(online)},
+        "CPU choice",
+    )
     problem = duplicate_nodes(peers, opts.cpu_map is not None)
-    if problem and cluster.rank == 0:   # one line from rank 0; the others are ended with it
+    if problem and cluster.rank == 0:  # one line from rank 0; the others are ended with it
         raise JitterscopeError(problem)
 
     # Rank 0 settles the output directory before anyone measures; every rank learns
@@ -179,11 +193,25 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     # planned output instead (kill -9: by the next jitterscope command).
     with Journal(f"cluster measure rank {cluster.rank}") as journal:
         keep_to = _keep_location(planned, cluster.rank)
-        scratch = journal.scratch_dir(f"jitterscope-cluster-r{cluster.rank}-", keep="run", keep_to=keep_to,
-                                      hint="`jitterscope analyze` it to finish this rank's run")
-        run_dir = measure([cpu], opts.duration_ns, opts.threshold_ns, scratch / "run", trace=opts.trace,
-                          priority=opts.priority, report=False, progress=False, buffer_kb=opts.buffer_kb,
-                          before_probe=at_barrier, kept_as=keep_to)
+        scratch = journal.scratch_dir(
+            f"jitterscope-cluster-r{cluster.rank}-",
+            keep="run",
+            keep_to=keep_to,
+            hint="`jitterscope analyze` it to finish this rank's run",
+        )
+        run_dir = measure(
+            [cpu],
+            opts.duration_ns,
+            opts.threshold_ns,
+            scratch / "run",
+            trace=opts.trace,
+            priority=opts.priority,
+            report=False,
+            progress=False,
+            buffer_kb=opts.buffer_kb,
+            before_probe=at_barrier,
+            kept_as=keep_to,
+        )
         payload = _node_payload(run_dir, cluster, cpu, start_unix_ns)
         got = cluster.gather_bytes(payload, "its measurement", timeout_s=measure_limit)
         if cluster.rank == 0:
@@ -204,8 +232,9 @@ def _keep_location(planned: Path, rank: int) -> Path | None:
     return None
 
 
-def write_cluster_run(out: Path, nodes: list[dict[str, Any]], opts: ClusterMeasureOptions,
-                      peers: list[dict[str, Any]]) -> None:
+def write_cluster_run(
+    out: Path, nodes: list[dict[str, Any]], opts: ClusterMeasureOptions, peers: list[dict[str, Any]]
+) -> None:
     """Rank 0: the cluster run directory from every node's payload."""
     t0 = min(int(n["meta"]["barrier_unix_ns"]) for n in nodes)
     node_meta = []
@@ -216,38 +245,81 @@ def write_cluster_run(out: Path, nodes: list[dict[str, Any]], opts: ClusterMeasu
             if data is not None:
                 layout.write_node_table(out, name, n["host"], n["cpu"], layout.table_from_bytes(data))
         layout.write_node_json(out, n["host"], n["cpu"], m, n["summary"])
-        node_meta.append({
-            "node": node_key(n["host"], n["cpu"]), "host": n["host"], "cpu": n["cpu"], "rank": n["rank"],
-            "real_host": m.get("real_host"), "kernel": m.get("kernel"), "cpu_model": m.get("cpu_model"),
-            "virtualization": m.get("virtualization"), "clocksource": m.get("clocksource"),
-            "duration_s": m.get("duration_s"), "interrupted": m.get("interrupted", False),
-            "tracing": m.get("tracing"), "lost_events": int(m.get("lost_events", 0)),
-            "tsc_hz": m.get("tsc_hz"), "probe": m.get("probe"),
-            "offset_ns": int(m["barrier_unix_ns"]) - t0, "partition": layout.partition(n["host"], n["cpu"]),
-        })
+        node_meta.append(
+            {
+                "node": node_key(n["host"], n["cpu"]),
+                "host": n["host"],
+                "cpu": n["cpu"],
+                "rank": n["rank"],
+                "real_host": m.get("real_host"),
+                "kernel": m.get("kernel"),
+                "cpu_model": m.get("cpu_model"),
+                "virtualization": m.get("virtualization"),
+                "clocksource": m.get("clocksource"),
+                "duration_s": m.get("duration_s"),
+                "interrupted": m.get("interrupted", False),
+                "tracing": m.get("tracing"),
+                "lost_events": int(m.get("lost_events", 0)),
+                "tsc_hz": m.get("tsc_hz"),
+                "probe": m.get("probe"),
+                "offset_ns": int(m["barrier_unix_ns"]) - t0,
+                "partition": layout.partition(n["host"], n["cpu"]),
+            }
+        )
     traced = [bool((n["meta"].get("tracing") or {}).get("enabled")) for n in nodes]
-    reasons = sorted({str((n["meta"].get("tracing") or {}).get("reason")) for n in nodes
-                      if not (n["meta"].get("tracing") or {}).get("enabled")})
+    reasons = sorted(
+        {
+            str((n["meta"].get("tracing") or {}).get("reason"))
+            for n in nodes
+            if not (n["meta"].get("tracing") or {}).get("enabled")
+        }
+    )
     start = datetime.fromtimestamp(t0 / 1e9, timezone.utc)
     meta = base_meta(
-        kind="cluster", id=out.name, host=nodes[0]["host"], kernel=nodes[0]["meta"].get("kernel"),
-        command_line=opts.command_line, start=start.isoformat(timespec="seconds"), start_unix_ns=t0,
+        kind="cluster",
+        id=out.name,
+        host=nodes[0]["host"],
+        kernel=nodes[0]["meta"].get("kernel"),
+        command_line=opts.command_line,
+        start=start.isoformat(timespec="seconds"),
+        start_unix_ns=t0,
         duration_s=min(float(n["meta"].get("duration_s", 0.0)) for n in nodes),
         interrupted=any(bool(n["meta"].get("interrupted")) for n in nodes),
         cpus=sorted({int(n["cpu"]) for n in nodes}),
-        options={"duration_ns": opts.duration_ns, "threshold_ns": opts.threshold_ns, "priority": opts.priority,
-                 "trace": opts.trace, "buffer_kb": opts.buffer_kb, "cpu_map": opts.cpu_map,
-                 "timeout_s": opts.timeout_s},
+        options={
+            "duration_ns": opts.duration_ns,
+            "threshold_ns": opts.threshold_ns,
+            "priority": opts.priority,
+            "trace": opts.trace,
+            "buffer_kb": opts.buffer_kb,
+            "cpu_map": opts.cpu_map,
+            "timeout_s": opts.timeout_s,
+        },
         tracing={"enabled": all(traced), "nodes_traced": sum(traced), "reason": "; ".join(reasons) or None},
         lost_events=sum(int(n["meta"].get("lost_events", 0)) for n in nodes),
-        cluster={"ranks": len(nodes), "hosts": sorted({n["host"] for n in nodes}),
-                 "real_hosts": sorted({p["real_host"] for p in peers}),
-                 "cpu_choice": "--cpu-map" if opts.cpu_map else "local rank r -> online CPU (r+1) mod n"},
+        cluster={
+            "ranks": len(nodes),
+            "hosts": sorted({n["host"] for n in nodes}),
+            "real_hosts": sorted({p["real_host"] for p in peers}),
+            "cpu_choice": "--cpu-map" if opts.cpu_map else "local rank r -> online CPU (r+1) mod n",
+        },
         nodes=node_meta,
-        submitted_from=socket.gethostname(), pid=os.getpid(),
+        submitted_from=socket.gethostname(),
+        pid=os.getpid(),
     )
     write_json(out / "meta.json", meta)
-    info = {"id": out.name, "kind": "cluster", "start": meta["start"], "duration_s": meta["duration_s"],
-            "threshold_ns": opts.threshold_ns, "tracing": meta["tracing"]["enabled"], "ranks": len(nodes)}
-    write_json(out / "summary.json", build_summary(info, [
-        {"host": n["host"], "cpu": n["cpu"], "rank": n["rank"], "summary": n["summary"]} for n in nodes]))
+    info = {
+        "id": out.name,
+        "kind": "cluster",
+        "start": meta["start"],
+        "duration_s": meta["duration_s"],
+        "threshold_ns": opts.threshold_ns,
+        "tracing": meta["tracing"]["enabled"],
+        "ranks": len(nodes),
+    }
+    write_json(
+        out / "summary.json",
+        build_summary(
+            info, [{"host": n["host"], "cpu": n["cpu"], "rank": n["rank"], "summary": n["summary"]} for n in nodes]
+        ),
+    )

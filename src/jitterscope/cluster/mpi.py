@@ -28,8 +28,10 @@ import numpy as np
 
 from jitterscope.errors import JitterscopeError
 
-MPI_HINT = ("cluster commands need MPI (mpi4py and an MPI library): in a source checkout run `make mpi` "
-            "(or .venv/bin/pip install -e '.[mpi]'), then: .venv/bin/mpiexec -n N jitterscope cluster ...")
+MPI_HINT = (
+    "cluster commands need MPI (mpi4py and an MPI library): in a source checkout run `make mpi` "
+    "(or .venv/bin/pip install -e '.[mpi]'), then: .venv/bin/mpiexec -n N jitterscope cluster ..."
+)
 NODE_ENV = "JITTERSCOPE_NODE_NAME"
 _TAG_BASE = 7100
 T = TypeVar("T")
@@ -87,8 +89,11 @@ class Cluster:
         c = cls(comm=comm, rank=comm.Get_rank(), size=comm.Get_size(), timeout_s=timeout_s, command=command)
         c.node = node_name(c.rank)
         c.real_host = socket.gethostname()
-        c.peers = c.run(lambda: c.allgather_json({"rank": c.rank, "node": c.node, "real_host": c.real_host,
-                                                   "pid": os.getpid()}, "start-up"))
+        c.peers = c.run(
+            lambda: c.allgather_json(
+                {"rank": c.rank, "node": c.node, "real_host": c.real_host, "pid": os.getpid()}, "start-up"
+            )
+        )
         same = [p["rank"] for p in c.peers if p["real_host"] == c.real_host]
         c.local_rank, c.local_size = same.index(c.rank), len(same)
         return c
@@ -172,16 +177,20 @@ class Cluster:
             reqs = [self.comm.Isend(size, dest=0, tag=tag), self.comm.Isend(data, dest=0, tag=tag + 1)]
             # Rank 0 may itself wait up to `limit` for the slowest rank: give it time to speak first.
             if not self._poll(lambda: bool(MPI.Request.Testall(reqs)), time.monotonic() + 1.5 * limit + 5, False):
-                raise ClusterTimeout(f"rank {self.rank} ({self.node}) could not hand its {what} to rank 0 "
-                                     f"within {1.5 * limit + 5:.0f} s: rank 0 failed or hangs")
+                raise ClusterTimeout(
+                    f"rank {self.rank} ({self.node}) could not hand its {what} to rank 0 "
+                    f"within {1.5 * limit + 5:.0f} s: rank 0 failed or hangs"
+                )
             return None
         sizes = np.zeros((self.size, 1), dtype=np.int64)
         size_reqs = [self.comm.Irecv(sizes[r], source=r, tag=tag) for r in range(1, self.size)]
         deadline = time.monotonic() + limit
         if not self._poll(lambda: bool(MPI.Request.Testall(size_reqs)), deadline, False):
             missing = [r for r, q in zip(range(1, self.size), size_reqs) if not q.Test()]
-            raise ClusterTimeout(f"{self.describe(missing)} did not deliver {what} within {limit:.0f} s "
-                                 f"(--timeout): {self._they(missing)} failed or hang{'s' if len(missing) == 1 else ''}")
+            raise ClusterTimeout(
+                f"{self.describe(missing)} did not deliver {what} within {limit:.0f} s "
+                f"(--timeout): {self._they(missing)} failed or hang{'s' if len(missing) == 1 else ''}"
+            )
         bufs = [np.empty(int(sizes[r, 0]), dtype=np.uint8) for r in range(self.size)]
         bufs[0] = data
         data_reqs = [self.comm.Irecv(bufs[r], source=r, tag=tag + 1) for r in range(1, self.size)]
@@ -202,17 +211,21 @@ class Cluster:
             for r in range(1, self.size):
                 reqs += [self.comm.Isend(size, dest=r, tag=tag), self.comm.Isend(data, dest=r, tag=tag + 1)]
             if not self._poll(lambda: bool(MPI.Request.Testall(reqs)), time.monotonic() + limit, False):
-                missing = [r for i, r in enumerate(range(1, self.size))
-                           if not (reqs[2 * i].Test() and reqs[2 * i + 1].Test())]
-                raise ClusterTimeout(f"{self.describe(missing)} did not take {what} within {limit:.0f} s: "
-                                     f"{self._they(missing)} failed or hang{'s' if len(missing) == 1 else ''}")
+                missing = [
+                    r for i, r in enumerate(range(1, self.size)) if not (reqs[2 * i].Test() and reqs[2 * i + 1].Test())
+                ]
+                raise ClusterTimeout(
+                    f"{self.describe(missing)} did not take {what} within {limit:.0f} s: "
+                    f"{self._they(missing)} failed or hang{'s' if len(missing) == 1 else ''}"
+                )
             return payload or b""
         size = np.zeros(1, dtype=np.int64)
         req = self.comm.Irecv(size, source=0, tag=tag)
         wait = 1.5 * limit + 5
         if not self._poll(req.Test, time.monotonic() + wait, False):
-            raise ClusterTimeout(f"rank {self.rank} ({self.node}) got no {what} from rank 0 within {wait:.0f} s: "
-                                 f"rank 0 failed or hangs")
+            raise ClusterTimeout(
+                f"rank {self.rank} ({self.node}) got no {what} from rank 0 within {wait:.0f} s: rank 0 failed or hangs"
+            )
         buf = np.empty(int(size[0]), dtype=np.uint8)
         req = self.comm.Irecv(buf, source=0, tag=tag + 1)
         if not self._poll(req.Test, time.monotonic() + wait, False):

@@ -24,10 +24,10 @@ from __future__ import annotations
 
 import numpy as np
 
-CUTOFF = 3.5          # Iglewicz and Hoaglin's recommended threshold for |M|
-MAD_TO_SD = 1.4826    # 1 / Phi^-1(3/4): MAD -> standard deviation for normal data
-FLOOR_PPM = 10.0      # 10 us per second: smaller differences are not worth a user's time
-FLOOR_SHARE = 0.01    # ... or 1% of the typical node's total noise, whichever is larger
+CUTOFF = 3.5  # Iglewicz and Hoaglin's recommended threshold for |M|
+MAD_TO_SD = 1.4826  # 1 / Phi^-1(3/4): MAD -> standard deviation for normal data
+FLOOR_PPM = 10.0  # 10 us per second: smaller differences are not worth a user's time
+FLOOR_SHARE = 0.01  # ... or 1% of the typical node's total noise, whichever is larger
 LOO_MAX = 500
 MIN_NODES = 3
 
@@ -65,8 +65,9 @@ def robust_z(values: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     return (values - med) / scale, med
 
 
-def find_outliers(nodes: list[str], features: list[str], ppm: np.ndarray, total_ppm: np.ndarray,
-                  cutoff: float = CUTOFF) -> list[dict[str, object]]:
+def find_outliers(
+    nodes: list[str], features: list[str], ppm: np.ndarray, total_ppm: np.ndarray, cutoff: float = CUTOFF
+) -> list[dict[str, object]]:
     """Outlier nodes, most different first, each with the features that make it differ.
 
     ppm: nodes x features (noise from each source on each node, in ppm of the
@@ -80,12 +81,20 @@ def find_outliers(nodes: list[str], features: list[str], ppm: np.ndarray, total_
         hits = [j for j in np.argsort(-z[i]) if z[i, j] > cutoff]
         if not hits:
             continue
-        out.append({
-            "node": node,
-            "score": round(float(z[i, hits[0]]), 2),
-            "sources": [{"source": features[j], "ppm": round(float(ppm[i, j]), 2),
-                         "typical_ppm": round(float(med[i, j]), 2), "z": round(float(z[i, j]), 2)}
-                        for j in hits],
-        })
+        out.append(
+            {
+                "node": node,
+                "score": round(float(z[i, hits[0]]), 2),
+                "sources": [
+                    {
+                        "source": features[j],
+                        "ppm": round(float(ppm[i, j]), 2),
+                        "typical_ppm": round(float(med[i, j]), 2),
+                        "z": round(float(z[i, j]), 2),
+                    }
+                    for j in hits
+                ],
+            }
+        )
     out.sort(key=lambda o: -float(o["score"]))  # type: ignore[arg-type]
     return out

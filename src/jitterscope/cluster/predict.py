@@ -52,7 +52,7 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(8)
 class Prediction:
     runtime_s: float
     ideal_s: float
-    ci95_s: float | None   # half-width of the 95% confidence interval of the mean
+    ci95_s: float | None  # half-width of the 95% confidence interval of the mean
     sd_s: float | None
     detail: dict[str, Any]
 
@@ -61,14 +61,29 @@ class Prediction:
         return self.runtime_s / self.ideal_s - 1.0
 
 
-def bsp_job(nodes: int, phases: int, work_ns: float, sync: str, sync_ns: float, replications: int = 200,
-            seed: int = 1) -> Job:
+def bsp_job(
+    nodes: int, phases: int, work_ns: float, sync: str, sync_ns: float, replications: int = 200, seed: int = 1
+) -> Job:
     """The simulator's job for a measured BSP run: the sync's cost spread over its rounds."""
-    job = Job(nodes=(nodes,), phases=(phases,), phase_s=work_ns / 1e9, sync=sync, link_latency_s=0.0,
-              replications=replications, seed=seed)
+    job = Job(
+        nodes=(nodes,),
+        phases=(phases,),
+        phase_s=work_ns / 1e9,
+        sync=sync,
+        link_latency_s=0.0,
+        replications=replications,
+        seed=seed,
+    )
     rounds = job.rounds(nodes)
-    return Job(nodes=(nodes,), phases=(phases,), phase_s=work_ns / 1e9, sync=sync,
-               link_latency_s=sync_ns / 1e9 / max(1, rounds), replications=replications, seed=seed)
+    return Job(
+        nodes=(nodes,),
+        phases=(phases,),
+        phase_s=work_ns / 1e9,
+        sync=sync,
+        link_latency_s=sync_ns / 1e9 / max(1, rounds),
+        replications=replications,
+        seed=seed,
+    )
 
 
 def _from_result(res: Result, detail: dict[str, Any]) -> Prediction:
@@ -140,7 +155,16 @@ def fitted(timelines: list[Timeline], job: Job) -> Prediction:
     models = [node_delay(phase_delays([tl], work_ns), work_ns) for tl in timelines]
     delay_s = expected_max([m for m, _ in models])
     ideal = job.ideal_s(n, phases)
-    return Prediction(ideal + phases * delay_s, ideal, None, None, {
-        "expected_max_delay_ns": round(delay_s * 1e9, 1),
-        "fits": [{"model": m.describe() if m else "no delay", "noise": m.to_json() if m else None, "verdict": v}
-                 for m, v in models]})
+    return Prediction(
+        ideal + phases * delay_s,
+        ideal,
+        None,
+        None,
+        {
+            "expected_max_delay_ns": round(delay_s * 1e9, 1),
+            "fits": [
+                {"model": m.describe() if m else "no delay", "noise": m.to_json() if m else None, "verdict": v}
+                for m, v in models
+            ],
+        },
+    )

@@ -39,12 +39,19 @@ def node_row(node: dict[str, Any]) -> dict[str, Any]:
     c = s.get("cpus", {}).get(cpu, {})
     top = next((f"{x['kind']}:{x['name']}" for x in s.get("sources", [])), None)
     return {
-        "node": node_key(node["host"], node["cpu"]), "host": node["host"], "cpu": int(node["cpu"]),
-        "rank": int(node["rank"]), "duration_s": float(s["run"]["duration_s"]),
-        "noise_ns": int(c.get("noise_ns", 0)), "noise_ppm": float(c.get("noise_ppm", 0.0)),
-        "detours": int(c.get("detours", 0)), "p99_ns": float(c.get("p99_ns", 0.0)),
-        "max_ns": int(c.get("max_ns", 0)), "resolution_ns": float(c.get("resolution_ns", 0.0)),
-        "tracing": bool(s["run"].get("tracing")), "lost_events": int(s.get("lost_events", 0)),
+        "node": node_key(node["host"], node["cpu"]),
+        "host": node["host"],
+        "cpu": int(node["cpu"]),
+        "rank": int(node["rank"]),
+        "duration_s": float(s["run"]["duration_s"]),
+        "noise_ns": int(c.get("noise_ns", 0)),
+        "noise_ppm": float(c.get("noise_ppm", 0.0)),
+        "detours": int(c.get("detours", 0)),
+        "p99_ns": float(c.get("p99_ns", 0.0)),
+        "max_ns": int(c.get("max_ns", 0)),
+        "resolution_ns": float(c.get("resolution_ns", 0.0)),
+        "tracing": bool(s["run"].get("tracing")),
+        "lost_events": int(s.get("lost_events", 0)),
         "top_source": top,
     }
 
@@ -75,9 +82,9 @@ def source_matrix(nodes: list[dict[str, Any]]) -> tuple[list[str], np.ndarray]:
 class WidespreadSource(TypedDict):
     kind: str
     name: str
-    nodes: int            # nodes it took time on
-    node_share: float     # of all nodes
-    mean_ppm: float       # over the nodes it hit
+    nodes: int  # nodes it took time on
+    node_share: float  # of all nodes
+    mean_ppm: float  # over the nodes it hit
     max_ppm: float
     max_node: str
     total_ppm: float
@@ -93,10 +100,18 @@ def widespread_sources(names: list[str], features: list[str], ppm: np.ndarray) -
             continue
         kind, name = f.split(":", 1)
         worst = int(np.argmax(col))
-        out.append({"kind": kind, "name": name, "nodes": int(hit.sum()),
-                    "node_share": round(float(hit.mean()), 4),
-                    "mean_ppm": round(float(col[hit].mean()), 3), "max_ppm": round(float(col[worst]), 3),
-                    "max_node": names[worst], "total_ppm": round(float(col.sum()), 3)})
+        out.append(
+            {
+                "kind": kind,
+                "name": name,
+                "nodes": int(hit.sum()),
+                "node_share": round(float(hit.mean()), 4),
+                "mean_ppm": round(float(col[hit].mean()), 3),
+                "max_ppm": round(float(col[worst]), 3),
+                "max_node": names[worst],
+                "total_ppm": round(float(col.sum()), 3),
+            }
+        )
     out.sort(key=lambda s: (-s["nodes"], -s["total_ppm"]))
     return out
 
@@ -114,13 +129,18 @@ def build_summary(run_info: dict[str, Any], nodes: list[dict[str, Any]]) -> dict
         "run": {**run_info, "nodes": len(rows), "hosts": len({r["host"] for r in rows})},
         "nodes": ranked,
         "noisiest": [r["node"] for r in ranked[:NOISIEST]],
-        "noise_ppm": {"median": round(float(np.median(total)), 3) if len(total) else 0.0,
-                      "max": round(float(total.max()), 3) if len(total) else 0.0,
-                      "min": round(float(total.min()), 3) if len(total) else 0.0},
+        "noise_ppm": {
+            "median": round(float(np.median(total)), 3) if len(total) else 0.0,
+            "max": round(float(total.max()), 3) if len(total) else 0.0,
+            "min": round(float(total.min()), 3) if len(total) else 0.0,
+        },
         "sources": widespread_sources(names, features, ppm),
         "outliers": outliers,
         "outlier_method": {
             "name": "leave-one-out modified z-score (Iglewicz & Hoaglin 1993) of each source's ppm per node",
-            "cutoff": outl.CUTOFF, "scale_floor_ppm": round(outl.scale_floor(total), 3), "note": note},
+            "cutoff": outl.CUTOFF,
+            "scale_floor_ppm": round(outl.scale_floor(total), 3),
+            "note": note,
+        },
         "lost_events": int(sum(r["lost_events"] for r in rows)),
     }

@@ -42,7 +42,7 @@ def run(args: argparse.Namespace) -> int:
     if not args.run.is_dir():
         raise JitterscopeError(f"{args.run}: no such run directory")
     if (args.run / "sync-raw" / "meta.json").exists() and not (args.run / "summary.json").exists():
-        return _sync(args)   # a sync run whose jitterscope was killed while CMD ran (sync/runner.py)
+        return _sync(args)  # a sync run whose jitterscope was killed while CMD ran (sync/runner.py)
     if (args.run / "raw" / "meta.json").exists():  # a pipeline run cut short (pipeline/build.py)
         from jitterscope.pipeline.actions import do_analyze
 

@@ -48,36 +48,55 @@ if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
     from jitterscope.cluster.mpi import Cluster
 
 
-
 def _common(p: argparse.ArgumentParser) -> None:
     options.add_threshold(p)
-    p.add_argument("--cpu-map", metavar="LIST",
-                   help="CPU for each rank on a host, by local rank (default: local rank r -> CPU (r+1) mod n)")
+    p.add_argument(
+        "--cpu-map",
+        metavar="LIST",
+        help="CPU for each rank on a host, by local rank (default: local rank r -> CPU (r+1) mod n)",
+    )
     p.add_argument("--out", metavar="DIR", type=Path, help="cluster run directory rank 0 creates (must not exist)")
-    p.add_argument("--timeout", default="60s", metavar="TIME",
-                   help="longest wait for other ranks at any synchronization before failing (default 60s)")
+    p.add_argument(
+        "--timeout",
+        default="60s",
+        metavar="TIME",
+        help="longest wait for other ranks at any synchronization before failing (default 60s)",
+    )
     options.add_json(p, "the cluster summary as JSON (rank 0)")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="cluster_command", metavar="SUBCOMMAND")
-    m = sub.add_parser("measure", help="every rank measures its CPU; rank 0 writes one cluster run",
-                       description="Every rank measures its own CPU (barrier-aligned); rank 0 gathers one cluster run.")
+    m = sub.add_parser(
+        "measure",
+        help="every rank measures its CPU; rank 0 writes one cluster run",
+        description="Every rank measures its own CPU (barrier-aligned); rank 0 gathers one cluster run.",
+    )
     options.add_duration(m)
     options.add_priority(m, help="run each probe SCHED_FIFO at priority N (1-99)")
     options.add_tracing(m)
     _common(m)
-    b = sub.add_parser("bsp", help="a real bulk-synchronous job: measured slowdown vs ideal vs simulator",
-                       description="Bulk-synchronous benchmark: calibrated work per phase, then a synchronization.")
+    b = sub.add_parser(
+        "bsp",
+        help="a real bulk-synchronous job: measured slowdown vs ideal vs simulator",
+        description="Bulk-synchronous benchmark: calibrated work per phase, then a synchronization.",
+    )
     b.add_argument("--phase", default="10ms", metavar="TIME", help="work per phase on every rank (default 10ms)")
-    b.add_argument("--phases", default=100, type=count_arg(1, 10**7), metavar="P",
-                   help="number of phases (default 100)")
+    b.add_argument(
+        "--phases", default=100, type=count_arg(1, 10**7), metavar="P", help="number of phases (default 100)"
+    )
     b.add_argument("--sync", choices=["barrier", "allreduce"], default="barrier", help="end of phase (default barrier)")
-    b.add_argument("--replications", default=200, type=count_arg(1, 10**6), metavar="R",
-                   help="simulator replications for the trace-driven prediction (default 200)")
+    b.add_argument(
+        "--replications",
+        default=200,
+        type=count_arg(1, 10**6),
+        metavar="R",
+        help="simulator replications for the trace-driven prediction (default 200)",
+    )
     b.add_argument("--seed", default=1, type=seed_arg, help="simulator seed (default 1)")
-    options.add_priority(b, help="run each rank SCHED_FIFO at priority N "
-                                 "(only higher-priority work and interrupts then delay it)")
+    options.add_priority(
+        b, help="run each rank SCHED_FIFO at priority N (only higher-priority work and interrupts then delay it)"
+    )
     _common(b)
 
 
@@ -104,28 +123,51 @@ def run(args: argparse.Namespace) -> int:
     return _bsp(args, cluster, timeout_s, cpu_map, threshold_ns)
 
 
-def _measure(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None,
-             threshold_ns: float) -> int:
+def _measure(
+    args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None, threshold_ns: float
+) -> int:
     from jitterscope.cluster.measure import ClusterMeasureOptions, measure_rank
     from jitterscope.cluster.render import render_measure
 
-    out = cluster.every_rank(lambda: ClusterMeasureOptions(
-        duration_ns=options.duration_ns(args), threshold_ns=threshold_ns, trace=not args.no_trace,
-        priority=options.priority(args), buffer_kb=options.buffer_kb(args), cpu_map=cpu_map,
-        out=args.out, timeout_s=timeout_s, command_line=list(sys.argv)), measure_rank)
+    out = cluster.every_rank(
+        lambda: ClusterMeasureOptions(
+            duration_ns=options.duration_ns(args),
+            threshold_ns=threshold_ns,
+            trace=not args.no_trace,
+            priority=options.priority(args),
+            buffer_kb=options.buffer_kb(args),
+            cpu_map=cpu_map,
+            out=args.out,
+            timeout_s=timeout_s,
+            command_line=list(sys.argv),
+        ),
+        measure_rank,
+    )
     return _show(out, render_measure, args.json)
 
 
-def _bsp(args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None,
-         threshold_ns: float) -> int:
+def _bsp(
+    args: argparse.Namespace, cluster: Cluster, timeout_s: float, cpu_map: list[int] | None, threshold_ns: float
+) -> int:
     from jitterscope.cluster.bsp import BspOptions, bsp_rank
     from jitterscope.cluster.render import render_bsp
 
-    out = cluster.every_rank(lambda: BspOptions(
-        phase_ns=parse_duration_ns(args.phase, what="--phase"), phases=args.phases, sync=args.sync,
-        threshold_ns=threshold_ns, cpu_map=cpu_map, out=args.out, timeout_s=timeout_s,
-        replications=args.replications, seed=args.seed, command_line=list(sys.argv),
-        priority=options.priority(args)), bsp_rank)
+    out = cluster.every_rank(
+        lambda: BspOptions(
+            phase_ns=parse_duration_ns(args.phase, what="--phase"),
+            phases=args.phases,
+            sync=args.sync,
+            threshold_ns=threshold_ns,
+            cpu_map=cpu_map,
+            out=args.out,
+            timeout_s=timeout_s,
+            replications=args.replications,
+            seed=args.seed,
+            command_line=list(sys.argv),
+            priority=options.priority(args),
+        ),
+        bsp_rank,
+    )
     return _show(out, render_bsp, args.json)
 
 

@@ -35,13 +35,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("base", type=Path, metavar="BASE", help="the reference run directory")
     p.add_argument("new", type=Path, metavar="NEW", help="the run to check against it")
     options.add_json(p, "the comparison as JSON")
-    p.add_argument("--fail-on-regression", action="store_true",
-                   help="exit 1 when total noise or a source got significantly worse (see above)")
+    p.add_argument(
+        "--fail-on-regression",
+        action="store_true",
+        help="exit 1 when total noise or a source got significantly worse (see above)",
+    )
     p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate for significance (default 0.01)")
-    p.add_argument("--min-ppm", type=float, default=20.0,
-                   help="smallest added noise that counts as a regression, ppm (default 20)")
-    p.add_argument("--min-ratio", type=float, default=1.5,
-                   help="smallest new/base noise ratio that counts as a regression (default 1.5)")
+    p.add_argument(
+        "--min-ppm", type=float, default=20.0, help="smallest added noise that counts as a regression, ppm (default 20)"
+    )
+    p.add_argument(
+        "--min-ratio",
+        type=float,
+        default=1.5,
+        help="smallest new/base noise ratio that counts as a regression (default 1.5)",
+    )
 
 
 def run(args: argparse.Namespace) -> int:

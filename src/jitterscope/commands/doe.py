@@ -32,19 +32,28 @@ from pathlib import Path
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    sub = p.add_subparsers(dest="doe_command", metavar="{run,analyze}", required=True,
-                           parser_class=type(p))
-    r = sub.add_parser("run", help="run the experiment a plan describes, then analyse it",
-                       description="Run a factorial experiment from a YAML plan (see docs/commands/doe.md).")
+    sub = p.add_subparsers(dest="doe_command", metavar="{run,analyze}", required=True, parser_class=type(p))
+    r = sub.add_parser(
+        "run",
+        help="run the experiment a plan describes, then analyse it",
+        description="Run a factorial experiment from a YAML plan (see docs/commands/doe.md).",
+    )
     r.add_argument("plan", type=Path, metavar="PLAN", help="YAML plan")
-    r.add_argument("--out", type=Path, metavar="DIR",
-                   help="experiment directory (default ./jitterscope-doe/<plan name>)")
+    r.add_argument(
+        "--out", type=Path, metavar="DIR", help="experiment directory (default ./jitterscope-doe/<plan name>)"
+    )
     r.add_argument("--resume", action="store_true", help="continue the experiment in DIR where it stopped")
     r.add_argument("--yes", action="store_true", help="run even if the estimate exceeds the plan's budget")
-    r.add_argument("--dry-run", action="store_true",
-                   help="check the plan and this machine, print design and estimate; change nothing")
-    a = sub.add_parser("analyze", help="analyse a finished experiment directory",
-                       description="Analyse a finished experiment: effects, allocation of variation, tests.")
+    r.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="check the plan and this machine, print design and estimate; change nothing",
+    )
+    a = sub.add_parser(
+        "analyze",
+        help="analyse a finished experiment directory",
+        description="Analyse a finished experiment: effects, allocation of variation, tests.",
+    )
     a.add_argument("dir", type=Path, metavar="DIR", help="experiment directory written by doe run")
     a.add_argument("--json", action="store_true", help="print the analysis as JSON only")
     a.add_argument("--log", action="store_true", help="also fit the multiplicative model (log10 of the response)")
@@ -76,8 +85,11 @@ def run(args: argparse.Namespace) -> int:
     try:
         runner.execute(plan, out, resume=args.resume)
     except KeyboardInterrupt:
-        print(f"jitterscope: experiment interrupted; every change was undone. Continue with:\n"
-              f"  jitterscope doe run {args.plan} --out {out} --resume", file=sys.stderr)
+        print(
+            f"jitterscope: experiment interrupted; every change was undone. Continue with:\n"
+            f"  jitterscope doe run {args.plan} --out {out} --resume",
+            file=sys.stderr,
+        )
         raise
     result = runner.analyze_dir(out)
     print(runner.write_outputs(out, result), end="")

@@ -69,8 +69,10 @@ def _export_sync(r, args: argparse.Namespace) -> int:  # noqa: ANN001 (a rundir.
     from jitterscope.sync.perfetto import write_sync_perfetto
 
     if args.format != "perfetto":
-        raise JitterscopeError(f"{args.run} is a sync run: it exports as --format perfetto only (its tables are "
-                               f"Parquet already: {args.run}/jitter.parquet, waits.parquet)")
+        raise JitterscopeError(
+            f"{args.run} is a sync run: it exports as --format perfetto only (its tables are "
+            f"Parquet already: {args.run}/jitter.parquet, waits.parquet)"
+        )
     try:
         res = write_sync_perfetto(r, args.out)
     except OSError as err:
@@ -78,6 +80,8 @@ def _export_sync(r, args: argparse.Namespace) -> int:  # noqa: ANN001 (a rundir.
     if args.json:
         options.print_json(res)
     else:
-        print(f"{count(res['waits'], 'wait')} and {count(res['jitter'], 'jitter interval')} written as perfetto: "
-              f"{', '.join(res['files'])}")
+        print(
+            f"{count(res['waits'], 'wait')} and {count(res['jitter'], 'jitter interval')} written as perfetto: "
+            f"{', '.join(res['files'])}"
+        )
     return 0

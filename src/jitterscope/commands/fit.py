@@ -32,10 +32,19 @@ from jitterscope.units import count_arg, parse_duration_s, seed_arg
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="RUN", help="run directory")
-    p.add_argument("--phase", metavar="DURATION", help="work per phase, e.g. 10ms (a pipeline run: not needed, "
-                   "its iterations' delays over the fastest one are fitted)")
-    p.add_argument("--replicates", type=count_arg(19, 10**6), default=200, metavar="B",
-                   help="bootstrap replicates per p-value (default 200)")
+    p.add_argument(
+        "--phase",
+        metavar="DURATION",
+        help="work per phase, e.g. 10ms (a pipeline run: not needed, "
+        "its iterations' delays over the fastest one are fitted)",
+    )
+    p.add_argument(
+        "--replicates",
+        type=count_arg(19, 10**6),
+        default=200,
+        metavar="B",
+        help="bootstrap replicates per p-value (default 200)",
+    )
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     options.add_json(p)
     p.add_argument("--plots", metavar="DIR", help="write fit_histogram.svg and fit_qq.svg into DIR")
@@ -49,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
         check_dir(args.plots, "--plots")
     if args.replicates < 19:
         raise JitterscopeError(f"--replicates must be at least 19 (p-values to 0.05), got {args.replicates}")
-    bar = Progress("fit", 1.0)   # the bootstrap can take minutes: a bar, or a line every few seconds in a log
+    bar = Progress("fit", 1.0)  # the bootstrap can take minutes: a bar, or a line every few seconds in a log
     try:
         if _kind(args.run) == "pipeline":
             from jitterscope.pipeline.fitting import fit_pipeline

@@ -33,8 +33,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--busy", required=True, metavar="TIME", help="busy-loop time per wake-up, e.g. 2ms, 2300us")
     p.add_argument("--duration", metavar="TIME", help="stop after this long (default: until Ctrl-C)")
     p.add_argument("--name", default="jitterscope-inj", help="task name, at most 15 bytes (default jitterscope-inj)")
-    p.add_argument("--policy", choices=("fifo", "other"),
-                   help="scheduling policy (default: fifo when permitted, else other)")
+    p.add_argument(
+        "--policy", choices=("fifo", "other"), help="scheduling policy (default: fifo when permitted, else other)"
+    )
     p.add_argument("--priority", type=int, default=50, metavar="N", help="SCHED_FIFO priority 1-99 (default 50)")
     p.add_argument("--truth", type=Path, metavar="FILE", help="write the exact busy intervals (TSC) here")
     options.add_json(p)
@@ -77,8 +78,11 @@ def run(args: argparse.Namespace) -> int:
             return
         policy = f"SCHED_FIFO {args.priority}" if inj.used_policy == "fifo" else "SCHED_OTHER"
         until = f"for {format_ns(duration)}" if duration else "until Ctrl-C"
-        print(f"injecting on CPU {cpu}: busy {format_ns(busy)} every {format_ns(period)} as "
-              f"'{args.name}' (pid {inj.pid}, {policy}), {until}", flush=True)
+        print(
+            f"injecting on CPU {cpu}: busy {format_ns(busy)} every {format_ns(period)} as "
+            f"'{args.name}' (pid {inj.pid}, {policy}), {until}",
+            flush=True,
+        )
 
     out = inject(cpu, period, busy, duration, args.name, args.policy or "auto", args.priority, args.truth, announce)
     if args.json:

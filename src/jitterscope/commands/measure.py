@@ -57,8 +57,10 @@ def run(args: argparse.Namespace) -> int:
     out_dir = args.out or new_run_path()
     validate(opts, out_dir)
     if not args.cpus and not args.json:
-        opts.note = (f"measuring CPU {','.join(map(str, cpus))} (CPU {sysinfo.online_cpus()[0]} stays free for "
-                     f"jitterscope itself; choose with --cpus)")
+        opts.note = (
+            f"measuring CPU {','.join(map(str, cpus))} (CPU {sysinfo.online_cpus()[0]} stays free for "
+            f"jitterscope itself; choose with --cpus)"
+        )
     run_dir = run_measurement(opts, out_dir)
     run = load_run(run_dir, check_tables=False)
     if args.json:

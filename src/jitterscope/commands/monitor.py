@@ -36,17 +36,30 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_threshold(p)
     options.add_priority(p)
     options.add_no_trace(p, help="measure only; no attribution (no source metrics)")
-    p.add_argument("--history", type=Path, default=Path("jitterscope-monitor"), metavar="DIR",
-                   help="directory of the rolling history (default ./jitterscope-monitor)")
-    p.add_argument("--keep", type=count_arg(1, 10**6), default=100, metavar="N",
-                   help="keep at most N windows (default 100)")
+    p.add_argument(
+        "--history",
+        type=Path,
+        default=Path("jitterscope-monitor"),
+        metavar="DIR",
+        help="directory of the rolling history (default ./jitterscope-monitor)",
+    )
+    p.add_argument(
+        "--keep", type=count_arg(1, 10**6), default=100, metavar="N", help="keep at most N windows (default 100)"
+    )
     p.add_argument("--max-size", default="512M", metavar="SIZE", help="keep at most SIZE of history (default 512M)")
-    p.add_argument("--port", type=count_arg(0, 65535), default=9469,
-                   help="metrics port on 127.0.0.1 (default 9469; 0 = any free)")
-    p.add_argument("--baseline-windows", type=count_arg(1, 10**4), default=3, metavar="N",
-                   help="pool the first N good windows as the baseline (default 3)")
-    p.add_argument("--windows", type=count_arg(1, 10**9), metavar="N",
-                   help="stop after N windows (default: run until stopped)")
+    p.add_argument(
+        "--port", type=count_arg(0, 65535), default=9469, help="metrics port on 127.0.0.1 (default 9469; 0 = any free)"
+    )
+    p.add_argument(
+        "--baseline-windows",
+        type=count_arg(1, 10**4),
+        default=3,
+        metavar="N",
+        help="pool the first N good windows as the baseline (default 3)",
+    )
+    p.add_argument(
+        "--windows", type=count_arg(1, 10**9), metavar="N", help="stop after N windows (default: run until stopped)"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -63,9 +76,17 @@ def run(args: argparse.Namespace) -> int:
     if args.keep < 1 or args.baseline_windows < 1 or (args.windows is not None and args.windows < 1):
         raise JitterscopeError("--keep, --baseline-windows and --windows must be at least 1")
     opts = MonitorOptions(
-        cpus=cpus, interval_s=interval, window_s=window, history=args.history, port=args.port,
-        threshold_ns=options.threshold_ns(args), trace=not args.no_trace,
-        priority=options.priority(args), max_windows=args.keep,
+        cpus=cpus,
+        interval_s=interval,
+        window_s=window,
+        history=args.history,
+        port=args.port,
+        threshold_ns=options.threshold_ns(args),
+        trace=not args.no_trace,
+        priority=options.priority(args),
+        max_windows=args.keep,
         max_bytes=parse_size(args.max_size, what="--max-size"),
-        baseline_windows=args.baseline_windows, stop_after=args.windows)
+        baseline_windows=args.baseline_windows,
+        stop_after=args.windows,
+    )
     return Monitor(opts).run()

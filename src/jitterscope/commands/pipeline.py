@@ -35,34 +35,73 @@ from jitterscope.units import count_arg, percentile_arg, seed_arg
 
 
 def _compile_args(p: argparse.ArgumentParser, default_heuristic: str = "reduced") -> None:
-    p.add_argument("--threads", type=count_arg(1, 1024), metavar="N",
-                   help="threads (processors) to schedule for (default: the CPUs used)")
-    p.add_argument("--heuristic", default=default_heuristic,
-                   choices=("simple", "barrier", "fixed", "predictable", "reduced"),
-                   help=f"thread scheduling heuristic (default {default_heuristic})")
-    p.add_argument("--memory", default="reuse", choices=("simple", "reuse"),
-                   help="buffer allocation: one range per buffer, or reuse by interference graph (default reuse)")
-    p.add_argument("--split", type=count_arg(1, 1024), metavar="N",
-                   help="sub-boxes per parallel box (default: --threads)")
-    p.add_argument("--cache-slack", type=float, default=0.0, metavar="W",
-                   help="predictable/reduced: run an actor on its producer's thread if that starts it at most W "
-                        "weight units later (default 0: only on ties)")
-    p.add_argument("--max-states", type=count_arg(1, 10**9), default=sos.DEFAULT_MAX_STATES, metavar="N",
-                   help=f"reduced: stop the search after N states (default {sos.DEFAULT_MAX_STATES:,})")
-    p.add_argument("--max-time", default="10s", metavar="TIME", help="reduced: stop the search after TIME "
-                   "(default 10s); the result says whether the minimum was proven")
-    p.add_argument("--weights", default="graph", choices=("graph", "measured"),
-                   help="box weights for scheduling: the graph's timing (or the cost model; default), or medians "
-                        "measured here, each box alone on one thread (not deterministic)")
+    p.add_argument(
+        "--threads",
+        type=count_arg(1, 1024),
+        metavar="N",
+        help="threads (processors) to schedule for (default: the CPUs used)",
+    )
+    p.add_argument(
+        "--heuristic",
+        default=default_heuristic,
+        choices=("simple", "barrier", "fixed", "predictable", "reduced"),
+        help=f"thread scheduling heuristic (default {default_heuristic})",
+    )
+    p.add_argument(
+        "--memory",
+        default="reuse",
+        choices=("simple", "reuse"),
+        help="buffer allocation: one range per buffer, or reuse by interference graph (default reuse)",
+    )
+    p.add_argument(
+        "--split", type=count_arg(1, 1024), metavar="N", help="sub-boxes per parallel box (default: --threads)"
+    )
+    p.add_argument(
+        "--cache-slack",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="predictable/reduced: run an actor on its producer's thread if that starts it at most W "
+        "weight units later (default 0: only on ties)",
+    )
+    p.add_argument(
+        "--max-states",
+        type=count_arg(1, 10**9),
+        default=sos.DEFAULT_MAX_STATES,
+        metavar="N",
+        help=f"reduced: stop the search after N states (default {sos.DEFAULT_MAX_STATES:,})",
+    )
+    p.add_argument(
+        "--max-time",
+        default="10s",
+        metavar="TIME",
+        help="reduced: stop the search after TIME (default 10s); the result says whether the minimum was proven",
+    )
+    p.add_argument(
+        "--weights",
+        default="graph",
+        choices=("graph", "measured"),
+        help="box weights for scheduling: the graph's timing (or the cost model; default), or medians "
+        "measured here, each box alone on one thread (not deterministic)",
+    )
 
 
 def _run_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--iterations", type=count_arg(1, 10**9), default=1000, metavar="N",
-                   help="iterations to run (default 1000; the thesis ran 100,000)")
+    p.add_argument(
+        "--iterations",
+        type=count_arg(1, 10**9),
+        default=1000,
+        metavar="N",
+        help="iterations to run (default 1000; the thesis ran 100,000)",
+    )
     p.add_argument("--cpus", metavar="LIST", help="CPUs for the threads, e.g. 0-1 (default: every online CPU)")
-    p.add_argument("--wait", default="auto", choices=("auto", "spin", "futex", "hybrid"),
-                   help="how a thread waits for a signal; auto (default): spin on isolated CPUs or with "
-                        "--priority, hybrid (spin ~50 us, then sleep) when each thread has its own CPU, else futex")
+    p.add_argument(
+        "--wait",
+        default="auto",
+        choices=("auto", "spin", "futex", "hybrid"),
+        help="how a thread waits for a signal; auto (default): spin on isolated CPUs or with "
+        "--priority, hybrid (spin ~50 us, then sleep) when each thread has its own CPU, else futex",
+    )
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -72,8 +111,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _compile_args(c)
     c.add_argument("-o", "--output", metavar="FILE", help="write the schedule here (default: print it)")
     c.add_argument("--explain", action="store_true", help="print the schedule as tables and draw its Gantt chart")
-    c.add_argument("--gantt", metavar="FILE.svg", help="Gantt chart of the simulated schedule (with --explain: "
-                   "default GRAPH-HEURISTIC-gantt.svg)")
+    c.add_argument(
+        "--gantt",
+        metavar="FILE.svg",
+        help="Gantt chart of the simulated schedule (with --explain: default GRAPH-HEURISTIC-gantt.svg)",
+    )
     options.add_json(c, "the schedule as JSON")
 
     r = options.add_action(sub, "run", "run a schedule on pinned threads; write a run directory", __doc__)
@@ -85,20 +127,41 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_priority(r, help="run the threads SCHED_FIFO at priority N (1-99)")
     r.add_argument("--no-mlock", action="store_true", help="do not lock the process's memory")
     r.add_argument("--hugepages", action="store_true", help="ask for transparent huge pages on the buffer pool")
-    r.add_argument("--guard", action="store_true", help="tag every row with (buffer, iteration) and check what "
-                   "each sub-box reads: reports any race or overlapping live buffers (slower)")
-    r.add_argument("--timers", dest="timers", action="store_true", default=None,
-                   help="per-sub-box timestamps of every iteration (default: when under 5M records)")
+    r.add_argument(
+        "--guard",
+        action="store_true",
+        help="tag every row with (buffer, iteration) and check what "
+        "each sub-box reads: reports any race or overlapping live buffers (slower)",
+    )
+    r.add_argument(
+        "--timers",
+        dest="timers",
+        action="store_true",
+        default=None,
+        help="per-sub-box timestamps of every iteration (default: when under 5M records)",
+    )
     r.add_argument("--no-timers", dest="timers", action="store_false", help="no per-sub-box timestamps")
-    r.add_argument("--period", metavar="TIME", help="release iteration k at t0 + k*TIME (default: back to back); "
-                   "latency is then measured from the release")
-    r.add_argument("--hang-timeout", default="10s", metavar="TIME",
-                   help="stop and say where threads wait if no iteration completes for TIME or 20 times the "
-                        "slowest iteration so far (default 10s)")
+    r.add_argument(
+        "--period",
+        metavar="TIME",
+        help="release iteration k at t0 + k*TIME (default: back to back); latency is then measured from the release",
+    )
+    r.add_argument(
+        "--hang-timeout",
+        default="10s",
+        metavar="TIME",
+        help="stop and say where threads wait if no iteration completes for TIME or 20 times the "
+        "slowest iteration so far (default 10s)",
+    )
     r.add_argument("--trace", action="store_true", help="trace the kernel alongside; attribute late iterations")
     options.add_buffer(r)
-    r.add_argument("--late", type=percentile_arg(50, 100), default=99.0, metavar="P",
-                   help="late iterations: latency at or above the P-th percentile (default 99)")
+    r.add_argument(
+        "--late",
+        type=percentile_arg(50, 100),
+        default=99.0,
+        metavar="P",
+        help="late iterations: latency at or above the P-th percentile (default 99)",
+    )
     r.add_argument("--out", metavar="DIR", help="run directory (default jitterscope-runs/<time>-pipeline-...)")
     r.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     options.add_json(r, "summary.json")
@@ -114,16 +177,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     _compile_args(b)
     _run_args(b)
     b.add_argument("--trace", action="store_true", help="trace each run: say what delayed its late iterations")
-    b.add_argument("--rounds", type=count_arg(1, 1000), default=1, metavar="R", help="configurations take turns in "
-                   "R rounds of ITERATIONS/R each: a shared machine's load falls on all alike (default 1)")
+    b.add_argument(
+        "--rounds",
+        type=count_arg(1, 1000),
+        default=1,
+        metavar="R",
+        help="configurations take turns in "
+        "R rounds of ITERATIONS/R each: a shared machine's load falls on all alike (default 1)",
+    )
     b.add_argument("--out", metavar="DIR", help="bench directory (runs, bench.json, figures)")
     options.add_json(b, "the table as JSON")
 
     e = options.add_action(sub, "etp", "a run's latency distribution as a ptts execution-time profile", __doc__)
     e.add_argument("run", metavar="RUN", help="pipeline run directory")
     e.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="the profile (time,probability)")
-    e.add_argument("--resolution", default="10us", metavar="TIME",
-                   help="round latencies up to whole ticks of TIME (default 10us): the ptts model's resolution")
+    e.add_argument(
+        "--resolution",
+        default="10us",
+        metavar="TIME",
+        help="round latencies up to whole ticks of TIME (default 10us): the ptts model's resolution",
+    )
     options.add_json(e, "what was written")
 
     s = options.add_action(sub, "synth", "write a seeded synthetic graph", __doc__)

@@ -49,47 +49,104 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t.add_argument("--cpus", metavar="LIST", help="CPUs to place on (default: every CPU of the topology)")
     t.add_argument("--topology", metavar="FILE", help="LLC groups and LITTLE CPUs from FILE instead of sysfs")
     w = p.add_argument_group("observation")
-    w.add_argument("--weights", default="auto", metavar="SRC",
-                   help="weight source: auto (pmu, else declared, else oracle), pmu, declared, oracle (default auto)")
-    w.add_argument("--declare", action="append", metavar="SEL=W", help="declared weight: SEL a PID, program name or "
-                   "cgroup path; W heavy, light or a number (repeatable)")
+    w.add_argument(
+        "--weights",
+        default="auto",
+        metavar="SRC",
+        help="weight source: auto (pmu, else declared, else oracle), pmu, declared, oracle (default auto)",
+    )
+    w.add_argument(
+        "--declare",
+        action="append",
+        metavar="SEL=W",
+        help="declared weight: SEL a PID, program name or cgroup path; W heavy, light or a number (repeatable)",
+    )
     w.add_argument("--labels", metavar="FILE", help="declared weights from a YAML file (SEL: W)")
-    t.add_argument("--protect", action="append", metavar="SEL", help="a protected task (PID, program name or "
-                   "cgroup path; repeatable): its noise is reported, and with policy P is OBS-L's objective")
-    w.add_argument("--quantum", default="100ms", metavar="TIME", help="observation and scheduling quantum "
-                                                                      "(default 100ms)")
+    t.add_argument(
+        "--protect",
+        action="append",
+        metavar="SEL",
+        help="a protected task (PID, program name or "
+        "cgroup path; repeatable): its noise is reported, and with policy P is OBS-L's objective",
+    )
+    w.add_argument(
+        "--quantum", default="100ms", metavar="TIME", help="observation and scheduling quantum (default 100ms)"
+    )
     c = p.add_argument_group("policies")
-    c.add_argument("--policy", default="L,X,C,F", metavar="LIST",
-                   help="L, X, C, F (comma list), or the baselines stock and worst (default L,X,C,F)")
-    c.add_argument("--bins", type=int, default=4, metavar="N", help="OBS-L: weight bins, one decade each (default 4; "
-                                                                  "0 = raw weights)")
+    c.add_argument(
+        "--policy",
+        default="L,X,C,F",
+        metavar="LIST",
+        help="L, X, C, F (comma list), or the baselines stock and worst (default L,X,C,F)",
+    )
+    c.add_argument(
+        "--bins",
+        type=int,
+        default=4,
+        metavar="N",
+        help="OBS-L: weight bins, one decade each (default 4; 0 = raw weights)",
+    )
     c.add_argument("--period", default="1s", metavar="TIME", help="OBS-X: rebalance period (default 1s)")
     c.add_argument("--credit", default="2%", metavar="PCT", help="OBS-C: C_credit (default 2%%)")
-    c.add_argument("--credit-norm", default="max", metavar="N",
-                   help="OBS-C: weights divided by the largest seen (max, default), raw, or a number")
+    c.add_argument(
+        "--credit-norm",
+        default="max",
+        metavar="N",
+        help="OBS-C: weights divided by the largest seen (max, default), raw, or a number",
+    )
     c.add_argument("--obs-f", default="F2", metavar="F1|F2", help="OBS-F: F1 migrate and stay, F2 return (default)")
-    c.add_argument("--release-after", type=int, default=1, metavar="N", help="OBS-F2: clean quanta before release "
-                                                                             "(default 1)")
-    c.add_argument("--ban-after", type=int, default=0, metavar="N",
-                   help="OBS-F: faulting quanta before a lifetime ban from LITTLE CPUs (default 0: never)")
+    c.add_argument(
+        "--release-after", type=int, default=1, metavar="N", help="OBS-F2: clean quanta before release (default 1)"
+    )
+    c.add_argument(
+        "--ban-after",
+        type=int,
+        default=0,
+        metavar="N",
+        help="OBS-F: faulting quanta before a lifetime ban from LITTLE CPUs (default 0: never)",
+    )
     c.add_argument("--actuator", default="sigstop", metavar="NAME", help="OBS-L: sigstop (default) or freezer")
     r = p.add_argument_group("run")
     options.add_duration(p, default=None, help="stop after this long (default: when every task has ended)")
     r.add_argument("--dry-run", action="store_true", help="observe and print the decisions; change nothing")
-    r.add_argument("--compare", metavar="SETS", help="run the mix under each policy set, side by side: comma list, "
-                   "policies within a set joined by +, the first the baseline (e.g. stock,L,L+C,worst)")
-    r.add_argument("--repeat", type=int, default=2, metavar="N", help="--compare: repetitions of every set, "
-                   "interleaved (default 2)")
+    r.add_argument(
+        "--compare",
+        metavar="SETS",
+        help="run the mix under each policy set, side by side: comma list, "
+        "policies within a set joined by +, the first the baseline (e.g. stock,L,L+C,worst)",
+    )
+    r.add_argument(
+        "--repeat",
+        type=int,
+        default=2,
+        metavar="N",
+        help="--compare: repetitions of every set, interleaved (default 2)",
+    )
     pr = p.add_argument_group("stand-in weights (no PMU)")
-    pr.add_argument("--profile", metavar="METHOD", help="weigh each command offline and print a labels file: "
-                    "cachegrind (LL misses per instruction) or probe (a calibrated interference probe)")
-    pr.add_argument("--ll", metavar="SIZE", help="--profile cachegrind: simulated LL size (default: this "
-                    "machine's last-level cache)")
-    pr.add_argument("--ipc", type=float, default=1.0, metavar="X", help="--profile cachegrind: assumed "
-                    "instructions per cycle (default 1)")
+    pr.add_argument(
+        "--profile",
+        metavar="METHOD",
+        help="weigh each command offline and print a labels file: "
+        "cachegrind (LL misses per instruction) or probe (a calibrated interference probe)",
+    )
+    pr.add_argument(
+        "--ll",
+        metavar="SIZE",
+        help="--profile cachegrind: simulated LL size (default: this machine's last-level cache)",
+    )
+    pr.add_argument(
+        "--ipc",
+        type=float,
+        default=1.0,
+        metavar="X",
+        help="--profile cachegrind: assumed instructions per cycle (default 1)",
+    )
     pr.add_argument("--labels-out", metavar="FILE", help="--profile: write the labels file here (default: stdout)")
-    r.add_argument("--overhead", action="store_true", help="measure the observer's cost per context switch "
-                                                           "(pipe ping-pong with and without it) and exit")
+    r.add_argument(
+        "--overhead",
+        action="store_true",
+        help="measure the observer's cost per context switch (pipe ping-pong with and without it) and exit",
+    )
     r.add_argument("--out", metavar="DIR", help="run directory to create")
     options.add_json(p, "summary.json")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="a command to start")
@@ -128,7 +185,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(render.render(summary, str(run_dir)))
     return 0
-
 
 
 def _profile(args: argparse.Namespace) -> int:

@@ -39,32 +39,52 @@ from jitterscope import options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("action", nargs="?", default="run", choices=("run", "calibrate", "reduction"),
-                   help="run (default), calibrate (the slack law's sweep) or reduction (Table 4.3)")
+    p.add_argument(
+        "action",
+        nargs="?",
+        default="run",
+        choices=("run", "calibrate", "reduction"),
+        help="run (default), calibrate (the slack law's sweep) or reduction (Table 4.3)",
+    )
     g = p.add_argument_group("programs")
     g.add_argument("--critical", metavar="PID", help="the latency-critical process (already running)")
     g.add_argument("--critical-cmd", metavar="CMD", help="start this command as the critical program")
     g.add_argument("--critical-page", metavar="PATH", help="report page a --critical PID publishes in")
     g.add_argument("--best-effort", action="append", metavar="PID,...", help="best-effort processes")
-    g.add_argument("--best-effort-cmd", action="append", metavar="CMD",
-                   help="start this best-effort command (repeat for several; round-robin over --cpus)")
+    g.add_argument(
+        "--best-effort-cmd",
+        action="append",
+        metavar="CMD",
+        help="start this best-effort command (repeat for several; round-robin over --cpus)",
+    )
     g.add_argument("--best-effort-cgroup", metavar="PATH", help="every process of this cgroup is best-effort")
     g.add_argument("--cpus", metavar="LIST", help="best-effort CPUs (default: the upper half of the online CPUs)")
     g.add_argument("--critical-cpus", metavar="LIST", help="critical CPUs (default: every other online CPU)")
     c = p.add_argument_group("control")
     c.add_argument("--sample", metavar="TIME", help="sampling interval Ts (default 100us)")
     c.add_argument("--suspend", metavar="TIME", help="suspension S (default 900us)")
-    c.add_argument("--signal", metavar="NAME", help="auto (default), pmu, resctrl, report, slack, noise, cputime, "
-                                                    "replay, always, none")
-    c.add_argument("--threshold", metavar="BW|PCT|TIME", help="e.g. 2GB/s, read=2GB/s,write=1GB/s, 25%% of the "
-                                                             "peak (default), slack 100us or 10%%")
+    c.add_argument(
+        "--signal",
+        metavar="NAME",
+        help="auto (default), pmu, resctrl, report, slack, noise, cputime, replay, always, none",
+    )
+    c.add_argument(
+        "--threshold",
+        metavar="BW|PCT|TIME",
+        help="e.g. 2GB/s, read=2GB/s,write=1GB/s, 25%% of the peak (default), slack 100us or 10%%",
+    )
     c.add_argument("--peak", metavar="BW", help="peak bandwidth a percentage refers to (default: measured)")
-    c.add_argument("--actuator", metavar="NAME", help="rt (default), deadline, sigstop, freezer[:v1|:v2], "
-                                                      "cfs[:v1|:v2], mba, none")
+    c.add_argument(
+        "--actuator", metavar="NAME", help="rt (default), deadline, sigstop, freezer[:v1|:v2], cfs[:v1|:v2], mba, none"
+    )
     c.add_argument("--law", metavar="NAME", help="fixed (default), proportional, slack")
-    c.add_argument("--sampling", metavar="HOW", help="timer (default: read the signal every Ts) or event (sleep "
-                                                     "until a counter overflows at the budget, threshold x Ts: "
-                                                     "pmu, or cputime where there is no PMU)")
+    c.add_argument(
+        "--sampling",
+        metavar="HOW",
+        help="timer (default: read the signal every Ts) or event (sleep "
+        "until a counter overflows at the budget, threshold x Ts: "
+        "pmu, or cputime where there is no PMU)",
+    )
     c.add_argument("--gain", type=float, metavar="K", help="proportional: S = K x (pressure - 1) x Ts (default 10)")
     c.add_argument("--suspend-min", metavar="TIME", help="proportional: shortest S (default Ts)")
     c.add_argument("--suspend-max", metavar="TIME", help="proportional: longest S (default 4 x --suspend)")

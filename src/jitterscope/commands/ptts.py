@@ -46,21 +46,45 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--deadline", metavar="T", help="report P(latency > T); a bare number is in the model's unit")
     options.add_json(p, "the result as JSON (notes go to stderr)")
     p.add_argument("--plots", type=Path, metavar="DIR", help="write PMF and CDF (or sweep) figures, SVG and PNG")
-    p.add_argument("--method", choices=("exact", "simulate"), default="exact",
-                   help="exact analysis (default) or Monte Carlo simulation compared with it")
-    p.add_argument("--iterations", type=count_arg(1, 10**9), metavar="N",
-                   help="simulated frames (default 10000; with --approximate, for measuring the error: 20000)")
+    p.add_argument(
+        "--method",
+        choices=("exact", "simulate"),
+        default="exact",
+        help="exact analysis (default) or Monte Carlo simulation compared with it",
+    )
+    p.add_argument(
+        "--iterations",
+        type=count_arg(1, 10**9),
+        metavar="N",
+        help="simulated frames (default 10000; with --approximate, for measuring the error: 20000)",
+    )
     p.add_argument("--seed", type=seed_arg, metavar="S", help="random seed of the simulation (default: random)")
-    p.add_argument("--approximate", nargs="?", const=DEFAULT_APPROX_TIME, metavar="TIME",
-                   help=f"adapt periods (thesis 5.7) until the analysis is predicted to take at most TIME "
-                        f"(default {DEFAULT_APPROX_TIME}); reports the change and the error")
-    p.add_argument("--max-time", default=DEFAULT_MAX_TIME, metavar="TIME",
-                   help=f"refuse exact analyses predicted to take longer (default {DEFAULT_MAX_TIME})")
-    p.add_argument("--sweep", metavar="C.offset=LO..HI:STEP",
-                   help="repeat the analysis for each value of a component's offset (or period); "
-                        "bare numbers are in the model's unit, e.g. wall.offset=0..80:10")
-    p.add_argument("--tree", type=int, metavar="K", help="print the latency tree of the K-th triggering of the first "
-                                                          "component (thesis figures 5.4, 5.5) and stop")
+    p.add_argument(
+        "--approximate",
+        nargs="?",
+        const=DEFAULT_APPROX_TIME,
+        metavar="TIME",
+        help=f"adapt periods (thesis 5.7) until the analysis is predicted to take at most TIME "
+        f"(default {DEFAULT_APPROX_TIME}); reports the change and the error",
+    )
+    p.add_argument(
+        "--max-time",
+        default=DEFAULT_MAX_TIME,
+        metavar="TIME",
+        help=f"refuse exact analyses predicted to take longer (default {DEFAULT_MAX_TIME})",
+    )
+    p.add_argument(
+        "--sweep",
+        metavar="C.offset=LO..HI:STEP",
+        help="repeat the analysis for each value of a component's offset (or period); "
+        "bare numbers are in the model's unit, e.g. wall.offset=0..80:10",
+    )
+    p.add_argument(
+        "--tree",
+        type=int,
+        metavar="K",
+        help="print the latency tree of the K-th triggering of the first component (thesis figures 5.4, 5.5) and stop",
+    )
 
 
 def _show(as_json: bool, data: dict[str, Any], text: Callable[[T], str], result: T) -> None:
@@ -81,9 +105,14 @@ def run(args: argparse.Namespace) -> int:
     if deadline is not None and not 0 < deadline < MAX_TICKS:
         raise UsageError(f"--deadline {args.deadline}: must be positive and below 2^62 ticks of the resolution")
     opts = analysis.Options(
-        method=args.method, deadline=deadline, iterations=args.iterations, seed=args.seed,
+        method=args.method,
+        deadline=deadline,
+        iterations=args.iterations,
+        seed=args.seed,
         approximate_s=None if args.approximate is None else parse_duration_s(args.approximate, what="--approximate"),
-        max_time_s=parse_duration_s(args.max_time, what="--max-time"), max_time_text=args.max_time)
+        max_time_s=parse_duration_s(args.max_time, what="--max-time"),
+        max_time_text=args.max_time,
+    )
 
     def note(text: str) -> None:
         print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -98,8 +127,9 @@ def run(args: argparse.Namespace) -> int:
         if args.plots:
             from jitterscope.ptts import plots  # matplotlib: only with --plots
 
-            files = plots.plot_sweep(args.plots, model, sw.label, [model.ticks_to_unit(v) for v in sw.values],
-                                     sw.dists, sw.sums, deadline)
+            files = plots.plot_sweep(
+                args.plots, model, sw.label, [model.ticks_to_unit(v) for v in sw.values], sw.dists, sw.sums, deadline
+            )
             note("plots: " + ", ".join(str(f) for f in files))
         return 0
     if not args.json:
@@ -110,7 +140,8 @@ def run(args: argparse.Namespace) -> int:
         from jitterscope.ptts import plots  # matplotlib: only with --plots
 
         series, title = render.figure_series(rep), f"{model.name}: end-to-end latency"
-        files = plots.plot_pmf(args.plots, model, series, title, deadline) + \
-            plots.plot_cdf(args.plots, model, series, title, deadline)
+        files = plots.plot_pmf(args.plots, model, series, title, deadline) + plots.plot_cdf(
+            args.plots, model, series, title, deadline
+        )
         note("plots: " + ", ".join(str(f) for f in files))
     return 0

@@ -23,8 +23,13 @@ from pathlib import Path
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", type=Path, metavar="RUN", help="run directory")
-    p.add_argument("--out", "-o", type=Path, metavar="FILE",
-                   help="HTML file to write (default: RUN/report.html); SVGs go beside it")
+    p.add_argument(
+        "--out",
+        "-o",
+        type=Path,
+        metavar="FILE",
+        help="HTML file to write (default: RUN/report.html); SVGs go beside it",
+    )
     p.add_argument("--open", action="store_true", help="open the report in a web browser")
 
 
@@ -36,8 +41,7 @@ def run(args: argparse.Namespace) -> int:
     if args.open:
         why = open_in_browser(path)
         if why:
-            print(f"jitterscope: note: report not opened: {why}; open {path} in a browser yourself",
-                  file=sys.stderr)
+            print(f"jitterscope: note: report not opened: {why}; open {path} in a browser yourself", file=sys.stderr)
     return 0
 
 

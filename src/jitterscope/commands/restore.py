@@ -41,8 +41,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 # Temporary names jitterscope does not journal, or older versions did not (the random
 # suffix of mkdtemp/mkstemp, no pid: protect calibrate's and the pipeline weights' working
 # directories among them): a killed run left them behind.
-_LEGACY = re.compile(r"^jitterscope-(cluster-r\d+|parse|scan|calibrate|weights)-[a-z0-9_]{8}$"
-                     r"|^jitterscope-truth-[a-z0-9_]{8}\.csv$")
+_LEGACY = re.compile(
+    r"^jitterscope-(cluster-r\d+|parse|scan|calibrate|weights)-[a-z0-9_]{8}$"
+    r"|^jitterscope-truth-[a-z0-9_]{8}\.csv$"
+)
 _LEGACY_AGE_S = 600
 
 
@@ -89,8 +91,9 @@ def _leftovers() -> list[journal.Outcome]:
     root = find_tracefs()
     if root is not None:
         for name in clean_stale_instances(root):
-            found.append(journal.Outcome("restored", f"removed trace instance {root}/instances/{name} "
-                                                     f"(its process is gone)"))
+            found.append(
+                journal.Outcome("restored", f"removed trace instance {root}/instances/{name} (its process is gone)")
+            )
     return found
 
 
@@ -109,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
     for o in found:
         print(journal.say({"result": o.status, "message": o.text}))
     if failed:
-        print("jitterscope: some changes could not be undone (see above); run restore again once the "
-              "cause is fixed", file=sys.stderr)
+        print(
+            "jitterscope: some changes could not be undone (see above); run restore again once the cause is fixed",
+            file=sys.stderr,
+        )
     return 1 if failed else 0

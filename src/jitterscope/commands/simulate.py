@@ -50,22 +50,36 @@ from jitterscope.units import count_arg, parse_count_list, parse_duration_s, see
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--noise", required=True, metavar="SPEC",
-                   help="distribution, periodic(...), run directory or fit:RUN")
+    p.add_argument(
+        "--noise", required=True, metavar="SPEC", help="distribution, periodic(...), run directory or fit:RUN"
+    )
     p.add_argument("--nodes", required=True, metavar="LIST", help="node counts, e.g. 1,10,100 or 1..1e6:log10")
     p.add_argument("--phases", required=True, metavar="LIST", help="phase counts, e.g. 1,100,200 or 1..1000:x2")
     p.add_argument("--phase", required=True, metavar="DURATION", help="work per phase per node, e.g. 10ms")
-    p.add_argument("--sync", choices=("barrier", "allreduce", "none"), default="barrier",
-                   help="synchronization after each phase (default barrier)")
-    p.add_argument("--link-latency", default="2us", metavar="DURATION",
-                   help="latency of one synchronization round (default 2us)")
-    p.add_argument("--cosched", action="store_true",
-                   help="co-scheduled noise: all nodes replay the same timeline at the same offset")
-    p.add_argument("--replications", type=count_arg(1, 10**7), metavar="R",
-                   help="independent replications (default 100 for distributions, 10 for timelines)")
+    p.add_argument(
+        "--sync",
+        choices=("barrier", "allreduce", "none"),
+        default="barrier",
+        help="synchronization after each phase (default barrier)",
+    )
+    p.add_argument(
+        "--link-latency", default="2us", metavar="DURATION", help="latency of one synchronization round (default 2us)"
+    )
+    p.add_argument(
+        "--cosched",
+        action="store_true",
+        help="co-scheduled noise: all nodes replay the same timeline at the same offset",
+    )
+    p.add_argument(
+        "--replications",
+        type=count_arg(1, 10**7),
+        metavar="R",
+        help="independent replications (default 100 for distributions, 10 for timelines)",
+    )
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
-    p.add_argument("--by-source", action="store_true",
-                   help="rank the run's sources by the slowdown removing each saves")
+    p.add_argument(
+        "--by-source", action="store_true", help="rank the run's sources by the slowdown removing each saves"
+    )
     options.add_json(p)
     p.add_argument("--plots", metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
 
@@ -91,8 +105,9 @@ def run(args: argparse.Namespace) -> int:
     if max(nodes) > 10**18:
         raise JitterscopeError(f"--nodes up to 1e18 are supported, got {max(nodes):.3g}")
     if max(phases) * reps > 10**9 and not iid:
-        raise JitterscopeError(f"{max(phases)} phases x {reps} replications is too many to replay; "
-                               f"use fewer or --noise fit:RUN")
+        raise JitterscopeError(
+            f"{max(phases)} phases x {reps} replications is too many to replay; use fewer or --noise fit:RUN"
+        )
     job = Job(tuple(nodes), tuple(phases), phase_s, args.sync, latency, args.cosched, reps, args.seed)
     bar = Progress("simulate", 1.0, enabled=not args.json or None)
     try:

@@ -41,19 +41,42 @@ from jitterscope.units import parse_cpulist, parse_duration_ns, parse_size
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--threshold", default="10us", metavar="TIME",
-                   help="base N: shorter synchronisation intervals are not jitter (default 10us, the paper's)")
-    p.add_argument("--mode", choices=("excess", "whole"), default="excess",
-                   help="jitter of an interval T > N: T - N (excess, default) or T (whole)")
-    p.add_argument("--lu-any", action="store_true",
-                   help="count lock-unlock intervals even when the acquirer did not sleep (default: only if it slept)")
-    p.add_argument("--merge-at-barrier", action="store_true",
-                   help="critical path: barrier participants take the round's maximum jitter (default: paper's rule, "
-                        "create/join only)")
-    p.add_argument("--subframe", default="330us", metavar="TIME",
-                   help="subframe length per thread, restarted at each create/join (default 330us, the paper's)")
-    p.add_argument("--warmup-subframes", type=int, default=90, metavar="N",
-                   help="first subframes of each thread left out of the subframe statistics (default 90)")
+    p.add_argument(
+        "--threshold",
+        default="10us",
+        metavar="TIME",
+        help="base N: shorter synchronisation intervals are not jitter (default 10us, the paper's)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("excess", "whole"),
+        default="excess",
+        help="jitter of an interval T > N: T - N (excess, default) or T (whole)",
+    )
+    p.add_argument(
+        "--lu-any",
+        action="store_true",
+        help="count lock-unlock intervals even when the acquirer did not sleep (default: only if it slept)",
+    )
+    p.add_argument(
+        "--merge-at-barrier",
+        action="store_true",
+        help="critical path: barrier participants take the round's maximum jitter (default: paper's rule, "
+        "create/join only)",
+    )
+    p.add_argument(
+        "--subframe",
+        default="330us",
+        metavar="TIME",
+        help="subframe length per thread, restarted at each create/join (default 330us, the paper's)",
+    )
+    p.add_argument(
+        "--warmup-subframes",
+        type=int,
+        default=90,
+        metavar="N",
+        help="first subframes of each thread left out of the subframe statistics (default 90)",
+    )
     p.add_argument("--cpus", metavar="LIST", help="CPUs the program may run on (default: all online)")
     p.add_argument("--no-trace", action="store_true", help="no kernel tracing: no causes, holder delay, non-sync")
     p.add_argument("--buffer", default="8M", metavar="SIZE", help="trace ring buffer per CPU (default 8M)")
@@ -81,12 +104,22 @@ def run(args: argparse.Namespace) -> int:
     if out.exists():
         raise JitterscopeError(f"{out}: already exists; choose a new --out directory")
     check_command(cmd)
-    opts = SyncOptions(command=cmd, out_dir=out, cpus=parse_cpulist(args.cpus) if args.cpus else None,
-                       trace=not args.no_trace, buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024),
-                       report=not args.no_report,
-                       analysis=Options(threshold_ns=int(threshold), mode=args.mode, lu_sleep_only=not args.lu_any,
-                                        merge_at_barrier=args.merge_at_barrier, subframe_ns=int(subframe),
-                                        warmup_subframes=args.warmup_subframes))
+    opts = SyncOptions(
+        command=cmd,
+        out_dir=out,
+        cpus=parse_cpulist(args.cpus) if args.cpus else None,
+        trace=not args.no_trace,
+        buffer_kb=max(1, parse_size(args.buffer, what="--buffer") // 1024),
+        report=not args.no_report,
+        analysis=Options(
+            threshold_ns=int(threshold),
+            mode=args.mode,
+            lu_sleep_only=not args.lu_any,
+            merge_at_barrier=args.merge_at_barrier,
+            subframe_ns=int(subframe),
+            warmup_subframes=args.warmup_subframes,
+        ),
+    )
     run_dir, code = run_sync(opts)
     r = load_run(run_dir, check_tables=False)
     sys.stdout.flush()

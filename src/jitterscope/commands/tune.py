@@ -31,31 +31,36 @@ from jitterscope import options
 
 
 def _apply_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--knob", action="append", default=[], metavar="NAME=VALUE",
-                   help="a runtime knob to set (repeatable); see `tune audit` for names")
+    p.add_argument(
+        "--knob",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a runtime knob to set (repeatable); see `tune audit` for names",
+    )
     p.add_argument("--force", action="store_true", help="accept a plan made on another host or kernel")
 
 
 HELP = {  # each action's --help: what it does, then examples
     "audit": "Read every isolation knob for the CPUs to isolate; nothing is changed.\n\nEXAMPLES\n"
-             "  jitterscope tune audit\n  jitterscope tune audit --cpus 2-7 --json | jq '.findings[] | "
-             "select(.verdict == \"not isolated\")'",
+    "  jitterscope tune audit\n  jitterscope tune audit --cpus 2-7 --json | jq '.findings[] | "
+    'select(.verdict == "not isolated")\'',
     "plan": "Map each source of a measured run to the knob or boot parameter that removes it.\n\nEXAMPLES\n"
-            "  jitterscope tune plan runs/base\n  jitterscope tune plan runs/base --out plan.yaml   # review, "
-            "edit, then apply or verify it",
+    "  jitterscope tune plan runs/base\n  jitterscope tune plan runs/base --out plan.yaml   # review, "
+    "edit, then apply or verify it",
     "apply": "Apply runtime knobs through the journal; keep a record for `tune revert`.\n\nEXAMPLES\n"
-             "  jitterscope tune apply plan.yaml --dry-run\n  jitterscope tune apply --knob vm.stat_interval=10 "
-             "--knob 'irq.*.affinity=0'\n  jitterscope tune apply plan.yaml --boot      # also the bootloader "
-             "(reboot needed)",
+    "  jitterscope tune apply plan.yaml --dry-run\n  jitterscope tune apply --knob vm.stat_interval=10 "
+    "--knob 'irq.*.affinity=0'\n  jitterscope tune apply plan.yaml --boot      # also the bootloader "
+    "(reboot needed)",
     "verify": "Measure (or take --before), apply, measure again, test each targeted source with compare's tests.\n"
-              "Exit 0: every testable target went down significantly; 1: one did not (or none was testable).\n\n"
-              "EXAMPLES\n  jitterscope tune verify                          # plan from a 30 s baseline, keep "
-              "the changes\n  jitterscope tune verify plan.yaml --before runs/base --revert\n"
-              "  jitterscope tune verify --knob vm.stat_interval=10 --duration 60s --json",
+    "Exit 0: every testable target went down significantly; 1: one did not (or none was testable).\n\n"
+    "EXAMPLES\n  jitterscope tune verify                          # plan from a 30 s baseline, keep "
+    "the changes\n  jitterscope tune verify plan.yaml --before runs/base --revert\n"
+    "  jitterscope tune verify --knob vm.stat_interval=10 --duration 60s --json",
     "revert": "Undo tune's changes newest first, re-reading every knob to prove it back.\n\nEXAMPLES\n"
-              "  jitterscope tune revert\n  jitterscope tune revert --all --json",
+    "  jitterscope tune revert\n  jitterscope tune revert --all --json",
     "status": "What tune has changed, knob by knob, and whether each still holds tune's value.\n\nEXAMPLES\n"
-              "  jitterscope tune status",
+    "  jitterscope tune status",
 }
 
 
@@ -76,24 +81,36 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="a plan file from `tune plan --out`")
     _apply_args(a)
     a.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
-    a.add_argument("--boot", action="store_true", help="also add the plan's boot parameters to the bootloader "
-                   "configuration (journalled; a reboot is needed)")
-    a.add_argument("--boot-root", type=Path, metavar="DIR", help="edit the boot configuration under DIR (an image "
-                   "or chroot) instead of /; the bootloader is not regenerated")
+    a.add_argument(
+        "--boot",
+        action="store_true",
+        help="also add the plan's boot parameters to the bootloader configuration (journalled; a reboot is needed)",
+    )
+    a.add_argument(
+        "--boot-root",
+        type=Path,
+        metavar="DIR",
+        help="edit the boot configuration under DIR (an image "
+        "or chroot) instead of /; the bootloader is not regenerated",
+    )
     options.add_json(a, "what changed as JSON")
     a = _action(sub, "verify", "measure, apply, measure again, and test each targeted source")
     a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="plan file (default: plan from the baseline)")
     a.add_argument("--before", type=Path, metavar="RUN", help="baseline run (default: measure one now)")
     _apply_args(a)
     options.add_cpus(a)
-    options.add_duration(a, default="30s", help="how long each measurement lasts (default 30s; with --before: "
-                         "that run's duration)")
+    options.add_duration(
+        a, default="30s", help="how long each measurement lasts (default 30s; with --before: that run's duration)"
+    )
     options.add_threshold(a)
     options.add_priority(a)
     options.add_buffer(a)
     a.add_argument("--out", type=Path, metavar="DIR", help="directory for both runs and the page (must not exist)")
-    a.add_argument("--revert", action="store_true", help="undo the changes after measuring (default: keep them, "
-                   "recorded for `tune revert`)")
+    a.add_argument(
+        "--revert",
+        action="store_true",
+        help="undo the changes after measuring (default: keep them, recorded for `tune revert`)",
+    )
     a.add_argument("--alpha", type=float, default=0.01, help="false discovery rate of the tests (default 0.01)")
     options.add_json(a, "the verification as JSON")
     a = _action(sub, "revert", "undo tune's changes, proving every knob back")

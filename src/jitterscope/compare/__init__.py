@@ -21,13 +21,21 @@ __all__ = ["Sample", "Thresholds", "compare_loaded", "diff", "from_run", "pool",
 
 
 def _run_info(run: Run) -> dict[str, Any]:
-    return {"id": run.meta.get("id"), "path": str(run.path), "host": run.meta.get("host"),
-            "kernel": run.meta.get("kernel"), "cpus": run.cpus, "duration_s": run.meta.get("duration_s"),
-            "tracing": run.tracing, "lost_events": int(run.meta.get("lost_events", 0) or 0)}
+    return {
+        "id": run.meta.get("id"),
+        "path": str(run.path),
+        "host": run.meta.get("host"),
+        "kernel": run.meta.get("kernel"),
+        "cpus": run.cpus,
+        "duration_s": run.meta.get("duration_s"),
+        "tracing": run.tracing,
+        "lost_events": int(run.meta.get("lost_events", 0) or 0),
+    }
 
 
-def compare_loaded(base: Run, new: Run, th: Thresholds | None = None,
-                   only: set[tuple[str, str]] | None = None) -> dict[str, Any]:
+def compare_loaded(
+    base: Run, new: Run, th: Thresholds | None = None, only: set[tuple[str, str]] | None = None
+) -> dict[str, Any]:
     """Compare two loaded runs.  `only` restricts the sources (source_key keys) to a family of hypotheses
     named in advance (`tune verify`'s targets): the tests and their Benjamini-Hochberg family are then those."""
     cpus = sorted(set(base.cpus) & set(new.cpus))
@@ -45,11 +53,17 @@ def compare_loaded(base: Run, new: Run, th: Thresholds | None = None,
     if base.meta.get("host") != new.meta.get("host"):
         notes.append(f"different hosts: {base.meta.get('host')} vs {new.meta.get('host')}")
     b, n = (from_run(r, cpus, on.threshold_ns, on.block_ns) for r in (base, new))
-    if not on.sources:   # untraced on one side: its noise is all "unexplained"; no source is comparable
+    if not on.sources:  # untraced on one side: its noise is all "unexplained"; no source is comparable
         b.occurrences, n.occurrences = {}, {}
     if only is not None:
         for s in (b, n):
             s.occurrences = {k: v for k, v in s.occurrences.items() if k in only}
     result = diff(b, n, th, frozenset(on.untested_kinds), on.test_totals)
-    return {"runs": {"base": _run_info(base), "new": _run_info(new)}, "compared_cpus": cpus,
-            "basis": as_json(on), "not_compared": not_compared, "notes": notes, **result}
+    return {
+        "runs": {"base": _run_info(base), "new": _run_info(new)},
+        "compared_cpus": cpus,
+        "basis": as_json(on),
+        "not_compared": not_compared,
+        "notes": notes,
+        **result,
+    }

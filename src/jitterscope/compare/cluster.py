@@ -19,28 +19,52 @@ def compare_clusters(base: Run, new: Run, th: Thresholds | None = None) -> dict[
     nodes = []
     for key in sorted(set(b) & set(n)):
         bp, np_ = b[key]["noise_ppm"], n[key]["noise_ppm"]
-        nodes.append({"node": key, "base_ppm": bp, "new_ppm": np_, "delta_ppm": round(np_ - bp, 3),
-                      "ratio": round(np_ / bp, 4) if bp > 0 else None})
+        nodes.append(
+            {
+                "node": key,
+                "base_ppm": bp,
+                "new_ppm": np_,
+                "delta_ppm": round(np_ - bp, 3),
+                "ratio": round(np_ / bp, 4) if bp > 0 else None,
+            }
+        )
     nodes.sort(key=lambda x: -x["delta_ppm"])
     bs = {(s["kind"], s["name"]): s for s in base.summary["sources"]}
     ns = {(s["kind"], s["name"]): s for s in new.summary["sources"]}
-    sources = [{"kind": k, "name": nm, "base_nodes": bs.get((k, nm), {}).get("nodes", 0),
-                "new_nodes": ns.get((k, nm), {}).get("nodes", 0),
-                "base_mean_ppm": bs.get((k, nm), {}).get("mean_ppm", 0.0),
-                "new_mean_ppm": ns.get((k, nm), {}).get("mean_ppm", 0.0)} for k, nm in sorted(set(bs) | set(ns))]
+    sources = [
+        {
+            "kind": k,
+            "name": nm,
+            "base_nodes": bs.get((k, nm), {}).get("nodes", 0),
+            "new_nodes": ns.get((k, nm), {}).get("nodes", 0),
+            "base_mean_ppm": bs.get((k, nm), {}).get("mean_ppm", 0.0),
+            "new_mean_ppm": ns.get((k, nm), {}).get("mean_ppm", 0.0),
+        }
+        for k, nm in sorted(set(bs) | set(ns))
+    ]
     sources.sort(key=lambda x: -(x["new_nodes"] * x["new_mean_ppm"] - x["base_nodes"] * x["base_mean_ppm"]))
-    return {"kind": "cluster", "runs": {"base": str(base.path), "new": str(new.path)}, "nodes": nodes,
-            "only_in_base": sorted(set(b) - set(n)), "only_in_new": sorted(set(n) - set(b)),
-            "sources": sources,
-            "outliers": {"base": [o["node"] for o in base.summary["outliers"]],
-                         "new": [o["node"] for o in new.summary["outliers"]]},
-            "median_ppm": {"base": base.summary["noise_ppm"]["median"], "new": new.summary["noise_ppm"]["median"]}}
+    return {
+        "kind": "cluster",
+        "runs": {"base": str(base.path), "new": str(new.path)},
+        "nodes": nodes,
+        "only_in_base": sorted(set(b) - set(n)),
+        "only_in_new": sorted(set(n) - set(b)),
+        "sources": sources,
+        "outliers": {
+            "base": [o["node"] for o in base.summary["outliers"]],
+            "new": [o["node"] for o in new.summary["outliers"]],
+        },
+        "median_ppm": {"base": base.summary["noise_ppm"]["median"], "new": new.summary["noise_ppm"]["median"]},
+    }
 
 
 def render_compare(c: dict[str, Any]) -> str:
-    lines = [f"cluster compare: {c['runs']['base']} -> {c['runs']['new']}",
-             f"median noise per node: {c['median_ppm']['base']:,.0f} -> {c['median_ppm']['new']:,.0f} ppm", "",
-             f"{'node':<28} {'base ppm':>12} {'new ppm':>12} {'ratio':>8}"]
+    lines = [
+        f"cluster compare: {c['runs']['base']} -> {c['runs']['new']}",
+        f"median noise per node: {c['median_ppm']['base']:,.0f} -> {c['median_ppm']['new']:,.0f} ppm",
+        "",
+        f"{'node':<28} {'base ppm':>12} {'new ppm':>12} {'ratio':>8}",
+    ]
     for x in c["nodes"][:20]:
         ratio = f"{x['ratio']:.2f}" if x["ratio"] is not None else "-"
         lines.append(f"{x['node']:<28} {x['base_ppm']:>12,.0f} {x['new_ppm']:>12,.0f} {ratio:>8}")
@@ -49,8 +73,10 @@ def render_compare(c: dict[str, Any]) -> str:
             lines.append(f"{w.replace('_', ' ')}: {', '.join(c[w][:10])}")
     lines += ["", "sources (nodes hit, mean ppm) base -> new:"]
     for s in c["sources"][:10]:
-        lines.append(f"  {s['kind'] + ':' + s['name']:<40} {s['base_nodes']:>4} -> {s['new_nodes']:<4} "
-                     f"{s['base_mean_ppm']:>10,.1f} -> {s['new_mean_ppm']:,.1f}")
+        lines.append(
+            f"  {s['kind'] + ':' + s['name']:<40} {s['base_nodes']:>4} -> {s['new_nodes']:<4} "
+            f"{s['base_mean_ppm']:>10,.1f} -> {s['new_mean_ppm']:,.1f}"
+        )
     base, new = ", ".join(c["outliers"]["base"]) or "none", ", ".join(c["outliers"]["new"]) or "none"
     lines.append(f"outliers: {base} -> {new}")
     return "\n".join(lines)

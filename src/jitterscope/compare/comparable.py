@@ -31,20 +31,20 @@ from jitterscope.humanize import seconds as fmt_s
 from jitterscope.rundir import Run
 
 DURATION_FACTOR = 4.0
-BLOCK_NS = 100_000_000     # 100 ms blocks for the per-CPU total test...
-MAX_BLOCKS = 50            # ...but no more than this many in the shorter run...
-MIN_BLOCKS = 3             # ...nor fewer.
+BLOCK_NS = 100_000_000  # 100 ms blocks for the per-CPU total test...
+MAX_BLOCKS = 50  # ...but no more than this many in the shorter run...
+MIN_BLOCKS = 3  # ...nor fewer.
 
 
 @dataclass
 class Basis:
     """The common basis of a comparison."""
 
-    threshold_ns: float = 0.0          # detours shorter than this are left out of both runs
-    block_ns: float = BLOCK_NS         # block length of the per-CPU total test, in both runs
-    sources: bool = True               # sources (attribution) compared at all
+    threshold_ns: float = 0.0  # detours shorter than this are left out of both runs
+    block_ns: float = BLOCK_NS  # block length of the per-CPU total test, in both runs
+    sources: bool = True  # sources (attribution) compared at all
     untested_kinds: set[str] = field(default_factory=set)  # source kinds shown but never a regression
-    test_totals: bool = True           # per-CPU totals tested (else shown only)
+    test_totals: bool = True  # per-CPU totals tested (else shown only)
     not_comparable: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -64,32 +64,45 @@ def basis(base: Run, new: Run) -> Basis:
     tb, tn = threshold_ns(base), threshold_ns(new)
     b.threshold_ns = max(tb, tn)
     if tb != tn:
-        b.notes.append(f"thresholds differ (BASE {fmt_ns(tb)}, NEW {fmt_ns(tn)}): both compared above "
-                       f"{fmt_ns(b.threshold_ns)}, shorter detours left out of both")
+        b.notes.append(
+            f"thresholds differ (BASE {fmt_ns(tb)}, NEW {fmt_ns(tn)}): both compared above "
+            f"{fmt_ns(b.threshold_ns)}, shorter detours left out of both"
+        )
     if base.tracing != new.tracing:
         which = "BASE" if base.tracing else "NEW"
         b.sources, b.test_totals = False, False
-        b.not_comparable.append(f"tracing: only {which} was traced; tracing adds its own time to every detour "
-                                f"and only a traced run has sources: no sources compared, totals shown, not tested")
+        b.not_comparable.append(
+            f"tracing: only {which} was traced; tracing adds its own time to every detour "
+            f"and only a traced run has sources: no sources compared, totals shown, not tested"
+        )
     elif not base.tracing:
         b.not_comparable.append("sources: attribution is off in both runs; only total noise compared")
     pb, pn = priority(base), priority(new)
     if pb != pn:
         b.untested_kinds.add("thread")
         b.test_totals = False
-        b.not_comparable.append(f"priority: BASE {pb or 'normal'}, NEW {pn or 'normal'}; a real-time probe is not "
-                                f"preempted by threads: thread sources and totals shown, not tested")
+        b.not_comparable.append(
+            f"priority: BASE {pb or 'normal'}, NEW {pn or 'normal'}; a real-time probe is not "
+            f"preempted by threads: thread sources and totals shown, not tested"
+        )
     db, dn = float(base.duration_ns), float(new.duration_ns)
     short = min(db, dn)
     nb = int(min(MAX_BLOCKS, max(MIN_BLOCKS, short // BLOCK_NS)))
     b.block_ns = short / nb if short > 0 else BLOCK_NS
     if short > 0 and max(db, dn) / short > DURATION_FACTOR:
-        b.notes.append(f"durations differ {max(db, dn) / short:.0f}x ({fmt_s(db / 1e9)} vs {fmt_s(dn / 1e9)}): "
-                       f"rates compared per second; a source rarer than once per {fmt_s(short / 1e9)} "
-                       f"cannot show in the shorter run")
+        b.notes.append(
+            f"durations differ {max(db, dn) / short:.0f}x ({fmt_s(db / 1e9)} vs {fmt_s(dn / 1e9)}): "
+            f"rates compared per second; a source rarer than once per {fmt_s(short / 1e9)} "
+            f"cannot show in the shorter run"
+        )
     return b
 
 
 def as_json(b: Basis) -> dict[str, Any]:
-    return {"threshold_ns": b.threshold_ns, "block_ns": b.block_ns, "sources": b.sources,
-            "untested_kinds": sorted(b.untested_kinds), "totals_tested": b.test_totals}
+    return {
+        "threshold_ns": b.threshold_ns,
+        "block_ns": b.block_ns,
+        "sources": b.sources,
+        "untested_kinds": sorted(b.untested_kinds),
+        "totals_tested": b.test_totals,
+    }

@@ -33,18 +33,27 @@ class Thresholds:
 def _side(sample: Sample, key: Key) -> dict[str, Any]:
     v = sample.occurrences.get(key, np.zeros(0, np.int64))
     t_s = sample.exposure_ns / 1e9
-    return {"count": len(v), "rate_hz": len(v) / t_s if t_s > 0 else 0.0,
-            "total_ns": int(v.sum()), "ppm": float(v.sum()) / sample.exposure_ns * 1e6 if sample.exposure_ns else 0.0,
-            "median_ns": float(np.median(v)) if len(v) else 0.0,
-            "p99_ns": float(np.percentile(v, 99)) if len(v) else 0.0}
+    return {
+        "count": len(v),
+        "rate_hz": len(v) / t_s if t_s > 0 else 0.0,
+        "total_ns": int(v.sum()),
+        "ppm": float(v.sum()) / sample.exposure_ns * 1e6 if sample.exposure_ns else 0.0,
+        "median_ns": float(np.median(v)) if len(v) else 0.0,
+        "p99_ns": float(np.percentile(v, 99)) if len(v) else 0.0,
+    }
 
 
 def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
 
-def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds: frozenset[str] = frozenset(),
-         test_totals: bool = True) -> dict[str, Any]:
+def diff(
+    base: Sample,
+    new: Sample,
+    th: Thresholds | None = None,
+    untested_kinds: frozenset[str] = frozenset(),
+    test_totals: bool = True,
+) -> dict[str, Any]:
     """Compare two samples of the same CPUs (see the module docstring).
 
     Sources of `untested_kinds`, and the totals unless `test_totals`, are shown but never
@@ -52,36 +61,58 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds
     (compare/comparable.py)."""
     th = th or Thresholds()
     keys = sorted(set(base.occurrences) | set(new.occurrences))
-    tests: list[float] = []        # every p-value, for one BH adjustment
+    tests: list[float] = []  # every p-value, for one BH adjustment
     rows: list[dict[str, Any]] = []
     for key in keys:
         b, n = _side(base, key), _side(new, key)
-        rate, phi = S.rate_test(b["count"], base.exposure_ns, n["count"], new.exposure_ns,
-                                base.block_counts(key), new.block_counts(key))
+        rate, phi = S.rate_test(
+            b["count"], base.exposure_ns, n["count"], new.exposure_ns, base.block_counts(key), new.block_counts(key)
+        )
         dur = S.duration_test(base.occurrences.get(key, np.zeros(0)), new.occurrences.get(key, np.zeros(0)))
         row: dict[str, Any] = {
-            "kind": key[0], "name": key[1],
+            "kind": key[0],
+            "name": key[1],
             "names": sorted(base.names.get(key, set()) | new.names.get(key, set())),
-            "base": b, "new": n,
-            "rate": {"ratio": _finite(rate.ratio), "ci95": [_finite(rate.ci[0]), _finite(rate.ci[1])],
-                     "p": rate.p, "q": None, "dispersion": round(phi, 3), "_i": len(tests)},
-            "duration": None, "delta_ppm": n["ppm"] - b["ppm"],
+            "base": b,
+            "new": n,
+            "rate": {
+                "ratio": _finite(rate.ratio),
+                "ci95": [_finite(rate.ci[0]), _finite(rate.ci[1])],
+                "p": rate.p,
+                "q": None,
+                "dispersion": round(phi, 3),
+                "_i": len(tests),
+            },
+            "duration": None,
+            "delta_ppm": n["ppm"] - b["ppm"],
             "ppm_ratio": _finite(n["ppm"] / b["ppm"]) if b["ppm"] > 0 else None,
         }
         tests.append(rate.p)
         if dur is not None:
-            row["duration"] = {"median_ratio": _finite(dur.median_ratio), "cliffs_delta": dur.cliffs_delta,
-                               "p": dur.p, "q": None, "_i": len(tests)}
+            row["duration"] = {
+                "median_ratio": _finite(dur.median_ratio),
+                "cliffs_delta": dur.cliffs_delta,
+                "p": dur.p,
+                "q": None,
+                "_i": len(tests),
+            }
             tests.append(dur.p)
         rows.append(row)
     totals: dict[str, Any] = {}
     for c in sorted(set(base.cpus) & set(new.cpus)):
         bp, np_ = base.ppm(c), new.ppm(c)
         p = S.block_test(base.blocks_ppm[c], new.blocks_ppm[c])
-        totals[str(c)] = {"base_ppm": bp, "new_ppm": np_, "delta_ppm": np_ - bp,
-                          "ratio": _finite(np_ / bp) if bp > 0 else None,
-                          "base_detours": base.detours.get(c, 0), "new_detours": new.detours.get(c, 0),
-                          "p": p, "q": None, "_i": len(tests)}
+        totals[str(c)] = {
+            "base_ppm": bp,
+            "new_ppm": np_,
+            "delta_ppm": np_ - bp,
+            "ratio": _finite(np_ / bp) if bp > 0 else None,
+            "base_detours": base.detours.get(c, 0),
+            "new_detours": new.detours.get(c, 0),
+            "p": p,
+            "q": None,
+            "_i": len(tests),
+        }
         tests.append(p)
     q = S.bh_adjust(tests)
     for part in [r["rate"] for r in rows] + [r["duration"] for r in rows if r["duration"]] + list(totals.values()):
@@ -108,15 +139,24 @@ def diff(base: Sample, new: Sample, th: Thresholds | None = None, untested_kinds
         t["tested"] = test_totals
         ratio_ok = t["base_ppm"] == 0 or t["new_ppm"] >= th.min_ratio * t["base_ppm"]
         t["regression"] = bool(t["significant"] and t["delta_ppm"] >= th.min_ppm and ratio_ok)
+
     def order(r: dict[str, Any]) -> float:
         return -abs(r["delta_ppm"])
 
-    regressions = [f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
-                   f"{r['delta_ppm']:+,.0f} ppm)" for r in sorted(rows, key=order) if r["regression"]]
+    regressions = [
+        f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, {r['delta_ppm']:+,.0f} ppm)"
+        for r in sorted(rows, key=order)
+        if r["regression"]
+    ]
     regressions += [f"CPU {c} total noise ({t['delta_ppm']:+,.0f} ppm)" for c, t in totals.items() if t["regression"]]
     return {
-        "new": sorted(out_new, key=order), "gone": sorted(out_gone, key=order),
-        "changed": sorted(out_changed, key=order), "unchanged": sorted(out_same, key=order), "total": totals,
-        "tests": len(tests), "regression": bool(regressions), "regressions": regressions,
+        "new": sorted(out_new, key=order),
+        "gone": sorted(out_gone, key=order),
+        "changed": sorted(out_changed, key=order),
+        "unchanged": sorted(out_same, key=order),
+        "total": totals,
+        "tests": len(tests),
+        "regression": bool(regressions),
+        "regressions": regressions,
         "thresholds": {"alpha": th.alpha, "min_ppm": th.min_ppm, "min_ratio": th.min_ratio},
     }

@@ -21,9 +21,11 @@ def _label(r: dict[str, Any]) -> str:
 def render_compare(res: dict[str, Any]) -> str:
     b, n = res["runs"]["base"], res["runs"]["new"]
     th = res["thresholds"]
-    lines = [f"BASE {b['id']} ({b['host']}, {seconds(b['duration_s'])})",
-             f"NEW  {n['id']} ({n['host']}, {seconds(n['duration_s'])})",
-             f"compared CPUs: {', '.join(map(str, res['compared_cpus']))}"]
+    lines = [
+        f"BASE {b['id']} ({b['host']}, {seconds(b['duration_s'])})",
+        f"NEW  {n['id']} ({n['host']}, {seconds(n['duration_s'])})",
+        f"compared CPUs: {', '.join(map(str, res['compared_cpus']))}",
+    ]
     lines += [f"not compared: {x}" for x in res["not_compared"]]
     lines += [f"note: {x}" for x in res["notes"]]
     lines.append("")
@@ -32,8 +34,10 @@ def render_compare(res: dict[str, Any]) -> str:
         ratio = f"x{t['ratio']:.2f}" if t["ratio"] is not None else "new"
         flag = "  REGRESSION" if t["regression"] else ("  significant" if t["significant"] else "")
         flag = flag if t.get("tested", True) else "  (not tested: see 'not compared')"
-        lines.append(f"  CPU {c}: {number(t['base_ppm'])} -> {number(t['new_ppm'])} ppm "
-                     f"({'+' if t['delta_ppm'] >= 0 else ''}{number(t['delta_ppm'])} ppm, {ratio}, {_q(t['q'])}){flag}")
+        lines.append(
+            f"  CPU {c}: {number(t['base_ppm'])} -> {number(t['new_ppm'])} ppm "
+            f"({'+' if t['delta_ppm'] >= 0 else ''}{number(t['delta_ppm'])} ppm, {ratio}, {_q(t['q'])}){flag}"
+        )
 
     def block(title: str, rows: list[dict[str, Any]], fmt) -> None:
         lines.append("")
@@ -43,12 +47,24 @@ def render_compare(res: dict[str, Any]) -> str:
             flag = flag if r.get("tested", True) else "  (not tested: see 'not compared')"
             lines.append("  " + fmt(r) + flag)
 
-    block("New sources", res["new"], lambda r: (
-        f"{_label(r)}: {count(r['new']['count'], 'time')} ({number(r['new']['rate_hz'])}/s per CPU), "
-        f"median {format_ns(r['new']['median_ns'])}, {'+' if r['delta_ppm'] >= 0 else ''}{number(r['delta_ppm'])} ppm, "
-        f"{_q(r['rate']['q'])}"))
-    block("Gone sources", res["gone"], lambda r: (
-        f"{_label(r)}: was {count(r['base']['count'], 'time')}, {number(r['base']['ppm'])} ppm, {_q(r['rate']['q'])}"))
+    block(
+        "New sources",
+        res["new"],
+        lambda r: (
+            f"{_label(r)}: {count(r['new']['count'], 'time')} ({number(r['new']['rate_hz'])}/s per CPU), "
+            f"median {format_ns(r['new']['median_ns'])}, "
+            f"{'+' if r['delta_ppm'] >= 0 else ''}{number(r['delta_ppm'])} ppm, "
+            f"{_q(r['rate']['q'])}"
+        ),
+    )
+    block(
+        "Gone sources",
+        res["gone"],
+        lambda r: (
+            f"{_label(r)}: was {count(r['base']['count'], 'time')}, "
+            f"{number(r['base']['ppm'])} ppm, {_q(r['rate']['q'])}"
+        ),
+    )
 
     def changed(r: dict[str, Any]) -> str:
         parts = [f"{_label(r)} {r['direction']}: {number(r['base']['ppm'])} -> {number(r['new']['ppm'])} ppm"]
@@ -57,8 +73,10 @@ def render_compare(res: dict[str, Any]) -> str:
             parts.append(f"rate x{rr['ratio']:.2f} [{rr['ci95'][0]:.2f}, {rr['ci95'][1]:.2f}] {_q(rr['q'])}")
         d = r["duration"]
         if d is not None:
-            parts.append(f"median {format_ns(r['base']['median_ns'])} -> {format_ns(r['new']['median_ns'])} "
-                         f"(Cliff's delta {d['cliffs_delta']:+.2f}, {_q(d['q'])})")
+            parts.append(
+                f"median {format_ns(r['base']['median_ns'])} -> {format_ns(r['new']['median_ns'])} "
+                f"(Cliff's delta {d['cliffs_delta']:+.2f}, {_q(d['q'])})"
+            )
         return "; ".join(parts)
 
     block(f"Changed sources (q < {th['alpha']:g})", res["changed"], changed)
@@ -70,6 +88,8 @@ def render_compare(res: dict[str, Any]) -> str:
         lines.append("nothing tested: the runs were measured differently (see 'not compared')")
     else:
         lines.append("no regression")
-    lines.append(f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {count(res['tests'], 'test')}, "
-                 f">= {th['min_ppm']:g} ppm more noise, and >= {th['min_ratio']:g}x the base)")
+    lines.append(
+        f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {count(res['tests'], 'test')}, "
+        f">= {th['min_ppm']:g} ppm more noise, and >= {th['min_ratio']:g}x the base)"
+    )
     return "\n".join(lines)

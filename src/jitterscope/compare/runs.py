@@ -24,10 +24,12 @@ class Kind(NamedTuple):
     render: Callable[[dict[str, Any]], str]
 
 
-KINDS = {"measure": Kind(compare_loaded, measure_render.render_compare),
-         "cluster": Kind(cluster.compare_clusters, cluster.render_compare),
-         "pipeline": Kind(pipeline_compare.compare_pipelines, pipeline_compare.render_compare),
-         "sync": Kind(sync_compare.compare_syncs, sync_render.render_compare)}
+KINDS = {
+    "measure": Kind(compare_loaded, measure_render.render_compare),
+    "cluster": Kind(cluster.compare_clusters, cluster.render_compare),
+    "pipeline": Kind(pipeline_compare.compare_pipelines, pipeline_compare.render_compare),
+    "sync": Kind(sync_compare.compare_syncs, sync_render.render_compare),
+}
 
 
 def _kind(run: Run) -> str:
@@ -39,11 +41,15 @@ def compare_runs(base: str | Path, new: str | Path, th: Thresholds | None = None
     b, n = load_run(base), load_run(new)
     if _kind(b) != _kind(n):
         what = {"measure": "a single-machine run", "cluster": "a cluster run", "sync": "a sync run"}
-        raise JitterscopeError(f"cannot compare {what.get(_kind(b), _kind(b))} ({base}) with "
-                               f"{what.get(_kind(n), _kind(n))} ({new}): compare runs of one kind")
+        raise JitterscopeError(
+            f"cannot compare {what.get(_kind(b), _kind(b))} ({base}) with "
+            f"{what.get(_kind(n), _kind(n))} ({new}): compare runs of one kind"
+        )
     if _kind(b) not in KINDS:
-        raise JitterscopeError(f"{base}: runs of kind {_kind(b)} are not compared"
-                               + ("; compare the before/ and after/ runs inside" if _kind(b) == "tune" else ""))
+        raise JitterscopeError(
+            f"{base}: runs of kind {_kind(b)} are not compared"
+            + ("; compare the before/ and after/ runs inside" if _kind(b) == "tune" else "")
+        )
     return KINDS[_kind(b)].compare(b, n, th)
 
 

@@ -16,9 +16,9 @@ import numpy as np
 
 from jitterscope.rundir import Run
 
-BLOCK_NS = 100_000_000     # 100 ms blocks for the per-CPU total test...
-MAX_BLOCKS = 50            # ...but no more than this many per run...
-MIN_BLOCKS = 3             # ...nor fewer.
+BLOCK_NS = 100_000_000  # 100 ms blocks for the per-CPU total test...
+MAX_BLOCKS = 50  # ...but no more than this many per run...
+MIN_BLOCKS = 3  # ...nor fewer.
 
 _KWORKER = re.compile(r"^(kworker/(?:u)?\d+):\d+(H?)(?:-.*)?$")
 
@@ -38,11 +38,11 @@ def source_key(kind: str, name: str) -> Key:
 @dataclass
 class Sample:
     cpus: list[int]
-    exposure_ns: float                          # measured CPU-time: duration x CPUs, summed over runs
-    occurrences: dict[Key, np.ndarray]          # ns the source took in each detour it appeared in
-    cells: dict[Key, np.ndarray]                # (cpu, time block) cell of each occurrence
-    n_cells: int                                # cells in all: blocks x CPUs, summed over runs
-    names: dict[Key, set[str]]                  # raw names seen under a key
+    exposure_ns: float  # measured CPU-time: duration x CPUs, summed over runs
+    occurrences: dict[Key, np.ndarray]  # ns the source took in each detour it appeared in
+    cells: dict[Key, np.ndarray]  # (cpu, time block) cell of each occurrence
+    n_cells: int  # cells in all: blocks x CPUs, summed over runs
+    names: dict[Key, set[str]]  # raw names seen under a key
     noise_ns: dict[int, float]
     detours: dict[int, int]
     cpu_exposure_ns: dict[int, float]
@@ -70,7 +70,7 @@ def from_run(run: Run, cpus: list[int], min_ns: float = 0.0, block_ns: float | N
         block_ns = dur / nb
     else:
         nb = max(1, round(dur / block_ns))
-    d_cpu = np.where(short, -1, d_cpu)   # a left-out detour belongs to no CPU
+    d_cpu = np.where(short, -1, d_cpu)  # a left-out detour belongs to no CPU
     noise, count, blocks, expo = {}, {}, {}, {}
     for c in cpus:
         sel = d_cpu == c
@@ -86,8 +86,14 @@ def from_run(run: Run, cpus: list[int], min_ns: float = 0.0, block_ns: float | N
         keep &= ~short[np.clip(att.column("detour").to_numpy(), 0, max(len(short) - 1, 0))]
     a_det = att.column("detour").to_numpy()[keep]
     cpu_index = {c: i for i, c in enumerate(cpus)}
-    a_cell = (np.array([cpu_index[int(c)] for c in a_cpu[keep]], dtype=np.int64) * nb
-              + np.minimum((d_start[a_det] / block_ns).astype(np.int64), nb - 1)) if len(a_det) else a_det
+    a_cell = (
+        (
+            np.array([cpu_index[int(c)] for c in a_cpu[keep]], dtype=np.int64) * nb
+            + np.minimum((d_start[a_det] / block_ns).astype(np.int64), nb - 1)
+        )
+        if len(a_det)
+        else a_det
+    )
     kinds = np.asarray(att.column("kind").to_pylist(), dtype=object)[keep]
     names = np.asarray(att.column("name").to_pylist(), dtype=object)[keep]
     ns = att.column("ns").to_numpy()[keep]
@@ -103,11 +109,20 @@ def from_run(run: Run, cpus: list[int], min_ns: float = 0.0, block_ns: float | N
             occ.setdefault(key, []).append(ns[inv == i])
             cell.setdefault(key, []).append(a_cell[inv == i])
             raw.setdefault(key, set()).add(n)
-    return Sample(cpus=list(cpus), exposure_ns=dur * len(cpus),
-                  occurrences={k: np.concatenate(v) for k, v in occ.items()}, names=raw,
-                  cells={k: np.concatenate(v) for k, v in cell.items()}, n_cells=nb * len(cpus),
-                  noise_ns=noise, detours=count, cpu_exposure_ns=expo, blocks_ppm=blocks,
-                  tracing=run.tracing, ids=[str(run.meta.get("id"))])
+    return Sample(
+        cpus=list(cpus),
+        exposure_ns=dur * len(cpus),
+        occurrences={k: np.concatenate(v) for k, v in occ.items()},
+        names=raw,
+        cells={k: np.concatenate(v) for k, v in cell.items()},
+        n_cells=nb * len(cpus),
+        noise_ns=noise,
+        detours=count,
+        cpu_exposure_ns=expo,
+        blocks_ppm=blocks,
+        tracing=run.tracing,
+        ids=[str(run.meta.get("id"))],
+    )
 
 
 def pool(samples: list[Sample]) -> Sample:
@@ -126,13 +141,20 @@ def pool(samples: list[Sample]) -> Sample:
             raw.setdefault(k, set()).update(s.names[k])
         offset += s.n_cells
 
-    def add(attr: str) -> dict[int, Any]:   # ints (detours) or floats (ns)
+    def add(attr: str) -> dict[int, Any]:  # ints (detours) or floats (ns)
         return {c: sum(getattr(s, attr).get(c, 0) for s in samples) for c in cpus}
 
     return Sample(
-        cpus=cpus, exposure_ns=sum(s.exposure_ns for s in samples),
-        occurrences={k: np.concatenate(v) for k, v in occ.items()}, names=raw,
-        cells={k: np.concatenate(v) for k, v in cell.items()}, n_cells=offset,
-        noise_ns=add("noise_ns"), detours=add("detours"), cpu_exposure_ns=add("cpu_exposure_ns"),
+        cpus=cpus,
+        exposure_ns=sum(s.exposure_ns for s in samples),
+        occurrences={k: np.concatenate(v) for k, v in occ.items()},
+        names=raw,
+        cells={k: np.concatenate(v) for k, v in cell.items()},
+        n_cells=offset,
+        noise_ns=add("noise_ns"),
+        detours=add("detours"),
+        cpu_exposure_ns=add("cpu_exposure_ns"),
         blocks_ppm={c: np.concatenate([s.blocks_ppm[c] for s in samples if c in s.blocks_ppm]) for c in cpus},
-        tracing=all(s.tracing for s in samples), ids=[i for s in samples for i in s.ids])
+        tracing=all(s.tracing for s in samples),
+        ids=[i for s in samples for i in s.ids],
+    )

@@ -36,20 +36,19 @@ MIN_DURATION_SAMPLES = 5
 
 @dataclass
 class RateTest:
-    ratio: float          # new rate / base rate (inf when base had none)
+    ratio: float  # new rate / base rate (inf when base had none)
     ci: tuple[float, float]
     p: float
 
 
 @dataclass
 class DurationTest:
-    median_ratio: float   # new median / base median
-    cliffs_delta: float   # P(new > base) - P(new < base)
+    median_ratio: float  # new median / base median
+    cliffs_delta: float  # P(new > base) - P(new < base)
     p: float
 
 
-def poisson_rate_test(k_base: int, t_base: float, k_new: int, t_new: float,
-                      confidence: float = 0.95) -> RateTest:
+def poisson_rate_test(k_base: int, t_base: float, k_new: int, t_new: float, confidence: float = 0.95) -> RateTest:
     """Two-sided exact conditional test of equal Poisson rates (see module docstring)."""
     n = k_base + k_new
     if n == 0 or t_base <= 0 or t_new <= 0:
@@ -57,6 +56,7 @@ def poisson_rate_test(k_base: int, t_base: float, k_new: int, t_new: float,
     share = t_new / (t_base + t_new)
     res = stats.binomtest(k_new, n, share)
     lo, hi = res.proportion_ci(confidence_level=confidence, method="exact")
+
     def to_ratio(pi: float) -> float:
         return (pi / (1 - pi)) * (t_base / t_new) if pi < 1 else float("inf")
 
@@ -76,8 +76,14 @@ def dispersion(blocks_base: np.ndarray, blocks_new: np.ndarray) -> float:
     return x2 / df if df > 0 else 1.0
 
 
-def rate_test(k_base: int, t_base: float, k_new: int, t_new: float,
-              blocks_base: np.ndarray | None = None, blocks_new: np.ndarray | None = None) -> tuple[RateTest, float]:
+def rate_test(
+    k_base: int,
+    t_base: float,
+    k_new: int,
+    t_new: float,
+    blocks_base: np.ndarray | None = None,
+    blocks_new: np.ndarray | None = None,
+) -> tuple[RateTest, float]:
     """Rate test with overdispersion: exact conditional test when the per-block
     counts are not overdispersed, quasi-Poisson F test when they are.  Returns
     the test and the dispersion used."""
@@ -113,8 +119,7 @@ def block_test(base_blocks: np.ndarray, new_blocks: np.ndarray) -> float:
         return 1.0
     if np.all(base_blocks == base_blocks[0]) and np.array_equal(np.unique(new_blocks), np.unique(base_blocks)):
         return 1.0
-    return float(stats.mannwhitneyu(new_blocks, base_blocks, alternative="two-sided",
-                                    method="asymptotic").pvalue)
+    return float(stats.mannwhitneyu(new_blocks, base_blocks, alternative="two-sided", method="asymptotic").pvalue)
 
 
 def bh_adjust(pvalues: list[float]) -> list[float]:

@@ -79,12 +79,18 @@ def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: boo
         effects.append(e)
     return {
         "model": "multiplicative (log10 y)" if log else "additive",
-        "treatments": n, "replications": r, "confidence": confidence,
-        "q0": float(q[0]), "effects": effects[1:], "mean": effects[0],
-        "sst": sst, "sse": sse if have_error else None,
+        "treatments": n,
+        "replications": r,
+        "confidence": confidence,
+        "q0": float(q[0]),
+        "effects": effects[1:],
+        "mean": effects[0],
+        "sst": sst,
+        "sse": sse if have_error else None,
         "error_percent": float(100 * sse / sst) if (have_error and sst > 0) else None,
         "dof_error": dof_e if have_error else None,
-        "s_e": se if have_error else None, "s_q": s_q if have_error else None,
+        "s_e": se if have_error else None,
+        "s_q": s_q if have_error else None,
         "t": tcrit if have_error else None,
     }
 
@@ -131,8 +137,12 @@ def group_share(levels: np.ndarray, pvals: np.ndarray, by: list[int], alpha: flo
             pairs[a, b] = len(ps)
             if ps:
                 share[a, b] = float(np.mean(np.asarray(ps) < alpha))
-    return {"groups": [list(kk) for kk in keys], "members": [members[kk] for kk in keys],
-            "share": share.tolist(), "pairs": pairs.tolist()}
+    return {
+        "groups": [list(kk) for kk in keys],
+        "members": [members[kk] for kk in keys],
+        "share": share.tolist(),
+        "pairs": pairs.tolist(),
+    }
 
 
 def outliers(values: np.ndarray) -> list[int]:
@@ -169,13 +179,15 @@ def default_grouping(design: Design, effects: list[dict[str, Any]]) -> list[int]
     """The two factors whose main-effect columns explain the most variation (Vicente & Matias groups by
     E and F), as factor indices.  In a fractional design a generated factor's main effect sits
     in an aliased column (D = ABC: column ABC), so aliases are read, not only one-letter names."""
-    ranked = sorted(((e["percent"] or 0.0, f) for e in effects if (f := main_effect_of(design, e["effect"]))),
-                    key=lambda x: -x[0])
+    ranked = sorted(
+        ((e["percent"] or 0.0, f) for e in effects if (f := main_effect_of(design, e["effect"]))), key=lambda x: -x[0]
+    )
     return sorted(design.letters.index(f) for _, f in ranked[:2])
 
 
-def analyze(data: Data, confidence: float = 0.95, log: bool = False,
-            groups_by: list[int] | None = None) -> dict[str, Any]:
+def analyze(
+    data: Data, confidence: float = 0.95, log: bool = False, groups_by: list[int] | None = None
+) -> dict[str, Any]:
     """Everything `doe analyze` reports, as plain data."""
     d, y = data.design, data.y
     alpha = 1 - confidence
@@ -194,20 +206,29 @@ def analyze(data: Data, confidence: float = 0.95, log: bool = False,
     for i in range(d.n):
         vals = y[i]
         idx = outliers(vals)
-        out["treatments"].append({
-            "label": labels[i], "levels": {d.letters[j]: int(lv[i, j]) for j in range(d.k)},
-            "values": [float(v) for v in vals], "runs": data.run_ids[i],
-            "mean": float(np.mean(vals)), "median": float(np.median(vals)),
-            "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else None,
-            "outliers": [{"run": data.run_ids[i][k], "value": float(vals[k])} for k in idx],
-        })
+        out["treatments"].append(
+            {
+                "label": labels[i],
+                "levels": {d.letters[j]: int(lv[i, j]) for j in range(d.k)},
+                "values": [float(v) for v in vals],
+                "runs": data.run_ids[i],
+                "mean": float(np.mean(vals)),
+                "median": float(np.median(vals)),
+                "sd": float(np.std(vals, ddof=1)) if len(vals) > 1 else None,
+                "outliers": [{"run": data.run_ids[i][k], "value": float(vals[k])} for k in idx],
+            }
+        )
     groups = [y[i] for i in range(d.n)]
     out["kruskal_wallis"] = kruskal(groups)
     out["kruskal_wallis"]["significant"] = out["kruskal_wallis"]["p"] < alpha
     if y.shape[1] > 1:
         pv = dunn_holm(groups)
-        out["dunn_holm"] = {"labels": labels, "p": pv.tolist(), "alpha": alpha,
-                            "significant_pairs": int(np.sum(np.triu(pv < alpha, 1)))}
+        out["dunn_holm"] = {
+            "labels": labels,
+            "p": pv.tolist(),
+            "alpha": alpha,
+            "significant_pairs": int(np.sum(np.triu(pv < alpha, 1))),
+        }
         if groups_by is None:
             groups_by = default_grouping(d, alloc["effects"])
         gs = group_share(lv, pv, groups_by, alpha)

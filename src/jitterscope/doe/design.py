@@ -50,12 +50,15 @@ def parse_generator(text: str, k: int, p: int) -> Generator:
         raise JitterscopeError(f"malformed generator {text!r}: write it like D=ABC (factor letters)")
     f, sign, word = m.group(1), m.group(2), m.group(3)
     base = LETTERS[: k - p]
-    if f not in LETTERS[k - p: k]:
-        raise JitterscopeError(f"generator {text!r}: the generated factor must be one of "
-                               f"{', '.join(LETTERS[k - p:k])} (the last {p} factors)")
+    if f not in LETTERS[k - p : k]:
+        raise JitterscopeError(
+            f"generator {text!r}: the generated factor must be one of "
+            f"{', '.join(LETTERS[k - p : k])} (the last {p} factors)"
+        )
     if len(set(word)) != len(word) or any(c not in base for c in word):
-        raise JitterscopeError(f"generator {text!r}: the product may use only base factors "
-                               f"{', '.join(base)}, each once")
+        raise JitterscopeError(
+            f"generator {text!r}: the product may use only base factors {', '.join(base)}, each once"
+        )
     if len(word) < 2:
         raise JitterscopeError(f"generator {text!r} confounds {f} with a main effect: use an interaction")
     return Generator(f, "".join(sorted(word)), -1 if sign == "-" else 1)
@@ -163,7 +166,10 @@ class Design:
     def describe(self) -> dict:
         rel = self.defining_relation()
         return {
-            "kind": self.kind, "k": self.k, "p": self.p, "treatments": self.n,
+            "kind": self.kind,
+            "k": self.k,
+            "p": self.p,
+            "treatments": self.n,
             "generators": [str(g) for g in self.generators],
             "defining_relation": "I=" + "=".join(("-" if s < 0 else "") + w for s, w in rel) if rel else None,
             "resolution": self.resolution(),

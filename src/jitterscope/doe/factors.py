@@ -69,8 +69,9 @@ class Factor:
         v = str(value).strip().lower()
         v = self.ALIASES.get(v, v)
         if self.LEVELS and v not in self.LEVELS:
-            raise JitterscopeError(f"factor {self.name!r} ({self.kind}): level {value!r} is not one of "
-                                   f"{', '.join(self.LEVELS)}")
+            raise JitterscopeError(
+                f"factor {self.name!r} ({self.kind}): level {value!r} is not one of {', '.join(self.LEVELS)}"
+            )
         return v
 
     def check(self, ctx: Context) -> None:
@@ -79,8 +80,10 @@ class Factor:
             raise JitterscopeError(f"factor {self.name!r}: low and high are both {self.low!r}")
         for key in self.params:
             if key not in self.PARAMS:
-                raise JitterscopeError(f"factor {self.name!r} ({self.kind}): unknown setting {key!r}"
-                                       + (f"; known: {', '.join(self.PARAMS)}" if self.PARAMS else ""))
+                raise JitterscopeError(
+                    f"factor {self.name!r} ({self.kind}): unknown setting {key!r}"
+                    + (f"; known: {', '.join(self.PARAMS)}" if self.PARAMS else "")
+                )
         self.check_machine(ctx)
 
     def check_machine(self, ctx: Context) -> None:
@@ -109,15 +112,19 @@ def _other_cpu(f: Factor, ctx: Context, key: str = "cpu") -> int:
     if key in f.params:
         cpu = int(f.params[key])
         if cpu not in ctx.online:
-            raise JitterscopeError(f"factor {f.name!r}: {key} {cpu} is not an online CPU "
-                                   f"(online: {format_cpulist(ctx.online)})")
+            raise JitterscopeError(
+                f"factor {f.name!r}: {key} {cpu} is not an online CPU (online: {format_cpulist(ctx.online)})"
+            )
         if cpu in ctx.cpus:
-            raise JitterscopeError(f"factor {f.name!r}: {key} {cpu} is a measured CPU; a background "
-                                   f"load must run on another one")
+            raise JitterscopeError(
+                f"factor {f.name!r}: {key} {cpu} is a measured CPU; a background load must run on another one"
+            )
         return cpu
     if not ctx.others:
-        raise JitterscopeError(f"factor {f.name!r} ({f.kind}) needs a CPU that is not measured; "
-                               f"every online CPU ({format_cpulist(ctx.online)}) is measured")
+        raise JitterscopeError(
+            f"factor {f.name!r} ({f.kind}) needs a CPU that is not measured; "
+            f"every online CPU ({format_cpulist(ctx.online)}) is measured"
+        )
     return ctx.others[-1]
 
 
@@ -134,18 +141,24 @@ class CacheLoad(Factor):
         if "size" in self.params:
             self.thrash_bytes = parse_size(str(self.params["size"]), what=f"factor {self.name!r} size")
         elif llc is None:
-            raise JitterscopeError(f"factor {self.name!r} (cache_load): this machine does not report its "
-                                   f"last-level cache size in sysfs; give size: explicitly")
+            raise JitterscopeError(
+                f"factor {self.name!r} (cache_load): this machine does not report its "
+                f"last-level cache size in sysfs; give size: explicitly"
+            )
         else:
             # 1.5x the LLC: every line of the measured CPU's share is evicted, yet memory stays modest.
             self.thrash_bytes = max(int(1.5 * llc), 64 << 20)
         if llc is not None and self.thrash_bytes <= llc and "thrash" in (self.low, self.high):
-            raise JitterscopeError(f"factor {self.name!r}: size {self.thrash_bytes} B does not exceed the "
-                                   f"last-level cache ({llc} B), so it would not thrash it")
+            raise JitterscopeError(
+                f"factor {self.name!r}: size {self.thrash_bytes} B does not exceed the "
+                f"last-level cache ({llc} B), so it would not thrash it"
+            )
         avail = mem_available()
         if "thrash" in (self.low, self.high) and self.thrash_bytes > avail // 2:
-            raise JitterscopeError(f"factor {self.name!r}: a {self.thrash_bytes >> 20} MiB working set is "
-                                   f"more than half the available memory ({avail >> 20} MiB)")
+            raise JitterscopeError(
+                f"factor {self.name!r}: a {self.thrash_bytes >> 20} MiB working set is "
+                f"more than half the available memory ({avail >> 20} MiB)"
+            )
         self.resident_bytes = max(64 << 10, (l2_bytes(self.cpu) or (512 << 10)) // 4)
         self.llc = llc
 
@@ -154,8 +167,7 @@ class CacheLoad(Factor):
         if value == "none":
             return
         size = self.thrash_bytes if value == "thrash" else self.resident_bytes
-        start_load(j, ["cache", "--cpu", str(self.cpu), "--bytes", str(size),
-                       "--seconds", f"{ctx.load_seconds:.1f}"])
+        start_load(j, ["cache", "--cpu", str(self.cpu), "--bytes", str(size), "--seconds", f"{ctx.load_seconds:.1f}"])
 
 
 class UdpFlood(Factor):
@@ -170,8 +182,7 @@ class UdpFlood(Factor):
         self.sender_cpu = _other_cpu(self, ctx, "sender_cpu") if "sender_cpu" in self.params else self.cpu
         self.rate = int(self.params.get("rate", 50_000))
         if not 1 <= self.rate <= MAX_UDP_RATE:
-            raise JitterscopeError(f"factor {self.name!r}: rate {self.rate} datagrams/s is outside "
-                                   f"1..{MAX_UDP_RATE}")
+            raise JitterscopeError(f"factor {self.name!r}: rate {self.rate} datagrams/s is outside 1..{MAX_UDP_RATE}")
         self.payload = int(self.params.get("payload", 500))
         if not 1 <= self.payload <= 65507:
             raise JitterscopeError(f"factor {self.name!r}: payload {self.payload} B is outside 1..65507")
@@ -179,9 +190,22 @@ class UdpFlood(Factor):
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
 
         if value == "on":
-            start_load(j, ["udp", "--cpu", str(self.cpu), "--sender-cpu", str(self.sender_cpu),
-                           "--rate", str(self.rate), "--payload", str(self.payload),
-                           "--seconds", f"{ctx.load_seconds:.1f}"])
+            start_load(
+                j,
+                [
+                    "udp",
+                    "--cpu",
+                    str(self.cpu),
+                    "--sender-cpu",
+                    str(self.sender_cpu),
+                    "--rate",
+                    str(self.rate),
+                    "--payload",
+                    str(self.payload),
+                    "--seconds",
+                    f"{ctx.load_seconds:.1f}",
+                ],
+            )
 
 
 class IrqAffinity(Factor):
@@ -251,8 +275,9 @@ class Thp(_FileFactor):
         choices = self.knob.offered()
         for v in (self.low, self.high):
             if v not in choices:
-                raise JitterscopeError(f"factor {self.name!r} (thp): this kernel offers {', '.join(choices)}, "
-                                       f"not {v!r}")
+                raise JitterscopeError(
+                    f"factor {self.name!r} (thp): this kernel offers {', '.join(choices)}, not {v!r}"
+                )
 
 
 class Ksm(_FileFactor):
@@ -284,8 +309,9 @@ class Fifo(Factor):
             soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
             top = max(int(v) for v in (self.low, self.high) if v != "off")
             if soft != resource.RLIM_INFINITY and soft < top:
-                raise JitterscopeError(f"factor {self.name!r} (fifo): SCHED_FIFO priority {top} needs root "
-                                       f"or RLIMIT_RTPRIO >= {top}")
+                raise JitterscopeError(
+                    f"factor {self.name!r} (fifo): SCHED_FIFO priority {top} needs root or RLIMIT_RTPRIO >= {top}"
+                )
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
         pass  # applied to the measured workload itself when it starts (it dies with the run)
@@ -306,8 +332,9 @@ class Custom(Factor):
     def check_machine(self, ctx: Context) -> None:
         r = self.params.get("restore")
         if not isinstance(r, str) or not r.strip():
-            raise JitterscopeError(f"factor {self.name!r} (custom) needs restore: a shell command that puts "
-                                   f"the system back")
+            raise JitterscopeError(
+                f"factor {self.name!r} (custom) needs restore: a shell command that puts the system back"
+            )
 
     def apply(self, value: str, j: Journal, ctx: Context) -> None:
         # Shell only for text the user wrote in their own plan; nothing is interpolated into it.
@@ -316,20 +343,36 @@ class Custom(Factor):
         proc = subprocess.run(value, shell=True, capture_output=True, text=True, timeout=timeout)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or [""])[-1]
-            raise JitterscopeError(f"factor {self.name!r}: command {value!r} exited {proc.returncode}"
-                                   + (f": {last}" if last else ""))
+            raise JitterscopeError(
+                f"factor {self.name!r}: command {value!r} exited {proc.returncode}" + (f": {last}" if last else "")
+            )
 
 
 KINDS: dict[str, Callable[..., Factor]] = {
-    "cache_load": CacheLoad, "udp_flood": UdpFlood, "irq_affinity": IrqAffinity,
-    "task_affinity": TaskAffinity, "timer_migration": TimerMigration, "fifo": Fifo,
-    "thp": Thp, "ksm": Ksm, "custom": Custom,
+    "cache_load": CacheLoad,
+    "udp_flood": UdpFlood,
+    "irq_affinity": IrqAffinity,
+    "task_affinity": TaskAffinity,
+    "timer_migration": TimerMigration,
+    "fifo": Fifo,
+    "thp": Thp,
+    "ksm": Ksm,
+    "custom": Custom,
 }
 
 # Order of application within a run: settings that steer tasks and IRQs first, so
 # the loads started afterwards pin themselves and are not moved; loads last.
-APPLY_ORDER = {"custom": 0, "timer_migration": 1, "thp": 1, "ksm": 1, "irq_affinity": 2,
-               "task_affinity": 3, "fifo": 4, "cache_load": 5, "udp_flood": 5}
+APPLY_ORDER = {
+    "custom": 0,
+    "timer_migration": 1,
+    "thp": 1,
+    "ksm": 1,
+    "irq_affinity": 2,
+    "task_affinity": 3,
+    "fifo": 4,
+    "cache_load": 5,
+    "udp_flood": 5,
+}
 
 
 def make(name: str, kind: str, low: Any, high: Any, params: dict[str, Any]) -> Factor:

@@ -141,9 +141,13 @@ def start_load(journal: Journal, argv: list[str], timeout: float = 30.0) -> subp
     Returns once the load reports it is running (its working set touched, its
     sockets open), so the response never sees a load that is still starting.
     """
-    proc = subprocess.Popen([sys.executable, "-m", "jitterscope.doe.loads", *argv],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "jitterscope.doe.loads", *argv],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     assert proc.stdin and proc.stdout
     if _readline(proc, timeout) != "armed":
         proc.kill()

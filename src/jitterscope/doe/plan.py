@@ -65,16 +65,16 @@ class Plan:
 
     def run_estimate_s(self) -> float:
         """Seconds one run takes: apply factors, settle, respond, undo."""
-        return (self.response.estimate_s() + self.settle_s + 0.05
-                + sum(f.setup_s for f in self.factors))
+        return self.response.estimate_s() + self.settle_s + 0.05 + sum(f.setup_s for f in self.factors)
 
     def estimate_s(self) -> float:
         return self.runs * self.run_estimate_s()
 
     def context(self) -> fx.Context:
         # A load outlives its run by a wide margin only if the run hangs; then it still stops.
-        return fx.Context(cpus=self.cpus, online=sysinfo.online_cpus(),
-                          load_seconds=min(3600.0, 3 * self.run_estimate_s() + 60))
+        return fx.Context(
+            cpus=self.cpus, online=sysinfo.online_cpus(), load_seconds=min(3600.0, 3 * self.run_estimate_s() + 60)
+        )
 
 
 class MeasureSpec(ConfigModel):
@@ -103,10 +103,15 @@ class ResponseSpec(ConfigModel):
         if self.measure is not None:
             stray = sorted(self.model_fields_set - {"measure"})
             if stray:
-                raise ValueError(f"{stray[0]}: applies to command: only (measure: takes cpus, duration, metric, "
-                                 f"source, threshold)")
-        elif isinstance(self.command, list) and not self.command or \
-                isinstance(self.command, str) and not self.command.strip():
+                raise ValueError(
+                    f"{stray[0]}: applies to command: only (measure: takes cpus, duration, metric, source, threshold)"
+                )
+        elif (
+            isinstance(self.command, list)
+            and not self.command
+            or isinstance(self.command, str)
+            and not self.command.strip()
+        ):
             raise ValueError("command: must be a non-empty list of words or a string")
         return self
 
@@ -165,12 +170,14 @@ def _response(r: ResponseSpec) -> MeasureResponse | CommandResponse:
         if metric.startswith("total_ns:"):
             metric, source = "total_ns", metric.split(":", 1)[1]
         if metric not in ("noise_ppm", "max_ns", "total_ns"):
-            raise JitterscopeError(f"plan: response.measure.metric {metric!r}: use noise_ppm, max_ns or "
-                                   f"total_ns with source: kind:name")
+            raise JitterscopeError(
+                f"plan: response.measure.metric {metric!r}: use noise_ppm, max_ns or total_ns with source: kind:name"
+            )
         if metric == "total_ns" and (not source or ":" not in str(source)):
             raise JitterscopeError("plan: metric total_ns needs source: kind:name, e.g. irq:local_timer")
-        return MeasureResponse(cpus, m.duration, metric, str(source) if source else None,
-                               str(m.threshold) if m.threshold else None)
+        return MeasureResponse(
+            cpus, m.duration, metric, str(source) if source else None, str(m.threshold) if m.threshold else None
+        )
     cmd = [str(c) for c in r.command] if isinstance(r.command, list) else str(r.command)
     cpus = r.cpus if r.cpus is not None else sysinfo.default_cpus()
     sysinfo.check_cpus(cpus)
@@ -244,9 +251,19 @@ def parse_plan(text: str, name: str = "plan", source: str = "plan") -> Plan:
             raise JitterscopeError("plan: groups_by must list factor names or letters")
         groups_by = [names[str(g)] for g in d.groups_by]
     return Plan(
-        name=d.name or name, text=text, response=response, factors=factors, design=design,
-        replications=d.replications, seed=d.seed, confidence=d.confidence, budget_s=d.budget,
-        settle_s=d.settle, log=d.log, groups_by=groups_by, description=d.description,
+        name=d.name or name,
+        text=text,
+        response=response,
+        factors=factors,
+        design=design,
+        replications=d.replications,
+        seed=d.seed,
+        confidence=d.confidence,
+        budget_s=d.budget,
+        settle_s=d.settle,
+        log=d.log,
+        groups_by=groups_by,
+        description=d.description,
     )
 
 

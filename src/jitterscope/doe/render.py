@@ -38,23 +38,32 @@ def _header(a: dict[str, Any]) -> list[str]:
     if d["kind"] == "full":
         out.append(f"design: 2^{d['k']} full factorial, {a['allocation']['replications']} replications")
     else:
-        out.append(f"design: 2^({d['k']}-{d['p']}) fractional, resolution {roman(d['resolution'])}, "
-                   f"{d['defining_relation']}; effects below carry their aliases")
-    out.append("factors: " + "  ".join(f"{f['letter']}={f['name']} ({f.get('low', '-')} / {f.get('high', '+')})"
-                                     for f in a["factors"]))
+        out.append(
+            f"design: 2^({d['k']}-{d['p']}) fractional, resolution {roman(d['resolution'])}, "
+            f"{d['defining_relation']}; effects below carry their aliases"
+        )
+    out.append(
+        "factors: "
+        + "  ".join(f"{f['letter']}={f['name']} ({f.get('low', '-')} / {f.get('high', '+')})" for f in a["factors"])
+    )
     return out + [""]
 
 
 def _treatments(a: dict[str, Any]) -> list[str]:
     letters = [f["letter"] for f in a["factors"]]
-    out = ["Treatments (Yates order)",
-           f"  {'T':<4}{'label':<10}" + "".join(f"{c:>3}" for c in letters)
-           + f"{'mean':>12}{'median':>12}{'sd':>12}{'n':>4}  outliers"]
+    out = [
+        "Treatments (Yates order)",
+        f"  {'T':<4}{'label':<10}"
+        + "".join(f"{c:>3}" for c in letters)
+        + f"{'mean':>12}{'median':>12}{'sd':>12}{'n':>4}  outliers",
+    ]
     for i, t in enumerate(a["treatments"]):
         signs = "".join(f"{'+' if t['levels'][c] > 0 else '-':>3}" for c in letters)
         ol = ", ".join(_num(o["value"]) for o in t["outliers"]) or "-"
-        out.append(f"  {'T' + str(i + 1):<4}{t['label']:<10}{signs}{_num(t['mean']):>12}{_num(t['median']):>12}"
-                   f"{_num(t['sd']):>12}{len(t['values']):>4}  {ol}")
+        out.append(
+            f"  {'T' + str(i + 1):<4}{t['label']:<10}{signs}{_num(t['mean']):>12}{_num(t['median']):>12}"
+            f"{_num(t['sd']):>12}{len(t['values']):>4}  {ol}"
+        )
     return out + [""]
 
 
@@ -69,12 +78,19 @@ def _allocation(al: dict[str, Any], title: str) -> list[str]:
         ci = f"({_num(e['ci'][0])}, {_num(e['ci'][1])})" if "ci" in e else ""
         pct = f"{e['percent']:.2f}%" if e["percent"] is not None else ""
         sig = ("yes" if e["significant"] else "no") if "significant" in e and e["effect"] != "I" else ""
-        extra = ("" if "ratio" not in e else f"  geometric mean {_num(e['ratio'])}" if e["effect"] == "I"
-                 else f"  high/low x{e['ratio']:.4g}")
+        extra = (
+            ""
+            if "ratio" not in e
+            else f"  geometric mean {_num(e['ratio'])}"
+            if e["effect"] == "I"
+            else f"  high/low x{e['ratio']:.4g}"
+        )
         out.append(f"  {e['label']:<{w}}{_num(e['q']):>12}  {ci:<27}{pct:>12}  {sig}{extra}")
     if al["sse"] is not None:
-        out.append(f"  {'error':<{w}}{'':>12}  {'':<27}{al['error_percent']:>11.2f}%  "
-                   f"(SSE {_num(al['sse'])}, s_e {_num(al['s_e'])}, {al['dof_error']} dof)")
+        out.append(
+            f"  {'error':<{w}}{'':>12}  {'':<27}{al['error_percent']:>11.2f}%  "
+            f"(SSE {_num(al['sse'])}, s_e {_num(al['s_e'])}, {al['dof_error']} dof)"
+        )
     else:
         out.append(f"  {'error':<{w}}  no replications: error and confidence intervals cannot be estimated")
     out.append(f"  {'total':<{w}}{'':>12}  {'':<27}{'100.00%':>12}  (SST {_num(al['sst'])})")
@@ -85,8 +101,10 @@ def _influence(a: dict[str, Any]) -> list[str]:
     """The top three contributions, as Vicente & Matias's tables show them."""
     names = {f["letter"]: f["name"] for f in a["factors"]}
     al = a["allocation"]
-    out = ["Factors' influence on the response variation (top 3)",
-           f"  {'Factor / Interaction':<32}Percentage of Contribution"]
+    out = [
+        "Factors' influence on the response variation (top 3)",
+        f"  {'Factor / Interaction':<32}Percentage of Contribution",
+    ]
     for e in sorted(al["effects"], key=lambda e: -e["percent"])[:3]:
         nm = e["label"] if len(e["effect"]) > 1 or "+" in e["label"] else _effect_name(e["effect"], names)
         out.append(f"  {nm:<32}{e['percent']:.2f}%")
@@ -105,8 +123,11 @@ def _group_comparisons(a: dict[str, Any], gc: dict[str, Any]) -> list[str]:
         cells = []
         for j in range(len(gc["names"])):
             v = gc["share"][i][j]
-            cells.append(f"{'':>9}" if j < i else (f"{'n/a':>9}" if v is None or (isinstance(v, float)
-                         and math.isnan(v)) else f"{100 * v:>8.1f}%"))
+            cells.append(
+                f"{'':>9}"
+                if j < i
+                else (f"{'n/a':>9}" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:>8.1f}%")
+            )
         out.append(f"  {nm:<6}" + "".join(cells))
     return out
 
@@ -116,14 +137,18 @@ def _tests(a: dict[str, Any]) -> list[str]:
     al = a["allocation"]
     kw = a["kruskal_wallis"]
     verdict = "differ" if kw["significant"] else "do not differ significantly"
-    out = [f"Kruskal-Wallis across {len(a['treatments'])} treatments: H = {kw['h']:.4g}, df = {kw['df']}, "
-           f"p = {kw['p']:.3g}: treatments {verdict} at alpha = {1 - al['confidence']:.2g}"]
+    out = [
+        f"Kruskal-Wallis across {len(a['treatments'])} treatments: H = {kw['h']:.4g}, df = {kw['df']}, "
+        f"p = {kw['p']:.3g}: treatments {verdict} at alpha = {1 - al['confidence']:.2g}"
+    ]
     dh = a.get("dunn_holm")
     gc = a.get("group_comparisons")
     if dh and gc:
         total = len(dh["labels"]) * (len(dh["labels"]) - 1) // 2
-        out.append(f"Dunn's pairwise test, Holm-adjusted: {dh['significant_pairs']} of {total} treatment pairs "
-                   f"differ (p < {dh['alpha']:.2g})")
+        out.append(
+            f"Dunn's pairwise test, Holm-adjusted: {dh['significant_pairs']} of {total} treatment pairs "
+            f"differ (p < {dh['alpha']:.2g})"
+        )
         out.append("")
         out += _group_comparisons(a, gc)
     elif not dh:
@@ -134,8 +159,11 @@ def _tests(a: dict[str, Any]) -> list[str]:
 def _outliers(a: dict[str, Any]) -> list[str]:
     unit = a.get("unit", "")
     n_out = sum(len(t["outliers"]) for t in a["treatments"])
-    out = ["", f"Outliers (Tukey fences, per treatment; kept in every statistic above): {n_out}"
-           + ("" if n_out else " (needs 4+ replications to judge)" if a["allocation"]["replications"] < 4 else "")]
+    out = [
+        "",
+        f"Outliers (Tukey fences, per treatment; kept in every statistic above): {n_out}"
+        + ("" if n_out else " (needs 4+ replications to judge)" if a["allocation"]["replications"] < 4 else ""),
+    ]
     for t in a["treatments"]:
         for o in t["outliers"]:
             out.append(f"  treatment {t['label']}: run {o['run']} y = {_num(o['value'], unit)}")
@@ -145,8 +173,10 @@ def _outliers(a: dict[str, Any]) -> list[str]:
 def text(a: dict[str, Any]) -> str:
     """The analysis as text: design, treatments, allocation tables, influence, tests, outliers."""
     out = _header(a) + _treatments(a)
-    for key, title in (("allocation", "Allocation of variation (Jain's sign-table method)"),
-                       ("allocation_log", "Multiplicative model: allocation of variation of log10(y)")):
+    for key, title in (
+        ("allocation", "Allocation of variation (Jain's sign-table method)"),
+        ("allocation_log", "Multiplicative model: allocation of variation of log10(y)"),
+    ):
         if a.get(key):
             out += _allocation(a[key], title)
     out += _influence(a) + _tests(a) + _outliers(a)

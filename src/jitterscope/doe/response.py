@@ -64,8 +64,20 @@ class MeasureResponse:
         return self.duration_s + 1.2  # interpreter and probe start-up, writing the run
 
     def argv(self, out: Path, fifo: int | None) -> list[str]:
-        a = [sys.executable, "-m", "jitterscope", "measure", "--cpus", ",".join(map(str, self.cpus)),
-             "--duration", f"{self.duration_s}s", "--json", "--no-report", "--out", str(out)]
+        a = [
+            sys.executable,
+            "-m",
+            "jitterscope",
+            "measure",
+            "--cpus",
+            ",".join(map(str, self.cpus)),
+            "--duration",
+            f"{self.duration_s}s",
+            "--json",
+            "--no-report",
+            "--out",
+            str(out),
+        ]
         if self.threshold:
             a += ["--threshold", self.threshold]
         if self.metric != "total_ns":
@@ -98,8 +110,13 @@ class MeasureResponse:
             return max(vals)
         kind, _, name = (self.source or "").partition(":")
         # A source that never took time is absent from the summary: its total is 0, not missing.
-        return float(sum(s.get("total_ns", 0) for s in summary.get("sources", [])
-                         if s.get("kind") == kind and s.get("name") == name))
+        return float(
+            sum(
+                s.get("total_ns", 0)
+                for s in summary.get("sources", [])
+                if s.get("kind") == kind and s.get("name") == name
+            )
+        )
 
 
 @dataclass
@@ -134,11 +151,11 @@ class CommandResponse:
         shell = isinstance(self.command, str)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(self.command, shell=shell, capture_output=True, text=True,
-                                  timeout=self.timeout_s, preexec_fn=setup)
+            proc = subprocess.run(
+                self.command, shell=shell, capture_output=True, text=True, timeout=self.timeout_s, preexec_fn=setup
+            )
         except subprocess.TimeoutExpired:
-            raise JitterscopeError(f"response command ran longer than its timeout "
-                                   f"({self.timeout_s:g} s)") from None
+            raise JitterscopeError(f"response command ran longer than its timeout ({self.timeout_s:g} s)") from None
         except OSError as err:
             raise JitterscopeError(f"cannot run the response command: {err}") from None
         wall = time.perf_counter() - t0
@@ -157,5 +174,6 @@ class CommandResponse:
         try:
             return float(text), info  # type: ignore[arg-type]
         except (TypeError, ValueError):
-            raise JitterscopeError("response command printed no number"
-                                   + (f" matching {self.pattern!r}" if self.pattern else "")) from None
+            raise JitterscopeError(
+                "response command printed no number" + (f" matching {self.pattern!r}" if self.pattern else "")
+            ) from None

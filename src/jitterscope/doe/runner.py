@@ -46,18 +46,27 @@ def experiment_info(plan: Plan) -> dict[str, Any]:
     d = plan.design
     lv = d.levels()
     return {
-        "format": EXPERIMENT_FORMAT, "format_version": 1,
-        "name": plan.name, "plan_sha256_16": plan.digest,
-        "host": sysinfo.host(), "kernel": sysinfo.kernel(),
+        "format": EXPERIMENT_FORMAT,
+        "format_version": 1,
+        "name": plan.name,
+        "plan_sha256_16": plan.digest,
+        "host": sysinfo.host(),
+        "kernel": sysinfo.kernel(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         "response": {"describe": plan.response.describe(), "unit": plan.response.unit, "cpus": plan.cpus},
-        "factors": [{"letter": f.letter, "name": f.name, "kind": f.kind, "low": f.low, "high": f.high}
-                    for f in plan.factors],
+        "factors": [
+            {"letter": f.letter, "name": f.name, "kind": f.kind, "low": f.low, "high": f.high} for f in plan.factors
+        ],
         "design": d.describe(),
-        "replications": plan.replications, "seed": plan.seed, "confidence": plan.confidence,
-        "log": plan.log, "groups_by": plan.groups_by,
-        "treatments": [{"index": i, "label": lab, "levels": {d.letters[j]: int(lv[i, j]) for j in range(d.k)}}
-                       for i, lab in enumerate(d.labels())],
+        "replications": plan.replications,
+        "seed": plan.seed,
+        "confidence": plan.confidence,
+        "log": plan.log,
+        "groups_by": plan.groups_by,
+        "treatments": [
+            {"index": i, "label": lab, "levels": {d.letters[j]: int(lv[i, j]) for j in range(d.k)}}
+            for i, lab in enumerate(d.labels())
+        ],
         "run_order": [[t, r] for t, r in run_order(d.n, plan.replications, plan.seed)],
     }
 
@@ -71,17 +80,20 @@ def describe_plan(plan: Plan) -> str:
         lines.append(f"  {f.letter}  {f.name:<{w}}  {f.kind:<15}  low(-) {f.low:<10}  high(+) {f.high}")
     if d.p:
         desc = d.describe()
-        lines.append(f"design 2^({d.k}-{d.p}) fractional, resolution {roman(d.resolution())}: "
-                     f"generators {', '.join(desc['generators'])}; {desc['defining_relation']}")
+        lines.append(
+            f"design 2^({d.k}-{d.p}) fractional, resolution {roman(d.resolution())}: "
+            f"generators {', '.join(desc['generators'])}; {desc['defining_relation']}"
+        )
         # Every column that carries a main effect or a two-factor interaction, with its aliases.
-        low_order = [e for e in d.effects()
-                     if min(len(a.lstrip("-")) for a in [e, *d.aliases(e)]) <= 2]
+        low_order = [e for e in d.effects() if min(len(a.lstrip("-")) for a in [e, *d.aliases(e)]) <= 2]
         lines.append("  aliases: " + "  ".join(d.alias_name(e) for e in low_order))
     else:
         lines.append(f"design 2^{d.k} full factorial")
-    lines.append(f"{count(d.n, 'treatment')} x {count(plan.replications, 'replication')} = "
-                 f"{count(plan.runs, 'run')} in random order "
-                 f"(seed {plan.seed}); about {fmt_s(plan.estimate_s())}")
+    lines.append(
+        f"{count(d.n, 'treatment')} x {count(plan.replications, 'replication')} = "
+        f"{count(plan.runs, 'run')} in random order "
+        f"(seed {plan.seed}); about {fmt_s(plan.estimate_s())}"
+    )
     return "\n".join(lines)
 
 
@@ -91,7 +103,8 @@ def check_budget(plan: Plan, yes: bool) -> None:
         raise JitterscopeError(
             f"{count(plan.runs, 'run')} take about {fmt_s(est)}, "
             f"more than the plan's budget of {fmt_s(plan.budget_s)}: "
-            f"add --yes to run anyway, or use fewer factors, a fractional design or fewer replications")
+            f"add --yes to run anyway, or use fewer factors, a fractional design or fewer replications"
+        )
 
 
 def done_runs(out: Path) -> dict[int, dict[str, Any]]:
@@ -122,8 +135,10 @@ def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
             raise JitterscopeError(f"nothing to resume in {out}: no experiment.json")
         info = json.loads((out / "experiment.json").read_text())
         if (out / "plan.yaml").read_text() != plan.text:
-            raise JitterscopeError(f"the plan differs from the one {out} was started with; "
-                                   f"resume with the same plan or start in another --out")
+            raise JitterscopeError(
+                f"the plan differs from the one {out} was started with; "
+                f"resume with the same plan or start in another --out"
+            )
         return info
     if out.exists() and any(out.iterdir()):
         raise JitterscopeError(f"{out} already exists: add --resume to continue it, or choose another --out")
@@ -171,10 +186,21 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
                         time.sleep(plan.settle_s)
                     y, extra = plan.response.run(run_dir, fifo)
             except JitterscopeError as err:
-                raise JitterscopeError(f"run {i + 1} (treatment {labels[t]}): {err}; every change was undone, "
-                                       f"{count(len(done), 'finished run')} kept: fix it and add --resume") from None
-            rec = {"run": i, "treatment": t, "label": labels[t], "rep": rep, "y": y, "levels": levels,
-                   "start": started, "seconds": round(time.monotonic() - t0, 3), **extra}
+                raise JitterscopeError(
+                    f"run {i + 1} (treatment {labels[t]}): {err}; every change was undone, "
+                    f"{count(len(done), 'finished run')} kept: fix it and add --resume"
+                ) from None
+            rec = {
+                "run": i,
+                "treatment": t,
+                "label": labels[t],
+                "rep": rep,
+                "y": y,
+                "levels": levels,
+                "start": started,
+                "seconds": round(time.monotonic() - t0, 3),
+                **extra,
+            }
             log.write(json.dumps(rec) + "\n")
             log.flush()
             os.fsync(log.fileno())
@@ -182,11 +208,18 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
             elapsed = time.monotonic() - t_start
             per_run = elapsed / (n_new + 1)
             left = per_run * (len(todo) - n_new - 1)
-            complete = sum(1 for tt in range(plan.design.n)
-                           if sum(1 for r in done.values() if r["treatment"] == tt) == plan.replications)
-            print(f"run {len(done):>3}/{len(order)}  treatment {labels[t]:<8} rep {rep + 1}  "
-                  f"y = {y:.6g} {plan.response.unit}  | treatments done {complete}/{plan.design.n}  "
-                  f"| {fmt_s(left)} left", file=stream, flush=True)
+            complete = sum(
+                1
+                for tt in range(plan.design.n)
+                if sum(1 for r in done.values() if r["treatment"] == tt) == plan.replications
+            )
+            print(
+                f"run {len(done):>3}/{len(order)}  treatment {labels[t]:<8} rep {rep + 1}  "
+                f"y = {y:.6g} {plan.response.unit}  | treatments done {complete}/{plan.design.n}  "
+                f"| {fmt_s(left)} left",
+                file=stream,
+                flush=True,
+            )
     return done
 
 
@@ -204,8 +237,9 @@ def load_experiment(out: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]
     return info, done_runs(Path(out))
 
 
-def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = None,
-                groups_by: list[str] | None = None) -> dict[str, Any]:
+def analyze_dir(
+    out: Path, confidence: float | None = None, log: bool | None = None, groups_by: list[str] | None = None
+) -> dict[str, Any]:
     """Analyse a finished experiment directory; plain data (see analysis.analyze)."""
     info, done = load_experiment(out)
     d = info["design"]
@@ -213,8 +247,10 @@ def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = N
     reps = info["replications"]
     total = design.n * reps
     if len(done) < total:
-        raise JitterscopeError(f"only {len(done)} of {total} runs finished in {out}; finish them with "
-                               f"`jitterscope doe run {Path(out) / 'plan.yaml'} --out {out} --resume`")
+        raise JitterscopeError(
+            f"only {len(done)} of {total} runs finished in {out}; finish them with "
+            f"`jitterscope doe run {Path(out) / 'plan.yaml'} --out {out} --resume`"
+        )
     y = np.zeros((design.n, reps))
     ids: list[list[int]] = [[0] * reps for _ in range(design.n)]
     for rec in done.values():
@@ -225,13 +261,23 @@ def analyze_dir(out: Path, confidence: float | None = None, log: bool | None = N
     letters = [f["letter"] for f in info["factors"]]
     by = groups_by if groups_by is not None else info.get("groups_by")
     gb = [letters.index(g) for g in by] if by else None
-    a = analyze(Data(design, [f["name"] for f in info["factors"]], y, ids, info["response"]["unit"]),
-                confidence=conf, log=use_log, groups_by=gb)
+    a = analyze(
+        Data(design, [f["name"] for f in info["factors"]], y, ids, info["response"]["unit"]),
+        confidence=conf,
+        log=use_log,
+        groups_by=gb,
+    )
     for f, src in zip(a["factors"], info["factors"]):
         f.update({"kind": src["kind"], "low": src["low"], "high": src["high"]})
-    a["experiment"] = {"name": info["name"], "host": info["host"], "kernel": info["kernel"],
-                       "response": info["response"]["describe"], "created": info["created"],
-                       "seed": info["seed"], "runs": total}
+    a["experiment"] = {
+        "name": info["name"],
+        "host": info["host"],
+        "kernel": info["kernel"],
+        "response": info["response"]["describe"],
+        "created": info["created"],
+        "seed": info["seed"],
+        "runs": total,
+    }
     return a
 
 

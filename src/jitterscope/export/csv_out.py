@@ -27,8 +27,12 @@ def write_csv(run: Run, out: Path) -> dict[str, Any]:
 def _rows(w: Any, run: Run, lead: list[str]) -> int:
     att = run.attribution
     parts: dict[int, list[tuple[str, int]]] = {}
-    for d, k, n, ns in zip(att.column("detour").to_pylist(), att.column("kind").to_pylist(),
-                           att.column("name").to_pylist(), att.column("ns").to_pylist()):
+    for d, k, n, ns in zip(
+        att.column("detour").to_pylist(),
+        att.column("kind").to_pylist(),
+        att.column("name").to_pylist(),
+        att.column("ns").to_pylist(),
+    ):
         parts.setdefault(d, []).append((f"{k}:{n}", ns))
     arrays = run.detour_arrays()
     for i, (c, s, d) in enumerate(zip(*(a.tolist() for a in arrays))):

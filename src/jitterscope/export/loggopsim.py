@@ -29,8 +29,12 @@ def write_loggopsim(run: Run, out: Path, cpu: int | None = None) -> dict[str, An
     cpus = sorted({c for _, r in nodes for c in r.cpus})
     if cpu is not None and cpu not in cpus:
         raise JitterscopeError(f"CPU {cpu} was not measured in this run (CPUs {cpus})")
-    targets = [(r, c, f"{re.sub(r'[^A-Za-z0-9._-]', '_', str(r.meta.get('host')))}.cpu{c}" if cluster else f"cpu{c}")
-               for _, r in nodes for c in r.cpus if cpu is None or c == cpu]
+    targets = [
+        (r, c, f"{re.sub(r'[^A-Za-z0-9._-]', '_', str(r.meta.get('host')))}.cpu{c}" if cluster else f"cpu{c}")
+        for _, r in nodes
+        for c in r.cpus
+        if cpu is None or c == cpu
+    ]
     files, count = [], 0
     for r, c, tag in targets:
         path = out if len(targets) == 1 else out.with_name(f"{out.stem}.{tag}{out.suffix}")

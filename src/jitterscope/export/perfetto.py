@@ -35,17 +35,23 @@ def build_trace(run: Run) -> dict[str, Any]:
     # Stable order: by track, start, then longer (outer) first, so viewers nest correctly.
     body = [e for e in events if e["ph"] == "X"]
     body.sort(key=lambda e: (e["pid"], e["tid"], e["ts"], -e["dur"]))
-    return {"traceEvents": [e for e in events if e["ph"] == "M"] + body, "displayTimeUnit": "ns",
-            "otherData": {"host": run.meta.get("host"), "kernel": run.meta.get("kernel"),
-                          "run": run.meta.get("id"), "start": run.meta.get("start"),
-                          "lost_events": int(run.meta.get("lost_events", 0) or 0)}}
+    return {
+        "traceEvents": [e for e in events if e["ph"] == "M"] + body,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "host": run.meta.get("host"),
+            "kernel": run.meta.get("kernel"),
+            "run": run.meta.get("id"),
+            "start": run.meta.get("start"),
+            "lost_events": int(run.meta.get("lost_events", 0) or 0),
+        },
+    }
 
 
 def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
     d_cpu, d_start, d_dur = run.detour_arrays()
     d_end = d_start + d_dur
-    events: list[dict[str, Any]] = [
-        {"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]
+    events: list[dict[str, Any]] = [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]
     for i, c in enumerate(run.cpus):
         events.append({"ph": "M", "pid": pid, "tid": int(c), "name": "thread_name", "args": {"name": f"CPU {c}"}})
         events.append({"ph": "M", "pid": pid, "tid": int(c), "name": "thread_sort_index", "args": {"sort_index": i}})
@@ -61,9 +67,18 @@ def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
     for i in range(len(d_start)):
         src = parts.get(i, {})
         top = max(src, key=lambda lab: src[lab]) if src else "detour"
-        events.append({"ph": "X", "pid": pid, "tid": int(d_cpu[i]), "ts": float(ts[i]), "dur": float(dur[i]),
-                       "name": f"detour ({top.split(':', 1)[-1]})", "cat": "detour",
-                       "args": {"duration_ns": int(d_dur[i]), "sources_ns": src}})
+        events.append(
+            {
+                "ph": "X",
+                "pid": pid,
+                "tid": int(d_cpu[i]),
+                "ts": float(ts[i]),
+                "dur": float(dur[i]),
+                "name": f"detour ({top.split(':', 1)[-1]})",
+                "cat": "detour",
+                "args": {"duration_ns": int(d_dur[i]), "sources_ns": src},
+            }
+        )
     # Kernel activity overlapping a detour, clipped to it (an activity on a
     # probed CPU overlaps at most one detour: the probe was not running).
     act = run.activity
@@ -88,9 +103,18 @@ def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
                 s, e = max(a_s[j], d_start[di]), min(a_e[j], d_end[di])
                 if e <= s:
                     continue
-                events.append({"ph": "X", "pid": pid, "tid": int(c), "ts": float(_us(s)), "dur": float(_us(e - s)),
-                               "name": names[j], "cat": kinds[j],
-                               "args": {"kind": kinds[j], "depth": int(depth[j]), "ns": int(e - s)}})
+                events.append(
+                    {
+                        "ph": "X",
+                        "pid": pid,
+                        "tid": int(c),
+                        "ts": float(_us(s)),
+                        "dur": float(_us(e - s)),
+                        "name": names[j],
+                        "cat": kinds[j],
+                        "args": {"kind": kinds[j], "depth": int(depth[j]), "ns": int(e - s)},
+                    }
+                )
     return events
 
 
@@ -99,5 +123,9 @@ def write_perfetto(run: Run, out: Path) -> dict[str, Any]:
     with atomic_open(out, "w") as f:
         json.dump(trace, f, separators=(",", ":"))
     n = sum(1 for e in trace["traceEvents"] if e.get("cat") == "detour")
-    return {"format": "perfetto", "files": [str(out)], "detours": n,
-            "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X")}
+    return {
+        "format": "perfetto",
+        "files": [str(out)],
+        "detours": n,
+        "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X"),
+    }

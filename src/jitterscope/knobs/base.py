@@ -45,9 +45,9 @@ class FileKnob:
 
     name: str
     path: Path
-    form: str                     # one of FORMS
-    doc: str = ""                 # what it does, and where that is documented
-    lo: int | None = None         # bounds of an integer knob
+    form: str  # one of FORMS
+    doc: str = ""  # what it does, and where that is documented
+    lo: int | None = None  # bounds of an integer knob
     hi: int | None = None
     choices: tuple[str, ...] = ()  # of a choice knob; files that list them (`a [b] c`) are read instead
 
@@ -96,8 +96,11 @@ class FileKnob:
 
     def apply(self, j: Journal, value: str) -> list[dict[str, Any]]:
         """Set the knob to `value` (canonical) through the journal; [] when it already has it."""
-        return [e] if (e := write_file(j, self.name, self.path, self.form, value, self.file_text(value),
-                                       self.runtime)) else []
+        return (
+            [e]
+            if (e := write_file(j, self.name, self.path, self.form, value, self.file_text(value), self.runtime))
+            else []
+        )
 
 
 def forget(j: Journal, entry: dict[str, Any]) -> None:
@@ -106,8 +109,9 @@ def forget(j: Journal, entry: dict[str, Any]) -> None:
         j.entries.pop()
 
 
-def write_file(j: Journal, name: str, path: Path, form: str, value: str, text: str,
-               runtime: bool = True) -> dict[str, Any] | None:
+def write_file(
+    j: Journal, name: str, path: Path, form: str, value: str, text: str, runtime: bool = True
+) -> dict[str, Any] | None:
     """Journal, write, re-read.  None when the file already holds `value`."""
     original = read_setting(path)
     if canonical(form, original) == value:

@@ -28,10 +28,10 @@ DOC = "core-api/irq/irq-affinity.rst: CPUs allowed to handle the IRQ"
 @dataclass
 class Irq:
     number: int
-    actions: list[str]                      # handler names (the IRQ's subdirectories)
-    affinity: list[int]                     # smp_affinity_list
-    effective: list[int] | None             # effective_affinity_list: the CPU(s) it really goes to
-    movable: bool                           # user space may set its affinity
+    actions: list[str]  # handler names (the IRQ's subdirectories)
+    affinity: list[int]  # smp_affinity_list
+    effective: list[int] | None  # effective_affinity_list: the CPU(s) it really goes to
+    movable: bool  # user space may set its affinity
     counts: dict[int, int] = field(default_factory=dict)  # per CPU since boot (/proc/interrupts)
 
     @property
@@ -53,7 +53,7 @@ def _counts() -> dict[int, dict[int, int]]:
     for line in lines[1:]:
         head, _, rest = line.partition(":")
         if head.strip().isdigit():
-            vals = rest.split()[:len(cpus)]
+            vals = rest.split()[: len(cpus)]
             out[int(head)] = {c: int(v) for c, v in zip(cpus, vals) if v.isdigit()}
     return out
 
@@ -81,8 +81,9 @@ def irqs() -> list[Irq]:
             actions = sorted(p.name for p in d.iterdir() if p.is_dir())
         except OSError:
             continue
-        out.append(Irq(int(d.name), actions, aff, _read(d / "effective_affinity_list"), movable,
-                       counts.get(int(d.name), {})))
+        out.append(
+            Irq(int(d.name), actions, aff, _read(d / "effective_affinity_list"), movable, counts.get(int(d.name), {}))
+        )
     return out
 
 
@@ -112,8 +113,10 @@ class IrqKnob:
 
     def apply(self, j: Journal, value: str) -> list[dict[str, Any]]:
         if not self.irq.movable:
-            raise JitterscopeError(f"knob {self.name}: {self.irq.label} cannot move at runtime (a managed or "
-                                   f"per-CPU IRQ); boot with isolcpus=managed_irq,CPUS instead")
+            raise JitterscopeError(
+                f"knob {self.name}: {self.irq.label} cannot move at runtime (a managed or "
+                f"per-CPU IRQ); boot with isolcpus=managed_irq,CPUS instead"
+            )
         e = write_file(j, self.name, self.irq.path, "cpulist", value, value)
         return [e] if e else []
 
@@ -154,8 +157,9 @@ def knob(ref: str) -> IrqKnob | AllIrqsKnob:
     if not found:
         raise UsageError(f"knob irq.{ref}.affinity: no IRQ {ref!r} on this machine (see /proc/interrupts)")
     if len(found) > 1:
-        raise UsageError(f"knob irq.{ref}.affinity: {ref!r} names IRQs "
-                         f"{', '.join(str(i.number) for i in found)}; give the number")
+        raise UsageError(
+            f"knob irq.{ref}.affinity: {ref!r} names IRQs {', '.join(str(i.number) for i in found)}; give the number"
+        )
     return IrqKnob(ref, found[0])
 
 

@@ -20,14 +20,14 @@ from jitterscope.journal import Journal, process_start_time
 from jitterscope.knobs.base import forget
 from jitterscope.units import format_cpulist, parse_cpulist
 
-PF_KTHREAD = 0x00200000         # include/linux/sched.h
+PF_KTHREAD = 0x00200000  # include/linux/sched.h
 PF_NO_SETAFFINITY = 0x04000000
 DOC = "man sched_setaffinity(2), kernel-per-CPU-kthreads.rst: the CPUs a process's threads may run on"
 
 
 @dataclass
 class Task:
-    pid: int          # the thread group (process)
+    pid: int  # the thread group (process)
     tid: int
     comm: str
     flags: int
@@ -46,7 +46,7 @@ def stat_fields(tid: int | str) -> tuple[str, int] | None:
     """(comm, flags) of a thread from /proc/TID/stat, None if it is gone."""
     try:
         text = Path(f"/proc/{tid}/stat").read_text()
-        return text[text.index("(") + 1:text.rindex(")")], int(text[text.rindex(")") + 2:].split()[6])
+        return text[text.index("(") + 1 : text.rindex(")")], int(text[text.rindex(")") + 2 :].split()[6])
     except (OSError, ValueError, IndexError):
         return None
 
@@ -82,8 +82,17 @@ def set_affinity(j: Journal, tid: int, cpus: set[int], knob: str, comm: str) -> 
         return None
     if cur == cpus:
         return None
-    entry = j.begin("affinity", pid=tid, start=process_start_time(tid), cpus=sorted(cur),
-                    value=format_cpulist(sorted(cpus)), form="cpulist", knob=knob, comm=comm, runtime=True)
+    entry = j.begin(
+        "affinity",
+        pid=tid,
+        start=process_start_time(tid),
+        cpus=sorted(cur),
+        value=format_cpulist(sorted(cpus)),
+        form="cpulist",
+        knob=knob,
+        comm=comm,
+        runtime=True,
+    )
     try:
         os.sched_setaffinity(tid, cpus)
     except OSError:
@@ -119,9 +128,13 @@ class TaskKnob:
         if not self.exists():
             raise JitterscopeError(f"knob {self.name}: process {self.pid} ({self.comm}) is gone")
         cpus = set(parse_cpulist(value))
-        done = [e for t in threads(self.pid)
-                if (sf := stat_fields(t)) and not sf[1] & PF_NO_SETAFFINITY
-                and (e := set_affinity(j, t, cpus, self.name, self.comm))]
+        done = [
+            e
+            for t in threads(self.pid)
+            if (sf := stat_fields(t))
+            and not sf[1] & PF_NO_SETAFFINITY
+            and (e := set_affinity(j, t, cpus, self.name, self.comm))
+        ]
         if any(os.sched_getaffinity(int(e["pid"])) != cpus for e in done if stat_fields(e["pid"])):
             raise JitterscopeError(f"knob {self.name}: a thread of {self.comm} did not take CPUs {value}")
         return done

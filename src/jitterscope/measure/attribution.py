@@ -27,10 +27,10 @@ UNEXPLAINED = ("unexplained", "unexplained")
 class Attribution:
     """One row per (detour, source) with the ns the source took inside it."""
 
-    detour: np.ndarray      # int64 row index into the detours
-    source: np.ndarray      # int32 index into `sources`
-    ns: np.ndarray          # int64
-    offset_ns: np.ndarray   # int64 first time the source took time, from the detour start
+    detour: np.ndarray  # int64 row index into the detours
+    source: np.ndarray  # int32 index into `sources`
+    ns: np.ndarray  # int64
+    offset_ns: np.ndarray  # int64 first time the source took time, from the detour start
     sources: list[tuple[str, str]]  # (kind, name); index 0 is `unexplained`
 
 
@@ -64,7 +64,7 @@ def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndar
     lookup = np.zeros(len(kd) * n_names, dtype=np.int32)
     for k in present:
         kind, name = kd[k // n_names], nd[k % n_names]
-        if kind == "thread" and name.startswith(THREAD_COMM_PREFIX) and name[len(THREAD_COMM_PREFIX):].isdigit():
+        if kind == "thread" and name.startswith(THREAD_COMM_PREFIX) and name[len(THREAD_COMM_PREFIX) :].isdigit():
             continue
         code = index.setdefault((kind, name), len(sources))
         if code == len(sources):
@@ -73,13 +73,14 @@ def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndar
     return sources, lookup[key] if len(key) else np.zeros(0, np.int32)
 
 
-def _overlaps(a: np.ndarray, b: np.ndarray, s_start: np.ndarray, s_end: np.ndarray
-              ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def _overlaps(
+    a: np.ndarray, b: np.ndarray, s_start: np.ndarray, s_end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """All (interval, segment) pairs that overlap, for sorted disjoint segments.
 
     Returns interval index, segment index, overlap length and overlap start.
     """
-    lo = np.searchsorted(s_end, a, side="right")   # first segment ending after a
+    lo = np.searchsorted(s_end, a, side="right")  # first segment ending after a
     hi = np.searchsorted(s_start, b, side="left")  # first segment starting at/after b
     counts = np.maximum(hi - lo, 0)
     total = int(counts.sum())
@@ -96,9 +97,16 @@ def _overlaps(a: np.ndarray, b: np.ndarray, s_start: np.ndarray, s_end: np.ndarr
     return idx[keep], seg[keep], ov[keep], start[keep]
 
 
-def attribute(det_cpu: np.ndarray, det_start: np.ndarray, det_dur: np.ndarray,
-              seg_cpu: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray,
-              seg_source: np.ndarray, sources: list[tuple[str, str]]) -> Attribution:
+def attribute(
+    det_cpu: np.ndarray,
+    det_start: np.ndarray,
+    det_dur: np.ndarray,
+    seg_cpu: np.ndarray,
+    seg_start: np.ndarray,
+    seg_end: np.ndarray,
+    seg_source: np.ndarray,
+    sources: list[tuple[str, str]],
+) -> Attribution:
     """Attribute detours (ns) to segment owners (ns); see the module docstring."""
     det_cpu = np.asarray(det_cpu)
     det_start = np.asarray(det_start, dtype=np.int64)
@@ -146,10 +154,18 @@ def attribute(det_cpu: np.ndarray, det_start: np.ndarray, det_dur: np.ndarray,
     return Attribution(det[order], src[order], amount[order], offs[order], sources)
 
 
-def attribute_annotations(ann_cpu: np.ndarray, ann_start: np.ndarray, ann_end: np.ndarray,
-                          det_cpu: np.ndarray, det_start: np.ndarray, det_dur: np.ndarray,
-                          seg_cpu: np.ndarray, seg_start: np.ndarray, seg_end: np.ndarray,
-                          seg_source: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def attribute_annotations(
+    ann_cpu: np.ndarray,
+    ann_start: np.ndarray,
+    ann_end: np.ndarray,
+    det_cpu: np.ndarray,
+    det_start: np.ndarray,
+    det_dur: np.ndarray,
+    seg_cpu: np.ndarray,
+    seg_start: np.ndarray,
+    seg_end: np.ndarray,
+    seg_source: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray]:
     """For annotations (work items, timer callbacks): their container source and
     their time inside detours.  Used to list the functions a source ran."""
     container = np.zeros(len(ann_start), dtype=np.int32)

@@ -32,8 +32,14 @@ def mark_own_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: se
     return peers.name_threads(names, kinds, pids, own)
 
 
-def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path | None,
-              own_tids: set[int] | None = None, allow_incomplete: bool = False) -> S.Summary:
+def build_run(
+    run_dir: Path,
+    meta: dict[str, Any],
+    probe: Any,
+    trace_dir: Path | None,
+    own_tids: set[int] | None = None,
+    allow_incomplete: bool = False,
+) -> S.Summary:
     """Write detours/activity/attribution Parquet, meta.json and summary.json.
 
     `own_tids` are the thread ids of this jitterscope (its Python threads, the
@@ -46,8 +52,11 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
     det_cpu, det_start, det_dur = detours_ns(raw, t0, hz)
     del raw
     cpus = [int(c) for c in meta["cpus"]]
-    measured = {c: to_ns(max(0, int(probe.per_cpu[c]["last_tsc"]) - int(probe.per_cpu[c]["first_tsc"])), hz)
-                for c in cpus if c in probe.per_cpu}
+    measured = {
+        c: to_ns(max(0, int(probe.per_cpu[c]["last_tsc"]) - int(probe.per_cpu[c]["first_tsc"])), hz)
+        for c in cpus
+        if c in probe.per_cpu
+    }
     resolution = {c: float(probe.per_cpu[c]["resolution_ns"]) for c in cpus if c in probe.per_cpu}
     meta["tsc_hz"] = hz
     meta["t0_tsc"] = t0
@@ -68,8 +77,9 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
         a_start = since_ns(act.column("start_tsc").to_numpy(), t0, hz)
         a_end = since_ns(act.column("end_tsc").to_numpy(), t0, hz)
         kinds = act.column("kind").combine_chunks()
-        names = mark_own_threads(act.column("name").combine_chunks(), kinds,
-                                 act.column("pid").to_numpy(), own_tids or set())
+        names = mark_own_threads(
+            act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), own_tids or set()
+        )
         sources, codes = source_table(kinds, names)
         seg = td.segments
         seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
@@ -79,17 +89,33 @@ def build_run(run_dir: Path, meta: dict[str, Any], probe: Any, trace_dir: Path |
         att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
         ann = np.flatnonzero(pc.is_in(kinds, pa.array(ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))
         if len(ann):
-            container, inside = attribute_annotations(a_cpu[ann], a_start[ann], a_end[ann], det_cpu,
-                                                      det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src)
+            container, inside = attribute_annotations(
+                a_cpu[ann], a_start[ann], a_end[ann], det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src
+            )
             functions = _functions(container, inside, names.take(pa.array(ann)).to_pylist())
-        activity = pa.table({
-            "cpu": a_cpu, "start_ns": a_start, "end_ns": a_end, "kind": act.column("kind"),
-            "name": names, "depth": act.column("depth"), "detail": act.column("detail"),
-        })
+        activity = pa.table(
+            {
+                "cpu": a_cpu,
+                "start_ns": a_start,
+                "end_ns": a_end,
+                "kind": act.column("kind"),
+                "name": names,
+                "depth": act.column("depth"),
+                "detail": act.column("detail"),
+            }
+        )
         write_table(run_dir, "activity", activity)
     else:
-        att = attribute(det_cpu, det_start, det_dur, np.zeros(0, np.int32), np.zeros(0, np.int64),
-                        np.zeros(0, np.int64), np.zeros(0, np.int32), [("unexplained", "unexplained")])
+        att = attribute(
+            det_cpu,
+            det_start,
+            det_dur,
+            np.zeros(0, np.int32),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int64),
+            np.zeros(0, np.int32),
+            [("unexplained", "unexplained")],
+        )
     meta["lost_events"] = lost
     _write_attribution(run_dir, att, det_cpu)
     summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured, resolution, functions)
@@ -106,33 +132,60 @@ def _functions(container: np.ndarray, inside: np.ndarray, names: np.ndarray) -> 
             continue
         d = out.setdefault(int(c), {})
         d[str(n)] = d.get(str(n), 0) + int(ns)
-    return {c: [n for n, _ in sorted(d.items(), key=lambda kv: -kv[1])][:S.TOP_FUNCTIONS] for c, d in out.items()}
+    return {c: [n for n, _ in sorted(d.items(), key=lambda kv: -kv[1])][: S.TOP_FUNCTIONS] for c, d in out.items()}
 
 
 def _write_attribution(run_dir: Path, att: Attribution, det_cpu: np.ndarray) -> None:
     kinds = np.array([k for k, _ in att.sources], dtype=object)
     names = np.array([n for _, n in att.sources], dtype=object)
-    write_table(run_dir, "attribution", pa.table({
-        "detour": att.detour, "cpu": det_cpu[att.detour] if len(att.detour) else np.zeros(0, np.int32),
-        "kind": pa.array(kinds[att.source].tolist(), pa.string()),
-        "name": pa.array(names[att.source].tolist(), pa.string()),
-        "ns": att.ns, "offset_ns": att.offset_ns,
-    }))
+    write_table(
+        run_dir,
+        "attribution",
+        pa.table(
+            {
+                "detour": att.detour,
+                "cpu": det_cpu[att.detour] if len(att.detour) else np.zeros(0, np.int32),
+                "kind": pa.array(kinds[att.source].tolist(), pa.string()),
+                "name": pa.array(names[att.source].tolist(), pa.string()),
+                "ns": att.ns,
+                "offset_ns": att.offset_ns,
+            }
+        ),
+    )
 
 
-def make_summary(meta: dict[str, Any], att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray,
-                 det_dur: np.ndarray, measured: dict[int, float], resolution: dict[int, float],
-                 functions: dict[int, list[str]]) -> S.Summary:
+def make_summary(
+    meta: dict[str, Any],
+    att: Attribution,
+    det_cpu: np.ndarray,
+    det_start: np.ndarray,
+    det_dur: np.ndarray,
+    measured: dict[int, float],
+    resolution: dict[int, float],
+    functions: dict[int, list[str]],
+) -> S.Summary:
     total = int(det_dur.sum())
     tracing = bool(meta["tracing"]["enabled"])
     unexplained_ns = float(att.ns[att.source == 0].sum())
-    likely = S.likely_unexplained(meta.get("virtualization"), tracing, meta["tracing"].get("reason"),
-                                  float(meta.get("steal_ns", 0.0)), unexplained_ns,
-                                  S.long_unexplained_share(att))
+    likely = S.likely_unexplained(
+        meta.get("virtualization"),
+        tracing,
+        meta["tracing"].get("reason"),
+        float(meta.get("steal_ns", 0.0)),
+        unexplained_ns,
+        S.long_unexplained_share(att),
+    )
     return {
-        "run": {"id": meta["id"], "host": meta["host"], "kernel": meta["kernel"], "start": meta["start"],
-                "duration_s": meta["duration_s"], "threshold_ns": meta["options"]["threshold_ns"],
-                "tracing": tracing, "cpus": meta["cpus"]},
+        "run": {
+            "id": meta["id"],
+            "host": meta["host"],
+            "kernel": meta["kernel"],
+            "start": meta["start"],
+            "duration_s": meta["duration_s"],
+            "threshold_ns": meta["options"]["threshold_ns"],
+            "tracing": tracing,
+            "cpus": meta["cpus"],
+        },
         "cpus": S.cpu_table(det_cpu, det_dur, [int(c) for c in meta["cpus"]], measured, resolution),
         "sources": S.source_list(att, det_cpu, det_start, total, functions) if tracing else [],
         "chains": S.chain_list(att, det_dur) if tracing else [],

@@ -76,8 +76,14 @@ class Capture:
 
     def __init__(self, run_dir: Path, meta: dict[str, Any]) -> None:
         self.run_dir = run_dir
-        self.data: dict[str, Any] = {"format": FORMAT, "version": 1, "state": "capturing", "meta": meta,
-                                     "pid": os.getpid(), "start": process_start_time(os.getpid())}
+        self.data: dict[str, Any] = {
+            "format": FORMAT,
+            "version": 1,
+            "state": "capturing",
+            "meta": meta,
+            "pid": os.getpid(),
+            "start": process_start_time(os.getpid()),
+        }
         self.probe_started = False
         self._save(strict=True)
 
@@ -91,15 +97,20 @@ class Capture:
 
     def probe_running(self, tsc_hz: float, t0_tsc: int, own_tids: set[int], steal_before: dict[int, int]) -> None:
         self.probe_started = True
-        self.data.update(tsc_hz=tsc_hz, t0_tsc=int(t0_tsc), own_tids=sorted(own_tids),
-                         steal_ticks_before={str(k): v for k, v in steal_before.items()})
+        self.data.update(
+            tsc_hz=tsc_hz,
+            t0_tsc=int(t0_tsc),
+            own_tids=sorted(own_tids),
+            steal_ticks_before={str(k): v for k, v in steal_before.items()},
+        )
         self._save()
 
     def captured(self, result: Any, interrupted: bool, steal_ns: float, own_tids: set[int]) -> None:
         probe = dataclasses.asdict(result)
         probe["per_cpu"] = {str(k): v for k, v in probe["per_cpu"].items()}
-        self.data.update(state="captured", probe=probe, interrupted=interrupted, steal_ns=steal_ns,
-                         own_tids=sorted(own_tids))
+        self.data.update(
+            state="captured", probe=probe, interrupted=interrupted, steal_ns=steal_ns, own_tids=sorted(own_tids)
+        )
         self._save()
 
 
@@ -164,14 +175,18 @@ def kept(run_dir: Path, err: BaseException, stage: str, kept_as: Path | None = N
     where = kept_as or run_dir
     hint = f"`jitterscope analyze {where}` finishes the run"
     if isinstance(err, KeyboardInterrupt):  # still an interrupt: callers that stop on Ctrl-C stop
-        return KeyboardInterrupt(f"interrupted again while {stage}: nothing is lost, the raw capture is kept "
-                                 f"in {where}; {hint}")
+        return KeyboardInterrupt(
+            f"interrupted again while {stage}: nothing is lost, the raw capture is kept in {where}; {hint}"
+        )
     if _disk_full(run_dir, err):
-        return JitterscopeError(f"disk full while {stage} ({run_dir}): the raw capture so far is kept in "
-                                f"{where}; free some space, then {hint}")
+        return JitterscopeError(
+            f"disk full while {stage} ({run_dir}): the raw capture so far is kept in "
+            f"{where}; free some space, then {hint}"
+        )
     if isinstance(err, JitterscopeError):
-        return JitterscopeError(f"{err} (while {stage}); the raw capture is kept in {where}: {hint}",
-                                exit_code=err.exit_code)
+        return JitterscopeError(
+            f"{err} (while {stage}); the raw capture is kept in {where}: {hint}", exit_code=err.exit_code
+        )
     print(f"jitterscope: the raw capture is kept in {where}: {hint}", file=sys.stderr)
     return err
 

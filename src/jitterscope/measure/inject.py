@@ -69,8 +69,11 @@ def read_truth(path: Path) -> Truth:
         lines = path.read_text().splitlines()
     except OSError as err:
         raise JitterscopeError(f"{path}: cannot read truth file: {err.strerror}") from None
-    if len(lines) < 2 or not lines[0].startswith("# jitterscope-inject truth v1") \
-            or lines[1].strip() != "start_tsc,end_tsc":
+    if (
+        len(lines) < 2
+        or not lines[0].startswith("# jitterscope-inject truth v1")
+        or lines[1].strip() != "start_tsc,end_tsc"
+    ):
         raise JitterscopeError(f"{path}: not a jitterscope-inject truth file")
     meta: dict[str, Any] = {}
     for item in lines[0].split()[4:]:
@@ -107,9 +110,17 @@ class Injector(NativeChild[InjectResult]):
     PROGRAM = INJECT_PROGRAM
     STOP_SIGNAL = signal.SIGTERM
 
-    def __init__(self, cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None = None,
-                 name: str = DEFAULT_NAME, policy: str = "auto", truth_path: Path | None = None,
-                 priority: int = DEFAULT_PRIORITY) -> None:
+    def __init__(
+        self,
+        cpu: int,
+        period_ns: float,
+        busy_ns: float,
+        duration_ns: float | None = None,
+        name: str = DEFAULT_NAME,
+        policy: str = "auto",
+        truth_path: Path | None = None,
+        priority: int = DEFAULT_PRIORITY,
+    ) -> None:
         validate(cpu, period_ns, busy_ns, duration_ns, name, policy, priority)
         super().__init__()
         self.cpu = int(cpu)
@@ -124,9 +135,23 @@ class Injector(NativeChild[InjectResult]):
         self._ready: dict[str, Any] = {}
 
     def start(self) -> Injector:
-        cmd = [str(native_bin(INJECT_PROGRAM)), "--cpu", str(self.cpu), "--period-ns", str(self.period_ns),
-               "--busy-ns", str(self.busy_ns), "--name", self.name, "--policy", self.policy,
-               "--priority", str(self.priority), "--tsc-hz", str(round(tsc.tsc_hz()))]
+        cmd = [
+            str(native_bin(INJECT_PROGRAM)),
+            "--cpu",
+            str(self.cpu),
+            "--period-ns",
+            str(self.period_ns),
+            "--busy-ns",
+            str(self.busy_ns),
+            "--name",
+            self.name,
+            "--policy",
+            self.policy,
+            "--priority",
+            str(self.priority),
+            "--tsc-hz",
+            str(round(tsc.tsc_hz())),
+        ]
         if self.duration_ns is not None:
             cmd += ["--duration-ns", str(self.duration_ns)]
         if self.truth_path is not None:
@@ -141,13 +166,19 @@ class Injector(NativeChild[InjectResult]):
 
     def _finish(self, end: dict[str, Any], err_text: str) -> InjectResult:
         return InjectResult(
-            wakeups=int(end["wakeups"]), missed=int(end["missed"]), interrupted=bool(end["interrupted"]),
-            policy=self.used_policy, priority=int(self._ready.get("priority", 0)),
-            tsc_hz=float(self._ready["tsc_hz"]), warnings=self._warnings(err_text))
+            wakeups=int(end["wakeups"]),
+            missed=int(end["missed"]),
+            interrupted=bool(end["interrupted"]),
+            policy=self.used_policy,
+            priority=int(self._ready.get("priority", 0)),
+            tsc_hz=float(self._ready["tsc_hz"]),
+            warnings=self._warnings(err_text),
+        )
 
 
-def validate(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str,
-             policy: str, priority: int) -> None:
+def validate(
+    cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str, policy: str, priority: int
+) -> None:
     """One-line errors for every bad input, before anything starts."""
     check_cpus([int(cpu)])
     if period_ns < 10_000:
@@ -190,9 +221,17 @@ def period_stats(truth: Truth) -> dict[str, float]:
     }
 
 
-def inject(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None, name: str, policy: str,
-           priority: int, truth_path: Path | None,
-           on_start: Callable[[Injector], None] | None = None) -> dict[str, Any]:
+def inject(
+    cpu: int,
+    period_ns: float,
+    busy_ns: float,
+    duration_ns: float | None,
+    name: str,
+    policy: str,
+    priority: int,
+    truth_path: Path | None,
+    on_start: Callable[[Injector], None] | None = None,
+) -> dict[str, Any]:
     """Run the injector until its duration is over (or Ctrl-C) and return what it did, measured from
     its truth file (a private, journalled one when `truth_path` is None).  `on_start` is called once
     it runs (to say so)."""
@@ -200,8 +239,9 @@ def inject(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None
         path = truth_path
         if path is None:  # statistics come from the truth file: a private one, journalled
             path = stack.enter_context(journal.scratch("jitterscope-inject-")) / "truth.csv"
-        inj = Injector(cpu, period_ns, busy_ns, duration_ns, name=name, policy=policy, truth_path=path,
-                       priority=priority)
+        inj = Injector(
+            cpu, period_ns, busy_ns, duration_ns, name=name, policy=policy, truth_path=path, priority=priority
+        )
         inj.start()
         if on_start is not None:
             on_start(inj)
@@ -214,9 +254,17 @@ def inject(cpu: int, period_ns: float, busy_ns: float, duration_ns: float | None
             print(f"jitterscope: warning: {w}", file=sys.stderr)
         truth = read_truth(path)
         return {
-            "cpu": cpu, "name": name, "pid": inj.pid, "policy": inj.used_policy,
-            "priority": result.priority, "period_ns": int(period_ns), "busy_ns": int(busy_ns),
-            "wakeups": result.wakeups, "missed_deadlines": result.missed, "interrupted": result.interrupted,
-            "tsc_hz": result.tsc_hz, "truth": str(truth_path) if truth_path else None,
+            "cpu": cpu,
+            "name": name,
+            "pid": inj.pid,
+            "policy": inj.used_policy,
+            "priority": result.priority,
+            "period_ns": int(period_ns),
+            "busy_ns": int(busy_ns),
+            "wakeups": result.wakeups,
+            "missed_deadlines": result.missed,
+            "interrupted": result.interrupted,
+            "tsc_hz": result.tsc_hz,
+            "truth": str(truth_path) if truth_path else None,
             "measured": period_stats(truth) if len(truth) >= 2 else None,
         }

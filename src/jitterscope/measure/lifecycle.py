@@ -46,7 +46,6 @@ class MeasureOptions:
     note: str | None = None  # shown on stderr once the run has started
 
 
-
 def _keep_tool_off(cpus: list[int]) -> set[int]:
     """Keep the tool's own thread off the probed CPUs; return the affinity to restore."""
     before = os.sched_getaffinity(0)
@@ -56,19 +55,35 @@ def _keep_tool_off(cpus: list[int]) -> set[int]:
     return before
 
 
-def measure(cpus: list[int], duration_ns: float, threshold_ns: float, out_dir: Path | None = None,
-            trace: bool = True, priority: int | None = None, report: bool = False,
-            progress: bool = False, buffer_kb: int = 4096,
-            on_tick: Callable[[float], None] | None = None,
-            before_probe: Callable[[], None] | None = None, kept_as: Path | None = None) -> Path:
+def measure(
+    cpus: list[int],
+    duration_ns: float,
+    threshold_ns: float,
+    out_dir: Path | None = None,
+    trace: bool = True,
+    priority: int | None = None,
+    report: bool = False,
+    progress: bool = False,
+    buffer_kb: int = 4096,
+    on_tick: Callable[[float], None] | None = None,
+    before_probe: Callable[[], None] | None = None,
+    kept_as: Path | None = None,
+) -> Path:
     """Measure and write a complete run directory; return its path.
 
     `before_probe` runs after tracing is set up, just before the probe starts
     (cluster measure synchronizes the ranks there).  `kept_as` is where the
     caller keeps the raw capture if this fails (errors name it instead of out_dir)."""
-    opts = MeasureOptions(cpus=cpus, duration_ns=duration_ns, threshold_ns=threshold_ns,
-                          priority=priority, trace=trace, report=report, progress=progress,
-                          buffer_kb=buffer_kb)
+    opts = MeasureOptions(
+        cpus=cpus,
+        duration_ns=duration_ns,
+        threshold_ns=threshold_ns,
+        priority=priority,
+        trace=trace,
+        report=report,
+        progress=progress,
+        buffer_kb=buffer_kb,
+    )
     return run_measurement(opts, out_dir or new_run_path(), on_tick, before_probe, kept_as)
 
 
@@ -89,9 +104,13 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
         raise JitterscopeError(f"SCHED_FIFO priority {opts.priority} out of range 1-99")
 
 
-def run_measurement(opts: MeasureOptions, out_dir: Path,
-                    on_tick: Callable[[float], None] | None = None,
-                    before_probe: Callable[[], None] | None = None, kept_as: Path | None = None) -> Path:
+def run_measurement(
+    opts: MeasureOptions,
+    out_dir: Path,
+    on_tick: Callable[[float], None] | None = None,
+    before_probe: Callable[[], None] | None = None,
+    kept_as: Path | None = None,
+) -> Path:
     """The lifecycle.  Raw data is written first (measure/capture.py): once the probe
     has started, no failure deletes the run directory; the error says how to finish it."""
     validate(opts, out_dir)
@@ -104,14 +123,30 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
         print(shared, file=sys.stderr)
     start = datetime.now(timezone.utc)
     meta: dict[str, Any] = base_meta(
-        kind="measure", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
-        command_line=opts.command_line, start=start.isoformat(timespec="seconds"),
-        start_unix_ns=time.time_ns(), cpus=opts.cpus, cpu_model=sysinfo.cpu_model(),
-        clocksource=sysinfo.clocksource(), virtualization=sysinfo.virtualization(),
-        options={"duration_ns": opts.duration_ns, "threshold_ns": opts.threshold_ns,
-                 "priority": opts.priority, "trace": opts.trace, "buffer_kb": opts.buffer_kb},
-        tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
-                 "buffer_kb": opts.buffer_kb if tracing_ok else None},
+        kind="measure",
+        id=run_dir.name,
+        host=sysinfo.host(),
+        kernel=sysinfo.kernel(),
+        command_line=opts.command_line,
+        start=start.isoformat(timespec="seconds"),
+        start_unix_ns=time.time_ns(),
+        cpus=opts.cpus,
+        cpu_model=sysinfo.cpu_model(),
+        clocksource=sysinfo.clocksource(),
+        virtualization=sysinfo.virtualization(),
+        options={
+            "duration_ns": opts.duration_ns,
+            "threshold_ns": opts.threshold_ns,
+            "priority": opts.priority,
+            "trace": opts.trace,
+            "buffer_kb": opts.buffer_kb,
+        },
+        tracing={
+            "enabled": tracing_ok,
+            "reason": reason,
+            "clock": "x86-tsc" if tracing_ok else None,
+            "buffer_kb": opts.buffer_kb if tracing_ok else None,
+        },
     )
     try:
         cap = capture.Capture(run_dir, meta)
@@ -138,10 +173,14 @@ def run_measurement(opts: MeasureOptions, out_dir: Path,
     return run_dir
 
 
-def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
-             on_tick: Callable[[float], None] | None,
-             before_probe: Callable[[], None] | None,
-             cap: capture.Capture) -> tuple[Any, bool, float, set[int]]:
+def _acquire(
+    opts: MeasureOptions,
+    run_dir: Path,
+    tracing_ok: bool,
+    on_tick: Callable[[float], None] | None,
+    before_probe: Callable[[], None] | None,
+    cap: capture.Capture,
+) -> tuple[Any, bool, float, set[int]]:
     """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns,
     and the thread ids of this jitterscope (to show its own overhead apart)."""
     steal_before = sysinfo.steal_ticks(opts.cpus)
@@ -156,10 +195,15 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
             session = stack.enter_context(TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb))
         if before_probe is not None:  # outside the try: on failure there is no probe to wait for
             before_probe()
-        probe = Probe(opts.cpus, opts.threshold_ns, run_dir / "detours.raw",
-                      duration_ns=int(opts.duration_ns), fifo_priority=opts.priority,
-                      end_path=run_dir / "detours.end.json",
-                      trace_off=session.instance / "tracing_on" if session and session.instance else None)
+        probe = Probe(
+            opts.cpus,
+            opts.threshold_ns,
+            run_dir / "detours.raw",
+            duration_ns=int(opts.duration_ns),
+            fifo_priority=opts.priority,
+            end_path=run_dir / "detours.end.json",
+            trace_off=session.instance / "tracing_on" if session and session.instance else None,
+        )
         probe.start()
         # Our threads by id, at the start (every probe thread exists, some still under the probe
         # binary's name) and again at the end: a run recognises only its own (measure/peers.py).
@@ -175,7 +219,7 @@ def _acquire(opts: MeasureOptions, run_dir: Path, tracing_ok: bool,
                 probe.stop()
             own_tids = started_tids | _thread_ids(os.getpid()) | _thread_ids(probe.pid)
             result = probe.wait(timeout=30)
-        interrupted = interrupted or _ended_early(opts, result)   # (a failed probe raised its error instead)
+        interrupted = interrupted or _ended_early(opts, result)  # (a failed probe raised its error instead)
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
     return result, interrupted, steal_ns, own_tids
@@ -224,8 +268,11 @@ def _ended_early(opts: MeasureOptions, result: Any) -> bool:
     elapsed_s = (result.end_tsc - result.t0_tsc) / result.tsc_hz if result.tsc_hz else total_s
     if elapsed_s >= total_s * 0.95:
         return False
-    print(f"jitterscope: warning: the probe stopped after {seconds(elapsed_s)} of {seconds(total_s)} "
-          f"(it was signalled): the run covers the time measured", file=sys.stderr)
+    print(
+        f"jitterscope: warning: the probe stopped after {seconds(elapsed_s)} of {seconds(total_s)} "
+        f"(it was signalled): the run covers the time measured",
+        file=sys.stderr,
+    )
     return True
 
 
@@ -237,5 +284,5 @@ def write_report_or_warn(run_dir: Path) -> None:
         return
     try:
         write_report(run_dir)
-    except (JitterscopeError, OSError) as err:   # the run itself is complete: say so, do not fail it
+    except (JitterscopeError, OSError) as err:  # the run itself is complete: say so, do not fail it
         print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)

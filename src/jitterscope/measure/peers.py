@@ -74,10 +74,13 @@ def other_probes(cpus: list[int], me: int | None = None) -> list[OtherProbe]:
         try:
             if (d / "comm").read_text().strip() not in (WRITER_COMM, "jitterscope-pro"):
                 continue
-            theirs = sorted(int(m.group(1)) for t in (d / "task").iterdir()
-                            if (m := PROBE_THREAD.match((t / "comm").read_text().strip())))
+            theirs = sorted(
+                int(m.group(1))
+                for t in (d / "task").iterdir()
+                if (m := PROBE_THREAD.match((t / "comm").read_text().strip()))
+            )
             argv = (d / "cmdline").read_bytes().split(b"\0")
-        except OSError:   # it ended while we looked
+        except OSError:  # it ended while we looked
             continue
         if set(theirs) & set(cpus):
             raw = next((a.decode(errors="replace") for a in argv if a.endswith(b"detours.raw")), None)
@@ -93,6 +96,8 @@ def warning(cpus: list[int]) -> str | None:
     o = others[0]
     shared = sorted(set(o.cpus) & set(cpus))
     where = f", run {o.run_dir}" if o.run_dir else ""
-    return (f"jitterscope: warning: another jitterscope probe (pid {o.pid}{where}) is measuring CPU "
-            f"{','.join(map(str, shared))}: each run will show the other as a source "
-            f"'thread:js-probe/N{OTHER_SUFFIX}'; choose other --cpus for clean figures")
+    return (
+        f"jitterscope: warning: another jitterscope probe (pid {o.pid}{where}) is measuring CPU "
+        f"{','.join(map(str, shared))}: each run will show the other as a source "
+        f"'thread:js-probe/N{OTHER_SUFFIX}'; choose other --cpus for clean figures"
+    )

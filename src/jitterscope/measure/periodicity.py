@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 
 MIN_OCCURRENCES = 5
-TOLERANCE = 0.1          # a gap within ±10 % of k·P counts as regular
+TOLERANCE = 0.1  # a gap within ±10 % of k·P counts as regular
 MIN_REGULAR_SHARE = 0.8  # share of gaps that must be regular
 
 

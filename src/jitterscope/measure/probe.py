@@ -59,9 +59,16 @@ class Probe(NativeChild[ProbeResult]):
     STOP_SIGNAL = signal.SIGINT  # the probe still finishes its file
     NO_END = "ended without reporting its statistics"
 
-    def __init__(self, cpus: list[int], threshold_ns: float, out_path: Path,
-                 duration_ns: int | None = None, fifo_priority: int | None = None,
-                 end_path: Path | None = None, trace_off: Path | None = None) -> None:
+    def __init__(
+        self,
+        cpus: list[int],
+        threshold_ns: float,
+        out_path: Path,
+        duration_ns: int | None = None,
+        fifo_priority: int | None = None,
+        end_path: Path | None = None,
+        trace_off: Path | None = None,
+    ) -> None:
         if not cpus:
             raise JitterscopeError("no CPUs to probe")
         if threshold_ns <= 0:
@@ -88,9 +95,17 @@ class Probe(NativeChild[ProbeResult]):
         check_cpus(self.cpus)
         self.tsc_hz = tsc.tsc_hz()
         self.threshold_cycles = max(1, round(tsc.to_ticks(self.threshold_ns, self.tsc_hz)))
-        cmd = [str(native_bin(PROBE_PROGRAM)), "--cpus", ",".join(map(str, self.cpus)),
-               "--threshold-cycles", str(self.threshold_cycles), "--out", str(self.out_path),
-               "--tsc-hz", str(round(self.tsc_hz))]
+        cmd = [
+            str(native_bin(PROBE_PROGRAM)),
+            "--cpus",
+            ",".join(map(str, self.cpus)),
+            "--threshold-cycles",
+            str(self.threshold_cycles),
+            "--out",
+            str(self.out_path),
+            "--tsc-hz",
+            str(round(self.tsc_hz)),
+        ]
         if self.duration_ns is not None:
             cmd += ["--duration-ns", str(int(self.duration_ns))]
         if self.fifo_priority is not None:
@@ -110,8 +125,9 @@ class Probe(NativeChild[ProbeResult]):
         return result_from_end(end, self.tsc_hz, self.t0_tsc, self.mlocked, self._warnings(err_text))
 
 
-def result_from_end(end: dict[str, Any], hz: float, t0_tsc: int, mlocked: bool = True,
-                    warnings: list[str] | None = None) -> ProbeResult:
+def result_from_end(
+    end: dict[str, Any], hz: float, t0_tsc: int, mlocked: bool = True, warnings: list[str] | None = None
+) -> ProbeResult:
     """The probe's result from its end line (printed, or saved in its --end-file)."""
     per_cpu: dict[int, dict[str, Any]] = {}
     for cpu_s, s in end["cpus"].items():
@@ -130,13 +146,21 @@ def result_from_end(end: dict[str, Any], hz: float, t0_tsc: int, mlocked: bool =
             "first_tsc": int(s["first_tsc"]),
             "last_tsc": int(s["last_tsc"]),
         }
-    return ProbeResult(tsc_hz=hz, t0_tsc=int(t0_tsc), end_tsc=int(end["end_tsc"]), per_cpu=per_cpu,
-                       records=int(end["records"]), dropped=int(end["dropped"]),
-                       threshold_cycles=int(end["threshold_cycles"]), mlocked=mlocked,
-                       warnings=list(warnings or []))
+    return ProbeResult(
+        tsc_hz=hz,
+        t0_tsc=int(t0_tsc),
+        end_tsc=int(end["end_tsc"]),
+        per_cpu=per_cpu,
+        records=int(end["records"]),
+        dropped=int(end["dropped"]),
+        threshold_cycles=int(end["threshold_cycles"]),
+        mlocked=mlocked,
+        warnings=list(warnings or []),
+    )
 
 
 # -- reading the output ----------------------------------------------------------
+
 
 def read_header(path: Path) -> dict[str, Any]:
     """The checked file header as a dict (raises JitterscopeError if unusable)."""
@@ -153,8 +177,9 @@ def read_header(path: Path) -> dict[str, Any]:
     if int(h["version"]) != VERSION:
         raise JitterscopeError(f"{path}: probe output version {int(h['version'])}, this jitterscope reads {VERSION}")
     if int(h["header_size"]) != HEADER_DTYPE.itemsize or int(h["record_size"]) != DETOUR_DTYPE.itemsize:
-        raise JitterscopeError(f"{path}: corrupt probe output (header {int(h['header_size'])} B, "
-                               f"record {int(h['record_size'])} B)")
+        raise JitterscopeError(
+            f"{path}: corrupt probe output (header {int(h['header_size'])} B, record {int(h['record_size'])} B)"
+        )
     body = size - HEADER_DTYPE.itemsize
     out = {name: (h[name].item() if name != "reserved" else None) for name in HEADER_DTYPE.names or ()}
     out["complete"] = bool(int(h["flags"]) & FLAG_COMPLETE)
@@ -176,9 +201,11 @@ def read_detours(path: Path, allow_incomplete: bool = False) -> np.ndarray:
     n = int(h["records_in_file"])
     if h["complete"]:
         if h["partial_bytes"] or n != int(h["n_records"]):
-            raise JitterscopeError(f"{path}: truncated or corrupt probe output: header says "
-                                   f"{int(h['n_records'])} records, file holds {n}"
-                                   f"{' and a partial one' if h['partial_bytes'] else ''}")
+            raise JitterscopeError(
+                f"{path}: truncated or corrupt probe output: header says "
+                f"{int(h['n_records'])} records, file holds {n}"
+                f"{' and a partial one' if h['partial_bytes'] else ''}"
+            )
     elif not allow_incomplete:
         raise JitterscopeError(f"{path}: probe output is incomplete (the probe was killed before finishing)")
     if n == 0:

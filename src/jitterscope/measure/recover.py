@@ -50,20 +50,37 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
         end = None
     if end is not None:
         return result_from_end(end, hz, t0)
-    missing.append("the probe's loop statistics (it was killed): each CPU's measured time is estimated "
-                   "from the last detour recorded, and its resolution is unknown")
+    missing.append(
+        "the probe's loop statistics (it was killed): each CPU's measured time is estimated "
+        "from the last detour recorded, and its resolution is unknown"
+    )
     raw = read_detours(run_dir / "detours.raw", allow_incomplete=True)
     ends = raw["start_tsc"].astype(np.int64) + raw["duration_tsc"].astype(np.int64)
     end_tsc = int(ends.max()) if len(raw) else t0
     per_cpu = {}
     for c in cap["meta"]["cpus"]:
         mine = raw["cpu"] == int(c)
-        per_cpu[int(c)] = {"iterations": 0, "resolution_ns": 0.0, "loop_ns_min": 0.0, "min_loop_cycles": 0,
-                           "detours": int(mine.sum()), "dropped": 0,
-                           "detour_cycles": int(raw["duration_tsc"][mine].sum()),
-                           "first_tsc": t0, "last_tsc": end_tsc, "estimated": True}
-    return ProbeResult(tsc_hz=hz, t0_tsc=t0, end_tsc=end_tsc, per_cpu=per_cpu, records=len(raw),
-                       dropped=int(header["dropped"]), threshold_cycles=0)
+        per_cpu[int(c)] = {
+            "iterations": 0,
+            "resolution_ns": 0.0,
+            "loop_ns_min": 0.0,
+            "min_loop_cycles": 0,
+            "detours": int(mine.sum()),
+            "dropped": 0,
+            "detour_cycles": int(raw["duration_tsc"][mine].sum()),
+            "first_tsc": t0,
+            "last_tsc": end_tsc,
+            "estimated": True,
+        }
+    return ProbeResult(
+        tsc_hz=hz,
+        t0_tsc=t0,
+        end_tsc=end_tsc,
+        per_cpu=per_cpu,
+        records=len(raw),
+        dropped=int(header["dropped"]),
+        threshold_cycles=0,
+    )
 
 
 def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str]) -> Path | None:
@@ -112,9 +129,11 @@ def analyze(run_dir: Path) -> list[str] | None:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         return None if is_complete(run_dir) else _analyze(run_dir)
-    except KeyboardInterrupt:   # Ctrl-C, SIGTERM, SIGHUP: the capture is only deleted once the run is whole
-        raise KeyboardInterrupt(f"interrupted while analysing: nothing is lost, the raw capture is kept in "
-                                f"{run_dir}; `jitterscope analyze {run_dir}` finishes the run") from None
+    except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the capture is only deleted once the run is whole
+        raise KeyboardInterrupt(
+            f"interrupted while analysing: nothing is lost, the raw capture is kept in "
+            f"{run_dir}; `jitterscope analyze {run_dir}` finishes the run"
+        ) from None
     finally:
         os.close(fd)
 
@@ -123,16 +142,22 @@ def _analyze(run_dir: Path) -> list[str]:
     cap = C.load_capture(run_dir)
     if cap is None:
         if (run_dir / "detours.raw").exists():
-            raise JitterscopeError(f"{run_dir}: capture.json is missing or corrupt, so the raw records cannot "
-                                   f"be placed (which CPUs, options, host): the run cannot be rebuilt")
+            raise JitterscopeError(
+                f"{run_dir}: capture.json is missing or corrupt, so the raw records cannot "
+                f"be placed (which CPUs, options, host): the run cannot be rebuilt"
+            )
         raise JitterscopeError(f"{run_dir}: nothing to analyse (no raw capture: capture.json, detours.raw)")
     busy = C.owner_alive(cap)
     if busy is not None:
-        raise JitterscopeError(f"{run_dir}: still being measured (jitterscope pid {busy}); analyze it once that "
-                               f"run has ended, if it does not finish the run itself")
+        raise JitterscopeError(
+            f"{run_dir}: still being measured (jitterscope pid {busy}); analyze it once that "
+            f"run has ended, if it does not finish the run itself"
+        )
     if not (run_dir / "detours.raw").exists():
-        raise JitterscopeError(f"{run_dir}: the probe's records (detours.raw) are missing: the measurement "
-                               f"never started or they were deleted; nothing to rebuild")
+        raise JitterscopeError(
+            f"{run_dir}: the probe's records (detours.raw) are missing: the measurement "
+            f"never started or they were deleted; nothing to rebuild"
+        )
     sweep_temporaries(run_dir)
     missing: list[str] = []
     meta = dict(cap["meta"])
@@ -144,8 +169,7 @@ def _analyze(run_dir: Path) -> list[str]:
     else:
         missing.append("hypervisor steal time during the run (not used to judge what is unexplained)")
     trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing)
-    meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                         "missing": missing}
+    meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "missing": missing}
     try:
         build.build_run(run_dir, meta, result, trace_dir, set(cap.get("own_tids", [])), allow_incomplete=True)
         C.finish(run_dir)

@@ -41,21 +41,21 @@ class CpuRow(TypedDict):
 
 
 class SourceRow(TypedDict):
-    kind: str                 # irq, softirq, nmi, thread (tracing/records.KINDS)
+    kind: str  # irq, softirq, nmi, thread (tracing/records.KINDS)
     name: str
-    count: int                # detours it took time in
+    count: int  # detours it took time in
     total_ns: int
-    share: float              # of all noise
-    mean_ns: float            # per detour it took time in
+    share: float  # of all noise
+    mean_ns: float  # per detour it took time in
     p99_ns: float
     max_ns: int
-    period_s: float | None    # measure/periodicity.py
+    period_s: float | None  # measure/periodicity.py
     cpus: list[int]
-    functions: list[str]      # work items and timer callbacks it ran, most time first
+    functions: list[str]  # work items and timer callbacks it ran, most time first
 
 
 class ChainRow(TypedDict):
-    sources: list[str]        # "kind:name", in order of first appearance inside the detour
+    sources: list[str]  # "kind:name", in order of first appearance inside the detour
     count: int
     total_ns: int
 
@@ -71,7 +71,7 @@ class Summary(TypedDict):
     """summary.json of a measure run."""
 
     run: RunHeader
-    cpus: dict[str, CpuRow]   # keyed by CPU number as text (JSON keys)
+    cpus: dict[str, CpuRow]  # keyed by CPU number as text (JSON keys)
     sources: list[SourceRow]
     chains: list[ChainRow]
     unexplained: UnexplainedPart
@@ -82,8 +82,13 @@ def _pct(values: np.ndarray, q: float) -> float:
     return float(np.percentile(values, q)) if len(values) else 0.0
 
 
-def cpu_table(det_cpu: np.ndarray, det_dur: np.ndarray, cpus: list[int],
-              measured_ns: dict[int, float], resolution_ns: dict[int, float]) -> dict[str, CpuRow]:
+def cpu_table(
+    det_cpu: np.ndarray,
+    det_dur: np.ndarray,
+    cpus: list[int],
+    measured_ns: dict[int, float],
+    resolution_ns: dict[int, float],
+) -> dict[str, CpuRow]:
     out: dict[str, CpuRow] = {}
     for c in cpus:
         d = det_dur[det_cpu == c]
@@ -100,8 +105,9 @@ def cpu_table(det_cpu: np.ndarray, det_dur: np.ndarray, cpus: list[int],
     return out
 
 
-def source_list(att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, total_noise: int,
-                functions: dict[int, list[str]]) -> list[SourceRow]:
+def source_list(
+    att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, total_noise: int, functions: dict[int, list[str]]
+) -> list[SourceRow]:
     sources: list[SourceRow] = []
     for code in np.unique(att.source):
         if code == 0:
@@ -122,14 +128,21 @@ def source_list(att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, to
                 if p is not None:
                     period, best = p, len(t)
         kind, name = att.sources[int(code)]
-        sources.append({
-            "kind": kind, "name": name, "count": int(len(np.unique(dets))),
-            "total_ns": int(ns.sum()),
-            "share": round(float(ns.sum()) / total_noise, 6) if total_noise else 0.0,
-            "mean_ns": round(float(ns.mean()), 1), "p99_ns": round(_pct(ns, 99), 1),
-            "max_ns": int(ns.max()), "period_s": None if period is None else round(period, 9),
-            "cpus": cpus, "functions": functions.get(int(code), []),
-        })
+        sources.append(
+            {
+                "kind": kind,
+                "name": name,
+                "count": int(len(np.unique(dets))),
+                "total_ns": int(ns.sum()),
+                "share": round(float(ns.sum()) / total_noise, 6) if total_noise else 0.0,
+                "mean_ns": round(float(ns.mean()), 1),
+                "p99_ns": round(_pct(ns, 99), 1),
+                "max_ns": int(ns.max()),
+                "period_s": None if period is None else round(period, 9),
+                "cpus": cpus,
+                "functions": functions.get(int(code), []),
+            }
+        )
     sources.sort(key=lambda s: -s["total_ns"])
     return sources
 
@@ -159,8 +172,12 @@ def chain_list(att: Attribution, det_dur: np.ndarray) -> list[ChainRow]:
 def unexplained_part(att: Attribution, total_noise: int, likely: str) -> UnexplainedPart:
     sel = att.source == 0
     ns = int(att.ns[sel].sum())
-    return {"count": int(len(np.unique(att.detour[sel]))), "total_ns": ns,
-            "share": round(ns / total_noise, 6) if total_noise else 0.0, "likely": likely}
+    return {
+        "count": int(len(np.unique(att.detour[sel]))),
+        "total_ns": ns,
+        "share": round(ns / total_noise, 6) if total_noise else 0.0,
+        "likely": likely,
+    }
 
 
 LONG_GAP_NS = 500_000  # a guest-invisible gap this long is a descheduled vCPU, not a VM exit
@@ -172,8 +189,14 @@ def long_unexplained_share(att: Attribution) -> float:
     return float(u[u >= LONG_GAP_NS].sum() / u.sum()) if u.sum() else 0.0
 
 
-def likely_unexplained(virtualization: str | None, tracing: bool, reason: str | None,
-                       steal_ns: float, unexplained_ns: float, long_share: float = 0.0) -> str:
+def likely_unexplained(
+    virtualization: str | None,
+    tracing: bool,
+    reason: str | None,
+    steal_ns: float,
+    unexplained_ns: float,
+    long_share: float = 0.0,
+) -> str:
     """Say what most likely took the time no traced kernel activity covers.
 
     In a guest, time the guest kernel cannot see is the hypervisor's: either
@@ -185,8 +208,12 @@ def likely_unexplained(virtualization: str | None, tracing: bool, reason: str | 
     if virtualization:
         steal = f"steal time during the run was {steal_ns / 1e6:.3g} ms"
         if (steal_ns > 0 and steal_ns >= 0.5 * unexplained_ns) or long_share >= 0.5:
-            return (f"hypervisor ({virtualization}): the host descheduled this vCPU to run something "
-                    f"else ({long_share * 100:.0f}% of it in gaps over {LONG_GAP_NS / 1e6:g} ms; {steal})")
-        return (f"hypervisor ({virtualization}): VM exits such as emulated timers, interrupts or "
-                f"MSR accesses, which the guest kernel cannot see; {steal}")
+            return (
+                f"hypervisor ({virtualization}): the host descheduled this vCPU to run something "
+                f"else ({long_share * 100:.0f}% of it in gaps over {LONG_GAP_NS / 1e6:g} ms; {steal})"
+            )
+        return (
+            f"hypervisor ({virtualization}): VM exits such as emulated timers, interrupts or "
+            f"MSR accesses, which the guest kernel cannot see; {steal}"
+        )
     return "hardware or firmware: SMIs, SMT sibling contention, cache or TLB misses"

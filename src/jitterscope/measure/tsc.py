@@ -36,8 +36,9 @@ def tsc_hz() -> float:
     asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.
     """
     _require_invariant_tsc()
-    out = subprocess.run([str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"],
-                         capture_output=True, text=True, timeout=30)
+    out = subprocess.run(
+        [str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"], capture_output=True, text=True, timeout=30
+    )
     if out.returncode != 0:
         raise JitterscopeError(f"TSC calibration failed: {last_line(out.stderr, PROBE_PROGRAM)}")
     hz = float(json.loads(out.stdout)["tsc_hz"])

@@ -17,14 +17,19 @@ from jitterscope.rundir import Run
 
 
 class Detector:
-    def __init__(self, cpus: list[int], baseline_windows: int = 3, thresholds: Thresholds | None = None,
-                 baseline: Sample | None = None) -> None:
+    def __init__(
+        self,
+        cpus: list[int],
+        baseline_windows: int = 3,
+        thresholds: Thresholds | None = None,
+        baseline: Sample | None = None,
+    ) -> None:
         self.cpus = cpus
         self.needed = baseline_windows
         self.th = thresholds or Thresholds()
         self._parts: list[Sample] = []
         self.baseline = baseline
-        self.flagged: dict[str, str] = {}   # label -> description, currently regressed
+        self.flagged: dict[str, str] = {}  # label -> description, currently regressed
 
     @property
     def ready(self) -> bool:
@@ -38,8 +43,12 @@ class Detector:
             if len(self._parts) >= self.needed:
                 self.baseline = pool(self._parts)
                 self._parts = []
-                return [(f"baseline ready: {count(len(self.baseline.ids), 'window')}, "
-                         f"{count(self.baseline.exposure_ns / 1e9, 'CPU-second')}")]
+                return [
+                    (
+                        f"baseline ready: {count(len(self.baseline.ids), 'window')}, "
+                        f"{count(self.baseline.exposure_ns / 1e9, 'CPU-second')}"
+                    )
+                ]
             return []
         res = diff(self.baseline, sample, self.th)
         return self._transitions(res)
@@ -52,11 +61,13 @@ class Detector:
                 q = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
                 now[f"{r['kind']}:{r['name']}"] = (
                     f"{what} {r['kind']}:{r['name']}: {number(r['base']['ppm'])} -> {ppm(r['new']['ppm'])} "
-                    f"({count(r['new']['count'], 'time')}, q={q:.2g})")
+                    f"({count(r['new']['count'], 'time')}, q={q:.2g})"
+                )
         for c, t in res["total"].items():
             if t["regression"]:
-                now[f"cpu{c}"] = (f"REGRESSED CPU {c} total noise: {number(t['base_ppm'])} -> {ppm(t['new_ppm'])} "
-                                  f"(q={t['q']:.2g})")
+                now[f"cpu{c}"] = (
+                    f"REGRESSED CPU {c} total noise: {number(t['base_ppm'])} -> {ppm(t['new_ppm'])} (q={t['q']:.2g})"
+                )
         lines = [desc for label, desc in now.items() if label not in self.flagged]
         lines += [f"RECOVERED {label}" for label in self.flagged if label not in now]
         self.flagged = now

@@ -44,7 +44,7 @@ class MonitorOptions:
     max_windows: int = 100
     max_bytes: int = 512 * 1024**2
     baseline_windows: int = 3
-    stop_after: int | None = None          # windows, then exit (tests, benchmarks)
+    stop_after: int | None = None  # windows, then exit (tests, benchmarks)
     thresholds: Thresholds = field(default_factory=Thresholds)
 
 
@@ -75,7 +75,7 @@ class Monitor:
         self.history = History(opts.history, opts.max_windows, opts.max_bytes)
         self.state = MonitorState(window_s=opts.window_s, interval_s=opts.interval_s)
         self.detector = Detector(opts.cpus, opts.baseline_windows, opts.thresholds)
-        self.published = replace(self.state)   # what a scrape reads: a copy, swapped whole
+        self.published = replace(self.state)  # what a scrape reads: a copy, swapped whole
         self.registry = registry_for(lambda: self.published)
         self.stopping = False
 
@@ -91,9 +91,16 @@ class Monitor:
         # restore the affinity each window or the next window's CPU check fails.
         affinity = os.sched_getaffinity(0)
         try:
-            run_dir = self.measure(cpus=self.opts.cpus, duration_ns=self.opts.window_s * 1e9,
-                                   threshold_ns=self.opts.threshold_ns, out_dir=out, trace=self.opts.trace,
-                                   priority=self.opts.priority, report=False, progress=False)
+            run_dir = self.measure(
+                cpus=self.opts.cpus,
+                duration_ns=self.opts.window_s * 1e9,
+                threshold_ns=self.opts.threshold_ns,
+                out_dir=out,
+                trace=self.opts.trace,
+                priority=self.opts.priority,
+                report=False,
+                progress=False,
+            )
             run = load_run(run_dir)
         except KeyboardInterrupt:
             os.sched_setaffinity(0, affinity)
@@ -115,11 +122,15 @@ class Monitor:
         self.state.sources = source_rows(s)
         self.state.lost_events_total += int(s.get("lost_events", 0) or 0)
         self.state.last_end_unix = time.time()
-        cpus = ", ".join(f"CPU {c} {ppm(v.get('noise_ppm', 0))} ({count(v.get('detours', 0), 'detour')})"
-                         for c, v in (s.get("cpus") or {}).items())
+        cpus = ", ".join(
+            f"CPU {c} {ppm(v.get('noise_ppm', 0))} ({count(v.get('detours', 0), 'detour')})"
+            for c, v in (s.get("cpus") or {}).items()
+        )
         lost = int(s.get("lost_events", 0) or 0)
-        self.log(f"window {seq}: {cpus}; unexplained {percent((s.get('unexplained') or {}).get('share', 0))}"
-                 + (f"; LOST {count(lost, 'trace event')}" if lost else ""))
+        self.log(
+            f"window {seq}: {cpus}; unexplained {percent((s.get('unexplained') or {}).get('share', 0))}"
+            + (f"; LOST {count(lost, 'trace event')}" if lost else "")
+        )
         if not run.meta.get("interrupted"):
             try:
                 for line in self.detector.feed(run):
@@ -143,10 +154,12 @@ class Monitor:
 
     def run(self) -> int:
         srv = start_server(self.opts.port, self.registry)
-        self.log(f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {seconds(self.opts.window_s)} every "
-                 f"{seconds(self.opts.interval_s)}; history {self.history.root} "
-                 f"(<= {count(self.opts.max_windows, 'window')}, "
-                 f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{ADDR}:{srv.server_port}/metrics")
+        self.log(
+            f"monitoring CPUs {','.join(map(str, self.opts.cpus))}: {seconds(self.opts.window_s)} every "
+            f"{seconds(self.opts.interval_s)}; history {self.history.root} "
+            f"(<= {count(self.opts.max_windows, 'window')}, "
+            f"<= {self.opts.max_bytes / 1024**2:.0f} MiB); metrics on http://{ADDR}:{srv.server_port}/metrics"
+        )
         old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
 
         def stop(signum: int, _frame: Any) -> None:
@@ -159,8 +172,10 @@ class Monitor:
             next_start = time.monotonic()
             while not self.stopping:
                 self.window()
-                if self.opts.stop_after is not None and self.state.windows_total + self.state.failures_total \
-                        >= self.opts.stop_after:
+                if (
+                    self.opts.stop_after is not None
+                    and self.state.windows_total + self.state.failures_total >= self.opts.stop_after
+                ):
                     break
                 next_start += self.opts.interval_s
                 while not self.stopping and time.monotonic() < next_start:

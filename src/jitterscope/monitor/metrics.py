@@ -36,12 +36,17 @@ class MonitorState:
     window_s: float = 0.0
     interval_s: float = 0.0
     last_end_unix: float = 0.0
-    last: dict[str, Any] | None = None            # summary.json of the latest window
+    last: dict[str, Any] | None = None  # summary.json of the latest window
     sources: list[dict[str, Any]] = field(default_factory=list)  # [{kind, name, total_ns, count}]
 
 
-def _gauge(name: str, help_: str, value: float | None = None, labels: tuple[str, ...] = (),
-           samples: list[tuple[list[str], float]] | None = None) -> GaugeMetricFamily:
+def _gauge(
+    name: str,
+    help_: str,
+    value: float | None = None,
+    labels: tuple[str, ...] = (),
+    samples: list[tuple[list[str], float]] | None = None,
+) -> GaugeMetricFamily:
     g = GaugeMetricFamily(name, help_, value=value, labels=list(labels) if labels else None)
     for label_values, v in samples or []:
         g.add_metric(label_values, v)
@@ -57,38 +62,64 @@ class MonitorCollector:
 
     def collect(self) -> Iterator[Metric]:
         st = self._state()
-        yield CounterMetricFamily("jitterscope_windows_total", "Measurement windows completed.",
-                                  value=st.windows_total)
-        yield CounterMetricFamily("jitterscope_window_failures_total", "Measurement windows that failed.",
-                                  value=st.failures_total)
-        yield CounterMetricFamily("jitterscope_lost_events_total", "Kernel trace events lost, all windows.",
-                                  value=st.lost_events_total)
+        yield CounterMetricFamily("jitterscope_windows_total", "Measurement windows completed.", value=st.windows_total)
+        yield CounterMetricFamily(
+            "jitterscope_window_failures_total", "Measurement windows that failed.", value=st.failures_total
+        )
+        yield CounterMetricFamily(
+            "jitterscope_lost_events_total", "Kernel trace events lost, all windows.", value=st.lost_events_total
+        )
         yield _gauge("jitterscope_window_seconds", "Length of each measurement window.", st.window_s)
         yield _gauge("jitterscope_interval_seconds", "Time between window starts.", st.interval_s)
-        yield _gauge("jitterscope_regressed_sources",
-                     "Sources (and CPU totals) currently new or significantly worse than the baseline.",
-                     st.regressions)
+        yield _gauge(
+            "jitterscope_regressed_sources",
+            "Sources (and CPU totals) currently new or significantly worse than the baseline.",
+            st.regressions,
+        )
         s = st.last
         if s is None:
             return
         cpus = sorted((s.get("cpus") or {}).items(), key=lambda kv: int(kv[0]))
         yield _gauge("jitterscope_last_window_end_seconds", "Unix time the latest window ended.", st.last_end_unix)
-        yield _gauge("jitterscope_noise_ppm", "Noise in the latest window: detour time per measured time, ppm.",
-                     labels=("cpu",), samples=[([c], v.get("noise_ppm", 0.0)) for c, v in cpus])
-        yield _gauge("jitterscope_detours", "Detours in the latest window.",
-                     labels=("cpu",), samples=[([c], v.get("detours", 0)) for c, v in cpus])
-        yield _gauge("jitterscope_max_detour_ns", "Longest detour in the latest window, ns.",
-                     labels=("cpu",), samples=[([c], v.get("max_ns", 0)) for c, v in cpus])
-        yield _gauge("jitterscope_lost_events", "Kernel trace events lost in the latest window.",
-                     s.get("lost_events", 0))
-        yield _gauge("jitterscope_unexplained_share",
-                     "Share of the latest window's noise no traced activity explains (0-1).",
-                     (s.get("unexplained") or {}).get("share", 0.0))
+        yield _gauge(
+            "jitterscope_noise_ppm",
+            "Noise in the latest window: detour time per measured time, ppm.",
+            labels=("cpu",),
+            samples=[([c], v.get("noise_ppm", 0.0)) for c, v in cpus],
+        )
+        yield _gauge(
+            "jitterscope_detours",
+            "Detours in the latest window.",
+            labels=("cpu",),
+            samples=[([c], v.get("detours", 0)) for c, v in cpus],
+        )
+        yield _gauge(
+            "jitterscope_max_detour_ns",
+            "Longest detour in the latest window, ns.",
+            labels=("cpu",),
+            samples=[([c], v.get("max_ns", 0)) for c, v in cpus],
+        )
+        yield _gauge(
+            "jitterscope_lost_events", "Kernel trace events lost in the latest window.", s.get("lost_events", 0)
+        )
+        yield _gauge(
+            "jitterscope_unexplained_share",
+            "Share of the latest window's noise no traced activity explains (0-1).",
+            (s.get("unexplained") or {}).get("share", 0.0),
+        )
         top = st.sources[:TOP_SOURCES]
-        yield _gauge("jitterscope_source_noise_ns", "Time a source took inside detours in the latest window, ns.",
-                     labels=("kind", "name"), samples=[([x["kind"], x["name"]], x["total_ns"]) for x in top])
-        yield _gauge("jitterscope_source_detours", "Detours a source appeared in, latest window.",
-                     labels=("kind", "name"), samples=[([x["kind"], x["name"]], x["count"]) for x in top])
+        yield _gauge(
+            "jitterscope_source_noise_ns",
+            "Time a source took inside detours in the latest window, ns.",
+            labels=("kind", "name"),
+            samples=[([x["kind"], x["name"]], x["total_ns"]) for x in top],
+        )
+        yield _gauge(
+            "jitterscope_source_detours",
+            "Detours a source appeared in, latest window.",
+            labels=("kind", "name"),
+            samples=[([x["kind"], x["name"]], x["count"]) for x in top],
+        )
 
 
 def registry_for(state: Callable[[], MonitorState]) -> CollectorRegistry:
@@ -113,6 +144,10 @@ def source_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
         row["count"] += int(x["count"])
     un = summary.get("unexplained") or {}
     if un.get("count"):
-        agg[("unexplained", "unexplained")] = {"kind": "unexplained", "name": "unexplained",
-                                               "total_ns": int(un.get("total_ns", 0)), "count": int(un["count"])}
+        agg[("unexplained", "unexplained")] = {
+            "kind": "unexplained",
+            "name": "unexplained",
+            "total_ns": int(un.get("total_ns", 0)),
+            "count": int(un["count"]),
+        }
     return sorted(agg.values(), key=lambda r: -r["total_ns"])

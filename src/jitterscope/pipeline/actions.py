@@ -20,9 +20,15 @@ from jitterscope.units import parse_cpulist, parse_duration_ns
 
 def compile_options(args: argparse.Namespace, cpus: list[int] | None = None) -> Options:
     threads = args.threads if args.threads is not None else len(cpus or sysinfo.online_cpus())
-    return Options(threads=threads, heuristic=args.heuristic, memory=args.memory, split=args.split,
-                   cache_slack=args.cache_slack, max_states=args.max_states,
-                   max_time_s=parse_duration_ns(args.max_time, what="--max-time") / 1e9)
+    return Options(
+        threads=threads,
+        heuristic=args.heuristic,
+        memory=args.memory,
+        split=args.split,
+        cache_slack=args.cache_slack,
+        max_states=args.max_states,
+        max_time_s=parse_duration_ns(args.max_time, what="--max-time") / 1e9,
+    )
 
 
 def _graph(args: argparse.Namespace, path: str, cpus: list[int] | None = None) -> Graph:
@@ -75,10 +81,19 @@ def _gantt(sched: Schedule, path: Path) -> None:
 
 def run_options(args: argparse.Namespace, cpus: list[int]) -> RunOptions:
     period = parse_duration_ns(args.period, what="--period") if args.period else 0
-    return RunOptions(iterations=args.iterations, cpus=tuple(cpus), seed=args.seed, wait=args.wait,
-                      priority=options.priority(args), mlock=not args.no_mlock, hugepages=args.hugepages,
-                      guard=args.guard, timers=True, period_ns=int(period),
-                      hang_s=parse_duration_ns(args.hang_timeout, what="--hang-timeout") / 1e9)
+    return RunOptions(
+        iterations=args.iterations,
+        cpus=tuple(cpus),
+        seed=args.seed,
+        wait=args.wait,
+        priority=options.priority(args),
+        mlock=not args.no_mlock,
+        hugepages=args.hugepages,
+        guard=args.guard,
+        timers=True,
+        period_ns=int(period),
+        hang_s=parse_duration_ns(args.hang_timeout, what="--hang-timeout") / 1e9,
+    )
 
 
 def _schedule(args: argparse.Namespace, g: Graph, cpus: list[int]) -> Schedule:
@@ -107,8 +122,15 @@ def do_run(args: argparse.Namespace) -> int:
     ro.timers = timers_wanted(sched, ro, args.timers)
     if out is None:
         out = new_run_path("pipeline", g.name, sched.options.heuristic)
-    d = run_pipeline(sched, ro, out, trace=args.trace, buffer_kb=options.buffer_kb(args),
-                     progress=not args.json, late_percentile=args.late)
+    d = run_pipeline(
+        sched,
+        ro,
+        out,
+        trace=args.trace,
+        buffer_kb=options.buffer_kb(args),
+        progress=not args.json,
+        late_percentile=args.late,
+    )
     run = load_run(d, kinds=("pipeline",))
     if not args.no_report:
         from jitterscope.report.pages import write_report
@@ -125,8 +147,10 @@ def synthetic_graphs(args: argparse.Namespace) -> list[Graph]:
     from jitterscope.pipeline.synthetic import generate
 
     w, h = _size(args.size)
-    return [graph_from_dict(generate(args.seed + i, args.boxes, w, h), f"synthetic seed {args.seed + i}")
-            for i in range(args.synthetic)]
+    return [
+        graph_from_dict(generate(args.seed + i, args.boxes, w, h), f"synthetic seed {args.seed + i}")
+        for i in range(args.synthetic)
+    ]
 
 
 def _size(text: str) -> tuple[int, int]:
@@ -154,17 +178,29 @@ def do_bench(args: argparse.Namespace) -> int:
 
     def progress(row: dict[str, Any]) -> None:
         s = row["latency"]
-        print(f"  {row['graph']:16} {row['heuristic']:12} {row['memory']:7} mean {s['mean'] / 1e3:10,.1f} us  "
-              f"σ {s['sd'] / 1e3:9,.1f} us", file=sys.stderr if args.json else sys.stdout, flush=True)
-    result = B.bench(graphs, configs, opts, ro, out, progress=False, on_row=progress, trace=args.trace,
-                     rounds=args.rounds)
+        print(
+            f"  {row['graph']:16} {row['heuristic']:12} {row['memory']:7} mean {s['mean'] / 1e3:10,.1f} us  "
+            f"σ {s['sd'] / 1e3:9,.1f} us",
+            file=sys.stderr if args.json else sys.stdout,
+            flush=True,
+        )
+
+    result = B.bench(
+        graphs, configs, opts, ro, out, progress=False, on_row=progress, trace=args.trace, rounds=args.rounds
+    )
     figs = B.figures(result, out)
     if args.json:
-        options.print_json({k: v for k, v in result.items() if k not in ("rows", "chains")}
-                           | {"rows": [{k: v for k, v in r.items() if k != "_lat"} for r in result["rows"]]})
+        options.print_json(
+            {k: v for k, v in result.items() if k not in ("rows", "chains")}
+            | {"rows": [{k: v for k, v in r.items() if k != "_lat"} for r in result["rows"]]}
+        )
         return 0
-    print(render.bench_table(result["rows"], f"\n{result['graph']}: {result['threads']} threads, "
-                                             f"{result['iterations']:,} iterations per configuration"))
+    print(
+        render.bench_table(
+            result["rows"],
+            f"\n{result['graph']}: {result['threads']} threads, {result['iterations']:,} iterations per configuration",
+        )
+    )
     order = result["order_of_sigma"]
     if order["checks"]:
         print("thesis ordering of σ: " + ", ".join(f"{k}: {'yes' if v else 'no'}" for k, v in order["checks"].items()))
@@ -196,11 +232,15 @@ def do_etp(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(info)
         return 0
-    print(f"wrote {info['file']}: {info['iterations']:,} iterations binned up to {info['resolution']}: "
-          f"{info['values']} values from {info['min_ns'] / 1e3:,.1f} to {info['max_ns'] / 1e3:,.1f} us "
-          f"(mean {info['mean_ns'] / 1e3:,.1f} us)")
-    print(f"use it in a ptts model whose resolution is {info['resolution']} or divides it, e.g.\n"
-          f"  - {{name: pipeline, period: 40ms, offset: 0ms, {info['snippet']}}}")
+    print(
+        f"wrote {info['file']}: {info['iterations']:,} iterations binned up to {info['resolution']}: "
+        f"{info['values']} values from {info['min_ns'] / 1e3:,.1f} to {info['max_ns'] / 1e3:,.1f} us "
+        f"(mean {info['mean_ns'] / 1e3:,.1f} us)"
+    )
+    print(
+        f"use it in a ptts model whose resolution is {info['resolution']} or divides it, e.g.\n"
+        f"  - {{name: pipeline, period: 40ms, offset: 0ms, {info['snippet']}}}"
+    )
     return 0
 
 
@@ -214,8 +254,11 @@ def do_synth(args: argparse.Namespace) -> int:
     w, h = _size(args.size)
     doc = generate(args.seed, args.boxes, w, h)
     g = graph_from_dict(doc, "synthetic")  # what it writes must load
-    write_text(Path(args.output), f"# jitterscope pipeline synth --seed {args.seed} --boxes {args.boxes} "
-               f"--size {w}x{h}\n" + yaml.safe_dump(doc, sort_keys=False, width=110))
+    write_text(
+        Path(args.output),
+        f"# jitterscope pipeline synth --seed {args.seed} --boxes {args.boxes} "
+        f"--size {w}x{h}\n" + yaml.safe_dump(doc, sort_keys=False, width=110),
+    )
     print(f"wrote {args.output}: {len(g.boxes)} boxes, {len(g.buffers)} buffers, {w}x{h} {g.pixel}")
     return 0
 

@@ -36,8 +36,17 @@ def configurations(heuristics: list[str] | None = None, memories: list[str] | No
     return [(h, m) for h in (heuristics or list(H.HEURISTICS)) for m in (memories or list(ALLOCATORS))]
 
 
-def run_config(g: Graph, heuristic: str, memory: str, opts: Options, ro: RunOptions, out: Path,
-               progress: bool, trace: bool = False, suffix: str = "") -> dict[str, Any]:
+def run_config(
+    g: Graph,
+    heuristic: str,
+    memory: str,
+    opts: Options,
+    ro: RunOptions,
+    out: Path,
+    progress: bool,
+    trace: bool = False,
+    suffix: str = "",
+) -> dict[str, Any]:
     sched = compile_graph(g, replace(opts, heuristic=heuristic, memory=memory))
     d = run_pipeline(sched, ro, out / f"{g.name}-{heuristic}-{memory}{suffix}", trace=trace, progress=progress)
     run = load_run(d, kinds=("pipeline",))
@@ -46,14 +55,32 @@ def run_config(g: Graph, heuristic: str, memory: str, opts: Options, ro: RunOpti
     lat = run.table("iterations").column("latency_ns").to_numpy()
     late = run.summary.get("late") or {}
     top = next((x for x in late.get("sources", []) if x["excess_ns"] > 0), None)
-    return {"graph": g.name, "heuristic": heuristic, "memory": memory, "threads": len(sched.threads),
-            "pool_bytes": sched.memory.total, "signals": len(sched.signals), "run": str(d),
-            "latency": run.summary["latency"], "digest": run.summary["outputs"]["digest"], "_lat": lat,
-            "late_top": None if top is None else {k: top[k] for k in ("kind", "name", "late_ns", "typical_ns")}}
+    return {
+        "graph": g.name,
+        "heuristic": heuristic,
+        "memory": memory,
+        "threads": len(sched.threads),
+        "pool_bytes": sched.memory.total,
+        "signals": len(sched.signals),
+        "run": str(d),
+        "latency": run.summary["latency"],
+        "digest": run.summary["outputs"]["digest"],
+        "_lat": lat,
+        "late_top": None if top is None else {k: top[k] for k in ("kind", "name", "late_ns", "typical_ns")},
+    }
 
 
-def bench(graphs: list[Graph], configs: list[tuple[str, str]], opts: Options, ro: RunOptions, out: Path,
-          progress: bool = False, on_row: Any = None, trace: bool = False, rounds: int = 1) -> dict[str, Any]:
+def bench(
+    graphs: list[Graph],
+    configs: list[tuple[str, str]],
+    opts: Options,
+    ro: RunOptions,
+    out: Path,
+    progress: bool = False,
+    on_row: Any = None,
+    trace: bool = False,
+    rounds: int = 1,
+) -> dict[str, Any]:
     """Run the table on graphs[0] and, when there are more graphs, reduced+reuse on every graph.
     With `trace`, each configuration's late iterations are attributed (the table's "why").  With
     `rounds` > 1 the configurations take turns, each round running ro.iterations / rounds of each, so a
@@ -68,15 +95,31 @@ def bench(graphs: list[Graph], configs: list[tuple[str, str]], opts: Options, ro
             if on_row and r is not first:
                 on_row(r)
     digests = {r["digest"] for r in rows}
-    result = {"graph": graphs[0].name, "threads": opts.threads, "iterations": ro.iterations,
-              "cpus": list(ro.cpus), "rows": rows, "chains": chains,
-              "outputs_identical": len(digests) == 1, "order_of_sigma": sigma_order(rows)}
+    result = {
+        "graph": graphs[0].name,
+        "threads": opts.threads,
+        "iterations": ro.iterations,
+        "cpus": list(ro.cpus),
+        "rows": rows,
+        "chains": chains,
+        "outputs_identical": len(digests) == 1,
+        "order_of_sigma": sigma_order(rows),
+    }
     _write(result, out)
     return result
 
 
-def _interleaved(g: Graph, configs: list[tuple[str, str]], opts: Options, ro: RunOptions, out: Path,
-                 progress: bool, trace: bool, rounds: int, on_row: Any) -> list[dict[str, Any]]:
+def _interleaved(
+    g: Graph,
+    configs: list[tuple[str, str]],
+    opts: Options,
+    ro: RunOptions,
+    out: Path,
+    progress: bool,
+    trace: bool,
+    rounds: int,
+    on_row: Any,
+) -> list[dict[str, Any]]:
     if rounds <= 1:
         rows = []
         for h, m in configs:
@@ -93,8 +136,15 @@ def _interleaved(g: Graph, configs: list[tuple[str, str]], opts: Options, ro: Ru
     for c in configs:
         first = parts[c][0]
         lat = np.concatenate([p["_lat"] for p in parts[c]])
-        rows.append({**first, "run": [p["run"] for p in parts[c]], "_lat": lat, "latency": latency_stats(lat),
-                     "digest": first["digest"] if len({p["digest"] for p in parts[c]}) == 1 else "differs"})
+        rows.append(
+            {
+                **first,
+                "run": [p["run"] for p in parts[c]],
+                "_lat": lat,
+                "latency": latency_stats(lat),
+                "digest": first["digest"] if len({p["digest"] for p in parts[c]}) == 1 else "differs",
+            }
+        )
         if on_row:
             on_row(rows[-1])
     return rows
@@ -117,18 +167,34 @@ def sigma_order(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 def _write(result: dict[str, Any], out: Path) -> None:
 
-    clean = {**result, "rows": [{k: v for k, v in r.items() if k != "_lat"} for r in result["rows"]],
-             "chains": [{k: v for k, v in r.items() if k != "_lat"} for r in result["chains"]]}
+    clean = {
+        **result,
+        "rows": [{k: v for k, v in r.items() if k != "_lat"} for r in result["rows"]],
+        "chains": [{k: v for k, v in r.items() if k != "_lat"} for r in result["chains"]],
+    }
     write_text(out / "bench.json", json.dumps(clean, indent=2) + "\n")
 
 
 def figures(result: dict[str, Any], out: Path) -> list[Path]:
 
-    paths = [plotting.save(boxplots([(f"{r['heuristic']}\n{r['memory']}", r["_lat"]) for r in result["rows"]],
-                                    f"{result['graph']}: latency per configuration ({result['threads']} threads)"),
-                           out / "configurations.svg")]
+    paths = [
+        plotting.save(
+            boxplots(
+                [(f"{r['heuristic']}\n{r['memory']}", r["_lat"]) for r in result["rows"]],
+                f"{result['graph']}: latency per configuration ({result['threads']} threads)",
+            ),
+            out / "configurations.svg",
+        )
+    ]
     if result["chains"]:
-        paths.append(plotting.save(boxplots([(r["graph"], r["_lat"]) for r in result["chains"]],
-                                            "reduced + reuse on every synthetic chain, sorted by median "
-                                            "(thesis figure 3.8)", sort_by_median=True), out / "chains.svg"))
+        paths.append(
+            plotting.save(
+                boxplots(
+                    [(r["graph"], r["_lat"]) for r in result["chains"]],
+                    "reduced + reuse on every synthetic chain, sorted by median (thesis figure 3.8)",
+                    sort_by_median=True,
+                ),
+                out / "chains.svg",
+            )
+        )
     return paths

@@ -24,8 +24,14 @@ from jitterscope.rundir import write_json, write_table
 KIND = "pipeline"
 
 
-def build_run(run_dir: Path, meta: dict[str, Any], sched: Schedule, trace_dir: Path | None, own_tids: set[int],
-              late_percentile: float = 99.0) -> dict[str, Any]:
+def build_run(
+    run_dir: Path,
+    meta: dict[str, Any],
+    sched: Schedule,
+    trace_dir: Path | None,
+    own_tids: set[int],
+    late_percentile: float = 99.0,
+) -> dict[str, Any]:
     raw = run_dir / "raw"
     res = read_result(raw / "result.bin")
     hz, t0 = float(res.header["tsc_hz"]), int(res.header["t0_tsc"])
@@ -37,21 +43,42 @@ def build_run(run_dir: Path, meta: dict[str, Any], sched: Schedule, trace_dir: P
     end = since_ns(it["end_tsc"], t0, hz)
     latency = end - release
     idx = np.arange(n, dtype=np.int64)
-    write_table(run_dir, "iterations", pa.table({"iteration": idx, "release_ns": release, "start_ns": start,
-                                                 "end_ns": end, "latency_ns": latency}), kind=KIND)
+    write_table(
+        run_dir,
+        "iterations",
+        pa.table({"iteration": idx, "release_ns": release, "start_ns": start, "end_ns": end, "latency_ns": latency}),
+        kind=KIND,
+    )
     sinks = [b.name for b in sched.graph.boxes if b.kernel == "sink"]
-    write_table(run_dir, "outputs", pa.table({
-        "iteration": np.repeat(idx, len(sinks)), "sink": pa.array(sinks * n, pa.string()),
-        "digest": pa.array(res.digests.reshape(-1), pa.uint64())}), kind=KIND)
+    write_table(
+        run_dir,
+        "outputs",
+        pa.table(
+            {
+                "iteration": np.repeat(idx, len(sinks)),
+                "sink": pa.array(sinks * n, pa.string()),
+                "digest": pa.array(res.digests.reshape(-1), pa.uint64()),
+            }
+        ),
+        kind=KIND,
+    )
     per_sub = _subbox_table(run_dir, sched, res.timers, release, t0, hz)
     meta["duration_s"] = round(float(end.max() - min(0, int(release.min()))) / 1e9, 6) if n else 0.0
     meta["iterations"] = n
     meta["guard_violations"] = int(res.header["guard_violations"])
     summary: dict[str, Any] = {
-        "run": {"id": meta["id"], "host": meta["host"], "start": meta["start"], "graph": sched.graph.name,
-                "heuristic": sched.options.heuristic, "memory": sched.memory.allocator,
-                "threads": len(sched.threads), "cpus": meta["cpus"], "iterations": n,
-                "interrupted": bool(meta.get("interrupted"))},
+        "run": {
+            "id": meta["id"],
+            "host": meta["host"],
+            "start": meta["start"],
+            "graph": sched.graph.name,
+            "heuristic": sched.options.heuristic,
+            "memory": sched.memory.allocator,
+            "threads": len(sched.threads),
+            "cpus": meta["cpus"],
+            "iterations": n,
+            "interrupted": bool(meta.get("interrupted")),
+        },
         "latency": latency_stats(latency),
         "subboxes": per_sub,
         "outputs": {"sinks": sinks, "digest": _digest_of(res.digests)},
@@ -69,8 +96,9 @@ def build_run(run_dir: Path, meta: dict[str, Any], sched: Schedule, trace_dir: P
     return summary
 
 
-def _subbox_table(run_dir: Path, sched: Schedule, timers: np.ndarray | None, release: np.ndarray, t0: int,
-                  hz: float) -> list[dict[str, Any]]:
+def _subbox_table(
+    run_dir: Path, sched: Schedule, timers: np.ndarray | None, release: np.ndarray, t0: int, hz: float
+) -> list[dict[str, Any]]:
     """Write subboxes.parquet (with timers) and return per-sub-box statistics for the summary."""
     if timers is None:
         return []
@@ -79,18 +107,34 @@ def _subbox_table(run_dir: Path, sched: Schedule, timers: np.ndarray | None, rel
     thread = sched.plan.thread_of()
     s_ns = since_ns(timers["start_tsc"].reshape(-1), t0, hz).reshape(n, m) - release[:, None]
     d_ns = to_int_ns(timers["end_tsc"].astype(np.int64) - timers["start_tsc"].astype(np.int64), hz).reshape(n, m)
-    write_table(run_dir, "subboxes", pa.table({
-        "iteration": np.repeat(np.arange(n, dtype=np.int64), m),
-        "subbox": pa.array([x.name for x in subs] * n, pa.string()),
-        "box": pa.array([x.box for x in subs] * n, pa.string()),
-        "thread": np.tile(np.asarray(thread, np.int32), n),
-        "start_ns": s_ns.reshape(-1), "duration_ns": d_ns.reshape(-1)}), kind=KIND)
+    write_table(
+        run_dir,
+        "subboxes",
+        pa.table(
+            {
+                "iteration": np.repeat(np.arange(n, dtype=np.int64), m),
+                "subbox": pa.array([x.name for x in subs] * n, pa.string()),
+                "box": pa.array([x.box for x in subs] * n, pa.string()),
+                "thread": np.tile(np.asarray(thread, np.int32), n),
+                "start_ns": s_ns.reshape(-1),
+                "duration_ns": d_ns.reshape(-1),
+            }
+        ),
+        kind=KIND,
+    )
     out = []
     for j, x in enumerate(subs):
         d = d_ns[:, j].astype(np.float64)
-        out.append({"name": x.name, "thread": thread[j], "mean_ns": float(d.mean()) if n else 0.0,
-                    "sd_ns": float(d.std(ddof=1)) if n > 1 else 0.0, "max_ns": float(d.max()) if n else 0.0,
-                    "start_mean_ns": float(s_ns[:, j].mean()) if n else 0.0})
+        out.append(
+            {
+                "name": x.name,
+                "thread": thread[j],
+                "mean_ns": float(d.mean()) if n else 0.0,
+                "sd_ns": float(d.std(ddof=1)) if n > 1 else 0.0,
+                "max_ns": float(d.max()) if n else 0.0,
+                "start_mean_ns": float(s_ns[:, j].mean()) if n else 0.0,
+            }
+        )
     return out
 
 
@@ -105,15 +149,16 @@ def rebuild(run_dir: Path) -> dict[str, Any]:
     (it ends with its parent, finishing the iterations it had started), and the run directory
     holds the graph, the schedule and raw/meta.json.  Late iterations are attributed if traced."""
 
-
     raw = Path(run_dir) / "raw"
     if not (raw / "result.bin").exists():
         raise JitterscopeError(f"{run_dir}: the runtime left no result (raw/result.bin): nothing to rebuild")
     meta = json.loads((raw / "meta.json").read_text())
     sched = SF.load(Path(run_dir) / "schedule.yaml", load_graph(Path(run_dir) / "graph.yaml"))
     meta["interrupted"] = True
-    meta["recovered"] = {"by": "jitterscope analyze", "missing": [("per-thread ids (the trace shows the "
-                                                                  "pipeline's threads by name)")]}
+    meta["recovered"] = {
+        "by": "jitterscope analyze",
+        "missing": [("per-thread ids (the trace shows the pipeline's threads by name)")],
+    }
     trace = Path(run_dir) / "trace"
     traced = bool(meta.get("tracing", {}).get("enabled")) and trace.is_dir()
     return build_run(Path(run_dir), meta, sched, trace if traced else None, set())

@@ -27,9 +27,16 @@ from jitterscope.rundir import Run
 
 def _info(run: Run) -> dict[str, Any]:
     r = run.summary["run"]
-    return {"path": str(run.path), "graph": r["graph"], "heuristic": r["heuristic"], "memory": r["memory"],
-            "threads": r["threads"], "iterations": r["iterations"], "host": run.meta.get("host"),
-            "digest": run.summary.get("outputs", {}).get("digest")}
+    return {
+        "path": str(run.path),
+        "graph": r["graph"],
+        "heuristic": r["heuristic"],
+        "memory": r["memory"],
+        "threads": r["threads"],
+        "iterations": r["iterations"],
+        "host": run.meta.get("host"),
+        "digest": run.summary.get("outputs", {}).get("digest"),
+    }
 
 
 def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
@@ -47,9 +54,15 @@ def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
         u = stats.mannwhitneyu(b, a, alternative="two-sided")
         bf = stats.levene(b, a, center="median")
         q = stats.false_discovery_control([float(u.pvalue), float(bf.pvalue)])
-        tests = {"location": {"test": "mann-whitney", "p": float(u.pvalue), "q": float(q[0]),
-                              "cliffs_delta": float(2 * u.statistic / (len(a) * len(b)) - 1)},
-                 "spread": {"test": "brown-forsythe", "p": float(bf.pvalue), "q": float(q[1])}}
+        tests = {
+            "location": {
+                "test": "mann-whitney",
+                "p": float(u.pvalue),
+                "q": float(q[0]),
+                "cliffs_delta": float(2 * u.statistic / (len(a) * len(b)) - 1),
+            },
+            "spread": {"test": "brown-forsythe", "p": float(bf.pvalue), "q": float(q[1])},
+        }
     ratio = {k: (sb[k] / sa[k] if sa[k] else None) for k in KEYS if sa[k] is not None and sb[k] is not None}
     worse = []
     if tests:
@@ -57,28 +70,44 @@ def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
             worse.append("mean")
         if tests["spread"]["q"] < alpha and (ratio.get("sd") or 0) >= min_ratio:
             worse.append("sd")
-    return {"kind": "pipeline", "runs": {"base": _info(base), "new": _info(new)}, "latency": {"base": sa, "new": sb},
-            "ratio": ratio, "tests": tests, "alpha": alpha, "min_ratio": min_ratio, "notes": notes,
-            "same_outputs": _info(base)["digest"] == _info(new)["digest"],
-            "regression": bool(worse), "worse": worse}
+    return {
+        "kind": "pipeline",
+        "runs": {"base": _info(base), "new": _info(new)},
+        "latency": {"base": sa, "new": sb},
+        "ratio": ratio,
+        "tests": tests,
+        "alpha": alpha,
+        "min_ratio": min_ratio,
+        "notes": notes,
+        "same_outputs": _info(base)["digest"] == _info(new)["digest"],
+        "regression": bool(worse),
+        "worse": worse,
+    }
 
 
 def render_compare(res: dict[str, Any]) -> str:
     b, n = res["runs"]["base"], res["runs"]["new"]
-    lines = [f"BASE {b['path']}: {b['heuristic']} + {b['memory']} on {b['threads']} threads",
-             f"NEW  {n['path']}: {n['heuristic']} + {n['memory']} on {n['threads']} threads",
-             f"{'latency (us)':14} {'BASE':>10} {'NEW':>10} {'NEW/BASE':>9}"]
+    lines = [
+        f"BASE {b['path']}: {b['heuristic']} + {b['memory']} on {b['threads']} threads",
+        f"NEW  {n['path']}: {n['heuristic']} + {n['memory']} on {n['threads']} threads",
+        f"{'latency (us)':14} {'BASE':>10} {'NEW':>10} {'NEW/BASE':>9}",
+    ]
     for k in KEYS:
         r = res["ratio"].get(k)
-        lines.append(f"{k:14} {fmt_us(res['latency']['base'][k]):>10} {fmt_us(res['latency']['new'][k]):>10} "
-                     f"{'-' if r is None else f'{r:.3f}':>9}")
+        lines.append(
+            f"{k:14} {fmt_us(res['latency']['base'][k]):>10} {fmt_us(res['latency']['new'][k]):>10} "
+            f"{'-' if r is None else f'{r:.3f}':>9}"
+        )
     t = res["tests"]
     if t:
-        lines.append(f"location: Mann-Whitney q={t['location']['q']:.3g}, Cliff's delta "
-                     f"{t['location']['cliffs_delta']:+.2f}; spread: Brown-Forsythe q={t['spread']['q']:.3g}")
+        lines.append(
+            f"location: Mann-Whitney q={t['location']['q']:.3g}, Cliff's delta "
+            f"{t['location']['cliffs_delta']:+.2f}; spread: Brown-Forsythe q={t['spread']['q']:.3g}"
+        )
     lines.append("outputs: identical" if res["same_outputs"] else "outputs: differ (other graph, seed or input)")
     lines += [f"note: {x}" for x in res["notes"]]
     if res["regression"]:
-        lines.append(f"REGRESSION: {' and '.join(res['worse'])} worse (q < {res['alpha']:g}, ratio >= "
-                     f"{res['min_ratio']:g})")
+        lines.append(
+            f"REGRESSION: {' and '.join(res['worse'])} worse (q < {res['alpha']:g}, ratio >= {res['min_ratio']:g})"
+        )
     return "\n".join(lines)

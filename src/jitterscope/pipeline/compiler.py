@@ -38,8 +38,8 @@ class Options:
     threads: int = 2
     heuristic: str = "predictable"
     memory: str = "reuse"
-    split: int | None = None          # sub-boxes per parallel box (default: threads)
-    cache_slack: float = 0.0          # predictable/reduced: how much later the producer's thread may start
+    split: int | None = None  # sub-boxes per parallel box (default: threads)
+    cache_slack: float = 0.0  # predictable/reduced: how much later the producer's thread may start
     max_states: int = S.DEFAULT_MAX_STATES
     max_time_s: float = S.DEFAULT_MAX_TIME_S
 
@@ -48,8 +48,15 @@ class Options:
         return self.split or self.threads
 
     def as_dict(self) -> dict[str, Any]:
-        return {"threads": self.threads, "heuristic": self.heuristic, "memory": self.memory, "split": self.parts,
-                "cache_slack": self.cache_slack, "max_states": self.max_states, "max_time_s": self.max_time_s}
+        return {
+            "threads": self.threads,
+            "heuristic": self.heuristic,
+            "memory": self.memory,
+            "split": self.parts,
+            "cache_slack": self.cache_slack,
+            "max_states": self.max_states,
+            "max_time_s": self.max_time_s,
+        }
 
 
 @dataclass
@@ -103,20 +110,22 @@ def compile_graph(g: Graph, opts: Options | None = None, **kw: Any) -> Schedule:
     n_sub = sum(min(parts, g.height) if b.spec.parallel else 1 for b in g.boxes)
     if n_sub > MAX_SUBBOXES:
         raise UsageError(f"{g.source}: {n_sub:,} sub-boxes (more than {MAX_SUBBOXES:,}); use a smaller --split")
-    inst = instantiate(g, parts)                                        # a + dependencies
+    inst = instantiate(g, parts)  # a + dependencies
     plan = H.schedule(inst, opts.heuristic, opts.threads, opts.cache_slack, opts.max_states, opts.max_time_s)  # b
     if plan.sos is not None and not plan.sos.proven:
-        notes.append(f"reduced: minimum peak of active data not proven after {plan.sos.states:,} states "
-                     f"({plan.sos.seconds:.1f} s); using the best order found (raise --max-states/--max-time)")
+        notes.append(
+            f"reduced: minimum peak of active data not proven after {plan.sos.states:,} states "
+            f"({plan.sos.seconds:.1f} s); using the best order found (raise --max-states/--max-time)"
+        )
     empty = sum(1 for t in plan.threads if not t)
     if empty:
         plan.threads = [t for t in plan.threads if t]
         notes.append(f"{empty} of {opts.threads} threads got no sub-box (the graph has too little parallelism)")
     order = Order(len(inst.subboxes), plan.threads, [(p, c, 0) for p, c in inst.edges])
     anc = order.ancestors0()
-    mem = allocate(inst, plan, opts.memory, anc)                         # c
+    mem = allocate(inst, plan, opts.memory, anc)  # c
     prec = precedes(buffer_accessors(inst), anc)
-    sync = synchronise(inst, plan, mem, prec)                            # d
+    sync = synchronise(inst, plan, mem, prec)  # d
     sched = Schedule(g, inst, opts, plan, mem, sync, notes)
 
     verify(sched)  # the compiler's own output must pass the check every schedule file passes

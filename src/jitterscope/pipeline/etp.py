@@ -57,11 +57,18 @@ def profile(run_path: str | Path, resolution: str = DEFAULT_RESOLUTION) -> dict[
     lat = run.table("iterations").column("latency_ns").to_numpy().astype(np.int64)
     if len(lat) == 0:
         raise UsageError(f"{run_path}: the run completed no iteration; nothing to export")
-    num, den = res_ns.numerator, res_ns.denominator   # ticks = ceil(lat * den / num)
+    num, den = res_ns.numerator, res_ns.denominator  # ticks = ceil(lat * den / num)
     ticks = -((-lat * den) // num)
     vals, counts = np.unique(ticks, return_counts=True)
-    return {"run": run, "resolution": resolution, "resolution_ns": res_ns, "ticks": vals, "counts": counts,
-            "n": len(lat), "unit": _unit_of(resolution)}
+    return {
+        "run": run,
+        "resolution": resolution,
+        "resolution_ns": res_ns,
+        "ticks": vals,
+        "counts": counts,
+        "n": len(lat),
+        "unit": _unit_of(resolution),
+    }
 
 
 def write_csv(prof: dict[str, Any], out: Path) -> dict[str, Any]:
@@ -69,16 +76,31 @@ def write_csv(prof: dict[str, Any], out: Path) -> dict[str, Any]:
     unit, res_ns, n = prof["unit"], prof["resolution_ns"], prof["n"]
     run = prof["run"]
     r = run.summary["run"]
-    lines = [(f"# jitterscope pipeline etp: {n:,} iterations of {r['graph']} ({r['heuristic']}, {r['memory']} "
-             f"memory, {r['threads']} threads) from {run.path}"),
-             (f"# latency rounded up to whole ticks of {prof['resolution']}; use a ptts model with this resolution "
-             f"or one that divides it"), "time,probability"]
+    lines = [
+        (
+            f"# jitterscope pipeline etp: {n:,} iterations of {r['graph']} ({r['heuristic']}, {r['memory']} "
+            f"memory, {r['threads']} threads) from {run.path}"
+        ),
+        (
+            f"# latency rounded up to whole ticks of {prof['resolution']}; use a ptts model with this resolution "
+            f"or one that divides it"
+        ),
+        "time,probability",
+    ]
     probs = prof["counts"] / float(n)
     for t, p in zip(prof["ticks"].tolist(), probs.tolist()):
         lines.append(f"{_exact(Fraction(int(t)) * res_ns / UNITS_NS[unit])}{unit},{p!r}")
     write_text(out, "\n".join(lines) + "\n")
     lo, hi = int(prof["ticks"][0]), int(prof["ticks"][-1])
     mean = float(np.dot(prof["ticks"], probs)) * float(res_ns)
-    return {"file": str(out), "run": str(run.path), "iterations": n, "resolution": prof["resolution"],
-            "values": len(prof["ticks"]), "min_ns": float(lo * res_ns), "max_ns": float(hi * res_ns),
-            "mean_ns": mean, "snippet": f"etp: {{csv: {out.name}}}"}
+    return {
+        "file": str(out),
+        "run": str(run.path),
+        "iterations": n,
+        "resolution": prof["resolution"],
+        "values": len(prof["ticks"]),
+        "min_ns": float(lo * res_ns),
+        "max_ns": float(hi * res_ns),
+        "mean_ns": mean,
+        "snippet": f"etp: {{csv: {out.name}}}",
+    }

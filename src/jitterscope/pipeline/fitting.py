@@ -18,10 +18,18 @@ from jitterscope.rundir import load_run
 from jitterscope.simulate.fitting import Fit, fit_delays
 
 
-def fit_pipeline(path: str | Path, replicates: int = 200, seed: int = 0,
-                 progress: Callable[[float], None] | None = None) -> Fit:
+def fit_pipeline(
+    path: str | Path, replicates: int = 200, seed: int = 0, progress: Callable[[float], None] | None = None
+) -> Fit:
     run = load_run(path, kinds=("pipeline",), purpose="fit")
     lat = run.table("iterations").column("latency_ns").to_numpy().astype(np.float64)
     base = float(lat.min()) if len(lat) else 0.0
-    return fit_delays((lat - base) / 1e9, base / 1e9, replicates=replicates, seed=seed, source=str(path),
-                      cpus=list(run.cpus), progress=progress)
+    return fit_delays(
+        (lat - base) / 1e9,
+        base / 1e9,
+        replicates=replicates,
+        seed=seed,
+        source=str(path),
+        cpus=list(run.cpus),
+        progress=progress,
+    )

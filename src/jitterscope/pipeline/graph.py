@@ -131,8 +131,8 @@ class Graph:
     inputs: dict[tuple[str, str], int]  # (box, input port) -> buffer index
     path: Path | None = None
     source: str = "graph"
-    weighted: bool = False   # timing came from the file
-    text: str = ""           # the graph file as given (a run keeps it as graph.yaml)
+    weighted: bool = False  # timing came from the file
+    text: str = ""  # the graph file as given (a run keeps it as graph.yaml)
 
     @property
     def row_bytes(self) -> int:
@@ -158,11 +158,25 @@ class Graph:
 
     def digest(self) -> str:
         """Hash of the structure (not of names in comments or of timing): a schedule is for this graph."""
-        doc = {"image": [self.width, self.height, self.pixel],
-               "boxes": [[b.name, b.kernel, b.spec.parallel, b.spec.params, b.spec.conv, b.spec.fparams,
-                          [[p.name, list(p.footprint)] for p in b.spec.inputs], [p.name for p in b.spec.outputs],
-                          b.spec.library, b.spec.symbol] for b in self.boxes],
-               "buffers": [[buf.name, sorted(buf.readers)] for buf in self.buffers]}
+        doc = {
+            "image": [self.width, self.height, self.pixel],
+            "boxes": [
+                [
+                    b.name,
+                    b.kernel,
+                    b.spec.parallel,
+                    b.spec.params,
+                    b.spec.conv,
+                    b.spec.fparams,
+                    [[p.name, list(p.footprint)] for p in b.spec.inputs],
+                    [p.name for p in b.spec.outputs],
+                    b.spec.library,
+                    b.spec.symbol,
+                ]
+                for b in self.boxes
+            ],
+            "buffers": [[buf.name, sorted(buf.readers)] for buf in self.buffers],
+        }
         return hashlib.sha256(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -191,8 +205,7 @@ def build_graph(spec: GraphFile, source: str, path: Path | None) -> Graph:
     boxes: list[Box] = []
     for i, (name, b) in enumerate(spec.boxes.items()):
         if not NAME_RE.match(name):
-            raise GraphError(f"{source}: boxes.{name}: a box name is letters, digits and _ (not starting "
-                             f"with a digit)")
+            raise GraphError(f"{source}: boxes.{name}: a box name is letters, digits and _ (not starting with a digit)")
         ks = kernel_spec(b, f"{source}: boxes.{name}", pixel)
         pixels = spec.image.width * spec.image.height
         weight = b.weight or timing.get(name) or timing.get(ks.kernel) or ks.cost(pixels)
@@ -202,8 +215,18 @@ def build_graph(spec: GraphFile, source: str, path: Path | None) -> Graph:
         raise GraphError(f"{source}: timing.{unknown_timing[0]}: names no box and no kernel of the graph")
     buffers, inputs = _connect(spec.edges, boxes, source)
     weighted = bool(timing) or any(b.weight for b in spec.boxes.values())
-    g = Graph(spec.name or (path.stem if path else "graph"), spec.image.width, spec.image.height, pixel, boxes,
-              buffers, inputs, path=path, source=source, weighted=weighted)
+    g = Graph(
+        spec.name or (path.stem if path else "graph"),
+        spec.image.width,
+        spec.image.height,
+        pixel,
+        boxes,
+        buffers,
+        inputs,
+        path=path,
+        source=source,
+        weighted=weighted,
+    )
     _check_acyclic(g, source)
     return g
 
@@ -229,8 +252,9 @@ def kernel_spec(b: BoxSpec, where: str, pixel: str) -> K.KernelSpec:
         v = getattr(b, side)
         if isinstance(v, int):
             if side != counted:
-                raise GraphError(f"{where}.{side}: a {kernel} box has fixed {side}; give a list of ports "
-                                 f"to state their footprints")
+                raise GraphError(
+                    f"{where}.{side}: a {kernel} box has fixed {side}; give a list of ports to state their footprints"
+                )
             opts[side] = v
         elif v is not None and side == counted:
             opts[side] = len(v)
@@ -253,16 +277,18 @@ def _match_ports(given: Any, ports: list[K.Port], where: str, kernel: str) -> No
         return
     names = [p.name for p in ports]
     if len(given) != len(ports):
-        raise GraphError(f"{where}: a {kernel} box has {len(ports)} ({', '.join(names) or 'none'}), "
-                         f"the box declares {len(given)}")
+        raise GraphError(
+            f"{where}: a {kernel} box has {len(ports)} ({', '.join(names) or 'none'}), the box declares {len(given)}"
+        )
     for i, (g, p) in enumerate(zip(given, ports)):
         gname = g if isinstance(g, str) else g.name
         fp = (1, 1) if isinstance(g, str) else tuple(g.neighbourhood)
         if gname != p.name:
             raise GraphError(f"{where}[{i}]: port {gname!r} of a {kernel} box is called {p.name!r}")
         if fp != p.footprint:
-            raise GraphError(f"{where}[{i}]: footprint {list(fp)} does not match the {kernel} kernel's "
-                             f"{list(p.footprint)}")
+            raise GraphError(
+                f"{where}[{i}]: footprint {list(fp)} does not match the {kernel} kernel's {list(p.footprint)}"
+            )
 
 
 def _gain(ks: K.KernelSpec, b: BoxSpec, where: str, pixel: str) -> None:
@@ -270,7 +296,7 @@ def _gain(ks: K.KernelSpec, b: BoxSpec, where: str, pixel: str) -> None:
     offset = K.GAIN_DEFAULT[1] if b.offset is None else b.offset
     if pixel == "int32":
         for key, v in (("factor", factor), ("offset", offset)):
-            if not isinstance(v, int) or not -2**31 <= v < 2**31:
+            if not isinstance(v, int) or not -(2**31) <= v < 2**31:
                 raise GraphError(f"{where}.{key}: an int32 image takes a 32-bit integer, got {v!r}")
         ks.params = [int(factor), int(offset)]
     else:
@@ -282,7 +308,7 @@ def _conv(ks: K.KernelSpec, b: BoxSpec, where: str) -> None:
     weights = b.weights if b.weights is not None else [1] * (n * n)
     if len(weights) != n * n:
         raise GraphError(f"{where}.weights: a {n}x{n} convolution takes {n * n} weights, got {len(weights)}")
-    if any(not -2**31 <= w < 2**31 for w in weights):
+    if any(not -(2**31) <= w < 2**31 for w in weights):
         raise GraphError(f"{where}.weights: weights must be 32-bit integers")
     divisor = b.divisor if b.divisor is not None else max(1, abs(sum(weights)))
     if divisor == 0:
@@ -297,8 +323,8 @@ def _user_spec(b: BoxSpec, where: str, parallel: bool) -> K.KernelSpec:
         raise GraphError(f"{where}: a user kernel lists its ports: inputs: [...] and outputs: [...]")
 
     def ports(v: Any) -> list[K.Port]:
-        return [K.Port(p) if isinstance(p, str) else K.Port(p.name, tuple(p.neighbourhood))
-                for p in (v or [])]
+        return [K.Port(p) if isinstance(p, str) else K.Port(p.name, tuple(p.neighbourhood)) for p in (v or [])]
+
     ins, outs = ports(b.inputs), ports(b.outputs)
     names = [p.name for p in ins + outs]
     dup = next((n for n in names if names.count(n) > 1), None)
@@ -306,8 +332,7 @@ def _user_spec(b: BoxSpec, where: str, parallel: bool) -> K.KernelSpec:
         raise GraphError(f"{where}: port {dup!r} declared twice")
     if not outs:
         raise GraphError(f"{where}.outputs: a user kernel needs at least one output")
-    return K.KernelSpec("user", ins, outs, parallel, params=list(b.params or []), library=b.library,
-                        symbol=b.symbol)
+    return K.KernelSpec("user", ins, outs, parallel, params=list(b.params or []), library=b.library, symbol=b.symbol)
 
 
 def _connect(edges: list[str], boxes: list[Box], source: str) -> tuple[list[Buffer], dict[tuple[str, str], int]]:
@@ -348,12 +373,15 @@ def _port(by_name: dict[str, Box], box: str, port: str | None, side: str, where:
     ports = [p.name for p in getattr(by_name[box].spec, side)]
     if port is None:
         if len(ports) != 1:
-            raise GraphError(f"{where}: box {box!r} has {len(ports)} {side} ({', '.join(ports) or 'none'}); "
-                             f"name the port")
+            raise GraphError(
+                f"{where}: box {box!r} has {len(ports)} {side} ({', '.join(ports) or 'none'}); name the port"
+            )
         return box, ports[0]
     if port not in ports:
-        raise GraphError(f"{where}: box {box!r} ({by_name[box].kernel}) has no {side[:-1]} {port!r} "
-                         f"({side}: {', '.join(ports) or 'none'})")
+        raise GraphError(
+            f"{where}: box {box!r} ({by_name[box].kernel}) has no {side[:-1]} {port!r} "
+            f"({side}: {', '.join(ports) or 'none'})"
+        )
     return box, port
 
 
@@ -363,8 +391,9 @@ def _check_acyclic(g: Graph, source: str) -> None:
         ts.prepare()
     except CycleError as err:
         cycle = err.args[1]
-        raise GraphError(f"{source}: edges: the graph has a cycle ({' -> '.join(cycle)}); a streaming "
-                         f"graph must be acyclic") from None
+        raise GraphError(
+            f"{source}: edges: the graph has a cycle ({' -> '.join(cycle)}); a streaming graph must be acyclic"
+        ) from None
 
 
 def topological(g: Graph) -> list[str]:

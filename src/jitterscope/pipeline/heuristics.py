@@ -29,8 +29,8 @@ PINNED = ("fixed", "predictable", "reduced")
 @dataclass
 class ThreadPlan:
     heuristic: str
-    threads: list[list[int]]    # sub-box indices per thread, in execution order
-    start: list[float]          # simulated start per sub-box (weight units)
+    threads: list[list[int]]  # sub-box indices per thread, in execution order
+    start: list[float]  # simulated start per sub-box (weight units)
     finish: list[float]
     barrier: bool = False
     sos: S.SosResult | None = None
@@ -74,8 +74,14 @@ def input_bytes(inst: Instantiated) -> dict[tuple[int, int], int]:
     return out
 
 
-def schedule(inst: Instantiated, heuristic: str, threads: int, cache_slack: float = 0.0,
-             max_states: int = S.DEFAULT_MAX_STATES, max_time_s: float = S.DEFAULT_MAX_TIME_S) -> ThreadPlan:
+def schedule(
+    inst: Instantiated,
+    heuristic: str,
+    threads: int,
+    cache_slack: float = 0.0,
+    max_states: int = S.DEFAULT_MAX_STATES,
+    max_time_s: float = S.DEFAULT_MAX_TIME_S,
+) -> ThreadPlan:
     if heuristic not in HEURISTICS:
         raise ValueError(heuristic)
     if heuristic in ("simple", "barrier"):
@@ -91,8 +97,10 @@ def schedule(inst: Instantiated, heuristic: str, threads: int, cache_slack: floa
             sb = inst.subboxes[i]
             return (rank[sb.box], sb.part, -bl[i], i)
     else:
+
         def priority(i: int) -> tuple[float, ...]:
             return (-bl[i], i)
+
     slack = None if heuristic == "fixed" else cache_slack
     plan = _list_schedule(inst, threads, priority, slack)
     plan.heuristic, plan.sos = heuristic, sos
@@ -109,8 +117,9 @@ def _one_to_one(inst: Instantiated, heuristic: str) -> ThreadPlan:
     return ThreadPlan(heuristic, [[i] for i in topo_subboxes(inst)], start, finish, barrier=heuristic == "barrier")
 
 
-def _list_schedule(inst: Instantiated, n_threads: int, priority: Callable[[int], tuple[float, ...]],
-                   cache_slack: float | None) -> ThreadPlan:
+def _list_schedule(
+    inst: Instantiated, n_threads: int, priority: Callable[[int], tuple[float, ...]], cache_slack: float | None
+) -> ThreadPlan:
     n = len(inst.subboxes)
     preds = inst.preds()
     succs = inst.succs()

@@ -19,14 +19,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 # Kernel ids shared with native/pipeline_kernels.h (JS_K_*).
-KERNEL_IDS = {"source": 1, "sink": 2, "dup": 3, "gain": 4, "add": 5, "average": 6, "copy": 7, "conv": 8,
-              "user": 9}
+KERNEL_IDS = {"source": 1, "sink": 2, "dup": 3, "gain": 4, "add": 5, "average": 6, "copy": 7, "conv": 8, "user": 9}
 PIXEL_TYPES = {"int32": 0, "float32": 1}
 PIXEL_ALIASES = {"int": "int32", "float": "float32"}
 PIXEL_BYTES = 4
-MAX_PORTS = 8        # inputs or outputs of one box (JS_MAX_PORTS)
-MAX_PARAMS = 8       # int64 parameters of one box (JS_MAX_PARAMS), conv weights excepted
-MAX_CONV = 15        # largest convolution size
+MAX_PORTS = 8  # inputs or outputs of one box (JS_MAX_PORTS)
+MAX_PARAMS = 8  # int64 parameters of one box (JS_MAX_PARAMS), conv weights excepted
+MAX_CONV = 15  # largest convolution size
 GAIN_DEFAULT = (3, 1)  # factor, offset
 
 # Relative cost per output pixel, used as a box's weight when the graph gives no timing.
@@ -54,7 +53,7 @@ class KernelSpec:
     outputs: list[Port]
     parallel: bool
     params: list[int] = field(default_factory=list)
-    conv: list[int] = field(default_factory=list)   # conv weights (row-major size x size) then divisor
+    conv: list[int] = field(default_factory=list)  # conv weights (row-major size x size) then divisor
     fparams: list[float] = field(default_factory=list)  # float32 images: gain factor, offset
     library: str | None = None
     symbol: str | None = None
@@ -94,10 +93,14 @@ def builtin_ports(kernel: str, opts: dict[str, Any]) -> tuple[list[Port], list[P
 
 # Options each kernel takes (beyond kernel, parallel, weight, inputs, outputs).
 KERNEL_OPTIONS: dict[str, set[str]] = {
-    "source": set(), "sink": set(), "copy": set(),
+    "source": set(),
+    "sink": set(),
+    "copy": set(),
     "gain": {"factor", "offset"},
     "conv": {"size", "weights", "divisor"},
-    "add": set(), "average": set(), "dup": set(),
+    "add": set(),
+    "average": set(),
+    "dup": set(),
     "user": {"library", "symbol", "params"},
 }
 # Kernels whose port count is an option.

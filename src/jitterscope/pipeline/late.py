@@ -32,8 +32,15 @@ OWN_OR_IDLE = (THREAD_COMM_PREFIX, "swapper/")
 TOP = 8
 
 
-def attribute_iterations(trace_dir: Path, t0_tsc: int, hz: float, start_ns: np.ndarray, end_ns: np.ndarray,
-                         cpus: list[int], own_tids: set[int]) -> tuple[pa.Table, int]:
+def attribute_iterations(
+    trace_dir: Path,
+    t0_tsc: int,
+    hz: float,
+    start_ns: np.ndarray,
+    end_ns: np.ndarray,
+    cpus: list[int],
+    own_tids: set[int],
+) -> tuple[pa.Table, int]:
     """Per (iteration, cpu, source) the ns other contexts took inside the iteration; and lost events."""
 
     td = parse_trace(trace_dir)
@@ -57,9 +64,15 @@ def attribute_iterations(trace_dir: Path, t0_tsc: int, hz: float, start_ns: np.n
     kind_arr = np.array([k for k, _ in sources], dtype=object)
     name_arr = np.array([nm for _, nm in sources], dtype=object)
     src = att.source[sel]
-    table = pa.table({"iteration": win_it[att.detour[sel]], "cpu": win_cpu[att.detour[sel]],
-                      "kind": pa.array(kind_arr[src].tolist(), pa.string()),
-                      "name": pa.array(name_arr[src].tolist(), pa.string()), "ns": att.ns[sel]})
+    table = pa.table(
+        {
+            "iteration": win_it[att.detour[sel]],
+            "cpu": win_cpu[att.detour[sel]],
+            "kind": pa.array(kind_arr[src].tolist(), pa.string()),
+            "name": pa.array(name_arr[src].tolist(), pa.string()),
+            "ns": att.ns[sel],
+        }
+    )
     return table, int(td.lost_events)
 
 
@@ -75,24 +88,39 @@ def late_summary(latency_ns: np.ndarray, attribution: pa.Table, percentile: floa
     typical = np.flatnonzero(lat <= median)
     it = attribution.column("iteration").to_numpy()
     ns = attribution.column("ns").to_numpy().astype(np.float64)
-    label = np.array([f"{k}:{n}" for k, n in zip(attribution.column("kind").to_pylist(),
-                                                 attribution.column("name").to_pylist())], dtype=object)
+    label = np.array(
+        [f"{k}:{n}" for k, n in zip(attribution.column("kind").to_pylist(), attribution.column("name").to_pylist())],
+        dtype=object,
+    )
     labels, code = np.unique(label, return_inverse=True) if len(label) else (np.array([]), np.zeros(0, int))
     per: dict[str, np.ndarray] = {}
     for c, lab in enumerate(labels):
         mask = code == c
-        per[str(lab)] = np.bincount(it[mask], weights=ns[mask], minlength=len(lat))[:len(lat)]
+        per[str(lab)] = np.bincount(it[mask], weights=ns[mask], minlength=len(lat))[: len(lat)]
     rows: list[dict[str, Any]] = []
     for lab, v in per.items():
         late_mean = float(v[late].mean()) if len(late) else 0.0
         typ_mean = float(v[typical].mean()) if len(typical) else 0.0
         kind, _, name = lab.partition(":")
-        rows.append({"kind": kind, "name": name, "late_ns": late_mean, "typical_ns": typ_mean,
-                     "excess_ns": late_mean - typ_mean, "late_iterations_hit": int((v[late] > 0).sum())})
+        rows.append(
+            {
+                "kind": kind,
+                "name": name,
+                "late_ns": late_mean,
+                "typical_ns": typ_mean,
+                "excess_ns": late_mean - typ_mean,
+                "late_iterations_hit": int((v[late] > 0).sum()),
+            }
+        )
     rows.sort(key=lambda r: -r["excess_ns"])
     excess = float(lat[late].mean() - lat[typical].mean()) if len(late) and len(typical) else 0.0
     explained = sum(max(0.0, float(r["excess_ns"])) for r in rows)
-    return {"percentile": percentile, "threshold_ns": threshold, "count": len(late),
-            "latency_excess_ns": excess, "explained_ns": explained,
-            "explained_share": min(1.0, explained / excess) if excess > 0 else 0.0,
-            "sources": rows[:TOP]}
+    return {
+        "percentile": percentile,
+        "threshold_ns": threshold,
+        "count": len(late),
+        "latency_excess_ns": excess,
+        "explained_ns": explained,
+        "explained_share": min(1.0, explained / excess) if excess > 0 else 0.0,
+        "sources": rows[:TOP],
+    }

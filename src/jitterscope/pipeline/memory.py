@@ -25,10 +25,10 @@ ALLOCATORS = ("simple", "reuse")
 @dataclass
 class MemoryMap:
     allocator: str
-    offsets: list[int]      # per buffer (graph.buffers order)
+    offsets: list[int]  # per buffer (graph.buffers order)
     sizes: list[int]
     total: int
-    order: list[int]        # allocation order (buffer indices)
+    order: list[int]  # allocation order (buffer indices)
 
     def range(self, b: int) -> tuple[int, int]:
         return self.offsets[b], self.offsets[b] + self.sizes[b]
@@ -112,6 +112,7 @@ def _first_fit(b: int, placed: list[int], offsets: list[int], sizes: list[int], 
 
     def free(off: int) -> bool:
         return all(not (off < e and s < off + sizes[b]) for s, e in busy)
+
     # a released region of exactly this size (a placed, non-interfering buffer's range)
     for off in sorted({offsets[p] for p in placed if sizes[p] == sizes[b] and p not in conflicts}):
         if free(off):

@@ -23,13 +23,13 @@ class RunOptions:
     iterations: int = 1000
     cpus: tuple[int, ...] = (0,)
     seed: int = 1
-    wait: str = "auto"            # spin | futex | hybrid | auto (spin when every thread has its own CPU)
-    priority: int | None = None   # SCHED_FIFO priority
+    wait: str = "auto"  # spin | futex | hybrid | auto (spin when every thread has its own CPU)
+    priority: int | None = None  # SCHED_FIFO priority
     mlock: bool = True
     hugepages: bool = False
     guard: bool = False
     timers: bool = True
-    period_ns: int = 0            # 0: back to back
+    period_ns: int = 0  # 0: back to back
     hang_s: float = 10.0
 
     def wait_mode(self, sched: Schedule) -> str:
@@ -82,6 +82,7 @@ def build_plan(sched: Schedule, ro: RunOptions, tsc_hz: float) -> bytes:
         off = len(strings)
         strings.extend(text.encode() + b"\0")
         return off
+
     for s in inst.subboxes:
         r = subs[s.index]
         box = g.box(s.box)
@@ -103,8 +104,8 @@ def build_plan(sched: Schedule, ro: RunOptions, tsc_hz: float) -> bytes:
             r["consts_off"], r["n_consts"] = len(consts), len(spec.conv)
             consts.extend(spec.conv)
         r["n_params"] = len(params)
-        r["params"][:len(params)] = params
-        r["fparams"][:len(spec.fparams)] = spec.fparams
+        r["params"][: len(params)] = params
+        r["fparams"][: len(spec.fparams)] = spec.fparams
         if spec.kernel == "user":
             r["lib_off"], r["sym_off"] = string(str(user_library(g, spec))), string(spec.symbol or "")
     ops: list[tuple[int, int]] = []
@@ -121,8 +122,12 @@ def build_plan(sched: Schedule, ro: RunOptions, tsc_hz: float) -> bytes:
     h["thread_size"], h["signal_size"] = F.PLAN_THREAD.itemsize, F.PLAN_SIGNAL.itemsize
     h["n_subboxes"], h["n_ops"], h["n_threads"], h["n_signals"] = len(subs), len(ops), len(threads), len(sigs)
     h["n_sinks"], h["n_consts"], h["n_strings"] = len(sinks), len(consts), len(strings)
-    h["flags"] = ((F.FLAG_MLOCK if ro.mlock else 0) | (F.FLAG_HUGEPAGES if ro.hugepages else 0)
-                  | (F.FLAG_GUARD if ro.guard else 0) | (F.FLAG_TIMERS if ro.timers else 0))
+    h["flags"] = (
+        (F.FLAG_MLOCK if ro.mlock else 0)
+        | (F.FLAG_HUGEPAGES if ro.hugepages else 0)
+        | (F.FLAG_GUARD if ro.guard else 0)
+        | (F.FLAG_TIMERS if ro.timers else 0)
+    )
     h["width"], h["height"], h["pixel_type"] = g.width, g.height, K.PIXEL_TYPES[g.pixel]
     h["wait_mode"] = F.WAIT_MODES[ro.wait_mode(sched)]
     h["fifo_priority"] = ro.priority or 0
@@ -133,5 +138,14 @@ def build_plan(sched: Schedule, ro: RunOptions, tsc_hz: float) -> bytes:
     h["hang_tsc"] = round(ro.hang_s * tsc_hz)
     for c in ro.cpus:
         h["cpu_mask"][c // 64] |= np.uint64(1 << (c % 64))
-    return b"".join([head.tobytes(), subs.tobytes(), np.array(ops, F.PLAN_OP).tobytes(), threads.tobytes(),
-                     sigs.tobytes(), np.array(consts, "<i8").tobytes(), bytes(strings)])
+    return b"".join(
+        [
+            head.tobytes(),
+            subs.tobytes(),
+            np.array(ops, F.PLAN_OP).tobytes(),
+            threads.tobytes(),
+            sigs.tobytes(),
+            np.array(consts, "<i8").tobytes(),
+            bytes(strings),
+        ]
+    )

@@ -8,8 +8,7 @@ import numpy as np
 
 from jitterscope import plotting
 
-PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974",
-           "#64B5CD"]
+PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
 
 
 def gantt(bars: list[tuple[int, float, float, str, str]], lanes: list[str], title: str, unit: str) -> Any:
@@ -21,8 +20,15 @@ def gantt(bars: list[tuple[int, float, float, str, str]], lanes: list[str], titl
         color = {b: PALETTE[i % len(PALETTE)] for i, b in enumerate(boxes)}
         span = max((b[2] for b in bars), default=1.0) or 1.0
         for lane, start, finish, label, box in bars:
-            ax.barh(lane, max(finish - start, span * 1e-4), left=start, height=0.6, color=color[box],
-                    edgecolor="white", linewidth=0.5)
+            ax.barh(
+                lane,
+                max(finish - start, span * 1e-4),
+                left=start,
+                height=0.6,
+                color=color[box],
+                edgecolor="white",
+                linewidth=0.5,
+            )
             if finish - start > span * 0.04 and len(bars) <= 400:
                 ax.text((start + finish) / 2, lane, label, ha="center", va="center", fontsize=7, color="white")
         ax.set_yticks(range(len(lanes)), lanes)
@@ -35,11 +41,17 @@ def gantt(bars: list[tuple[int, float, float, str, str]], lanes: list[str], titl
 
 def schedule_gantt(sched: Any) -> Any:
     thread = sched.plan.thread_of()
-    bars = [(thread[x.index], sched.plan.start[x.index], sched.plan.finish[x.index], x.name, x.box)
-            for x in sched.inst.subboxes]
+    bars = [
+        (thread[x.index], sched.plan.start[x.index], sched.plan.finish[x.index], x.name, x.box)
+        for x in sched.inst.subboxes
+    ]
     lanes = [f"thread{t}" for t in range(len(sched.threads))]
-    return gantt(bars, lanes, f"{sched.graph.name}: {sched.options.heuristic} on {len(sched.threads)} threads "
-                 f"(simulated)", "weight units")
+    return gantt(
+        bars,
+        lanes,
+        f"{sched.graph.name}: {sched.options.heuristic} on {len(sched.threads)} threads (simulated)",
+        "weight units",
+    )
 
 
 def latency_histogram(latency_ns: np.ndarray, title: str) -> Any:
@@ -81,10 +93,20 @@ def boxplots(groups: list[tuple[str, np.ndarray]], title: str, sort_by_median: b
         fig, ax = plt.subplots(figsize=(max(5, 0.35 * len(groups) + 2), 3.5))
         data = [np.asarray(v, np.float64) / 1e3 for _, v in groups]
         ax.boxplot(data, showfliers=False, widths=0.6)
-        ax.scatter(range(1, len(data) + 1), [d.max() if len(d) else np.nan for d in data], marker="_",
-                   color="#C44E52", label="max")
-        ax.set_xticks(range(1, len(groups) + 1), [g[0] for g in groups], rotation=60 if len(groups) > 8 else 0,
-                      ha="right" if len(groups) > 8 else "center", fontsize=7)
+        ax.scatter(
+            range(1, len(data) + 1),
+            [d.max() if len(d) else np.nan for d in data],
+            marker="_",
+            color="#C44E52",
+            label="max",
+        )
+        ax.set_xticks(
+            range(1, len(groups) + 1),
+            [g[0] for g in groups],
+            rotation=60 if len(groups) > 8 else 0,
+            ha="right" if len(groups) > 8 else "center",
+            fontsize=7,
+        )
         ax.set_ylabel("latency (us)")
         ax.set_title(title)
         ax.legend()

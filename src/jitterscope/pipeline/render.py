@@ -18,15 +18,23 @@ def compile_headline(s: Schedule) -> str:
     for g in s.signals:
         kinds[g.kind] = kinds.get(g.kind, 0) + 1
     sig = ", ".join(f"{n} {k}" for k, n in kinds.items()) or "none"
-    lines = [(f"{s.graph.name}: {s.options.heuristic} on {len(s.threads)} thread{'s' * (len(s.threads) != 1)}, "
-             f"{s.memory.allocator} memory"),
-             (f"  {len(s.graph.boxes)} boxes -> {len(s.inst.subboxes)} sub-boxes (split {s.options.parts}), "
-             f"{len(s.inst.edges)} dependencies, {len(s.signals)} signals ({sig})"),
-             f"  memory {_kib(s.memory.total)} in {s.memory.regions} region(s) for {len(s.graph.buffers)} buffers"]
+    lines = [
+        (
+            f"{s.graph.name}: {s.options.heuristic} on {len(s.threads)} thread{'s' * (len(s.threads) != 1)}, "
+            f"{s.memory.allocator} memory"
+        ),
+        (
+            f"  {len(s.graph.boxes)} boxes -> {len(s.inst.subboxes)} sub-boxes (split {s.options.parts}), "
+            f"{len(s.inst.edges)} dependencies, {len(s.signals)} signals ({sig})"
+        ),
+        f"  memory {_kib(s.memory.total)} in {s.memory.regions} region(s) for {len(s.graph.buffers)} buffers",
+    ]
     if s.plan.sos is not None:
         so = s.plan.sos
-        lines.append(f"  reduced: peak active data {_kib(so.peak)} (greedy {_kib(so.greedy_peak)}), "
-                     f"{'proven minimum' if so.proven else 'not proven minimum'} after {so.states:,} states")
+        lines.append(
+            f"  reduced: peak active data {_kib(so.peak)} (greedy {_kib(so.greedy_peak)}), "
+            f"{'proven minimum' if so.proven else 'not proven minimum'} after {so.states:,} states"
+        )
     lines += [f"  note: {n}" for n in s.notes]
     return "\n".join(lines)
 
@@ -44,16 +52,26 @@ def explain(s: Schedule) -> str:
         tag = f"{g.name}{'!' if g.tokens else ''}"
         waits.setdefault(g.dst, []).append(tag)
         posts.setdefault(g.src, []).append(tag)
-    out += ["", (f"{'sub-box':10} {'region [x0,y0]:[x1,y1]':24} {'thread':>6} {'start':>10} {'finish':>10}  "
-            f"{'waits':14} posts")]
+    out += [
+        "",
+        (
+            f"{'sub-box':10} {'region [x0,y0]:[x1,y1]':24} {'thread':>6} {'start':>10} {'finish':>10}  "
+            f"{'waits':14} posts"
+        ),
+    ]
     for x in sorted(subs, key=lambda x: (s.plan.start[x.index], x.index)):
         r = x.region(w)
-        out.append(f"{x.name:10} {f'[{r[0]},{r[1]}]:[{r[2]},{r[3]}]':24} {thread[x.index]:>6} "
-                   f"{s.plan.start[x.index]:>10.6g} {s.plan.finish[x.index]:>10.6g}  "
-                   f"{' '.join(waits.get(x.index, [])) or '-':14} {' '.join(posts.get(x.index, [])) or '-'}")
+        out.append(
+            f"{x.name:10} {f'[{r[0]},{r[1]}]:[{r[2]},{r[3]}]':24} {thread[x.index]:>6} "
+            f"{s.plan.start[x.index]:>10.6g} {s.plan.finish[x.index]:>10.6g}  "
+            f"{' '.join(waits.get(x.index, [])) or '-':14} {' '.join(posts.get(x.index, [])) or '-'}"
+        )
     out += ["", "signals (! = one initial token):"]
-    out += [f"  {g.name}{'!' if g.tokens else ' '} {g.kind:7} {subs[g.src].name} -> {subs[g.dst].name}"
-            + (" (next iteration)" if g.tokens else "") for g in s.signals] or ["  none (one thread)"]
+    out += [
+        f"  {g.name}{'!' if g.tokens else ' '} {g.kind:7} {subs[g.src].name} -> {subs[g.dst].name}"
+        + (" (next iteration)" if g.tokens else "")
+        for g in s.signals
+    ] or ["  none (one thread)"]
     out += ["", "memory:"]
     for b in s.memory.order:
         lo, hi = s.memory.range(b)
@@ -69,24 +87,35 @@ def run_text(summary: dict[str, Any], meta: dict[str, Any], path: str) -> str:
     opts = meta.get("options", {})
     period = opts.get("period_ns") or 0
     release = f"released every {fmt_us(period)} us" if period else "back to back"
-    lines = [f"pipeline {r['graph']}: {r['heuristic']} on {r['threads']} thread{'s' * (r['threads'] != 1)} "
-             f"(CPUs {format_cpulist(r['cpus'])}), {r['memory']} memory; {r['iterations']:,} iterations {release}, "
-             f"{opts.get('wait')} waits" + (" (interrupted)" if r.get("interrupted") else "")]
+    lines = [
+        f"pipeline {r['graph']}: {r['heuristic']} on {r['threads']} thread{'s' * (r['threads'] != 1)} "
+        f"(CPUs {format_cpulist(r['cpus'])}), {r['memory']} memory; {r['iterations']:,} iterations {release}, "
+        f"{opts.get('wait')} waits" + (" (interrupted)" if r.get("interrupted") else "")
+    ]
     if lat["n"]:
-        lines += [(f"  latency  mean ± σ  {fmt_us(lat['mean'])} ± {fmt_us(lat['sd'])} us"
-                  f"     min … max  {fmt_us(lat['min'])} … {fmt_us(lat['max'])} us"),
-                  (f"           p50 {fmt_us(lat['p50'])} us   p99 {fmt_us(lat['p99'])} us   "
-                  f"p99.9 {fmt_us(lat['p999'])} us")]
+        lines += [
+            (
+                f"  latency  mean ± σ  {fmt_us(lat['mean'])} ± {fmt_us(lat['sd'])} us"
+                f"     min … max  {fmt_us(lat['min'])} … {fmt_us(lat['max'])} us"
+            ),
+            (f"           p50 {fmt_us(lat['p50'])} us   p99 {fmt_us(lat['p99'])} us   p99.9 {fmt_us(lat['p999'])} us"),
+        ]
     subs = summary.get("subboxes") or []
     if subs:
         worst = sorted(subs, key=lambda x: -x["sd_ns"])[:4]
-        lines.append("  sub-boxes with the most variation (mean ± σ, max; thread): " + "; ".join(
-            f"{x['name']} {fmt_us(x['mean_ns'])} ± {fmt_us(x['sd_ns'])}, {fmt_us(x['max_ns'])} us (t{x['thread']})"
-            for x in worst))
+        lines.append(
+            "  sub-boxes with the most variation (mean ± σ, max; thread): "
+            + "; ".join(
+                f"{x['name']} {fmt_us(x['mean_ns'])} ± {fmt_us(x['sd_ns'])}, {fmt_us(x['max_ns'])} us (t{x['thread']})"
+                for x in worst
+            )
+        )
     g = summary.get("guard", {})
     if g.get("enabled"):
-        lines.append(f"  guard: {g['violations']} violation(s)" + (f": {meta.get('first_violation')}"
-                                                                      if g["violations"] else " (no race, no overlap)"))
+        lines.append(
+            f"  guard: {g['violations']} violation(s)"
+            + (f": {meta.get('first_violation')}" if g["violations"] else " (no race, no overlap)")
+        )
     lines.append(f"  outputs: digest {summary['outputs']['digest']} ({len(summary['outputs']['sinks'])} sink(s))")
     late = summary.get("late")
     if late:
@@ -102,16 +131,24 @@ def run_text(summary: dict[str, Any], meta: dict[str, Any], path: str) -> str:
 def late_text(late: dict[str, Any]) -> list[str]:
     if not late.get("count"):
         return ["  late iterations: none"]
-    out = [(f"  late iterations (latency >= p{late['percentile']:g} = {fmt_us(late['threshold_ns'])} us): "
-           f"{late['count']:,}, {fmt_us(late['latency_excess_ns'])} us over the typical (<= median) on average; "
-           f"other work on the pipeline's CPUs during them, per late iteration (typical):")]
+    out = [
+        (
+            f"  late iterations (latency >= p{late['percentile']:g} = {fmt_us(late['threshold_ns'])} us): "
+            f"{late['count']:,}, {fmt_us(late['latency_excess_ns'])} us over the typical (<= median) on average; "
+            f"other work on the pipeline's CPUs during them, per late iteration (typical):"
+        )
+    ]
     shown = [x for x in late["sources"] if x["excess_ns"] > 0][:6]
     for x in shown:
-        out.append(f"    {x['kind']}:{x['name']:28} {fmt_us(x['late_ns']):>8} us ({fmt_us(x['typical_ns'])}), "
-                   f"in {x['late_iterations_hit']} of {late['count']}")
+        out.append(
+            f"    {x['kind']}:{x['name']:28} {fmt_us(x['late_ns']):>8} us ({fmt_us(x['typical_ns'])}), "
+            f"in {x['late_iterations_hit']} of {late['count']}"
+        )
     if not shown:
-        out.append("    nothing more than in typical iterations (the delay is not another context on these CPUs: "
-                   "memory, the hypervisor, the pipeline itself)")
+        out.append(
+            "    nothing more than in typical iterations (the delay is not another context on these CPUs: "
+            "memory, the hypervisor, the pipeline itself)"
+        )
     else:
         out.append(f"    explains {late['explained_share'] * 100:.0f}% of the extra latency")
     return out
@@ -123,15 +160,20 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> str:
     out = [title, head, "-" * len(head)]
     for r in rows:
         s = r["latency"]
-        out.append(f"{r['heuristic'] + ' + ' + r['memory']:24} {fmt_us(s['mean']):>10} {fmt_us(s['sd']):>9} "
-                   f"{fmt_us(s['max']):>10} {fmt_us(s['p50']):>10} {fmt_us(s['p99']):>10} {fmt_us(s['p999']):>10}")
+        out.append(
+            f"{r['heuristic'] + ' + ' + r['memory']:24} {fmt_us(s['mean']):>10} {fmt_us(s['sd']):>9} "
+            f"{fmt_us(s['max']):>10} {fmt_us(s['p50']):>10} {fmt_us(s['p99']):>10} {fmt_us(s['p999']):>10}"
+        )
     out.append("times in us; σ = standard deviation of the per-iteration latency")
     why = [r for r in rows if r.get("late_top")]
     if why:
-        out.append("late iterations (>= p99), what took the most time on the pipeline's CPUs, per late iteration "
-                   "(typical):")
+        out.append(
+            "late iterations (>= p99), what took the most time on the pipeline's CPUs, per late iteration (typical):"
+        )
         for r in why:
             t = r["late_top"]
-            out.append(f"  {r['heuristic'] + ' + ' + r['memory']:22} {t['kind']}:{t['name']} {fmt_us(t['late_ns'])} us "
-                       f"({fmt_us(t['typical_ns'])})")
+            out.append(
+                f"  {r['heuristic'] + ' + ' + r['memory']:22} {t['kind']}:{t['name']} {fmt_us(t['late_ns'])} us "
+                f"({fmt_us(t['typical_ns'])})"
+            )
     return "\n".join(out)

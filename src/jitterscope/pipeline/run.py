@@ -33,7 +33,7 @@ from jitterscope.progress import Progress
 from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.tracing.tracefs import tracing_available
 
-TIMERS_AUTO_LIMIT = 5_000_000   # sub-box x iteration records kept by default (80 MB in the runtime)
+TIMERS_AUTO_LIMIT = 5_000_000  # sub-box x iteration records kept by default (80 MB in the runtime)
 
 
 def timers_wanted(sched: Schedule, ro: RunOptions, asked: bool | None) -> bool:
@@ -49,30 +49,48 @@ def check_run(sched: Schedule, ro: RunOptions) -> list[str]:
     sysinfo.check_cpus(list(ro.cpus))
     for b in sched.graph.boxes:
         if b.kernel == "user" and not user_library(sched.graph, b.spec).is_file():
-            raise JitterscopeError(f"{sched.graph.source}: boxes.{b.name}.library: no such file "
-                                   f"{user_library(sched.graph, b.spec)} (build the kernel first)")
+            raise JitterscopeError(
+                f"{sched.graph.source}: boxes.{b.name}.library: no such file "
+                f"{user_library(sched.graph, b.spec)} (build the kernel first)"
+            )
     warnings = []
     if sched.plan.pinned and len(sched.threads) > len(ro.cpus):
-        warnings.append(f"{len(sched.threads)} threads on {len(ro.cpus)} CPUs: threads share CPUs, so the "
-                        f"schedule's timing is not what it was compiled for (waits sleep: --wait futex)")
+        warnings.append(
+            f"{len(sched.threads)} threads on {len(ro.cpus)} CPUs: threads share CPUs, so the "
+            f"schedule's timing is not what it was compiled for (waits sleep: --wait futex)"
+        )
     if ro.wait == "spin" and len(sched.threads) > len(ro.cpus):
-        raise JitterscopeError(f"--wait spin with {len(sched.threads)} threads on {len(ro.cpus)} CPUs would "
-                               f"livelock (a spinning thread holds the CPU its producer needs); use --wait hybrid")
+        raise JitterscopeError(
+            f"--wait spin with {len(sched.threads)} threads on {len(ro.cpus)} CPUs would "
+            f"livelock (a spinning thread holds the CPU its producer needs); use --wait hybrid"
+        )
     if ro.priority and set(ro.cpus) >= set(sysinfo.online_cpus()) and ro.wait_mode(sched) == "spin":
-        warnings.append("SCHED_FIFO threads spinning on every online CPU leave the system only the RT "
-                        "throttling's 5%; consider leaving a CPU out of --cpus")
+        warnings.append(
+            "SCHED_FIFO threads spinning on every online CPU leave the system only the RT "
+            "throttling's 5%; consider leaving a CPU out of --cpus"
+        )
     n_sub, n_sinks = len(sched.inst.subboxes), sum(1 for b in sched.graph.boxes if b.kernel == "sink")
     per_iter = 24 + 8 * n_sinks + 4 + (16 * n_sub if ro.timers else 0)
     table = ro.iterations * ((48 * n_sub if ro.timers else 0) + 48 + 24 * n_sinks)
-    budget.check(f"{ro.iterations:,} iterations of {sched.graph.name}",
-                 bytes_=sched.memory.total + ro.iterations * per_iter + table, seconds=0,
-                 hint="use fewer --iterations or --no-timers")
+    budget.check(
+        f"{ro.iterations:,} iterations of {sched.graph.name}",
+        bytes_=sched.memory.total + ro.iterations * per_iter + table,
+        seconds=0,
+        hint="use fewer --iterations or --no-timers",
+    )
     return warnings
 
 
-def run_pipeline(sched: Schedule, ro: RunOptions, out_dir: Path, trace: bool = False, buffer_kb: int = 4096,
-                 progress: bool = False, late_percentile: float = 99.0,
-                 command_line: list[str] | None = None) -> Path:
+def run_pipeline(
+    sched: Schedule,
+    ro: RunOptions,
+    out_dir: Path,
+    trace: bool = False,
+    buffer_kb: int = 4096,
+    progress: bool = False,
+    late_percentile: float = 99.0,
+    command_line: list[str] | None = None,
+) -> Path:
 
     warnings = check_run(sched, ro)
     for w in warnings:
@@ -96,14 +114,23 @@ def run_pipeline(sched: Schedule, ro: RunOptions, out_dir: Path, trace: bool = F
     except BaseException:
         shutil.rmtree(run_dir, ignore_errors=True)  # nothing was recorded
         raise
-    meta.update(interrupted=interrupted, t0_tsc=runtime.t0_tsc, mlocked=runtime.mlocked,
-                threads=runtime.threads, warnings=warnings + end.warnings, first_violation=end.first_violation,
-                hung=end.hung)
+    meta.update(
+        interrupted=interrupted,
+        t0_tsc=runtime.t0_tsc,
+        mlocked=runtime.mlocked,
+        threads=runtime.threads,
+        warnings=warnings + end.warnings,
+        first_violation=end.first_violation,
+        hung=end.hung,
+    )
     build_run(run_dir, meta, sched, run_dir / "trace" if tracing_ok else None, own, late_percentile)
     if end.hung:
         hang = next((w for w in end.warnings if w.startswith("hang:")), "hang")
-        raise JitterscopeError(f"the pipeline stopped: {hang}; the iterations before it are in {run_dir} "
-                               f"(a longer --hang-timeout if it was only slow)", exit_code=1)
+        raise JitterscopeError(
+            f"the pipeline stopped: {hang}; the iterations before it are in {run_dir} "
+            f"(a longer --hang-timeout if it was only slow)",
+            exit_code=1,
+        )
     return run_dir
 
 
@@ -114,30 +141,73 @@ def _tracing_state(trace: bool) -> tuple[bool, str | None]:
     return tracing_available()
 
 
-def _meta(run_dir: Path, sched: Schedule, ro: RunOptions, hz: float, tracing_ok: bool, reason: str | None,
-          buffer_kb: int, command_line: list[str] | None) -> dict[str, Any]:
+def _meta(
+    run_dir: Path,
+    sched: Schedule,
+    ro: RunOptions,
+    hz: float,
+    tracing_ok: bool,
+    reason: str | None,
+    buffer_kb: int,
+    command_line: list[str] | None,
+) -> dict[str, Any]:
     g = sched.graph
     return base_meta(
-        kind="pipeline", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
+        kind="pipeline",
+        id=run_dir.name,
+        host=sysinfo.host(),
+        kernel=sysinfo.kernel(),
         command_line=command_line if command_line is not None else list(sys.argv),
-        start=datetime.now(timezone.utc).isoformat(timespec="seconds"), start_unix_ns=time.time_ns(),
-        cpus=list(ro.cpus), cpu_model=sysinfo.cpu_model(), clocksource=sysinfo.clocksource(),
-        virtualization=sysinfo.virtualization(), tsc_hz=hz, duration_s=0.0,
-        options={"iterations": ro.iterations, "seed": ro.seed, "wait": ro.wait_mode(sched), "priority": ro.priority,
-                 "mlock": ro.mlock, "hugepages": ro.hugepages, "guard": ro.guard, "timers": ro.timers,
-                 "period_ns": ro.period_ns, **sched.options.as_dict()},
-        graph={"name": g.name, "digest": g.digest(), "file": str(g.path) if g.path else None,
-               "width": g.width, "height": g.height, "pixel": g.pixel, "boxes": len(g.boxes),
-               "buffers": len(g.buffers)},
-        schedule={"heuristic": sched.options.heuristic, "memory": sched.memory.allocator,
-                  "threads": len(sched.threads), "subboxes": len(sched.inst.subboxes),
-                  "signals": len(sched.signals), "pool_bytes": sched.memory.total},
-        tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
-                 "buffer_kb": buffer_kb if tracing_ok else None})
+        start=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        start_unix_ns=time.time_ns(),
+        cpus=list(ro.cpus),
+        cpu_model=sysinfo.cpu_model(),
+        clocksource=sysinfo.clocksource(),
+        virtualization=sysinfo.virtualization(),
+        tsc_hz=hz,
+        duration_s=0.0,
+        options={
+            "iterations": ro.iterations,
+            "seed": ro.seed,
+            "wait": ro.wait_mode(sched),
+            "priority": ro.priority,
+            "mlock": ro.mlock,
+            "hugepages": ro.hugepages,
+            "guard": ro.guard,
+            "timers": ro.timers,
+            "period_ns": ro.period_ns,
+            **sched.options.as_dict(),
+        },
+        graph={
+            "name": g.name,
+            "digest": g.digest(),
+            "file": str(g.path) if g.path else None,
+            "width": g.width,
+            "height": g.height,
+            "pixel": g.pixel,
+            "boxes": len(g.boxes),
+            "buffers": len(g.buffers),
+        },
+        schedule={
+            "heuristic": sched.options.heuristic,
+            "memory": sched.memory.allocator,
+            "threads": len(sched.threads),
+            "subboxes": len(sched.inst.subboxes),
+            "signals": len(sched.signals),
+            "pool_bytes": sched.memory.total,
+        },
+        tracing={
+            "enabled": tracing_ok,
+            "reason": reason,
+            "clock": "x86-tsc" if tracing_ok else None,
+            "buffer_kb": buffer_kb if tracing_ok else None,
+        },
+    )
 
 
-def _acquire(sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, buffer_kb: int,
-             progress: bool) -> tuple[Any, set[int], bool, Any]:
+def _acquire(
+    sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, buffer_kb: int, progress: bool
+) -> tuple[Any, set[int], bool, Any]:
 
     raw = run_dir / "raw"
     interrupted = False
@@ -147,8 +217,9 @@ def _acquire(sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, b
 
             (run_dir / "trace").mkdir()
             stack.enter_context(TraceSession(list(ro.cpus), run_dir / "trace", journal, buffer_kb=buffer_kb))
-        rt = Runtime(raw / "plan.bin", raw / "result.bin", raw / "heartbeat.bin",
-                     exit_timeout_s=max(60.0, 3 * ro.hang_s))
+        rt = Runtime(
+            raw / "plan.bin", raw / "result.bin", raw / "heartbeat.bin", exit_timeout_s=max(60.0, 3 * ro.hang_s)
+        )
         rt.start()
         bar = Progress("running", ro.iterations, enabled=progress)
         try:
@@ -164,4 +235,3 @@ def _acquire(sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, b
             end = rt.wait(timeout=rt.exit_timeout())
         bar.close()
     return end, own, interrupted or end.interrupted, rt
-

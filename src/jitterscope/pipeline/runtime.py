@@ -37,7 +37,7 @@ class RuntimeEnd:
     first_violation: str
     end_tsc: int
     warnings: list[str] = field(default_factory=list)
-    hung: bool = False          # the watchdog stopped it (the hang line is among the warnings)
+    hung: bool = False  # the watchdog stopped it (the hang line is among the warnings)
 
 
 class Runtime(NativeChild[RuntimeEnd]):
@@ -69,9 +69,15 @@ class Runtime(NativeChild[RuntimeEnd]):
         return self
 
     def _finish(self, end: dict[str, Any], err_text: str) -> RuntimeEnd:
-        return RuntimeEnd(int(end["iterations"]), bool(end["interrupted"]), int(end["guard_violations"]),
-                          str(end["first_violation"]), int(end["end_tsc"]), self._warnings(err_text),
-                          bool(end.get("hung")))
+        return RuntimeEnd(
+            int(end["iterations"]),
+            bool(end["interrupted"]),
+            int(end["guard_violations"]),
+            str(end["first_violation"]),
+            int(end["end_tsc"]),
+            self._warnings(err_text),
+            bool(end.get("hung")),
+        )
 
 
 def heartbeat_done(path: Path) -> int:
@@ -86,9 +92,9 @@ def heartbeat_done(path: Path) -> int:
 @dataclass
 class Result:
     header: dict[str, Any]
-    iters: np.ndarray                 # RESULT_ITER per completed iteration
-    digests: np.ndarray               # uint64 [iterations, sinks]
-    timers: np.ndarray | None         # RESULT_TIMER [iterations, sub-boxes]
+    iters: np.ndarray  # RESULT_ITER per completed iteration
+    digests: np.ndarray  # uint64 [iterations, sinks]
+    timers: np.ndarray | None  # RESULT_TIMER [iterations, sub-boxes]
 
 
 def read_result(path: Path) -> Result:

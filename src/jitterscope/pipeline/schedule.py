@@ -81,40 +81,54 @@ class ScheduleFile(ConfigModel):
 def to_dict(s: Schedule) -> dict[str, Any]:
     subs, g = s.inst.subboxes, s.graph
     doc: dict[str, Any] = {
-        "format": FORMAT, "version": VERSION,
+        "format": FORMAT,
+        "version": VERSION,
         "graph": {"name": g.name, "digest": g.digest(), "file": str(g.path) if g.path else None},
         "options": s.options.as_dict(),
         "subboxes": {x.name: x.region(g.width) for x in subs},
         "edges": [f"{subs[a].name} => {subs[b].name}" for a, b in s.inst.edges],
         "threads": {f"thread{t}": s.op_text(t) for t in range(len(s.threads))},
         "signals": {x.name: {"tokens": x.tokens, "kind": x.kind} for x in s.signals},
-        "memory": {"allocator": s.memory.allocator, "total": s.memory.total,
-                   "buffers": {g.buffers[b].name: [s.memory.offsets[b], s.memory.offsets[b] + s.memory.sizes[b]]
-                               for b in s.memory.order}},
+        "memory": {
+            "allocator": s.memory.allocator,
+            "total": s.memory.total,
+            "buffers": {
+                g.buffers[b].name: [s.memory.offsets[b], s.memory.offsets[b] + s.memory.sizes[b]]
+                for b in s.memory.order
+            },
+        },
         "simulated": {x.name: [round(s.plan.start[x.index], 6), round(s.plan.finish[x.index], 6)] for x in subs},
     }
     if s.plan.sos is not None:
         fp_names = [b.name for b in g.boxes]
-        doc["sos"] = {"order": [fp_names[i] for i in s.plan.sos.order], "peak_bytes": s.plan.sos.peak,
-                      "greedy_peak_bytes": s.plan.sos.greedy_peak, "proven": s.plan.sos.proven,
-                      "states": s.plan.sos.states}
+        doc["sos"] = {
+            "order": [fp_names[i] for i in s.plan.sos.order],
+            "peak_bytes": s.plan.sos.peak,
+            "greedy_peak_bytes": s.plan.sos.greedy_peak,
+            "proven": s.plan.sos.proven,
+            "states": s.plan.sos.states,
+        }
     if s.notes:
         doc["notes"] = list(s.notes)
     return doc
 
 
 def dumps(s: Schedule) -> str:
-    head = (f"# jitterscope pipeline schedule: {s.graph.name}, {s.options.heuristic} on {len(s.threads)} threads, "
-            f"{s.memory.allocator} memory ({s.memory.total:,} B)\n")
+    head = (
+        f"# jitterscope pipeline schedule: {s.graph.name}, {s.options.heuristic} on {len(s.threads)} threads, "
+        f"{s.memory.allocator} memory ({s.memory.total:,} B)\n"
+    )
 
     class _Flow(yaml.SafeDumper):
         pass
 
     def lists(d: yaml.SafeDumper, v: list[Any]) -> Any:  # short lists on one line, as the appendix writes them
         return d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True)
+
     def dicts(d: yaml.SafeDumper, v: dict[str, Any]) -> Any:  # {tokens: 1, kind: WAR} on one line
         flow = len(v) <= 4 and all(isinstance(x, (int, float, str, bool)) or x is None for x in v.values())
         return d.represent_mapping("tag:yaml.org,2002:map", v.items(), flow_style=flow)
+
     _Flow.add_representer(list, lists)
     _Flow.add_representer(dict, dicts)
     return head + yaml.dump(to_dict(s), Dumper=_Flow, sort_keys=False, width=110)
@@ -138,8 +152,10 @@ def from_spec(spec: ScheduleFile, graph: Graph, source: str) -> Schedule:
     if spec.version != VERSION:
         raise ScheduleError(f"{source}: version {spec.version}; this jitterscope reads version {VERSION}")
     if spec.graph.digest != graph.digest():
-        raise ScheduleError(f"{source}: compiled for another graph ({spec.graph.name!r}, digest "
-                            f"{spec.graph.digest}); {graph.source} has digest {graph.digest()}: compile it again")
+        raise ScheduleError(
+            f"{source}: compiled for another graph ({spec.graph.name!r}, digest "
+            f"{spec.graph.digest}); {graph.source} has digest {graph.digest()}: compile it again"
+        )
     opts = _options(spec.options, source)
     inst = instantiate(graph, opts.parts)
     want = {x.name: x.region(graph.width) for x in inst.subboxes}
@@ -156,13 +172,16 @@ def from_spec(spec: ScheduleFile, graph: Graph, source: str) -> Schedule:
     mem = _memory(spec.memory, graph, source)
     signals = [Signal(nm, sigs[nm][0], sigs[nm][1], spec.signals[nm].tokens, spec.signals[nm].kind) for nm in sigs]
     index = {g.name: i for i, g in enumerate(signals)}
-    ops = [[(k, names[x] if k == "E" else index[x]) for k, x in _parse_ops(spec.threads[t], t, source)]
-           for t in spec.threads]
+    ops = [
+        [(k, names[x] if k == "E" else index[x]) for k, x in _parse_ops(spec.threads[t], t, source)]
+        for t in spec.threads
+    ]
     try:
         order = Order(n, threads, [(g.src, g.dst, g.tokens) for g in signals])
     except ValueError:
-        raise ScheduleError(f"{source}: deadlock: the threads' orders and the signals without an initial token "
-                            f"form a cycle") from None
+        raise ScheduleError(
+            f"{source}: deadlock: the threads' orders and the signals without an initial token form a cycle"
+        ) from None
     sched = Schedule(graph, inst, opts, plan, mem, Sync(signals, ops, order), list(spec.notes))
     verify(sched, source)
     return sched
@@ -189,15 +208,16 @@ def _parse_ops(ops: list[str], thread: str, source: str) -> list[tuple[str, str]
     return out
 
 
-def _threads(spec: ScheduleFile, names: dict[str, int], source: str
-             ) -> tuple[list[list[int]], dict[str, tuple[int, int]]]:
+def _threads(
+    spec: ScheduleFile, names: dict[str, int], source: str
+) -> tuple[list[list[int]], dict[str, tuple[int, int]]]:
     """Sub-boxes per thread and each signal's (poster, waiter), from the W/E/S lists."""
     threads: list[list[int]] = []
     posters: dict[str, int] = {}
     waiters: dict[str, int] = {}
     for t, ops in spec.threads.items():
         subs: list[int] = []
-        pending: list[str] = []   # waits before the next E
+        pending: list[str] = []  # waits before the next E
         for i, (kind, x) in enumerate(_parse_ops(ops, t, source)):
             where = f"{source}: threads.{t}[{i}]"
             if kind == "E":

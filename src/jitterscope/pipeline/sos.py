@@ -31,11 +31,11 @@ class Footprints:
     """The structural graph as bitmasks: who produces and who reads each buffer."""
 
     names: list[str]
-    preds: list[int]         # per box: bitmask of boxes it reads from
-    outs: list[list[int]]    # per box: buffers it writes
-    readers: list[int]       # per buffer: bitmask of boxes that read it
-    size: list[int]          # per buffer: bytes
-    local: list[int]         # per box: bytes of its inputs + outputs (a lower bound of any peak)
+    preds: list[int]  # per box: bitmask of boxes it reads from
+    outs: list[list[int]]  # per box: buffers it writes
+    readers: list[int]  # per buffer: bitmask of boxes that read it
+    size: list[int]  # per buffer: bytes
+    local: list[int]  # per box: bytes of its inputs + outputs (a lower bound of any peak)
 
     @classmethod
     def of(cls, g: Graph) -> Footprints:
@@ -92,10 +92,10 @@ def greedy(fp: Footprints) -> list[int]:
 
 @dataclass
 class SosResult:
-    order: list[int]        # box indices
-    peak: int               # bytes
+    order: list[int]  # box indices
+    peak: int  # bytes
     greedy_peak: int
-    proven: bool            # the search finished: no order has a smaller peak
+    proven: bool  # the search finished: no order has a smaller peak
     states: int
     seconds: float
 

@@ -16,7 +16,7 @@ from jitterscope.pipeline.graph import Graph, topological
 
 @dataclass(frozen=True)
 class SubBox:
-    index: int          # position in the canonical order (boxes in declaration order, then part)
+    index: int  # position in the canonical order (boxes in declaration order, then part)
     box: str
     part: int
     row0: int
@@ -49,9 +49,9 @@ class Instantiated:
     graph: Graph
     parts: int
     subboxes: list[SubBox]
-    accesses: list[list[Access]]          # per sub-box
-    edges: list[tuple[int, int]]          # (producer, consumer) sub-box indices, sorted
-    box_order: list[str]                  # a topological order of the boxes
+    accesses: list[list[Access]]  # per sub-box
+    edges: list[tuple[int, int]]  # (producer, consumer) sub-box indices, sorted
+    box_order: list[str]  # a topological order of the boxes
 
     def by_box(self, box: str) -> list[SubBox]:
         return [s for s in self.subboxes if s.box == box]

@@ -22,8 +22,16 @@ def latency_stats(latency_ns: np.ndarray) -> dict[str, Any]:
     if len(x) == 0:
         return {"n": 0, **{k: None for k in KEYS}}
     p50, p99, p999 = np.percentile(x, [50, 99, 99.9])
-    return {"n": len(x), "mean": float(x.mean()), "sd": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
-            "min": float(x.min()), "p50": float(p50), "p99": float(p99), "p999": float(p999), "max": float(x.max())}
+    return {
+        "n": len(x),
+        "mean": float(x.mean()),
+        "sd": float(x.std(ddof=1)) if len(x) > 1 else 0.0,
+        "min": float(x.min()),
+        "p50": float(p50),
+        "p99": float(p99),
+        "p999": float(p999),
+        "max": float(x.max()),
+    }
 
 
 def fmt_us(ns: float | None) -> str:

@@ -32,8 +32,8 @@ KINDS = ("RAW", "WAR", "reuse", "barrier")
 @dataclass
 class Signal:
     name: str
-    src: int       # posting sub-box
-    dst: int       # waiting sub-box
+    src: int  # posting sub-box
+    dst: int  # waiting sub-box
     tokens: int
     kind: str
 
@@ -41,7 +41,7 @@ class Signal:
 @dataclass
 class Sync:
     signals: list[Signal]
-    ops: list[list[tuple[str, int]]]   # per thread: ("W"|"S", signal index) or ("E", sub-box index)
+    ops: list[list[tuple[str, int]]]  # per thread: ("W"|"S", signal index) or ("E", sub-box index)
     order: Order = field(repr=False)
 
 
@@ -75,7 +75,7 @@ def reuse_conflicts(inst: Instantiated, mem: MemoryMap, prec: list[list[bool]]) 
 
 def synchronise(inst: Instantiated, plan: ThreadPlan, mem: MemoryMap, prec: list[list[bool]]) -> Sync:
     thread = plan.thread_of()
-    raw: list[tuple[int, int, int, str]] = []   # (src, dst, tokens, kind)
+    raw: list[tuple[int, int, int, str]] = []  # (src, dst, tokens, kind)
     for p, c in inst.edges:
         if thread[p] != thread[c]:
             raw.append((p, c, 0, "RAW"))

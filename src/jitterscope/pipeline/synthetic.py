@@ -27,14 +27,15 @@ P_KINDS = (0.40, 0.35, 0.25)
 RECENT = 8
 
 
-def generate(seed: int, boxes: int = 100, width: int = 256, height: int = 256, pixel: str = "int32",
-             name: str | None = None) -> dict[str, Any]:
+def generate(
+    seed: int, boxes: int = 100, width: int = 256, height: int = 256, pixel: str = "int32", name: str | None = None
+) -> dict[str, Any]:
     """A graph file (as a dict) with about `boxes` boxes (at least 4)."""
     rng = np.random.default_rng([seed, boxes])
     n_src, n_sink = int(rng.integers(1, 4)), int(rng.integers(1, 4))
     spec: dict[str, Any] = {}
     edges: list[str] = []
-    unread: list[str] = []      # outputs nobody reads yet, oldest first
+    unread: list[str] = []  # outputs nobody reads yet, oldest first
     outputs: list[str] = []
     for i in range(n_src):
         spec[f"src{i}"] = {"kernel": "source"}
@@ -64,7 +65,7 @@ def generate(seed: int, boxes: int = 100, width: int = 256, height: int = 256, p
         unread.append(f"{name_i}.out")
         outputs.append(f"{name_i}.out")
     k = 0
-    while len(unread) > n_sink:   # merge what is left so the sinks can take it
+    while len(unread) > n_sink:  # merge what is left so the sinks can take it
         a, b = unread.pop(0), unread.pop(0)
         spec[f"m{k}"] = {"kernel": "average"}
         edges += [f"{a} -> m{k}.in0", f"{b} -> m{k}.in1"]
@@ -75,6 +76,10 @@ def generate(seed: int, boxes: int = 100, width: int = 256, height: int = 256, p
         src = unread[i] if i < len(unread) else outputs[-1 - i % len(outputs)]
         spec[f"sink{i}"] = {"kernel": "sink"}
         edges.append(f"{src} -> sink{i}.in")
-    return {"name": name or f"synthetic-{seed}", "description": f"jitterscope pipeline synthetic, seed {seed}, "
-            f"{boxes} boxes asked", "image": {"width": width, "height": height, "pixel": pixel},
-            "boxes": spec, "edges": edges}
+    return {
+        "name": name or f"synthetic-{seed}",
+        "description": f"jitterscope pipeline synthetic, seed {seed}, {boxes} boxes asked",
+        "image": {"width": width, "height": height, "pixel": pixel},
+        "boxes": spec,
+        "edges": edges,
+    }

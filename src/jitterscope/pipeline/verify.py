@@ -45,29 +45,37 @@ def verify(sched: Schedule, source: str = "schedule") -> None:
     try:
         order = Order(n, sched.threads, [(g.src, g.dst, g.tokens) for g in sched.signals])
     except ValueError:
-        raise ScheduleError(f"{source}: deadlock: the threads' orders and the signals without an initial token "
-                            f"form a cycle") from None
+        raise ScheduleError(
+            f"{source}: deadlock: the threads' orders and the signals without an initial token form a cycle"
+        ) from None
     size = inst.graph.buffer_bytes
     for b, buf in enumerate(inst.graph.buffers):
         lo, hi = mem.range(b)
         if mem.sizes[b] != size or lo < 0 or hi > mem.total:
-            raise ScheduleError(f"{source}: buffer {buf.name} at [{lo}, {hi}) does not fit a {size}-byte image "
-                                f"in the {mem.total}-byte pool")
+            raise ScheduleError(
+                f"{source}: buffer {buf.name} at [{lo}, {hi}) does not fit a {size}-byte image "
+                f"in the {mem.total}-byte pool"
+            )
     for p, c in inst.edges:
         if not order.before(p, 0, c, 0):
             raise ScheduleError(f"{source}: {names[c]} may read before {names[p]} has written (missing signal)")
         if not order.before(c, 0, p, 1):
-            raise ScheduleError(f"{source}: {names[p]} of the next iteration may overwrite what {names[c]} "
-                                f"still reads (missing signal with a token)")
+            raise ScheduleError(
+                f"{source}: {names[p]} of the next iteration may overwrite what {names[c]} "
+                f"still reads (missing signal with a token)"
+            )
     anc = order.ancestors0()
     prec = precedes(buffer_accessors(inst), anc)
     bufs = inst.graph.buffers
     for x in range(len(bufs)):
         for y in range(x + 1, len(bufs)):
             if mem.overlap(x, y) and not prec[x][y] and not prec[y][x]:
-                raise ScheduleError(f"{source}: buffers {bufs[x].name} and {bufs[y].name} share memory but can "
-                                    f"be live at the same time")
+                raise ScheduleError(
+                    f"{source}: buffers {bufs[x].name} and {bufs[y].name} share memory but can be live at the same time"
+                )
     for early, late in reuse_conflicts(inst, mem, prec):
         if not order.before(late, 0, early, 1):
-            raise ScheduleError(f"{source}: {names[early]} of the next iteration may overwrite memory "
-                                f"{names[late]} still uses (missing signal with a token)")
+            raise ScheduleError(
+                f"{source}: {names[early]} of the next iteration may overwrite memory "
+                f"{names[late]} still uses (missing signal with a token)"
+            )

@@ -31,8 +31,9 @@ def measure_weights(g: Graph, cpu: int, iterations: int = ITERATIONS) -> dict[st
     hz = tsc_hz()
     with tempfile.TemporaryDirectory(prefix="jitterscope-weights-") as tmp:
         d = Path(tmp)
-        (d / "plan.bin").write_bytes(build_plan(sched, RunOptions(iterations=iterations, cpus=(cpu,), wait="spin",
-                                                                  timers=True), hz))
+        (d / "plan.bin").write_bytes(
+            build_plan(sched, RunOptions(iterations=iterations, cpus=(cpu,), wait="spin", timers=True), hz)
+        )
         with Runtime(d / "plan.bin", d / "result.bin") as rt:
             pass
         rt.wait()

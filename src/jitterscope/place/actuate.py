@@ -1,11 +1,11 @@
 """How OBS-L keeps exactly one task per CPU runnable each quantum: protect's actuators, per task.
 
-  sigstop   SIGSTOP / SIGCONT to the task's process (group, when we started it);
-            journalled once with protect's `protect_sigcont` entry, so a killed
-            jitterscope leaves nothing stopped
-  freezer   a freezer cgroup of its own per task (protect's cgroups.py: v2
-            cgroup.freeze, else v1 freezer.state), each journalled; undo thaws,
-            moves the task back and removes the cgroup
+sigstop   SIGSTOP / SIGCONT to the task's process (group, when we started it);
+          journalled once with protect's `protect_sigcont` entry, so a killed
+          jitterscope leaves nothing stopped
+freezer   a freezer cgroup of its own per task (protect's cgroups.py: v2
+          cgroup.freeze, else v1 freezer.state), each journalled; undo thaws,
+          moves the task back and removes the cgroup
 """
 
 from __future__ import annotations
@@ -37,8 +37,9 @@ class Actuator:
         for p in tasks:
             g = cgroups.create(j, h, f"jitterscope-place-{os.getpid()}-{p.pid}")
             cgroups.move(j, h, g, p.pid)
-            f, on, off = (g / "cgroup.freeze", "1", "0") if h.version == 2 else (g / "freezer.state", "FROZEN",
-                                                                                   "THAWED")
+            f, on, off = (
+                (g / "cgroup.freeze", "1", "0") if h.version == 2 else (g / "freezer.state", "FROZEN", "THAWED")
+            )
             j.set_file(f, off)
             self.files[p.pid] = (f, on, off)
 
@@ -53,7 +54,7 @@ class Actuator:
                 f, on, off = self.files[p.pid]
                 f.write_text(on if stop else off)
         except (ProcessLookupError, FileNotFoundError):
-            pass   # it ended: the engine drops it at its next observation
+            pass  # it ended: the engine drops it at its next observation
         p.stopped = stop
 
     def stop(self, p: Placed) -> None:

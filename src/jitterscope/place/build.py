@@ -74,13 +74,27 @@ def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
         ws = [r["weight"] for r in eng.observations if r["pid"] == p.pid]
         srcs = Counter(r["source"] for r in eng.observations if r["pid"] == p.pid)
         d = {k: (getattr(b, k) - getattr(a, k)) if a and b else 0 for k in ("run_ns", "wait_ns", "ivcsw", "ops")}
-        d.update({k: getattr(b, k) if b else 0 for k in ("specials", "faults")})   # since the task's start
-        out.append({"pid": p.pid, "name": p.t.name, "command": p.prog.argv, "home": p.t.home,
-                    "weight_source": srcs.most_common(1)[0][0] if srcs else "none", "declared": p.declared,
-                    "mean_weight": float(np.mean(ws)) if ws else p.t.weight, **d,
-                    "ops_per_s": d["ops"] / (wall / 1e9) if wall > 0 else 0.0, "quanta": len(ws),
-                    "faulting_quanta": p.t.f.faulting_quanta, "banned": p.t.f.banned, "credit_ns": p.t.credit_ns,
-                    "end": p.end or "running at the end", "protected": p.protected, **_latency(p)})
+        d.update({k: getattr(b, k) if b else 0 for k in ("specials", "faults")})  # since the task's start
+        out.append(
+            {
+                "pid": p.pid,
+                "name": p.t.name,
+                "command": p.prog.argv,
+                "home": p.t.home,
+                "weight_source": srcs.most_common(1)[0][0] if srcs else "none",
+                "declared": p.declared,
+                "mean_weight": float(np.mean(ws)) if ws else p.t.weight,
+                **d,
+                "ops_per_s": d["ops"] / (wall / 1e9) if wall > 0 else 0.0,
+                "quanta": len(ws),
+                "faulting_quanta": p.t.f.faulting_quanta,
+                "banned": p.t.f.banned,
+                "credit_ns": p.t.credit_ns,
+                "end": p.end or "running at the end",
+                "protected": p.protected,
+                **_latency(p),
+            }
+        )
     return out
 
 
@@ -90,16 +104,18 @@ def _latency(p: Placed) -> dict[str, Any]:
     if not len(lat):
         return {"beats": 0, "latency_ns": None}
     q = np.percentile(lat, [50, 99])
-    return {"beats": int(len(lat)), "beats_lost": p.beats.lost if p.beats else 0,
-            "latency_ns": {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())}}
+    return {
+        "beats": int(len(lat)),
+        "beats_lost": p.beats.lost if p.beats else 0,
+        "latency_ns": {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())},
+    }
 
 
 def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]:
     s, rows = plan.settings, eng.observations
     wmax = max([r["weight"] for r in rows] + [1e-12])
     heavy = s.heavy * wmax
-    co = _co_exact(rows, plan.topo, heavy) if eng.cfg.slots else _co_estimated(rows, plan.topo, heavy,
-                                                                                      s.quantum_ns)
+    co = _co_exact(rows, plan.topo, heavy) if eng.cfg.slots else _co_estimated(rows, plan.topo, heavy, s.quantum_ns)
     bal = None
     if eng.splits:
         t = np.array([x[0] for x in eng.splits] + [wall], dtype=float)
@@ -108,31 +124,63 @@ def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]
     obs = np.array(eng.observe_ns or [0])
     srcs = Counter(r["source"] for r in rows)
     return {
-        "run": {"policies": sorted(plan.policies), "quantum_ns": s.quantum_ns, "wall_ns": wall, "ended_by": ended_by,
-                "dry_run": plan.dry_run, "actuator": plan.actuator if eng.cfg.slots else None, "cpus": plan.cpus,
-                "topology": plan.topo.as_dict(), "pmu": {"available": plan.pmu_ok, "why": plan.pmu_why},
-                "settings": {"bins": s.bins, "period_ns": s.period_ns, "credit": s.credit, "credit_norm": s.norm,
-                             "obs_f": f"F{s.f_variant}", "release_after": s.release_after, "ban_after": s.ban_after,
-                             "heavy": s.heavy}},
+        "run": {
+            "policies": sorted(plan.policies),
+            "quantum_ns": s.quantum_ns,
+            "wall_ns": wall,
+            "ended_by": ended_by,
+            "dry_run": plan.dry_run,
+            "actuator": plan.actuator if eng.cfg.slots else None,
+            "cpus": plan.cpus,
+            "topology": plan.topo.as_dict(),
+            "pmu": {"available": plan.pmu_ok, "why": plan.pmu_why},
+            "settings": {
+                "bins": s.bins,
+                "period_ns": s.period_ns,
+                "credit": s.credit,
+                "credit_norm": s.norm,
+                "obs_f": f"F{s.f_variant}",
+                "release_after": s.release_after,
+                "ban_after": s.ban_after,
+                "heavy": s.heavy,
+            },
+        },
         "weight_sources": dict(srcs),
         "tasks": _tasks(eng, wall),
-        "coheavy_fraction": co, "coheavy_method": "exact" if eng.cfg.slots else "estimated",
+        "coheavy_fraction": co,
+        "coheavy_method": "exact" if eng.cfg.slots else "estimated",
         "balanced_fraction": bal,
         "credit": {"count": len(credits), "moved_ns": float(sum(credits))},
         "decisions": dict(Counter(d["action"] for d in eng.decisions)),
-        "observer": {"snapshots": len(eng.observe_ns), "mean_ns": float(obs.mean()),
-                     "p99_ns": float(np.percentile(obs, 99))},
+        "observer": {
+            "snapshots": len(eng.observe_ns),
+            "mean_ns": float(obs.mean()),
+            "p99_ns": float(np.percentile(obs, 99)),
+        },
     }
 
 
 def write(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int, t_start: int) -> None:
-    write_table(run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS),
-                kind="place")
+    write_table(
+        run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS), kind="place"
+    )
     write_table(run_dir, "decisions", pa.Table.from_pylist(eng.decisions, schema=schema.DECISIONS), kind="place")
-    meta = base_meta(kind="place", host=sysinfo.host(), kernel=sysinfo.kernel(), cpus=plan.cpus,
-                     command_line=plan.argv, start_unix_ns=t_start, duration_s=wall / 1e9,
-                     interrupted=ended_by == "interrupted",
-                     options={"policies": sorted(plan.policies), "quantum_ns": plan.settings.quantum_ns,
-                              "actuator": plan.actuator, "weights": plan.weights, "dry_run": plan.dry_run})
+    meta = base_meta(
+        kind="place",
+        host=sysinfo.host(),
+        kernel=sysinfo.kernel(),
+        cpus=plan.cpus,
+        command_line=plan.argv,
+        start_unix_ns=t_start,
+        duration_s=wall / 1e9,
+        interrupted=ended_by == "interrupted",
+        options={
+            "policies": sorted(plan.policies),
+            "quantum_ns": plan.settings.quantum_ns,
+            "actuator": plan.actuator,
+            "weights": plan.weights,
+            "dry_run": plan.dry_run,
+        },
+    )
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary(plan, eng, ended_by, wall))

@@ -56,8 +56,10 @@ def parse_sets(text: str) -> list[tuple[str, frozenset[str]]]:
     """`stock,L,L+C,worst` -> [(label, policies)]: sets separated by commas, policies within one by `+`."""
     labels = [x.strip() for x in text.split(",") if x.strip()]
     if len(labels) < 2 or len(set(labels)) < len(labels):
-        raise UsageError(f"--compare {text!r}: give two or more different policy sets, e.g. stock,L,L+C,worst "
-                         f"(the first is the baseline)")
+        raise UsageError(
+            f"--compare {text!r}: give two or more different policy sets, e.g. stock,L,L+C,worst "
+            f"(the first is the baseline)"
+        )
     return [(lb, parse_policies(lb.replace("+", ","))) for lb in labels]
 
 
@@ -67,16 +69,30 @@ def _rows(s: dict[str, Any], rep: int, label: str, name: str) -> list[dict[str, 
     for i, t in enumerate(s["tasks"]):
         cpu_s = t["run_ns"] / 1e9
         lat = t.get("latency_ns")
-        ops = t["ops"] or t.get("beats", 0)    # a program publishing only heartbeats: its iterations
-        out.append({"repetition": rep, "policies": label, "run": name, "task": i, "name": t["name"], "pid": t["pid"],
-                    "protected": bool(t.get("protected")), "wall_ns": wall, "ops": ops, "run_ns": t["run_ns"],
-                    "wait_ns": t["wait_ns"], "ivcsw": t["ivcsw"], "ops_per_s": ops / (wall / 1e9) if wall > 0 else 0.0,
-                    "ops_per_cpu_s": ops / cpu_s if cpu_s > 0 else 0.0,
-                    "wait_per_cpu_s": t["wait_ns"] / t["run_ns"] if t["run_ns"] > 0 else None,
-                    "preempt_per_cpu_s": t["ivcsw"] / cpu_s if cpu_s > 0 else None,
-                    "latency_p99_ns": lat["p99"] if lat else None,
-                    "alive": t["end"] == "running at the end" or t["end"].startswith("ended (exit code 0"),
-                    "coheavy_fraction": s["coheavy_fraction"]})
+        ops = t["ops"] or t.get("beats", 0)  # a program publishing only heartbeats: its iterations
+        out.append(
+            {
+                "repetition": rep,
+                "policies": label,
+                "run": name,
+                "task": i,
+                "name": t["name"],
+                "pid": t["pid"],
+                "protected": bool(t.get("protected")),
+                "wall_ns": wall,
+                "ops": ops,
+                "run_ns": t["run_ns"],
+                "wait_ns": t["wait_ns"],
+                "ivcsw": t["ivcsw"],
+                "ops_per_s": ops / (wall / 1e9) if wall > 0 else 0.0,
+                "ops_per_cpu_s": ops / cpu_s if cpu_s > 0 else 0.0,
+                "wait_per_cpu_s": t["wait_ns"] / t["run_ns"] if t["run_ns"] > 0 else None,
+                "preempt_per_cpu_s": t["ivcsw"] / cpu_s if cpu_s > 0 else None,
+                "latency_p99_ns": lat["p99"] if lat else None,
+                "alive": t["end"] == "running at the end" or t["end"].startswith("ended (exit code 0"),
+                "coheavy_fraction": s["coheavy_fraction"],
+            }
+        )
     return out
 
 
@@ -105,13 +121,25 @@ def run(plan: Plan, sets: list[tuple[str, frozenset[str]]], repeat: int, progres
     finally:
         bar.close()
     write_table(out, "results", pa.Table.from_pylist(rows, schema=RESULTS), kind="place-compare")
-    write_json(out / "meta.json", base_meta(kind="place-compare", host=sysinfo.host(), kernel=sysinfo.kernel(),
-                                            cpus=plan.cpus, command_line=plan.argv, start_unix_ns=t0,
-                                            duration_s=(time.monotonic_ns() - w0) / 1e9,
-                                            interrupted=ended_by != "complete",
-                                            options={"sets": [lb for lb, _ in sets], "repeat": repeat,
-                                                     "duration_ns": plan.duration_ns,
-                                                     "quantum_ns": plan.settings.quantum_ns}))
+    write_json(
+        out / "meta.json",
+        base_meta(
+            kind="place-compare",
+            host=sysinfo.host(),
+            kernel=sysinfo.kernel(),
+            cpus=plan.cpus,
+            command_line=plan.argv,
+            start_unix_ns=t0,
+            duration_s=(time.monotonic_ns() - w0) / 1e9,
+            interrupted=ended_by != "complete",
+            options={
+                "sets": [lb for lb, _ in sets],
+                "repeat": repeat,
+                "duration_ns": plan.duration_ns,
+                "quantum_ns": plan.settings.quantum_ns,
+            },
+        ),
+    )
     write_json(out / "summary.json", summarise(rows, [lb for lb, _ in sets], repeat, plan.duration_ns, ended_by))
     return out
 
@@ -134,8 +162,9 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
     return float(np.mean(v)) if v else None
 
 
-def summarise(rows: list[dict[str, Any]], labels: list[str], repeat: int, duration_ns: float | None,
-              ended_by: str) -> dict[str, Any]:
+def summarise(
+    rows: list[dict[str, Any]], labels: list[str], repeat: int, duration_ns: float | None, ended_by: str
+) -> dict[str, Any]:
     """summary.json of a comparison (docs/run-format.md, "place compare directories") from its results rows."""
     base = labels[0]
     done = [lb for lb in labels if any(r["policies"] == lb for r in rows)]
@@ -143,11 +172,17 @@ def summarise(rows: list[dict[str, Any]], labels: list[str], repeat: int, durati
     tasks: list[dict[str, Any]] = []
     for i in range(ntasks):
         mine = [r for r in rows if r["task"] == i]
-        by = {lb: {**{m: _mean([r for r in mine if r["policies"] == lb], m) for m in METRICS},
-                   "repetitions": sum(r["policies"] == lb for r in mine),
-                   "died": sum(not r["alive"] for r in mine if r["policies"] == lb)} for lb in done}
-        tasks.append({"task": i, "name": mine[0]["name"], "protected": any(r["protected"] for r in mine),
-                      "by_policy": by})
+        by = {
+            lb: {
+                **{m: _mean([r for r in mine if r["policies"] == lb], m) for m in METRICS},
+                "repetitions": sum(r["policies"] == lb for r in mine),
+                "died": sum(not r["alive"] for r in mine if r["policies"] == lb),
+            }
+            for lb in done
+        }
+        tasks.append(
+            {"task": i, "name": mine[0]["name"], "protected": any(r["protected"] for r in mine), "by_policy": by}
+        )
     prot = [t for t in tasks if t["protected"]] or tasks
     policies: dict[str, Any] = {}
     for lb in done:
@@ -156,15 +191,25 @@ def summarise(rows: list[dict[str, Any]], labels: list[str], repeat: int, durati
         noise = {m: _mean([t["by_policy"][lb] for t in prot], m) for m in METRICS[2:]}
         policies[lb] = {
             "speedup_wall": _spread([_ratio(p["ops_per_s"], b["ops_per_s"] if b else None) for p, b in zip(per, bas)]),
-            "speedup_cpu": _spread([_ratio(p["ops_per_cpu_s"], b["ops_per_cpu_s"] if b else None)
-                                    for p, b in zip(per, bas)]),
+            "speedup_cpu": _spread(
+                [_ratio(p["ops_per_cpu_s"], b["ops_per_cpu_s"] if b else None) for p, b in zip(per, bas)]
+            ),
             "noise": noise,
-            "coheavy_fraction": _mean([r for r in rows if r["policies"] == lb and r["task"] == 0],
-                                      "coheavy_fraction"),
+            "coheavy_fraction": _mean([r for r in rows if r["policies"] == lb and r["task"] == 0], "coheavy_fraction"),
         }
     for lb in done:
-        policies[lb]["noise_ratio"] = {m: _ratio(policies[lb]["noise"][m], policies[base]["noise"][m])
-                                       if base in policies else None for m in METRICS[2:]}
-    return {"baseline": base, "sets": labels, "repeat": repeat, "duration_ns": duration_ns, "ended_by": ended_by,
-            "runs": sorted({r["run"] for r in rows}), "noise_of": "protected" if prot is not tasks else "all",
-            "tasks": tasks, "policies": policies}
+        policies[lb]["noise_ratio"] = {
+            m: _ratio(policies[lb]["noise"][m], policies[base]["noise"][m]) if base in policies else None
+            for m in METRICS[2:]
+        }
+    return {
+        "baseline": base,
+        "sets": labels,
+        "repeat": repeat,
+        "duration_ns": duration_ns,
+        "ended_by": ended_by,
+        "runs": sorted({r["run"] for r in rows}),
+        "noise_of": "protected" if prot is not tasks else "all",
+        "tasks": tasks,
+        "policies": policies,
+    }

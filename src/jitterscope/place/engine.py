@@ -59,8 +59,8 @@ class Engine:
     observations: list[dict[str, Any]] = field(default_factory=list)
     decisions: list[dict[str, Any]] = field(default_factory=list)
     slot: dict[int, Slot] = field(default_factory=dict)
-    observe_ns: list[int] = field(default_factory=list)      # the cost of each snapshot (OBS-M's overhead)
-    splits: list[tuple[int, bool]] = field(default_factory=list)   # OBS-X: (time, balanced) after each step
+    observe_ns: list[int] = field(default_factory=list)  # the cost of each snapshot (OBS-M's overhead)
+    splits: list[tuple[int, bool]] = field(default_factory=list)  # OBS-X: (time, balanced) after each step
 
     # --- bookkeeping ----------------------------------------------------------------------------------------
     def now(self) -> int:
@@ -70,8 +70,16 @@ class Engine:
         return [p for p in self.tasks if not p.end]
 
     def decide(self, policy_: str, p: Placed | None, action: str, cpu: int, reason: str, value: float = 0.0) -> None:
-        d = {"t_ns": self.now(), "policy": policy_, "pid": p.pid if p else -1, "name": p.t.name if p else "",
-             "action": action, "cpu": cpu, "value": float(value), "reason": reason}
+        d = {
+            "t_ns": self.now(),
+            "policy": policy_,
+            "pid": p.pid if p else -1,
+            "name": p.t.name if p else "",
+            "action": action,
+            "cpu": cpu,
+            "value": float(value),
+            "reason": reason,
+        }
         self.decisions.append(d)
         if self.cfg.on_decision:
             self.cfg.on_decision(d)
@@ -119,9 +127,15 @@ class Engine:
 
     def drop(self, p: Placed) -> None:
         rc = p.prog.returncode()
-        p.end = ("killed by SIGILL (the emulated fault; OBS-F is off)" if rc == -4 else
-                 f"killed by signal {-rc}" if rc is not None and rc < 0 else
-                 f"ended (exit code {rc})" if rc is not None else "vanished")
+        p.end = (
+            "killed by SIGILL (the emulated fault; OBS-F is off)"
+            if rc == -4
+            else f"killed by signal {-rc}"
+            if rc is not None and rc < 0
+            else f"ended (exit code {rc})"
+            if rc is not None
+            else "vanished"
+        )
         self.decide("-", p, "drop", -1, p.end)
         observe.forget(p.pid)
         for s in self.slot.values():
@@ -178,27 +192,43 @@ class Engine:
             g = self.topo.group_of(cpu)
             for c, o in self.slot.items():
                 if c != cpu and o.task is not None and self.topo.group_of(c) == g and o.start < now:
-                    moved = policy.transfer(p.t, o.task.t, now - max(row["start_ns"], o.start), self.cfg.settings,
-                                            self.wmax())
+                    moved = policy.transfer(
+                        p.t, o.task.t, now - max(row["start_ns"], o.start), self.cfg.settings, self.wmax()
+                    )
                     if moved > 0:
                         light, heavy = (p, o.task) if p.t.weight < o.task.t.weight else (o.task, p)
-                        self.decide("C", light, "credit", cpu, f"co-ran with the heavier {heavy.t.name} "
-                                                               f"({heavy.pid}), which pays", moved)
+                        self.decide(
+                            "C",
+                            light,
+                            "credit",
+                            cpu,
+                            f"co-ran with the heavier {heavy.t.name} ({heavy.pid}), which pays",
+                            moved,
+                        )
         self.f_quantum(p, row)
 
     def next_slot(self, cpu: int) -> None:
         now, g = self.now(), self.topo.group_of(cpu)
-        queue = [p for p in self.live() if p.t.home == cpu and not self.free(p)
-                 and not any(s.task is p for s in self.slot.values())]
+        queue = [
+            p
+            for p in self.live()
+            if p.t.home == cpu and not self.free(p) and not any(s.task is p for s in self.slot.values())
+        ]
         co = [s.task for c, s in self.slot.items() if s.task and c != cpu and self.topo.group_of(c) == g]
         co += [p for p in self.live() if self.free(p) and self.topo.group_of(p.t.home) == g]
         others = sum(q.t.weight for q in co)
         mates = [p.t.weight for p in self.live() if self.topo.group_of(p.t.home) == g]
         goal = policy.target(mates, len(self.group_cpus(g)))
         guard = "P" in self.cfg.policies and any(q.protected for q in co)
-        pick, why = policy.choose([p.t for p in queue], others, 0.0 if guard else goal, self.wmax(),
-                                  self.cfg.settings.bins, worst="worst" in self.cfg.policies)
-        if guard:   # OBS-P: a protected task's noise is the objective: its co-runners as light as can be
+        pick, why = policy.choose(
+            [p.t for p in queue],
+            others,
+            0.0 if guard else goal,
+            self.wmax(),
+            self.cfg.settings.bins,
+            worst="worst" in self.cfg.policies,
+        )
+        if guard:  # OBS-P: a protected task's noise is the objective: its co-runners as light as can be
             why += f" (OBS-P: the protected {next(q.t.name for q in co if q.protected)} co-runs: lightest first)"
         chosen = next((p for p in queue if p.t is pick), None)
         length = int(self.cfg.settings.quantum_ns)
@@ -232,8 +262,14 @@ class Engine:
             self.end_slot(running)
         p.t.home = self.least_loaded(self.group_cpus(lo))
         self.move(p, self.base_cpus(p))
-        self.decide("X", p, "migrate", p.t.home, f"overweight ({t.weight:.3g}) in the heaviest group {hi}; to the "
-                                                 f"lightest group {lo}", t.weight)
+        self.decide(
+            "X",
+            p,
+            "migrate",
+            p.t.home,
+            f"overweight ({t.weight:.3g}) in the heaviest group {hi}; to the lightest group {lo}",
+            t.weight,
+        )
         if running is not None:
             self.next_slot(running)
 
@@ -243,9 +279,16 @@ class Engine:
             want = self.base_cpus(p)
             if sorted(want) != sorted(p.base_cpus) and not p.t.f.pinned:
                 self.move(p, want)
-                self.decide("X", p, "keep" if len(want) < len(self.cfg.cpus) else "free", p.t.home,
-                            "overweight: kept in its group" if len(want) < len(self.cfg.cpus) else
-                            "not overweight: free to migrate", p.t.weight)
+                self.decide(
+                    "X",
+                    p,
+                    "keep" if len(want) < len(self.cfg.cpus) else "free",
+                    p.t.home,
+                    "overweight: kept in its group"
+                    if len(want) < len(self.cfg.cpus)
+                    else "not overweight: free to migrate",
+                    p.t.weight,
+                )
                 p.base_cpus = want
 
     # --- the loop -------------------------------------------------------------------------------------------
@@ -255,7 +298,7 @@ class Engine:
         for p in self.live():
             p.snap, p.snap_ns = observe.snapshot(p.pid, p.page, p.report, p.pmu), self.now()
             p.first = p.snap
-            if p.beats is not None:     # iterations before the run's start do not count
+            if p.beats is not None:  # iterations before the run's start do not count
                 p.beats.read()
                 p.beats.latencies.clear()
         if self.cfg.slots:
@@ -278,7 +321,7 @@ class Engine:
             wake = min(wake, rebal if "X" in self.cfg.policies else wake, duration_ns)
             ready = select.select([self.fifo] if self.fifo is not None else [], [], [], max(0, wake - now) / 1e9)[0]
             if ready:
-                os.read(self.fifo, 4096)   # type: ignore[arg-type]
+                os.read(self.fifo, 4096)  # type: ignore[arg-type]
                 self.faults()
             now = self.now()
             if self.cfg.slots:
@@ -287,7 +330,7 @@ class Engine:
                         self.end_slot(c)
                         self.next_slot(c)
             if now >= tick and (free or not self.cfg.slots):
-                for p in (free if self.cfg.slots else self.live()):
+                for p in free if self.cfg.slots else self.live():
                     row = self.observe(p)
                     if row is not None:
                         self.f_quantum(p, row)

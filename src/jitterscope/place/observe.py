@@ -57,7 +57,7 @@ class Snap:
 
 
 _FILES = ("schedstat", "status", "stat")
-_OPEN: dict[tuple[int, int], tuple[int, ...]] = {}   # (pid, tid) -> fds of its schedstat, status, stat (arch_status)
+_OPEN: dict[tuple[int, int], tuple[int, ...]] = {}  # (pid, tid) -> fds of its schedstat, status, stat (arch_status)
 
 
 def _fds(pid: int, tid: int) -> tuple[int, ...]:
@@ -72,7 +72,7 @@ def _fds(pid: int, tid: int) -> tuple[int, ...]:
                 try:
                     opened.append(os.open(n, os.O_RDONLY))
                 except FileNotFoundError:
-                    if not n.endswith("arch_status"):   # arch_status: x86 only
+                    if not n.endswith("arch_status"):  # arch_status: x86 only
                         raise
         except OSError:
             for fd in opened:
@@ -91,7 +91,7 @@ def forget(pid: int | None = None) -> None:
 
 def _field(text: bytes, key: bytes) -> int:
     i = text.find(key)
-    return int(text[i + len(key):text.index(b"\n", i + len(key))]) if i >= 0 else -1
+    return int(text[i + len(key) : text.index(b"\n", i + len(key))]) if i >= 0 else -1
 
 
 def _thread(pid: int, tid: int) -> tuple[list[int], int, int, int] | None:
@@ -105,12 +105,24 @@ def _thread(pid: int, tid: int) -> tuple[list[int], int, int, int] | None:
         for fd in fds:
             os.close(fd)
         return None
-    f = st[st.rindex(b")") + 2:].split()
+    f = st[st.rindex(b")") + 2 :].split()
     if f[0] in (b"Z", b"X"):
-        return None    # exited (a zombie until its parent reaps it): not a task to observe or place
+        return None  # exited (a zombie until its parent reaps it): not a task to observe or place
     run, wait, slices = (int(x) for x in sched.split()[:3])
-    return ([run, wait, slices, _field(status, b"\nvoluntary_ctxt_switches:"),
-             _field(status, b"nonvoluntary_ctxt_switches:"), int(f[7]), int(f[9])], int(f[36]), int(f[16]), avx)
+    return (
+        [
+            run,
+            wait,
+            slices,
+            _field(status, b"\nvoluntary_ctxt_switches:"),
+            _field(status, b"nonvoluntary_ctxt_switches:"),
+            int(f[7]),
+            int(f[9]),
+        ],
+        int(f[36]),
+        int(f[16]),
+        avx,
+    )
 
 
 def snapshot(pid: int, page: PlacePage | None, report: ReportPage | None, pmu: Counters | None) -> Snap | None:
@@ -122,25 +134,39 @@ def snapshot(pid: int, page: PlacePage | None, report: ReportPage | None, pmu: C
     except OSError:
         forget(pid)
         return None
-    for key in [k for k in _OPEN if k[0] == pid and k[1] not in tids]:   # threads that ended
+    for key in [k for k in _OPEN if k[0] == pid and k[1] not in tids]:  # threads that ended
         for fd in _OPEN.pop(key):
             os.close(fd)
     for tid in tids:
         got = _thread(pid, tid)
         if got is None:
-            continue   # a thread that just ended
+            continue  # a thread that just ended
         for i, x in enumerate(got[0]):
             tot[i] += x
-        if tid == pid or cpu < 0:    # the leader's, or a live thread's if the leader exited (pthread_exit)
+        if tid == pid or cpu < 0:  # the leader's, or a live thread's if the leader exited (pthread_exit)
             cpu, nice, avx = got[1], got[2], got[3]
     if cpu < 0:
         return None
     pc = page.counters() if page else {}
     ops = report.counters()["ops"] if report else 0
     w = pc.get("weight_ppm", NO_WEIGHT)
-    return Snap(tot[0], tot[1], tot[2], tot[3], tot[4], tot[5], tot[6], cpu, avx, ops,
-                pc.get("specials", 0), pc.get("faults", 0), None if w == NO_WEIGHT else w / 1e6,
-                pmu.read() if pmu else None, nice)
+    return Snap(
+        tot[0],
+        tot[1],
+        tot[2],
+        tot[3],
+        tot[4],
+        tot[5],
+        tot[6],
+        cpu,
+        avx,
+        ops,
+        pc.get("specials", 0),
+        pc.get("faults", 0),
+        None if w == NO_WEIGHT else w / 1e6,
+        pmu.read() if pmu else None,
+        nice,
+    )
 
 
 def weight(a: Snap, b: Snap, declared: float | None, source: str = "declared") -> tuple[float, str]:
@@ -155,15 +181,31 @@ def weight(a: Snap, b: Snap, declared: float | None, source: str = "declared") -
     return 0.0, "none"
 
 
-def row(pid: int, name: str, start_ns: int, end_ns: int, a: Snap, b: Snap, w: float, source: str,
-        cpu: int) -> dict[str, object]:
+def row(
+    pid: int, name: str, start_ns: int, end_ns: int, a: Snap, b: Snap, w: float, source: str, cpu: int
+) -> dict[str, object]:
     """One observation (a row of the run's observations table)."""
-    d = {k: getattr(b, k) - getattr(a, k) for k in ("run_ns", "wait_ns", "slices", "vcsw", "ivcsw", "minflt",
-                                                   "majflt", "ops", "specials", "faults")}
+    d = {
+        k: getattr(b, k) - getattr(a, k)
+        for k in ("run_ns", "wait_ns", "slices", "vcsw", "ivcsw", "minflt", "majflt", "ops", "specials", "faults")
+    }
     hw = [y - x for x, y in zip(a.pmu, b.pmu)] if a.pmu and b.pmu else [-1, -1, -1, -1]
-    return {"pid": pid, "name": name, "start_ns": start_ns, "end_ns": end_ns, "cpu": cpu, "last_cpu": b.cpu, **d,
-            "avx512_ms": b.avx512_ms, "cycles": hw[0], "llc_misses": hw[1], "instructions": hw[2],
-            "llc_refs": hw[3], "weight": w, "source": source}
+    return {
+        "pid": pid,
+        "name": name,
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "cpu": cpu,
+        "last_cpu": b.cpu,
+        **d,
+        "avx512_ms": b.avx512_ms,
+        "cycles": hw[0],
+        "llc_misses": hw[1],
+        "instructions": hw[2],
+        "llc_refs": hw[3],
+        "weight": w,
+        "source": source,
+    }
 
 
 class Beats:

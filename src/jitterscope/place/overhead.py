@@ -31,8 +31,11 @@ from jitterscope.place.observe import forget, snapshot
 
 
 def _pingpong(cpu: int, rounds: int, period_s: float | None) -> tuple[float, list[int]]:
-    proc = subprocess.Popen([str(native_bin("jitterscope-spinloop")), "--pingpong", str(rounds), "--cpu", str(cpu)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [str(native_bin("jitterscope-spinloop")), "--pingpong", str(rounds), "--cpu", str(cpu)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     costs: list[int] = []
     done = threading.Event()
 
@@ -77,18 +80,28 @@ def measure(cpu: int | None = None, rounds: int = 20000, repeats: int = 3, quant
     snap_ns = float(np.median(snaps)) if snaps else 0.0
     # two tasks snapshotted every quantum, spread over the switches the ping-pong makes in that time
     amortised = snap_ns * 2 / quantum_s / (1e9 / med["without"]) if med["without"] > 0 else 0.0
-    res = {"cpu": cpu, "amortised_ns_per_switch": amortised, "rounds": rounds, "repeats": repeats,
-           "quantum_s": quantum_s,
-           "ns_per_switch": med, "increase_ns": {k: med[k] - med["without"] for k in ("quantum", "stress")},
-           "snapshot_ns": snap_ns, "snapshots": len(snaps), "paper_bound_ns_at_2_6ghz": 1000 / 2.6}
-    res["text"] = (f"pipe ping-pong on CPU {cpu}, {rounds} round trips x {repeats} (median):\n"
-                   f"  without the observer     {fmt_ns(med['without'])} per switch\n"
-                   f"  observer every {fmt_ns(quantum_s * 1e9):<9} {fmt_ns(med['quantum'])} per switch "
-                   f"({med['quantum'] - med['without']:+.0f} ns)\n"
-                   f"  observer every {fmt_ns(quantum_s * 1e7):<9} {fmt_ns(med['stress'])} per switch "
-                   f"({med['stress'] - med['without']:+.0f} ns; stress)\n"
-                   f"  one snapshot of one task: {fmt_ns(snap_ns)}; amortised over the switches of a quantum: "
-                   f"{amortised:.3g} ns per switch\n"
-                   f"  (paper: < 1,000 cycles per switch, 0.38 us at 2.6 GHz, with a snapshot at every switch;\n"
-                   f"   ours takes one per task per quantum)")
+    res = {
+        "cpu": cpu,
+        "amortised_ns_per_switch": amortised,
+        "rounds": rounds,
+        "repeats": repeats,
+        "quantum_s": quantum_s,
+        "ns_per_switch": med,
+        "increase_ns": {k: med[k] - med["without"] for k in ("quantum", "stress")},
+        "snapshot_ns": snap_ns,
+        "snapshots": len(snaps),
+        "paper_bound_ns_at_2_6ghz": 1000 / 2.6,
+    }
+    res["text"] = (
+        f"pipe ping-pong on CPU {cpu}, {rounds} round trips x {repeats} (median):\n"
+        f"  without the observer     {fmt_ns(med['without'])} per switch\n"
+        f"  observer every {fmt_ns(quantum_s * 1e9):<9} {fmt_ns(med['quantum'])} per switch "
+        f"({med['quantum'] - med['without']:+.0f} ns)\n"
+        f"  observer every {fmt_ns(quantum_s * 1e7):<9} {fmt_ns(med['stress'])} per switch "
+        f"({med['stress'] - med['without']:+.0f} ns; stress)\n"
+        f"  one snapshot of one task: {fmt_ns(snap_ns)}; amortised over the switches of a quantum: "
+        f"{amortised:.3g} ns per switch\n"
+        f"  (paper: < 1,000 cycles per switch, 0.38 us at 2.6 GHz, with a snapshot at every switch;\n"
+        f"   ours takes one per task per quantum)"
+    )
     return res

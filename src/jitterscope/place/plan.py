@@ -41,8 +41,8 @@ class Plan:
     cmds: list[list[str]] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)
     declared: dict[str, float] = field(default_factory=dict)
-    sources: dict[str, str] = field(default_factory=dict)   # a declared weight's stand-in, if a labels file says
-    protect: list[str] = field(default_factory=list)        # --protect selectors
+    sources: dict[str, str] = field(default_factory=dict)  # a declared weight's stand-in, if a labels file says
+    protect: list[str] = field(default_factory=list)  # --protect selectors
     weights: str = "auto"
     pmu_ok: bool = False
     pmu_why: str = ""
@@ -61,8 +61,10 @@ def parse_policies(text: str) -> frozenset[str]:
     got = [p.strip() for p in text.split(",") if p.strip()]
     bad = [p for p in got if p not in POLICIES]
     if bad or not got:
-        raise UsageError(f"unknown --policy {bad[0] if bad else text!r}: use a comma list of L, X, C, F, P, or "
-                         f"stock or worst (baselines)")
+        raise UsageError(
+            f"unknown --policy {bad[0] if bad else text!r}: use a comma list of L, X, C, F, P, or "
+            f"stock or worst (baselines)"
+        )
     pol = frozenset(got)
     if len(pol & {"L", "stock", "worst"}) > 1:
         raise UsageError("--policy: L, stock and worst exclude each other (each decides who runs)")
@@ -85,7 +87,7 @@ def weight_value(v: Any, what: str) -> float:
     return w
 
 
-STAND_INS = ("declared", "profiled", "probe")   # a labels entry's source (place profile writes the last two)
+STAND_INS = ("declared", "profiled", "probe")  # a labels entry's source (place profile writes the last two)
 
 
 def declared(items: list[str], labels: Path | None) -> tuple[dict[str, float], dict[str, str]]:
@@ -98,10 +100,14 @@ def declared(items: list[str], labels: Path | None) -> tuple[dict[str, float], d
         for k, v in data.items():
             if isinstance(v, dict):
                 if "weight" not in v or v.get("source", "declared") not in STAND_INS:
-                    raise UsageError(f"{labels}: {k}: expected a weight, or a mapping with weight and source "
-                                     f"({', '.join(STAND_INS)})")
-                out[str(k)], src[str(k)] = weight_value(v["weight"], f"{labels}: {k}.weight"), v.get("source",
-                                                                                                      "declared")
+                    raise UsageError(
+                        f"{labels}: {k}: expected a weight, or a mapping with weight and source "
+                        f"({', '.join(STAND_INS)})"
+                    )
+                out[str(k)], src[str(k)] = (
+                    weight_value(v["weight"], f"{labels}: {k}.weight"),
+                    v.get("source", "declared"),
+                )
             else:
                 out[str(k)], src[str(k)] = weight_value(v, f"{labels}: {k}"), "declared"
     for it in items:
@@ -113,9 +119,13 @@ def declared(items: list[str], labels: Path | None) -> tuple[dict[str, float], d
 
 
 def _settings(a: dict[str, Any]) -> Settings:
-    s = Settings(quantum_ns=parse_duration_ns(a["quantum"], what="--quantum"),
-                 period_ns=parse_duration_ns(a["period"], what="--period"), bins=a["bins"],
-                 release_after=a["release_after"], ban_after=a["ban_after"])
+    s = Settings(
+        quantum_ns=parse_duration_ns(a["quantum"], what="--quantum"),
+        period_ns=parse_duration_ns(a["period"], what="--period"),
+        bins=a["bins"],
+        release_after=a["release_after"],
+        ban_after=a["ban_after"],
+    )
     if s.quantum_ns < 1e6 or s.period_ns < s.quantum_ns:
         raise UsageError("--quantum must be at least 1ms and --period at least one quantum")
     if not 0 <= s.bins <= 12 or s.release_after < 1 or s.ban_after < 0:
@@ -159,24 +169,43 @@ def build(a: dict[str, Any]) -> Plan:
 
         pids += cgroup_pids(Path(a["cgroup"]))
     gone = next((x for x in pids if not Path(f"/proc/{x}").is_dir()), None)
-    if gone is not None:     # before the run directory exists (the session checks again when it takes them)
+    if gone is not None:  # before the run directory exists (the session checks again when it takes them)
         raise JitterscopeError(f"--tasks {gone}: no such process")
     if not cmds and not pids:
         raise UsageError("nothing to place: give --cmd CMD (repeatable), -- CMD, --tasks PIDS or --cgroup PATH")
     if not a["dry_run"] and os.geteuid() != 0:
-        raise JitterscopeError("jitterscope place needs root (it stops, freezes and moves tasks); "
-                               "try --dry-run to see its decisions")
+        raise JitterscopeError(
+            "jitterscope place needs root (it stops, freezes and moves tasks); try --dry-run to see its decisions"
+        )
     topo = load(Path(a["topology"]) if a["topology"] else None)
     online = set(sysinfo.online_cpus())
     cpus = parse_cpulist(a["cpus"]) if a["cpus"] else [c for c in topo.cpus if c in online or a["dry_run"]]
     missing = [c for c in cpus if c not in topo.cpus or (c not in online and not a["dry_run"])]
     if missing:
-        raise UsageError(f"--cpus: CPU {missing[0]} is not {'in the topology' if missing[0] in online else 'online'}"
-                         f" ({topo.describe()})")
+        raise UsageError(
+            f"--cpus: CPU {missing[0]} is not {'in the topology' if missing[0] in online else 'online'}"
+            f" ({topo.describe()})"
+        )
     ok, why = pmu.status()
     if a["weights"] == "pmu" and not ok:
         raise JitterscopeError(f"--weights pmu: {why}; use --declare or the workloads' oracle weights")
     dur = parse_duration_ns(a["duration"], what="--duration") if a["duration"] else None
     weights, sources = declared(a["declare"] or [], Path(a["labels"]) if a["labels"] else None)
-    return Plan(pol, settings, topo, cpus, cmds, pids, weights, sources, list(a.get("protect") or []), a["weights"],
-                ok, why, a["actuator"], dur, a["dry_run"], Path(a["out"]) if a["out"] else None)
+    return Plan(
+        pol,
+        settings,
+        topo,
+        cpus,
+        cmds,
+        pids,
+        weights,
+        sources,
+        list(a.get("protect") or []),
+        a["weights"],
+        ok,
+        why,
+        a["actuator"],
+        dur,
+        a["dry_run"],
+        Path(a["out"]) if a["out"] else None,
+    )

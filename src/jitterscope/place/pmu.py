@@ -17,10 +17,10 @@ import struct
 
 PERF_TYPE_HARDWARE = 0
 HW_CYCLES, HW_INSTRUCTIONS, HW_CACHE_REFERENCES, HW_CACHE_MISSES = 0, 1, 2, 3
-EVENTS = (HW_CYCLES, HW_CACHE_MISSES, HW_INSTRUCTIONS, HW_CACHE_REFERENCES)   # the leader first
+EVENTS = (HW_CYCLES, HW_CACHE_MISSES, HW_INSTRUCTIONS, HW_CACHE_REFERENCES)  # the leader first
 PERF_FORMAT_GROUP = 1 << 3
 EXCLUDE_KERNEL, EXCLUDE_HV = 1 << 5, 1 << 6
-ATTR_SIZE = 128                           # PERF_ATTR_SIZE_VER7
+ATTR_SIZE = 128  # PERF_ATTR_SIZE_VER7
 NR = {"x86_64": 298, "aarch64": 241, "riscv64": 241, "ppc64le": 319, "s390x": 331}
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -28,8 +28,9 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def _attr(config: int) -> bytes:
     a = bytearray(ATTR_SIZE)
-    struct.pack_into("<IIQQQQQ", a, 0, PERF_TYPE_HARDWARE, ATTR_SIZE, config, 0, 0, PERF_FORMAT_GROUP,
-                     EXCLUDE_KERNEL | EXCLUDE_HV)
+    struct.pack_into(
+        "<IIQQQQQ", a, 0, PERF_TYPE_HARDWARE, ATTR_SIZE, config, 0, 0, PERF_FORMAT_GROUP, EXCLUDE_KERNEL | EXCLUDE_HV
+    )
     return bytes(a)
 
 

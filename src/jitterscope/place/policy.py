@@ -34,15 +34,15 @@ from dataclasses import dataclass, field
 class Settings:
     quantum_ns: float = 100e6
     bins: int = 4
-    period_ns: float = 1e9            # OBS-X rebalance period
-    credit: float = 0.02              # OBS-C C_credit
-    norm: str = "max"                 # OBS-C weight normalisation: max, raw, or a number
-    credit_min: float = 0.1           # a quantum never shorter than this share of --quantum
-    credit_max: float = 2.0           # nor longer than this multiple
-    f_variant: int = 2                # 1: migrate and stay, 2: return after clean quanta
+    period_ns: float = 1e9  # OBS-X rebalance period
+    credit: float = 0.02  # OBS-C C_credit
+    norm: str = "max"  # OBS-C weight normalisation: max, raw, or a number
+    credit_min: float = 0.1  # a quantum never shorter than this share of --quantum
+    credit_max: float = 2.0  # nor longer than this multiple
+    f_variant: int = 2  # 1: migrate and stay, 2: return after clean quanta
     release_after: int = 1
     ban_after: int = 0
-    heavy: float = 0.5                # normalised weight from which a task counts as heavy (reports)
+    heavy: float = 0.5  # normalised weight from which a task counts as heavy (reports)
 
 
 @dataclass
@@ -51,12 +51,12 @@ class Task:
 
     pid: int
     name: str
-    weight: float = 0.0               # the policy input: the last quantum's weight (no smoothing, B.2)
-    prio: int = 0                     # nice value: lower runs first
-    home: int = -1                    # its CPU (OBS-L) or a CPU of its group (OBS-X)
+    weight: float = 0.0  # the policy input: the last quantum's weight (no smoothing, B.2)
+    prio: int = 0  # nice value: lower runs first
+    home: int = -1  # its CPU (OBS-L) or a CPU of its group (OBS-X)
     ran_epoch: bool = False
     last_ran_ns: float = -1.0
-    credit_ns: float = 0.0            # OBS-C balance: > 0 is owed CPU time
+    credit_ns: float = 0.0  # OBS-C balance: > 0 is owed CPU time
     runnable: bool = True
     f: FState = field(default_factory=lambda: FState())
 
@@ -71,6 +71,7 @@ class FState:
 
 
 # --- OBS-L ----------------------------------------------------------------------------------------------------
+
 
 def binned(w: float, wmax: float, bins: int) -> float:
     """`w` as its bin's representative: `bins` bins, one decade each, below `wmax` (0: the raw weight)."""
@@ -87,8 +88,9 @@ def target(group_weights: list[float], cpus: int) -> float:
     return cpus * sum(group_weights) / len(group_weights) if group_weights else 0.0
 
 
-def choose(queue: list[Task], others: float, goal: float, wmax: float, bins: int,
-           worst: bool = False) -> tuple[Task | None, str]:
+def choose(
+    queue: list[Task], others: float, goal: float, wmax: float, bins: int, worst: bool = False
+) -> tuple[Task | None, str]:
     """The next task of one CPU's queue, and why.  Starts a new epoch when every runnable task has run."""
     runnable = [t for t in queue if t.runnable]
     if not runnable:
@@ -107,14 +109,18 @@ def choose(queue: list[Task], others: float, goal: float, wmax: float, bins: int
         return (round(s, 12), t.last_ran_ns, t.pid)
 
     pick = min(cands, key=score)
-    why = (f"priority {top}; co-runners {others:.3g} + {pick.weight:.3g} vs target {goal:.3g}"
-           if not worst else f"forced worst case: co-runners {others:.3g} + {pick.weight:.3g}")
+    why = (
+        f"priority {top}; co-runners {others:.3g} + {pick.weight:.3g} vs target {goal:.3g}"
+        if not worst
+        else f"forced worst case: co-runners {others:.3g} + {pick.weight:.3g}"
+    )
     if len(cands) < len(active):
         why += f"; {len(active) - len(cands)} lower-priority task(s) wait"
     return pick, why
 
 
 # --- OBS-X ----------------------------------------------------------------------------------------------------
+
 
 def place_new(loads: list[float], counts: list[int]) -> int:
     """The group for a new task: the smallest cache load, then the fewest tasks, then the lowest index."""
@@ -136,8 +142,11 @@ def rebalance(groups: list[list[Task]]) -> tuple[Task, int, int] | None:
     if hi == lo:
         return None
     peak = max(loads)
-    moves = [t for t in groups[hi] if overweight(t, groups[hi])
-             and max(loads[hi] - t.weight, loads[lo] + t.weight) < peak - 1e-12]
+    moves = [
+        t
+        for t in groups[hi]
+        if overweight(t, groups[hi]) and max(loads[hi] - t.weight, loads[lo] + t.weight) < peak - 1e-12
+    ]
     if not moves:
         return None
     return min(moves, key=lambda t: (t.weight, t.pid)), hi, lo
@@ -152,6 +161,7 @@ def balanced(groups: list[list[Task]]) -> bool:
 
 
 # --- OBS-C ----------------------------------------------------------------------------------------------------
+
 
 def normalise(w: float, norm: str, wmax: float) -> float:
     if norm == "raw":
@@ -181,6 +191,7 @@ def slot_ns(t: Task, s: Settings) -> float:
 
 
 # --- OBS-F ----------------------------------------------------------------------------------------------------
+
 
 def f_fault(t: Task, n: int) -> str | None:
     """Faults reported now: pin the task to the big CPUs (F1's migrate) unless it already is."""

@@ -75,33 +75,60 @@ def parse_cachegrind(path: Path) -> dict[str, int]:
     raise JitterscopeError(f"{path}: no summary in cachegrind's output (did the program start?)")
 
 
-def cachegrind(j: Journal, argv: list[str], scratch: Path, n: int, cpus: list[int], duration_s: float,
-               ll: tuple[int, int, int], ipc: float) -> dict[str, Any]:
+def cachegrind(
+    j: Journal,
+    argv: list[str],
+    scratch: Path,
+    n: int,
+    cpus: list[int],
+    duration_s: float,
+    ll: tuple[int, int, int],
+    ipc: float,
+) -> dict[str, Any]:
     out = scratch / f"cachegrind-{n}.out"
-    print(f"place --profile: {Path(argv[0]).name} under cachegrind for {duration_s:g} s (LL {ll[0] >> 20} MiB, "
-          f"{ll[1]}-way)", file=sys.stderr)
-    vg = ["valgrind", "--tool=cachegrind", "--cache-sim=yes", f"--LL={ll[0]},{ll[1]},{ll[2]}",
-          f"--cachegrind-out-file={out}", "--"]
+    print(
+        f"place --profile: {Path(argv[0]).name} under cachegrind for {duration_s:g} s (LL {ll[0] >> 20} MiB, "
+        f"{ll[1]}-way)",
+        file=sys.stderr,
+    )
+    vg = [
+        "valgrind",
+        "--tool=cachegrind",
+        "--cache-sim=yes",
+        f"--LL={ll[0]},{ll[1]},{ll[2]}",
+        f"--cachegrind-out-file={out}",
+        "--",
+    ]
     prog = programs.start(j, "task", vg + argv, cpus, None, scratch / f"cachegrind-{n}.log")
     deadline = time.monotonic() + duration_s
     while time.monotonic() < deadline and prog.alive():
         time.sleep(0.05)
     if prog.alive():
-        os.killpg(prog.pid, signal.SIGINT)      # valgrind writes its output when the program dies of a signal
+        os.killpg(prog.pid, signal.SIGINT)  # valgrind writes its output when the program dies of a signal
     assert prog.proc is not None
     try:
         prog.proc.wait(timeout=60)
     except Exception:
         programs.stop(prog)
     if not out.exists():
-        raise JitterscopeError(f"cachegrind did not profile {Path(argv[0]).name}: "
-                               f"{programs.log_tail(scratch / f'cachegrind-{n}.log')}")
+        raise JitterscopeError(
+            f"cachegrind did not profile {Path(argv[0]).name}: {programs.log_tail(scratch / f'cachegrind-{n}.log')}"
+        )
     c = parse_cachegrind(out)
     misses = sum(c.get(k, 0) for k in ("ILmr", "DLmr", "DLmw"))
     instr = c.get("Ir", 0)
     mpi = misses / instr if instr else 0.0
-    return {"weight": mpi * ipc, "source": "profiled", "method": "cachegrind", "ll_misses": misses,
-            "instructions": instr, "ll_bytes": ll[0], "ll_ways": ll[1], "ipc": ipc, "seconds": duration_s}
+    return {
+        "weight": mpi * ipc,
+        "source": "profiled",
+        "method": "cachegrind",
+        "ll_misses": misses,
+        "instructions": instr,
+        "ll_bytes": ll[0],
+        "ll_ways": ll[1],
+        "ipc": ipc,
+        "seconds": duration_s,
+    }
 
 
 def _pair(topo: Topology, cpus: list[int]) -> tuple[int, int]:
@@ -112,34 +139,41 @@ def _pair(topo: Topology, cpus: list[int]) -> tuple[int, int]:
     raise JitterscopeError("--profile probe needs two CPUs sharing a last-level cache (give --cpus or --topology)")
 
 
-def slowdown(j: Journal, argv: list[str], scratch: Path, n: int, cpu: int, beats: Beats, phases: int,
-             phase_s: float) -> tuple[float, float]:
+def slowdown(
+    j: Journal, argv: list[str], scratch: Path, n: int, cpu: int, beats: Beats, phases: int, phase_s: float
+) -> tuple[float, float]:
     """The probe's slowdown with `argv` running on `cpu`: per pair of phases (running, stopped) the ratio of the
     probe's median latencies; their median - 1, and half their interquartile range (the noise floor)."""
-    print(f"place --profile: the probe's latency with {Path(argv[0]).name} on CPU {cpu} running and stopped, "
-          f"{phases} x {2 * phase_s * 1.2:g} s", file=sys.stderr)
+    print(
+        f"place --profile: the probe's latency with {Path(argv[0]).name} on CPU {cpu} running and stopped, "
+        f"{phases} x {2 * phase_s * 1.2:g} s",
+        file=sys.stderr,
+    )
     p = start(j, argv, [cpu], scratch, n, {})
     act = Actuator(j, "sigstop", [p])
     med: dict[bool, list[float]] = {True: [], False: []}
     try:
-        time.sleep(phase_s)                      # let it set up (a buffer to fill) before measuring
+        time.sleep(phase_s)  # let it set up (a buffer to fill) before measuring
         for k in range(2 * phases):
             running = k % 2 == 0
             (act.cont if running else act.stop)(p)
-            time.sleep(phase_s / 5)              # the switch's transient (caches refill) is not measured
+            time.sleep(phase_s / 5)  # the switch's transient (caches refill) is not measured
             beats.read()
             beats.latencies.clear()
             time.sleep(phase_s)
             beats.read()
             lat = beats.all()
             if not len(lat):
-                raise JitterscopeError("the probe (jitterscope-chase) published no heartbeats in a phase: is the "
-                                       "machine overloaded?")
+                raise JitterscopeError(
+                    "the probe (jitterscope-chase) published no heartbeats in a phase: is the machine overloaded?"
+                )
             med[running].append(float(np.median(lat)))
         if not p.prog.alive():
-            raise JitterscopeError(f"{argv[0]} ended during the probe (exit code {p.prog.returncode()}: "
-                                   f"{programs.log_tail(p.prog.log)}); it must run {2 * phases * phase_s * 1.2:.0f} s "
-                                   f"or more")
+            raise JitterscopeError(
+                f"{argv[0]} ended during the probe (exit code {p.prog.returncode()}: "
+                f"{programs.log_tail(p.prog.log)}); it must run {2 * phases * phase_s * 1.2:.0f} s "
+                f"or more"
+            )
     finally:
         act.cont(p)
         programs.stop(p.prog)
@@ -148,14 +182,23 @@ def slowdown(j: Journal, argv: list[str], scratch: Path, n: int, cpu: int, beats
     return float(q2 - 1), float((q3 - q1) / 2)
 
 
-def probe(j: Journal, cmds: list[list[str]], scratch: Path, topo: Topology, cpus: list[int], phases: int,
-          phase_s: float, calibrate: bool) -> dict[str, dict[str, Any]]:
+def probe(
+    j: Journal,
+    cmds: list[list[str]],
+    scratch: Path,
+    topo: Topology,
+    cpus: list[int],
+    phases: int,
+    phase_s: float,
+    calibrate: bool,
+) -> dict[str, dict[str, Any]]:
     a, b = _pair(topo, cpus)
     rp = scratch / "probe.page"
 
     ReportPage.create(rp)
-    chase = programs.start(j, "probe", [str(native_bin("jitterscope-chase")), "--buffer", str(16 << 20)], [b], rp,
-                           scratch / "probe.log")
+    chase = programs.start(
+        j, "probe", [str(native_bin("jitterscope-chase")), "--buffer", str(16 << 20)], [b], rp, scratch / "probe.log"
+    )
     beats = Beats(rp)
     try:
         cb = [str(native_bin("jitterscope-cachebuster"))]
@@ -164,11 +207,20 @@ def probe(j: Journal, cmds: list[list[str]], scratch: Path, topo: Topology, cpus
         for n, argv in enumerate(cmds):
             s, noise = slowdown(j, argv, scratch, n, a, beats, phases, phase_s)
             w = max(0.0, s) / ref if ref and ref > 0 else max(0.0, s)
-            out[Path(argv[0]).name] = {"weight": w, "source": "probe", "method": "interference probe",
-                                       "slowdown": s, "noise": noise, "calibration_slowdown": ref,
-                                       "calibration_noise": ref_noise, "within_noise": abs(s) <= noise or
-                                       (ref is not None and ref <= (ref_noise or 0)), "cpu": a, "probe_cpu": b,
-                                       "phases": phases, "phase_s": phase_s}
+            out[Path(argv[0]).name] = {
+                "weight": w,
+                "source": "probe",
+                "method": "interference probe",
+                "slowdown": s,
+                "noise": noise,
+                "calibration_slowdown": ref,
+                "calibration_noise": ref_noise,
+                "within_noise": abs(s) <= noise or (ref is not None and ref <= (ref_noise or 0)),
+                "cpu": a,
+                "probe_cpu": b,
+                "phases": phases,
+                "phase_s": phase_s,
+            }
         return out
     finally:
         programs.stop(chase)
@@ -178,10 +230,15 @@ def labels_yaml(entries: dict[str, dict[str, Any]], method: str) -> str:
     """The labels file (`--labels`): one entry per program, weight and source first, the evidence after."""
     import yaml
 
-    what = ("LL misses per instruction x the assumed IPC" if method == "cachegrind" else
-            "the probe's slowdown the program causes / the one jitterscope-cachebuster causes")
-    return (f"# jitterscope place --profile {method}: stand-in cache weights (no PMU); use with --labels FILE\n"
-            f"# weight: {what}\n" + yaml.safe_dump(entries, sort_keys=False))
+    what = (
+        "LL misses per instruction x the assumed IPC"
+        if method == "cachegrind"
+        else "the probe's slowdown the program causes / the one jitterscope-cachebuster causes"
+    )
+    return (
+        f"# jitterscope place --profile {method}: stand-in cache weights (no PMU); use with --labels FILE\n"
+        f"# weight: {what}\n" + yaml.safe_dump(entries, sort_keys=False)
+    )
 
 
 def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int]) -> str:
@@ -194,8 +251,10 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
     names = [Path(argv[0]).name for argv in cmds]
     twice = next((x for x in names if names.count(x) > 1), None)
     if twice:
-        raise UsageError(f"--profile: two commands run {twice}; a labels file weighs programs by name, so profile "
-                         f"one invocation of each")
+        raise UsageError(
+            f"--profile: two commands run {twice}; a labels file weighs programs by name, so profile "
+            f"one invocation of each"
+        )
     with Journal("place-profile") as j:
         scratch = j.scratch_dir("jitterscope-profile-", parent="/dev/shm" if Path("/dev/shm").is_dir() else None)
         if method == "cachegrind":
@@ -204,12 +263,16 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
             sets = ll[0] // (ll[1] * ll[2])
             if sets < 1 or sets & (sets - 1) or sets * ll[1] * ll[2] != ll[0]:
                 lo = (1 << (max(sets, 1).bit_length() - 1)) * ll[1] * ll[2]
-                raise UsageError(f"--ll {a['ll']}: cachegrind needs a power-of-two number of sets ({ll[1]}-way, "
-                                 f"{ll[2]} B lines here): try {lo >> 20}MiB or {2 * lo >> 20}MiB")
+                raise UsageError(
+                    f"--ll {a['ll']}: cachegrind needs a power-of-two number of sets ({ll[1]}-way, "
+                    f"{ll[2]} B lines here): try {lo >> 20}MiB or {2 * lo >> 20}MiB"
+                )
             if not any((Path(d) / "valgrind").exists() for d in os.environ.get("PATH", "").split(":")):
                 raise JitterscopeError("--profile cachegrind needs valgrind (apt-get install valgrind)")
-            entries = {Path(argv[0]).name: cachegrind(j, argv, scratch, n, cpus, dur, ll, a.get("ipc") or 1.0)
-                       for n, argv in enumerate(cmds)}
+            entries = {
+                Path(argv[0]).name: cachegrind(j, argv, scratch, n, cpus, dur, ll, a.get("ipc") or 1.0)
+                for n, argv in enumerate(cmds)
+            }
         else:
             phases = max(2, int(dur / 1.0))
             entries = probe(j, cmds, scratch, topo, cpus, phases, 0.5, calibrate=True)

@@ -19,10 +19,19 @@ VERSION = 1
 NO_WEIGHT = -1
 PAGE_ENV, LITTLE_ENV, FAULTS_ENV = "JITTERSCOPE_PLACE_PAGE", "JITTERSCOPE_LITTLE_CPUS", "JITTERSCOPE_PLACE_FAULTS"
 
-PAGE_DTYPE = np.dtype([
-    ("magic", "S8"), ("version", "<u4"), ("size", "<u4"), ("pid", "<i4"), ("last_fault_cpu", "<i4"),
-    ("weight_ppm", "<i8"), ("specials", "<u8"), ("faults", "<u8"), ("reserved", "<u8", (3,)),
-])
+PAGE_DTYPE = np.dtype(
+    [
+        ("magic", "S8"),
+        ("version", "<u4"),
+        ("size", "<u4"),
+        ("pid", "<i4"),
+        ("last_fault_cpu", "<i4"),
+        ("weight_ppm", "<i8"),
+        ("specials", "<u8"),
+        ("faults", "<u8"),
+        ("reserved", "<u8", (3,)),
+    ]
+)
 
 
 class PlacePage:

@@ -42,8 +42,9 @@ def _selected(selectors: list[str], p: Placed) -> str | None:
     except (OSError, UnicodeDecodeError):
         cg = ""
     for sel in selectors:
-        if sel in names or (sel.startswith("/") and any(ln.endswith(":" + sel.split("/sys/fs/cgroup", 1)[-1])
-                                                        for ln in cg.splitlines())):
+        if sel in names or (
+            sel.startswith("/") and any(ln.endswith(":" + sel.split("/sys/fs/cgroup", 1)[-1]) for ln in cg.splitlines())
+        ):
             return sel
     return None
 
@@ -79,8 +80,9 @@ def _home(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
         gs = eng.groups()
         g = policy.place_new([sum(q.t.weight for q in x) for x in gs], [len(x) for x in gs])
         p.t.home = eng.least_loaded(eng.group_cpus(g) or plan.cpus)
-        eng.decide("X", p, "place", p.t.home, f"new task (weight {p.t.weight:.3g}) to the least-loaded group {g}",
-                   p.t.weight)
+        eng.decide(
+            "X", p, "place", p.t.home, f"new task (weight {p.t.weight:.3g}) to the least-loaded group {g}", p.t.weight
+        )
         return
     own = sorted(os.sched_getaffinity(p.pid)) if not p.prog.group else []
     p.t.home = own[0] if len(own) == 1 and own[0] in plan.cpus else plan.cpus[n % len(plan.cpus)]
@@ -100,8 +102,13 @@ def _arrive(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
 
 def run(plan: Plan, progress: bool) -> Path:
     run_dir = create_run_dir(plan.out or new_run_path(sysinfo.host(), "place"))
-    cfg = Config(plan.policies, plan.settings, plan.cpus, plan.dry_run,
-                 on_decision=_printer() if plan.dry_run and progress else None)
+    cfg = Config(
+        plan.policies,
+        plan.settings,
+        plan.cpus,
+        plan.dry_run,
+        on_decision=_printer() if plan.dry_run and progress else None,
+    )
     eng = Engine(cfg, plan.topo, [], None, None)
     ended_by, t_start = "error", time.time_ns()
     with Journal("place") as j:
@@ -137,7 +144,10 @@ def run(plan: Plan, progress: bool) -> Path:
 
 def _printer() -> Callable[[dict[str, Any]], None]:
     def show(d: dict[str, Any]) -> None:
-        print(f"{d['t_ns'] / 1e9:8.3f}s  {d['policy']:<5} {d['action']:<8} {d['name']}[{d['pid']}] cpu {d['cpu']}: "
-              f"{d['reason']}", file=sys.stderr)
-    return show
+        print(
+            f"{d['t_ns'] / 1e9:8.3f}s  {d['policy']:<5} {d['action']:<8} {d['name']}[{d['pid']}] cpu {d['cpu']}: "
+            f"{d['reason']}",
+            file=sys.stderr,
+        )
 
+    return show

@@ -33,19 +33,19 @@ class Placed:
     t: Task
     prog: programs.Program
     declared: float | None = None
-    source: str = "declared"                             # the declared weight's stand-in (plan.STAND_INS)
+    source: str = "declared"  # the declared weight's stand-in (plan.STAND_INS)
     page: PlacePage | None = None
     report: ReportPage | None = None
     pmu: Counters | None = None
     snap: Snap | None = None
     snap_ns: int = 0
     first: Snap | None = None
-    base_cpus: list[int] = field(default_factory=list)   # where the policies (not OBS-F) want it
-    f_home: int = -1                                     # its CPU before OBS-F pinned it to a big one
-    end: str = ""                                        # why it left: ended, killed by SIGILL, ...
+    base_cpus: list[int] = field(default_factory=list)  # where the policies (not OBS-F) want it
+    f_home: int = -1  # its CPU before OBS-F pinned it to a big one
+    end: str = ""  # why it left: ended, killed by SIGILL, ...
     stopped: bool = False
-    protected: bool = False                              # --protect: its noise is an objective (OBS-L)
-    beats: Beats | None = None                           # its heartbeats, if it publishes any
+    protected: bool = False  # --protect: its noise is an objective (OBS-L)
+    beats: Beats | None = None  # its heartbeats, if it publishes any
 
     @property
     def pid(self) -> int:
@@ -83,14 +83,15 @@ def start(j: Journal, argv: list[str], cpus: list[int], scratch: Path, n: int, e
     """Start one command with its pages; its policy task is filled in by the engine."""
     page = PlacePage(scratch / f"place-{n}.page")
     rp = ReportPage.create(scratch / f"report-{n}.page")
-    prog = programs.start(j, "task", argv, cpus, rp.path, scratch / f"task-{n}.log",
-                          env={**env, "JITTERSCOPE_PLACE_PAGE": str(page.path)})
+    prog = programs.start(
+        j, "task", argv, cpus, rp.path, scratch / f"task-{n}.log", env={**env, "JITTERSCOPE_PLACE_PAGE": str(page.path)}
+    )
     return Placed(Task(prog.pid, prog.name), prog, page=page, report=rp, beats=Beats(rp.path))
 
 
 def given(pid: int, option: str) -> Placed:
     prog = programs.given("task", pid, option)
-    try:   # the program's name, not its comm (cut at 15 characters)
+    try:  # the program's name, not its comm (cut at 15 characters)
         prog.name = Path(Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()).name or prog.name
     except (OSError, UnicodeDecodeError):
         pass

@@ -38,7 +38,7 @@ DEFAULT_FILE = Path("/etc/jitterscope/topology.yaml")
 
 @dataclass
 class Topology:
-    groups: list[list[int]]                   # LLC groups
+    groups: list[list[int]]  # LLC groups
     little: list[int] = field(default_factory=list)
     smt: list[list[int]] = field(default_factory=list)
     capacity: dict[int, int] = field(default_factory=dict)
@@ -65,8 +65,14 @@ class Topology:
         return f"LLC groups {groups}{little} ({self.source})"
 
     def as_dict(self) -> dict[str, object]:
-        return {"llc_groups": self.groups, "little": self.little, "smt": self.smt,
-                "capacity": {str(k): v for k, v in self.capacity.items()}, "source": self.source, "note": self.note}
+        return {
+            "llc_groups": self.groups,
+            "little": self.little,
+            "smt": self.smt,
+            "capacity": {str(k): v for k, v in self.capacity.items()},
+            "source": self.source,
+            "note": self.note,
+        }
 
 
 class TopologyFile(ConfigModel):
@@ -120,8 +126,9 @@ def from_sysfs() -> Topology:
             smt.append(sib)
     cap = {c: int(_read(SYS_CPU / f"cpu{c}" / "cpu_capacity") or 1024) for c in online}
     atom = _read(Path("/sys/devices/cpu_atom/cpus"))
-    little = [c for c in parse_cpulist(atom) if c in online] if atom else \
-        [c for c in online if cap[c] < max(cap.values())]
+    little = (
+        [c for c in parse_cpulist(atom) if c in online] if atom else [c for c in online if cap[c] < max(cap.values())]
+    )
     return Topology(groups, little, smt, cap)
 
 
@@ -135,14 +142,20 @@ def load(path: Path | None) -> Topology:
         path = DEFAULT_FILE
     f = load_config(path, TopologyFile, "topology file")
     online = set(sysinfo.online_cpus())
-    t = Topology([sorted(g) for g in f.llc_groups], sorted(f.little), [sorted(s) for s in f.smt] or
-                 [[c] for g in f.llc_groups for c in g], {**{c: 1024 for g in f.llc_groups for c in g}, **f.capacity},
-                 source=str(path))
+    t = Topology(
+        [sorted(g) for g in f.llc_groups],
+        sorted(f.little),
+        [sorted(s) for s in f.smt] or [[c] for g in f.llc_groups for c in g],
+        {**{c: 1024 for g in f.llc_groups for c in g}, **f.capacity},
+        source=str(path),
+    )
     missing = sorted(set(t.cpus) - online)
     if sorted(map(sorted, t.groups)) != sorted(map(sorted, machine.groups)):
         if not explicit:
-            raise JitterscopeError(f"{path}: its LLC groups {t.describe()} contradict this machine's "
-                                   f"({machine.describe()}); give it with --topology to use it anyway")
+            raise JitterscopeError(
+                f"{path}: its LLC groups {t.describe()} contradict this machine's "
+                f"({machine.describe()}); give it with --topology to use it anyway"
+            )
         t.note = f"overrides the machine's {machine.describe()}"
     if missing:
         t.note += f"{'; ' if t.note else ''}CPUs {format_cpulist(missing)} are not online here (dry run only)"

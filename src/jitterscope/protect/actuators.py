@@ -32,7 +32,7 @@ from jitterscope.units import format_cpulist, format_ns
 
 RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 RT_PERIOD = Path("/proc/sys/kernel/sched_rt_period_us")
-RT_MARGIN = 0.03          # of a CPU, kept below the kernel's RT limit for sampling and the writer
+RT_MARGIN = 0.03  # of a CPU, kept below the kernel's RT limit for sampling and the writer
 RESCTRL = Path("/sys/fs/resctrl")
 
 
@@ -46,15 +46,18 @@ class Actuator:
     doc: str
 
 
-ACTUATORS = {a.name: a for a in (
-    Actuator("rt", "rt", 20e3, 10e3, True, "SCHED_FIFO blocker thread spins on the CPU (thesis)"),
-    Actuator("deadline", "deadline", 20e3, 20e3, True, "SCHED_DEADLINE blocker thread spins on the CPU"),
-    Actuator("sigstop", "signal", 50e3, 50e3, False, "SIGSTOP/SIGCONT to the best-effort processes"),
-    Actuator("freezer", "file", 100e3, 100e3, True, "cgroup freezer (v2 cgroup.freeze or v1 freezer.state)"),
-    Actuator("cfs", "cfs", 1e6, 1.0, True, "CFS bandwidth quota Ts per Ts+S (cpu.max / cpu.cfs_quota_us)"),
-    Actuator("mba", "file", 1e6, 1e6, True, "resctrl MBA: memory bandwidth to the minimum"),
-    Actuator("none", "none", 10e3, 10e3, False, "no actuation: measure and decide only"),
-)}
+ACTUATORS = {
+    a.name: a
+    for a in (
+        Actuator("rt", "rt", 20e3, 10e3, True, "SCHED_FIFO blocker thread spins on the CPU (thesis)"),
+        Actuator("deadline", "deadline", 20e3, 20e3, True, "SCHED_DEADLINE blocker thread spins on the CPU"),
+        Actuator("sigstop", "signal", 50e3, 50e3, False, "SIGSTOP/SIGCONT to the best-effort processes"),
+        Actuator("freezer", "file", 100e3, 100e3, True, "cgroup freezer (v2 cgroup.freeze or v1 freezer.state)"),
+        Actuator("cfs", "cfs", 1e6, 1.0, True, "CFS bandwidth quota Ts per Ts+S (cpu.max / cpu.cfs_quota_us)"),
+        Actuator("mba", "file", 1e6, 1e6, True, "resctrl MBA: memory bandwidth to the minimum"),
+        Actuator("none", "none", 10e3, 10e3, False, "no actuation: measure and decide only"),
+    )
+}
 
 
 @dataclass
@@ -92,34 +95,49 @@ def check(name: str, ts_ns: float, s_ns: float) -> None:
     """Can `name` express Ts/S (S: the longest suspension the law asks for)?  One line if not."""
     a = ACTUATORS[name]
     if name == "mba" and not (RESCTRL / "info" / "MB").is_dir():
-        raise JitterscopeError("--actuator mba: no resctrl memory bandwidth allocation on this host "
-                               "(/sys/fs/resctrl/info/MB); use --actuator rt")
+        raise JitterscopeError(
+            "--actuator mba: no resctrl memory bandwidth allocation on this host "
+            "(/sys/fs/resctrl/info/MB); use --actuator rt"
+        )
     if a.needs_root and os.geteuid() != 0:
-        raise JitterscopeError(f"the {name} actuator needs root (it changes scheduling or cgroups); "
-                               f"try --actuator sigstop on your own processes")
+        raise JitterscopeError(
+            f"the {name} actuator needs root (it changes scheduling or cgroups); "
+            f"try --actuator sigstop on your own processes"
+        )
     if name == "cfs" and ts_ns < 1e6:
         share = ts_ns / (ts_ns + s_ns)
         raise JitterscopeError(
             f"CFS bandwidth cannot express a {format_ns(ts_ns)} run time: its quota minimum is 1 ms; for the "
             f"same {share:.0%} share use --sample 1ms --suspend {format_ns(s_ns * 1e6 / ts_ns).replace(' ', '')}, "
-            f"or --actuator rt")
+            f"or --actuator rt"
+        )
     if ts_ns < a.min_ts_ns:
-        raise JitterscopeError(f"--sample {format_ns(ts_ns)} is below what the {name} actuator can do "
-                               f"(at least {format_ns(a.min_ts_ns)})")
+        raise JitterscopeError(
+            f"--sample {format_ns(ts_ns)} is below what the {name} actuator can do (at least {format_ns(a.min_ts_ns)})"
+        )
     if s_ns < a.min_s_ns:
-        raise JitterscopeError(f"--suspend {format_ns(s_ns)} is below what the {name} actuator can do "
-                               f"(at least {format_ns(a.min_s_ns)})")
+        raise JitterscopeError(
+            f"--suspend {format_ns(s_ns)} is below what the {name} actuator can do (at least {format_ns(a.min_s_ns)})"
+        )
     if name in ("rt", "deadline"):
         budget = rt_budget()
         if s_ns / (ts_ns + s_ns) > budget:
             raise JitterscopeError(
                 f"suspending {format_ns(s_ns)} every {format_ns(ts_ns + s_ns)} ({s_ns / (ts_ns + s_ns):.0%} of the "
                 f"CPU) exceeds the real-time budget ({budget:.0%}: kernel.sched_rt_runtime_us less a "
-                f"{RT_MARGIN:.0%} margin); shorten --suspend")
+                f"{RT_MARGIN:.0%} margin); shorten --suspend"
+            )
 
 
-def prepare(j: Journal, name: str, version: int | None, units: list[Unit], given_cgroup: Path | None,
-            ts_ns: float, s_max_ns: float) -> list[str]:
+def prepare(
+    j: Journal,
+    name: str,
+    version: int | None,
+    units: list[Unit],
+    given_cgroup: Path | None,
+    ts_ns: float,
+    s_max_ns: float,
+) -> list[str]:
     """Set the actuator up (journalled) and return the controller's options for it."""
     native = ACTUATORS[name].native
     args = ["--actuator", native]
@@ -146,22 +164,26 @@ def _own_groups(j: Journal, h: cgroups.Hierarchy, units: list[Unit]) -> list[Pat
     return groups
 
 
-def _control_files(j: Journal, controller: str, names: tuple[str, str], version: int | None, units: list[Unit],
-                   given: Path | None) -> list[Path]:
+def _control_files(
+    j: Journal, controller: str, names: tuple[str, str], version: int | None, units: list[Unit], given: Path | None
+) -> list[Path]:
     """Per unit, the file the actuator writes: names = (v2 file, v1 file) of `controller`, in the
     --best-effort-cgroup itself (one unit) or in a cgroup of our own per unit, programs moved in."""
     if given is not None:
         if len(units) != 1:
-            raise JitterscopeError(f"--best-effort-cgroup with a {controller} actuator acts on the whole cgroup: "
-                                   f"give one best-effort CPU (--cpus)")
+            raise JitterscopeError(
+                f"--best-effort-cgroup with a {controller} actuator acts on the whole cgroup: "
+                f"give one best-effort CPU (--cpus)"
+            )
         found = [given / n for n in names if (given / n).exists()]
         if not found:
             raise JitterscopeError(f"--best-effort-cgroup {given}: no {' or '.join(names)} there")
         return found[:1]
     h = cgroups.find(controller, version)
     if h is None:
-        raise JitterscopeError(f"no cgroup{' v' + str(version) if version else ''} {controller} controller is "
-                               f"mounted here")
+        raise JitterscopeError(
+            f"no cgroup{' v' + str(version) if version else ''} {controller} controller is mounted here"
+        )
     return [g / names[0 if h.version == 2 else 1] for g in _own_groups(j, h, units)]
 
 
@@ -169,11 +191,17 @@ def _freezer(j: Journal, version: int | None, units: list[Unit], given: Path | N
     files = _control_files(j, "freezer", ("cgroup.freeze", "freezer.state"), version, units, given)
     v2 = files[0].name == "cgroup.freeze"
     for u, f in zip(units, files):
-        j.set_file(f, "0" if v2 else "THAWED")   # journals the original; a crash thaws it
+        j.set_file(f, "0" if v2 else "THAWED")  # journals the original; a crash thaws it
         u.act_file = f
         u.confirm_file = f.parent / "cgroup.events" if v2 else f
-    return ["--act-on", "1" if v2 else "FROZEN", "--act-off", "0" if v2 else "THAWED",
-            "--confirm-expect", "frozen 1" if v2 else "FROZEN"]
+    return [
+        "--act-on",
+        "1" if v2 else "FROZEN",
+        "--act-off",
+        "0" if v2 else "THAWED",
+        "--confirm-expect",
+        "frozen 1" if v2 else "FROZEN",
+    ]
 
 
 def _cfs(j: Journal, version: int | None, units: list[Unit], given: Path | None, period_us: int) -> list[str]:
@@ -187,8 +215,14 @@ def _cfs(j: Journal, version: int | None, units: list[Unit], given: Path | None,
             j.set_file(f, "-1")
             j.set_file(f.parent / "cpu.cfs_period_us", str(period_us))
         u.act_file = f
-    return ["--cfs-period-us", str(period_us), "--act-on", f"%lld {period_us}" if v2 else "%lld",
-            "--act-off", f"max {period_us}" if v2 else "-1"]
+    return [
+        "--cfs-period-us",
+        str(period_us),
+        "--act-on",
+        f"%lld {period_us}" if v2 else "%lld",
+        "--act-off",
+        f"max {period_us}" if v2 else "-1",
+    ]
 
 
 def _mba(j: Journal, units: list[Unit]) -> list[str]:
@@ -202,5 +236,9 @@ def _mba(j: Journal, units: list[Unit]) -> list[str]:
     ids = [d.split("=")[0] for d in ";".join(domains).split(";") if "=" in d]
     for u in units:
         u.act_file = g / "schemata"
-    return ["--act-on", "MB:" + ";".join(f"{i}={lo}" for i in ids), "--act-off",
-            "MB:" + ";".join(f"{i}=100" for i in ids)]
+    return [
+        "--act-on",
+        "MB:" + ";".join(f"{i}={lo}" for i in ids),
+        "--act-off",
+        "MB:" + ";".join(f"{i}=100" for i in ids),
+    ]

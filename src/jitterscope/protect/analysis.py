@@ -96,8 +96,10 @@ def render(table: Table, title: str) -> str:
     lines = [title, f"{'scenario':10}{'cores':>6}" + "".join(f"{c:>8}" for c in configs)]
     for scenario, rows in table.items():
         for cores, cells in sorted(rows.items()):
-            lines.append(f"{scenario:10}{cores:>6}" + "".join(
-                f"{cells[c]:>8.1f}" if c in cells else f"{'-':>8}" for c in configs))
+            lines.append(
+                f"{scenario:10}{cores:>6}"
+                + "".join(f"{cells[c]:>8.1f}" if c in cells else f"{'-':>8}" for c in configs)
+            )
     return "\n".join(lines)
 
 

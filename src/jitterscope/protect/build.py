@@ -40,21 +40,41 @@ def _nullable(a: np.ndarray, missing: int) -> pa.Array:
 
 def tables(recs: dict[str, np.ndarray], phase_ns: float | None) -> dict[str, pa.Table]:
     s, x, b = recs["samples"], recs["suspensions"], recs["beats"]
-    samples = pa.table({
-        "cpu": s["cpu"].astype(np.int32), "t_ns": s["t_ns"], "window_ns": s["window_ns"],
-        "protected": (s["flags"] & rec.S_ON) != 0, "read_bytes": s["read_bytes"], "write_bytes": s["write_bytes"],
-        "progress_bytes": _nullable(s["progress_bytes"], -1), "cpu_ns": _nullable(s["cpu_ns"], -1),
-        "metric": _nullable(s["metric"], -1) if len(s) else pa.array([], pa.int64()),
-        "pressure": s["pressure_ppm"] / 1e6, "suspend_ns": s["suspend_ns"], "flags": s["flags"].astype(np.int32),
-    }, schema=SAMPLES)
-    suspensions = pa.table({
-        "cpu": x["cpu"].astype(np.int32), "t_ns": x["t_ns"], "requested_ns": x["requested_ns"],
-        "actual_ns": x["end_ns"] - x["t_ns"], "stop_latency_ns": _nullable(x["stopped_ns"], rec.STOP_UNKNOWN),
-        "issue_ns": x["issue_ns"], "resume_ns": x["resumed_ns"] - x["end_ns"],
-        "clipped": (x["flags"] & rec.X_CLIPPED) != 0, "confirmed": (x["flags"] & rec.X_UNCONFIRMED) == 0,
-    }, schema=SUSPENSIONS)
-    iterations = pa.table({"t_ns": b["t_ns"], "latency_ns": b["latency_ns"], "seq": b["seq"],
-                           "protected": phase_on(b["t_ns"], phase_ns)}, schema=ITERATIONS)
+    samples = pa.table(
+        {
+            "cpu": s["cpu"].astype(np.int32),
+            "t_ns": s["t_ns"],
+            "window_ns": s["window_ns"],
+            "protected": (s["flags"] & rec.S_ON) != 0,
+            "read_bytes": s["read_bytes"],
+            "write_bytes": s["write_bytes"],
+            "progress_bytes": _nullable(s["progress_bytes"], -1),
+            "cpu_ns": _nullable(s["cpu_ns"], -1),
+            "metric": _nullable(s["metric"], -1) if len(s) else pa.array([], pa.int64()),
+            "pressure": s["pressure_ppm"] / 1e6,
+            "suspend_ns": s["suspend_ns"],
+            "flags": s["flags"].astype(np.int32),
+        },
+        schema=SAMPLES,
+    )
+    suspensions = pa.table(
+        {
+            "cpu": x["cpu"].astype(np.int32),
+            "t_ns": x["t_ns"],
+            "requested_ns": x["requested_ns"],
+            "actual_ns": x["end_ns"] - x["t_ns"],
+            "stop_latency_ns": _nullable(x["stopped_ns"], rec.STOP_UNKNOWN),
+            "issue_ns": x["issue_ns"],
+            "resume_ns": x["resumed_ns"] - x["end_ns"],
+            "clipped": (x["flags"] & rec.X_CLIPPED) != 0,
+            "confirmed": (x["flags"] & rec.X_UNCONFIRMED) == 0,
+        },
+        schema=SUSPENSIONS,
+    )
+    iterations = pa.table(
+        {"t_ns": b["t_ns"], "latency_ns": b["latency_ns"], "seq": b["seq"], "protected": phase_on(b["t_ns"], phase_ns)},
+        schema=ITERATIONS,
+    )
     return {"samples": samples, "suspensions": suspensions, "iterations": iterations}
 
 
@@ -63,8 +83,12 @@ def dist(v: np.ndarray) -> dict[str, float] | None:
     if len(v) == 0:
         return None
     v = v.astype(np.float64)
-    return {"mean": float(v.mean()), "p50": float(np.percentile(v, 50)), "p99": float(np.percentile(v, 99)),
-            "max": float(v.max())}
+    return {
+        "mean": float(v.mean()),
+        "p50": float(np.percentile(v, 50)),
+        "p99": float(np.percentile(v, 99)),
+        "max": float(v.max()),
+    }
 
 
 def latency(v: np.ndarray, deadline_ns: float | None) -> dict[str, Any] | None:
@@ -72,9 +96,15 @@ def latency(v: np.ndarray, deadline_ns: float | None) -> dict[str, Any] | None:
     if len(v) == 0:
         return None
     v = v.astype(np.float64)
-    return {"count": len(v), "mean_ns": float(v.mean()), "sd_ns": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
-            "p50_ns": float(np.percentile(v, 50)), "p99_ns": float(np.percentile(v, 99)), "max_ns": float(v.max()),
-            "deadline_misses": int(np.count_nonzero(v > deadline_ns)) if deadline_ns else None}
+    return {
+        "count": len(v),
+        "mean_ns": float(v.mean()),
+        "sd_ns": float(v.std(ddof=1)) if len(v) > 1 else 0.0,
+        "p50_ns": float(np.percentile(v, 50)),
+        "p99_ns": float(np.percentile(v, 99)),
+        "max_ns": float(v.max()),
+        "deadline_misses": int(np.count_nonzero(v > deadline_ns)) if deadline_ns else None,
+    }
 
 
 def _phase_seconds(duration_ns: float, phase_ns: float | None, on: bool) -> float:
@@ -86,8 +116,14 @@ def _phase_seconds(duration_ns: float, phase_ns: float | None, on: bool) -> floa
     return (total_on if on else duration_ns - total_on) / 1e9
 
 
-def phase(recs: dict[str, np.ndarray], on: bool, seconds: float, deadline_ns: float | None, n_cpus: int,
-          phase_ns: float | None) -> dict[str, Any]:
+def phase(
+    recs: dict[str, np.ndarray],
+    on: bool,
+    seconds: float,
+    deadline_ns: float | None,
+    n_cpus: int,
+    phase_ns: float | None,
+) -> dict[str, Any]:
     """One phase (protected or not): the critical latency and what the best-effort programs got."""
     s, x = recs["samples"], recs["suspensions"]
     sel = ((s["flags"] & rec.S_ON) != 0) == on
@@ -104,13 +140,13 @@ def phase(recs: dict[str, np.ndarray], on: bool, seconds: float, deadline_ns: fl
             "progress_bytes_per_s": float(prog[prog >= 0].sum()) / seconds if seconds and (prog >= 0).any() else None,
             "cpu_share": float(cpu[cpu >= 0].sum()) / 1e9 / per_cpu_s if per_cpu_s and (cpu >= 0).any() else None,
             "duty": 1.0 - suspended / per_cpu_s if per_cpu_s else None,
-            "samples": int(sel.sum()), "over": int(np.count_nonzero(s["pressure_ppm"][sel] >= 1_000_000)),
+            "samples": int(sel.sum()),
+            "over": int(np.count_nonzero(s["pressure_ppm"][sel] >= 1_000_000)),
         },
     }
 
 
-def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float,
-            protected_s: float) -> dict[str, Any]:
+def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float, protected_s: float) -> dict[str, Any]:
     s, x = recs["samples"], recs["suspensions"]
     ends = {int(u["cpu"]): u for u in end.get("units", [])}
     out = {}
@@ -119,14 +155,18 @@ def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float,
         stop = xx["stopped_ns"][xx["stopped_ns"] != rec.STOP_UNKNOWN]
         spin, thread = float(u.get("spin_ns", 0)), float(u.get("thread_cpu_ns", 0))
         out[str(cpu)] = {
-            "samples": len(ss), "over": int(np.count_nonzero(ss["pressure_ppm"] >= 1_000_000)),
+            "samples": len(ss),
+            "over": int(np.count_nonzero(ss["pressure_ppm"] >= 1_000_000)),
             # the share of the protected time this CPU's best-effort work was not suspended
             "duty": 1.0 - float((xx["end_ns"] - xx["t_ns"]).sum()) / 1e9 / protected_s if protected_s else None,
-            "suspensions": len(xx), "clipped": int(np.count_nonzero(xx["flags"] & rec.X_CLIPPED)),
+            "suspensions": len(xx),
+            "clipped": int(np.count_nonzero(xx["flags"] & rec.X_CLIPPED)),
             "unconfirmed": int(np.count_nonzero(xx["flags"] & rec.X_UNCONFIRMED)),
             "dropped": int(u.get("dropped", 0)),
-            "sampling_ns": dist(ss["window_ns"]), "suspension_ns": dist(xx["end_ns"] - xx["t_ns"]),
-            "stop_latency_ns": dist(stop), "issue_ns": dist(xx["issue_ns"]),
+            "sampling_ns": dist(ss["window_ns"]),
+            "suspension_ns": dist(xx["end_ns"] - xx["t_ns"]),
+            "stop_latency_ns": dist(stop),
+            "issue_ns": dist(xx["issue_ns"]),
             "resume_ns": dist(xx["resumed_ns"] - xx["end_ns"]),
             "controller_cpu_share": max(0.0, thread - spin) / 1e9 / duration_s if duration_s and thread else None,
             "spin_share": spin / 1e9 / duration_s if duration_s and spin else 0.0,
@@ -161,9 +201,11 @@ def _critical_source(meta: dict[str, Any], beats: int) -> str:
         return "no critical program was given"
     if beats:
         return "heartbeats the critical program published (report API)"
-    return ("unknown: the critical program published no heartbeats (it must use the report API: "
-            "js_report.h or jitterscope.protect.report, the page named by $JITTERSCOPE_REPORT; "
-            "or give --critical-page for a --critical PID)")
+    return (
+        "unknown: the critical program published no heartbeats (it must use the report API: "
+        "js_report.h or jitterscope.protect.report, the page named by $JITTERSCOPE_REPORT; "
+        "or give --critical-page for a --critical PID)"
+    )
 
 
 def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
@@ -175,27 +217,39 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
     phases = {"protected": phase(recs, True, _phase_seconds(duration_ns, phase_ns, True), deadline, n, phase_ns)}
     ratio = None
     if phase_ns:
-        phases["unprotected"] = phase(recs, False, _phase_seconds(duration_ns, phase_ns, False), deadline, n,
-                                      phase_ns)
+        phases["unprotected"] = phase(recs, False, _phase_seconds(duration_ns, phase_ns, False), deadline, n, phase_ns)
         on, off = phases["protected"]["best_effort"], phases["unprotected"]["best_effort"]
         key = "progress_bytes_per_s" if on["progress_bytes_per_s"] and off["progress_bytes_per_s"] else "cpu_share"
         ratio = on[key] / off[key] if on[key] is not None and off[key] else None
     end = meta.get("controller", {})
     return {
-        "run": {"id": meta["id"], "duration_s": meta["duration_s"], "interrupted": meta["interrupted"],
-                "complete": bool(header["complete"]), "ended_by": meta.get("ended_by", "")},
-        "signal": opts["signal"], "actuator": opts["actuator"], "law": opts["law"],
-        "sampling": opts.get("sampling", "timer"), "event_budget": _event_budget(opts, end),
-        "sample_ns": opts["sample_ns"], "suspend_ns": opts["suspend_ns"], "threshold": opts.get("threshold", {}),
+        "run": {
+            "id": meta["id"],
+            "duration_s": meta["duration_s"],
+            "interrupted": meta["interrupted"],
+            "complete": bool(header["complete"]),
+            "ended_by": meta.get("ended_by", ""),
+        },
+        "signal": opts["signal"],
+        "actuator": opts["actuator"],
+        "law": opts["law"],
+        "sampling": opts.get("sampling", "timer"),
+        "event_budget": _event_budget(opts, end),
+        "sample_ns": opts["sample_ns"],
+        "suspend_ns": opts["suspend_ns"],
+        "threshold": opts.get("threshold", {}),
         "expected_share": _expected_share(opts, end),
-        "phases": phases, "progress_ratio": ratio,
+        "phases": phases,
+        "progress_ratio": ratio,
         "critical": latency(recs["beats"]["latency_ns"], deadline),
         "critical_latency": _critical_source(meta, len(recs["beats"])),
         "cpus": per_cpu(recs, end, meta["duration_s"], phases["protected"]["seconds"]),
-        "controller": {"records": int(header["records_in_file"]), "dropped": int(header["dropped"]),
-                       "beats_lost": int(header["beats_lost"]),
-                       "writer_cpu_share": end.get("writer_cpu_ns", 0) / 1e9 / meta["duration_s"]
-                       if meta["duration_s"] else 0.0},
+        "controller": {
+            "records": int(header["records_in_file"]),
+            "dropped": int(header["dropped"]),
+            "beats_lost": int(header["beats_lost"]),
+            "writer_cpu_share": end.get("writer_cpu_ns", 0) / 1e9 / meta["duration_s"] if meta["duration_s"] else 0.0,
+        },
     }
 
 

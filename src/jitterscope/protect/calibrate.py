@@ -57,12 +57,21 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float 
     summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
     c = _steady(run_dir, summ["phases"]["protected"]["critical"], warmup_ns)
     if not c:
-        raise JitterscopeError(f"the critical program published no heartbeats in {a['duration']} at share "
-                               f"{share:.2f}: calibration needs its latency (the report API, as jitterscope-chase "
-                               "uses it); one that starts slowly needs a longer --duration")
+        raise JitterscopeError(
+            f"the critical program published no heartbeats in {a['duration']} at share "
+            f"{share:.2f}: calibration needs its latency (the report API, as jitterscope-chase "
+            "uses it); one that starts slowly needs a longer --duration"
+        )
     be = summ["phases"]["protected"]["best_effort"]
-    return {"share": share, "count": c["count"], "mean_ns": c["mean_ns"], "p99_ns": c["p99_ns"],
-            "max_ns": c["max_ns"], "progress_bytes_per_s": be["progress_bytes_per_s"], "cpu_share": be["cpu_share"]}
+    return {
+        "share": share,
+        "count": c["count"],
+        "mean_ns": c["mean_ns"],
+        "p99_ns": c["p99_ns"],
+        "max_ns": c["max_ns"],
+        "progress_bytes_per_s": be["progress_bytes_per_s"],
+        "cpu_share": be["cpu_share"],
+    }
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
@@ -79,7 +88,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
     a = vars(args).copy()
     a["priority"] = options.priority(args)
     a["duration"] = a.get("duration") or "3s"
-    probe = plan.build(dict(a, out=None))   # checks every option once, before the first point
+    probe = plan.build(dict(a, out=None))  # checks every option once, before the first point
     warmup = plan.duration(args.warmup, "--warmup", (0.0, 3600.0)) if args.warmup else 0.0
     if warmup >= plan.duration(a["duration"], "--duration", (1e-3, 1e6)):
         raise JitterscopeError(f"--warmup {args.warmup} leaves nothing of --duration {a['duration']} to measure")
@@ -89,11 +98,21 @@ def calibrate_command(args: argparse.Namespace) -> int:
             points.append(_point(a, s, Path(tmp), warmup))
             if not args.json:
                 p = points[-1]
-                print(f"share {s:4.2f}: critical mean {format_ns(p['mean_ns'])}, p99 {format_ns(p['p99_ns'])}, "
-                      f"max {format_ns(p['max_ns'])}", flush=True)
-    cal = {"format": "jitterscope-protect-calibration", "version": 1, "sample_ns": probe.ts_ns,
-           "actuator": probe.actuator, "critical": probe.critical_cmd, "best_effort": probe.be_cmds,
-           "warmup_ns": warmup, "points": points}
+                print(
+                    f"share {s:4.2f}: critical mean {format_ns(p['mean_ns'])}, p99 {format_ns(p['p99_ns'])}, "
+                    f"max {format_ns(p['max_ns'])}",
+                    flush=True,
+                )
+    cal = {
+        "format": "jitterscope-protect-calibration",
+        "version": 1,
+        "sample_ns": probe.ts_ns,
+        "actuator": probe.actuator,
+        "critical": probe.critical_cmd,
+        "best_effort": probe.be_cmds,
+        "warmup_ns": warmup,
+        "points": points,
+    }
     Calibration.model_validate(cal)
     atomic.write_text(out, json.dumps(cal, indent=2) + "\n")
     if args.json:

@@ -30,8 +30,8 @@ from jitterscope.journal import Journal, Outcome, process_start_time
 @dataclass(frozen=True)
 class Hierarchy:
     root: Path
-    version: int          # 1 or 2
-    controller: str       # freezer, cpu (v1) or "" (v2)
+    version: int  # 1 or 2
+    controller: str  # freezer, cpu (v1) or "" (v2)
 
 
 def _mounts() -> list[list[str]]:
@@ -100,6 +100,7 @@ def stoppable(j: Journal, targets: list[tuple[int, bool]]) -> None:
 
 # --- undo (registered in journal.UNDO) ------------------------------------------------------
 
+
 def _procs(d: Path) -> list[int]:
     try:
         return [int(x) for x in (d / "cgroup.procs").read_text().split()]
@@ -113,13 +114,13 @@ def undo_cgroup(e: dict[str, Any]) -> Outcome:
         return Outcome("unchanged", f"cgroup {d} already removed")
     for f, thawed in (("cgroup.freeze", "0"), ("freezer.state", "THAWED")):
         if (d / f).exists():
-            (d / f).write_text(thawed)   # a frozen task cannot leave promptly
+            (d / f).write_text(thawed)  # a frozen task cannot leave promptly
     for pid in _procs(d):
         try:
             (parent / "cgroup.procs").write_text(str(pid))
         except ProcessLookupError:
             pass
-    for _ in range(100):   # rmdir waits for exiting tasks to leave
+    for _ in range(100):  # rmdir waits for exiting tasks to leave
         try:
             d.rmdir()
             return Outcome("restored", f"removed cgroup {d}")
@@ -155,5 +156,6 @@ def undo_sigcont(e: dict[str, Any]) -> Outcome:
             continue
     if not done:
         return Outcome("unchanged", "no stoppable process left")
-    return Outcome("restored", f"sent SIGCONT to {'process group' if len(done) == 1 else 'processes'} "
-                               f"{', '.join(done)}")
+    return Outcome(
+        "restored", f"sent SIGCONT to {'process group' if len(done) == 1 else 'processes'} {', '.join(done)}"
+    )

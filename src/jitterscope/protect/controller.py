@@ -53,7 +53,7 @@ class Controller(NativeChild[ControllerResult]):
     def go(self) -> None:
         """Start controlling (after the session has journalled the controller's group)."""
         assert self._proc is not None and self._proc.stdin is not None
-        try:   # left open: communicate() closes it when waiting for the end line
+        try:  # left open: communicate() closes it when waiting for the end line
             self._proc.stdin.write(b"go\n")
             self._proc.stdin.flush()
         except BrokenPipeError:
@@ -68,11 +68,13 @@ class Controller(NativeChild[ControllerResult]):
 
 def run_replay(args: list[str], out: Path) -> dict[str, Any]:
     """The controller on replayed counters (virtual time: no threads, no actuator); its end line."""
-    proc = subprocess.run([str(native_bin(PROGRAM)), "--out", str(out), *args], capture_output=True, text=True,
-                          timeout=600, check=False)
+    proc = subprocess.run(
+        [str(native_bin(PROGRAM)), "--out", str(out), *args], capture_output=True, text=True, timeout=600, check=False
+    )
     if proc.returncode != 0:
-        raise JitterscopeError(f"controller failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}"
-                               .replace(f"{PROGRAM}: ", ""))
+        raise JitterscopeError(
+            f"controller failed: {(proc.stderr.strip().splitlines() or ['no message'])[-1]}".replace(f"{PROGRAM}: ", "")
+        )
     lines = [json.loads(ln) for ln in proc.stdout.splitlines() if '"event": "end"' in ln]
     if not lines:
         raise JitterscopeError("controller ended without reporting")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-RECORDS = "raw/controller.bin"   # the controller's records, inside the run directory
+RECORDS = "raw/controller.bin"  # the controller's records, inside the run directory
 
 
 @dataclass
@@ -25,4 +25,4 @@ class Outcome:
     peak: tuple[float, float] | None = None
     started_unix_ns: int = 0
     wall_s: float = 0.0
-    controlling: bool = False      # the controller was told to go: there are records to keep
+    controlling: bool = False  # the controller was told to go: there are records to keep

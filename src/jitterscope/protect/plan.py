@@ -27,18 +27,18 @@ from jitterscope.units import (
 
 LAWS = ("fixed", "proportional", "slack")
 SAMPLINGS = ("timer", "event")
-TS_BOUNDS = (1e-6, 1.0)           # --sample: 1us to 1s
-S_BOUNDS = (1e-6, 10.0)           # --suspend: 1us to 10s
+TS_BOUNDS = (1e-6, 1.0)  # --sample: 1us to 1s
+S_BOUNDS = (1e-6, 10.0)  # --suspend: 1us to 10s
 
 
 @dataclass
 class Plan:
-    cpus: list[int]                               # best-effort CPUs (one control thread each)
+    cpus: list[int]  # best-effort CPUs (one control thread each)
     critical_cpus: list[int]
     ts_ns: float = 100e3
     s_ns: float = 900e3
     law: str = "fixed"
-    sampling: str = "timer"                       # event: counters overflow at the budget (no timer)
+    sampling: str = "timer"  # event: counters overflow at the budget (no timer)
     gain: float = 10.0
     s_min_ns: float = 0.0
     s_max_ns: float = 0.0
@@ -87,13 +87,18 @@ def build(a: dict[str, Any], calibrating: bool = False) -> Plan:
     `calibrating`: a calibration point, which may run no best-effort program (share 0)."""
     be_default, _ = default_cpus()
     cpus = parse_cpulist(str(a["cpus"])) if a.get("cpus") else be_default
-    crit = parse_cpulist(str(a["critical_cpus"])) if a.get("critical_cpus") else \
-        [c for c in sysinfo.online_cpus() if c not in cpus]
+    crit = (
+        parse_cpulist(str(a["critical_cpus"]))
+        if a.get("critical_cpus")
+        else [c for c in sysinfo.online_cpus() if c not in cpus]
+    )
     sysinfo.check_cpus(cpus + crit)
     both = sorted(set(cpus) & set(crit))
     if both:
-        raise JitterscopeError(f"CPU {format_cpulist(both)} is both best-effort (--cpus) and critical "
-                               f"(--critical-cpus): they must be apart")
+        raise JitterscopeError(
+            f"CPU {format_cpulist(both)} is both best-effort (--cpus) and critical "
+            f"(--critical-cpus): they must be apart"
+        )
     if not crit:
         raise JitterscopeError(f"--cpus {format_cpulist(cpus)} leaves no CPU for the critical program")
     p = Plan(cpus=cpus, critical_cpus=crit)
@@ -115,11 +120,16 @@ def build(a: dict[str, Any], calibrating: bool = False) -> Plan:
     p.actuator, p.cgroup_version = actuators.parse(str(a.get("actuator") or "rt"))
     for key, what in (("duration", "--duration"), ("compare", "--compare"), ("deadline", "--deadline")):
         if a.get(key):
-            setattr(p, f"{key}_ns", duration(str(a[key]), what, (1e-6, 7 * 86400.0) if key != "duration"
-                                              else (0.1, 7 * 86400.0)))
+            setattr(
+                p,
+                f"{key}_ns",
+                duration(str(a[key]), what, (1e-6, 7 * 86400.0) if key != "duration" else (0.1, 7 * 86400.0)),
+            )
     if p.compare_ns is not None and p.compare_ns < 20 * (p.ts_ns + p.longest_s_ns):
-        raise JitterscopeError(f"--compare {format_ns(p.compare_ns)} is too short: each phase needs at least "
-                               f"20 sampling periods with suspensions ({format_ns(20 * (p.ts_ns + p.longest_s_ns))})")
+        raise JitterscopeError(
+            f"--compare {format_ns(p.compare_ns)} is too short: each phase needs at least "
+            f"20 sampling periods with suspensions ({format_ns(20 * (p.ts_ns + p.longest_s_ns))})"
+        )
     p.priority = int(a.get("priority") or 50)
     if not 1 <= p.priority <= 99:
         raise JitterscopeError(f"--priority fifo:{p.priority} out of range 1-99")
@@ -164,11 +174,14 @@ def _sampling(p: Plan, a: dict[str, Any]) -> None:
     if p.sampling != "event":
         return
     if p.signal not in signals.EVENT_SIGNALS + ("auto",):
-        raise JitterscopeError(f"--sampling event needs a counter that overflows at the budget: --signal "
-                               f"{' or '.join(signals.EVENT_SIGNALS)}, not {p.signal}")
+        raise JitterscopeError(
+            f"--sampling event needs a counter that overflows at the budget: --signal "
+            f"{' or '.join(signals.EVENT_SIGNALS)}, not {p.signal}"
+        )
     if p.law == "slack" or a.get("replay"):
-        raise JitterscopeError("--sampling event works with the fixed and proportional laws on live counters "
-                               "(not --law slack or --replay)")
+        raise JitterscopeError(
+            "--sampling event works with the fixed and proportional laws on live counters (not --law slack or --replay)"
+        )
 
 
 def _event_cputime_budget(p: Plan) -> None:
@@ -177,9 +190,11 @@ def _event_cputime_budget(p: Plan) -> None:
     text = p.threshold if p.threshold and p.threshold.endswith("%") else signals.default_threshold("cputime")
     budget = signals.parse_threshold(text, "cputime").percent or 0.0
     if budget * p.ts_ns < 10e3:
-        raise JitterscopeError(f"--sampling event on CPU time: the budget {format_ns(budget * p.ts_ns)} (threshold "
-                               f"{text} x --sample {format_ns(p.ts_ns)}) is below the kernel's 10 us: use a longer "
-                               f"--sample or a larger --threshold")
+        raise JitterscopeError(
+            f"--sampling event on CPU time: the budget {format_ns(budget * p.ts_ns)} (threshold "
+            f"{text} x --sample {format_ns(p.ts_ns)}) is below the kernel's 10 us: use a longer "
+            f"--sample or a larger --threshold"
+        )
 
 
 def _programs(p: Plan, a: dict[str, Any], calibrating: bool) -> None:
@@ -195,9 +210,11 @@ def _programs(p: Plan, a: dict[str, Any], calibrating: bool) -> None:
         p.critical_pid = prog.pid
         outside = sorted(set(prog.cpus) - set(p.critical_cpus))
         if outside:
-            raise JitterscopeError(f"critical process {prog.pid} may run on CPU {format_cpulist(outside)}, outside "
-                                   f"the critical CPUs {format_cpulist(p.critical_cpus)}: pin it first "
-                                   f"(taskset -a -p -c {format_cpulist(p.critical_cpus)} {prog.pid}) or change --cpus")
+            raise JitterscopeError(
+                f"critical process {prog.pid} may run on CPU {format_cpulist(outside)}, outside "
+                f"the critical CPUs {format_cpulist(p.critical_cpus)}: pin it first "
+                f"(taskset -a -p -c {format_cpulist(p.critical_cpus)} {prog.pid}) or change --cpus"
+            )
         p.given_programs.append(prog)
     if a.get("critical_cmd"):
         p.critical_cmd = split_command(str(a["critical_cmd"]), "--critical-cmd")
@@ -218,8 +235,9 @@ def _programs(p: Plan, a: dict[str, Any], calibrating: bool) -> None:
         p.replay = Path(str(a["replay"]))
         return
     if not (p.be_pids or p.be_cmds or p.be_cgroup or calibrating):
-        raise JitterscopeError("no best-effort program: give --best-effort PID,..., --best-effort-cmd CMD or "
-                               "--best-effort-cgroup PATH")
+        raise JitterscopeError(
+            "no best-effort program: give --best-effort PID,..., --best-effort-cmd CMD or --best-effort-cgroup PATH"
+        )
 
 
 def _pid(text: str) -> int:
@@ -263,6 +281,14 @@ def law_args(plan: Plan, s_ns: float) -> list[str]:
     """The controller's options for the law: Ts, S and, for the proportional law, its gain and bounds."""
     args = ["--sample-ns", str(int(plan.ts_ns)), "--suspend-ns", str(int(s_ns)), "--sampling", plan.sampling]
     if plan.law == "proportional":
-        args += ["--law", "proportional", "--gain", str(int(plan.gain * 1000)),
-                 "--suspend-min-ns", str(int(plan.s_min_ns)), "--suspend-max-ns", str(int(plan.s_max_ns))]
+        args += [
+            "--law",
+            "proportional",
+            "--gain",
+            str(int(plan.gain * 1000)),
+            "--suspend-min-ns",
+            str(int(plan.s_min_ns)),
+            "--suspend-max-ns",
+            str(int(plan.s_max_ns)),
+        ]
     return args

@@ -36,10 +36,10 @@ _WRAPPER = 'read -r go && [ "$go" = go ] && exec "$0" "$@" </dev/null'
 class Program:
     """One program: started by us (`argv`) or given (`pid`)."""
 
-    role: str                        # "critical" or "best-effort"
+    role: str  # "critical" or "best-effort"
     name: str
     pid: int
-    group: bool                      # True: we own its process group (pgid = pid)
+    group: bool  # True: we own its process group (pgid = pid)
     cpus: list[int]
     page: Path | None = None
     log: Path | None = None
@@ -63,30 +63,42 @@ def split_command(text: str, option: str) -> list[str]:
         raise JitterscopeError(f"{option} {text!r}: {err}") from None
     if not argv:
         raise JitterscopeError(f"{option} is empty: give a command line, e.g. 'xz -T1 -9 -k big.tar'")
-    if argv[0] in SHIPPED and not shutil.which(argv[0]):   # the package's load generators, by name
+    if argv[0] in SHIPPED and not shutil.which(argv[0]):  # the package's load generators, by name
         argv[0] = str(native_bin(argv[0]))
     return argv
 
 
-def start(j: Journal, role: str, argv: list[str], cpus: list[int], page: Path | None, log: Path,
-          env: dict[str, str] | None = None) -> Program:
+def start(
+    j: Journal,
+    role: str,
+    argv: list[str],
+    cpus: list[int],
+    page: Path | None,
+    log: Path,
+    env: dict[str, str] | None = None,
+) -> Program:
     """Start `argv` pinned to `cpus` in its own process group, journalled before it runs."""
     full_env = {**os.environ, **(env or {})}
     if page is not None:
         full_env[REPORT_ENV] = str(page)
     try:
         with open(log, "wb") as out:
-            proc = subprocess.Popen(["/bin/sh", "-c", _WRAPPER, *argv], stdin=subprocess.PIPE, stdout=out,
-                                    stderr=subprocess.STDOUT, env=full_env, start_new_session=True)
+            proc = subprocess.Popen(
+                ["/bin/sh", "-c", _WRAPPER, *argv],
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=full_env,
+                start_new_session=True,
+            )
     except OSError as err:
         raise JitterscopeError(f"cannot start {argv[0]}: {err.strerror}") from None
     j.process_group(proc.pid)
-    os.sched_setaffinity(proc.pid, set(cpus))   # the shell still waits: the command starts pinned
+    os.sched_setaffinity(proc.pid, set(cpus))  # the shell still waits: the command starts pinned
     assert proc.stdin is not None
     proc.stdin.write(b"go\n")
     proc.stdin.close()
-    prog = Program(role, Path(argv[0]).name, proc.pid, True, cpus, page, log, argv, proc,
-                   process_start_time(proc.pid))
+    prog = Program(role, Path(argv[0]).name, proc.pid, True, cpus, page, log, argv, proc, process_start_time(proc.pid))
     time.sleep(0.05)
     if proc.poll() is not None and proc.returncode == 127:
         raise JitterscopeError(f"{role} command {argv[0]!r} not found ({log_tail(log)})")
@@ -123,7 +135,7 @@ def stop(prog: Program, grace_s: float = 1.0) -> None:
     if prog.proc is None or prog.proc.poll() is not None:
         return
     try:
-        os.killpg(prog.pid, signal.SIGCONT)   # a stopped group cannot act on SIGTERM
+        os.killpg(prog.pid, signal.SIGCONT)  # a stopped group cannot act on SIGTERM
         os.killpg(prog.pid, signal.SIGTERM)
     except ProcessLookupError:
         return
@@ -143,7 +155,7 @@ def wait_attached(pages: list[Path], timeout_s: float) -> bool:
     deadline = time.monotonic() + timeout_s
     opened = [ReportPage(p, writable=False) for p in pages]
     try:
-        while True:   # at least one look, even with no time to wait
+        while True:  # at least one look, even with no time to wait
             if all(pg.counters()["pid"] for pg in opened):
                 return True
             if time.monotonic() >= deadline:

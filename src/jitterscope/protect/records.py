@@ -28,19 +28,45 @@ S_ON, S_WOULD, S_STALE, S_NOSIGNAL, S_EVENT = 1, 2, 4, 8, 16
 X_CLIPPED, X_UNCONFIRMED, X_NOSTOP = 1, 2, 4
 STOP_UNKNOWN = np.iinfo(np.int64).min  # stopped_ns when no report page could tell
 
-HEADER_DTYPE = np.dtype([
-    ("magic", "S8"), ("version", "<u4"), ("header_size", "<u4"), ("record_size", "<u4"), ("flags", "<u4"),
-    ("t0_ns", "<i8"), ("n_records", "<u8"), ("dropped", "<u8"), ("beats_lost", "<u8"), ("reserved", "<u8", (1,)),
-])
+HEADER_DTYPE = np.dtype(
+    [
+        ("magic", "S8"),
+        ("version", "<u4"),
+        ("header_size", "<u4"),
+        ("record_size", "<u4"),
+        ("flags", "<u4"),
+        ("t0_ns", "<i8"),
+        ("n_records", "<u8"),
+        ("dropped", "<u8"),
+        ("beats_lost", "<u8"),
+        ("reserved", "<u8", (1,)),
+    ]
+)
 _PREFIX = [("kind", "<u2"), ("cpu", "<u2"), ("flags", "<u4"), ("t_ns", "<i8")]
-SAMPLE_DTYPE = np.dtype(_PREFIX + [
-    ("window_ns", "<i8"), ("read_bytes", "<i8"), ("write_bytes", "<i8"), ("progress_bytes", "<i8"),
-    ("cpu_ns", "<i8"), ("metric", "<i8"), ("pressure_ppm", "<i8"), ("suspend_ns", "<i8"),
-])
-SUSPENSION_DTYPE = np.dtype(_PREFIX + [
-    ("requested_ns", "<i8"), ("stopped_ns", "<i8"), ("end_ns", "<i8"), ("resumed_ns", "<i8"),
-    ("issue_ns", "<i8"), ("reserved", "<i8", (3,)),
-])
+SAMPLE_DTYPE = np.dtype(
+    _PREFIX
+    + [
+        ("window_ns", "<i8"),
+        ("read_bytes", "<i8"),
+        ("write_bytes", "<i8"),
+        ("progress_bytes", "<i8"),
+        ("cpu_ns", "<i8"),
+        ("metric", "<i8"),
+        ("pressure_ppm", "<i8"),
+        ("suspend_ns", "<i8"),
+    ]
+)
+SUSPENSION_DTYPE = np.dtype(
+    _PREFIX
+    + [
+        ("requested_ns", "<i8"),
+        ("stopped_ns", "<i8"),
+        ("end_ns", "<i8"),
+        ("resumed_ns", "<i8"),
+        ("issue_ns", "<i8"),
+        ("reserved", "<i8", (3,)),
+    ]
+)
 BEAT_DTYPE = np.dtype(_PREFIX + [("latency_ns", "<i8"), ("seq", "<i8"), ("reserved", "<i8", (6,))])
 
 # js_report.h
@@ -49,18 +75,54 @@ REPORT_VERSION = 1
 REPORT_BEATS = 4096
 REPORT_ENV = "JITTERSCOPE_REPORT"
 JS_BEAT_DTYPE = np.dtype([("end_ns", "<i8"), ("latency_ns", "<i8")])
-REPORT_DTYPE = np.dtype({
-    "names": ["magic", "version", "size", "pid", "flags", "deadline_ns", "reserved",
-              "read_bytes", "write_bytes", "ops", "last_ns", "reserved2", "beats", "reserved3", "beat"],
-    "formats": ["S8", "<u4", "<u4", "<i4", "<u4", "<i8", ("<u8", (4,)),
-                "<u8", "<u8", "<u8", "<i8", ("<u8", (4,)), "<u8", ("<u8", (7,)), (JS_BEAT_DTYPE, (REPORT_BEATS,))],
-    "offsets": [0, 8, 12, 16, 20, 24, 32, 64, 72, 80, 88, 96, 128, 136, 192],
-    "itemsize": 192 + 16 * REPORT_BEATS,
-})
+REPORT_DTYPE = np.dtype(
+    {
+        "names": [
+            "magic",
+            "version",
+            "size",
+            "pid",
+            "flags",
+            "deadline_ns",
+            "reserved",
+            "read_bytes",
+            "write_bytes",
+            "ops",
+            "last_ns",
+            "reserved2",
+            "beats",
+            "reserved3",
+            "beat",
+        ],
+        "formats": [
+            "S8",
+            "<u4",
+            "<u4",
+            "<i4",
+            "<u4",
+            "<i8",
+            ("<u8", (4,)),
+            "<u8",
+            "<u8",
+            "<u8",
+            "<i8",
+            ("<u8", (4,)),
+            "<u8",
+            ("<u8", (7,)),
+            (JS_BEAT_DTYPE, (REPORT_BEATS,)),
+        ],
+        "offsets": [0, 8, 12, 16, 20, 24, 32, 64, 72, 80, 88, 96, 128, 136, 192],
+        "itemsize": 192 + 16 * REPORT_BEATS,
+    }
+)
 
 STRUCTS: dict[str, np.dtype] = {
-    "jsp_header": HEADER_DTYPE, "jsp_sample": SAMPLE_DTYPE, "jsp_suspension": SUSPENSION_DTYPE,
-    "jsp_beat": BEAT_DTYPE, "js_report_page": REPORT_DTYPE, "js_beat": JS_BEAT_DTYPE,
+    "jsp_header": HEADER_DTYPE,
+    "jsp_sample": SAMPLE_DTYPE,
+    "jsp_suspension": SUSPENSION_DTYPE,
+    "jsp_beat": BEAT_DTYPE,
+    "js_report_page": REPORT_DTYPE,
+    "js_beat": JS_BEAT_DTYPE,
 }
 
 
@@ -82,8 +144,9 @@ def read_header(path: Path) -> dict[str, Any]:
     if bytes(h["magic"]).ljust(8, b"\0") != MAGIC or int(h["version"]) != VERSION:
         raise JitterscopeError(f"{path}: not a jitterscope-protect record file (magic/version)")
     if int(h["header_size"]) != HEADER_DTYPE.itemsize or int(h["record_size"]) != SAMPLE_DTYPE.itemsize:
-        raise JitterscopeError(f"{path}: corrupt record file (header {int(h['header_size'])} B, "
-                               f"record {int(h['record_size'])} B)")
+        raise JitterscopeError(
+            f"{path}: corrupt record file (header {int(h['header_size'])} B, record {int(h['record_size'])} B)"
+        )
     out = {n: h[n].item() for n in ("flags", "t0_ns", "n_records", "dropped", "beats_lost")}
     out["complete"] = bool(out["flags"] & FLAG_COMPLETE)
     out["records_in_file"] = (size - HEADER_DTYPE.itemsize) // SAMPLE_DTYPE.itemsize
@@ -96,13 +159,16 @@ def read_records(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
     A file the controller did not finish (it was killed) is read up to its last whole record."""
     header = read_header(path)
     n = header["records_in_file"]
-    raw = np.fromfile(path, dtype=np.uint8, offset=HEADER_DTYPE.itemsize,
-                      count=n * SAMPLE_DTYPE.itemsize).reshape(n, SAMPLE_DTYPE.itemsize)
+    raw = np.fromfile(path, dtype=np.uint8, offset=HEADER_DTYPE.itemsize, count=n * SAMPLE_DTYPE.itemsize).reshape(
+        n, SAMPLE_DTYPE.itemsize
+    )
     kinds = raw[:, 0].astype(np.uint16) | (raw[:, 1].astype(np.uint16) << 8)
     out = {}
-    for name, kind, dtype in (("samples", KIND_SAMPLE, SAMPLE_DTYPE),
-                              ("suspensions", KIND_SUSPENSION, SUSPENSION_DTYPE),
-                              ("beats", KIND_BEAT, BEAT_DTYPE)):
+    for name, kind, dtype in (
+        ("samples", KIND_SAMPLE, SAMPLE_DTYPE),
+        ("suspensions", KIND_SUSPENSION, SUSPENSION_DTYPE),
+        ("beats", KIND_BEAT, BEAT_DTYPE),
+    ):
         out[name] = np.ascontiguousarray(raw[kinds == kind]).view(dtype).reshape(-1)
     bad = int(np.count_nonzero(~np.isin(kinds, (KIND_SAMPLE, KIND_SUSPENSION, KIND_BEAT))))
     if bad:

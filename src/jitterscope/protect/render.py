@@ -47,11 +47,13 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     o = meta["options"]
     phases = summary["phases"]
     cols = [k for k in ("unprotected", "protected") if k in phases]
-    head = (f"protect: best-effort CPU {','.join(map(str, meta['cpus']))}, critical CPU "
-            f"{','.join(map(str, meta['critical_cpus']))} · signal {summary['signal']} · actuator "
-            f"{summary['actuator']} · law {summary['law']} {format_ns(summary['sample_ns'])}/"
-            f"{format_ns(summary['suspend_ns'])}{_sampling(summary)} · {format_ns(summary['run']['duration_s'] * 1e9)}"
-            + (" (interrupted)" if summary["run"]["interrupted"] else ""))
+    head = (
+        f"protect: best-effort CPU {','.join(map(str, meta['cpus']))}, critical CPU "
+        f"{','.join(map(str, meta['critical_cpus']))} · signal {summary['signal']} · actuator "
+        f"{summary['actuator']} · law {summary['law']} {format_ns(summary['sample_ns'])}/"
+        f"{format_ns(summary['suspend_ns'])}{_sampling(summary)} · {format_ns(summary['run']['duration_s'] * 1e9)}"
+        + (" (interrupted)" if summary["run"]["interrupted"] else "")
+    )
     lines = [head, f"  signal: {o.get('signal_reason')}; threshold {o['threshold'].get('text') or '-'}"]
     rows: list[tuple[str, list[str]]] = [
         ("critical latency mean", [_lat(phases[c]["critical"], "mean") for c in cols]),
@@ -62,24 +64,30 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
         ("            CPU share", [_pct(phases[c]["best_effort"]["cpu_share"]) for c in cols]),
         ("            duty cycle", [_pct(phases[c]["best_effort"]["duty"]) for c in cols]),
     ]
-    rows = [(name, vals) for name, vals in rows if any(v != "-" for v in vals)]   # nothing to show: no row
+    rows = [(name, vals) for name, vals in rows if any(v != "-" for v in vals)]  # nothing to show: no row
     width = max(22, *(len(v) for _, vals in rows for v in vals)) + 2
     lines.append(f"  {'':22}" + "".join(f"{c:>{width}}" for c in cols))
     lines += [f"  {name:22}" + "".join(f"{v:>{width}}" for v in vals) for name, vals in rows]
     if summary.get("progress_ratio") is not None:
         share = summary.get("expected_share")
-        lines.append(f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected"
-                     + (f" (the law's share under persistent excess: {share:.3f})" if share is not None else ""))
+        lines.append(
+            f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected"
+            + (f" (the law's share under persistent excess: {share:.3f})" if share is not None else "")
+        )
     if summary.get("critical") is None and (summary.get("critical_latency") or "").startswith("unknown"):
         lines.append(f"  critical latency {summary['critical_latency']}")
     window = "windows" if summary.get("sampling") == "event" else "Ts"
     for cpu, c in summary["cpus"].items():
-        lines.append(f"  CPU {cpu}: {c['samples']:,} samples ({window} {_dist(c['sampling_ns'])}), "
-                     f"{c['suspensions']:,} suspensions (S {_dist(c['suspension_ns'])}), duty {_pct(c.get('duty'))}")
+        lines.append(
+            f"  CPU {cpu}: {c['samples']:,} samples ({window} {_dist(c['sampling_ns'])}), "
+            f"{c['suspensions']:,} suspensions (S {_dist(c['suspension_ns'])}), duty {_pct(c.get('duty'))}"
+        )
         parts = [f"stop latency {_dist(c['stop_latency_ns'])}"] if c["stop_latency_ns"] else []
         if c["controller_cpu_share"] is not None:
-            parts.append(f"controller {_pct(c['controller_cpu_share'])} CPU"
-                         + (f" + {_pct(c['spin_share'])} spinning" if c["spin_share"] else ""))
+            parts.append(
+                f"controller {_pct(c['controller_cpu_share'])} CPU"
+                + (f" + {_pct(c['spin_share'])} spinning" if c["spin_share"] else "")
+            )
         if c["clipped"]:
             parts.append(f"{c['clipped']:,} clipped to the RT budget")
         if c["unconfirmed"]:

@@ -59,8 +59,9 @@ def read_csv(path: Path) -> np.ndarray:
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
     if len(header) != 3 or header[0] not in UNITS or header[1:] != ["read_bytes", "write_bytes"]:
-        raise JitterscopeError(f"{path}:1: header must be t_ns|t_us|t_s,read_bytes,write_bytes, "
-                               f"got {','.join(header) or 'nothing'}")
+        raise JitterscopeError(
+            f"{path}:1: header must be t_ns|t_us|t_s,read_bytes,write_bytes, got {','.join(header) or 'nothing'}"
+        )
     scale = UNITS[header[0]]
     rows: list[tuple[int, int, int]] = []
     for line, row in enumerate(reader, start=2):
@@ -97,15 +98,23 @@ def run_plan(plan: Plan) -> tuple[Path, Outcome]:
     t = signals.parse_threshold(text, "replay")
     if t.percent is not None:
         if plan.peak_bps is None:
-            raise JitterscopeError(f"--threshold {text} for a replay: a percentage needs --peak BW "
-                                   f"(or give the threshold as a bandwidth, e.g. 2GB/s)")
+            raise JitterscopeError(
+                f"--threshold {text} for a replay: a percentage needs --peak BW "
+                f"(or give the threshold as a bandwidth, e.g. 2GB/s)"
+            )
         t.read_bps = t.write_bps = t.percent * plan.peak_bps
     out.threshold = {"text": text, "read_bps": t.read_bps, "write_bps": t.write_bps}
     run_dir = create_run_dir(plan.out)
     (run_dir / "raw").mkdir()
     write_binary(rows, run_dir / "raw" / "replay.bin")
-    args = law_args(plan, plan.s_ns) + ["--signal", "replay", "--actuator", "none",
-                                         "--replay", str(run_dir / "raw" / "replay.bin")]
+    args = law_args(plan, plan.s_ns) + [
+        "--signal",
+        "replay",
+        "--actuator",
+        "none",
+        "--replay",
+        str(run_dir / "raw" / "replay.bin"),
+    ]
     args += [f"--threshold-{k}={int(v)}" for k, v in (("read", t.read_bps), ("write", t.write_bps)) if v]
     out.end = run_replay(args + ["--unit", str(plan.cpus[0])], run_dir / RECORDS)
     out.ended_by = "end of the replayed counters"

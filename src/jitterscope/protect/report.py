@@ -51,13 +51,17 @@ class ReportPage:
         try:
             if os.fstat(fd).st_size < REPORT_DTYPE.itemsize:
                 raise JitterscopeError(f"{self.path}: not a jitterscope report page (too short)")
-            self._map = mmap.mmap(fd, REPORT_DTYPE.itemsize, mmap.MAP_SHARED,
-                                  mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0))
+            self._map = mmap.mmap(
+                fd, REPORT_DTYPE.itemsize, mmap.MAP_SHARED, mmap.PROT_READ | (mmap.PROT_WRITE if writable else 0)
+            )
         finally:
             os.close(fd)
         self._p = np.ndarray((), dtype=REPORT_DTYPE, buffer=self._map)
-        if bytes(self._p["magic"]).ljust(8, b"\0") != REPORT_MAGIC or int(self._p["version"]) != REPORT_VERSION \
-                or int(self._p["size"]) != REPORT_DTYPE.itemsize:
+        if (
+            bytes(self._p["magic"]).ljust(8, b"\0") != REPORT_MAGIC
+            or int(self._p["version"]) != REPORT_VERSION
+            or int(self._p["size"]) != REPORT_DTYPE.itemsize
+        ):
             raise JitterscopeError(f"{self.path}: not a jitterscope report page")
         if writable:
             self._p["pid"] = os.getpid()
@@ -91,7 +95,7 @@ class ReportPage:
         slot = self._p["beat"][i % REPORT_BEATS]
         slot["end_ns"] = time.monotonic_ns()
         slot["latency_ns"] = int(latency_ns)
-        self._p["beats"] = i + 1   # published after the entry (x86 stores are not reordered)
+        self._p["beats"] = i + 1  # published after the entry (x86 stores are not reordered)
 
     def set_deadline(self, deadline_ns: int) -> None:
         """The per-iteration deadline: the reference of the `slack` signal."""

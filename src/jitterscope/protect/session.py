@@ -52,8 +52,12 @@ def run(plan: Plan) -> tuple[Path, Outcome]:
 
         return run_plan(plan)
     out = Outcome(started_unix_ns=time.time_ns())
-    needs_peak = plan.signal in ("auto",) + signals.BANDWIDTH and plan.peak_bps is None and \
-        (plan.threshold or "%").endswith("%") and bool(plan.be_cmds or plan.be_pids)
+    needs_peak = (
+        plan.signal in ("auto",) + signals.BANDWIDTH
+        and plan.peak_bps is None
+        and (plan.threshold or "%").endswith("%")
+        and bool(plan.be_cmds or plan.be_pids)
+    )
     if needs_peak:
         out.peak = signals.peak_bandwidth(plan.cpus[0])
     elif plan.peak_bps is not None:
@@ -67,7 +71,7 @@ def run(plan: Plan) -> tuple[Path, Outcome]:
             except KeyboardInterrupt:
                 out.interrupted, out.ended_by = True, "interrupted"
     except BaseException:
-        if not out.controlling:   # nothing was measured: leave no half-made run behind
+        if not out.controlling:  # nothing was measured: leave no half-made run behind
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
     if not out.controlling:
@@ -100,8 +104,9 @@ def _session(plan: Plan, j: Journal, run_dir: Path, out: Outcome) -> None:
         out.programs = [_describe(p) for p in started] + [_describe(p) for p in plan.given_programs]
 
 
-def _start_programs(plan: Plan, j: Journal, run_dir: Path, pages: Path, units: list[Unit],
-                    started: list[programs.Program]) -> Path | None:
+def _start_programs(
+    plan: Plan, j: Journal, run_dir: Path, pages: Path, units: list[Unit], started: list[programs.Program]
+) -> Path | None:
     for i, argv in enumerate(plan.be_cmds):
         u = units[i % len(units)]
         page = pages / f"best-effort-{i}.page"
@@ -119,8 +124,11 @@ def _start_programs(plan: Plan, j: Journal, run_dir: Path, pages: Path, units: l
     if plan.critical_cmd:
         crit_page = pages / "critical.page"
         ReportPage.create(crit_page)
-        started.append(programs.start(j, "critical", plan.critical_cmd, plan.critical_cpus, crit_page,
-                                      run_dir / "raw" / "critical.log"))
+        started.append(
+            programs.start(
+                j, "critical", plan.critical_cmd, plan.critical_cpus, crit_page, run_dir / "raw" / "critical.log"
+            )
+        )
     return crit_page
 
 
@@ -131,20 +139,24 @@ def _threads(pid: int) -> list[int]:
         raise JitterscopeError(f"process {pid} ended before it could be pinned") from None
 
 
-def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_page: Path | None,
-                out: Outcome) -> Controller:
+def _controller(
+    plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_page: Path | None, out: Outcome
+) -> Controller:
     be_pages = [pg for u in units for pg in u.pages]
-    be_publish = bool(be_pages) and len(be_pages) == sum(len(u.programs) for u in units) and \
-        programs.wait_attached(be_pages, 1.0)
+    be_publish = (
+        bool(be_pages)
+        and len(be_pages) == sum(len(u.programs) for u in units)
+        and programs.wait_attached(be_pages, 1.0)
+    )
     deadline = plan.deadline_ns
     if crit_page is not None and programs.wait_attached([crit_page], 1.0 if plan.critical_cmd else 0.0):
         page = ReportPage(crit_page, writable=False)
         deadline = deadline or (page.counters()["deadline_ns"] or None)
         page.close()
     out.deadline_ns = deadline
-    out.signal, out.signal_reason = signals.choose(plan.signal, plan.cpus, be_publish,
-                                                   crit_page is not None and bool(deadline),
-                                                   event=plan.sampling == "event")
+    out.signal, out.signal_reason = signals.choose(
+        plan.signal, plan.cpus, be_publish, crit_page is not None and bool(deadline), event=plan.sampling == "event"
+    )
     out.s_ns = _suspension(plan, deadline)
     if plan.law == "slack" and out.s_ns == 0:
         out.signal, out.signal_reason = "none", "slack law: the calibration meets the deadline at full share"
@@ -159,8 +171,9 @@ def _controller(plan: Plan, j: Journal, run_dir: Path, units: list[Unit], crit_p
         args += ["--critical-page", str(crit_page)]
     if out.signal == "pmu":
         args += signals.pmu_args()
-    args += actuators.prepare(j, plan.actuator, plan.cgroup_version, units, plan.be_cgroup, plan.ts_ns,
-                              plan.longest_s_ns)
+    args += actuators.prepare(
+        j, plan.actuator, plan.cgroup_version, units, plan.be_cgroup, plan.ts_ns, plan.longest_s_ns
+    )
     for u in units:
         args += _unit_args(u)
     return Controller(args, run_dir / RECORDS, int(plan.duration_ns) if plan.duration_ns else None, plan.cpus)
@@ -176,8 +189,11 @@ def _priority(plan: Plan) -> int:
     soft, _ = resource.getrlimit(resource.RLIMIT_RTPRIO)
     if soft == resource.RLIM_INFINITY or soft >= plan.priority:
         return plan.priority
-    print(f"jitterscope: note: SCHED_FIFO {plan.priority} is not permitted (RLIMIT_RTPRIO {soft}); the control "
-          f"threads run SCHED_OTHER, so their sampling is less regular", file=sys.stderr)
+    print(
+        f"jitterscope: note: SCHED_FIFO {plan.priority} is not permitted (RLIMIT_RTPRIO {soft}); the control "
+        f"threads run SCHED_OTHER, so their sampling is less regular",
+        file=sys.stderr,
+    )
     plan.priority = 0
     return 0
 
@@ -258,10 +274,23 @@ def _supervise(plan: Plan, ctl: Controller, started: list[programs.Program], out
 
 
 def _describe(p: programs.Program) -> dict[str, Any]:
-    return {"role": p.role, "name": p.name, "pid": p.pid, "argv": p.argv, "cpus": p.cpus, "started": bool(p.argv),
-            "exit_code": p.returncode(), "log": str(p.log.name) if p.log else None}
+    return {
+        "role": p.role,
+        "name": p.name,
+        "pid": p.pid,
+        "argv": p.argv,
+        "cpus": p.cpus,
+        "started": bool(p.argv),
+        "exit_code": p.returncode(),
+        "log": str(p.log.name) if p.log else None,
+    }
 
 
 def host_facts() -> dict[str, Any]:
-    return {"host": sysinfo.host(), "kernel": sysinfo.kernel(), "cpu_model": sysinfo.cpu_model(),
-            "clocksource": sysinfo.clocksource(), "virtualization": sysinfo.virtualization()}
+    return {
+        "host": sysinfo.host(),
+        "kernel": sysinfo.kernel(),
+        "cpu_model": sysinfo.cpu_model(),
+        "clocksource": sysinfo.clocksource(),
+        "virtualization": sysinfo.virtualization(),
+    }

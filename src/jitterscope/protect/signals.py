@@ -51,7 +51,7 @@ class Threshold:
 
     read_bps: float | None = None
     write_bps: float | None = None
-    percent: float | None = None      # of the peak bandwidth, of the deadline, slowdown or CPU share
+    percent: float | None = None  # of the peak bandwidth, of the deadline, slowdown or CPU share
     ns: float | None = None
 
 
@@ -115,10 +115,10 @@ def default_threshold(signal: str) -> str:
 # write = lines written back from it: the thesis's level_2_transactions.load / level_2_lines_out.any
 # (Nehalem, L1809-1832) and their successors.  Untested on this project's VM (it has no PMU).
 RAW_EVENTS: dict[tuple[str, int, int], tuple[int, int]] = {
-    ("GenuineIntel", 6, 0x1A): (0x01F0, 0x0FF2),   # Nehalem-EP: L2_TRANSACTIONS.LOAD, L2_LINES_OUT.ANY
-    ("GenuineIntel", 6, 0x1E): (0x01F0, 0x0FF2),   # Nehalem (Core i7 860, the thesis's machine)
-    ("GenuineIntel", 6, 0x55): (0x1FF1, 0x02F2),   # Skylake-SP: L2_LINES_IN.ALL, L2_LINES_OUT.NON_SILENT
-    ("GenuineIntel", 6, 0x6A): (0x1FF1, 0x02F2),   # Ice Lake-SP: the same events
+    ("GenuineIntel", 6, 0x1A): (0x01F0, 0x0FF2),  # Nehalem-EP: L2_TRANSACTIONS.LOAD, L2_LINES_OUT.ANY
+    ("GenuineIntel", 6, 0x1E): (0x01F0, 0x0FF2),  # Nehalem (Core i7 860, the thesis's machine)
+    ("GenuineIntel", 6, 0x55): (0x1FF1, 0x02F2),  # Skylake-SP: L2_LINES_IN.ALL, L2_LINES_OUT.NON_SILENT
+    ("GenuineIntel", 6, 0x6A): (0x1FF1, 0x02F2),  # Ice Lake-SP: the same events
 }
 
 
@@ -148,8 +148,13 @@ def _generic_missing() -> bool:
 
 def _check(extra: list[str], cpu: int = 0) -> tuple[bool, str]:
     try:
-        out = subprocess.run([str(native_bin("jitterscope-protect")), *extra, "--check-pmu", str(cpu)],
-                             capture_output=True, text=True, timeout=10, check=False)
+        out = subprocess.run(
+            [str(native_bin("jitterscope-protect")), *extra, "--check-pmu", str(cpu)],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=False,
+        )
         got = json.loads(out.stdout)
     except (OSError, ValueError, subprocess.TimeoutExpired):
         return False, "could not run the PMU check"
@@ -170,29 +175,38 @@ def mbm_files() -> list[Path]:
     return sorted(RESCTRL.glob("mon_data/mon_L3_*/mbm_total_bytes")) if RESCTRL.is_dir() else []
 
 
-def choose(requested: str, cpus: list[int], be_publish: bool, critical_beats: bool,
-           event: bool = False) -> tuple[str, str]:
+def choose(
+    requested: str, cpus: list[int], be_publish: bool, critical_beats: bool, event: bool = False
+) -> tuple[str, str]:
     """The signal to use and why (`auto` follows the order in the module docstring)."""
     if event and requested == "auto":
         ok, why = pmu_status(cpus[0])
         if ok:
             return "pmu", "event-based sampling: LLC lines overflow at the budget (hardware PMU)"
-        return "cputime", (f"event-based sampling: {why}, so the best-effort tasks' CPU time (task-clock, a "
-                           f"software event) overflows at the budget instead, standing in for LLC lines")
+        return "cputime", (
+            f"event-based sampling: {why}, so the best-effort tasks' CPU time (task-clock, a "
+            f"software event) overflows at the budget instead, standing in for LLC lines"
+        )
     if requested == "pmu":
         ok, why = pmu_status(cpus[0])
         if not ok:
             raise JitterscopeError(f"--signal pmu: {why}; use --signal report, slack, noise or cputime")
         return "pmu", "requested"
     if requested == "resctrl" and not mbm_files():
-        raise JitterscopeError("--signal resctrl: no /sys/fs/resctrl with MBM counters on this host "
-                               "(mount resctrl on a CPU with RDT monitoring)")
+        raise JitterscopeError(
+            "--signal resctrl: no /sys/fs/resctrl with MBM counters on this host "
+            "(mount resctrl on a CPU with RDT monitoring)"
+        )
     if requested == "report" and not be_publish:
-        raise JitterscopeError("--signal report: the best-effort programs publish no counters (they must use "
-                               "the report API, as jitterscope-synload does); use --signal cputime or slack")
+        raise JitterscopeError(
+            "--signal report: the best-effort programs publish no counters (they must use "
+            "the report API, as jitterscope-synload does); use --signal cputime or slack"
+        )
     if requested == "slack" and not critical_beats:
-        raise JitterscopeError("--signal slack: the critical program publishes no heartbeats with a deadline "
-                               "(use the report API and --deadline, or --signal report/cputime)")
+        raise JitterscopeError(
+            "--signal slack: the critical program publishes no heartbeats with a deadline "
+            "(use the report API and --deadline, or --signal report/cputime)"
+        )
     if requested != "auto":
         return requested, "requested"
     ok, why = pmu_status(cpus[0])
@@ -216,11 +230,28 @@ def peak_bandwidth(cpu: int, seconds: float = 0.3) -> tuple[float, float]:
     buf = max(1 << 20, (llc_bytes(cpu) or 32 << 20) // 2)
     out = []
     for mode in ("read", "write"):
-        proc = subprocess.run([str(native_bin("jitterscope-synload")), "--mode", mode, "--cpu", str(cpu),
-                               "--buffer", str(buf), "--duration-ns", str(int(seconds * 1e9))],
-                              capture_output=True, text=True, timeout=60, env={}, check=False)
+        proc = subprocess.run(
+            [
+                str(native_bin("jitterscope-synload")),
+                "--mode",
+                mode,
+                "--cpu",
+                str(cpu),
+                "--buffer",
+                str(buf),
+                "--duration-ns",
+                str(int(seconds * 1e9)),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={},
+            check=False,
+        )
         if proc.returncode != 0:
-            raise JitterscopeError(f"measuring the peak bandwidth of CPU {cpu} failed: "
-                                   f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}")
+            raise JitterscopeError(
+                f"measuring the peak bandwidth of CPU {cpu} failed: "
+                f"{(proc.stderr.strip().splitlines() or ['no message'])[-1]}"
+            )
         out.append(float(json.loads(proc.stdout)["bytes_per_s"]))
     return out[0], out[1]

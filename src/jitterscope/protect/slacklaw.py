@@ -37,7 +37,7 @@ class Calibration(ConfigModel):
     actuator: str
     critical: list[str]
     best_effort: list[list[str]]
-    warmup_ns: float = Field(default=0, ge=0)   # each point's first heartbeats left out (the start-up)
+    warmup_ns: float = Field(default=0, ge=0)  # each point's first heartbeats left out (the start-up)
     points: list[Point] = Field(min_length=2)
 
 
@@ -49,10 +49,12 @@ def best_share(cal: Calibration, deadline_ns: float) -> float:
     """The largest best-effort share whose predicted p99 critical latency is within the deadline."""
     pts = sorted(cal.points, key=lambda p: p.share)
     shares = np.array([p.share for p in pts])
-    p99 = np.maximum.accumulate(np.array([p.p99_ns for p in pts]))   # more share never helps the critical one
+    p99 = np.maximum.accumulate(np.array([p.p99_ns for p in pts]))  # more share never helps the critical one
     if p99[0] > deadline_ns:
-        raise JitterscopeError(f"the deadline {format_ns(deadline_ns)} is missed even at a best-effort share of "
-                               f"{shares[0]:.2f} (p99 {format_ns(p99[0])}): no duty cycle can meet it")
+        raise JitterscopeError(
+            f"the deadline {format_ns(deadline_ns)} is missed even at a best-effort share of "
+            f"{shares[0]:.2f} (p99 {format_ns(p99[0])}): no duty cycle can meet it"
+        )
     grid = np.linspace(shares[0], shares[-1], 1001)
     ok = grid[np.interp(grid, shares, p99) <= deadline_ns]
     return float(ok.max())

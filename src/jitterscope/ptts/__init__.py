@@ -12,5 +12,17 @@ docs/commands/ptts.md.
 from jitterscope.ptts.exact import Distribution, Result, analyse, estimate, latency_tree, predicted_work
 from jitterscope.ptts.model import ETP, Component, Model, ModelError, load_model, model_from_dict
 
-__all__ = ["Component", "Distribution", "ETP", "Model", "ModelError", "Result", "analyse", "estimate",
-           "latency_tree", "load_model", "model_from_dict", "predicted_work"]
+__all__ = [
+    "Component",
+    "Distribution",
+    "ETP",
+    "Model",
+    "ModelError",
+    "Result",
+    "analyse",
+    "estimate",
+    "latency_tree",
+    "load_model",
+    "model_from_dict",
+    "predicted_work",
+]

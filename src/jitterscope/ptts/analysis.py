@@ -24,23 +24,23 @@ from jitterscope.ptts import approx, exact, simulate, stats
 from jitterscope.ptts.exact import Distribution, Estimate, Result, TreeNode
 from jitterscope.ptts.model import Model
 
-MAX_BYTES = 8 * 2**30   # states the exact engine may keep in memory
+MAX_BYTES = 8 * 2**30  # states the exact engine may keep in memory
 MAX_SWEEP_VALUES = 200
-DEFAULT_ITERATIONS = 10_000            # simulated frames
-DEFAULT_ERROR_ITERATIONS = 20_000      # frames simulated to measure an approximation's error
+DEFAULT_ITERATIONS = 10_000  # simulated frames
+DEFAULT_ERROR_ITERATIONS = 20_000  # frames simulated to measure an approximation's error
 Note = Callable[[str], None]
-Series = tuple[str, Distribution]      # (legend, distribution) for the figures
+Series = tuple[str, Distribution]  # (legend, distribution) for the figures
 
 
 @dataclass
 class Options:
-    method: str = "exact"                    # or "simulate"
-    deadline: int | None = None              # ticks
+    method: str = "exact"  # or "simulate"
+    deadline: int | None = None  # ticks
     iterations: int | None = None
     seed: int | None = None
-    approximate_s: float | None = None       # --approximate's time budget
+    approximate_s: float | None = None  # --approximate's time budget
     max_time_s: float = 60.0
-    max_time_text: str = "60s"               # as the user wrote it, for messages
+    max_time_text: str = "60s"  # as the user wrote it, for messages
 
 
 def latency_data(model: Model, dist: Distribution, with_pmf: bool = True) -> dict[str, Any]:
@@ -59,7 +59,7 @@ class Report:
 
     model: Model
     opts: Options
-    estimate: Estimate                        # of the periods analysed (adapted ones with --approximate)
+    estimate: Estimate  # of the periods analysed (adapted ones with --approximate)
     latency: Distribution
     loss: float | None
     loss_by: dict[str, float]
@@ -67,17 +67,22 @@ class Report:
     exact: Result | None = None
     sim: simulate.SimResult | None = None
     adaptation: approx.Adaptation | None = None
-    approximation: dict[str, Any] | None = None   # the adaptation and its error
-    reference: Series | None = None               # the original periods' distribution, for the figures
+    approximation: dict[str, Any] | None = None  # the adaptation and its error
+    reference: Series | None = None  # the original periods' distribution, for the figures
     miss: float | None = None
     simulation: dict[str, Any] = field(default_factory=dict)
 
     def data(self, model_path: str) -> dict[str, Any]:
         m = self.model
         analysed = m.with_periods(self.adaptation.periods) if self.adaptation else m
-        out: dict[str, Any] = {"model": model_path, "unit": m.unit, "method": self.opts.method,
-                               "hyperperiod": m.ticks_to_unit(analysed.hyperperiod()), "trees": self.estimate.trees,
-                               "predicted_work": self.estimate.predicted_work}
+        out: dict[str, Any] = {
+            "model": model_path,
+            "unit": m.unit,
+            "method": self.opts.method,
+            "hyperperiod": m.ticks_to_unit(analysed.hyperperiod()),
+            "trees": self.estimate.trees,
+            "predicted_work": self.estimate.predicted_work,
+        }
         if self.simulation:
             out["simulation"] = self.simulation
         out["latency"] = latency_data(m, self.latency)
@@ -103,16 +108,20 @@ def _estimates(model: Model, opts: Options, note: Note) -> tuple[Model, Estimate
         adaptation = approx.adapt_periods(model, opts.approximate_s)
         analysed = model.with_periods(adaptation.periods)
     est = exact.estimate(model)
-    note(f"hyper-period {model.fmt_long(model.hyperperiod())}, {est.trees:,} latency trees; predicted work "
-         f"{est.predicted_work:,} tree nodes (thesis eq. 5.15); exact analysis predicted to take "
-         f"{seconds(est.seconds)}")
+    note(
+        f"hyper-period {model.fmt_long(model.hyperperiod())}, {est.trees:,} latency trees; predicted work "
+        f"{est.predicted_work:,} tree nodes (thesis eq. 5.15); exact analysis predicted to take "
+        f"{seconds(est.seconds)}"
+    )
     if adaptation is not None:
         note(adaptation.describe(model))
         if adaptation.changed:
             est = exact.estimate(analysed)
-            note(f"adapted: hyper-period {model.fmt_long(analysed.hyperperiod())}, {est.trees:,} latency trees; "
-                 f"predicted work {est.predicted_work:,} tree nodes (thesis eq. 5.15); predicted time "
-                 f"{seconds(est.seconds)}")
+            note(
+                f"adapted: hyper-period {model.fmt_long(analysed.hyperperiod())}, {est.trees:,} latency trees; "
+                f"predicted work {est.predicted_work:,} tree nodes (thesis eq. 5.15); predicted time "
+                f"{seconds(est.seconds)}"
+            )
     return analysed, est, adaptation
 
 
@@ -126,7 +135,8 @@ def _exact_if_affordable(model: Model, analysed: Model, est: Estimate, opts: Opt
             f"exact analysis would hold about {est.peak_bytes / 2**30:.3g} GiB of states ({est.trees:,} latency "
             f"trees over a hyper-period of {model.fmt_long(analysed.hyperperiod())}), over the "
             f"{limit / 2**30:.3g} GiB limit; use --approximate to adapt the periods (thesis section 5.7) or "
-            f"--method simulate")
+            f"--method simulate"
+        )
     if opts.method != "exact" and not (est.seconds <= opts.max_time_s and fits_memory):
         return None
     if est.seconds > opts.max_time_s:
@@ -134,7 +144,8 @@ def _exact_if_affordable(model: Model, analysed: Model, est: Estimate, opts: Opt
             f"exact analysis would take about {seconds(est.seconds)} ({est.trees:,} latency trees over a "
             f"hyper-period of {model.fmt_long(analysed.hyperperiod())}, predicted work {est.predicted_work:,} "
             f"nodes by thesis eq. 5.15), over --max-time {opts.max_time_text}; use --approximate to adapt the "
-            f"periods (thesis section 5.7) or --method simulate, or raise --max-time")
+            f"periods (thesis section 5.7) or --method simulate, or raise --max-time"
+        )
     return exact.analyse(analysed)
 
 
@@ -145,8 +156,13 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
     if opts.method == "simulate":
         n = opts.iterations or DEFAULT_ITERATIONS
         sim = simulate.simulate(model, n, seed=opts.seed)
-        block: dict[str, Any] = {"iterations": n, "seconds": sim.seconds, "seed": opts.seed,
-                                 "loss_any_overwrite": sim.loss_any, "dkw95": stats.dkw_band(n)}
+        block: dict[str, Any] = {
+            "iterations": n,
+            "seconds": sim.seconds,
+            "seed": opts.seed,
+            "loss_any_overwrite": sim.loss_any,
+            "dkw95": stats.dkw_band(n),
+        }
         if exact_result is not None:
             block.update(stats.distances(sim.latency, exact_result.latency))
             block["exact_seconds"] = exact_result.seconds
@@ -154,12 +170,21 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
             block["exact_latency"] = latency_data(model, exact_result.latency, with_pmf=False)
         else:
             block["note"] = "exact analysis over --max-time; no distance computed"
-        rep = Report(model, opts, est, sim.latency, sim.loss, {}, sim.seconds, exact=exact_result, sim=sim,
-                     simulation=block)
+        rep = Report(
+            model, opts, est, sim.latency, sim.loss, {}, sim.seconds, exact=exact_result, sim=sim, simulation=block
+        )
     else:
         assert exact_result is not None
-        rep = Report(model, opts, est, exact_result.latency, exact_result.loss, exact_result.loss_by_component,
-                     exact_result.seconds, exact=exact_result)
+        rep = Report(
+            model,
+            opts,
+            est,
+            exact_result.latency,
+            exact_result.loss,
+            exact_result.loss_by_component,
+            exact_result.seconds,
+            exact=exact_result,
+        )
     rep.adaptation = adaptation
     if opts.deadline is not None:
         rep.miss = stats.miss_probability(rep.latency, opts.deadline)
@@ -169,18 +194,28 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
     return rep
 
 
-def approximation_error(model: Model, ad: approx.Adaptation, approx_result: Result,
-                        opts: Options) -> tuple[dict[str, Any], Series | None]:
+def approximation_error(
+    model: Model, ad: approx.Adaptation, approx_result: Result, opts: Options
+) -> tuple[dict[str, Any], Series | None]:
     """Compare the adapted model's exact result with the original: exactly if affordable, else by simulation."""
     block: dict[str, Any] = {
         "grid": model.ticks_to_unit(ad.grid),
-        "periods": [{"component": c.name, "from": model.ticks_to_unit(o), "to": model.ticks_to_unit(n),
-                     "change": model.ticks_to_unit(n - o), "relative": (n - o) / o}
-                    for c, o, n in zip(model.components, ad.original, ad.periods)],
-        "phase_steps": [{"components": [a.name, b.name], "from": model.ticks_to_unit(s0),
-                         "to": model.ticks_to_unit(s1)}
-                        for a, b, s0, s1 in zip(model.components, model.components[1:],
-                                                approx.phase_steps(ad.original), approx.phase_steps(ad.periods))],
+        "periods": [
+            {
+                "component": c.name,
+                "from": model.ticks_to_unit(o),
+                "to": model.ticks_to_unit(n),
+                "change": model.ticks_to_unit(n - o),
+                "relative": (n - o) / o,
+            }
+            for c, o, n in zip(model.components, ad.original, ad.periods)
+        ],
+        "phase_steps": [
+            {"components": [a.name, b.name], "from": model.ticks_to_unit(s0), "to": model.ticks_to_unit(s1)}
+            for a, b, s0, s1 in zip(
+                model.components, model.components[1:], approx.phase_steps(ad.original), approx.phase_steps(ad.periods)
+            )
+        ],
         "hyperperiod_from": model.ticks_to_unit(model.hyperperiod()),
         "trees_from": ad.original_estimate.trees,
         "predicted_seconds_from": ad.original_estimate.seconds,
@@ -190,15 +225,19 @@ def approximation_error(model: Model, ad: approx.Adaptation, approx_result: Resu
         return block, None
     if ad.original_estimate.seconds <= opts.max_time_s:
         ref = exact.analyse(model)
-        err = {"against": "exact", **stats.distances(approx_result.latency, ref.latency),
-               "loss_original": ref.loss}
+        err = {"against": "exact", **stats.distances(approx_result.latency, ref.latency), "loss_original": ref.loss}
         ref_dist: Series = ("original periods, exact", ref.latency)
         ref_mean = stats.summary(ref.latency)["mean"]
     else:
         n = opts.iterations or DEFAULT_ERROR_ITERATIONS
         sim = simulate.simulate(model, n, seed=opts.seed)
-        err = {"against": "simulation", "iterations": n, **stats.distances(approx_result.latency, sim.latency),
-               "dkw95": stats.dkw_band(n), "loss_original_simulated": sim.loss}
+        err = {
+            "against": "simulation",
+            "iterations": n,
+            **stats.distances(approx_result.latency, sim.latency),
+            "dkw95": stats.dkw_band(n),
+            "loss_original_simulated": sim.loss,
+        }
         ref_dist = (f"original periods, simulation ({n} frames)", sim.latency)
         ref_mean = stats.summary(sim.latency)["mean"]
     err["mean_shift"] = model.ticks_to_unit(stats.summary(approx_result.latency)["mean"] - ref_mean)
@@ -208,12 +247,13 @@ def approximation_error(model: Model, ad: approx.Adaptation, approx_result: Resu
 
 # --- sweeps ------------------------------------------------------------------------------------------------
 
+
 @dataclass
 class Sweep:
     model: Model
-    index: int                    # the component swept
-    field: str                    # "offset" or "period"
-    values: list[int]             # ticks
+    index: int  # the component swept
+    field: str  # "offset" or "period"
+    values: list[int]  # ticks
     points: list[dict[str, Any]]
     dists: list[Distribution]
     sums: list[dict[str, float]]  # min, p50, mean, p99, max in the model's unit
@@ -226,10 +266,14 @@ class Sweep:
 
     def data(self, model_path: str) -> dict[str, Any]:
         m = self.model
-        return {"model": model_path, "unit": m.unit, "method": "exact",
-                "sweep": {"component": m.components[self.index].name, "field": self.field, "points": self.points},
-                **({"deadline": m.ticks_to_unit(self.deadline)} if self.deadline is not None else {}),
-                "seconds": self.seconds}
+        return {
+            "model": model_path,
+            "unit": m.unit,
+            "method": "exact",
+            "sweep": {"component": m.components[self.index].name, "field": self.field, "points": self.points},
+            **({"deadline": m.ticks_to_unit(self.deadline)} if self.deadline is not None else {}),
+            "seconds": self.seconds,
+        }
 
 
 def parse_sweep(text: str, model: Model) -> tuple[int, str, list[int]]:
@@ -270,19 +314,27 @@ def sweep(model: Model, text: str, opts: Options, note: Note) -> Sweep:
     variants = [model.with_component(idx, **{fld: v}) for v in values]
     ests = [exact.estimate(v) for v in variants]
     total = sum(e.seconds for e in ests)
-    note(f"sweep {label} over {len(values)} values: {sum(e.trees for e in ests):,} latency trees in all; "
-         f"predicted work {sum(e.predicted_work for e in ests):,} nodes (thesis eq. 5.15); predicted time "
-         f"{seconds(total)}")
+    note(
+        f"sweep {label} over {len(values)} values: {sum(e.trees for e in ests):,} latency trees in all; "
+        f"predicted work {sum(e.predicted_work for e in ests):,} nodes (thesis eq. 5.15); predicted time "
+        f"{seconds(total)}"
+    )
     if total > opts.max_time_s:
-        raise JitterscopeError(f"the sweep would take about {seconds(total)}, over --max-time {opts.max_time_text}; "
-                               f"sweep fewer values or raise --max-time")
+        raise JitterscopeError(
+            f"the sweep would take about {seconds(total)}, over --max-time {opts.max_time_text}; "
+            f"sweep fewer values or raise --max-time"
+        )
     points, dists, sums = [], [], []
     t0 = time.perf_counter()
     for v, m in zip(values, variants):
         r = exact.analyse(m)
         s = stats.summary(r.latency)
-        pt: dict[str, Any] = {fld: model.ticks_to_unit(v), "hyperperiod": model.ticks_to_unit(r.hyperperiod),
-                              "trees": r.trees, "latency": latency_data(model, r.latency)}
+        pt: dict[str, Any] = {
+            fld: model.ticks_to_unit(v),
+            "hyperperiod": model.ticks_to_unit(r.hyperperiod),
+            "trees": r.trees,
+            "latency": latency_data(model, r.latency),
+        }
         if opts.deadline is not None:
             pt["deadline_miss"] = stats.miss_probability(r.latency, opts.deadline)
         pt["loss_probability"] = r.loss
@@ -294,13 +346,14 @@ def sweep(model: Model, text: str, opts: Options, note: Note) -> Sweep:
 
 # --- one latency tree --------------------------------------------------------------------------------------
 
+
 @dataclass
 class Tree:
     model: Model
     k: int
-    count: int                    # latency trees in the hyper-period
+    count: int  # latency trees in the hyper-period
     root: TreeNode
-    flat: dict[int, float]        # output instant (ticks) -> probability
+    flat: dict[int, float]  # output instant (ticks) -> probability
 
     @property
     def names(self) -> list[str]:
@@ -310,11 +363,17 @@ class Tree:
         m, names = self.model, self.names
 
         def node(n: TreeNode) -> dict[str, Any]:
-            return {"component": names[n.component], "time": m.ticks_to_unit(n.time),
-                    "children": [{"p": p, "node": node(c)} for p, c in n.children]}
+            return {
+                "component": names[n.component],
+                "time": m.ticks_to_unit(n.time),
+                "children": [{"p": p, "node": node(c)} for p, c in n.children],
+            }
 
-        return {"tree": self.k, "root": node(self.root),
-                "flattened": [[m.ticks_to_unit(t), p] for t, p in sorted(self.flat.items())]}
+        return {
+            "tree": self.k,
+            "root": node(self.root),
+            "flattened": [[m.ticks_to_unit(t), p] for t, p in sorted(self.flat.items())],
+        }
 
 
 def tree(model: Model, k: int) -> Tree:

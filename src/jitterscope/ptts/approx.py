@@ -38,8 +38,8 @@ from jitterscope.ptts.model import Model
 
 @dataclass
 class Adaptation:
-    grid: int                 # ticks; 1 = no change
-    periods: list[int]        # adapted periods, ticks
+    grid: int  # ticks; 1 = no change
+    periods: list[int]  # adapted periods, ticks
     original: list[int]
     estimate: exact.Estimate
     original_estimate: exact.Estimate
@@ -52,15 +52,23 @@ class Adaptation:
         """One line: which periods moved where, and what that buys."""
         if not self.changed:
             return "approximate: the periods need no change (the exact analysis already fits the budget)"
-        parts = [f"{c.name} {model.fmt(old)} -> {model.fmt(new)} ({(new - old) / old * 1e6:+.0f} ppm)"
-                 for c, old, new in zip(model.components, self.original, self.periods) if old != new]
+        parts = [
+            f"{c.name} {model.fmt(old)} -> {model.fmt(new)} ({(new - old) / old * 1e6:+.0f} ppm)"
+            for c, old, new in zip(model.components, self.original, self.periods)
+            if old != new
+        ]
         names = [c.name for c in model.components]
-        steps = [f"{b} against {a} every {model.fmt(s0)} -> {model.fmt(s1)}"
-                 for a, b, s0, s1 in zip(names, names[1:], phase_steps(self.original), phase_steps(self.periods))]
-        return (f"approximate (thesis 5.7): periods moved to multiples of {model.fmt(self.grid)}: " + "; ".join(parts)
-                + f"; latency trees {self.original_estimate.trees:,} -> {self.estimate.trees:,}, predicted time "
-                f"{self.original_estimate.seconds:.3g} s -> {self.estimate.seconds:.3g} s; relative phases: "
-                + "; ".join(steps))
+        steps = [
+            f"{b} against {a} every {model.fmt(s0)} -> {model.fmt(s1)}"
+            for a, b, s0, s1 in zip(names, names[1:], phase_steps(self.original), phase_steps(self.periods))
+        ]
+        return (
+            f"approximate (thesis 5.7): periods moved to multiples of {model.fmt(self.grid)}: "
+            + "; ".join(parts)
+            + f"; latency trees {self.original_estimate.trees:,} -> {self.estimate.trees:,}, predicted time "
+            f"{self.original_estimate.seconds:.3g} s -> {self.estimate.seconds:.3g} s; relative phases: "
+            + "; ".join(steps)
+        )
 
 
 def _round_preserving(periods: list[int], g: int) -> list[int]:
@@ -120,8 +128,7 @@ def _grids(limit: int):
         g = g + 1 if g < 1000 else int(g * 1.02) + 1
 
 
-def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None,
-                  max_bytes: int = 8 * 2**30) -> Adaptation:
+def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None, max_bytes: int = 8 * 2**30) -> Adaptation:
     """Move the periods to multiples of a grid so the analysis fits the budget, distorting least.
 
     Among the grids g whose least-change rounding fits the budget, the one with the smallest
@@ -150,6 +157,8 @@ def adapt_periods(model: Model, budget_s: float, max_grid: int | None = None,
         if fits(est):
             best, best_key = Adaptation(g, new, list(orig), est, est0), key
     if best is None:
-        raise ModelError(f"component {model.components[0].name!r}: field period: no adaptation of the periods "
-                         f"to a grid up to {limit} ticks brings the analysis under {budget_s:g} s")
+        raise ModelError(
+            f"component {model.components[0].name!r}: field period: no adaptation of the periods "
+            f"to a grid up to {limit} ticks brings the analysis under {budget_s:g} s"
+        )
     return best

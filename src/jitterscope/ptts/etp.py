@@ -59,8 +59,10 @@ def parse_time_ns(text: Any, where: str, default_unit: str | None = None) -> Fra
 def to_ticks(ns: Fraction, resolution_ns: Fraction, where: str) -> int:
     q = ns / resolution_ns
     if q.denominator != 1:
-        raise ModelError(f"{where}: {_fmt_frac_ns(ns)} is not a whole number of ticks of the resolution "
-                         f"{_fmt_frac_ns(resolution_ns)} (use a finer resolution)")
+        raise ModelError(
+            f"{where}: {_fmt_frac_ns(ns)} is not a whole number of ticks of the resolution "
+            f"{_fmt_frac_ns(resolution_ns)} (use a finer resolution)"
+        )
     return int(q)
 
 
@@ -77,8 +79,8 @@ class ETP:
     """An execution-time profile: probabilities on whole ticks (support sorted, unique)."""
 
     support: np.ndarray  # int64 ticks, ascending
-    prob: np.ndarray     # float64, sums to 1
-    source: str = ""     # how it was given, for the description
+    prob: np.ndarray  # float64, sums to 1
+    source: str = ""  # how it was given, for the description
 
     def __post_init__(self) -> None:
         self.support = np.asarray(self.support, dtype=np.int64)
@@ -117,8 +119,10 @@ class ETP:
             hi_i = np.clip(hi_incl - base, 0, last)
             lo_i = np.clip(lo_excl - base, 0, last)
             return self._table[hi_i] - self._table[lo_i]
-        return self._cum[np.searchsorted(self.support, hi_incl, side="right")] - \
-            self._cum[np.searchsorted(self.support, lo_excl, side="right")]
+        return (
+            self._cum[np.searchsorted(self.support, hi_incl, side="right")]
+            - self._cum[np.searchsorted(self.support, lo_excl, side="right")]
+        )
 
     def mean(self) -> float:
         return float(np.dot(self.support, self.prob))
@@ -157,9 +161,11 @@ class EtpSpec(ConfigModel):
     def _one_kind(self) -> EtpSpec:
         kinds = [k for k in _ETP_KINDS if k in self.model_fields_set]
         if not kinds:
-            raise ValueError("empty profile: give one of {pmf: ...}, {uniform: [lo, hi]}, {csv: FILE}, "
-                             "{run: DIR, ...}" if not self.model_fields_set else
-                             f"needs one of {', '.join(_ETP_KINDS)}")
+            raise ValueError(
+                "empty profile: give one of {pmf: ...}, {uniform: [lo, hi]}, {csv: FILE}, {run: DIR, ...}"
+                if not self.model_fields_set
+                else f"needs one of {', '.join(_ETP_KINDS)}"
+            )
         if len(kinds) > 1:
             raise ValueError(f"give exactly one of {', '.join(_ETP_KINDS)} (got {', '.join(kinds)})")
         extra = sorted(self.model_fields_set - {kinds[0]} - _ETP_OPTIONS[kinds[0]])
@@ -201,8 +207,7 @@ def given_profile(spec: EtpSpec, res_ns: Fraction, where: str, base_dir: Path) -
             raise ModelError(f"{where}.unit: unknown unit {unit!r} (use ns, us, ms or s)")
         f = resolve_path(base_dir, spec.csv, f"{where}.csv")
         pairs = _read_csv(f, f"{where}.csv")
-        return _build(pairs, res_ns, f"{where}.csv ({f.name})", str(unit) if unit else None, normalize,
-                      f"csv {f.name}")
+        return _build(pairs, res_ns, f"{where}.csv ({f.name})", str(unit) if unit else None, normalize, f"csv {f.name}")
     raise ModelError(f"{where}: a {kind} profile is not given in the model file itself")
 
 
@@ -234,8 +239,9 @@ def _read_csv(path: Path, where: str) -> list[tuple[Any, Any]]:
     return pairs
 
 
-def _build(pairs: list[tuple[Any, Any]], res_ns: Fraction, where: str, unit: str | None,
-           normalize: bool, source: str) -> ETP:
+def _build(
+    pairs: list[tuple[Any, Any]], res_ns: Fraction, where: str, unit: str | None, normalize: bool, source: str
+) -> ETP:
     times: list[int] = []
     probs: list[float] = []
     for k, v in pairs:

@@ -32,8 +32,7 @@ from jitterscope.ptts.etp import ETP, ModelError, parse_time_ns
 from jitterscope.rundir import Run, load_run
 
 
-def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_ns: int,
-                  samples: int) -> np.ndarray:
+def wall_times_ns(starts: np.ndarray, durations: np.ndarray, run_ns: int, base_ns: int, samples: int) -> np.ndarray:
     """Wall time of `base_ns` of work started at `samples` evenly spread instants.
 
     `starts`, `durations` describe non-overlapping detours sorted by start (ns).
@@ -96,8 +95,10 @@ def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str)
     except JitterscopeError as err:
         raise ModelError(f"{where}.run: {err}") from None
     if "base" not in opts:
-        raise ModelError(f"{where}.base: missing; a run gives the noise, the base is the component's "
-                         f"own execution time without it (e.g. base: 11ms)")
+        raise ModelError(
+            f"{where}.base: missing; a run gives the noise, the base is the component's "
+            f"own execution time without it (e.g. base: 11ms)"
+        )
     base = parse_time_ns(opts["base"], f"{where}.base")
     if base <= 0:
         raise ModelError(f"{where}.base: must be positive")
@@ -138,6 +139,9 @@ def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str)
         else:
             ticks = (2 * x + num) // (2 * num)
     vals, counts = np.unique(ticks.astype(np.int64), return_counts=True)
-    etp = ETP(vals, counts / counts.sum(),
-              source=f"run {path.name} cpu {cpu}: base {base_ns} ns + measured noise, {len(wall)} starts")
+    etp = ETP(
+        vals,
+        counts / counts.sum(),
+        source=f"run {path.name} cpu {cpu}: base {base_ns} ns + measured noise, {len(wall)} starts",
+    )
     return etp

@@ -79,8 +79,12 @@ class Chain:
 
     @classmethod
     def of(cls, model: Model) -> Chain:
-        return cls([c.period for c in model.components], [c.offset % c.period for c in model.components],
-                   [c.etp for c in model.components], [c.name for c in model.components])
+        return cls(
+            [c.period for c in model.components],
+            [c.offset % c.period for c in model.components],
+            [c.etp for c in model.components],
+            [c.name for c in model.components],
+        )
 
     @property
     def n(self) -> int:
@@ -126,7 +130,7 @@ class Chain:
         Rows are padded with probability-0 candidates.
         """
         etp, d, o = self.etp[i], self.d[i + 1], self.o[i + 1]
-        w = (o - t) % d                       # wait from t to the next triggering at or after t
+        w = (o - t) % d  # wait from t to the next triggering at or after t
         j0 = np.maximum(0, -((w - etp.lo) // d))  # first candidate not earlier than t + lo
         e0 = w + j0 * d
         E = e0[:, None] + d * np.arange(self.branching(i), dtype=np.int64)
@@ -302,13 +306,15 @@ def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tupl
         dlo, dhi = ch.delay_bounds(i + 1)
         D = dhi - dlo + 1
         if K_next * D >= 2**62:
-            raise ModelError(f"component {ch.names[i + 1]!r}: field period: too many phase classes "
-                             f"({K_next}) times delays ({D}) to index; use --approximate")
+            raise ModelError(
+                f"component {ch.names[i + 1]!r}: field period: too many phase classes "
+                f"({K_next}) times delays ({D}) to index; use --approximate"
+            )
         B = ch.branching(i)
         chunk = max(1, CHUNK_STATES // B)
         acc = _Accumulator(K_next * D)
         for c0 in range(0, len(q), chunk):
-            qc, dc, wc = q[c0:c0 + chunk], delta[c0:c0 + chunk], w[c0:c0 + chunk]
+            qc, dc, wc = q[c0 : c0 + chunk], delta[c0 : c0 + chunk], w[c0 : c0 + chunk]
             t = ch.o[i] + qc * ch.d[i]
             E, P = ch.transitions(i, t)
             expanded += E.size
@@ -374,7 +380,7 @@ def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[fl
         acc = _Accumulator(0 if last else K_next * G)
         hit_total = 0.0
         for c0 in range(0, len(q), chunk):
-            qc, gc, wc = q[c0:c0 + chunk], g[c0:c0 + chunk], w[c0:c0 + chunk]
+            qc, gc, wc = q[c0 : c0 + chunk], g[c0 : c0 + chunk], w[c0 : c0 + chunk]
             t = ch.o[i] + qc * ch.d[i]
             E1, P1 = ch.transitions(i, t)
             E2, P2 = ch.transitions(i, t + gc)
@@ -412,18 +418,26 @@ def analyse(model: Model, loss: bool = True, frames: np.ndarray | None = None) -
     dist, n1 = latency_distribution(model, frames)
     lp, by, n2 = loss_probability(model, frames) if loss else (None, [0.0] * ch.n, 0)
     nfr = ch.trees if frames is None else len(np.asarray(frames))
-    return Result(ch.h, ch.trees, nfr, dist, lp,
-                  {ch.names[i]: by[i] for i in range(1, ch.n)} if loss else {},
-                  time.perf_counter() - t0, n1 + n2)
+    return Result(
+        ch.h,
+        ch.trees,
+        nfr,
+        dist,
+        lp,
+        {ch.names[i]: by[i] for i in range(1, ch.n)} if loss else {},
+        time.perf_counter() - t0,
+        n1 + n2,
+    )
 
 
 # ---------------------------------------------------------------------------
 # One latency tree, as the thesis draws it (figures 5.4 and 5.5)
 
+
 @dataclass
 class TreeNode:
-    component: int          # index; == N for the end node (output of the last component)
-    time: int               # ticks (absolute, within the hyper-period's timeline)
+    component: int  # index; == N for the end node (output of the last component)
+    time: int  # ticks (absolute, within the hyper-period's timeline)
     children: list[tuple[float, TreeNode]] = field(default_factory=list)
 
 

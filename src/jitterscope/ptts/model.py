@@ -44,6 +44,7 @@ from jitterscope.ptts.etp_run import etp_from_run
 # stay below 2**62 so sums of a time and a delay never overflow int64.
 MAX_TICKS = 2**62
 
+
 @dataclass
 class Component:
     name: str
@@ -55,7 +56,7 @@ class Component:
 @dataclass
 class Model:
     resolution_ns: Fraction
-    unit: str                 # display unit for times (the resolution's unit)
+    unit: str  # display unit for times (the resolution's unit)
     components: list[Component]
     path: Path | None = None
     name: str = ""
@@ -71,7 +72,7 @@ class Model:
         if isinstance(ticks, np.ndarray):
             decimals = 0 if r >= 1 else math.ceil(-math.log10(float(r)) - 1e-9)
             out = ticks.astype(np.float64) * float(r)
-            if r.denominator == 1 or (10 ** decimals * r).denominator == 1:
+            if r.denominator == 1 or (10**decimals * r).denominator == 1:
                 out = np.round(out, decimals)  # 6666 * 0.01 is 66.66, not 66.66000000000001
             return out
         if isinstance(ticks, (int, np.integer)):
@@ -130,12 +131,13 @@ def check_hyperperiod(model: Model) -> None:
         if h >= MAX_TICKS:
             raise ModelError(
                 f"component {c.name!r}: field period: the hyper-period (lcm of the periods up to here) is "
-                f"{h} ticks, beyond what fits (2^62 ticks); use a coarser resolution or rounder periods")
+                f"{h} ticks, beyond what fits (2^62 ticks); use a coarser resolution or rounder periods"
+            )
 
 
 class ComponentSpec(ConfigModel):
     name: str = Field(min_length=1)
-    period: Any          # a time; turned into ticks once the resolution is known
+    period: Any  # a time; turned into ticks once the resolution is known
     offset: Any = "0ns"
     etp: EtpSpec
 

@@ -11,7 +11,7 @@ from jitterscope.outpath import make_dir
 from jitterscope.ptts.exact import Distribution
 from jitterscope.ptts.model import Model
 
-plt = plotting.pyplot()   # this module is imported only when --plots is given
+plt = plotting.pyplot()  # this module is imported only when --plots is given
 
 Series = tuple[str, Distribution]
 
@@ -27,8 +27,9 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
 
 def _deadline(ax, model: Model, deadline: int | None) -> None:
     if deadline is not None:
-        ax.axvline(model.ticks_to_unit(deadline), color="#c0392b", lw=1, ls="--",
-                   label=f"deadline {model.fmt(deadline)}")
+        ax.axvline(
+            model.ticks_to_unit(deadline), color="#c0392b", lw=1, ls="--", label=f"deadline {model.fmt(deadline)}"
+        )
 
 
 def plot_pmf(out: Path, model: Model, series: list[Series], title: str, deadline: int | None = None) -> list[Path]:
@@ -54,8 +55,13 @@ def plot_cdf(out: Path, model: Model, series: list[Series], title: str, deadline
     fig, ax = plt.subplots(figsize=(7.5, 4))
     for n, (label, dist) in enumerate(series):
         x = model.ticks_to_unit(dist.times)
-        ax.step(np.concatenate([[x[0]], x]), np.concatenate([[0.0], dist.cdf()]), where="post",
-                lw=1.6 if n == 0 else 1.0, label=label)
+        ax.step(
+            np.concatenate([[x[0]], x]),
+            np.concatenate([[0.0], dist.cdf()]),
+            where="post",
+            lw=1.6 if n == 0 else 1.0,
+            label=label,
+        )
     _deadline(ax, model, deadline)
     ax.set_xlabel(f"end-to-end latency ({model.unit})")
     ax.set_ylabel("P(latency <= x)")
@@ -66,15 +72,28 @@ def plot_cdf(out: Path, model: Model, series: list[Series], title: str, deadline
     return _save(fig, out, "ptts-cdf")
 
 
-def plot_sweep(out: Path, model: Model, label: str, values: list[float], dists: list[Distribution],
-               stats: list[dict], deadline: int | None = None) -> list[Path]:
+def plot_sweep(
+    out: Path,
+    model: Model,
+    label: str,
+    values: list[float],
+    dists: list[Distribution],
+    stats: list[dict],
+    deadline: int | None = None,
+) -> list[Path]:
     """Left: the CDF at each swept value (thesis figure 5.14). Right: percentiles against the value."""
     fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 4.2), gridspec_kw={"width_ratios": [1.4, 1]})
     cmap = plt.get_cmap("viridis")
     for n, (v, dist) in enumerate(zip(values, dists)):
         x = model.ticks_to_unit(dist.times)
-        a1.step(np.concatenate([[x[0]], x]), np.concatenate([[0.0], dist.cdf()]), where="post",
-                color=cmap(n / max(1, len(values) - 1)), lw=1.2, label=f"{label} = {v:g} {model.unit}")
+        a1.step(
+            np.concatenate([[x[0]], x]),
+            np.concatenate([[0.0], dist.cdf()]),
+            where="post",
+            color=cmap(n / max(1, len(values) - 1)),
+            lw=1.2,
+            label=f"{label} = {v:g} {model.unit}",
+        )
     _deadline(a1, model, deadline)
     a1.set_xlabel(f"end-to-end latency ({model.unit})")
     a1.set_ylabel("P(latency <= x)")

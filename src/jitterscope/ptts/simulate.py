@@ -39,8 +39,8 @@ from jitterscope.ptts.stats import empirical
 class SimResult:
     iterations: int
     latency: Distribution
-    loss: float          # adjacent collisions per frame
-    loss_any: float      # frames overwritten by any frame, per frame
+    loss: float  # adjacent collisions per frame
+    loss_any: float  # frames overwritten by any frame, per frame
     seconds: float
     seed: int | None
 
@@ -103,12 +103,17 @@ def simulate(model: Model, iterations: int, seed: int | None = None) -> SimResul
         for i in range(1, n):
             for j, (tj, pj) in paths.items():
                 # a different container (not one already merged with k's) written later to the same slot
-                if j != k and tj[i] == trig_k[i] and tj[i - 1] != trig_k[i - 1] and \
-                        (pj[i - 1] > prod_k[i - 1] or (pj[i - 1] == prod_k[i - 1] and j > k)):
+                if (
+                    j != k
+                    and tj[i] == trig_k[i]
+                    and tj[i - 1] != trig_k[i - 1]
+                    and (pj[i - 1] > prod_k[i - 1] or (pj[i - 1] == prod_k[i - 1] and j > k))
+                ):
                     lost = True
                     break
             if lost:
                 break
         overwritten += lost
-    return SimResult(iterations, empirical(lat), adjacent / iterations, overwritten / iterations,
-                     time.perf_counter() - t0, seed)
+    return SimResult(
+        iterations, empirical(lat), adjacent / iterations, overwritten / iterations, time.perf_counter() - t0, seed
+    )

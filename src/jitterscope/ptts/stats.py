@@ -48,8 +48,10 @@ def distances(a: Distribution, b: Distribution) -> dict[str, float]:
     pb = np.zeros(len(t))
     pa[np.searchsorted(t, a.times)] = a.probs
     pb[np.searchsorted(t, b.times)] = b.probs
-    return {"kolmogorov": float(np.max(np.abs(np.cumsum(pa) - np.cumsum(pb)))),
-            "total_variation": float(0.5 * np.abs(pa - pb).sum())}
+    return {
+        "kolmogorov": float(np.max(np.abs(np.cumsum(pa) - np.cumsum(pb)))),
+        "total_variation": float(0.5 * np.abs(pa - pb).sum()),
+    }
 
 
 def dkw_band(n: int, alpha: float = 0.05) -> float:

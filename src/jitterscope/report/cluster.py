@@ -24,16 +24,21 @@ SOURCE_ROWS = 30
 
 def heatmap_data(run: ClusterRun) -> dict[str, Any]:
     """Nodes (noisiest first) x the sources with most total noise, in ppm."""
-    nodes = [{"host": n["host"], "cpu": n["cpu"], "rank": n["rank"],
-              "summary": run.node_summary(n["host"], n["cpu"])} for n in run.nodes]
+    nodes = [
+        {"host": n["host"], "cpu": n["cpu"], "rank": n["rank"], "summary": run.node_summary(n["host"], n["cpu"])}
+        for n in run.nodes
+    ]
     if not nodes:
         return {"nodes": [], "sources": [], "ppm": []}
     features, ppm = source_matrix(nodes)
     names = [node_key(n["host"], n["cpu"]) for n in nodes]
     cols = list(np.argsort(-ppm.sum(axis=0))[:TOP_SOURCES])
     rows = list(np.argsort(-ppm.sum(axis=1))[:MAX_NODES_IN_HEATMAP])
-    return {"nodes": [names[i] for i in rows], "sources": [features[j] for j in cols],
-            "ppm": [[round(float(ppm[i, j]), 3) for j in cols] for i in rows]}
+    return {
+        "nodes": [names[i] for i in rows],
+        "sources": [features[j] for j in cols],
+        "ppm": [[round(float(ppm[i, j]), 3) for j in cols] for i in rows],
+    }
 
 
 def heatmap_svg(data: dict[str, Any]) -> str:
@@ -59,48 +64,108 @@ def heatmap_svg(data: dict[str, Any]) -> str:
 def _bsp_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
     m = s["measured"]
     rows = [["measured", m["runtime_s"], m["slowdown"], None]]
-    rows += [[k, p["runtime_s"], p["slowdown"], p["runtime_rel_error"]]
-             for k, p in s.get("predictions", {}).items() if "runtime_s" in p]
+    rows += [
+        [k, p["runtime_s"], p["slowdown"], p["runtime_rel_error"]]
+        for k, p in s.get("predictions", {}).items()
+        if "runtime_s" in p
+    ]
     return [
-        {"id": "bsp", "title": f"Bulk-synchronous job: {s['run']['phases']} phases, ideal {m['ideal_s']:.6f} s",
-         "columns": [Column(""), Column("runtime (s)", "{:.6f}"), Column("slowdown", "sgnpct"),
-                     Column("error vs measured", "sgnpct")], "rows": rows},
-        {"id": "nodes", "title": "Nodes",
-         "columns": [Column("node"), Column("rank", "int"), Column("compute mean", "ns"),
-                     Column("noise/phase", "ns"), Column("noise (ppm)", "ppm"), Column("slowest in", "pct")],
-         "rows": [[n["node"], n["rank"], n["compute_mean_ns"], n["noise_mean_ns"], n["noise_ppm"], n["slowest_share"]]
-                  for n in s["nodes"]]},
+        {
+            "id": "bsp",
+            "title": f"Bulk-synchronous job: {s['run']['phases']} phases, ideal {m['ideal_s']:.6f} s",
+            "columns": [
+                Column(""),
+                Column("runtime (s)", "{:.6f}"),
+                Column("slowdown", "sgnpct"),
+                Column("error vs measured", "sgnpct"),
+            ],
+            "rows": rows,
+        },
+        {
+            "id": "nodes",
+            "title": "Nodes",
+            "columns": [
+                Column("node"),
+                Column("rank", "int"),
+                Column("compute mean", "ns"),
+                Column("noise/phase", "ns"),
+                Column("noise (ppm)", "ppm"),
+                Column("slowest in", "pct"),
+            ],
+            "rows": [
+                [n["node"], n["rank"], n["compute_mean_ns"], n["noise_mean_ns"], n["noise_ppm"], n["slowest_share"]]
+                for n in s["nodes"]
+            ],
+        },
     ]
 
 
 def _measure_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
     return [
-        {"id": "nodes", "title": "Noise per node",
-         "columns": [Column("node"), Column("rank", "int"), Column("noise (ppm)", "ppm"), Column("detours", "int"),
-                     Column("p99", "ns"), Column("max", "ns"), Column("top source")],
-         "rows": [[r["node"], r["rank"], r["noise_ppm"], r["detours"], r["p99_ns"], r["max_ns"], r["top_source"]]
-                  for r in s["nodes"]]},
-        {"id": "sources", "title": "Sources by nodes hit",
-         "columns": [Column("source"), Column("nodes", "int"), Column("mean (ppm)", "ppm"), Column("worst node"),
-                     Column("worst (ppm)", "ppm")],
-         "rows": [[f"{x['kind']}:{x['name']}", x["nodes"], x["mean_ppm"], x["max_node"], x["max_ppm"]]
-                  for x in s["sources"][:SOURCE_ROWS]]},
-        {"id": "outliers", "title": "Outlier nodes", "empty": "none",
-         "note": f"Method: {s['outlier_method']['name']}, cutoff {s['outlier_method']['cutoff']}.",
-         "columns": [Column("node"), Column("source"), Column("ppm", "ppm"), Column("typical (ppm)", "ppm"),
-                     Column("robust z", "{:.1f}")],
-         "rows": [[o["node"], x["source"], x["ppm"], x["typical_ppm"], x["z"]]
-                  for o in s["outliers"] for x in o["sources"]]},
+        {
+            "id": "nodes",
+            "title": "Noise per node",
+            "columns": [
+                Column("node"),
+                Column("rank", "int"),
+                Column("noise (ppm)", "ppm"),
+                Column("detours", "int"),
+                Column("p99", "ns"),
+                Column("max", "ns"),
+                Column("top source"),
+            ],
+            "rows": [
+                [r["node"], r["rank"], r["noise_ppm"], r["detours"], r["p99_ns"], r["max_ns"], r["top_source"]]
+                for r in s["nodes"]
+            ],
+        },
+        {
+            "id": "sources",
+            "title": "Sources by nodes hit",
+            "columns": [
+                Column("source"),
+                Column("nodes", "int"),
+                Column("mean (ppm)", "ppm"),
+                Column("worst node"),
+                Column("worst (ppm)", "ppm"),
+            ],
+            "rows": [
+                [f"{x['kind']}:{x['name']}", x["nodes"], x["mean_ppm"], x["max_node"], x["max_ppm"]]
+                for x in s["sources"][:SOURCE_ROWS]
+            ],
+        },
+        {
+            "id": "outliers",
+            "title": "Outlier nodes",
+            "empty": "none",
+            "note": f"Method: {s['outlier_method']['name']}, cutoff {s['outlier_method']['cutoff']}.",
+            "columns": [
+                Column("node"),
+                Column("source"),
+                Column("ppm", "ppm"),
+                Column("typical (ppm)", "ppm"),
+                Column("robust z", "{:.1f}"),
+            ],
+            "rows": [
+                [o["node"], x["source"], x["ppm"], x["typical_ppm"], x["z"]]
+                for o in s["outliers"]
+                for x in o["sources"]
+            ],
+        },
     ]
 
 
 def cluster_page_data(run: ClusterRun) -> dict[str, Any]:
     """What the cluster page shows: the run line, its tables and (cluster measure) the heatmap's data."""
     s, bsp = run.summary, "measured" in run.summary
-    return {"id": run.meta.get("id"), "nodes": len(run.nodes), "start": run.meta.get("start"),
-            "command_line": " ".join(run.meta.get("command_line", [])),
-            "tables": _bsp_tables(s) if bsp else _measure_tables(s),
-            "heatmap": {"nodes": [], "sources": [], "ppm": []} if bsp else heatmap_data(run)}
+    return {
+        "id": run.meta.get("id"),
+        "nodes": len(run.nodes),
+        "start": run.meta.get("start"),
+        "command_line": " ".join(run.meta.get("command_line", [])),
+        "tables": _bsp_tables(s) if bsp else _measure_tables(s),
+        "heatmap": {"nodes": [], "sources": [], "ppm": []} if bsp else heatmap_data(run),
+    }
 
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:
@@ -111,6 +176,7 @@ def build_page(run: Run) -> tuple[str, list[Figure]]:
     nav = [(t["id"], t["title"].split(":")[0]) for t in data["tables"]]
     if figures:
         nav.append(("heatmap", "Node x source"))
-    html = render_page("cluster.html.j2", title=f"jitterscope cluster report: {data['id']}", data=data,
-                       figures=figures, nav=nav)
+    html = render_page(
+        "cluster.html.j2", title=f"jitterscope cluster report: {data['id']}", data=data, figures=figures, nav=nav
+    )
     return html, figures

@@ -15,10 +15,10 @@ from jitterscope.humanize import count, percent, ppm
 from jitterscope.humanize import duration_ns as format_ns
 from jitterscope.rundir import Run
 
-TOP_SOURCES = 20          # rows in the sources table
-MAJOR_SOURCES = 6         # sources that get their own duration distribution
+TOP_SOURCES = 20  # rows in the sources table
+MAJOR_SOURCES = 6  # sources that get their own duration distribution
 TOP_CHAINS = 10
-TIMELINE_BINS = 120       # noise-over-time resolution (bins per CPU)
+TIMELINE_BINS = 120  # noise-over-time resolution (bins per CPU)
 KINDS = ("irq", "softirq", "nmi", "thread", "unexplained")
 
 
@@ -57,24 +57,39 @@ def header(run: Run) -> dict[str, Any]:
     lost = int(s.get("lost_events", m.get("lost_events", 0)) or 0)
     warnings = []
     if not tr.get("enabled"):
-        warnings.append(f"Attribution is off: {tr.get('reason') or 'tracing disabled'}. "
-                        "All noise is shown as unexplained.")
+        warnings.append(
+            f"Attribution is off: {tr.get('reason') or 'tracing disabled'}. All noise is shown as unexplained."
+        )
     if lost:
-        warnings.append(f"{lost} kernel trace events were lost (ring buffer overrun): "
-                        "attribution is incomplete; rerun with a larger --buffer.")
+        warnings.append(
+            f"{lost} kernel trace events were lost (ring buffer overrun): "
+            "attribution is incomplete; rerun with a larger --buffer."
+        )
     if m.get("interrupted"):
         warnings.append("The measurement was interrupted and is shorter than asked.")
     return {
-        "id": m.get("id"), "host": m.get("host"), "kernel": m.get("kernel"),
-        "command_line": " ".join(m.get("command_line") or []), "start": m.get("start"),
-        "duration_s": float(m.get("duration_s", 0.0)), "cpus": run.cpus,
+        "id": m.get("id"),
+        "host": m.get("host"),
+        "kernel": m.get("kernel"),
+        "command_line": " ".join(m.get("command_line") or []),
+        "start": m.get("start"),
+        "duration_s": float(m.get("duration_s", 0.0)),
+        "cpus": run.cpus,
         "threshold_ns": (m.get("options") or {}).get("threshold_ns"),
-        "cpu_model": m.get("cpu_model"), "clocksource": m.get("clocksource"),
-        "virtualization": m.get("virtualization"), "tool_version": m.get("tool_version"),
-        "tracing": {"enabled": bool(tr.get("enabled")), "reason": tr.get("reason"),
-                    "events": tr.get("events"), "clock": tr.get("clock")},
-        "lost_events": lost, "lost_by_cpu": tr.get("lost_by_cpu") or {},
-        "interrupted": bool(m.get("interrupted")), "warnings": warnings,
+        "cpu_model": m.get("cpu_model"),
+        "clocksource": m.get("clocksource"),
+        "virtualization": m.get("virtualization"),
+        "tool_version": m.get("tool_version"),
+        "tracing": {
+            "enabled": bool(tr.get("enabled")),
+            "reason": tr.get("reason"),
+            "events": tr.get("events"),
+            "clock": tr.get("clock"),
+        },
+        "lost_events": lost,
+        "lost_by_cpu": tr.get("lost_by_cpu") or {},
+        "interrupted": bool(m.get("interrupted")),
+        "warnings": warnings,
     }
 
 
@@ -98,10 +113,14 @@ class _Tables:
     @classmethod
     def of(cls, run: Run) -> _Tables:
         att = run.attribution
-        return cls(*run.detour_arrays(), att.column("detour").to_numpy(),
-                   np.asarray(att.column("kind").to_pylist(), dtype=object),
-                   np.asarray(att.column("name").to_pylist(), dtype=object),
-                   att.column("ns").to_numpy(), att.column("offset_ns").to_numpy())
+        return cls(
+            *run.detour_arrays(),
+            att.column("detour").to_numpy(),
+            np.asarray(att.column("kind").to_pylist(), dtype=object),
+            np.asarray(att.column("name").to_pylist(), dtype=object),
+            att.column("ns").to_numpy(),
+            att.column("offset_ns").to_numpy(),
+        )
 
     @property
     def a_cpu(self) -> np.ndarray:
@@ -162,16 +181,30 @@ def _source_distributions(s: dict[str, Any], t: _Tables) -> list[dict[str, Any]]
         v = t.a_ns[(t.a_kind == kind) & (t.a_name == name)]
         if len(v):
             e = log_bins(float(v.min()), float(v.max()), per_decade=10)
-            dists.append({"kind": kind, "name": name, "label": source_label(kind, name), "n": len(v),
-                          "median_ns": float(np.median(v)), **histogram(v, e)})
+            dists.append(
+                {
+                    "kind": kind,
+                    "name": name,
+                    "label": source_label(kind, name),
+                    "n": len(v),
+                    "median_ns": float(np.median(v)),
+                    **histogram(v, e),
+                }
+            )
     return dists
 
 
 def _chains(s: dict[str, Any], total_noise: int) -> list[dict[str, Any]]:
-    return [{"sources": list(ch["sources"]), "label": " → ".join(x.split(":", 1)[-1] for x in ch["sources"]),
-             "count": int(ch["count"]), "total_ns": int(ch["total_ns"]),
-             "share": ch["total_ns"] / total_noise if total_noise else 0.0}
-            for ch in (s.get("chains") or [])[:TOP_CHAINS]]
+    return [
+        {
+            "sources": list(ch["sources"]),
+            "label": " → ".join(x.split(":", 1)[-1] for x in ch["sources"]),
+            "count": int(ch["count"]),
+            "total_ns": int(ch["total_ns"]),
+            "share": ch["total_ns"] / total_noise if total_noise else 0.0,
+        }
+        for ch in (s.get("chains") or [])[:TOP_CHAINS]
+    ]
 
 
 def _unexplained(run: Run, t: _Tables) -> dict[str, Any]:
@@ -204,35 +237,64 @@ def build_report_data(run: Run) -> dict[str, Any]:
     total_noise = int(d_dur.sum())
     threshold = float(header(run)["threshold_ns"] or 1000)
     cpus = _cpu_rows(run, t)
-    edges = log_bins(min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
-                     float(d_dur.max()) if len(d_dur) else threshold * 10)
+    edges = log_bins(
+        min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
+        float(d_dur.max()) if len(d_dur) else threshold * 10,
+    )
     hists = [{"cpu": c, **histogram(d_dur[t.d_cpu == c], edges)} for c in run.cpus]
-    sources = [{k: src.get(k) for k in ("kind", "name", "count", "total_ns", "share", "mean_ns", "p99_ns", "max_ns",
-                                        "period_s", "cpus", "functions")}
-               for src in (s.get("sources") or [])[:TOP_SOURCES]]
+    sources = [
+        {
+            k: src.get(k)
+            for k in (
+                "kind",
+                "name",
+                "count",
+                "total_ns",
+                "share",
+                "mean_ns",
+                "p99_ns",
+                "max_ns",
+                "period_s",
+                "cpus",
+                "functions",
+            )
+        }
+        for src in (s.get("sources") or [])[:TOP_SOURCES]
+    ]
     un = _unexplained(run, t)
     return {
-        "header": header(run), "cpus": cpus, "total_noise_ns": total_noise,
-        "histograms": hists, "timeline": _timeline(run, t, duration_ns), "sources": sources,
-        "source_distributions": _source_distributions(s, t), "chains": _chains(s, total_noise), "unexplained": un,
+        "header": header(run),
+        "cpus": cpus,
+        "total_noise_ns": total_noise,
+        "histograms": hists,
+        "timeline": _timeline(run, t, duration_ns),
+        "sources": sources,
+        "source_distributions": _source_distributions(s, t),
+        "chains": _chains(s, total_noise),
+        "unexplained": un,
         "headline": headline(run, cpus, sources, un),
     }
 
 
-def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]],
-             un: dict[str, Any]) -> str:
+def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]], un: dict[str, Any]) -> str:
     """One sentence a reader gets at a glance."""
     if not cpus:
         return "No CPUs were measured."
     worst = max(cpus, key=lambda c: c.get("noise_ppm", 0.0))
-    parts = [(f"CPU {worst['cpu']} lost {ppm(worst.get('noise_ppm', 0.0))} "
-              f"({percent(worst.get('noise_ppm', 0.0) / 1e6)} of its time) "
-              f"to {count(worst.get('detours', 0), 'detour')}")]
+    parts = [
+        (
+            f"CPU {worst['cpu']} lost {ppm(worst.get('noise_ppm', 0.0))} "
+            f"({percent(worst.get('noise_ppm', 0.0) / 1e6)} of its time) "
+            f"to {count(worst.get('detours', 0), 'detour')}"
+        )
+    ]
     if sources:
         top = sources[0]
         per = f", every {format_ns(top['period_s'] * 1e9)}" if top.get("period_s") else ""
-        parts.append(f"the biggest source is {source_label(top['kind'], top['name'])} "
-                     f"({percent(top['share'], 2)} of all noise{per})")
+        parts.append(
+            f"the biggest source is {source_label(top['kind'], top['name'])} "
+            f"({percent(top['share'], 2)} of all noise{per})"
+        )
     if un.get("share"):
         parts.append(f"{percent(un['share'], 2)} is unexplained")
     return "; ".join(parts) + "."

@@ -15,9 +15,8 @@ from jitterscope import plotting
 from jitterscope.report.page import Figure
 from jitterscope.units import format_ns
 
-plt = plotting.pyplot()   # this module is imported only to draw (report/__init__.py imports it late)
-KIND_COLORS = {"irq": "#3b6fb6", "softirq": "#e8913a", "nmi": "#c0392b", "thread": "#3f9b5a",
-               "unexplained": "#9a9a9a"}
+plt = plotting.pyplot()  # this module is imported only to draw (report/__init__.py imports it late)
+KIND_COLORS = {"irq": "#3b6fb6", "softirq": "#e8913a", "nmi": "#c0392b", "thread": "#3f9b5a", "unexplained": "#9a9a9a"}
 _RC = plotting.STYLE
 _NS_FMT = FuncFormatter(lambda v, _: format_ns(v).replace(" ", "\u2009"))
 _INT_FMT = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else "")
@@ -71,8 +70,14 @@ def timeline_figure(t: dict[str, Any]) -> str:
         x = [i * t["bin_s"] for i in range(t["bins"])]
         kinds = [k for k in KIND_COLORS if k in t["ppm_by_kind"]]
         if kinds:
-            ax.stackplot(x, [t["ppm_by_kind"][k] for k in kinds], labels=kinds,
-                         colors=[KIND_COLORS[k] for k in kinds], step="post", linewidth=0)
+            ax.stackplot(
+                x,
+                [t["ppm_by_kind"][k] for k in kinds],
+                labels=kinds,
+                colors=[KIND_COLORS[k] for k in kinds],
+                step="post",
+                linewidth=0,
+            )
             ax.legend(loc="upper right", fontsize=7, ncol=len(kinds), frameon=False)
         else:
             ax.plot(x, [0] * len(x), color="#9a9a9a")
@@ -150,8 +155,13 @@ def build_figures(data: dict[str, Any]) -> list[Figure]:
     for t in data["timeline"]:
         figs.append(Figure(f"timeline-cpu{t['cpu']}", f"Noise over time on CPU {t['cpu']}", timeline_figure(t)))
     if data["source_distributions"]:
-        figs.append(Figure("sources", "Duration distribution of the major sources",
-                           distributions_figure(data["source_distributions"])))
+        figs.append(
+            Figure(
+                "sources",
+                "Duration distribution of the major sources",
+                distributions_figure(data["source_distributions"]),
+            )
+        )
     if data["chains"]:
         figs.append(Figure("chains", "Top chains", chains_figure(data["chains"])))
     if data["unexplained"].get("hist"):

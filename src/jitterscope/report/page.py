@@ -105,7 +105,10 @@ def asset(name: str) -> str:
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("jitterscope.report", "templates"),
-        autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
     env.filters.update(ns=lambda v: format_ns(float(v or 0)), fmt=fmt_value, thousands=lambda v: f"{v:,}")
     env.tests["startswith"] = lambda s, prefix: str(s).startswith(prefix)
@@ -119,8 +122,16 @@ def _csp(js: str) -> str:
     return f"default-src 'none'; style-src 'unsafe-inline'; script-src 'sha256-{digest}'; img-src data:"
 
 
-def render_page(template: str, *, title: str, data: Any = None, figures: Iterable[Figure] = (),
-                nav: Sequence[tuple[str, str]] = (), warnings: Sequence[str] = (), **context: Any) -> str:
+def render_page(
+    template: str,
+    *,
+    title: str,
+    data: Any = None,
+    figures: Iterable[Figure] = (),
+    nav: Sequence[tuple[str, str]] = (),
+    warnings: Sequence[str] = (),
+    **context: Any,
+) -> str:
     """Render `template` (in report/templates/, extending base.html.j2) into one self-contained page.
 
     The template sees `page` (PageInfo), `data`, `figures` (id -> Figure, in the given order) and
@@ -128,8 +139,16 @@ def render_page(template: str, *, title: str, data: Any = None, figures: Iterabl
     """
     figs = {f.id: f for f in figures}
     js = asset("base.js")
-    info = PageInfo(title=title, version=__version__, nav=list(nav), warnings=list(warnings),
-                    css=asset("base.css"), js=js, csp=_csp(js), figures_beside=bool(figs))
+    info = PageInfo(
+        title=title,
+        version=__version__,
+        nav=list(nav),
+        warnings=list(warnings),
+        css=asset("base.css"),
+        js=js,
+        csp=_csp(js),
+        figures_beside=bool(figs),
+    )
     return environment().get_template(template).render(page=info, data=data, figures=figs, **context)
 
 
@@ -163,12 +182,13 @@ _ID = re.compile(r'\bid="([^"]+)"')
 
 def inline_svg(svg: str, prefix: str) -> str:
     """The SVG for embedding in HTML: no XML prolog, ids unique on the page."""
-    svg = svg[svg.index("<svg"):]
+    svg = svg[svg.index("<svg") :]
     svg = re.sub(r"<metadata>.*?</metadata>\s*", "", svg, flags=re.DOTALL)  # RDF boilerplate, not needed inline
     ids = set(_ID.findall(svg))
     svg = _ID.sub(lambda m: f'id="{prefix}-{m.group(1)}"', svg)
     # References to those ids: url(#x) and xlink:href="#x".
     svg = re.sub(r"url\(#([^)]+)\)", lambda m: f"url(#{prefix}-{m.group(1)})" if m.group(1) in ids else m.group(0), svg)
-    svg = re.sub(r'href="#([^"]+)"',
-                 lambda m: f'href="#{prefix}-{m.group(1)}"' if m.group(1) in ids else m.group(0), svg)
+    svg = re.sub(
+        r'href="#([^"]+)"', lambda m: f'href="#{prefix}-{m.group(1)}"' if m.group(1) in ids else m.group(0), svg
+    )
     return svg

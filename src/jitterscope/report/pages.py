@@ -20,18 +20,25 @@ def _builders() -> dict[str, PageBuilder]:
     from jitterscope.report import cluster, run
     from jitterscope.sync import report as sync
 
-    return {"measure": run.build_page, "cluster": cluster.build_page, "pipeline": pipeline.build_page,
-            "sync": sync.build_page, "place": place.build_page}
+    return {
+        "measure": run.build_page,
+        "cluster": cluster.build_page,
+        "pipeline": pipeline.build_page,
+        "sync": sync.build_page,
+        "place": place.build_page,
+    }
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
     """Write the run's page (default: RUN/report.html) and each figure as `<stem>-<figure>.svg`
     beside it; return the page's path."""
     run = load_run(run_dir)
-    out = page_path(out, Path(run_dir) / "report.html")   # before any work
+    out = page_path(out, Path(run_dir) / "report.html")  # before any work
     builders = _builders()
     if run.kind not in builders:
-        raise JitterscopeError(f"{run_dir}: a {run.kind} directory has no report page of its own"
-                               + ("; its page is verify.html" if run.kind == "tune" else ""))
+        raise JitterscopeError(
+            f"{run_dir}: a {run.kind} directory has no report page of its own"
+            + ("; its page is verify.html" if run.kind == "tune" else "")
+        )
     html, figures = builders[run.kind](run)
     return write_page(out, html, figures)

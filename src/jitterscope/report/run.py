@@ -9,17 +9,33 @@ from jitterscope.report.figures import KIND_COLORS, build_figures
 from jitterscope.report.page import Figure, render_page
 from jitterscope.rundir import Run
 
-SECTIONS = [("cpus", "CPUs"), ("histograms", "Durations"), ("timeline", "Over time"),
-            ("sources", "Sources"), ("chains", "Chains"), ("unexplained", "Unexplained")]
+SECTIONS = [
+    ("cpus", "CPUs"),
+    ("histograms", "Durations"),
+    ("timeline", "Over time"),
+    ("sources", "Sources"),
+    ("chains", "Chains"),
+    ("unexplained", "Unexplained"),
+]
 
 
 def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
     h = data["header"]
     # Bars in the CPU and source tables are scaled to the largest value shown.
-    scale = {"cpus": max((float(c.get("noise_ppm", 0.0)) for c in data["cpus"]), default=0.0) or 1.0,
-             "sources": max((s["share"] for s in data["sources"]), default=0.0) or 1.0}
-    return render_page("run.html.j2", title=f"jitterscope report: {h['host']} {h['start'] or ''}", data=data,
-                       figures=figures, nav=SECTIONS, warnings=h["warnings"], colors=KIND_COLORS, bar_scale=scale)
+    scale = {
+        "cpus": max((float(c.get("noise_ppm", 0.0)) for c in data["cpus"]), default=0.0) or 1.0,
+        "sources": max((s["share"] for s in data["sources"]), default=0.0) or 1.0,
+    }
+    return render_page(
+        "run.html.j2",
+        title=f"jitterscope report: {h['host']} {h['start'] or ''}",
+        data=data,
+        figures=figures,
+        nav=SECTIONS,
+        warnings=h["warnings"],
+        colors=KIND_COLORS,
+        bar_scale=scale,
+    )
 
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:

@@ -12,6 +12,22 @@ from jitterscope.simulate.orderstats import expected_max, max_moments, sample_ma
 from jitterscope.simulate.spec import parse_noise
 from jitterscope.simulate.timeline import Timeline, periodic_timeline
 
-__all__ = ["Fit", "Job", "Result", "Simulation", "Timeline", "by_source", "check_trace_size", "expected_max",
-           "fit_delays", "fit_run", "max_moments", "mean_ci95", "parse_noise", "periodic_timeline",
-           "sample_max", "simulate", "trace_cost"]
+__all__ = [
+    "Fit",
+    "Job",
+    "Result",
+    "Simulation",
+    "Timeline",
+    "by_source",
+    "check_trace_size",
+    "expected_max",
+    "fit_delays",
+    "fit_run",
+    "max_moments",
+    "mean_ci95",
+    "parse_noise",
+    "periodic_timeline",
+    "sample_max",
+    "simulate",
+    "trace_cost",
+]

@@ -58,8 +58,8 @@ from jitterscope.simulate import distributions as D
 from jitterscope.simulate.detours import Detours
 from jitterscope.simulate.orderstats import max_moments, max_quantile
 
-POINTS = 4096          # lattice points
-TAIL = 1e-12           # survival allowed beyond the lattice's top
+POINTS = 4096  # lattice points
+TAIL = 1e-12  # survival allowed beyond the lattice's top
 
 
 @dataclass
@@ -69,8 +69,8 @@ class PhaseLaw:
     x0: float
     h: float
     sf: np.ndarray
-    shift: float          # exact E[max of N] minus its lattice value (added to every draw)
-    spill: float          # P(V > top of lattice): probability mass the lattice lost
+    shift: float  # exact E[max of N] minus its lattice value (added to every draw)
+    spill: float  # P(V > top of lattice): probability mass the lattice lost
 
     @property
     def x(self) -> np.ndarray:
@@ -80,7 +80,7 @@ class PhaseLaw:
         s = self.sf
         m1 = self.x0 + self.h * float(s.sum())
         p = np.concatenate([[1.0 - s[0]], s[:-1] - s[1:]])
-        m2 = float(np.sum(p * self.x ** 2))
+        m2 = float(np.sum(p * self.x**2))
         return m1 + self.shift, max(m2 - m1 * m1, 0.0)
 
 
@@ -93,8 +93,9 @@ RESOLVE = 0.25
 TOP_LEVELS = (1e-12, 1e-9, 1e-6, 1e-4, 1e-3, 1e-2, 0.1)
 
 
-def _lattice(delay: D.Delay, detours: Detours, n: float, rounds: int, points: int,
-             widen: float) -> tuple[float, float, float]:
+def _lattice(
+    delay: D.Delay, detours: Detours, n: float, rounds: int, points: int, widen: float
+) -> tuple[float, float, float]:
     """(x0, h, level): from the compute delay's lower region to the 1 - level quantile of its
     maximum over n nodes plus `widen` x a long detour per round (the barrier's increment
     stays far below); level is the survival cut off the top (see RESOLVE)."""
@@ -121,8 +122,9 @@ def _detour_quantile(detours: Detours, s: float) -> float:
     return hi
 
 
-def phase_law(delay: D.Delay, detours: Detours, n: float, rounds: int, link_latency_s: float,
-              points: int = POINTS) -> PhaseLaw:
+def phase_law(
+    delay: D.Delay, detours: Detours, n: float, rounds: int, link_latency_s: float, points: int = POINTS
+) -> PhaseLaw:
     """The law of one node's phase time beyond W + R L (compute delay plus barrier)."""
     widen = 1.0
     while True:
@@ -132,24 +134,25 @@ def phase_law(delay: D.Delay, detours: Detours, n: float, rounds: int, link_late
         widen *= 4
 
 
-def _recurse(delay: D.Delay, detours: Detours, n: float, rounds: int, link_latency_s: float,
-             points: int, widen: float) -> tuple[PhaseLaw, float]:
+def _recurse(
+    delay: D.Delay, detours: Detours, n: float, rounds: int, link_latency_s: float, points: int, widen: float
+) -> tuple[PhaseLaw, float]:
     x0, h, level = _lattice(delay, detours, n, rounds, points, widen)
     x = x0 + h * np.arange(points)
     lags = h * np.arange(points)
-    excess = detours.excess(lags)                 # I(j h)
-    sd = detours.sf(lags)                         # S_d(j h); S_d(0) = P(d > 0)
+    excess = detours.excess(lags)  # I(j h)
+    sd = detours.sf(lags)  # S_d(j h); S_d(0) = P(d > 0)
     lam = detours.rate
     q = detours.start_probability(link_latency_s)
     with np.errstate(all="ignore"):
         logf = delay.log_cdf_safe(x)
         # leaves: the maximum of n / 2^R compute delays, so that 2^R leaves make n
-        s = -np.expm1(n / 2.0 ** rounds * logf)
-        s_max = -np.expm1(n * logf)               # the maximum of n without barrier noise
+        s = -np.expm1(n / 2.0**rounds * logf)
+        s_max = -np.expm1(n * logf)  # the maximum of n without barrier noise
     s = np.clip(np.nan_to_num(s, nan=1.0), 0.0, 1.0)
     for _ in range(rounds):
         p = _masses(s)
-        below = np.concatenate([[0.0], 1.0 - s[:-1]])          # P(V < x_k) on the lattice
+        below = np.concatenate([[0.0], 1.0 - s[:-1]])  # P(V < x_k) on the lattice
         a = np.convolve(p * below, excess)[:points]
         b = np.convolve(p * s, excess)[:points] - s * np.convolve(p, excess)[:points]
         s = np.clip(s * (2.0 - s) + lam * np.maximum(a - np.maximum(b, 0.0), 0.0), 0.0, 1.0)

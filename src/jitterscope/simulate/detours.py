@@ -48,8 +48,8 @@ class Detours:
     rate: float
     mean_length: float
     description: str
-    lengths: np.ndarray | None = None       # measured lengths, sorted (from a run)
-    law: D.Delay | None = None              # or a length distribution
+    lengths: np.ndarray | None = None  # measured lengths, sorted (from a run)
+    law: D.Delay | None = None  # or a length distribution
 
     @property
     def noise_fraction(self) -> float:
@@ -69,7 +69,7 @@ class Detours:
         x = np.asarray(x, dtype=float)
         if self.lengths is not None:
             d = self.lengths
-            tail = np.concatenate([np.cumsum(d[::-1])[::-1], [0.0]])      # sum of d_j, j >= i
+            tail = np.concatenate([np.cumsum(d[::-1])[::-1], [0.0]])  # sum of d_j, j >= i
             i = np.searchsorted(d, x, side="right")
             return np.maximum((tail[i] - (len(d) - i) * x) / max(len(d), 1), 0.0)
         # I(x) = E[d] - int_0^x S_d, by the trapezoid rule on 16 sub-steps per spacing
@@ -92,8 +92,12 @@ def detours_from_lengths(lengths_s: np.ndarray, period_s: float) -> Detours:
     d = d[d > 0]
     rate = len(d) / period_s if period_s > 0 else 0.0
     mean = float(d.mean()) if len(d) else 0.0
-    return Detours(rate, mean, f"the run's {len(d)} measured detours ({rate:.4g}/s, "
-                               f"noise fraction {rate * mean:.3g}), lengths as measured", lengths=d)
+    return Detours(
+        rate,
+        mean,
+        f"the run's {len(d)} measured detours ({rate:.4g}/s, noise fraction {rate * mean:.3g}), lengths as measured",
+        lengths=d,
+    )
 
 
 def detours_from_delay(delay: D.Delay, phase_s: float) -> Detours:
@@ -104,13 +108,19 @@ def detours_from_delay(delay: D.Delay, phase_s: float) -> Detours:
     if 0.0 in delay.atoms and p_pos < 1.0:
         mean_len = m / p_pos if p_pos > 0 else 0.0
         law: D.Delay = _Positive(delay, p_pos)
-        return Detours(p_pos / wall, mean_len,
-                       f"D read as detours: one per phase with probability P(D>0) = {p_pos:.3g}, "
-                       f"its length a draw of D given D>0", law=law)
+        return Detours(
+            p_pos / wall,
+            mean_len,
+            f"D read as detours: one per phase with probability P(D>0) = {p_pos:.3g}, its length a draw of D given D>0",
+            law=law,
+        )
     k = max(1.0, m * m / v) if v > 0 and math.isfinite(v) else 1.0
-    return Detours(k / wall, max(m, 0.0) / k,
-                   f"D read as {k:.3g} detours per phase (E[D]^2/Var[D]) of length D/{k:.3g}",
-                   law=D.Scaled(delay, 1.0 / k))
+    return Detours(
+        k / wall,
+        max(m, 0.0) / k,
+        f"D read as {k:.3g} detours per phase (E[D]^2/Var[D]) of length D/{k:.3g}",
+        law=D.Scaled(delay, 1.0 / k),
+    )
 
 
 @dataclass

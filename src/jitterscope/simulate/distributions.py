@@ -27,15 +27,26 @@ class Delay:
     params: dict[str, float]
 
     # --- to implement -----------------------------------------------------
-    def sf(self, x: Array) -> Array: raise NotImplementedError
-    def isf(self, s: Array) -> Array: raise NotImplementedError
-    def ppf(self, u: Array) -> Array: raise NotImplementedError
-    def logcdf(self, x: Array) -> Array: raise NotImplementedError
-    def mean(self) -> float: raise NotImplementedError
-    def var(self) -> float: raise NotImplementedError
+    def sf(self, x: Array) -> Array:
+        raise NotImplementedError
 
-    lower: float = -np.inf          # infimum of the support
-    atoms: tuple[float, ...] = ()   # points with positive mass
+    def isf(self, s: Array) -> Array:
+        raise NotImplementedError
+
+    def ppf(self, u: Array) -> Array:
+        raise NotImplementedError
+
+    def logcdf(self, x: Array) -> Array:
+        raise NotImplementedError
+
+    def mean(self) -> float:
+        raise NotImplementedError
+
+    def var(self) -> float:
+        raise NotImplementedError
+
+    lower: float = -np.inf  # infimum of the support
+    atoms: tuple[float, ...] = ()  # points with positive mass
 
     # --- shared -------------------------------------------------------------
     def log_cdf_safe(self, x: Array) -> Array:
@@ -92,12 +103,23 @@ class ScipyDelay(Delay):
         lo = float(self.dist.support()[0])
         self.lower = lo
 
-    def sf(self, x: Array) -> Array: return self.dist.sf(x)
-    def isf(self, s: Array) -> Array: return self.dist.isf(s)
-    def ppf(self, u: Array) -> Array: return self.dist.ppf(u)
-    def logcdf(self, x: Array) -> Array: return self.dist.logcdf(x)
-    def mean(self) -> float: return float(self.dist.mean())
-    def var(self) -> float: return float(self.dist.var())
+    def sf(self, x: Array) -> Array:
+        return self.dist.sf(x)
+
+    def isf(self, s: Array) -> Array:
+        return self.dist.isf(s)
+
+    def ppf(self, u: Array) -> Array:
+        return self.dist.ppf(u)
+
+    def logcdf(self, x: Array) -> Array:
+        return self.dist.logcdf(x)
+
+    def mean(self) -> float:
+        return float(self.dist.mean())
+
+    def var(self) -> float:
+        return float(self.dist.var())
 
 
 @dataclass
@@ -132,8 +154,11 @@ class Bernoulli(Delay):
     def quantile_by_both(self, s: Array, u: Array) -> Array:
         return self.isf(s)  # exact either way: two values, compared against p
 
-    def mean(self) -> float: return self.p * self.delay
-    def var(self) -> float: return self.p * (1 - self.p) * self.delay ** 2
+    def mean(self) -> float:
+        return self.p * self.delay
+
+    def var(self) -> float:
+        return self.p * (1 - self.p) * self.delay**2
 
 
 @dataclass
@@ -165,8 +190,7 @@ class ZeroInflated(Delay):
         xp = np.maximum(x, 0.0)
         with np.errstate(divide="ignore"):
             # F = (1-q) + q*F_base, summed in log space so small values keep their digits
-            lf = np.logaddexp(np.log1p(-self.q) if self.q < 1 else -np.inf,
-                              np.log(self.q) + self.base.log_cdf_safe(xp))
+            lf = np.logaddexp(np.log1p(-self.q) if self.q < 1 else -np.inf, np.log(self.q) + self.base.log_cdf_safe(xp))
         return np.where(x < 0, -np.inf, lf)
 
     def isf(self, s: Array) -> Array:
@@ -223,8 +247,12 @@ class SplicedTail(Delay):
         n = len(self.data)
         self.zeta = float(np.count_nonzero(self.data > self.threshold)) / n
         self.gpd = stats.genpareto(self.xi, loc=0.0, scale=self.scale)
-        self.params = {"threshold": self.threshold, "xi": self.xi, "scale": self.scale,
-                       "exceedance_fraction": self.zeta}
+        self.params = {
+            "threshold": self.threshold,
+            "xi": self.xi,
+            "scale": self.scale,
+            "exceedance_fraction": self.zeta,
+        }
         if self.zeta == 0:
             self.family = "empirical"
             self.params = {"samples": float(n)}
@@ -236,8 +264,10 @@ class SplicedTail(Delay):
     def describe(self) -> str:
         if self.zeta == 0:
             return f"empirical distribution of {len(self.data)} measured delays"
-        return (f"empirical below {_fmt_param('t', self.threshold)}, generalized-Pareto tail above "
-                f"(xi={self.xi:.4g}, scale={_fmt_param('s', self.scale)}, {self.zeta:.3g} of phases)")
+        return (
+            f"empirical below {_fmt_param('t', self.threshold)}, generalized-Pareto tail above "
+            f"(xi={self.xi:.4g}, scale={_fmt_param('s', self.scale)}, {self.zeta:.3g} of phases)"
+        )
 
     def sf(self, x: Array) -> Array:
         x = np.asarray(x, dtype=float)
@@ -274,7 +304,7 @@ class SplicedTail(Delay):
         n = len(self.data)
         t = self.threshold
         m2_tail = float(self.gpd.var()) + (t + float(self.gpd.mean())) ** 2
-        return float((self._body ** 2).sum() / n + self.zeta * m2_tail - self.mean() ** 2)
+        return float((self._body**2).sum() / n + self.zeta * m2_tail - self.mean() ** 2)
 
     def expected_max(self, n_nodes: float) -> float:
         """Exact body (a step function) plus a quadrature over the tail."""
@@ -286,11 +316,16 @@ class SplicedTail(Delay):
             logf = self.log_cdf_safe(xs)
             total += float(np.sum(widths * -np.expm1(n_nodes * logf)))
         if self.zeta > 0:
+
             def f(x: float) -> float:
                 s = self.zeta * float(self.gpd.sf(x - self.threshold))
                 return float(-np.expm1(n_nodes * np.log1p(-s)))
-            pts = [self.threshold + float(self.gpd.isf(min(1.0, q / self.zeta)))
-                   for q in (self.zeta, 1e-3, 1e-6, 1e-9, 1e-12, 1e-15) if q <= self.zeta]
+
+            pts = [
+                self.threshold + float(self.gpd.isf(min(1.0, q / self.zeta)))
+                for q in (self.zeta, 1e-3, 1e-6, 1e-9, 1e-12, 1e-15)
+                if q <= self.zeta
+            ]
             pts = sorted(set(pts + [self.threshold]))
             for a, b in zip(pts, pts[1:] + [np.inf]):
                 if b > a:
@@ -301,6 +336,7 @@ class SplicedTail(Delay):
 
 # ----------------------------------------------------------------------------
 # Families by name (seconds throughout)
+
 
 def normal(mean: float, sd: float) -> Delay:
     return ScipyDelay("normal", {"mean": mean, "sd": sd}, stats.norm(loc=mean, scale=sd))
@@ -346,16 +382,33 @@ class Scaled(Delay):
 
     def __post_init__(self) -> None:
         self.family = self.base.family
-        self.params = {k: (v if k in ("shape", "sigma", "alpha", "p", "xi") else v * self.factor)
-                       for k, v in self.base.params.items()}
+        self.params = {
+            k: (v if k in ("shape", "sigma", "alpha", "p", "xi") else v * self.factor)
+            for k, v in self.base.params.items()
+        }
         self.lower = self.base.lower * self.factor
         self.atoms = tuple(a * self.factor for a in self.base.atoms)
 
-    def sf(self, x: Array) -> Array: return self.base.sf(np.asarray(x, dtype=float) / self.factor)
-    def isf(self, s: Array) -> Array: return self.base.isf(s) * self.factor
-    def ppf(self, u: Array) -> Array: return self.base.ppf(u) * self.factor
-    def logcdf(self, x: Array) -> Array: return self.base.logcdf(np.asarray(x, dtype=float) / self.factor)
-    def log_cdf_safe(self, x: Array) -> Array: return self.base.log_cdf_safe(np.asarray(x, dtype=float) / self.factor)
-    def quantile_by_both(self, s: Array, u: Array) -> Array: return self.base.quantile_by_both(s, u) * self.factor
-    def mean(self) -> float: return self.base.mean() * self.factor
-    def var(self) -> float: return self.base.var() * self.factor ** 2
+    def sf(self, x: Array) -> Array:
+        return self.base.sf(np.asarray(x, dtype=float) / self.factor)
+
+    def isf(self, s: Array) -> Array:
+        return self.base.isf(s) * self.factor
+
+    def ppf(self, u: Array) -> Array:
+        return self.base.ppf(u) * self.factor
+
+    def logcdf(self, x: Array) -> Array:
+        return self.base.logcdf(np.asarray(x, dtype=float) / self.factor)
+
+    def log_cdf_safe(self, x: Array) -> Array:
+        return self.base.log_cdf_safe(np.asarray(x, dtype=float) / self.factor)
+
+    def quantile_by_both(self, s: Array, u: Array) -> Array:
+        return self.base.quantile_by_both(s, u) * self.factor
+
+    def mean(self) -> float:
+        return self.base.mean() * self.factor
+
+    def var(self) -> float:
+        return self.base.var() * self.factor**2

@@ -41,6 +41,7 @@ MIN_POSITIVE = 20
 # ---------------------------------------------------------------------------
 # vectorized fits: X has shape (B, n), positive; each returns a dict of (B,) arrays
 
+
 def _fit_normal(x: np.ndarray) -> dict[str, np.ndarray]:
     return {"mean": x.mean(1), "sd": x.std(1)}
 
@@ -66,7 +67,7 @@ def _fit_gamma(x: np.ndarray) -> dict[str, np.ndarray]:
 
 def _fit_weibull(x: np.ndarray) -> dict[str, np.ndarray]:
     top = x.max(1, keepdims=True)
-    ly = np.log(x / top)                 # <= 0: y^k stays in (0, 1] for every k > 0
+    ly = np.log(x / top)  # <= 0: y^k stays in (0, 1] for every k > 0
     mean_ly = ly.mean(1)
     sd = ly.std(1)
     k = np.where(sd > 0, math.pi / (math.sqrt(6) * np.maximum(sd, 1e-300)), 1.0)
@@ -95,10 +96,10 @@ def _fit_gpd(y: np.ndarray) -> dict[str, np.ndarray]:
     out_k = np.empty((b, m))
     step = max(1, 4_000_000 // (m * n))
     for lo in range(0, b, step):
-        th = theta[lo:lo + step]
-        out_k[lo:lo + step] = -np.log1p(-th[:, :, None] * y[lo:lo + step, None, :]).mean(2)
+        th = theta[lo : lo + step]
+        out_k[lo : lo + step] = -np.log1p(-th[:, :, None] * y[lo : lo + step, None, :]).mean(2)
     ll = n * (np.log(theta / out_k) + out_k - 1)
-    with np.errstate(over="ignore"):     # exp overflow -> weight 0, as intended
+    with np.errstate(over="ignore"):  # exp overflow -> weight 0, as intended
         w = 1 / np.exp(ll[:, None, :] - ll[:, :, None]).sum(2)
     th_hat = (theta * w).sum(1) / w.sum(1)
     k_hat = -np.log1p(-th_hat[:, None] * y).mean(1)
@@ -106,6 +107,7 @@ def _fit_gpd(y: np.ndarray) -> dict[str, np.ndarray]:
 
 
 # log CDF and log SF of each family at x (B, n), parameters (B,)
+
 
 def _logs(family: str, p: dict[str, np.ndarray], x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     col = {k: v[:, None] for k, v in p.items()}
@@ -126,8 +128,10 @@ def _logs(family: str, p: dict[str, np.ndarray], x: np.ndarray) -> tuple[np.ndar
             z = (x / col["scale"]) ** col["shape"]
             return np.log(-np.expm1(-z)), -z
         if family == "gpd":
-            return (stats.genpareto.logcdf(x, col["xi"], scale=col["scale"]),
-                    stats.genpareto.logsf(x, col["xi"], scale=col["scale"]))
+            return (
+                stats.genpareto.logcdf(x, col["xi"], scale=col["scale"]),
+                stats.genpareto.logsf(x, col["xi"], scale=col["scale"]),
+            )
     raise AssertionError(family)
 
 
@@ -148,8 +152,12 @@ def _draw(family: str, p: dict[str, float], rng: np.random.Generator, shape: tup
 
 
 _FITTERS: dict[str, Callable[[np.ndarray], dict[str, np.ndarray]]] = {
-    "normal": _fit_normal, "lognormal": _fit_lognormal, "gamma": _fit_gamma,
-    "exponential": _fit_exponential, "weibull": _fit_weibull, "gpd": _fit_gpd,
+    "normal": _fit_normal,
+    "lognormal": _fit_lognormal,
+    "gamma": _fit_gamma,
+    "exponential": _fit_exponential,
+    "weibull": _fit_weibull,
+    "gpd": _fit_gpd,
 }
 
 
@@ -158,7 +166,7 @@ def gof_statistics(family: str, p: dict[str, np.ndarray], x: np.ndarray) -> tupl
     x = np.sort(x, axis=1)
     n = x.shape[1]
     lcdf, lsf = _logs(family, p, x)
-    lcdf = np.maximum(lcdf, -745.0)      # log of the smallest double: keeps A^2 finite
+    lcdf = np.maximum(lcdf, -745.0)  # log of the smallest double: keeps A^2 finite
     lsf = np.maximum(lsf, -745.0)
     u = np.exp(lcdf)
     i = np.arange(1, n + 1)
@@ -169,10 +177,11 @@ def gof_statistics(family: str, p: dict[str, np.ndarray], x: np.ndarray) -> tupl
 
 # ---------------------------------------------------------------------------
 
+
 @dataclass
 class FamilyFit:
     family: str
-    params: dict[str, float]                 # seconds / dimensionless
+    params: dict[str, float]  # seconds / dimensionless
     ks: float
     ks_p: float
     ad: float
@@ -183,24 +192,30 @@ class FamilyFit:
 
     def delay(self) -> D.Delay:
         p = self.params
-        return {"normal": lambda: D.normal(p["mean"], p["sd"]),
-                "lognormal": lambda: D.lognormal(p["median"], p["sigma"]),
-                "gamma": lambda: D.gamma(p["shape"], p["scale"]),
-                "exponential": lambda: D.exponential(p["mean"]),
-                "weibull": lambda: D.weibull(p["shape"], p["scale"])}[self.family]()
+        return {
+            "normal": lambda: D.normal(p["mean"], p["sd"]),
+            "lognormal": lambda: D.lognormal(p["median"], p["sigma"]),
+            "gamma": lambda: D.gamma(p["shape"], p["scale"]),
+            "exponential": lambda: D.exponential(p["mean"]),
+            "weibull": lambda: D.weibull(p["shape"], p["scale"]),
+        }[self.family]()
 
     def to_json(self) -> dict[str, Any]:
-        return {"family": self.family, "params": self.params,
-                "ks": {"statistic": self.ks, "p_value": self.ks_p},
-                "ad": {"statistic": self.ad, "p_value": self.ad_p},
-                "fits": self.fits, "rank": self.rank}
+        return {
+            "family": self.family,
+            "params": self.params,
+            "ks": {"statistic": self.ks, "p_value": self.ks_p},
+            "ad": {"statistic": self.ad, "p_value": self.ad_p},
+            "fits": self.fits,
+            "rank": self.rank,
+        }
 
 
 @dataclass
 class Fit:
     """Everything `fit` reports, plus the model `fit:RUN` simulates."""
 
-    delays_s: np.ndarray = field(repr=False)     # all per-phase delays (zeros included)
+    delays_s: np.ndarray = field(repr=False)  # all per-phase delays (zeros included)
     phase_s: float
     zero_fraction: float
     families: list[FamilyFit]
@@ -218,30 +233,56 @@ class Fit:
         d = self.delays_s
         pos = d[d > 0]
         return {
-            "run": self.source, "phase_s": self.phase_s,
-            "delays": {"count": int(len(d)), "zero_fraction": self.zero_fraction,
-                       "mean_s": float(d.mean()), "sd_s": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
-                       "p50_s": float(np.quantile(d, 0.5)), "p99_s": float(np.quantile(d, 0.99)),
-                       "max_s": float(d.max()), "positive": int(len(pos)), "cpus": self.cpus},
-            "gof": {"method": "parametric bootstrap with refitting (p-values valid for estimated parameters)",
-                    "replicates": self.replicates, "sample": self.gof_sample, "alpha": ALPHA,
-                    "subsample": self.gof_sample < len(pos),
-                    "tested_on": ("all positive delays" if self.gof_sample >= len(pos) else
-                                  f"a random subsample of {self.gof_sample} of the {len(pos)} positive delays, "
-                                  f"each family refitted to it (KS D, A2 and p-values are the subsample's; "
-                                  f"the parameters shown are fitted to all)"),
-                    "fitted_to": "positive delays (zero-delay phases are the zero fraction)"},
+            "run": self.source,
+            "phase_s": self.phase_s,
+            "delays": {
+                "count": int(len(d)),
+                "zero_fraction": self.zero_fraction,
+                "mean_s": float(d.mean()),
+                "sd_s": float(d.std(ddof=1)) if len(d) > 1 else 0.0,
+                "p50_s": float(np.quantile(d, 0.5)),
+                "p99_s": float(np.quantile(d, 0.99)),
+                "max_s": float(d.max()),
+                "positive": int(len(pos)),
+                "cpus": self.cpus,
+            },
+            "gof": {
+                "method": "parametric bootstrap with refitting (p-values valid for estimated parameters)",
+                "replicates": self.replicates,
+                "sample": self.gof_sample,
+                "alpha": ALPHA,
+                "subsample": self.gof_sample < len(pos),
+                "tested_on": (
+                    "all positive delays"
+                    if self.gof_sample >= len(pos)
+                    else f"a random subsample of {self.gof_sample} of the {len(pos)} positive delays, "
+                    f"each family refitted to it (KS D, A2 and p-values are the subsample's; "
+                    f"the parameters shown are fitted to all)"
+                ),
+                "fitted_to": "positive delays (zero-delay phases are the zero fraction)",
+            },
             "families": [f.to_json() for f in self.families],
             "tail": self.tail,
-            "best": {"family": self.best_name, "model": self.best.describe(), "fits": self.any_fits,
-                     "noise": self.best.to_json()},
+            "best": {
+                "family": self.best_name,
+                "model": self.best.describe(),
+                "fits": self.any_fits,
+                "noise": self.best.to_json(),
+            },
             "verdict": self.verdict,
         }
 
 
-def _bootstrap_p(family: str, stat_ks: float, stat_ad: float, params: dict[str, float], n: int,
-                 replicates: int, rng: np.random.Generator,
-                 tick: Callable[[int], None] | None = None) -> tuple[float, float]:
+def _bootstrap_p(
+    family: str,
+    stat_ks: float,
+    stat_ad: float,
+    params: dict[str, float],
+    n: int,
+    replicates: int,
+    rng: np.random.Generator,
+    tick: Callable[[int], None] | None = None,
+) -> tuple[float, float]:
     ge_ks = ge_ad = 0
     done = 0
     batch = max(1, 2_000_000 // max(n, 1))
@@ -253,28 +294,43 @@ def _bootstrap_p(family: str, stat_ks: float, stat_ad: float, params: dict[str, 
         p = _FITTERS[family](sim)
         ks, ad = gof_statistics(family, p, sim)
         ge_ks += int(np.count_nonzero(ks >= stat_ks))
-        ge_ad += int(np.count_nonzero(~(ad < stat_ad)))   # NaN counts as "at least as bad"
+        ge_ad += int(np.count_nonzero(~(ad < stat_ad)))  # NaN counts as "at least as bad"
         done += b
         if tick is not None:
             tick(b)
     return (1 + ge_ks) / (replicates + 1), (1 + ge_ad) / (replicates + 1)
 
 
-def fit_family(family: str, x: np.ndarray, gof_x: np.ndarray, replicates: int,
-               rng: np.random.Generator, tick: Callable[[int], None] | None = None) -> FamilyFit:
+def fit_family(
+    family: str,
+    x: np.ndarray,
+    gof_x: np.ndarray,
+    replicates: int,
+    rng: np.random.Generator,
+    tick: Callable[[int], None] | None = None,
+) -> FamilyFit:
     """Fit one family to x; test it on gof_x (x or a subsample) with bootstrap p-values."""
     p_all = {k: float(v[0]) for k, v in _FITTERS[family](x[None, :]).items()}
     p_gof = _FITTERS[family](gof_x[None, :])
     ks, ad = gof_statistics(family, p_gof, gof_x[None, :])
-    ks_p, ad_p = _bootstrap_p(family, float(ks[0]), float(ad[0]), {k: float(v[0]) for k, v in p_gof.items()},
-                              len(gof_x), replicates, rng, tick)
+    ks_p, ad_p = _bootstrap_p(
+        family,
+        float(ks[0]),
+        float(ad[0]),
+        {k: float(v[0]) for k, v in p_gof.items()},
+        len(gof_x),
+        replicates,
+        rng,
+        tick,
+    )
     ff = FamilyFit(family, p_all, float(ks[0]), ks_p, float(ad[0]), ad_p, n=len(x))
     ff.fits = ks_p >= ALPHA and ad_p >= ALPHA
     return ff
 
 
-def _fit_tail(x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap: int,
-              tick: Callable[[int], None] | None = None) -> dict[str, Any] | None:
+def _fit_tail(
+    x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap: int, tick: Callable[[int], None] | None = None
+) -> dict[str, Any] | None:
     """GPD on exceedances over the 90th percentile (at least 30 of them), or None."""
     if len(x) < 60:
         return None
@@ -287,16 +343,31 @@ def _fit_tail(x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap:
     p = {k: float(v[0]) for k, v in _fit_gpd(y[None, :]).items()}
     pg = _fit_gpd(gy[None, :])
     ks, ad = gof_statistics("gpd", pg, gy[None, :])
-    ks_p, ad_p = _bootstrap_p("gpd", float(ks[0]), float(ad[0]), {k: float(v[0]) for k, v in pg.items()},
-                              len(gy), replicates, rng, tick)
-    return {"threshold_s": u, "quantile": q, "exceedances": int(len(y)), "xi": p["xi"], "scale_s": p["scale"],
-            "ks": {"statistic": float(ks[0]), "p_value": ks_p}, "ad": {"statistic": float(ad[0]), "p_value": ad_p},
-            "fits": bool(ks_p >= ALPHA and ad_p >= ALPHA)}
+    ks_p, ad_p = _bootstrap_p(
+        "gpd", float(ks[0]), float(ad[0]), {k: float(v[0]) for k, v in pg.items()}, len(gy), replicates, rng, tick
+    )
+    return {
+        "threshold_s": u,
+        "quantile": q,
+        "exceedances": int(len(y)),
+        "xi": p["xi"],
+        "scale_s": p["scale"],
+        "ks": {"statistic": float(ks[0]), "p_value": ks_p},
+        "ad": {"statistic": float(ad[0]), "p_value": ad_p},
+        "fits": bool(ks_p >= ALPHA and ad_p >= ALPHA),
+    }
 
 
-def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed: int = 0,
-               gof_cap: int = 2000, source: str = "", cpus: list[int] | list[str] | None = None,
-               progress: Callable[[float], None] | None = None) -> Fit:
+def fit_delays(
+    delays_s: np.ndarray,
+    phase_s: float,
+    replicates: int = 200,
+    seed: int = 0,
+    gof_cap: int = 2000,
+    source: str = "",
+    cpus: list[int] | list[str] | None = None,
+    progress: Callable[[float], None] | None = None,
+) -> Fit:
     """Fit all families to per-phase delays (seconds) and choose a model for maxima.
 
     `progress` is told the fraction of the bootstrap done (the long part: a
@@ -307,7 +378,8 @@ def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed
     if len(pos) < MIN_POSITIVE:
         raise JitterscopeError(
             f"only {len(pos)} of {len(d)} phases of {phase_s * 1e3:g} ms met any noise; fitting needs at least "
-            f"{MIN_POSITIVE}: use a longer run or a longer --phase")
+            f"{MIN_POSITIVE}: use a longer run or a longer --phase"
+        )
     zero_fraction = 1.0 - len(pos) / len(d)
     gof_x = pos if len(pos) <= gof_cap else rng.choice(pos, gof_cap, replace=False)
     done = [0]
@@ -323,7 +395,7 @@ def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed
         f.rank = i + 1
     tail = _fit_tail(pos, replicates, rng, gof_cap, tick)
     if tail is None:
-        tick(replicates)   # no tail to test: its share of the work is done
+        tick(replicates)  # no tail to test: its share of the work is done
     top = fams[0]
     any_fits = any(f.fits for f in fams)
     zero_part = f"; {zero_fraction:.1%} of phases met no noise" if zero_fraction > 0 else ""
@@ -333,22 +405,38 @@ def fit_delays(delays_s: np.ndarray, phase_s: float, replicates: int = 200, seed
 
     if top.fits:
         best, best_name = with_zeros(top.delay()), top.family
-        verdict = (f"{top.family} fits (KS p={top.ks_p:.3g}, AD p={top.ad_p:.3g}){zero_part}; "
-                   f"simulate uses it")
+        verdict = f"{top.family} fits (KS p={top.ks_p:.3g}, AD p={top.ad_p:.3g}){zero_part}; simulate uses it"
     elif tail and tail["fits"]:
         best = D.SplicedTail(d, tail["threshold_s"], tail["xi"], tail["scale_s"])
         best_name = "empirical+gpd-tail"
-        verdict = (f"no family fits the whole distribution (all p < {ALPHA}); the generalized-Pareto tail "
-                   f"fits the top {1 - tail['quantile']:.0%} (AD p={tail['ad']['p_value']:.3g}), so simulate "
-                   f"uses the measured delays with that tail")
+        verdict = (
+            f"no family fits the whole distribution (all p < {ALPHA}); the generalized-Pareto tail "
+            f"fits the top {1 - tail['quantile']:.0%} (AD p={tail['ad']['p_value']:.3g}), so simulate "
+            f"uses the measured delays with that tail"
+        )
     else:
         # A wrong family misstates exactly the rare large delays that dominate maxima;
         # the measured delays themselves are a consistent estimate (capped at their max).
         best = D.SplicedTail(d, float(d.max()), 0.0, 1.0)
         best_name = "empirical"
-        verdict = (f"no family fits (all p < {ALPHA}){', nor the tail' if tail else ''}; the closest is "
-                   f"{top.family} (AD={top.ad:.3g}); simulate uses the measured delays themselves, so maxima "
-                   f"are capped at the largest measured delay ({d.max() * 1e6:.4g} us): prefer the trace-driven "
-                   f"simulation of the run")
-    return Fit(d, phase_s, zero_fraction, fams, tail, replicates, len(gof_x), best, best_name, verdict,
-               any_fits or bool(tail and tail["fits"]), source, cpus if cpus is not None else [])
+        verdict = (
+            f"no family fits (all p < {ALPHA}){', nor the tail' if tail else ''}; the closest is "
+            f"{top.family} (AD={top.ad:.3g}); simulate uses the measured delays themselves, so maxima "
+            f"are capped at the largest measured delay ({d.max() * 1e6:.4g} us): prefer the trace-driven "
+            f"simulation of the run"
+        )
+    return Fit(
+        d,
+        phase_s,
+        zero_fraction,
+        fams,
+        tail,
+        replicates,
+        len(gof_x),
+        best,
+        best_name,
+        verdict,
+        any_fits or bool(tail and tail["fits"]),
+        source,
+        cpus if cpus is not None else [],
+    )

@@ -52,9 +52,9 @@ class Result:
     nodes: int
     phases: int
     phase_s: float
-    runtimes_s: np.ndarray = field(repr=False)   # one per replication
+    runtimes_s: np.ndarray = field(repr=False)  # one per replication
     ideal_s: float
-    expected_s: float | None = None               # exact expectation when known
+    expected_s: float | None = None  # exact expectation when known
 
     @property
     def runtime_s(self) -> float:
@@ -70,10 +70,16 @@ class Result:
 
     def to_json(self) -> dict[str, Any]:
         ci = self.ci95_s
-        out = {"nodes": self.nodes, "phases": self.phases, "phase_s": self.phase_s,
-               "runtime_s": self.runtime_s, "ideal_s": self.ideal_s, "slowdown": self.slowdown,
-               "ci95_s": [ci[0], ci[1]] if ci else None}
-        if self.expected_s is not None:   # the model's exact expectation (runtime_s is the Monte Carlo mean)
+        out = {
+            "nodes": self.nodes,
+            "phases": self.phases,
+            "phase_s": self.phase_s,
+            "runtime_s": self.runtime_s,
+            "ideal_s": self.ideal_s,
+            "slowdown": self.slowdown,
+            "ci95_s": [ci[0], ci[1]] if ci else None,
+        }
+        if self.expected_s is not None:  # the model's exact expectation (runtime_s is the Monte Carlo mean)
             out["expected_s"] = self.expected_s
             out["expected_slowdown"] = self.expected_s / self.ideal_s - 1 if self.ideal_s > 0 else None
         return out

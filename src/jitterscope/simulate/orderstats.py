@@ -34,9 +34,9 @@ def max_quantile(dist: Delay, u: np.ndarray | float, n: float) -> np.ndarray:
     """Quantile of the maximum of n draws at CDF level u (0 < u < 1), for any n >= 1."""
     u = np.asarray(u, dtype=float)
     with np.errstate(divide="ignore"):
-        lu = np.log(u) / float(n)          # log of F(M): tiny and negative for large n
-    s = -np.expm1(lu)                       # S(M), exact to full relative precision
-    f = np.exp(lu)                          # F(M), exact where it is small
+        lu = np.log(u) / float(n)  # log of F(M): tiny and negative for large n
+    s = -np.expm1(lu)  # S(M), exact to full relative precision
+    f = np.exp(lu)  # F(M), exact where it is small
     return dist.quantile_by_both(s, f)
 
 
@@ -101,7 +101,7 @@ def max_moments(dist: Delay, n: float) -> tuple[float, float]:
     tx, tw = _tail_nodes(top, width)
     xs, ws = np.concatenate([xs, tx]), np.concatenate([ws, tw])
     with np.errstate(all="ignore"):
-        p_gt = -np.expm1(n * dist.log_cdf_safe(xs))          # P(M > x)
+        p_gt = -np.expm1(n * dist.log_cdf_safe(xs))  # P(M > x)
     m1 = float(np.sum(ws * p_gt)) + start
     m2 = float(np.sum(ws * 2 * xs * p_gt)) + start * start
     if lo < 0:
@@ -110,10 +110,10 @@ def max_moments(dist: Delay, n: float) -> tuple[float, float]:
         nx, nw = _nodes(neg)
         width = max(float(neg[1] - neg[0]) if len(neg) > 1 else abs(bottom), 1e-30)
         if not np.isfinite(lo) or lo < bottom:
-            tx, tw = _tail_nodes(-bottom, width)           # mirror of [-inf, bottom]
+            tx, tw = _tail_nodes(-bottom, width)  # mirror of [-inf, bottom]
             nx, nw = np.concatenate([nx, -tx]), np.concatenate([nw, tw])
         with np.errstate(all="ignore"):
-            p_le = np.exp(n * dist.log_cdf_safe(nx))        # P(M <= x)
+            p_le = np.exp(n * dist.log_cdf_safe(nx))  # P(M <= x)
         m1 -= float(np.sum(nw * p_le))
         m2 += float(np.sum(nw * -2 * nx * p_le))
     special = getattr(dist, "expected_max", None)

@@ -39,8 +39,9 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for p in phases:
         rows = [at[(n, p)] for n in nodes]
-        ax.errorbar(nodes, [r["runtime_s"] for r in rows], yerr=err(rows), marker="o", ms=3, capsize=2,
-                    label=f"{p} phases")
+        ax.errorbar(
+            nodes, [r["runtime_s"] for r in rows], yerr=err(rows), marker="o", ms=3, capsize=2, label=f"{p} phases"
+        )
         ax.plot(nodes, [r["ideal_s"] for r in rows], ls=":", lw=0.8, color="grey")
     ax.set_xscale("log")
     ax.set_xlabel("nodes")
@@ -55,8 +56,15 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for n in nodes:
         rows = [at[(n, p)] for p in phases]
-        ax.errorbar(phases, [r["runtime_s"] for r in rows], yerr=err(rows), marker="o", ms=3, capsize=2,
-                    label=f"{n:,} nodes" if n < 1e6 else f"{n:.0e} nodes")
+        ax.errorbar(
+            phases,
+            [r["runtime_s"] for r in rows],
+            yerr=err(rows),
+            marker="o",
+            ms=3,
+            capsize=2,
+            label=f"{n:,} nodes" if n < 1e6 else f"{n:.0e} nodes",
+        )
     ax.set_xlabel("phases")
     ax.set_ylabel("runtime (s)")
     if len(phases) > 2 and phases[-1] / phases[0] > 100:
@@ -76,8 +84,15 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     ax.set_yticks(range(len(phases)), [str(p) for p in phases], fontsize=7)
     for i in range(len(phases)):
         for j in range(len(nodes)):
-            ax.text(j, i, f"{grid[i, j]:.3g}", ha="center", va="center", fontsize=6,
-                    color="white" if grid[i, j] < grid.max() * 0.6 else "black")
+            ax.text(
+                j,
+                i,
+                f"{grid[i, j]:.3g}",
+                ha="center",
+                va="center",
+                fontsize=6,
+                color="white" if grid[i, j] < grid.max() * 0.6 else "black",
+            )
     ax.set_xlabel("nodes")
     ax.set_ylabel("phases")
     ax.set_title("Slowdown (%) over nodes x phases", fontsize=9)
@@ -112,20 +127,31 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
     written: list[Path] = []
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    ax.hist(x * scale, bins=min(80, max(10, int(np.sqrt(len(x))))), density=True, alpha=0.35,
-            color="grey", label=f"{len(x)} noisy phases")
+    ax.hist(
+        x * scale,
+        bins=min(80, max(10, int(np.sqrt(len(x))))),
+        density=True,
+        alpha=0.35,
+        color="grey",
+        label=f"{len(x)} noisy phases",
+    )
     grid = np.linspace(x.min(), x.max(), 400)
     for f in fams:
         pdf = f.delay().dist.pdf(grid)
-        ax.plot(grid * scale, pdf / scale, lw=1.2,
-                label=f"{f.family} (AD p={f.ad_p:.2g}){' fits' if f.fits else ''}")
+        ax.plot(grid * scale, pdf / scale, lw=1.2, label=f"{f.family} (AD p={f.ad_p:.2g}){' fits' if f.fits else ''}")
     if fit.tail:
         t = fit.tail
         tg = grid[grid > t["threshold_s"]]
         zeta = t["exceedances"] / len(x)
         pdf = zeta * stats.genpareto.pdf(tg - t["threshold_s"], t["xi"], scale=t["scale_s"])
-        ax.plot(tg * scale, pdf / scale, lw=1.5, ls="--", color="black",
-                label=f"GPD tail xi={t['xi']:.2g} (AD p={t['ad']['p_value']:.2g})")
+        ax.plot(
+            tg * scale,
+            pdf / scale,
+            lw=1.5,
+            ls="--",
+            color="black",
+            label=f"GPD tail xi={t['xi']:.2g} (AD p={t['ad']['p_value']:.2g})",
+        )
     ax.set_yscale("log")
     ax.set_xlabel(f"per-phase delay ({unit})")
     ax.set_ylabel(f"density (1/{unit})")
@@ -156,8 +182,7 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
         ax.plot(q * scale, y * scale, ".", ms=3)
         lim = [0, max(q.max(), y.max()) * scale]
         ax.plot(lim, lim, color="grey", lw=0.8)
-        ax.set_title(f"GPD tail over {t['threshold_s'] * scale:.3g} {unit}: AD p={t['ad']['p_value']:.2g}",
-                     fontsize=8)
+        ax.set_title(f"GPD tail over {t['threshold_s'] * scale:.3g} {unit}: AD p={t['ad']['p_value']:.2g}", fontsize=8)
         ax.set_xlabel(f"model excess ({unit})", fontsize=7)
         ax.set_ylabel(f"data excess ({unit})", fontsize=7)
     for ax in axes[panels:]:

@@ -57,13 +57,17 @@ class RunNoise:
             d = att.column("detour").to_numpy(zero_copy_only=False).astype(np.int64)
             if d.max(initial=-1) >= len(rows) or d.min(initial=0) < 0:
                 raise JitterscopeError(f"{run.path}: attribution refers to detours that do not exist")
-            keep = rows[d] >= 0    # detours past the replayed period were left out
+            keep = rows[d] >= 0  # detours past the replayed period were left out
             det.append(rows[d][keep])
             ns.append(att.column("ns").to_numpy(zero_copy_only=False).astype(np.float64)[keep])
             kinds += [k for k, ok in zip(att.column("kind").to_pylist(), keep) if ok]
             names += [n for n, ok in zip(att.column("name").to_pylist(), keep) if ok]
-        return (np.concatenate(det) if det else np.zeros(0, np.int64),
-                np.concatenate(ns) if ns else np.zeros(0), kinds, names)
+        return (
+            np.concatenate(det) if det else np.zeros(0, np.int64),
+            np.concatenate(ns) if ns else np.zeros(0),
+            kinds,
+            names,
+        )
 
 
 def load_noise(path: str) -> RunNoise:
@@ -125,8 +129,9 @@ def source_cuts(noise: RunNoise) -> list[tuple[str, str, np.ndarray, int]]:
     run = noise.run
     if not run.tracing:
         reason = run.meta.get("tracing", {}).get("reason") or "tracing was off"
-        raise JitterscopeError(f"{run.path}: the run has no attribution ({reason}); --by-source needs a run "
-                               f"measured with kernel tracing")
+        raise JitterscopeError(
+            f"{run.path}: the run has no attribution ({reason}); --by-source needs a run measured with kernel tracing"
+        )
     det, ns, kinds, names = noise.attribution()
     if len(det) == 0:
         raise JitterscopeError(f"{run.path}: the attribution table is empty; --by-source has no sources to remove")
@@ -135,7 +140,7 @@ def source_cuts(noise: RunNoise) -> list[tuple[str, str, np.ndarray, int]]:
     out = []
     for i, key in enumerate(uniq):
         kind, name = str(key).split("\x00", 1)
-        if name.endswith(SELF_SUFFIX):   # the measuring tool's own overhead is not the system's to fix
+        if name.endswith(SELF_SUFFIX):  # the measuring tool's own overhead is not the system's to fix
             continue
         sel = code == i
         cut = np.bincount(det[sel], weights=ns[sel], minlength=len(noise.duration_ns))

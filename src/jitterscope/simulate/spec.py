@@ -47,6 +47,7 @@ FAMILIES = tuple(_PARAM_SETS)
 @dataclass(frozen=True)
 class DistributionNoise:
     """I.i.d. per-phase delays from `delay` (seconds)."""
+
     delay: D.Delay
     text: str
 
@@ -54,6 +55,7 @@ class DistributionNoise:
 @dataclass(frozen=True)
 class PeriodicNoise:
     """A detour of `duration_s` every `period_s` on every node."""
+
     period_s: float
     duration_s: float
     text: str
@@ -62,6 +64,7 @@ class PeriodicNoise:
 @dataclass(frozen=True)
 class TraceNoise:
     """Replay a run directory's measured noise timeline."""
+
     path: Path
     text: str
 
@@ -69,6 +72,7 @@ class TraceNoise:
 @dataclass(frozen=True)
 class FitNoise:
     """The best-fitting distribution of a run's per-phase delays."""
+
     path: Path
     text: str
 
@@ -82,8 +86,10 @@ def parse_noise(text: str) -> NoiseSpec:
     """A NoiseSpec from --noise text, or a one-line UsageError."""
     text = str(text).strip()
     if not text:
-        raise UsageError("empty --noise: give a distribution like normal(mean=1.91ms,sd=0.36ms), "
-                         "periodic(...), a run directory or fit:RUN")
+        raise UsageError(
+            "empty --noise: give a distribution like normal(mean=1.91ms,sd=0.36ms), "
+            "periodic(...), a run directory or fit:RUN"
+        )
     if text.startswith("fit:"):
         path = Path(text[4:])
         if not text[4:]:
@@ -103,11 +109,15 @@ def parse_noise(text: str) -> NoiseSpec:
 
 def _example(family: str) -> str:
     return {
-        "normal": "normal(mean=1.91ms,sd=0.36ms)", "lognormal": "lognormal(median=1ms,sigma=0.5)",
-        "exponential": "exponential(mean=50us)", "gamma": "gamma(shape=2,scale=1ms)",
-        "weibull": "weibull(shape=0.8,scale=1ms)", "pareto": "pareto(alpha=2.5,scale=100us)",
+        "normal": "normal(mean=1.91ms,sd=0.36ms)",
+        "lognormal": "lognormal(median=1ms,sigma=0.5)",
+        "exponential": "exponential(mean=50us)",
+        "gamma": "gamma(shape=2,scale=1ms)",
+        "weibull": "weibull(shape=0.8,scale=1ms)",
+        "pareto": "pareto(alpha=2.5,scale=100us)",
         "uniform": "uniform(low=0us,high=200us)",
-        "bernoulli": "bernoulli(p=0.01,delay=2ms)", "periodic": "periodic(period=10ms,duration=25us)",
+        "bernoulli": "bernoulli(p=0.01,delay=2ms)",
+        "periodic": "periodic(period=10ms,duration=25us)",
     }[family]
 
 
@@ -117,8 +127,9 @@ def _parse_params(family: str, body: str, text: str) -> dict[str, float]:
     raw: dict[str, str] = {}
     for part in [p for p in body.split(",") if p.strip()]:
         if "=" not in part:
-            raise UsageError(f"malformed parameter {part.strip()!r} in {text!r}: "
-                             f"use name=value, e.g. {_example(family)}")
+            raise UsageError(
+                f"malformed parameter {part.strip()!r} in {text!r}: use name=value, e.g. {_example(family)}"
+            )
         key, value = (s.strip() for s in part.split("=", 1))
         if key.lower() in raw:
             raise UsageError(f"parameter {key.lower()!r} given twice in {text!r}")
@@ -156,6 +167,7 @@ def _time(allow_zero: bool) -> Any:
             return parse_duration_s(v, what="time", allow_zero=allow_zero)
         except UsageError as err:
             raise ValueError(str(err)) from None
+
     return parse
 
 
@@ -215,8 +227,9 @@ def _build(family: str, p: dict[str, float], text: str) -> NoiseSpec:
         return DistributionNoise(D.weibull(p["shape"], p["scale"]), text)
     if family == "pareto":
         if p["alpha"] <= 1:
-            raise UsageError(f"pareto alpha must exceed 1 (at alpha <= 1 the expected delay is infinite), "
-                             f"got {p['alpha']:g}")
+            raise UsageError(
+                f"pareto alpha must exceed 1 (at alpha <= 1 the expected delay is infinite), got {p['alpha']:g}"
+            )
         return DistributionNoise(D.pareto(p["alpha"], p["scale"]), text)
     if family == "uniform":
         if p["high"] <= p["low"]:

@@ -46,8 +46,8 @@ class _SortedIndex:
 
     def _bucket(self, x: np.ndarray) -> np.ndarray:
         b = np.clip((x / self.h).astype(np.int64), 0, self.g - 1)
-        b -= (self.edges[b] > x) & (b > 0)          # rounding put x one bucket too far
-        b += (self.edges[b + 1] <= x) & (b < self.g - 1)   # ... or one too near
+        b -= (self.edges[b] > x) & (b > 0)  # rounding put x one bucket too far
+        b += (self.edges[b + 1] <= x) & (b < self.g - 1)  # ... or one too near
         return b
 
     def count_le(self, x: np.ndarray) -> np.ndarray:
@@ -91,8 +91,8 @@ class Timeline:
         s, d = s[order], d[order]
         keep = (d > 0) & (s < self.period_ns) & (s >= 0)
         s, d = s[keep], d[keep]
-        e = np.minimum(s + d, self.period_ns)      # a detour cannot outlast the run
-        if len(s) > 1:                             # merge overlaps (one CPU is busy once)
+        e = np.minimum(s + d, self.period_ns)  # a detour cannot outlast the run
+        if len(s) > 1:  # merge overlaps (one CPU is busy once)
             run_end = np.maximum.accumulate(e)
             new = np.empty(len(s), dtype=bool)
             new[0] = True
@@ -102,7 +102,7 @@ class Timeline:
         self.starts = s
         self.durations = e - s
         self._B = np.concatenate([[0.0], np.cumsum(self.durations)])
-        self._a = self.starts - self._B[:-1]       # work done before detour j (within a period)
+        self._a = self.starts - self._B[:-1]  # work done before detour j (within a period)
         self.work_per_period = float(self.period_ns - self._B[-1])
         if self.work_per_period <= 0:
             raise ValueError("timeline is all noise")
@@ -117,10 +117,10 @@ class Timeline:
         """A(t): work done by time t (t >= 0, any number of periods)."""
         t = np.asarray(t, dtype=np.float64)
         k = np.floor(t / self.period_ns)
-        r = np.maximum(t - k * self.period_ns, 0.0)   # rounding may leave -1e-7 ns
+        r = np.maximum(t - k * self.period_ns, 0.0)  # rounding may leave -1e-7 ns
         if len(self.starts) == 0:
             return t
-        j = self._start_index.count_le(r) - 1                     # last detour starting <= r
+        j = self._start_index.count_le(r) - 1  # last detour starting <= r
         jc = np.maximum(j, 0)
         inside = (j >= 0) & (r < self.starts[jc] + self.durations[jc])
         a_r = np.where(inside, self._a[jc], r - self._B[j + 1])
@@ -136,12 +136,11 @@ class Timeline:
         # boundary finishes before any detour that closes the period.
         k = np.ceil(a / wp) - 1
         ar = a - k * wp
-        j = self._work_index.count_lt(ar)                           # detours with a_j < ar
+        j = self._work_index.count_lt(ar)  # detours with a_j < ar
         t = k * self.period_ns + ar + self._B[j]
         m = len(self.starts)
         jn = np.minimum(j, m - 1)
-        nxt = np.where(j < m, k * self.period_ns + self.starts[jn],
-                       (k + 1) * self.period_ns + self.starts[0])
+        nxt = np.where(j < m, k * self.period_ns + self.starts[jn], (k + 1) * self.period_ns + self.starts[0])
         return t, nxt
 
     def finish(self, t0: np.ndarray, work: float | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -35,8 +35,8 @@ from jitterscope.simulate.timeline import Timeline
 @dataclass
 class _Group:
     timeline: Timeline
-    idx: np.ndarray       # nodes replaying this timeline
-    offset: np.ndarray    # their offsets (ns)
+    idx: np.ndarray  # nodes replaying this timeline
+    offset: np.ndarray  # their offsets (ns)
 
 
 def _advance(groups: list[_Group], start: np.ndarray, work: float, nxt: np.ndarray) -> np.ndarray:
@@ -59,29 +59,39 @@ def _advance(groups: list[_Group], start: np.ndarray, work: float, nxt: np.ndarr
 PLACEMENTS = ("random", "own", "recorded")
 
 
-def _place(rng: np.random.Generator, timelines: Sequence[Timeline], periods: np.ndarray, placement: str,
-           cosched: bool, n: int, n_sim: int, batch: int) -> tuple[np.ndarray, np.ndarray]:
+def _place(
+    rng: np.random.Generator,
+    timelines: Sequence[Timeline],
+    periods: np.ndarray,
+    placement: str,
+    cosched: bool,
+    n: int,
+    n_sim: int,
+    batch: int,
+) -> tuple[np.ndarray, np.ndarray]:
     """Which timeline each simulated node replays, and from which offset (ns)."""
     if placement == "recorded":
         return np.tile(np.arange(n), batch), np.zeros(batch * n)
-    if placement == "own":          # co-scheduled: one offset per replication (within the shortest timeline)
+    if placement == "own":  # co-scheduled: one offset per replication (within the shortest timeline)
         which = np.tile(np.arange(n), batch)
-        offs = (np.repeat(rng.uniform(0.0, periods.min(), batch), n) if cosched
-                else rng.random(batch * n) * periods[which])
+        offs = (
+            np.repeat(rng.uniform(0.0, periods.min(), batch), n) if cosched else rng.random(batch * n) * periods[which]
+        )
         return which, offs
-    if cosched:    # all nodes replay one timeline from one offset
+    if cosched:  # all nodes replay one timeline from one offset
         which = rng.integers(len(timelines), size=1)
         return which, np.array([rng.uniform(0.0, timelines[int(which[0])].period_ns)])
     which = rng.integers(len(timelines), size=n_sim)
     return which, rng.random(n_sim) * periods[which]
 
 
-def _synchronize(groups: list[_Group], t: np.ndarray, nxt: np.ndarray, sync: str, rounds: int, batch: int,
-                 n_sim: int, lat_ns: float) -> np.ndarray:
+def _synchronize(
+    groups: list[_Group], t: np.ndarray, nxt: np.ndarray, sync: str, rounds: int, batch: int, n_sim: int, lat_ns: float
+) -> np.ndarray:
     """The end of a phase: every node leaves at the time of the barrier's (or allreduce's) last
     round, each round waiting for its partner and then the link latency (noise included)."""
     if sync == "none":
-        rows = t.reshape(batch, n_sim)     # a view: one row per replication
+        rows = t.reshape(batch, n_sim)  # a view: one row per replication
         rows[:] = rows.max(axis=1, keepdims=True)
         return t
     partner = np.arange(n_sim) if sync == "allreduce" and n_sim > 1 else None
@@ -98,9 +108,13 @@ def _synchronize(groups: list[_Group], t: np.ndarray, nxt: np.ndarray, sync: str
     return t
 
 
-def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
-                       progress: Callable[[float], None] | None = None,
-                       placement: str = "random") -> Simulation:
+def simulate_timelines(
+    timelines: Sequence[Timeline],
+    job: Job,
+    model: dict,
+    progress: Callable[[float], None] | None = None,
+    placement: str = "random",
+) -> Simulation:
     """Simulate the job with nodes replaying `timelines`.
 
     placement "random": node i replays a randomly chosen timeline (what a run of
@@ -136,16 +150,17 @@ def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
         runtimes = np.zeros((len(phases), job.replications))
         for rep in range(0, job.replications, batch):
             which, offs = _place(rng, timelines, periods, placement, job.cosched, n, n_sim, batch)
-            groups = [_Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines)
-                      if (which == k).any()]
+            groups = [
+                _Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines) if (which == k).any()
+            ]
             t = np.zeros(batch * n_sim)
-            nxt = np.full(batch * n_sim, -np.inf)      # unknown: first phase computes it for everyone
+            nxt = np.full(batch * n_sim, -np.inf)  # unknown: first phase computes it for everyone
             pi = 0
             for k in range(1, phases[-1] + 1):
                 t = _advance(groups, t, work_ns, nxt)
                 t = _synchronize(groups, t, nxt, job.sync, rounds, batch, n_sim, lat_ns)
                 if k == phases[pi]:
-                    runtimes[pi, rep:rep + batch] = t.reshape(batch, n_sim).max(axis=1) / 1e9
+                    runtimes[pi, rep : rep + batch] = t.reshape(batch, n_sim).max(axis=1) / 1e9
                     pi += 1
                 if progress and k % 10 == 0:
                     progress((done_units + batch * n_sim * k) / total_units)
@@ -155,6 +170,8 @@ def simulate_timelines(timelines: Sequence[Timeline], job: Job, model: dict,
     longest = max(r.runtime_s for r in results)
     period_s = max(tl.period_ns for tl in timelines) / 1e9
     if longest > period_s:
-        notes.append(f"the longest job ({seconds(longest)}) outlasts the noise timeline ({seconds(period_s)}): "
-                     f"each node's timeline wraps around about {count(math.ceil(longest / period_s), 'time')}")
+        notes.append(
+            f"the longest job ({seconds(longest)}) outlasts the noise timeline ({seconds(period_s)}): "
+            f"each node's timeline wraps around about {count(math.ceil(longest / period_s), 'time')}"
+        )
     return Simulation(model, results, notes)

@@ -17,10 +17,27 @@ from jitterscope.sync.schema import TABLES
 
 TOP_OBJECTS = 10
 TOP_CAUSES = 5
-KIND_OF_OP = {"lock": "mutex", "rdlock": "rwlock", "wrlock": "rwlock", "cond": "condvar", "barrier": "barrier",
-              "join": "thread"}
-OBJ_KIND = {"lu": "mutex", "u": "mutex", "sw": "condvar", "s": "condvar", "bw": "condvar", "b": "condvar",
-            "barw": "barrier", "bar": "barrier", "jw": "thread", "hd": None, "ns": None}
+KIND_OF_OP = {
+    "lock": "mutex",
+    "rdlock": "rwlock",
+    "wrlock": "rwlock",
+    "cond": "condvar",
+    "barrier": "barrier",
+    "join": "thread",
+}
+OBJ_KIND = {
+    "lu": "mutex",
+    "u": "mutex",
+    "sw": "condvar",
+    "s": "condvar",
+    "bw": "condvar",
+    "b": "condvar",
+    "barw": "barrier",
+    "bar": "barrier",
+    "jw": "thread",
+    "hd": None,
+    "ns": None,
+}
 
 
 def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
@@ -29,8 +46,9 @@ def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
     return pa.table({k: pa.array(v, schema.field(k).type) for k, v in cols.items()}, schema=schema)
 
 
-def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
-          trace_dir: Path | None) -> dict[str, Any]:
+def build(
+    run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, trace_dir: Path | None
+) -> dict[str, Any]:
     """Analyse `run_dir/sync-raw` (and the trace); write every table, meta.json and summary.json."""
     logs = records.read_logs(run_dir / "sync-raw")
     t0 = min((int(lg.header["start_tsc"]) for lg in logs), default=int(meta.get("t0_tsc") or 0))
@@ -60,16 +78,26 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
     frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
     objects = _objects(run_dir, ev, m.waits, intervals)
     subs = subframes.subframes(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
-    tables = {"threads": rows, "waits": m.waits, "jitter": intervals, "causes": causes,
-              "segments": model.segments(rows, m.waits), "critical_path": steps, "frames": frames,
-              "objects": objects, "events": _events(ev), "subframes": subs}
+    tables = {
+        "threads": rows,
+        "waits": m.waits,
+        "jitter": intervals,
+        "causes": causes,
+        "segments": model.segments(rows, m.waits),
+        "critical_path": steps,
+        "frames": frames,
+        "objects": objects,
+        "events": _events(ev),
+        "subframes": subs,
+    }
     for name, data in tables.items():
         write_table(run_dir, name, _table(data, name), kind="sync")
     meta["duration_s"] = round(max(run_end - run_start, 0) / 1e9, 6)
     meta["processes"] = ev.processes
     meta["dropped"] = int(sum(p["dropped"] for p in ev.processes))
-    summary = make_summary(meta, opts, rows, m, intervals, causes, counter, steps, path_j, frames, objects,
-                           run_end - run_start)
+    summary = make_summary(
+        meta, opts, rows, m, intervals, causes, counter, steps, path_j, frames, objects, run_end - run_start
+    )
     summary["subframes"] = subframes.summary(subs, opts.subframe_ns, opts.warmup_subframes)
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
@@ -78,14 +106,27 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options,
 
 def _events(ev: model.Events) -> list[dict[str, Any]]:
     names = records.TYPE_NAMES
-    return [{"pid": int(ev.pid[i]), "tid": int(ev.tid[i]), "op": names.get(int(ev.op[i]), str(int(ev.op[i]))),
-             "obj": int(ev.obj[i]), "aux": int(ev.aux[i]), "site": int(ev.site[i]), "enter_ns": int(ev.enter[i]),
-             "exit_ns": int(ev.exit[i]), "cpu": int(ev.cpu[i]), "flags": int(ev.flags[i]),
-             "result": int(ev.result[i])} for i in range(len(ev))]
+    return [
+        {
+            "pid": int(ev.pid[i]),
+            "tid": int(ev.tid[i]),
+            "op": names.get(int(ev.op[i]), str(int(ev.op[i]))),
+            "obj": int(ev.obj[i]),
+            "aux": int(ev.aux[i]),
+            "site": int(ev.site[i]),
+            "enter_ns": int(ev.enter[i]),
+            "exit_ns": int(ev.exit[i]),
+            "cpu": int(ev.cpu[i]),
+            "flags": int(ev.flags[i]),
+            "result": int(ev.result[i]),
+        }
+        for i in range(len(ev))
+    ]
 
 
-def _objects(run_dir: Path, ev: model.Events, waits: list[dict[str, Any]],
-             intervals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _objects(
+    run_dir: Path, ev: model.Events, waits: list[dict[str, Any]], intervals: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
     """Every object that had jitter or a wait, named from the process's saved address space."""
     kinds: dict[tuple[int, int], str] = {}
     site_of: dict[tuple[int, int], int] = {}
@@ -105,16 +146,28 @@ def _objects(run_dir: Path, ev: model.Events, waits: list[dict[str, Any]],
     out = []
     for (pid, obj), kind in kinds.items():
         sym = f"thread {obj}" if kind == "thread" else symbols.object_name(maps.get(pid, []), obj)
-        out.append({"pid": pid, "obj": obj, "kind": kind, "symbol": sym,
-                    "site": names.get(pid, {}).get(site_of[(pid, obj)], "")})
+        out.append(
+            {
+                "pid": pid,
+                "obj": obj,
+                "kind": kind,
+                "symbol": sym,
+                "site": names.get(pid, {}).get(site_of[(pid, obj)], ""),
+            }
+        )
     return out
 
 
 def _dist(v: np.ndarray) -> dict[str, float]:
     if not len(v):
         return {"count": 0, "p50_ns": 0.0, "p99_ns": 0.0, "max_ns": 0.0, "mean_ns": 0.0}
-    return {"count": int(len(v)), "p50_ns": float(np.percentile(v, 50)), "p99_ns": float(np.percentile(v, 99)),
-            "max_ns": float(v.max()), "mean_ns": float(v.mean())}
+    return {
+        "count": int(len(v)),
+        "p50_ns": float(np.percentile(v, 50)),
+        "p99_ns": float(np.percentile(v, 99)),
+        "max_ns": float(v.max()),
+        "mean_ns": float(v.mean()),
+    }
 
 
 def _cause_list(causes: list[dict[str, Any]], ids: set[int], total: int) -> list[dict[str, Any]]:
@@ -122,16 +175,27 @@ def _cause_list(causes: list[dict[str, Any]], ids: set[int], total: int) -> list
     for c in causes:
         if c["jitter"] in ids:
             agg[(c["side"], c["kind"], c["name"])] += c["ns"]
-    covered = sum(agg.values())   # the intervals' time: shares of it, not of the (thresholded) jitter
+    covered = sum(agg.values())  # the intervals' time: shares of it, not of the (thresholded) jitter
     top = sorted(agg.items(), key=lambda kv: -kv[1])[:TOP_CAUSES]
-    return [{"side": s, "kind": k, "name": n, "ns": ns, "share": ns / covered if covered else 0.0}
-            for (s, k, n), ns in top]
+    return [
+        {"side": s, "kind": k, "name": n, "ns": ns, "share": ns / covered if covered else 0.0} for (s, k, n), ns in top
+    ]
 
 
-def make_summary(meta: dict[str, Any], opts: model.Options, rows: list[dict[str, Any]], m: model.Matched,
-                 intervals: list[dict[str, Any]], causes: list[dict[str, Any]], counter: dict[str, Any],
-                 steps: list[dict[str, Any]], path_j: int, frames: list[dict[str, Any]],
-                 objects: list[dict[str, Any]], run_ns: int) -> dict[str, Any]:
+def make_summary(
+    meta: dict[str, Any],
+    opts: model.Options,
+    rows: list[dict[str, Any]],
+    m: model.Matched,
+    intervals: list[dict[str, Any]],
+    causes: list[dict[str, Any]],
+    counter: dict[str, Any],
+    steps: list[dict[str, Any]],
+    path_j: int,
+    frames: list[dict[str, Any]],
+    objects: list[dict[str, Any]],
+    run_ns: int,
+) -> dict[str, Any]:
     jit = [r for r in intervals if r["jitter_ns"] > 0]
     sync = [r for r in jit if r["type"] in model.SYNC_TYPES]
     sync_ns = int(sum(r["jitter_ns"] for r in sync))
@@ -142,10 +206,15 @@ def make_summary(meta: dict[str, Any], opts: model.Options, rows: list[dict[str,
         allt = np.array([r["t_ns"] for r in intervals if r["type"] == t], dtype=np.int64)
         js = [r for r in jit if r["type"] == t]
         jv = np.array([r["jitter_ns"] for r in js], dtype=np.int64)
-        types[t] = {"intervals": int(len(allt)), "count": int(len(jv)), "jitter_ns": int(jv.sum()),
-                    "share": float(jv.sum()) / sync_ns if sync_ns and t in model.SYNC_TYPES else 0.0,
-                    "t": _dist(allt), "jitter": _dist(jv),
-                    "causes": _cause_list(causes, {r["id"] for r in js}, int(jv.sum())) if tracing else []}
+        types[t] = {
+            "intervals": int(len(allt)),
+            "count": int(len(jv)),
+            "jitter_ns": int(jv.sum()),
+            "share": float(jv.sum()) / sync_ns if sync_ns and t in model.SYNC_TYPES else 0.0,
+            "t": _dist(allt),
+            "jitter": _dist(jv),
+            "causes": _cause_list(causes, {r["id"] for r in js}, int(jv.sum())) if tracing else [],
+        }
     per_obj: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
     for r in jit:
         if r["type"] not in ("ns",):
@@ -158,31 +227,59 @@ def make_summary(meta: dict[str, Any], opts: model.Options, rows: list[dict[str,
         by_type: dict[str, int] = defaultdict(int)
         for r in rs:
             by_type[r["type"]] += r["jitter_ns"]
-        top.append({"pid": key[0], "obj": f"0x{key[1]:x}", "kind": o.get("kind", ""), "symbol": o.get("symbol", ""),
-                    "site": o.get("site", ""), "count": len(rs), "jitter_ns": tot, "types": dict(by_type),
-                    "causes": _cause_list(causes, {r["id"] for r in rs}, tot) if tracing else []})
+        top.append(
+            {
+                "pid": key[0],
+                "obj": f"0x{key[1]:x}",
+                "kind": o.get("kind", ""),
+                "symbol": o.get("symbol", ""),
+                "site": o.get("site", ""),
+                "count": len(rs),
+                "jitter_ns": tot,
+                "types": dict(by_type),
+                "causes": _cause_list(causes, {r["id"] for r in rs}, tot) if tracing else [],
+            }
+        )
     fd = np.array([f["end_ns"] - f["start_ns"] for f in frames], dtype=np.int64)
     fj = np.array([f["jitter_ns"] for f in frames], dtype=np.int64)
     path_len = int(sum(s["end_ns"] - s["start_ns"] for s in steps))
     return {
-        "run": {"id": meta["id"], "host": meta["host"], "kernel": meta["kernel"], "start": meta["start"],
-                "command": meta["command"], "exit_code": meta["exit_code"], "duration_s": meta["duration_s"],
-                "threshold_ns": opts.threshold_ns, "mode": opts.mode, "tracing": tracing, "cpus": meta["cpus"],
-                "interrupted": meta.get("interrupted", False)},
-        "processes": len(meta["processes"]), "threads": len(rows), "waits": len(m.waits),
+        "run": {
+            "id": meta["id"],
+            "host": meta["host"],
+            "kernel": meta["kernel"],
+            "start": meta["start"],
+            "command": meta["command"],
+            "exit_code": meta["exit_code"],
+            "duration_s": meta["duration_s"],
+            "threshold_ns": opts.threshold_ns,
+            "mode": opts.mode,
+            "tracing": tracing,
+            "cpus": meta["cpus"],
+            "interrupted": meta.get("interrupted", False),
+        },
+        "processes": len(meta["processes"]),
+        "threads": len(rows),
+        "waits": len(m.waits),
         "run_ns": int(run_ns),
-        "sync_jitter_ns": sync_ns, "sync_events": len(sync),
+        "sync_jitter_ns": sync_ns,
+        "sync_events": len(sync),
         "non_sync_jitter_ns": ns_ns if tracing else None,
         "sync_share_of_jitter": sync_ns / (sync_ns + ns_ns) if tracing and sync_ns + ns_ns else None,
         "holder_delay_ns": types["hd"]["jitter_ns"] if tracing else None,
         "types": types,
         "objects": top,
         "causes": _cause_list(causes, {r["id"] for r in sync}, sync_ns) if tracing else [],
-        "critical_path": {"counter_jitter_ns": counter["jitter_ns"], "path_jitter_ns": int(path_j),
-                          "length_ns": path_len, "steps": len(steps),
-                          "share": counter["jitter_ns"] / run_ns if run_ns > 0 else 0.0,
-                          "threads": sorted({s["tid"] for s in steps}), "merge_at_barrier": opts.merge_at_barrier,
-                          "per_thread": {str(k): v for k, v in sorted(counter["per_thread"].items())}},
+        "critical_path": {
+            "counter_jitter_ns": counter["jitter_ns"],
+            "path_jitter_ns": int(path_j),
+            "length_ns": path_len,
+            "steps": len(steps),
+            "share": counter["jitter_ns"] / run_ns if run_ns > 0 else 0.0,
+            "threads": sorted({s["tid"] for s in steps}),
+            "merge_at_barrier": opts.merge_at_barrier,
+            "per_thread": {str(k): v for k, v in sorted(counter["per_thread"].items())},
+        },
         "frames": {"count": len(frames), "time": _dist(fd), "jitter": _dist(fj)},
         "fit": _fit([r["jitter_ns"] for r in sync]),
         "unmatched": m.unmatched,
@@ -201,8 +298,16 @@ def _fit(values: list[int]) -> dict[str, Any] | None:
         return {"fitted": False, "reason": str(err).split(":")[0].replace("phases of 0 ms", "events")}
     best = next(ff for ff in f.families if ff.rank == 1)
     lognormal = next(ff for ff in f.families if ff.family == "lognormal")
-    return {"fitted": True, "best": best.family, "verdict": f.verdict.split(";")[0],
-            "lognormal": {"median_ns": lognormal.params["median"] * 1e9, "sigma": lognormal.params["sigma"],
-                          "fits": lognormal.fits},
-            "tail": {"xi": f.tail["xi"], "threshold_ns": f.tail["threshold_s"] * 1e9, "fits": f.tail["fits"]}
-            if f.tail else None}
+    return {
+        "fitted": True,
+        "best": best.family,
+        "verdict": f.verdict.split(";")[0],
+        "lognormal": {
+            "median_ns": lognormal.params["median"] * 1e9,
+            "sigma": lognormal.params["sigma"],
+            "fits": lognormal.fits,
+        },
+        "tail": {"xi": f.tail["xi"], "threshold_ns": f.tail["threshold_s"] * 1e9, "fits": f.tail["fits"]}
+        if f.tail
+        else None,
+    }

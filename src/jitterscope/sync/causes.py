@@ -49,7 +49,7 @@ class Timeline:
     seg_start: np.ndarray
     seg_end: np.ndarray
     seg_src: np.ndarray
-    seg_pid: np.ndarray              # pid (tid) owning each segment's activity
+    seg_pid: np.ndarray  # pid (tid) owning each segment's activity
     sources: list[tuple[str, str]]
     slices: dict[int, list[tuple[int, int, int, bool]]]  # tid -> [(cpu, start, end, preempted)]
     lost_events: int
@@ -63,8 +63,9 @@ class Timeline:
         return self._by_cpu.get(int(cpu), np.zeros(0, np.int64))
 
 
-def label_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_tids: set[int],
-                  tool_pid: int) -> tuple[np.ndarray, pa.Array]:
+def label_threads(
+    names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_tids: set[int], tool_pid: int
+) -> tuple[np.ndarray, pa.Array]:
     """(rows that are the program's threads, source names): the program's threads by tid ("pigz (tid 4242)",
     so a waiter's own time is found); the sync command's process (`tool_pid`) as jitterscope's overhead;
     another jitterscope's threads named so.  A sync run has no probe of its own, so another run's
@@ -74,8 +75,10 @@ def label_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_ti
     others = name_threads(names, kinds, pids, {tool_pid} - set(program_tids) - {0})
     if not mine.any():
         return mine, others
-    return mine, pa.array([f"{n} (tid {p})" if m else o for n, o, p, m in
-                           zip(names.to_pylist(), others.to_pylist(), pids, mine)], pa.string())
+    return mine, pa.array(
+        [f"{n} (tid {p})" if m else o for n, o, p, m in zip(names.to_pylist(), others.to_pylist(), pids, mine)],
+        pa.string(),
+    )
 
 
 def _session_pid(trace_dir: Path) -> int:
@@ -99,17 +102,27 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
     starts = since_ns(act.column("start_tsc").to_numpy(), t0_tsc, hz)
     ends = since_ns(act.column("end_tsc").to_numpy(), t0_tsc, hz)
     cpu = act.column("cpu").to_numpy()
-    pre = act.column("preempted").to_numpy(zero_copy_only=False) if "preempted" in act.column_names \
+    pre = (
+        act.column("preempted").to_numpy(zero_copy_only=False)
+        if "preempted" in act.column_names
         else np.zeros(act.num_rows, bool)
+    )
     slices: dict[int, list[tuple[int, int, int, bool]]] = defaultdict(list)
     for i in np.flatnonzero(mine):
         slices[int(pids[i])].append((int(cpu[i]), int(starts[i]), int(ends[i]), bool(pre[i])))
     for v in slices.values():
         v.sort(key=lambda s: s[1])
-    return Timeline(np.asarray(seg["cpu"]).astype(np.int32), since_ns(np.asarray(seg["start_tsc"]), t0_tsc, hz),
-                    since_ns(np.asarray(seg["end_tsc"]), t0_tsc, hz), codes[owner] if len(owner) else codes[:0],
-                    pids[owner] if len(owner) else pids[:0], sources, dict(slices), int(td.lost_events),
-                    int(td.n_events))
+    return Timeline(
+        np.asarray(seg["cpu"]).astype(np.int32),
+        since_ns(np.asarray(seg["start_tsc"]), t0_tsc, hz),
+        since_ns(np.asarray(seg["end_tsc"]), t0_tsc, hz),
+        codes[owner] if len(owner) else codes[:0],
+        pids[owner] if len(owner) else pids[:0],
+        sources,
+        dict(slices),
+        int(td.lost_events),
+        int(td.n_events),
+    )
 
 
 def lost_pieces(tl: Timeline, tid: int) -> list[tuple[int, int, int]]:
@@ -131,8 +144,7 @@ def lost_pieces(tl: Timeline, tid: int) -> list[tuple[int, int, int]]:
     return out
 
 
-def _attribute(tl: Timeline, cpu: np.ndarray, start: np.ndarray, end: np.ndarray
-               ) -> list[list[tuple[str, str, int]]]:
+def _attribute(tl: Timeline, cpu: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[list[tuple[str, str, int]]]:
     """Per interval, [(kind, name, ns)] of the sources that owned its time."""
     att = attribute(cpu, start, end - start, tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources)
     out: list[list[tuple[str, str, int]]] = [[] for _ in range(len(start))]
@@ -146,9 +158,14 @@ def _self(name: str, tid: int) -> bool:
     return name.endswith(f"(tid {tid})")
 
 
-def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str, Any]],
-            threads: list[dict[str, Any]], threshold_ns: int,
-            mode: str) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def explain(
+    tl: Timeline,
+    intervals: list[dict[str, Any]],
+    waits: list[dict[str, Any]],
+    threads: list[dict[str, Any]],
+    threshold_ns: int,
+    mode: str,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
     causes = _call_causes(tl, intervals)
     # a thread's lost time within its life (before exec the main thread's pid was still jitterscope's child)
@@ -156,13 +173,40 @@ def explain(tl: Timeline, intervals: list[dict[str, Any]], waits: list[dict[str,
     pieces = {t: sorted(_clip(lost_pieces(tl, t), *life[t]), key=lambda x: x[1]) for t in life}
     rows: list[tuple[dict[str, Any], list[tuple[int, int, int]], str]] = []
     for w, inside in _holder_pieces(waits, pieces):
-        rows.append(({"type": "hd", "pid": w["pid"], "tid": w["tid"], "obj": w["obj"], "start_ns": w["enter_ns"],
-                      "end_ns": w["release_ns"], "wait": w["wait"], "releaser_tid": w["releaser_tid"]},
-                     inside, "holder"))
+        rows.append(
+            (
+                {
+                    "type": "hd",
+                    "pid": w["pid"],
+                    "tid": w["tid"],
+                    "obj": w["obj"],
+                    "start_ns": w["enter_ns"],
+                    "end_ns": w["release_ns"],
+                    "wait": w["wait"],
+                    "releaser_tid": w["releaser_tid"],
+                },
+                inside,
+                "holder",
+            )
+        )
     pids = {r["tid"]: r["pid"] for r in threads}
     for tid, piece in _non_sync_pieces(intervals, pieces):
-        rows.append(({"type": "ns", "pid": pids.get(tid, 0), "tid": tid, "obj": 0, "start_ns": piece[1],
-                      "end_ns": piece[2], "wait": None, "releaser_tid": None}, [piece], "thread"))
+        rows.append(
+            (
+                {
+                    "type": "ns",
+                    "pid": pids.get(tid, 0),
+                    "tid": tid,
+                    "obj": 0,
+                    "start_ns": piece[1],
+                    "end_ns": piece[2],
+                    "wait": None,
+                    "releaser_tid": None,
+                },
+                [piece],
+                "thread",
+            )
+        )
     t = np.array([sum(e - b for _, b, e in p) for _, p, _ in rows], dtype=np.int64)
     new: list[dict[str, Any]] = []
     for (row, p, side), tt, j in zip(rows, t, jitter_of(t, threshold_ns, mode)):
@@ -179,8 +223,12 @@ def _call_causes(tl: Timeline, intervals: list[dict[str, Any]]) -> list[dict[str
     sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
     if not sel:
         return causes
-    parts = _attribute(tl, np.array([r["cpu"] for r in sel]), np.array([r["start_ns"] for r in sel]),
-                       np.array([r["end_ns"] for r in sel]))
+    parts = _attribute(
+        tl,
+        np.array([r["cpu"] for r in sel]),
+        np.array([r["start_ns"] for r in sel]),
+        np.array([r["end_ns"] for r in sel]),
+    )
     for r, p in zip(sel, parts):
         side = "waiter" if r["type"] in WAITER_TYPES else "caller"
         for kind, name, ns in p:
@@ -189,10 +237,11 @@ def _call_causes(tl: Timeline, intervals: list[dict[str, Any]]) -> list[dict[str
     return causes
 
 
-def _holder_pieces(waits: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
-                   ) -> list[tuple[dict[str, Any], list[tuple[int, int, int]]]]:
+def _holder_pieces(
+    waits: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
+) -> list[tuple[dict[str, Any], list[tuple[int, int, int]]]]:
     """Holder delay: per wait with a known releaser, the releaser's lost pieces while the waiter waited."""
-    ends = {t: [e for _, _, e in p] for t, p in pieces.items()}   # disjoint per thread: sorted too
+    ends = {t: [e for _, _, e in p] for t, p in pieces.items()}  # disjoint per thread: sorted too
     out = []
     for w in waits:
         r = w["releaser_tid"]
@@ -212,8 +261,9 @@ def _holder_pieces(waits: list[dict[str, Any]], pieces: dict[int, list[tuple[int
     return out
 
 
-def _non_sync_pieces(intervals: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
-                     ) -> list[tuple[int, tuple[int, int, int]]]:
+def _non_sync_pieces(
+    intervals: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
+) -> list[tuple[int, tuple[int, int, int]]]:
     """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside its own wake-up intervals."""
     wake: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for r in intervals:
@@ -235,10 +285,15 @@ def _clip(pieces: list[tuple[int, int, int]], lo: int, hi: int) -> list[tuple[in
     return [(c, max(s, lo), min(e, hi)) for c, s, e in pieces if min(e, hi) > max(s, lo)]
 
 
-def _book(tl: Timeline, row: dict[str, Any], pieces: list[tuple[int, int, int]], side: str,
-          causes: list[dict[str, Any]]) -> None:
-    parts = _attribute(tl, np.array([c for c, _, _ in pieces]), np.array([s for _, s, _ in pieces]),
-                       np.array([e for _, _, e in pieces]))
+def _book(
+    tl: Timeline, row: dict[str, Any], pieces: list[tuple[int, int, int]], side: str, causes: list[dict[str, Any]]
+) -> None:
+    parts = _attribute(
+        tl,
+        np.array([c for c, _, _ in pieces]),
+        np.array([s for _, s, _ in pieces]),
+        np.array([e for _, _, e in pieces]),
+    )
     total: dict[tuple[str, str], int] = defaultdict(int)
     for p in parts:
         for k, n, ns in p:

@@ -42,8 +42,9 @@ def basis(base: Run, new: Run) -> tuple[int, str, list[str]]:
     mode = rb["mode"] if rb["mode"] == rn["mode"] else "excess"
     notes = []
     if rb["threshold_ns"] != rn["threshold_ns"] or rb["mode"] != rn["mode"]:
-        notes.append(f"runs measured with different thresholds/modes: both re-thresholded at N = {threshold} ns, "
-                     f"{mode} mode")
+        notes.append(
+            f"runs measured with different thresholds/modes: both re-thresholded at N = {threshold} ns, {mode} mode"
+        )
     if rb["command"] != rn["command"]:
         notes.append(f"different commands: {' '.join(rb['command'])!r} vs {' '.join(rn['command'])!r}")
     if base.meta.get("host") != new.meta.get("host"):
@@ -70,9 +71,14 @@ def _side(run: Run, threshold: int, mode: str) -> dict[str, Any]:
     for c in run.table("causes").to_pylist():
         if c["jitter"] in kept:
             causes[f"{c['side']}: {c['kind']}:{c['name']}"] += c["ns"]
-    return {"run_s": max(run.summary["run_ns"], 1) / 1e9, "types": types, "objects": objects, "causes": causes,
-            "critical_path_ns": run.summary["critical_path"]["counter_jitter_ns"],
-            "tracing": bool(run.summary["run"]["tracing"])}
+    return {
+        "run_s": max(run.summary["run_ns"], 1) / 1e9,
+        "types": types,
+        "objects": objects,
+        "causes": causes,
+        "critical_path_ns": run.summary["critical_path"]["counter_jitter_ns"],
+        "tracing": bool(run.summary["run"]["tracing"]),
+    }
 
 
 def _object_name(o: dict[str, Any]) -> str:
@@ -84,9 +90,14 @@ def _object_name(o: dict[str, Any]) -> str:
 
 def _stats(v: list[int], run_s: float) -> dict[str, Any]:
     a = np.asarray(v, dtype=np.int64)
-    return {"count": len(a), "jitter_ns": int(a.sum()), "rate_hz": len(a) / run_s,
-            "ppm": float(a.sum()) / run_s / 1e3, "median_ns": float(np.median(a)) if len(a) else 0.0,
-            "p99_ns": float(np.percentile(a, 99)) if len(a) else 0.0}
+    return {
+        "count": len(a),
+        "jitter_ns": int(a.sum()),
+        "rate_hz": len(a) / run_s,
+        "ppm": float(a.sum()) / run_s / 1e3,
+        "median_ns": float(np.median(a)) if len(a) else 0.0,
+        "p99_ns": float(np.percentile(a, 99)) if len(a) else 0.0,
+    }
 
 
 def _row(name: str, b: list[int], n: list[int], sb: float, sn: float, rate: bool = True) -> dict[str, Any]:
@@ -97,10 +108,9 @@ def _row(name: str, b: list[int], n: list[int], sb: float, sn: float, rate: bool
         row["tests"]["rate"] = {"ratio": _finite(rt.ratio), "p": rt.p}
     dt = duration_test(np.asarray(b, float), np.asarray(n, float))
     if dt is not None:
-        row["tests"]["jitter"] = {"median_ratio": _finite(dt.median_ratio), "cliffs_delta": dt.cliffs_delta,
-                                  "p": dt.p}
+        row["tests"]["jitter"] = {"median_ratio": _finite(dt.median_ratio), "cliffs_delta": dt.cliffs_delta, "p": dt.p}
     jb, jn = row["base"]["jitter_ns"] / sb, row["new"]["jitter_ns"] / sn
-    row["ratio"] = jn / jb if jb else (None if jn else 1.0)    # jitter per second of run time; None: new
+    row["ratio"] = jn / jb if jb else (None if jn else 1.0)  # jitter per second of run time; None: new
     return row
 
 
@@ -111,20 +121,24 @@ def _finite(x: float) -> float | None:
 
 def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
 
-    alpha, min_ppm, min_ratio = (getattr(th, k, d) for k, d in (("alpha", 0.01), ("min_ppm", 20.0),
-                                                                   ("min_ratio", 1.5)))
+    alpha, min_ppm, min_ratio = (getattr(th, k, d) for k, d in (("alpha", 0.01), ("min_ppm", 20.0), ("min_ratio", 1.5)))
     threshold, mode, notes = basis(base, new)
     b, n = _side(base, threshold, mode), _side(new, threshold, mode)
     sb, sn = b["run_s"], n["run_s"]
     kinds = list(SYNC_TYPES) + (["hd", "ns"] if b["tracing"] and n["tracing"] else [])
     if b["tracing"] != n["tracing"]:
         notes.append("one run was traced, the other not: holder delay, non-sync jitter and causes not compared")
-    types = [_row(k, b["types"].get(k, []), n["types"].get(k, []), sb, sn) for k in kinds
-             if b["types"].get(k) or n["types"].get(k)]
+    types = [
+        _row(k, b["types"].get(k, []), n["types"].get(k, []), sb, sn)
+        for k in kinds
+        if b["types"].get(k) or n["types"].get(k)
+    ]
     pooled = [[v for k in SYNC_TYPES for v in s["types"].get(k, [])] for s in (b, n)]
     pool = _row("all sync", pooled[0], pooled[1], sb, sn)
-    objs = sorted(set(b["objects"]) | set(n["objects"]),
-                  key=lambda k: -abs(sum(n["objects"].get(k, [])) / sn - sum(b["objects"].get(k, [])) / sb))
+    objs = sorted(
+        set(b["objects"]) | set(n["objects"]),
+        key=lambda k: -abs(sum(n["objects"].get(k, [])) / sn - sum(b["objects"].get(k, [])) / sb),
+    )
     objects = [_row(k, b["objects"].get(k, []), n["objects"].get(k, []), sb, sn, rate=False) for k in objs[:TOP]]
     tests = [t for r in [pool, *types, *objects] for t in r["tests"].values()]
     for t, q in zip(tests, bh_adjust([t["p"] for t in tests])):
@@ -132,19 +146,43 @@ def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
     worse = [r["name"] for r in [pool, *types] if _worse(r, alpha, min_ppm, min_ratio)]
     causes = []
     if b["tracing"] and n["tracing"]:
-        for k in sorted(set(b["causes"]) | set(n["causes"]),
-                        key=lambda k: -abs(n["causes"].get(k, 0) / sn - b["causes"].get(k, 0) / sb))[:TOP]:
+        for k in sorted(
+            set(b["causes"]) | set(n["causes"]),
+            key=lambda k: -abs(n["causes"].get(k, 0) / sn - b["causes"].get(k, 0) / sb),
+        )[:TOP]:
             causes.append({"name": k, "base_ns": b["causes"].get(k, 0), "new_ns": n["causes"].get(k, 0)})
-    info = {w: {"path": str(r.path), "command": r.summary["run"]["command"], "run_ns": r.summary["run_ns"],
-                "threads": r.summary["threads"], "critical_path_ns": s["critical_path_ns"], "host": r.meta.get("host")}
-            for w, r, s in (("base", base, b), ("new", new, n))}
-    return {"kind": "sync", "runs": info, "basis": {"threshold_ns": threshold, "mode": mode}, "total": pool,
-            "types": types, "objects": objects, "causes": causes, "notes": notes, "alpha": alpha,
-            "min_ppm": min_ppm, "min_ratio": min_ratio, "regression": bool(worse), "worse": worse}
+    info = {
+        w: {
+            "path": str(r.path),
+            "command": r.summary["run"]["command"],
+            "run_ns": r.summary["run_ns"],
+            "threads": r.summary["threads"],
+            "critical_path_ns": s["critical_path_ns"],
+            "host": r.meta.get("host"),
+        }
+        for w, r, s in (("base", base, b), ("new", new, n))
+    }
+    return {
+        "kind": "sync",
+        "runs": info,
+        "basis": {"threshold_ns": threshold, "mode": mode},
+        "total": pool,
+        "types": types,
+        "objects": objects,
+        "causes": causes,
+        "notes": notes,
+        "alpha": alpha,
+        "min_ppm": min_ppm,
+        "min_ratio": min_ratio,
+        "regression": bool(worse),
+        "worse": worse,
+    }
 
 
 def _worse(row: dict[str, Any], alpha: float, min_ppm: float, min_ratio: float) -> bool:
-    sig = any(t.get("q", 1.0) < alpha and ((t.get("ratio", 0) or np.inf) > 1 or t.get("cliffs_delta", 0) > 0)
-              for t in row["tests"].values())
+    sig = any(
+        t.get("q", 1.0) < alpha and ((t.get("ratio", 0) or np.inf) > 1 or t.get("cliffs_delta", 0) > 0)
+        for t in row["tests"].values()
+    )
     ratio = np.inf if row["ratio"] is None else row["ratio"]
     return sig and ratio >= min_ratio and row["new"]["ppm"] - row["base"]["ppm"] >= min_ppm

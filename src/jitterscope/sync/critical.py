@@ -38,8 +38,9 @@ def barrier_rounds(intervals: list[dict[str, Any]]) -> list[tuple[int, list[int]
     return [(ends[k], sorted(v)) for k, v in rounds.items()]
 
 
-def counter_rule(rows: list[dict[str, Any]], intervals: list[dict[str, Any]], root: int,
-                 merge_at_barrier: bool = False) -> dict[str, Any]:
+def counter_rule(
+    rows: list[dict[str, Any]], intervals: list[dict[str, Any]], root: int, merge_at_barrier: bool = False
+) -> dict[str, Any]:
     """The paper's jitter-count propagation; returns the root thread's count and every thread's."""
     ops: list[tuple[int, int, str, Any]] = []
     for r in intervals:
@@ -47,8 +48,14 @@ def counter_rule(rows: list[dict[str, Any]], intervals: list[dict[str, Any]], ro
             ops.append((r["end_ns"], 0, "add", (r["tid"], r["jitter_ns"])))
     for t in rows:
         if t["creator_tid"]:
-            ops.append((t["create_ns"] if t["create_ns"] is not None else t["start_ns"], 1, "create",
-                        (t["creator_tid"], t["tid"])))
+            ops.append(
+                (
+                    t["create_ns"] if t["create_ns"] is not None else t["start_ns"],
+                    1,
+                    "create",
+                    (t["creator_tid"], t["tid"]),
+                )
+            )
         if t["joined_by"]:
             ops.append((t["join_ns"], 2, "join", (t["joined_by"], t["tid"])))
     if merge_at_barrier:
@@ -82,18 +89,23 @@ def walk(rows: list[dict[str, Any]], waits: list[dict[str, Any]], root: int) -> 
         th = by_tid[cur]
         start = int(th["start_ns"])
         w = latest_before(per.get(cur, []), t)
-        if w is not None and w["exit_ns"] > start and w["releaser_tid"] in by_tid \
-                and w["release_ns"] >= by_tid[w["releaser_tid"]]["start_ns"] and w["release_ns"] < t:
+        if (
+            w is not None
+            and w["exit_ns"] > start
+            and w["releaser_tid"] in by_tid
+            and w["release_ns"] >= by_tid[w["releaser_tid"]]["start_ns"]
+            and w["release_ns"] < t
+        ):
             steps.append({"tid": cur, "kind": "run", "start_ns": w["exit_ns"], "end_ns": t, "wait": -1})
-            steps.append({"tid": cur, "kind": "wake", "start_ns": w["release_ns"], "end_ns": w["exit_ns"],
-                          "wait": w["wait"]})
+            steps.append(
+                {"tid": cur, "kind": "wake", "start_ns": w["release_ns"], "end_ns": w["exit_ns"], "wait": w["wait"]}
+            )
             cur, t = w["releaser_tid"], int(w["release_ns"])
             continue
         steps.append({"tid": cur, "kind": "run", "start_ns": start, "end_ns": t, "wait": -1})
         creator = th["creator_tid"]
         if creator in by_tid and th["create_ns"] is not None and th["create_ns"] < start:
-            steps.append({"tid": cur, "kind": "create", "start_ns": int(th["create_ns"]), "end_ns": start,
-                          "wait": -1})
+            steps.append({"tid": cur, "kind": "create", "start_ns": int(th["create_ns"]), "end_ns": start, "wait": -1})
             cur, t = creator, int(th["create_ns"])
             continue
         break
@@ -128,8 +140,14 @@ def path_jitter(steps: list[dict[str, Any]], intervals: list[dict[str, Any]]) ->
     return total
 
 
-def frames(events_frame_times: np.ndarray, frame_ids: np.ndarray, run_start: int, run_end: int,
-           intervals: list[dict[str, Any]], steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def frames(
+    events_frame_times: np.ndarray,
+    frame_ids: np.ndarray,
+    run_start: int,
+    run_end: int,
+    intervals: list[dict[str, Any]],
+    steps: list[dict[str, Any]],
+) -> list[dict[str, Any]]:
     """Frames between consecutive marks (any thread); without marks, the whole run is one frame."""
     order = np.argsort(events_frame_times, kind="stable")
     marks = events_frame_times[order]
@@ -149,6 +167,14 @@ def frames(events_frame_times: np.ndarray, frame_ids: np.ndarray, run_start: int
             span = s["end_ns"] - s["start_ns"]
             if ov > 0 and span > 0:
                 pj += s.get("jitter_ns", 0) * ov / span
-        out.append({"frame": k, "id": fid, "start_ns": a, "end_ns": b, "jitter_ns": int(jit[sel].sum()),
-                    "path_jitter_ns": int(round(pj))})
+        out.append(
+            {
+                "frame": k,
+                "id": fid,
+                "start_ns": a,
+                "end_ns": b,
+                "jitter_ns": int(jit[sel].sum()),
+                "path_jitter_ns": int(round(pj)),
+            }
+        )
     return out

@@ -18,7 +18,7 @@ from functools import cache
 @cache
 def _marker() -> Callable[[int], None] | None:
     try:
-        fn = ctypes.CDLL(None).jitterscope_sync_frame   # present only when libjssync.so is preloaded
+        fn = ctypes.CDLL(None).jitterscope_sync_frame  # present only when libjssync.so is preloaded
     except (AttributeError, OSError):
         return None
     fn.argtypes, fn.restype = [ctypes.c_uint64], None

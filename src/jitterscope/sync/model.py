@@ -44,12 +44,12 @@ UNLOCK_OF = {R.LOCK: R.UNLOCK, R.RDLOCK: R.RWUNLOCK, R.WRLOCK: R.RWUNLOCK}
 class Options:
     """Every [impl]/[D] choice of the spec, with its default (docs/commands/sync.md)."""
 
-    threshold_ns: int = 10_000        # base N = threshold theta (A.3.3)
-    mode: str = "excess"              # excess: T - N; whole: T (A.3.3)
-    lu_sleep_only: bool = True        # lu only when the acquirer slept (A.3.5 step 3)
-    merge_at_barrier: bool = False    # critical-path counters merge at barriers (A.5 [impl])
-    subframe_ns: int = 330_000        # subframe length (A.4 [impl]: wall time per thread)
-    warmup_subframes: int = 90        # first subframes of each thread not measured (A.4)
+    threshold_ns: int = 10_000  # base N = threshold theta (A.3.3)
+    mode: str = "excess"  # excess: T - N; whole: T (A.3.3)
+    lu_sleep_only: bool = True  # lu only when the acquirer slept (A.3.5 step 3)
+    merge_at_barrier: bool = False  # critical-path counters merge at barriers (A.5 [impl])
+    subframe_ns: int = 330_000  # subframe length (A.4 [impl]: wall time per thread)
+    warmup_subframes: int = 90  # first subframes of each thread not measured (A.4)
 
 
 def jitter_of(t_ns: np.ndarray | int, threshold_ns: int, mode: str) -> np.ndarray:
@@ -92,15 +92,35 @@ def load_events(logs: list[R.ProcessLog], t0_tsc: int, hz: float) -> Events:
 
     enter, exit_ = ns(rec["enter_tsc"]), ns(rec["exit_tsc"])
     order = np.lexsort((exit_, enter))
-    procs = [{"pid": lg.pid, "ppid": int(lg.header["ppid"]), "comm": lg.comm, "complete": lg.complete,
-              "records": int(len(lg.records)), "dropped": int(lg.header["dropped"]),
-              "threads": int(lg.header["threads"]), "start_ns": int(ns(np.array([lg.header["start_tsc"]]))[0]),
-              "end_ns": int(ns(np.array([lg.header["end_tsc"]]))[0]) if lg.complete else None,
-              "file": lg.path.name} for lg in logs]
-    return Events(pid[order], rec["tid"][order].astype(np.int32), rec["type"][order].astype(np.int16),
-                  rec["obj"][order], rec["aux"][order], rec["site"][order], enter[order], exit_[order],
-                  rec["cpu"][order].astype(np.int32), rec["flags"][order].astype(np.int32),
-                  rec["result"][order], procs)
+    procs = [
+        {
+            "pid": lg.pid,
+            "ppid": int(lg.header["ppid"]),
+            "comm": lg.comm,
+            "complete": lg.complete,
+            "records": int(len(lg.records)),
+            "dropped": int(lg.header["dropped"]),
+            "threads": int(lg.header["threads"]),
+            "start_ns": int(ns(np.array([lg.header["start_tsc"]]))[0]),
+            "end_ns": int(ns(np.array([lg.header["end_tsc"]]))[0]) if lg.complete else None,
+            "file": lg.path.name,
+        }
+        for lg in logs
+    ]
+    return Events(
+        pid[order],
+        rec["tid"][order].astype(np.int32),
+        rec["type"][order].astype(np.int16),
+        rec["obj"][order],
+        rec["aux"][order],
+        rec["site"][order],
+        enter[order],
+        exit_[order],
+        rec["cpu"][order].astype(np.int32),
+        rec["flags"][order].astype(np.int32),
+        rec["result"][order],
+        procs,
+    )
 
 
 def _comm(obj: int, aux: int) -> str:
@@ -116,9 +136,18 @@ def threads(ev: Events) -> list[dict[str, Any]]:
         t = int(ev.tid[i])
         last[t] = max(last.get(t, -(1 << 62)), int(ev.exit[i]))
     for p in ev.processes:  # the main thread starts with the process
-        rows[p["pid"]] = {"pid": p["pid"], "tid": p["pid"], "name": p["comm"], "creator_tid": 0, "create_ns": None,
-                          "start_ns": p["start_ns"], "end_ns": None, "joined_by": 0, "join_ns": None}
-    creates: dict[tuple[int, int], int] = {}     # (pid, seq) -> event index of CREATE
+        rows[p["pid"]] = {
+            "pid": p["pid"],
+            "tid": p["pid"],
+            "name": p["comm"],
+            "creator_tid": 0,
+            "create_ns": None,
+            "start_ns": p["start_ns"],
+            "end_ns": None,
+            "joined_by": 0,
+            "join_ns": None,
+        }
+    creates: dict[tuple[int, int], int] = {}  # (pid, seq) -> event index of CREATE
     handles: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)  # (pid, pthread_t) -> [(time, seq)]
     seq_tid: dict[tuple[int, int], int] = {}
     for i in np.flatnonzero(ev.op == R.CREATE).tolist():
@@ -129,9 +158,17 @@ def threads(ev: Events) -> list[dict[str, Any]]:
         pid, tid, seq = int(ev.pid[i]), int(ev.tid[i]), int(ev.aux[i])
         c = creates.get((pid, seq))
         seq_tid[(pid, seq)] = tid
-        rows[tid] = {"pid": pid, "tid": tid, "name": "", "creator_tid": int(ev.obj[i]),
-                     "create_ns": int(ev.enter[c]) if c is not None else None, "start_ns": int(ev.enter[i]),
-                     "end_ns": None, "joined_by": 0, "join_ns": None}
+        rows[tid] = {
+            "pid": pid,
+            "tid": tid,
+            "name": "",
+            "creator_tid": int(ev.obj[i]),
+            "create_ns": int(ev.enter[c]) if c is not None else None,
+            "start_ns": int(ev.enter[i]),
+            "end_ns": None,
+            "joined_by": 0,
+            "join_ns": None,
+        }
     for i in np.flatnonzero(ev.op == R.EXIT).tolist():
         r = rows.get(int(ev.tid[i]))
         if r is not None and r["end_ns"] is None:
@@ -148,8 +185,9 @@ def threads(ev: Events) -> list[dict[str, Any]]:
     return sorted(rows.values(), key=lambda r: (r["start_ns"], r["tid"]))
 
 
-def join_target(ev: Events, i: int, handles: dict[tuple[int, int], list[tuple[int, int]]],
-                seq_tid: dict[tuple[int, int], int]) -> int | None:
+def join_target(
+    ev: Events, i: int, handles: dict[tuple[int, int], list[tuple[int, int]]], seq_tid: dict[tuple[int, int], int]
+) -> int | None:
     """The tid a JOIN waited for: the latest create of that pthread_t before the join (handles are reused)."""
     cands = handles.get((int(ev.pid[i]), int(ev.obj[i])), [])
     best = None
@@ -162,7 +200,7 @@ def join_target(ev: Events, i: int, handles: dict[tuple[int, int], list[tuple[in
 @dataclass
 class Matched:
     waits: list[dict[str, Any]]
-    intervals: list[dict[str, Any]]   # every T, jitter or not
+    intervals: list[dict[str, Any]]  # every T, jitter or not
     unmatched: dict[str, int]
 
 
@@ -175,19 +213,50 @@ class _Builder:
 
     def wait(self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None) -> int:
         ev = self.ev
-        self.waits.append({"wait": len(self.waits), "pid": int(ev.pid[i]), "tid": int(ev.tid[i]), "op": op,
-                           "obj": int(ev.obj[i]), "enter_ns": int(ev.enter[i]), "release_ns": release,
-                           "exit_ns": int(ev.exit[i]), "releaser_tid": releaser, "releaser_event": rel_event,
-                           "event": int(i)})
+        self.waits.append(
+            {
+                "wait": len(self.waits),
+                "pid": int(ev.pid[i]),
+                "tid": int(ev.tid[i]),
+                "op": op,
+                "obj": int(ev.obj[i]),
+                "enter_ns": int(ev.enter[i]),
+                "release_ns": release,
+                "exit_ns": int(ev.exit[i]),
+                "releaser_tid": releaser,
+                "releaser_event": rel_event,
+                "event": int(i),
+            }
+        )
         return len(self.waits) - 1
 
-    def interval(self, typ: str, i: int, start: int, end: int, wait: int | None, releaser: int | None,
-                 tid: int | None = None, obj: int | None = None) -> None:
+    def interval(
+        self,
+        typ: str,
+        i: int,
+        start: int,
+        end: int,
+        wait: int | None,
+        releaser: int | None,
+        tid: int | None = None,
+        obj: int | None = None,
+    ) -> None:
         ev = self.ev
-        self.intervals.append({"type": typ, "pid": int(ev.pid[i]), "tid": int(ev.tid[i]) if tid is None else tid,
-                               "obj": int(ev.obj[i]) if obj is None else obj, "start_ns": int(start),
-                               "end_ns": int(end), "t_ns": int(end - start), "wait": wait,
-                               "releaser_tid": releaser, "cpu": int(ev.cpu[i]), "site": int(ev.site[i])})
+        self.intervals.append(
+            {
+                "type": typ,
+                "pid": int(ev.pid[i]),
+                "tid": int(ev.tid[i]) if tid is None else tid,
+                "obj": int(ev.obj[i]) if obj is None else obj,
+                "start_ns": int(start),
+                "end_ns": int(end),
+                "t_ns": int(end - start),
+                "wait": wait,
+                "releaser_tid": releaser,
+                "cpu": int(ev.cpu[i]),
+                "site": int(ev.site[i]),
+            }
+        )
 
 
 def _by_obj(ev: Events, ops: tuple[int, ...]) -> dict[tuple[int, int], list[int]]:
@@ -199,7 +268,7 @@ def _by_obj(ev: Events, ops: tuple[int, ...]) -> dict[tuple[int, int], list[int]
 
 def _locks(b: _Builder) -> None:
     ev = b.ev
-    unlocks = _by_obj(ev, (R.UNLOCK, R.RWUNLOCK))   # indices in enter order (ev is sorted)
+    unlocks = _by_obj(ev, (R.UNLOCK, R.RWUNLOCK))  # indices in enter order (ev is sorted)
     starts = {k: ev.enter[np.array(v)] for k, v in unlocks.items()}
     for i in np.flatnonzero(np.isin(ev.op, list(LOCK_OPS))).tolist():
         if ev.result[i] != 0:
@@ -236,14 +305,14 @@ def _conds(b: _Builder) -> None:
     waiter registered then, w_x takes its broadcast stamp or the oldest pending signal."""
     ev = b.ev
     for _obj, idx in _by_obj(ev, (R.COND_WAIT, R.COND_SIGNAL, R.COND_BROADCAST)).items():
-        steps: list[tuple[int, int, int]] = []   # (time, order, event): exits after entries at equal times
+        steps: list[tuple[int, int, int]] = []  # (time, order, event): exits after entries at equal times
         for i in idx:
             if ev.op[i] == R.COND_WAIT:
                 steps += [(int(ev.enter[i]), 0, i), (int(ev.exit[i]), 2, i)]
             else:
                 steps.append((int(ev.enter[i]), 1, i))
         steps.sort()
-        registered: dict[int, list[Any]] = {}      # wait event -> [state, stamp, stamp event]
+        registered: dict[int, list[Any]] = {}  # wait event -> [state, stamp, stamp event]
         fifo: list[tuple[int, int]] = []
         for t, kind, i in steps:
             if kind == 0:
@@ -292,7 +361,7 @@ def _barriers(b: _Builder) -> None:
         while pos < len(idx):
             t = int(ev.enter[idx[pos]])
             n = [c for ts, c in inits if ts <= t][-1] if any(ts <= t for ts, _ in inits) else inits[0][1]
-            rnd = idx[pos:pos + max(1, n)]
+            rnd = idx[pos : pos + max(1, n)]
             pos += max(1, n)
             if len(rnd) < n:
                 b.unmatched["barrier_incomplete_round"] += len(rnd)
@@ -351,8 +420,9 @@ def segments(rows: list[dict[str, Any]], waits: list[dict[str, Any]]) -> list[di
         t, at, after = r["start_ns"], r["start_ns"], -1
         for w in sorted(per.get(r["tid"], []), key=lambda w: w["enter_ns"]):
             if w["enter_ns"] > at:
-                out.append({"pid": r["pid"], "tid": r["tid"], "start_ns": at, "end_ns": w["enter_ns"],
-                            "after_wait": after})
+                out.append(
+                    {"pid": r["pid"], "tid": r["tid"], "start_ns": at, "end_ns": w["enter_ns"], "after_wait": after}
+                )
             at, after = max(at, w["exit_ns"]), w["wait"]
         if r["end_ns"] is not None and r["end_ns"] > at:
             out.append({"pid": r["pid"], "tid": r["tid"], "start_ns": at, "end_ns": r["end_ns"], "after_wait": after})

@@ -30,8 +30,8 @@ from jitterscope.sync.render import TYPE_LABELS, cause_label
 from jitterscope.tracing.parse import parse_trace
 from jitterscope.units import format_ns
 
-KERNEL_PID = 1 << 22      # above any kernel pid: the CPU tracks' process
-LOST_TRACK = 1 << 22      # tid + this: a thread's second track (hd, ns)
+KERNEL_PID = 1 << 22  # above any kernel pid: the CPU tracks' process
+LOST_TRACK = 1 << 22  # tid + this: a thread's second track (hd, ns)
 MAX_KERNEL_EVENTS = 200_000
 
 
@@ -40,8 +40,16 @@ def _us(ns: int) -> float:
 
 
 def _x(pid: int, tid: int, start: int, end: int, name: str, cat: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"ph": "X", "pid": pid, "tid": tid, "ts": _us(start), "dur": _us(max(end - start, 0)), "name": name,
-            "cat": cat, "args": args}
+    return {
+        "ph": "X",
+        "pid": pid,
+        "tid": tid,
+        "ts": _us(start),
+        "dur": _us(max(end - start, 0)),
+        "name": name,
+        "cat": cat,
+        "args": args,
+    }
 
 
 def _meta(pid: int, tid: int | None, what: str, name: str, order: int | None = None) -> list[dict[str, Any]]:
@@ -68,8 +76,17 @@ def _thread_events(run: Run) -> tuple[list[dict[str, Any]], list[tuple[int, int,
         if w["exit_ns"] is None:
             continue
         obj = names.get((w["pid"], w["obj"]), hex(w["obj"]))
-        ev.append(_x(w["pid"], w["tid"], w["enter_ns"], w["exit_ns"], f"wait {w['op']} {obj}", "wait",
-                     {"object": obj, "releaser_tid": w["releaser_tid"], "release_ns": w["release_ns"]}))
+        ev.append(
+            _x(
+                w["pid"],
+                w["tid"],
+                w["enter_ns"],
+                w["exit_ns"],
+                f"wait {w['op']} {obj}",
+                "wait",
+                {"object": obj, "releaser_tid": w["releaser_tid"], "release_ns": w["release_ns"]},
+            )
+        )
         if w["releaser_tid"] and w["release_ns"] is not None:
             flow = {"cat": "release", "name": "release", "id": int(w["wait"]), "pid": w["pid"]}
             ev.append({**flow, "ph": "s", "tid": w["releaser_tid"], "ts": _us(w["release_ns"])})
@@ -85,10 +102,24 @@ def _thread_events(run: Run) -> tuple[list[dict[str, Any]], list[tuple[int, int,
         lost = r["type"] in ("hd", "ns")
         label = TYPE_LABELS.get(r["type"], {"hd": "holder delay", "ns": "non-sync"}.get(r["type"], r["type"]))
         top = max(causes[r["id"]].items(), key=lambda kv: kv[1])[0] if causes[r["id"]] else ""
-        ev.append(_x(r["pid"], r["tid"] + (LOST_TRACK if lost else 0), r["start_ns"], r["end_ns"],
-                     f"{r['type']} {format_ns(r['jitter_ns'])}" + (f" ({top})" if top else ""),
-                     "jitter", {"type": label, "t_ns": r["t_ns"], "jitter_ns": r["jitter_ns"], "cpu": r["cpu"],
-                                "releaser_tid": r["releaser_tid"], "causes_ns": causes[r["id"]]}))
+        ev.append(
+            _x(
+                r["pid"],
+                r["tid"] + (LOST_TRACK if lost else 0),
+                r["start_ns"],
+                r["end_ns"],
+                f"{r['type']} {format_ns(r['jitter_ns'])}" + (f" ({top})" if top else ""),
+                "jitter",
+                {
+                    "type": label,
+                    "t_ns": r["t_ns"],
+                    "jitter_ns": r["jitter_ns"],
+                    "cpu": r["cpu"],
+                    "releaser_tid": r["releaser_tid"],
+                    "causes_ns": causes[r["id"]],
+                },
+            )
+        )
         windows.append((int(r["cpu"]), int(r["start_ns"]), int(r["end_ns"])))
     return ev, windows
 
@@ -109,8 +140,8 @@ def _kernel_events(run: Run, windows: list[tuple[int, int, int]]) -> list[dict[s
         ev += _meta(KERNEL_PID, c, "thread_name", f"CPU {c}", c)
         ms, me = _merge(by_cpu[c])
         sel = np.flatnonzero(cpu == c)
-        lo = np.searchsorted(me, a_s[sel], side="right")           # first window ending after the start
-        hi = np.searchsorted(ms, a_e[sel], side="left")            # first window starting at/after the end
+        lo = np.searchsorted(me, a_s[sel], side="right")  # first window ending after the start
+        hi = np.searchsorted(ms, a_e[sel], side="left")  # first window starting at/after the end
         for j, k0, k1 in zip(sel.tolist(), lo.tolist(), hi.tolist()):
             for k in range(k0, k1):
                 s, e = max(int(a_s[j]), int(ms[k])), min(int(a_e[j]), int(me[k]))
@@ -139,14 +170,27 @@ def build_sync_trace(run: Run) -> dict[str, Any]:
         events += _kernel_events(run, windows)
     meta = [e for e in events if e["ph"] == "M"]
     body = sorted((e for e in events if e["ph"] != "M"), key=lambda e: (e["pid"], e["tid"], e["ts"], -e.get("dur", 0)))
-    return {"traceEvents": meta + body, "displayTimeUnit": "ns",
-            "otherData": {"kind": "sync", "host": run.meta.get("host"), "run": run.meta.get("id"),
-                          "command": run.meta.get("command"), "start": run.meta.get("start")}}
+    return {
+        "traceEvents": meta + body,
+        "displayTimeUnit": "ns",
+        "otherData": {
+            "kind": "sync",
+            "host": run.meta.get("host"),
+            "run": run.meta.get("id"),
+            "command": run.meta.get("command"),
+            "start": run.meta.get("start"),
+        },
+    }
 
 
 def write_sync_perfetto(run: Run, out: Path) -> dict[str, Any]:
     trace = build_sync_trace(run)
     atomic.write_text(out, json.dumps(trace, separators=(",", ":")))
     cats = Counter(e.get("cat") for e in trace["traceEvents"])
-    return {"format": "perfetto", "files": [str(out)], "waits": cats["wait"], "jitter": cats["jitter"],
-            "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X")}
+    return {
+        "format": "perfetto",
+        "files": [str(out)],
+        "waits": cats["wait"],
+        "jitter": cats["jitter"],
+        "events": sum(1 for e in trace["traceEvents"] if e["ph"] == "X"),
+    }

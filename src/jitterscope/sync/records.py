@@ -22,24 +22,62 @@ VERSION = 1
 FLAG_COMPLETE = 1
 LIBRARY = "libjssync.so"
 
-HEADER_DTYPE = np.dtype([
-    ("magic", "S8"), ("version", "<u4"), ("header_size", "<u4"), ("record_size", "<u4"), ("flags", "<u4"),
-    ("start_tsc", "<u8"), ("start_mono_ns", "<i8"), ("pid", "<u4"), ("ppid", "<u4"), ("n_records", "<u8"),
-    ("dropped", "<u8"), ("threads", "<u8"), ("end_tsc", "<u8"), ("comm", "S16"), ("reserved", "<u8", (4,)),
-])
-RECORD_DTYPE = np.dtype([
-    ("enter_tsc", "<u8"), ("exit_tsc", "<u8"), ("obj", "<u8"), ("aux", "<u8"), ("site", "<u8"),
-    ("tid", "<u4"), ("type", "<u2"), ("flags", "<u2"), ("result", "<i4"), ("cpu", "<u4"), ("reserved", "<u8"),
-])
+HEADER_DTYPE = np.dtype(
+    [
+        ("magic", "S8"),
+        ("version", "<u4"),
+        ("header_size", "<u4"),
+        ("record_size", "<u4"),
+        ("flags", "<u4"),
+        ("start_tsc", "<u8"),
+        ("start_mono_ns", "<i8"),
+        ("pid", "<u4"),
+        ("ppid", "<u4"),
+        ("n_records", "<u8"),
+        ("dropped", "<u8"),
+        ("threads", "<u8"),
+        ("end_tsc", "<u8"),
+        ("comm", "S16"),
+        ("reserved", "<u8", (4,)),
+    ]
+)
+RECORD_DTYPE = np.dtype(
+    [
+        ("enter_tsc", "<u8"),
+        ("exit_tsc", "<u8"),
+        ("obj", "<u8"),
+        ("aux", "<u8"),
+        ("site", "<u8"),
+        ("tid", "<u4"),
+        ("type", "<u2"),
+        ("flags", "<u2"),
+        ("result", "<i4"),
+        ("cpu", "<u4"),
+        ("reserved", "<u8"),
+    ]
+)
 STRUCTS = {"js_sync_header": HEADER_DTYPE, "js_sync_record": RECORD_DTYPE}
 
 # enum js_sync_type
 LOCK, UNLOCK, COND_WAIT, COND_SIGNAL, COND_BROADCAST, BARRIER_WAIT, BARRIER_INIT = 1, 2, 3, 4, 5, 6, 7
 CREATE, START, EXIT, JOIN, RDLOCK, WRLOCK, RWUNLOCK, FRAME = 8, 9, 10, 11, 12, 13, 14, 15
-TYPE_NAMES = {LOCK: "lock", UNLOCK: "unlock", COND_WAIT: "cond_wait", COND_SIGNAL: "cond_signal",
-              COND_BROADCAST: "cond_broadcast", BARRIER_WAIT: "barrier_wait", BARRIER_INIT: "barrier_init",
-              CREATE: "create", START: "start", EXIT: "exit", JOIN: "join", RDLOCK: "rdlock",
-              WRLOCK: "wrlock", RWUNLOCK: "rwunlock", FRAME: "frame"}
+TYPE_NAMES = {
+    LOCK: "lock",
+    UNLOCK: "unlock",
+    COND_WAIT: "cond_wait",
+    COND_SIGNAL: "cond_signal",
+    COND_BROADCAST: "cond_broadcast",
+    BARRIER_WAIT: "barrier_wait",
+    BARRIER_INIT: "barrier_init",
+    CREATE: "create",
+    START: "start",
+    EXIT: "exit",
+    JOIN: "join",
+    RDLOCK: "rdlock",
+    WRLOCK: "wrlock",
+    RWUNLOCK: "rwunlock",
+    FRAME: "frame",
+}
 # js_sync_record.flags
 SF_SLEPT, SF_TIMED, SF_SERIAL = 1, 2, 4
 
@@ -68,7 +106,7 @@ class ProcessLog:
     header: np.void
     records: np.ndarray
     complete: bool
-    partial_bytes: int      # a trailing piece of a record (crash mid-write), ignored
+    partial_bytes: int  # a trailing piece of a record (crash mid-write), ignored
 
     @property
     def pid(self) -> int:
@@ -89,11 +127,12 @@ def read_log(path: Path) -> ProcessLog:
         raise JitterscopeError(f"{path}: not a jitterscope sync log (bad magic)")
     if int(hdr["version"]) != VERSION or int(hdr["record_size"]) != RECORD_DTYPE.itemsize:
         raise JitterscopeError(f"{path}: sync log version {int(hdr['version'])} is not {VERSION}")
-    body = data[int(hdr["header_size"]):]
+    body = data[int(hdr["header_size"]) :]
     n = len(body) // RECORD_DTYPE.itemsize
     rec = np.frombuffer(body, RECORD_DTYPE, count=n).copy()
-    return ProcessLog(Path(path), hdr, rec, bool(int(hdr["flags"]) & FLAG_COMPLETE),
-                      len(body) - n * RECORD_DTYPE.itemsize)
+    return ProcessLog(
+        Path(path), hdr, rec, bool(int(hdr["flags"]) & FLAG_COMPLETE), len(body) - n * RECORD_DTYPE.itemsize
+    )
 
 
 def read_logs(raw_dir: Path) -> list[ProcessLog]:

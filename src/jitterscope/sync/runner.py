@@ -41,7 +41,7 @@ class SyncOptions:
     command: list[str]
     out_dir: Path
     analysis: Options = field(default_factory=Options)
-    cpus: list[int] | None = None        # CPUs the program may use (default: all online)
+    cpus: list[int] | None = None  # CPUs the program may use (default: all online)
     trace: bool = True
     buffer_kb: int = 8192
     report: bool = True
@@ -61,21 +61,22 @@ def check_command(cmd: list[str]) -> str:
     except OSError as err:
         raise JitterscopeError(f"{path}: cannot read ({err.strerror})") from None
     if head[:4] == b"\x7fELF" and not _dynamic(path, head):
-        raise JitterscopeError(f"{path} is statically linked: the interposer cannot attach (LD_PRELOAD needs a "
-                               f"dynamically linked program)")
+        raise JitterscopeError(
+            f"{path} is statically linked: the interposer cannot attach (LD_PRELOAD needs a dynamically linked program)"
+        )
     return path
 
 
 def _dynamic(path: str, head: bytes) -> bool:
     """Whether an ELF file asks for a program interpreter (PT_INTERP): the dynamic loader does LD_PRELOAD."""
-    if head[4] != 2:          # only 64-bit ELF here
+    if head[4] != 2:  # only 64-bit ELF here
         return True
     phoff = int.from_bytes(head[32:40], "little")
     phentsize, phnum = int.from_bytes(head[54:56], "little"), int.from_bytes(head[56:58], "little")
     with open(path, "rb") as f:
         f.seek(phoff)
         table = f.read(phentsize * phnum)
-    return any(int.from_bytes(table[k * phentsize:k * phentsize + 4], "little") == 3 for k in range(phnum))
+    return any(int.from_bytes(table[k * phentsize : k * phentsize + 4], "little") == 3 for k in range(phnum))
 
 
 def _tracing_state(trace: bool) -> tuple[bool, str | None]:
@@ -137,19 +138,39 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     raw = run_dir / "sync-raw"
     raw.mkdir()
     meta: dict[str, Any] = base_meta(
-        kind="sync", id=run_dir.name, host=sysinfo.host(), kernel=sysinfo.kernel(),
-        command_line=opts.command_line, command=opts.command, program=path,
-        start=datetime.now(timezone.utc).isoformat(timespec="seconds"), start_unix_ns=time.time_ns(),
-        cpus=cpus, cpu_model=sysinfo.cpu_model(), clocksource=sysinfo.clocksource(),
+        kind="sync",
+        id=run_dir.name,
+        host=sysinfo.host(),
+        kernel=sysinfo.kernel(),
+        command_line=opts.command_line,
+        command=opts.command,
+        program=path,
+        start=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        start_unix_ns=time.time_ns(),
+        cpus=cpus,
+        cpu_model=sysinfo.cpu_model(),
+        clocksource=sysinfo.clocksource(),
         virtualization=sysinfo.virtualization(),
-        options={"threshold_ns": opts.analysis.threshold_ns, "mode": opts.analysis.mode,
-                 "lu_sleep_only": opts.analysis.lu_sleep_only, "merge_at_barrier": opts.analysis.merge_at_barrier,
-                 "subframe_ns": opts.analysis.subframe_ns, "warmup_subframes": opts.analysis.warmup_subframes,
-                 "trace": opts.trace, "buffer_kb": opts.buffer_kb},
-        tracing={"enabled": tracing_ok, "reason": reason, "clock": "x86-tsc" if tracing_ok else None,
-                 "buffer_kb": opts.buffer_kb if tracing_ok else None},
-        duration_s=0.0, tsc_hz=hz)
-    write_json(raw / "meta.json", meta)    # before CMD runs: what `jitterscope analyze` needs if we are killed
+        options={
+            "threshold_ns": opts.analysis.threshold_ns,
+            "mode": opts.analysis.mode,
+            "lu_sleep_only": opts.analysis.lu_sleep_only,
+            "merge_at_barrier": opts.analysis.merge_at_barrier,
+            "subframe_ns": opts.analysis.subframe_ns,
+            "warmup_subframes": opts.analysis.warmup_subframes,
+            "trace": opts.trace,
+            "buffer_kb": opts.buffer_kb,
+        },
+        tracing={
+            "enabled": tracing_ok,
+            "reason": reason,
+            "clock": "x86-tsc" if tracing_ok else None,
+            "buffer_kb": opts.buffer_kb if tracing_ok else None,
+        },
+        duration_s=0.0,
+        tsc_hz=hz,
+    )
+    write_json(raw / "meta.json", meta)  # before CMD runs: what `jitterscope analyze` needs if we are killed
     steal_before = sysinfo.steal_ticks(cpus)
     with Journal("sync") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
@@ -162,8 +183,10 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     meta.update(exit_code=code, interrupted=interrupted, steal_ns=steal * 1e9 / sysinfo.user_hz())
     if not any(raw.glob("sync-*.raw")):
         shutil.rmtree(run_dir, ignore_errors=True)
-        raise JitterscopeError(f"{opts.command[0]} left no sync records: the interposer did not load (a setuid "
-                               f"program, or one that clears LD_PRELOAD); exit code {code}")
+        raise JitterscopeError(
+            f"{opts.command[0]} left no sync records: the interposer did not load (a setuid "
+            f"program, or one that clears LD_PRELOAD); exit code {code}"
+        )
     build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
     if opts.report:
         _report(run_dir)
@@ -174,14 +197,18 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
     """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran: the analysis from
     the raw logs and trace kept in the run directory.  Returns what could not be recovered."""
 
-
     meta = json.loads((run_dir / "sync-raw" / "meta.json").read_text())
     if not any((run_dir / "sync-raw").glob("sync-*.raw")):
         raise JitterscopeError(f"{run_dir}: nothing to analyse (CMD left no sync records in sync-raw/)")
     o = meta["options"]
-    opts = Options(threshold_ns=o["threshold_ns"], mode=o["mode"], lu_sleep_only=o["lu_sleep_only"],
-                   merge_at_barrier=o["merge_at_barrier"], subframe_ns=o.get("subframe_ns", 330_000),
-                   warmup_subframes=o.get("warmup_subframes", 90))
+    opts = Options(
+        threshold_ns=o["threshold_ns"],
+        mode=o["mode"],
+        lu_sleep_only=o["lu_sleep_only"],
+        merge_at_barrier=o["merge_at_barrier"],
+        subframe_ns=o.get("subframe_ns", 330_000),
+        warmup_subframes=o.get("warmup_subframes", 90),
+    )
     trace = run_dir / "trace"
     traced = bool(meta["tracing"]["enabled"]) and (trace / "events.txt").exists()
     missing = ["CMD's exit code (jitterscope was not there to see it end)", "steal time over the run"]

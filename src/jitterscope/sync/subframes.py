@@ -26,7 +26,7 @@ import numpy as np
 
 DEFAULT_LENGTH_NS = 330_000
 DEFAULT_WARMUP = 90
-MAX_SUBFRAMES = 5_000_000      # a table, not a time series of a day-long run: longer runs are cut
+MAX_SUBFRAMES = 5_000_000  # a table, not a time series of a day-long run: longer runs are cut
 
 
 def bounds(start: int, end: int, length: int, forced: list[int]) -> list[tuple[int, int]]:
@@ -39,8 +39,12 @@ def bounds(start: int, end: int, length: int, forced: list[int]) -> list[tuple[i
     return out
 
 
-def subframes(threads: list[dict[str, Any]], intervals: list[dict[str, Any]], length: int = DEFAULT_LENGTH_NS,
-              warmup: int = DEFAULT_WARMUP) -> list[dict[str, Any]]:
+def subframes(
+    threads: list[dict[str, Any]],
+    intervals: list[dict[str, Any]],
+    length: int = DEFAULT_LENGTH_NS,
+    warmup: int = DEFAULT_WARMUP,
+) -> list[dict[str, Any]]:
     """One row per (thread, subframe): tid, index, start_ns, end_ns, jitter_ns, warmup, forced (ended at a
     create/join deadline rather than by its length)."""
     forced: dict[int, list[int]] = defaultdict(list)
@@ -61,8 +65,18 @@ def subframes(threads: list[dict[str, Any]], intervals: list[dict[str, Any]], le
         jit = _booked(bs, own.get(t["tid"], []))
         cuts = set(forced.get(t["tid"], []))
         for k, ((a, b), j) in enumerate(zip(bs, jit)):
-            rows.append({"pid": t["pid"], "tid": t["tid"], "subframe": k, "start_ns": a, "end_ns": b,
-                         "jitter_ns": int(round(j)), "warmup": k < warmup, "forced": b in cuts})
+            rows.append(
+                {
+                    "pid": t["pid"],
+                    "tid": t["tid"],
+                    "subframe": k,
+                    "start_ns": a,
+                    "end_ns": b,
+                    "jitter_ns": int(round(j)),
+                    "warmup": k < warmup,
+                    "forced": b in cuts,
+                }
+            )
     return rows[:MAX_SUBFRAMES]
 
 
@@ -93,8 +107,15 @@ def summary(rows: list[dict[str, Any]], length: int, warmup: int) -> dict[str, A
     jitter distribution."""
     m = [r for r in rows if not r["warmup"]]
     j = np.array([r["jitter_ns"] for r in m], dtype=np.int64)
-    return {"length_ns": length, "warmup": warmup, "count": len(rows), "measured": len(m),
-            "with_jitter": int((j > 0).sum()), "forced": sum(1 for r in rows if r["forced"]),
-            "jitter_p50_ns": float(np.percentile(j, 50)) if len(j) else 0.0,
-            "jitter_p99_ns": float(np.percentile(j, 99)) if len(j) else 0.0,
-            "jitter_max_ns": int(j.max()) if len(j) else 0, "jitter_ns": int(j.sum())}
+    return {
+        "length_ns": length,
+        "warmup": warmup,
+        "count": len(rows),
+        "measured": len(m),
+        "with_jitter": int((j > 0).sum()),
+        "forced": sum(1 for r in rows if r["forced"]),
+        "jitter_p50_ns": float(np.percentile(j, 50)) if len(j) else 0.0,
+        "jitter_p99_ns": float(np.percentile(j, 99)) if len(j) else 0.0,
+        "jitter_max_ns": int(j.max()) if len(j) else 0,
+        "jitter_ns": int(j.sum()),
+    }

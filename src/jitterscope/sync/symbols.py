@@ -50,7 +50,7 @@ def _is_exec(path: str) -> bool:
     try:
         with open(path, "rb") as f:
             head = f.read(18)
-        return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 2   # ET_EXEC: absolute
+        return head[:4] == b"\x7fELF" and int.from_bytes(head[16:18], "little") == 2  # ET_EXEC: absolute
     except OSError:
         return False
 
@@ -112,8 +112,9 @@ def sites(maps: list[Mapping], addrs: list[int]) -> dict[int, str]:
     if not tool:
         return out
     for path, items in by_file.items():
-        proc = subprocess.run([tool, "-f", "-C", "-s", "-e", path, *[f"0x{r:x}" for _, r in items]],
-                              capture_output=True, text=True)
+        proc = subprocess.run(
+            [tool, "-f", "-C", "-s", "-e", path, *[f"0x{r:x}" for _, r in items]], capture_output=True, text=True
+        )
         lines = proc.stdout.splitlines()
         if proc.returncode != 0 or len(lines) != 2 * len(items):
             continue

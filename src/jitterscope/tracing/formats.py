@@ -36,8 +36,7 @@ ROLES: dict[tuple[str, str], str] = {
 }
 
 # Softirq names when the format's print fmt cannot be read (kernel order).
-DEFAULT_SOFTIRQS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED",
-                    "HRTIMER", "RCU"]
+DEFAULT_SOFTIRQS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"]
 
 
 def parse_format(text: str) -> dict[str, Any]:
@@ -50,7 +49,7 @@ def parse_format(text: str) -> dict[str, Any]:
         elif line.startswith("name:"):
             out["name"] = line.split(None, 1)[1]
         elif line.startswith("print fmt:"):
-            out["print_fmt"] = line[len("print fmt:"):].strip()
+            out["print_fmt"] = line[len("print fmt:") :].strip()
         else:
             m = _FIELD.search(line)
             if m:
@@ -110,8 +109,10 @@ def collect(root: Path, events: list[tuple[str, str]]) -> dict[str, Any]:
 def events_txt(info: dict[str, Any]) -> str:
     """The formats as the line format jitterscope-traceparse reads."""
     hp = info["header_page"]
-    lines = ["# jitterscope trace formats: page layout, softirq names, one line per event",
-             "page " + " ".join(f"{k} {hp[k][0]} {hp[k][1]}" for k in ("timestamp", "commit", "data"))]
+    lines = [
+        "# jitterscope trace formats: page layout, softirq names, one line per event",
+        "page " + " ".join(f"{k} {hp[k][0]} {hp[k][1]}" for k in ("timestamp", "commit", "data")),
+    ]
     first: dict[str, Any] = next(iter(info["events"].values()), {})
     common = first.get("fields", {}).get("common_pid")
     lines.append(f"common_pid {common[0] if common else 4}")
@@ -135,4 +136,3 @@ def events_txt(info: dict[str, Any]) -> str:
 def save(out_dir: Path, info: dict[str, Any]) -> None:
     write_text(out_dir / "formats.json", json.dumps(info, indent=1) + "\n")
     write_text(out_dir / "events.txt", events_txt(info))
-

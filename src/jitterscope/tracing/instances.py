@@ -78,8 +78,11 @@ def drain_record(name: str) -> Path:
 def record_drain(name: str, drain: dict[str, Any]) -> None:
     """Say where instance `name` (made by this process) drains to: {drain_to, cpus}."""
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
-    atomic.write_text(drain_record(name), json.dumps(
-        {**drain, "pid": os.getpid(), "start": process_start_time(os.getpid())}), durable=False)
+    atomic.write_text(
+        drain_record(name),
+        json.dumps({**drain, "pid": os.getpid(), "start": process_start_time(os.getpid())}),
+        durable=False,
+    )
 
 
 def clean_stale_instances(root: Path) -> list[str]:
@@ -88,7 +91,7 @@ def clean_stale_instances(root: Path) -> list[str]:
     removed = []
     inst = root / "instances"
     for d in sorted(inst.glob(f"{INSTANCE_PREFIX}*")):
-        suffix = d.name[len(INSTANCE_PREFIX):]
+        suffix = d.name[len(INSTANCE_PREFIX) :]
         if not suffix.isdigit():
             continue
         try:

@@ -41,17 +41,26 @@ from jitterscope.tracing.records import (
 )
 
 PARSER = TRACEPARSE_PROGRAM
-ACTIVITY_SCHEMA = pa.schema([
-    ("cpu", pa.int32()), ("start_tsc", pa.int64()), ("end_tsc", pa.int64()), ("kind", pa.string()),
-    ("name", pa.string()), ("depth", pa.int16()), ("detail", pa.string()), ("pid", pa.int32()),
-    ("clipped", pa.bool_()), ("preempted", pa.bool_()),
-])
+ACTIVITY_SCHEMA = pa.schema(
+    [
+        ("cpu", pa.int32()),
+        ("start_tsc", pa.int64()),
+        ("end_tsc", pa.int64()),
+        ("kind", pa.string()),
+        ("name", pa.string()),
+        ("depth", pa.int16()),
+        ("detail", pa.string()),
+        ("pid", pa.int32()),
+        ("clipped", pa.bool_()),
+        ("preempted", pa.bool_()),
+    ]
+)
 
 
 @dataclass
 class TraceData:
-    activity: pa.Table            # ACTIVITY_SCHEMA; row order is what segments' owner indexes
-    segments: np.ndarray          # SEGMENT_DTYPE fields cpu, start_tsc, end_tsc, owner; sorted by (cpu, start)
+    activity: pa.Table  # ACTIVITY_SCHEMA; row order is what segments' owner indexes
+    segments: np.ndarray  # SEGMENT_DTYPE fields cpu, start_tsc, end_tsc, owner; sorted by (cpu, start)
     lost_events: int
     lost_by_cpu: dict[int, int]
     n_events: int
@@ -62,8 +71,13 @@ class TraceData:
     counts: dict[str, Any] = field(default_factory=dict)  # the parser's raw counters
 
 
-def run_parser(trace_dir: Path, out_dir: Path, scan: bool = False, tsc_hz: float | None = None,
-               window: tuple[int, int] | None = None) -> dict[str, Any]:
+def run_parser(
+    trace_dir: Path,
+    out_dir: Path,
+    scan: bool = False,
+    tsc_hz: float | None = None,
+    window: tuple[int, int] | None = None,
+) -> dict[str, Any]:
     """Run jitterscope-traceparse; return its counts.json."""
     cmd = [str(native_bin(PARSER))]
     if scan:
@@ -102,8 +116,11 @@ def lost_per_cpu(counts: dict[str, Any], stats: dict[str, dict[str, int]]) -> di
         pc = counts.get("cpus", {}).get(c, {})
         page_missed = int(pc.get("missed_stored", 0)) + int(pc.get("missed_unknown_pages", 0))
         st = stats.get(c, {})
-        out[int(c)] = (max(int(st.get("overrun", 0)), page_missed) + int(st.get("dropped_events", 0))
-                       + int(st.get("commit_overrun", 0)))
+        out[int(c)] = (
+            max(int(st.get("overrun", 0)), page_missed)
+            + int(st.get("dropped_events", 0))
+            + int(st.get("commit_overrun", 0))
+        )
     return out
 
 
@@ -141,18 +158,33 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
             # the parser's string indices → plain strings (the documented schema)
             return pa.DictionaryArray.from_arrays(pa.array(idx), dic).dictionary_decode()
 
-        activity = pa.table({
-            "cpu": pa.array(acts["cpu"]), "start_tsc": pa.array(acts["start_tsc"]),
-            "end_tsc": pa.array(acts["end_tsc"]), "kind": decode(acts["kind"].view(np.int8), kinds),
-            "name": decode(acts["name"].view(np.int32), dictionary), "depth": pa.array(acts["depth"]),
-            "detail": decode(acts["detail"].view(np.int32), dictionary), "pid": pa.array(acts["pid"]),
-            "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
-            "preempted": pa.array((acts["flags"] & PREEMPTED) != 0),
-        }, schema=ACTIVITY_SCHEMA)
+        activity = pa.table(
+            {
+                "cpu": pa.array(acts["cpu"]),
+                "start_tsc": pa.array(acts["start_tsc"]),
+                "end_tsc": pa.array(acts["end_tsc"]),
+                "kind": decode(acts["kind"].view(np.int8), kinds),
+                "name": decode(acts["name"].view(np.int32), dictionary),
+                "depth": pa.array(acts["depth"]),
+                "detail": decode(acts["detail"].view(np.int32), dictionary),
+                "pid": pa.array(acts["pid"]),
+                "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
+                "preempted": pa.array((acts["flags"] & PREEMPTED) != 0),
+            },
+            schema=ACTIVITY_SCHEMA,
+        )
         del acts
     lost = lost_per_cpu(counts, _stats(trace_dir))
     events = {int(c): int(v["events"]) for c, v in counts.get("cpus", {}).items()}
-    return TraceData(activity=activity, segments=segs, lost_events=int(sum(lost.values())),
-                     lost_by_cpu=lost, n_events=int(sum(events.values())), events_by_cpu=events,
-                     markers=list(counts.get("markers", [])), window=window,
-                     tsc_hz=float(hz) if hz else None, counts=counts)
+    return TraceData(
+        activity=activity,
+        segments=segs,
+        lost_events=int(sum(lost.values())),
+        lost_by_cpu=lost,
+        n_events=int(sum(events.values())),
+        events_by_cpu=events,
+        markers=list(counts.get("markers", [])),
+        window=window,
+        tsc_hz=float(hz) if hz else None,
+        counts=counts,
+    )

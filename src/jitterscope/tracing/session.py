@@ -58,8 +58,7 @@ class _Reader(threading.Thread):
     """Copies trace_pipe_raw pages to files.  One thread for all CPUs: it sleeps in
     poll() until a CPU's buffer is `buffer_percent` full, then reads pages."""
 
-    def __init__(self, fds: dict[int, int], files: dict[int, Any], page_size: int,
-                 avoid_cpus: list[int]) -> None:
+    def __init__(self, fds: dict[int, int], files: dict[int, Any], page_size: int, avoid_cpus: list[int]) -> None:
         super().__init__(name="js-trace-reader", daemon=True)
         self.fds, self.files, self.page_size = fds, files, page_size
         self.avoid = set(avoid_cpus)
@@ -191,12 +190,19 @@ class TraceSession:
         formats.save(self.out_dir, info)
         hp = info["header_page"]
         self.page_size = hp["data"][0] + hp["data"][1]
-        self._info.update({
-            "instance": self.instance.name if self.instance else None, "pid": os.getpid(),
-            "cpus": self.cpus, "buffer_kb": self.buffer_kb, "clock": TRACE_CLOCK,
-            "page_size": self.page_size, "events": [f"{s}/{e}" for s, e in self.events],
-            "missing_events": self.missing, "boot_id": sysinfo.boot_id(),
-        })
+        self._info.update(
+            {
+                "instance": self.instance.name if self.instance else None,
+                "pid": os.getpid(),
+                "cpus": self.cpus,
+                "buffer_kb": self.buffer_kb,
+                "clock": TRACE_CLOCK,
+                "page_size": self.page_size,
+                "events": [f"{s}/{e}" for s, e in self.events],
+                "missing_events": self.missing,
+                "boot_id": sysinfo.boot_id(),
+            }
+        )
         self._write_info()
 
     def _open_readers(self) -> None:
@@ -238,8 +244,10 @@ class TraceSession:
         assert self.instance is not None
         self._stats = save_stats(self.instance, self.out_dir, self.cpus)
         # refined with the pages' missed counts once the scan has run (_finish_offline)
-        self._lost = sum(st.get("overrun", 0) + st.get("dropped_events", 0) + st.get("commit_overrun", 0)
-                         for st in self._stats.values())
+        self._lost = sum(
+            st.get("overrun", 0) + st.get("dropped_events", 0) + st.get("commit_overrun", 0)
+            for st in self._stats.values()
+        )
 
     def _teardown(self) -> None:
         """Close readers and remove the instance, whatever state we are in."""
@@ -264,8 +272,7 @@ class TraceSession:
                 drain_record(self.instance.name).unlink(missing_ok=True)
             except OSError as err:
                 # the journal retries at exit; say so rather than fail the measurement
-                print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}",
-                      file=sys.stderr)
+                print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}", file=sys.stderr)
         self._stopped = True
 
     def _finish_offline(self) -> None:
@@ -315,8 +322,9 @@ def write_session_info(out_dir: Path, info: dict[str, Any]) -> None:
     atomic.write_text(out_dir / "session.json", json.dumps(info, indent=1) + "\n")
 
 
-def finish_capture(out_dir: Path, info: dict[str, Any], stats: dict[str, dict[str, int]],
-                   end_tsc: int | None = None) -> dict[str, Any]:
+def finish_capture(
+    out_dir: Path, info: dict[str, Any], stats: dict[str, dict[str, int]], end_tsc: int | None = None
+) -> dict[str, Any]:
     """Markers → capture window and TSC rate; symbols and comms the trace needs;
     lost events.  Return the completed session info (also saved as session.json).
 

@@ -22,17 +22,32 @@ TRACE_CLOCK = "x86-tsc"
 # softirqs, NMIs and context switches are the time-owning contexts; workqueue
 # and timer callbacks name what a kworker or TIMER softirq ran.
 BASE_EVENTS: list[tuple[str, str]] = [
-    ("irq", "irq_handler_entry"), ("irq", "irq_handler_exit"),
-    ("irq", "softirq_entry"), ("irq", "softirq_exit"),
+    ("irq", "irq_handler_entry"),
+    ("irq", "irq_handler_exit"),
+    ("irq", "softirq_entry"),
+    ("irq", "softirq_exit"),
     ("nmi", "nmi_handler"),
     ("sched", "sched_switch"),
-    ("workqueue", "workqueue_execute_start"), ("workqueue", "workqueue_execute_end"),
-    ("timer", "hrtimer_expire_entry"), ("timer", "hrtimer_expire_exit"),
-    ("timer", "timer_expire_entry"), ("timer", "timer_expire_exit"),
+    ("workqueue", "workqueue_execute_start"),
+    ("workqueue", "workqueue_execute_end"),
+    ("timer", "hrtimer_expire_entry"),
+    ("timer", "hrtimer_expire_exit"),
+    ("timer", "timer_expire_entry"),
+    ("timer", "timer_expire_exit"),
 ]
-VECTORS = ["local_timer", "reschedule", "call_function", "call_function_single", "irq_work",
-           "thermal_apic", "x86_platform_ipi", "spurious_apic", "error_apic",
-           "deferred_error_apic", "threshold_apic"]
+VECTORS = [
+    "local_timer",
+    "reschedule",
+    "call_function",
+    "call_function_single",
+    "irq_work",
+    "thermal_apic",
+    "x86_platform_ipi",
+    "spurious_apic",
+    "error_apic",
+    "deferred_error_apic",
+    "threshold_apic",
+]
 # Without these no attribution is meaningful; the others only add detail.
 ESSENTIAL = [("sched", "sched_switch"), ("irq", "irq_handler_entry"), ("irq", "irq_handler_exit")]
 

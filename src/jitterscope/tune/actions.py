@@ -32,8 +32,10 @@ def plan(args: argparse.Namespace) -> int:
         planfile.write(p, args.out)
     print(options.to_json(p) if args.json else render.render_plan(p))
     if args.out is not None and not args.json:
-        print(f"\nPlan written to {args.out}: `jitterscope tune verify {args.out} --before {args.run}` applies it "
-              f"and measures the effect")
+        print(
+            f"\nPlan written to {args.out}: `jitterscope tune verify {args.out} --before {args.run}` applies it "
+            f"and measures the effect"
+        )
     return 0
 
 
@@ -48,11 +50,20 @@ def apply(args: argparse.Namespace) -> int:
     if args.boot_root is not None and not args.boot_root.is_dir():
         raise UsageError(f"--boot-root {args.boot_root}: no such directory")
     if args.dry_run:
-        r = {"rows": [{"knob": c.name, "before": c.before, "value": c.value, "now": c.before} for c in changes],
-             "skipped": skipped, "boot_params": boot, "record": None}
+        r = {
+            "rows": [{"knob": c.name, "before": c.before, "value": c.value, "now": c.before} for c in changes],
+            "skipped": skipped,
+            "boot_params": boot,
+            "record": None,
+        }
     else:
-        r = ap.apply_changes(changes, "tune apply", boot if args.boot else None, args.boot_root,
-                             plan=str(args.plan) if args.plan else None)
+        r = ap.apply_changes(
+            changes,
+            "tune apply",
+            boot if args.boot else None,
+            args.boot_root,
+            plan=str(args.plan) if args.plan else None,
+        )
         r["skipped"], r["boot_params"] = skipped, [] if args.boot else boot
     print(options.to_json(r) if args.json else render.render_apply(r, args.dry_run))
     return 0

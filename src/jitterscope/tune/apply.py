@@ -48,9 +48,11 @@ def parse_pairs(pairs: list[str]) -> list[tuple[str, str]]:
 def check_plan_host(plan: PlanFile, force: bool, source: str) -> None:
     here, kernel = sysinfo.host(), sysinfo.kernel()
     if (plan.host, plan.kernel) != (here, kernel) and not force:
-        raise UsageError(f"{source} was made from a run on {plan.host} (kernel {plan.kernel}); this is {here} "
-                         f"(kernel {kernel}): IRQ numbers, process ids and defaults differ. Make a plan here, "
-                         f"or use --force")
+        raise UsageError(
+            f"{source} was made from a run on {plan.host} (kernel {plan.kernel}); this is {here} "
+            f"(kernel {kernel}): IRQ numbers, process ids and defaults differ. Make a plan here, "
+            f"or use --force"
+        )
 
 
 def _check_cpus(k: Knob, value: str) -> None:
@@ -93,8 +95,9 @@ def from_plan(plan: PlanFile) -> tuple[list[Change], list[str]]:
     return prepare(pairs), skipped
 
 
-def changes_of(plan_path: Path | None, knobs: list[str], force: bool
-               ) -> tuple[list[Change], list[str], list[str], PlanFile | None]:
+def changes_of(
+    plan_path: Path | None, knobs: list[str], force: bool
+) -> tuple[list[Change], list[str], list[str], PlanFile | None]:
     """(changes, skipped, boot parameters, plan) from PLAN and/or --knob, all validated; nothing changed.
     A --knob replaces the plan's entry for the same knob."""
     if plan_path is None and not knobs:
@@ -120,8 +123,9 @@ def _same_process(name: str, comm: str) -> bool:
     return sf is not None and sf[0] == comm
 
 
-def apply_changes(changes: list[Change], label: str, boot: list[str] | None = None,
-                  boot_root: Path | None = None, **header: Any) -> dict[str, Any]:
+def apply_changes(
+    changes: list[Change], label: str, boot: list[str] | None = None, boot_root: Path | None = None, **header: Any
+) -> dict[str, Any]:
     """Make every change through one journal, then hand them to a persistent record."""
     if os.geteuid() != 0:
         raise JitterscopeError("tune apply changes kernel settings: run it as root (or use --dry-run)")
@@ -129,8 +133,16 @@ def apply_changes(changes: list[Change], label: str, boot: list[str] | None = No
     with Journal(label) as j:
         for c in changes:
             entries = c.knob.apply(j, c.value)
-            rows.append({"knob": c.name, "before": c.before, "value": c.value, "now": c.knob.read(),
-                         "changed": bool(entries), "sources": c.sources})
+            rows.append(
+                {
+                    "knob": c.name,
+                    "before": c.before,
+                    "value": c.value,
+                    "now": c.knob.read(),
+                    "changed": bool(entries),
+                    "sources": c.sources,
+                }
+            )
         boot_info = bootloader.apply(j, boot, boot_root or Path("/")) if boot else None
         path = record.persist(j, label=label, **header)
     return {"record": str(path) if path else None, "rows": rows, "boot": boot_info}

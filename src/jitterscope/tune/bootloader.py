@@ -22,8 +22,11 @@ from jitterscope.tune import cmdline
 
 
 def _update_command(root: Path) -> list[str] | None:
-    for cmd in (["update-grub"], ["grub2-mkconfig", "-o", "/boot/grub2/grub.cfg"],
-                ["grub-mkconfig", "-o", "/boot/grub/grub.cfg"]):
+    for cmd in (
+        ["update-grub"],
+        ["grub2-mkconfig", "-o", "/boot/grub2/grub.cfg"],
+        ["grub-mkconfig", "-o", "/boot/grub/grub.cfg"],
+    ):
         if shutil.which(cmd[0]) and (cmd[0] == "update-grub" or (root / cmd[-1].lstrip("/")).parent.is_dir()):
             return cmd
     return None
@@ -34,19 +37,37 @@ def detect(root: Path = Path("/")) -> dict[str, Any]:
     grub = root / "etc/default/grub"
     kcmd = root / "etc/kernel/cmdline"
     if root == Path("/") and shutil.which("grubby"):
-        return {"kind": "grubby", "file": None, "command": 'grubby --update-kernel=ALL --args="{params}"',
-                "editable": False}
+        return {
+            "kind": "grubby",
+            "file": None,
+            "command": 'grubby --update-kernel=ALL --args="{params}"',
+            "editable": False,
+        }
     if grub.is_file():
         upd = _update_command(root)
-        return {"kind": "grub", "file": str(grub), "editable": True, "update": upd,
-                "command": f'add "{{params}}" to GRUB_CMDLINE_LINUX in {grub}, then '
-                           f'{" ".join(upd) if upd else "regenerate grub.cfg (update-grub / grub2-mkconfig)"}'}
+        return {
+            "kind": "grub",
+            "file": str(grub),
+            "editable": True,
+            "update": upd,
+            "command": f'add "{{params}}" to GRUB_CMDLINE_LINUX in {grub}, then '
+            f"{' '.join(upd) if upd else 'regenerate grub.cfg (update-grub / grub2-mkconfig)'}",
+        }
     if kcmd.is_file():
-        return {"kind": "kernel-install", "file": str(kcmd), "editable": True, "update": None,
-                "command": f'add "{{params}}" to {kcmd}, then reinstall the kernel (kernel-install add)'}
-    return {"kind": None, "file": None, "editable": False,
-            "command": "no bootloader configuration found here: the kernel command line comes from elsewhere "
-                       "(a hypervisor's boot arguments, PXE, a unified kernel image); add \"{params}\" there"}
+        return {
+            "kind": "kernel-install",
+            "file": str(kcmd),
+            "editable": True,
+            "update": None,
+            "command": f'add "{{params}}" to {kcmd}, then reinstall the kernel (kernel-install add)',
+        }
+    return {
+        "kind": None,
+        "file": None,
+        "editable": False,
+        "command": "no bootloader configuration found here: the kernel command line comes from elsewhere "
+        '(a hypervisor\'s boot arguments, PXE, a unified kernel image); add "{params}" there',
+    }
 
 
 def merged(current: str, params: list[str]) -> str:
@@ -60,15 +81,17 @@ def _edit_grub(text: str, params: list[str]) -> str:
     m = re.search(r'^GRUB_CMDLINE_LINUX="([^"]*)"', text, re.MULTILINE)
     if not m:
         return text.rstrip("\n") + f'\nGRUB_CMDLINE_LINUX="{" ".join(params)}"\n'
-    return text[:m.start(1)] + merged(m.group(1), params) + text[m.end(1):]
+    return text[: m.start(1)] + merged(m.group(1), params) + text[m.end(1) :]
 
 
 def apply(j: Journal, params: list[str], root: Path = Path("/")) -> dict[str, Any]:
     """Add `params` to the boot configuration through the journal; the record says a reboot is needed."""
     info = detect(root)
     if not info["editable"]:
-        raise JitterscopeError(f"--boot: cannot edit the boot configuration here ({info['kind'] or 'none found'}); "
-                               f"do it by hand: {info['command'].format(params=' '.join(params))}")
+        raise JitterscopeError(
+            f"--boot: cannot edit the boot configuration here ({info['kind'] or 'none found'}); "
+            f"do it by hand: {info['command'].format(params=' '.join(params))}"
+        )
     path = Path(info["file"])
     try:
         text = path.read_text()
@@ -79,7 +102,7 @@ def apply(j: Journal, params: list[str], root: Path = Path("/")) -> dict[str, An
     if upd:
         j.begin("argv", argv=upd, knob="bootloader", runtime=False)  # undone after the file: regenerate again
     j.begin("file", path=str(path), original=text, value=new, form="text", knob=f"boot:{path}", runtime=False)
-    atomic.replace_text(path, new)   # a crash mid-write must not leave a truncated boot configuration
+    atomic.replace_text(path, new)  # a crash mid-write must not leave a truncated boot configuration
     ran = None
     if upd:
         proc = subprocess.run(upd, capture_output=True, text=True, check=False, timeout=300)

@@ -20,7 +20,7 @@ ISOLCPUS_FLAGS = ("nohz", "domain", "managed_irq")
 
 @dataclass
 class Cmdline:
-    params: dict[str, str | None]   # name (underscores) -> value, None for a bare flag
+    params: dict[str, str | None]  # name (underscores) -> value, None for a bare flag
     text: str
 
     def has(self, name: str) -> bool:

@@ -44,8 +44,12 @@ def preemption() -> str | None:
     """The preemption model built in (PREEMPT_DYNAMIC kernels can switch it at boot with preempt=)."""
     if option("CONFIG_PREEMPT_RT") == "y":
         return "full real-time (PREEMPT_RT)"
-    for name, label in (("CONFIG_PREEMPT", "full"), ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
-                        ("CONFIG_PREEMPT_NONE", "none"), ("CONFIG_PREEMPT_LAZY", "lazy")):
+    for name, label in (
+        ("CONFIG_PREEMPT", "full"),
+        ("CONFIG_PREEMPT_VOLUNTARY", "voluntary"),
+        ("CONFIG_PREEMPT_NONE", "none"),
+        ("CONFIG_PREEMPT_LAZY", "lazy"),
+    ):
         if option(name) == "y":
             dynamic = option("CONFIG_PREEMPT_DYNAMIC") == "y"
             dyn = " (PREEMPT_DYNAMIC: preempt= at boot can change it)" if dynamic else ""

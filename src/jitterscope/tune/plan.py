@@ -21,9 +21,15 @@ from jitterscope.tune.sources import sources, thread_pids
 from jitterscope.units import format_cpulist
 
 PLAN_FORMAT = "jitterscope-tune-plan"
-DISPATCH = {"irq": rules.irq_source, "softirq": rules.softirq_source, "work": rules.work_source,
-            "timer": rules.timer_source, "thread": rules_threads.thread_source, "nmi": rules_threads.nmi_source,
-            "unexplained": rules_threads.unexplained_source}
+DISPATCH = {
+    "irq": rules.irq_source,
+    "softirq": rules.softirq_source,
+    "work": rules.work_source,
+    "timer": rules.timer_source,
+    "thread": rules_threads.thread_source,
+    "nmi": rules_threads.nmi_source,
+    "unexplained": rules_threads.unexplained_source,
+}
 
 
 def _merge_knobs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -31,8 +37,9 @@ def _merge_knobs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     for it in items:
         for k in it["knobs"]:
             m = merged.setdefault(k["knob"], {**k, "sources": []})
-            m["sources"].append({"source": it["source"], "expect": k["expect"], "factor": k["factor"],
-                                 "ppm": round(it["ppm"], 3)})
+            m["sources"].append(
+                {"source": it["source"], "expect": k["expect"], "factor": k["factor"], "ppm": round(it["ppm"], 3)}
+            )
     for m in merged.values():
         m.pop("expect", None)
         m.pop("factor", None)
@@ -65,34 +72,64 @@ def _other_task_share(srcs: list[dict[str, Any]]) -> float:
 def make_plan(run_path: str | Path) -> dict[str, Any]:
     run = load_run(run_path, kinds=("measure",), purpose="tune plan")
     if not run.tracing:
-        raise JitterscopeError(f"{run_path}: measured without kernel tracing, so its noise has no sources to plan "
-                               f"from; measure again without --no-trace")
+        raise JitterscopeError(
+            f"{run_path}: measured without kernel tracing, so its noise has no sources to plan "
+            f"from; measure again without --no-trace"
+        )
     origins: dict[str, set[str]] = {}
     srcs = sources(run, origins)
     same_host = run.meta.get("host") == sysinfo.host()
     online = sysinfo.online_cpus() if same_host else list(range(max(run.cpus, default=0) + 1))
-    ctx = rules.Ctx(run.cpus, [c for c in online if c not in run.cpus] or [min(online)],
-                    run.meta.get("virtualization"), origins, thread_pids(run), _other_task_share(srcs))
+    ctx = rules.Ctx(
+        run.cpus,
+        [c for c in online if c not in run.cpus] or [min(online)],
+        run.meta.get("virtualization"),
+        origins,
+        thread_pids(run),
+        _other_task_share(srcs),
+    )
     items = []
     for s in srcs:
         r = DISPATCH.get(s["kind"], lambda s, c: rules.out("none", 0.0, f"no rule for kind {s['kind']}"))(s, ctx)
-        items.append({"source": f"{s['kind']}:{s['name']}", "kind": s["kind"], "name": s["name"],
-                      "ppm": round(s["ppm"], 3), "share": round(s["share"], 6), "count": s["count"],
-                      "max_ns": s["max_ns"], **r, "removable_ppm": round(r["removable_ppm"], 3)})
+        items.append(
+            {
+                "source": f"{s['kind']}:{s['name']}",
+                "kind": s["kind"],
+                "name": s["name"],
+                "ppm": round(s["ppm"], 3),
+                "share": round(s["share"], 6),
+                "count": s["count"],
+                "max_ns": s["max_ns"],
+                **r,
+                "removable_ppm": round(r["removable_ppm"], 3),
+            }
+        )
     items.sort(key=lambda i: (-i["removable_ppm"], -i["ppm"]))
     boot = merge_boot([p for i in items for p in i["boot"]], cmdline.current() if same_host else None)
     loader = bootloader.detect()
     return {
-        "format": PLAN_FORMAT, "version": 1, "run": str(run.path), "run_id": run.meta.get("id"),
-        "host": run.meta.get("host"), "kernel": run.meta.get("kernel"),
-        "virtualization": run.meta.get("virtualization"), "cpus": run.cpus, "housekeeping": ctx.housekeeping,
-        "cpus_text": format_cpulist(run.cpus), "duration_s": run.meta.get("duration_s"),
+        "format": PLAN_FORMAT,
+        "version": 1,
+        "run": str(run.path),
+        "run_id": run.meta.get("id"),
+        "host": run.meta.get("host"),
+        "kernel": run.meta.get("kernel"),
+        "virtualization": run.meta.get("virtualization"),
+        "cpus": run.cpus,
+        "housekeeping": ctx.housekeeping,
+        "cpus_text": format_cpulist(run.cpus),
+        "duration_s": run.meta.get("duration_s"),
         "total_ppm": round(sum(s["ppm"] for s in srcs), 3),
         "knobs": _merge_knobs(items),
-        "boot": {"params": boot, "cmdline": " ".join(boot), "bootloader": loader["kind"],
-                 "command": loader["command"].format(params=" ".join(boot)) if boot else None},
+        "boot": {
+            "params": boot,
+            "cmdline": " ".join(boot),
+            "bootloader": loader["kind"],
+            "command": loader["command"].format(params=" ".join(boot)) if boot else None,
+        },
         "items": [i for i in items if i["action"] != "self"],
-        "unaddressed": [{"source": i["source"], "ppm": i["ppm"], "why": i["why"]} for i in items
-                        if i["action"] in ("none", "host")],
+        "unaddressed": [
+            {"source": i["source"], "ppm": i["ppm"], "why": i["why"]} for i in items if i["action"] in ("none", "host")
+        ],
         "tool": [{"source": i["source"], "ppm": i["ppm"]} for i in items if i["action"] == "self"],
     }

@@ -20,8 +20,9 @@ from jitterscope.config import ConfigModel, load_config
 from jitterscope.outpath import check_file
 
 PLAN_FORMAT = "jitterscope-tune-plan"
-Text = Annotated[str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool)
-                                      else v)]
+Text = Annotated[
+    str, BeforeValidator(lambda v: str(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else v)
+]
 
 
 class PlanSource(ConfigModel):
@@ -36,7 +37,7 @@ class PlanKnob(ConfigModel):
     value: Text
     current: Text | None = None
     why: str = ""
-    process: str | None = None   # task.PID knobs: the process's name when planned (a recycled pid is skipped)
+    process: str | None = None  # task.PID knobs: the process's name when planned (a recycled pid is skipped)
     sources: list[PlanSource] = Field(default_factory=list)
 
 
@@ -74,6 +75,9 @@ def load(path: str | Path) -> PlanFile:
 
 def write(plan: dict[str, Any], path: str | Path) -> Path:
     p = check_file(path, "--out")
-    atomic.write_text(p, "# jitterscope tune plan: `jitterscope tune apply` acts on knobs and (with --boot) boot.\n"
-                      + yaml.safe_dump(plan, sort_keys=False, width=110, allow_unicode=True))
+    atomic.write_text(
+        p,
+        "# jitterscope tune plan: `jitterscope tune apply` acts on knobs and (with --boot) boot.\n"
+        + yaml.safe_dump(plan, sort_keys=False, width=110, allow_unicode=True),
+    )
     return p

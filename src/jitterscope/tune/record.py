@@ -43,9 +43,16 @@ def persist(j: journal.Journal, **header: Any) -> Path | None:
     """Hand the journal's changes over to a new record (journal.Journal.hand_over); None when nothing changed."""
     d = record_dir()
     d.mkdir(parents=True, exist_ok=True)
-    path = j.hand_over(d / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl", kind="tune-record",
-                       time=time.time(), boot_id=sysinfo.boot_id(), host=sysinfo.host(), kernel=sysinfo.kernel(),
-                       argv=sys.argv, **header)
+    path = j.hand_over(
+        d / f"{time.strftime('%Y%m%dT%H%M%S')}-{os.getpid()}.jsonl",
+        kind="tune-record",
+        time=time.time(),
+        boot_id=sysinfo.boot_id(),
+        host=sysinfo.host(),
+        kernel=sysinfo.kernel(),
+        argv=sys.argv,
+        **header,
+    )
     j.undo()  # nothing left to undo: this closes and deletes the journal
     return path
 

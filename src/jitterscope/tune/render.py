@@ -19,8 +19,12 @@ def _wrap(text: str, indent: int) -> str:
 
 def render_audit(a: dict[str, Any]) -> str:
     virt = f", {a['virtualization']} guest" if a.get("virtualization") else ""
-    lines = [(f"Isolation audit of CPU {format_cpulist(a['cpus'])} (housekeeping: CPU "
-             f"{format_cpulist(a['housekeeping']) or 'none'}) on {a['host']}, kernel {a['kernel']}{virt}")]
+    lines = [
+        (
+            f"Isolation audit of CPU {format_cpulist(a['cpus'])} (housekeeping: CPU "
+            f"{format_cpulist(a['housekeeping']) or 'none'}) on {a['host']}, kernel {a['kernel']}{virt}"
+        )
+    ]
     group = None
     for f in a["findings"]:
         if f["group"] != group:
@@ -29,14 +33,23 @@ def render_audit(a: dict[str, Any]) -> str:
         lines.append(f"  {MARK[f['verdict']]} {f['knob']}: {f['value']}  (want {f['recommended']}; {f['setting']})")
         lines.append(_wrap(f["why"] + (f"  -> {f['fix']}" if f.get("fix") else ""), 8))
     c = a["counts"]
-    lines += ["", (f"{c['ok']} ok, {c['not isolated']} not isolated, {c['cannot tell']} cannot tell "
-                  f"(ok = nothing to do; NOT = a knob above would isolate more; ? = depends on the host or workload)")]
+    lines += [
+        "",
+        (
+            f"{c['ok']} ok, {c['not isolated']} not isolated, {c['cannot tell']} cannot tell "
+            f"(ok = nothing to do; NOT = a knob above would isolate more; ? = depends on the host or workload)"
+        ),
+    ]
     runtime = _runtime_fixes([f for f in a["findings"] if f["verdict"] == "not isolated"])
     if runtime:
-        lines += ["", "Runtime fixes (or `tune plan` on a measured run, to fix what matters first):",
-                  _wrap("jitterscope tune apply " + " ".join(f"--knob {shlex.quote(k)}" for k in runtime), 2)]
-    boot = [f["fix"] for f in a["findings"]
-            if f.get("fix") and f["setting"] == "boot" and f["verdict"] == "not isolated"]
+        lines += [
+            "",
+            "Runtime fixes (or `tune plan` on a measured run, to fix what matters first):",
+            _wrap("jitterscope tune apply " + " ".join(f"--knob {shlex.quote(k)}" for k in runtime), 2),
+        ]
+    boot = [
+        f["fix"] for f in a["findings"] if f.get("fix") and f["setting"] == "boot" and f["verdict"] == "not isolated"
+    ]
     if boot:
         lines += ["Boot parameters (reboot): " + " ".join(dict.fromkeys(boot))]
     return "\n".join(lines)
@@ -54,14 +67,26 @@ def _runtime_fixes(findings: list[dict[str, Any]]) -> list[str]:
 
 def render_plan(p: dict[str, Any]) -> str:
     acted = [i for i in p["items"] if i["knobs"] or i["boot"]]
-    lines = [(f"Plan for CPU {p['cpus_text']} from run {p['run_id']} ({p['host']}, kernel {p['kernel']}, "
-             f"{p['duration_s']:.1f} s): {p['total_ppm']:,.1f} ppm of noise in all"), "",
-             ("Sources a knob or boot parameter removes, ranked by the noise it would remove (ppm of the measured "
-             "CPUs' time):"), f"  {'source':<34} {'ppm':>10} {'removes':>9}  remedy"]
+    lines = [
+        (
+            f"Plan for CPU {p['cpus_text']} from run {p['run_id']} ({p['host']}, kernel {p['kernel']}, "
+            f"{p['duration_s']:.1f} s): {p['total_ppm']:,.1f} ppm of noise in all"
+        ),
+        "",
+        (
+            "Sources a knob or boot parameter removes, ranked by the noise it would remove (ppm of the measured "
+            "CPUs' time):"
+        ),
+        f"  {'source':<34} {'ppm':>10} {'removes':>9}  remedy",
+    ]
     for i in acted:
-        what = ("knob: " + ", ".join(f"{k['knob']}={k['value']}" for k in i["knobs"][:3])
-                + (f" and {len(i['knobs']) - 3} more" if len(i["knobs"]) > 3 else "") if i["knobs"] else
-                "boot: " + " ".join(i["boot"]))
+        what = (
+            "knob: "
+            + ", ".join(f"{k['knob']}={k['value']}" for k in i["knobs"][:3])
+            + (f" and {len(i['knobs']) - 3} more" if len(i["knobs"]) > 3 else "")
+            if i["knobs"]
+            else "boot: " + " ".join(i["boot"])
+        )
         lines.append(f"  {i['source'][:34]:<34} {i['ppm']:>10,.1f} {i['removable_ppm']:>9,.1f}  {what}")
         lines.append(_wrap(i["why"], 6))
     lines += ["", "Runtime knobs (jitterscope tune apply PLAN, or tune verify to measure their effect):"]
@@ -76,8 +101,11 @@ def render_plan(p: dict[str, Any]) -> str:
         lines.append(_wrap("how: " + b["command"], 2))
     lines += _unaddressed([i for i in p["items"] if not (i["knobs"] or i["boot"])])
     if p.get("tool"):
-        lines += ["", "jitterscope's own measurement (not planned): " +
-                  ", ".join(f"{t['source']} ({t['ppm']:,.1f} ppm)" for t in p["tool"])]
+        lines += [
+            "",
+            "jitterscope's own measurement (not planned): "
+            + ", ".join(f"{t['source']} ({t['ppm']:,.1f} ppm)" for t in p["tool"]),
+        ]
     return "\n".join(lines)
 
 
@@ -91,9 +119,14 @@ def _unaddressed(items: list[dict[str, Any]]) -> list[str]:
         groups.setdefault(i.get("reason") or i["source"], []).append(i)
     for members in groups.values():
         names = ", ".join(f"{i['source']} ({i['ppm']:,.1f} ppm)" for i in members)
-        lines.append(_wrap(f"{names}: {members[0]['why']}" if len(members) == 1 else
-                           f"{sum(i['ppm'] for i in members):,.1f} ppm from {len(members)} sources: "
-                           f"{members[0]['why']}", 2))
+        lines.append(
+            _wrap(
+                f"{names}: {members[0]['why']}"
+                if len(members) == 1
+                else f"{sum(i['ppm'] for i in members):,.1f} ppm from {len(members)} sources: {members[0]['why']}",
+                2,
+            )
+        )
         if len(members) > 1:
             lines.append(_wrap(names, 6))
     return lines
@@ -107,12 +140,16 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
         lines.append(f"  {row['knob']}: {row['before']} -> {row['value']}{same}{state}")
     lines += [f"  skipped {s}" for s in r.get("skipped", [])]
     if r.get("boot_params"):
-        lines.append(f"Boot parameters {'that --boot would add' if dry_run else 'to add'}: "
-                     f"{' '.join(r['boot_params'])}")
+        lines.append(
+            f"Boot parameters {'that --boot would add' if dry_run else 'to add'}: {' '.join(r['boot_params'])}"
+        )
     if r.get("boot"):
         b = r["boot"]
-        lines.append(f"Edited {b['file']}" + (f" and ran {b['ran']}" if b.get("ran") else "") +
-                     ("; reboot for it to take effect" if b.get("reboot_needed") else ""))
+        lines.append(
+            f"Edited {b['file']}"
+            + (f" and ran {b['ran']}" if b.get("ran") else "")
+            + ("; reboot for it to take effect" if b.get("reboot_needed") else "")
+        )
     if r.get("record"):
         lines.append(f"Recorded in {r['record']}: `jitterscope tune revert` undoes it (also after a reboot)")
     elif not dry_run:
@@ -122,8 +159,10 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
 
 def render_rows(rec: dict[str, Any], title: str) -> str:
     """A record's knobs; the threads of one process that fared alike are one line."""
-    lines = [f"{title} {rec['record']} ({rec.get('label') or 'tune'})" +
-             ("  [the machine rebooted since]" if rec.get("rebooted") else "")]
+    lines = [
+        f"{title} {rec['record']} ({rec.get('label') or 'tune'})"
+        + ("  [the machine rebooted since]" if rec.get("rebooted") else "")
+    ]
     lines.append(f"  {'knob':<34} {'original':>12} {'tune set':>12} {'now':>12}  result")
     groups: dict[tuple[str, ...], int] = {}
     for r in rec["rows"]:
@@ -131,6 +170,8 @@ def render_rows(rec: dict[str, Any], title: str) -> str:
         groups[key] = groups.get(key, 0) + 1
     for (knob, original, tune_set, now, result, note), n in groups.items():
         name = f"{knob} ({n} threads)" if n > 1 else knob
-        lines.append(f"  {name[:34]:<34} {original[:12]:>12} {tune_set[:12]:>12} {now[:12]:>12}  {result}"
-                     + (f": {note}" if note else ""))
+        lines.append(
+            f"  {name[:34]:<34} {original[:12]:>12} {tune_set[:12]:>12} {now[:12]:>12}  {result}"
+            + (f": {note}" if note else "")
+        )
     return "\n".join(lines)

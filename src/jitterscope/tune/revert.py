@@ -15,9 +15,15 @@ RESOLVED = ("restored", "already back", "gone", "lost at reboot", "regenerated",
 
 
 def _row(e: dict[str, Any], before: str | None, now: str | None, result: str, note: str) -> dict[str, Any]:
-    return {"knob": e.get("knob") or e.get("path") or " ".join(e.get("argv", [])),
-            "original": shown(e, original(e)), "set": shown(e, e.get("value")), "before": shown(e, before),
-            "now": shown(e, now), "result": result, "note": note}
+    return {
+        "knob": e.get("knob") or e.get("path") or " ".join(e.get("argv", [])),
+        "original": shown(e, original(e)),
+        "set": shown(e, e.get("value")),
+        "before": shown(e, before),
+        "now": shown(e, now),
+        "result": result,
+        "note": note,
+    }
 
 
 def _one(e: dict[str, Any], rebooted: bool, boot_restored: bool) -> dict[str, Any]:
@@ -41,8 +47,13 @@ def _one(e: dict[str, Any], rebooted: bool, boot_restored: bool) -> dict[str, An
     except OSError as err:
         return _row(e, now, now_value(e), "failed", f"the kernel refused the original ({err.strerror or err})")
     after = now_value(e)
-    return _row(e, now, after, "restored" if after == orig else "failed",
-                "re-read: equals the original" if after == orig else f"re-read {after}, expected {orig}")
+    return _row(
+        e,
+        now,
+        after,
+        "restored" if after == orig else "failed",
+        "re-read: equals the original" if after == orig else f"re-read {after}, expected {orig}",
+    )
 
 
 def revert_record(path: Path) -> dict[str, Any]:
@@ -62,8 +73,14 @@ def revert_record(path: Path) -> dict[str, Any]:
         os.replace(tmp, path)
     else:
         path.unlink(missing_ok=True)
-    return {"record": str(path), "label": header.get("label"), "time": header.get("time"), "rebooted": rebooted,
-            "rows": rows, "complete": not keep}
+    return {
+        "record": str(path),
+        "label": header.get("label"),
+        "time": header.get("time"),
+        "rebooted": rebooted,
+        "rows": rows,
+        "complete": not keep,
+    }
 
 
 def revert(all_records: bool, only: Path | None = None) -> list[dict[str, Any]]:
@@ -90,10 +107,25 @@ def status() -> list[dict[str, Any]]:
             if e["op"] == "argv":
                 continue
             now = now_value(e)
-            state = ("lost at reboot" if rebooted and e.get("runtime", True) else "gone" if now is None else
-                     "as tune set it" if now == str(e.get("value")) else
-                     "back to the original" if now == original(e) else "changed since")
+            state = (
+                "lost at reboot"
+                if rebooted and e.get("runtime", True)
+                else "gone"
+                if now is None
+                else "as tune set it"
+                if now == str(e.get("value"))
+                else "back to the original"
+                if now == original(e)
+                else "changed since"
+            )
             rows.append(_row(e, now, now, state, ""))
-        out.append({"record": str(p), "label": header.get("label"), "time": header.get("time"),
-                    "rebooted": rebooted, "rows": rows})
+        out.append(
+            {
+                "record": str(p),
+                "label": header.get("label"),
+                "time": header.get("time"),
+                "rebooted": rebooted,
+                "rows": rows,
+            }
+        )
     return out

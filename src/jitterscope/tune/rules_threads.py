@@ -14,7 +14,7 @@ from jitterscope.tune.rules import Ctx, knob, out
 # The measuring jitterscope's own threads (measure/peers.py names them `NAME (jitterscope)`) and its probe;
 # another jitterscope's carry OTHER_SUFFIX.
 SELF = re.compile(rf"({re.escape(SELF_SUFFIX)}$)|^(js-probe/|jitterscope-pro)(?!.*{re.escape(OTHER_SUFFIX)})")
-KTHREADS: dict[str, tuple[str, str | None, str, str]] = {   # name pattern -> (knob, value, expectation, why)
+KTHREADS: dict[str, tuple[str, str | None, str, str]] = {  # name pattern -> (knob, value, expectation, why)
     r"^khugepaged$": ("mm.thp.enabled", "never", "gone", "khugepaged collapses pages into huge pages"),
     r"^kcompactd\d+$": ("vm.compaction_proactiveness", "0", "fewer", "proactive memory compaction"),
     r"^ksmd$": ("mm.ksm.run", "0", "gone", "kernel samepage merging scans memory"),
@@ -60,14 +60,22 @@ def thread_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
         return out("none", 0.0, "the idle task")
     for pat, (k, value, expect, why) in KTHREADS.items():
         if re.match(pat, name) and (k not in FILE_KNOBS or FILE_KNOBS[k].exists()):
-            return out("knob", ppm if expect == "gone" else ppm * 0.5, f"{name}: {why}",
-                       [knob(k, value or ctx.hk, expect, 0.0 if expect == "gone" else None, why)])
+            return out(
+                "knob",
+                ppm if expect == "gone" else ppm * 0.5,
+                f"{name}: {why}",
+                [knob(k, value or ctx.hk, expect, 0.0 if expect == "gone" else None, why)],
+            )
     for pat, why in BOUND.items():
         if re.match(pat, name):
             return out("none", 0.0, f"{name} is bound to its CPU: {why}")
     if name.startswith("kworker/u"):
-        return out("knob", ppm, "an unbound kworker: the workqueue cpumask keeps unbound work on housekeeping CPUs",
-                   [knob("workqueue.cpumask", ctx.hk, "gone", 0.0, "unbound work off these CPUs")])
+        return out(
+            "knob",
+            ppm,
+            "an unbound kworker: the workqueue cpumask keeps unbound work on housekeeping CPUs",
+            [knob("workqueue.cpumask", ctx.hk, "gone", 0.0, "unbound work off these CPUs")],
+        )
     return _process(s, ctx)
 
 
@@ -88,8 +96,10 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
             why += f", pinned to CPU {ctx.cpus_text} only (by itself or its launcher): moving it overrides that"
         unit = None if kernel else _unit(pid)
         if unit:
-            notes.append(f"{comm} is {unit}: make it last with `systemctl set-property {unit} AllowedCPUs={ctx.hk}` "
-                         f"or CPUAffinity={ctx.hk} in the unit")
+            notes.append(
+                f"{comm} is {unit}: make it last with `systemctl set-property {unit} AllowedCPUs={ctx.hk}` "
+                f"or CPUAffinity={ctx.hk} in the unit"
+            )
         ks.append(knob(f"task.{pid}.affinity", ctx.hk, "gone", 0.0, why, process=comm))
     if not ks:
         return out("none", 0.0, "", reason="short-lived")
@@ -100,19 +110,32 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
 def nmi_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     k = FILE_KNOBS["kernel.nmi_watchdog"]
     if k.exists() and k.read() != "0":
-        return out("knob", s["ppm"], "NMIs of the hard-lockup detector (perf)",
-                   [knob("kernel.nmi_watchdog", "0", "gone", 0.0, "no hard-lockup NMIs")], ["nmi_watchdog=0"])
+        return out(
+            "knob",
+            s["ppm"],
+            "NMIs of the hard-lockup detector (perf)",
+            [knob("kernel.nmi_watchdog", "0", "gone", 0.0, "no hard-lockup NMIs")],
+            ["nmi_watchdog=0"],
+        )
     return out("none", 0.0, f"NMI {s['name']}: perf sampling or a hardware event")
 
 
 def unexplained_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     if ctx.virtualization:
-        return out("host", 0.0, f"time the guest kernel cannot see: the {ctx.virtualization} host took it (VM "
-                   "exits, a descheduled vCPU). A guest cannot fix this; the host must: dedicate (pin) physical "
-                   "CPUs to these vCPUs without overcommit, isolate those pCPUs on the host (isolcpus/nohz_full), "
-                   "enable halt-polling (halt_poll_ns) or guest haltpoll, and keep host IRQs, THP/KSM scanning "
-                   "and other guests off them")
-    return out("host", 0.0, "time no kernel activity covers on bare metal: system management interrupts (SMIs) "
-               "and firmware. Check the SMI count (MSR 0x34, e.g. turbostat's SMI column) and ask the vendor for "
-               "a low-latency BIOS profile (no power management SMIs, no C-states beyond C1, memory patrol "
-               "scrubbing off)")
+        return out(
+            "host",
+            0.0,
+            f"time the guest kernel cannot see: the {ctx.virtualization} host took it (VM "
+            "exits, a descheduled vCPU). A guest cannot fix this; the host must: dedicate (pin) physical "
+            "CPUs to these vCPUs without overcommit, isolate those pCPUs on the host (isolcpus/nohz_full), "
+            "enable halt-polling (halt_poll_ns) or guest haltpoll, and keep host IRQs, THP/KSM scanning "
+            "and other guests off them",
+        )
+    return out(
+        "host",
+        0.0,
+        "time no kernel activity covers on bare metal: system management interrupts (SMIs) "
+        "and firmware. Check the SMI count (MSR 0x34, e.g. turbostat's SMI column) and ask the vendor for "
+        "a low-latency BIOS profile (no power management SMIs, no C-states beyond C1, memory patrol "
+        "scrubbing off)",
+    )

@@ -20,8 +20,13 @@ import pyarrow as pa
 
 from jitterscope.rundir import Run
 
-TICK_FUNCTIONS = {"tick_nohz_handler", "tick_sched_timer", "tick_handle_periodic", "tick_nohz_highres_handler",
-                  "tick_nohz_lowres_handler"}
+TICK_FUNCTIONS = {
+    "tick_nohz_handler",
+    "tick_sched_timer",
+    "tick_handle_periodic",
+    "tick_nohz_highres_handler",
+    "tick_nohz_lowres_handler",
+}
 
 
 def _annotations(run: Run, kind: str, detail: str | None) -> dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -43,8 +48,9 @@ def _annotations(run: Run, kind: str, detail: str | None) -> dict[int, tuple[np.
     return out
 
 
-def _label(ann: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], cpu: np.ndarray,
-           lo: np.ndarray, hi: np.ndarray) -> np.ndarray:
+def _label(
+    ann: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]], cpu: np.ndarray, lo: np.ndarray, hi: np.ndarray
+) -> np.ndarray:
     """For each window [lo, hi) on `cpu`, the annotation overlapping it most (None if none)."""
     out = np.full(len(cpu), None, dtype=object)
     for c, (s, e, names) in ann.items():
@@ -81,8 +87,10 @@ def refine(run: Run, origins: dict[str, set[str]] | None = None) -> Run:
     kw = (kinds == "thread") & np.array([str(n).startswith("kworker/") for n in names], dtype=bool)
     lt = (kinds == "irq") & (names == "local_timer")
     new_kinds, new_names = kinds.copy(), names.copy()
-    for sel, ann, kind in ((kw, _annotations(run, "work", None), "work"),
-                           (lt, _annotations(run, "timer", "hrtimer"), "timer")):
+    for sel, ann, kind in (
+        (kw, _annotations(run, "work", None), "work"),
+        (lt, _annotations(run, "timer", "hrtimer"), "timer"),
+    ):
         rows = np.flatnonzero(sel)
         labels = _label(ann, cpu[rows], lo[rows], hi[rows])
         for r, fn in zip(rows, labels):
@@ -125,8 +133,16 @@ def sources(run: Run, origins: dict[str, set[str]] | None = None) -> list[dict[s
     for key in np.unique(keys):
         m = keys == key
         kind, name = str(key).split("\x1f", 1)
-        out.append({"kind": kind, "name": name, "count": len(np.unique(dets[m])), "total_ns": int(ns[m].sum()),
-                    "ppm": float(ns[m].sum()) / exposure * 1e6 if exposure else 0.0,
-                    "share": float(ns[m].sum()) / total if total else 0.0, "max_ns": int(ns[m].max()),
-                    "cpus": sorted({int(c) for c in cpus[m]})})
+        out.append(
+            {
+                "kind": kind,
+                "name": name,
+                "count": len(np.unique(dets[m])),
+                "total_ns": int(ns[m].sum()),
+                "ppm": float(ns[m].sum()) / exposure * 1e6 if exposure else 0.0,
+                "share": float(ns[m].sum()) / total if total else 0.0,
+                "max_ns": int(ns[m].max()),
+                "cpus": sorted({int(c) for c in cpus[m]}),
+            }
+        )
     return sorted(out, key=lambda s: -s["total_ns"])

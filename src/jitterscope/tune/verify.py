@@ -29,30 +29,51 @@ from jitterscope.tune import planfile, record, render_verify
 from jitterscope.tune.plan import make_plan
 from jitterscope.tune.verify_data import analyse
 
-SETTLE_S = 0.3      # an IRQ moves at its next interrupt, a task at once
-SETTLE_KNOBS = {"vm.stat_interval": lambda before: float(before) + 0.3}   # work already queued keeps its old delay
+SETTLE_S = 0.3  # an IRQ moves at its next interrupt, a task at once
+SETTLE_KNOBS = {"vm.stat_interval": lambda before: float(before) + 0.3}  # work already queued keeps its old delay
 
 
 def _measure_opts(args: argparse.Namespace, before: Run | None, plan_cpus: list[int] | None) -> dict[str, Any]:
     if before is not None:
         o = before.meta.get("options", {})
         if not before.tracing:
-            raise UsageError(f"--before {before.path}: measured without tracing; verify compares sources, so it "
-                             f"needs a traced run")
-        return {"cpus": before.cpus, "duration_ns": float(o.get("duration_ns") or before.duration_ns),
-                "threshold_ns": float(o.get("threshold_ns", 1000.0)), "priority": o.get("priority"),
-                "buffer_kb": int(o.get("buffer_kb", 4096))}
+            raise UsageError(
+                f"--before {before.path}: measured without tracing; verify compares sources, so it needs a traced run"
+            )
+        return {
+            "cpus": before.cpus,
+            "duration_ns": float(o.get("duration_ns") or before.duration_ns),
+            "threshold_ns": float(o.get("threshold_ns", 1000.0)),
+            "priority": o.get("priority"),
+            "buffer_kb": int(o.get("buffer_kb", 4096)),
+        }
     cpus = options.cpus(args) if args.cpus is not None or not plan_cpus else plan_cpus
     sysinfo.check_cpus(cpus)
-    return {"cpus": cpus, "duration_ns": options.duration_ns(args), "threshold_ns": options.threshold_ns(args),
-            "priority": options.priority(args), "buffer_kb": options.buffer_kb(args)}
+    return {
+        "cpus": cpus,
+        "duration_ns": options.duration_ns(args),
+        "threshold_ns": options.threshold_ns(args),
+        "priority": options.priority(args),
+        "buffer_kb": options.buffer_kb(args),
+    }
 
 
 def _run(opts: dict[str, Any], out: Path, label: str) -> Run:
-    print(f"measuring {label}: CPU {','.join(map(str, opts['cpus']))} for {opts['duration_ns'] / 1e9:g} s ...",
-          file=sys.stderr, flush=True)
-    path = measure(opts["cpus"], opts["duration_ns"], opts["threshold_ns"], out, trace=True,
-                   priority=opts["priority"], buffer_kb=opts["buffer_kb"], progress=True)
+    print(
+        f"measuring {label}: CPU {','.join(map(str, opts['cpus']))} for {opts['duration_ns'] / 1e9:g} s ...",
+        file=sys.stderr,
+        flush=True,
+    )
+    path = measure(
+        opts["cpus"],
+        opts["duration_ns"],
+        opts["threshold_ns"],
+        out,
+        trace=True,
+        priority=opts["priority"],
+        buffer_kb=opts["buffer_kb"],
+        progress=True,
+    )
     run = load_run(path)
     if run.meta.get("interrupted"):
         raise KeyboardInterrupt
@@ -85,11 +106,12 @@ def run_verify(args: argparse.Namespace) -> int:
     if out.exists():
         raise UsageError(f"--out {out}: already exists; choose a new directory")
     if args.out is not None:
-        check_dir(out, "--out")   # a directory the user names gets no parents made; the default's may
+        check_dir(out, "--out")  # a directory the user names gets no parents made; the default's may
     # A PLAN is applied as it is (with any --knob on top); --knob alone takes its targets from the
     # baseline's own plan; neither: the baseline's whole plan.
-    changes, skipped, _, plan_file = (ap.changes_of(args.plan, args.knob, args.force) if (args.plan or args.knob)
-                                      else ([], [], [], None))
+    changes, skipped, _, plan_file = (
+        ap.changes_of(args.plan, args.knob, args.force) if (args.plan or args.knob) else ([], [], [], None)
+    )
     opts = _measure_opts(args, before, plan_file.cpus if plan_file else None)
     if os.geteuid() != 0:
         raise JitterscopeError("tune verify changes kernel settings: run it as root")
@@ -106,25 +128,55 @@ def run_verify(args: argparse.Namespace) -> int:
     if not changes:
         raise JitterscopeError("nothing to verify: the plan has no runtime knob to change (see `tune plan`)")
     with Journal("tune verify") as j:
-        rows = [{"knob": c.name, "before": c.before, "value": c.value, "changed": bool(c.knob.apply(j, c.value)),
-                 "now": c.knob.read()} for c in changes]
+        rows = [
+            {
+                "knob": c.name,
+                "before": c.before,
+                "value": c.value,
+                "changed": bool(c.knob.apply(j, c.value)),
+                "now": c.knob.read(),
+            }
+            for c in changes
+        ]
         time.sleep(_settle(changes))
         after = _run(opts, out / "after", "after")
         result = analyse(before, after, changes, args.alpha)
         rec = None if args.revert else record.persist(j, label="tune verify", out=str(out))
     if args.revert:
-        result["reverted"] = [{"knob": c.name, "original": c.before, "now": c.knob.read(),
-                               "back": c.knob.read() == c.before} for c in changes]
-    result.update({"before": str(before.path), "after": str(after.path), "out": str(out), "applied": rows,
-                   "skipped": skipped, "record": str(rec) if rec else None, "boot": plan_file.boot.model_dump(),
-                   "unaddressed": plan_file.unaddressed})
+        result["reverted"] = [
+            {"knob": c.name, "original": c.before, "now": c.knob.read(), "back": c.knob.read() == c.before}
+            for c in changes
+        ]
+    result.update(
+        {
+            "before": str(before.path),
+            "after": str(after.path),
+            "out": str(out),
+            "applied": rows,
+            "skipped": skipped,
+            "record": str(rec) if rec else None,
+            "boot": plan_file.boot.model_dump(),
+            "unaddressed": plan_file.unaddressed,
+        }
+    )
     render_verify.write_page(result, out / "verify.html")
     write_json(out / "summary.json", result)
-    write_json(out / "meta.json", base_meta(
-        kind="tune", id=out.name, host=sysinfo.host(), kernel=sysinfo.kernel(), command_line=sys.argv,
-        start=after.meta.get("start"), duration_s=after.meta["duration_s"], cpus=opts["cpus"],
-        options={**opts, "alpha": args.alpha, "revert": args.revert}, before=str(before.path),
-        after=str(after.path), virtualization=after.meta.get("virtualization")))  # last: now it is complete
+    write_json(
+        out / "meta.json",
+        base_meta(
+            kind="tune",
+            id=out.name,
+            host=sysinfo.host(),
+            kernel=sysinfo.kernel(),
+            command_line=sys.argv,
+            start=after.meta.get("start"),
+            duration_s=after.meta["duration_s"],
+            cpus=opts["cpus"],
+            options={**opts, "alpha": args.alpha, "revert": args.revert},
+            before=str(before.path),
+            after=str(after.path),
+            virtualization=after.meta.get("virtualization"),
+        ),
+    )  # last: now it is complete
     print(options.to_json(result) if args.json else render_verify.render_text(result))
     return 0 if result["ok"] else 1
-

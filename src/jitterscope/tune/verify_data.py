@@ -42,8 +42,10 @@ def targets_of(changes: list[Any]) -> dict[tuple[str, str], dict[str, Any]]:
     for c in changes:
         for s in c.sources:
             kind, _, name = s["source"].partition(":")
-            t = out.setdefault(source_key(kind, name), {"source": s["source"], "expect": s["expect"],
-                                                        "factor": s.get("factor"), "knobs": []})
+            t = out.setdefault(
+                source_key(kind, name),
+                {"source": s["source"], "expect": s["expect"], "factor": s.get("factor"), "knobs": []},
+            )
             t["knobs"].append(f"{c.name}={c.value}")
             if s["expect"] == "gone":
                 t["expect"], t["factor"] = "gone", 0.0
@@ -54,8 +56,9 @@ def _ci(blocks: np.ndarray) -> list[float | None]:
     if len(blocks) < 3 or np.all(blocks == blocks[0]):
         m = float(blocks.mean()) if len(blocks) else 0.0
         return [m, m]
-    res = stats.bootstrap((blocks,), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa",
-                          random_state=np.random.default_rng(1))
+    res = stats.bootstrap(
+        (blocks,), np.mean, confidence_level=0.95, n_resamples=2000, method="BCa", random_state=np.random.default_rng(1)
+    )
     lo, hi = res.confidence_interval
     # A block can exceed 1e6 ppm (a detour is counted in the block it starts in); the mean cannot.
     return [float(max(lo, 0.0)) if np.isfinite(lo) else None, float(min(hi, 1e6)) if np.isfinite(hi) else None]
@@ -76,17 +79,31 @@ def can_test(k_before: int, t_before: float, t_after: float, alpha: float) -> bo
     return float(stats.binomtest(0, k_before, t_after / (t_before + t_after)).pvalue) < alpha
 
 
-def _verdict(t: dict[str, Any], row: dict[str, Any] | None, alpha: float,
-             exposure: tuple[float, float]) -> dict[str, Any]:
+def _verdict(
+    t: dict[str, Any], row: dict[str, Any] | None, alpha: float, exposure: tuple[float, float]
+) -> dict[str, Any]:
     b, n = _side(row, "base"), _side(row, "new")
-    empty = {"before": b, "after": n, "q": None, "rate_ratio": None, "ci95": [None, None], "down": False,
-             "as_planned": False, "testable": False}
+    empty = {
+        "before": b,
+        "after": n,
+        "q": None,
+        "rate_ratio": None,
+        "ci95": [None, None],
+        "down": False,
+        "as_planned": False,
+        "testable": False,
+    }
     if row is None or b["count"] == 0:
         return {**empty, "verdict": "absent before: nothing to verify", "short": "absent before"}
     if not can_test(b["count"], *exposure, alpha):
-        return {**empty, "q": row["rate"]["q"], "as_planned": t["expect"] == "gone" and n["count"] == 0,
-                "verdict": f"too rare to test ({b['count']} before, {n['count']} after): no drop of so few "
-                           f"occurrences can be significant at {alpha:g}; measure longer", "short": "too rare to test"}
+        return {
+            **empty,
+            "q": row["rate"]["q"],
+            "as_planned": t["expect"] == "gone" and n["count"] == 0,
+            "verdict": f"too rare to test ({b['count']} before, {n['count']} after): no drop of so few "
+            f"occurrences can be significant at {alpha:g}; measure longer",
+            "short": "too rare to test",
+        }
     qs = [row["rate"]["q"]] + ([row["duration"]["q"]] if row.get("duration") else [])
     q = min(x for x in qs if x is not None)
     down = q < alpha and n["ppm"] < b["ppm"]
@@ -98,17 +115,40 @@ def _verdict(t: dict[str, Any], row: dict[str, Any] | None, alpha: float,
     else:
         planned = down
     if not down:
-        text = (f"did not go down: it rose ({b['ppm']:,.1f} -> {n['ppm']:,.1f} ppm, q={q:.2g})" if n["ppm"] >= b["ppm"]
-                else f"did not go down significantly (q={q:.2g})")
+        text = (
+            f"did not go down: it rose ({b['ppm']:,.1f} -> {n['ppm']:,.1f} ppm, q={q:.2g})"
+            if n["ppm"] >= b["ppm"]
+            else f"did not go down significantly (q={q:.2g})"
+        )
     elif planned:
-        text = ("gone from the measured CPUs, as planned" if t["expect"] == "gone" else
-                "went down as planned" + (" (none left in this run)" if n["count"] == 0 else ""))
+        text = (
+            "gone from the measured CPUs, as planned"
+            if t["expect"] == "gone"
+            else "went down as planned" + (" (none left in this run)" if n["count"] == 0 else "")
+        )
     else:
         text = "went down, less than planned" + (" (still there)" if t["expect"] == "gone" else "")
-    short = ("not down" if not down else "gone, as planned" if planned and n["count"] == 0 else
-             "down, as planned" if planned else "down, less than planned")
-    return {"before": b, "after": n, "q": q, "rate_ratio": ratio, "ci95": ci, "down": down, "as_planned": planned,
-            "testable": True, "verdict": text, "short": short}
+    short = (
+        "not down"
+        if not down
+        else "gone, as planned"
+        if planned and n["count"] == 0
+        else "down, as planned"
+        if planned
+        else "down, less than planned"
+    )
+    return {
+        "before": b,
+        "after": n,
+        "q": q,
+        "rate_ratio": ratio,
+        "ci95": ci,
+        "down": down,
+        "as_planned": planned,
+        "testable": True,
+        "verdict": text,
+        "short": short,
+    }
 
 
 def analyse(before: Run, after: Run, changes: list[Any], alpha: float) -> dict[str, Any]:
@@ -131,13 +171,24 @@ def analyse(before: Run, after: Run, changes: list[Any], alpha: float) -> dict[s
     results.sort(key=lambda r: -r["before"]["ppm"])
     cpus = full["compared_cpus"]
     sb, sa = from_run(before, cpus), from_run(after, cpus)
-    overall = {c: {**full["total"][str(c)], "base_ci95": _ci(sb.blocks_ppm[c]), "new_ci95": _ci(sa.blocks_ppm[c])}
-               for c in cpus}
-    side_effects = [f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
-                    f"{r['delta_ppm']:+,.1f} ppm, q={min(x for x in [r['rate']['q']] if x is not None):.2g})"
-                    for r in full["new"] + full["changed"]
-                    if (r["kind"], r["name"]) not in targets and r["significant"] and r["delta_ppm"] > 0]
-    return {"alpha": alpha, "targets": results, "overall": overall, "side_effects": side_effects,
-            "ok": any(r["testable"] for r in results) and all(r["down"] for r in results if r["testable"]),
-            "untestable": sum(not r["testable"] for r in results), "notes": full["notes"],
-            "not_compared": full["not_compared"], "tests": fam["tests"] if fam else 0}
+    overall = {
+        c: {**full["total"][str(c)], "base_ci95": _ci(sb.blocks_ppm[c]), "new_ci95": _ci(sa.blocks_ppm[c])}
+        for c in cpus
+    }
+    side_effects = [
+        f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
+        f"{r['delta_ppm']:+,.1f} ppm, q={min(x for x in [r['rate']['q']] if x is not None):.2g})"
+        for r in full["new"] + full["changed"]
+        if (r["kind"], r["name"]) not in targets and r["significant"] and r["delta_ppm"] > 0
+    ]
+    return {
+        "alpha": alpha,
+        "targets": results,
+        "overall": overall,
+        "side_effects": side_effects,
+        "ok": any(r["testable"] for r in results) and all(r["down"] for r in results if r["testable"]),
+        "untestable": sum(not r["testable"] for r in results),
+        "notes": full["notes"],
+        "not_compared": full["not_compared"],
+        "tests": fam["tests"] if fam else 0,
+    }

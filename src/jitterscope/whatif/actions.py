@@ -29,9 +29,13 @@ def dvfs_options(args: argparse.Namespace) -> DvfsOptions:
         raise UsageError(f"--alpha {args.alpha}: a share from 0 (excluded) to 1")
     if args.warmup < 0:
         raise UsageError(f"--warmup {args.warmup}: a number of subframes >= 0")
-    ctl = C.Controller(table=tuple(float(x) for x in C.parse_table(args.table)), model=args.model,
-                       alpha=args.alpha, quantize=args.quantize,
-                       transition_ns=parse_duration_ns(args.transition, what="--transition", allow_zero=True))
+    ctl = C.Controller(
+        table=tuple(float(x) for x in C.parse_table(args.table)),
+        model=args.model,
+        alpha=args.alpha,
+        quantize=args.quantize,
+        transition_ns=parse_duration_ns(args.transition, what="--transition", allow_zero=True),
+    )
     sub = parse_duration_ns(args.subframe, what="--subframe")
     if sub < 10_000 or sub <= 2 * ctl.transition_ns:
         raise UsageError(f"--subframe {args.subframe}: at least 10us and more than twice --transition")
@@ -58,11 +62,14 @@ def evictions_per_burst(text: str) -> float:
             r = json.loads(path.read_text())
             n = r["unified"]["app_evicted_by_os"] / max(int(r["bursts"]), 1)
         except OSError as err:
-            raise UsageError(f"--evictions {text!r}: not a number, and cannot read it as a file "
-                             f"({err.strerror or err})") from None
+            raise UsageError(
+                f"--evictions {text!r}: not a number, and cannot read it as a file ({err.strerror or err})"
+            ) from None
         except (ValueError, KeyError, TypeError):
-            raise UsageError(f"--evictions {text!r}: not a number nor a `whatif cache --json` result "
-                             "(needs unified.app_evicted_by_os and bursts)") from None
+            raise UsageError(
+                f"--evictions {text!r}: not a number nor a `whatif cache --json` result "
+                "(needs unified.app_evicted_by_os and bursts)"
+            ) from None
     if not 0 <= n < 1e9 or n != n:
         raise UsageError(f"--evictions {text!r}: evictions per kernel burst must be >= 0")
     return n
@@ -90,8 +97,9 @@ def dvfs(args: argparse.Namespace) -> int:
         cmd = [str(x) for x in run.meta.get("command") or []]
         if not cmd:
             raise UsageError(f"{args.run}: the sync run does not record its command: --apply cannot run it again")
-        res["apply"] = apply(cmd, run.cpus or list(range(os.cpu_count() or 1)), o.ctl, o.subframe_ns,
-                             nominal_khz(args.nominal))
+        res["apply"] = apply(
+            cmd, run.cpus or list(range(os.cpu_count() or 1)), o.ctl, o.subframe_ns, nominal_khz(args.nominal)
+        )
     if args.plot is not None:
         plotting.save(plotting_figure(trace, o), args.plot)
     if args.trace_out is not None:
@@ -114,8 +122,11 @@ def plotting_figure(trace: list[dict[str, Any]], o: DvfsOptions) -> Any:
 
 def _remedy_text(args: argparse.Namespace) -> str:
     parts = [f"L2 {args.l2}", f"L1 {args.l1}"]
-    parts.append("no OS cache" if args.os_cache.strip().lower() in ("0", "off", "none") else
-                 f"OS cache {args.os_cache}, overflow {args.overflow}, flush {args.flush}")
+    parts.append(
+        "no OS cache"
+        if args.os_cache.strip().lower() in ("0", "off", "none")
+        else f"OS cache {args.os_cache}, overflow {args.overflow}, flush {args.flush}"
+    )
     if args.prefetch:
         parts.append(f"prefetch {args.prefetch} lines")
     if args.pin == "on":
@@ -154,6 +165,8 @@ def capture(args: argparse.Namespace) -> int:
         raise UsageError(f"--max-accesses {args.max_accesses!r}: one number >= 1, e.g. 1e8")
     outpath.check_file(args.out, "--out")
     info = memtrace.capture(cmd, args.out, limit[0], args.instructions)
-    print(f"trace {args.out}: {number(info['accesses'])} accesses ({number(info['lines'])} distinct 256 B blocks)"
-          f"{', truncated at --max-accesses' if info['truncated'] else ''}; {cmd[0]} exited with {info['exit_code']}")
+    print(
+        f"trace {args.out}: {number(info['accesses'])} accesses ({number(info['lines'])} distinct 256 B blocks)"
+        f"{', truncated at --max-accesses' if info['truncated'] else ''}; {cmd[0]} exited with {info['exit_code']}"
+    )
     return 0

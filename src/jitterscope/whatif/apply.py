@@ -31,7 +31,7 @@ def _threads(pid: int) -> dict[int, tuple[int, int]]:
         try:
             delay = int((t / "schedstat").read_text().split()[1])
             stat = (t / "stat").read_text()
-            cpu = int(stat[stat.rindex(")") + 2:].split()[36])
+            cpu = int(stat[stat.rindex(")") + 2 :].split()[36])
         except (OSError, ValueError, IndexError):
             continue
         out[int(t.name)] = (delay, cpu)
@@ -41,14 +41,15 @@ def _threads(pid: int) -> dict[int, tuple[int, int]]:
 class Online:
     """The controller of every thread of the running program; per CPU the highest factor."""
 
-    def __init__(self, ctl: Controller, limits: cpufreq.Limits, fmap: dict[int, dict[float, int]],
-                 period_ns: float) -> None:
+    def __init__(
+        self, ctl: Controller, limits: cpufreq.Limits, fmap: dict[int, dict[float, int]], period_ns: float
+    ) -> None:
         self.ctl, self.limits, self.fmap, self.period = ctl, limits, fmap, period_ns
         self.j: dict[int, float] = {}
         self.f: dict[int, float] = {}
         self.last: dict[int, int] = {}
         self.cpu_f = {cpu: 1.0 for cpu in fmap}
-        self.weighted = {cpu: 0.0 for cpu in fmap}      # sum factor^3 x time, per CPU
+        self.weighted = {cpu: 0.0 for cpu in fmap}  # sum factor^3 x time, per CPU
         self.time = 0.0
 
     def tick(self, pid: int, elapsed_ns: float) -> None:
@@ -73,8 +74,10 @@ def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     try:
         proc = subprocess.Popen(cmd, start_new_session=True)
     except OSError as err:
-        raise JitterscopeError(f"--apply: cannot run the recorded program {cmd[0]!r} ({err.strerror or err}); "
-                               "run from the directory it was recorded in") from None
+        raise JitterscopeError(
+            f"--apply: cannot run the recorded program {cmd[0]!r} ({err.strerror or err}); "
+            "run from the directory it was recorded in"
+        ) from None
     journal.process_group(proc.pid)
     last = time.perf_counter()
     while proc.poll() is None:
@@ -86,8 +89,9 @@ def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     return time.perf_counter() - t0
 
 
-def apply(cmd: list[str], cpus: list[int], ctl: Controller, subframe_ns: int,
-          nominal_khz: int | None) -> dict[str, Any]:
+def apply(
+    cmd: list[str], cpus: list[int], ctl: Controller, subframe_ns: int, nominal_khz: int | None
+) -> dict[str, Any]:
     """Run `cmd` pinned at nominal, then under the online controller; or why it cannot be done here."""
     pols, why = cpufreq.policies(cpus)
     base, stand_in = cpufreq.root()
@@ -104,9 +108,24 @@ def apply(cmd: list[str], cpus: list[int], ctl: Controller, subframe_ns: int,
         controlled_s = _run(cmd, journal, online)
         changes = limits.changes
     power = {cpu: (w / online.time if online.time else 1.0) - 1.0 for cpu, w in online.weighted.items()}
-    note = (f"STAND-IN cpufreq root {base} ({cpufreq.ROOT_ENV}): the frequencies written there change nothing on "
-            "this machine; the two run times differ by noise only") if stand_in else None
-    return {"status": "applied", "stand_in": stand_in, "root": str(base), "note": note, "period_ns": period,
-            "frequencies_khz": {str(cpu): {f"{x:g}": k for x, k in m.items()} for cpu, m in fmap.items()},
-            "nominal_s": nominal_s, "controlled_s": controlled_s,
-            "limit_changes": changes, "power": power, "cwd": os.getcwd()}
+    note = (
+        (
+            f"STAND-IN cpufreq root {base} ({cpufreq.ROOT_ENV}): the frequencies written there change nothing on "
+            "this machine; the two run times differ by noise only"
+        )
+        if stand_in
+        else None
+    )
+    return {
+        "status": "applied",
+        "stand_in": stand_in,
+        "root": str(base),
+        "note": note,
+        "period_ns": period,
+        "frequencies_khz": {str(cpu): {f"{x:g}": k for x, k in m.items()} for cpu, m in fmap.items()},
+        "nominal_s": nominal_s,
+        "controlled_s": controlled_s,
+        "limit_changes": changes,
+        "power": power,
+        "cwd": os.getcwd(),
+    }

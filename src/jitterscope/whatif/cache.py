@@ -23,8 +23,8 @@ from jitterscope.whatif import kernel as K
 
 @dataclass
 class CacheOptions:
-    remedy: CS.Config                 # the configuration under test
-    unified: CS.Config                # the same machine without OS cache, prefetch or pinning
+    remedy: CS.Config  # the configuration under test
+    unified: CS.Config  # the same machine without OS cache, prefetch or pinning
     access_ns: float = 1.0
     miss_penalty_ns: float = 100.0
     footprint: int = 48 << 10
@@ -35,20 +35,29 @@ def _view(r: dict[str, int], own_alone: int, ideal: int, o: CacheOptions, app_ns
     """One machine with the kernel: misses the kernel caused there (vs the same machine without it), and
     misses and slowdown against the ideal (unified L2, no kernel)."""
     extra, vs_ideal = r["misses_app"] - own_alone, r["misses_app"] - ideal
-    return {"app_misses": r["misses_app"], "extra_misses": extra, "vs_ideal": vs_ideal,
-            "slowdown": vs_ideal * o.miss_penalty_ns / app_ns if app_ns else 0.0,
-            "os_slowdown": extra * o.miss_penalty_ns / app_ns if app_ns else 0.0,
-            "other_hits": r["other_hits_app"], "app_evicted_by_os": r["app_evicted_by_os"],
-            "os_misses": r["misses_os"], "writebacks": r["writebacks"], "overflows": r["overflows"],
-            "overflow_rejected": r["overflow_rejected"], "prefetched": r["prefetched"],
-            "prefetch_useful": r["prefetch_useful"], "counters": r}
+    return {
+        "app_misses": r["misses_app"],
+        "extra_misses": extra,
+        "vs_ideal": vs_ideal,
+        "slowdown": vs_ideal * o.miss_penalty_ns / app_ns if app_ns else 0.0,
+        "os_slowdown": extra * o.miss_penalty_ns / app_ns if app_ns else 0.0,
+        "other_hits": r["other_hits_app"],
+        "app_evicted_by_os": r["app_evicted_by_os"],
+        "os_misses": r["misses_os"],
+        "writebacks": r["writebacks"],
+        "overflows": r["overflows"],
+        "overflow_rejected": r["overflow_rejected"],
+        "prefetched": r["prefetched"],
+        "prefetch_useful": r["prefetch_useful"],
+        "counters": r,
+    }
 
 
 def whatif_cache(trace: np.ndarray, tl: K.Timeline, o: CacheOptions, progress: bool = True) -> dict[str, Any]:
     n = len(trace)
     b, srcs = K.bursts(tl, n, o.access_ns, o.footprint)
     counts = np.bincount(np.asarray(b.src, np.int64), minlength=len(srcs))
-    top = [int(s) for s in np.argsort(-counts, kind="stable")[:o.per_source] if counts[s] > 0]
+    top = [int(s) for s in np.argsort(-counts, kind="stable")[: o.per_source] if counts[s] > 0]
     bar = Progress("whatif cache", 4 + 2 * len(top), enabled=None if progress else False)
     alone = CS.run(o.unified, trace, CS.Bursts.none(), [])
     rem_alone = CS.run(o.remedy, trace, CS.Bursts.none(), [])
@@ -65,16 +74,29 @@ def whatif_cache(trace: np.ndarray, tl: K.Timeline, o: CacheOptions, progress: b
         u = CS.run(o.unified, trace, bs, srcs)
         r = CS.run(o.remedy, trace, bs, srcs)
         bar.update(4 + 2 * i)
-        per.append({"source": tl.names[s], "bursts": int(len(bs.pos)),
-                    "kernel_accesses": int(np.asarray(bs.length, np.int64).sum()),
-                    "unified": _view(u, base, base, o, app_ns), "remedy": _view(r, rbase, base, o, app_ns)})
+        per.append(
+            {
+                "source": tl.names[s],
+                "bursts": int(len(bs.pos)),
+                "kernel_accesses": int(np.asarray(bs.length, np.int64).sum()),
+                "unified": _view(u, base, base, o, app_ns),
+                "remedy": _view(r, rbase, base, o, app_ns),
+            }
+        )
     bar.close()
-    return {"accesses": n, "app_time_ns": app_ns, "bursts": int(len(b.pos)),
-            "kernel_accesses": int(np.asarray(b.length, np.int64).sum()), "sources": len(srcs),
-            "os_origin": tl.origin, "ideal": {"app_misses": base, "counters": alone},
-            "remedy_alone": {"app_misses": rbase, "counters": rem_alone},
-            "unified": _view(uni, base, base, o, app_ns), "remedy": _view(rem, rbase, base, o, app_ns),
-            "per_source": per}
+    return {
+        "accesses": n,
+        "app_time_ns": app_ns,
+        "bursts": int(len(b.pos)),
+        "kernel_accesses": int(np.asarray(b.length, np.int64).sum()),
+        "sources": len(srcs),
+        "os_origin": tl.origin,
+        "ideal": {"app_misses": base, "counters": alone},
+        "remedy_alone": {"app_misses": rbase, "counters": rem_alone},
+        "unified": _view(uni, base, base, o, app_ns),
+        "remedy": _view(rem, rbase, base, o, app_ns),
+        "per_source": per,
+    }
 
 
 def unified_of(cfg: CS.Config) -> CS.Config:
@@ -84,4 +106,3 @@ def unified_of(cfg: CS.Config) -> CS.Config:
         setattr(u, name, getattr(cfg, name))
     u.os_sets = u.os_ways = u.prefetch_lines = u.pin = 0
     return u
-

@@ -20,15 +20,42 @@ LIB = "libjscachesim.so"
 LINE = 64
 U32, U64 = ctypes.c_uint32, ctypes.c_uint64
 
-STAT_FIELDS = ["accesses", "l2_accesses", "home_hits", "other_hits", "misses"]   # [app, os] pairs
-STAT_SCALARS = ["writebacks", "overflows", "overflow_rejected", "app_evicted_by_os", "prefetched",
-                "prefetch_useful", "prefetch_skipped", "flushes", "bursts"]
+STAT_FIELDS = ["accesses", "l2_accesses", "home_hits", "other_hits", "misses"]  # [app, os] pairs
+STAT_SCALARS = [
+    "writebacks",
+    "overflows",
+    "overflow_rejected",
+    "app_evicted_by_os",
+    "prefetched",
+    "prefetch_useful",
+    "prefetch_skipped",
+    "flushes",
+    "bursts",
+]
 
 
 class Config(ctypes.Structure):
-    _fields_ = [(n, U32) for n in ("l1_sets", "l1_ways", "l1_line_shift", "l2_sets", "l2_ways", "os_sets",
-                                   "os_ways", "overflow", "flush", "migrate_back", "prefetch_lines", "pin",
-                                   "pin_pct", "prefetch_pct", "active_mult", "ema_shift")]
+    _fields_ = [
+        (n, U32)
+        for n in (
+            "l1_sets",
+            "l1_ways",
+            "l1_line_shift",
+            "l2_sets",
+            "l2_ways",
+            "os_sets",
+            "os_ways",
+            "overflow",
+            "flush",
+            "migrate_back",
+            "prefetch_lines",
+            "pin",
+            "pin_pct",
+            "prefetch_pct",
+            "active_mult",
+            "ema_shift",
+        )
+    ]
 
 
 class Stats(ctypes.Structure):
@@ -68,8 +95,10 @@ def parse_geometry(text: str, option: str, line: int = LINE, allow_off: bool = F
         raise UsageError(f"{option} {text!r}: the line size must be a power of two from 4 to {LINE} bytes")
     g = Geometry(size, ways, line)
     if size % (ways * line) or g.sets < 1 or g.sets & (g.sets - 1):
-        raise UsageError(f"{option} {text!r}: size / (ways x {line} B lines) = {size / (ways * line):g} sets; "
-                         "it must be a power of two")
+        raise UsageError(
+            f"{option} {text!r}: size / (ways x {line} B lines) = {size / (ways * line):g} sets; "
+            "it must be a power of two"
+        )
     return g
 
 
@@ -81,8 +110,18 @@ def _lib() -> ctypes.CDLL:
     except OSError as err:
         raise JitterscopeError(f"cannot load {path} ({err}): run 'make native'") from None
     p64, p32 = ctypes.POINTER(U64), ctypes.POINTER(U32)
-    lib.js_cachesim_run.argtypes = [ctypes.POINTER(Config), p64, U64, p64, p32, p64, U64, ctypes.POINTER(Source),
-                                    U32, ctypes.POINTER(Stats)]
+    lib.js_cachesim_run.argtypes = [
+        ctypes.POINTER(Config),
+        p64,
+        U64,
+        p64,
+        p32,
+        p64,
+        U64,
+        ctypes.POINTER(Source),
+        U32,
+        ctypes.POINTER(Stats),
+    ]
     lib.js_cachesim_run.restype = ctypes.c_int
     lib.js_cachesim_layout.argtypes = [p64, ctypes.c_int]
     return lib
@@ -95,9 +134,17 @@ def c_layout() -> list[int]:
 
 
 def py_layout() -> list[int]:
-    return [ctypes.sizeof(Config), Config.l2_sets.offset, Config.ema_shift.offset, ctypes.sizeof(Stats),
-            Stats.writebacks.offset, Stats.bursts.offset, ctypes.sizeof(Source), Source.cursor.offset,
-            Source.write_every.offset]
+    return [
+        ctypes.sizeof(Config),
+        Config.l2_sets.offset,
+        Config.ema_shift.offset,
+        ctypes.sizeof(Stats),
+        Stats.writebacks.offset,
+        Stats.bursts.offset,
+        ctypes.sizeof(Source),
+        Source.cursor.offset,
+        Source.write_every.offset,
+    ]
 
 
 @dataclass
@@ -127,8 +174,18 @@ def run(cfg: Config, trace: np.ndarray, bursts: Bursts, sources: list[tuple[int,
     length = np.ascontiguousarray(bursts.length[order], np.uint64)
     srcs = (Source * max(len(sources), 1))(*[Source(b, n, 0, w, 0) for b, n, w in sources])
     st = Stats()
-    rc = _lib().js_cachesim_run(ctypes.byref(cfg), _ptr(trace, U64), len(trace), _ptr(pos, U64), _ptr(src, U32),
-                                _ptr(length, U64), len(pos), srcs, len(sources), ctypes.byref(st))
+    rc = _lib().js_cachesim_run(
+        ctypes.byref(cfg),
+        _ptr(trace, U64),
+        len(trace),
+        _ptr(pos, U64),
+        _ptr(src, U32),
+        _ptr(length, U64),
+        len(pos),
+        srcs,
+        len(sources),
+        ctypes.byref(st),
+    )
     if rc:
         raise JitterscopeError("the cache simulator could not allocate its caches (out of memory)")
     out = {f"{n}_{who}": int(getattr(st, n)[i]) for n in STAT_FIELDS for i, who in enumerate(("app", "os"))}

@@ -36,8 +36,9 @@ def parse_table(text: str) -> np.ndarray:
         else:
             vals = np.array([float(x) for x in text.split(",")])
     except ValueError:
-        raise UsageError(f"--table {text!r}: expected LO:HI:STEP (e.g. {TABLE_SPEC}) or a list of factors "
-                         "(e.g. 0.9,1.0,1.1)") from None
+        raise UsageError(
+            f"--table {text!r}: expected LO:HI:STEP (e.g. {TABLE_SPEC}) or a list of factors (e.g. 0.9,1.0,1.1)"
+        ) from None
     vals = np.unique(np.round(vals, 9))
     if len(vals) == 0 or vals[0] <= 0:
         raise UsageError(f"--table {text!r}: factors must be positive")
@@ -51,10 +52,10 @@ class Controller:
     """One controller configuration (every [impl] choice of spec A.7 with its default)."""
 
     table: tuple[float, ...] = tuple(parse_table(TABLE_SPEC))
-    k: int = 1                      # reactivity: the jitter is spread over the next k subframes
+    k: int = 1  # reactivity: the jitter is spread over the next k subframes
     model: str = "paper"
-    alpha: float = 1.0              # physical model: share of time that scales with frequency
-    quantize: str = "nearest"       # nearest table entry (reproduces the 0.95 dips) or ceil
+    alpha: float = 1.0  # physical model: share of time that scales with frequency
+    quantize: str = "nearest"  # nearest table entry (reproduces the 0.95 dips) or ceil
     transition_ns: float = 10_000.0  # core stall on a frequency change (PLL lock, Table 3: 10 us)
 
     def scale(self, factor: float) -> float:
@@ -68,10 +69,10 @@ class Controller:
         target = tau0_ns - jitter_ns / self.k
         if tau0_ns <= 0:
             return 1.0
-        r = target / tau0_ns                      # wanted tau(f)/tau(f0)
+        r = target / tau0_ns  # wanted tau(f)/tau(f0)
         if self.model == "paper":
             return math.inf if r <= 0 else 1.0 / r
-        rest = r - (1.0 - self.alpha)             # the part the clock can change
+        rest = r - (1.0 - self.alpha)  # the part the clock can change
         return math.inf if rest <= 0 else self.alpha / rest
 
     def quantise(self, raw: float) -> float:
@@ -89,8 +90,9 @@ class Controller:
         return self.quantise(self.raw_factor(tau0_ns, jitter_ns))
 
 
-def step(c: Controller, tau0_ns: float, jitter_ns: float, new_jitter_ns: float = 0.0,
-         previous: float = 1.0) -> tuple[float, float]:
+def step(
+    c: Controller, tau0_ns: float, jitter_ns: float, new_jitter_ns: float = 0.0, previous: float = 1.0
+) -> tuple[float, float]:
     """One subframe without dependencies: (chosen factor, J after it) when `new_jitter_ns` is lost in it."""
     f = c.choose(tau0_ns, jitter_ns)
     stall = c.transition_ns if f != previous else 0.0

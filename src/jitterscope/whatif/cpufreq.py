@@ -41,10 +41,10 @@ def _int(p: Path) -> int:
 class Policy:
     cpu: int
     dir: Path
-    lo_khz: int                     # cpuinfo_min_freq
-    hi_khz: int                     # cpuinfo_max_freq
-    available: list[int]            # scaling_available_frequencies (empty: any value)
-    transition_ns: int              # cpuinfo_transition_latency
+    lo_khz: int  # cpuinfo_min_freq
+    hi_khz: int  # cpuinfo_max_freq
+    available: list[int]  # scaling_available_frequencies (empty: any value)
+    transition_ns: int  # cpuinfo_transition_latency
 
 
 def policies(cpus: list[int]) -> tuple[list[Policy], str | None]:
@@ -57,11 +57,13 @@ def policies(cpus: list[int]) -> tuple[list[Policy], str | None]:
             where = f"{d} (stand-in root {ROOT_ENV})" if stand_in else str(d)
             return [], f"this host has no cpufreq for CPU {cpu} ({where} is absent): no frequency to drive"
         try:
-            avail = [int(x) for x in (d / "scaling_available_frequencies").read_text().split()] \
-                if (d / "scaling_available_frequencies").exists() else []
+            avail = (
+                [int(x) for x in (d / "scaling_available_frequencies").read_text().split()]
+                if (d / "scaling_available_frequencies").exists()
+                else []
+            )
             lat = _int(d / "cpuinfo_transition_latency") if (d / "cpuinfo_transition_latency").exists() else 0
-            out.append(Policy(cpu, d, _int(d / "cpuinfo_min_freq"), _int(d / "cpuinfo_max_freq"), sorted(avail),
-                              lat))
+            out.append(Policy(cpu, d, _int(d / "cpuinfo_min_freq"), _int(d / "cpuinfo_max_freq"), sorted(avail), lat))
         except (OSError, ValueError) as err:
             return [], f"cannot read {d} ({getattr(err, 'strerror', None) or err})"
     return out, None
@@ -80,8 +82,11 @@ def frequency_map(table: tuple[float, ...], p: Policy, nominal_khz: int | None =
 
 
 def _write(d: Path, lo: int, hi: int, current_max: int) -> None:
-    first, second = (("scaling_max_freq", hi), ("scaling_min_freq", lo)) if hi >= current_max else \
-        (("scaling_min_freq", lo), ("scaling_max_freq", hi))
+    first, second = (
+        (("scaling_max_freq", hi), ("scaling_min_freq", lo))
+        if hi >= current_max
+        else (("scaling_min_freq", lo), ("scaling_max_freq", hi))
+    )
     (d / first[0]).write_text(str(first[1]))
     (d / second[0]).write_text(str(second[1]))
 
@@ -93,7 +98,7 @@ def undo_limits(e: dict[str, Any]) -> Outcome:
     if _int(d / "scaling_min_freq") == lo and _int(d / "scaling_max_freq") == hi:
         return Outcome("unchanged", f"{d} already {lo}..{hi} kHz")
     _write(d, lo, hi, _int(d / "scaling_max_freq"))
-    (d / "scaling_max_freq").write_text(str(hi))        # again: a min above the old max may have clipped it
+    (d / "scaling_max_freq").write_text(str(hi))  # again: a min above the old max may have clipped it
     return Outcome("restored", f"{d} limits set back to {lo}..{hi} kHz")
 
 

@@ -24,9 +24,11 @@ from jitterscope.rundir import load_run
 from jitterscope.whatif.cachesim import LINE, Bursts
 
 KERNEL_KINDS = ("irq", "softirq", "nmi")
-KTHREAD = re.compile(r"^(kworker|ksoftirqd|rcu|migration|kthreadd|kswapd|kcompactd|watchdog|cpuhp|khugepaged|"
-                     r"kblockd|irq/|jbd2|kauditd|oom_reaper|writeback|kdevtmpfs|idle_inject|scsi_|khungtaskd|"
-                     r"kintegrityd|ksmd|kthrotld|psimon|kdamond|ext4|xfs)")
+KTHREAD = re.compile(
+    r"^(kworker|ksoftirqd|rcu|migration|kthreadd|kswapd|kcompactd|watchdog|cpuhp|khugepaged|"
+    r"kblockd|irq/|jbd2|kauditd|oom_reaper|writeback|kdevtmpfs|idle_inject|scsi_|khungtaskd|"
+    r"kintegrityd|ksmd|kthrotld|psimon|kdamond|ext4|xfs)"
+)
 KERNEL_BASE = 0xFFFF_8880_0000_0000
 WRITE_EVERY = 4
 
@@ -51,21 +53,32 @@ def from_run(path: object, cpu: int | None) -> Timeline:
     run = load_run(str(path), kinds=("measure",), purpose="whatif cache --os-trace")
     act = run.activity.to_pylist()
     if not act:
-        raise JitterscopeError(f"{path}: the run has no kernel activity (measured with --no-trace?): "
-                               "measure with tracing, or use --os-rate")
+        raise JitterscopeError(
+            f"{path}: the run has no kernel activity (measured with --no-trace?): "
+            "measure with tracing, or use --os-rate"
+        )
     cpus = sorted({r["cpu"] for r in act})
     cpu = cpus[0] if cpu is None else cpu
     if cpu not in cpus:
         raise JitterscopeError(f"{path}: no kernel activity on CPU {cpu} (it has {', '.join(map(str, cpus))})")
     span = float(run.duration_ns)
-    rows = sorted((r for r in act if r["cpu"] == cpu and _is_kernel(r["kind"], r["name"])
-                   and 0 <= r["start_ns"] < span and r["end_ns"] > r["start_ns"]), key=lambda r: r["start_ns"])
+    rows = sorted(
+        (
+            r
+            for r in act
+            if r["cpu"] == cpu
+            and _is_kernel(r["kind"], r["name"])
+            and 0 <= r["start_ns"] < span
+            and r["end_ns"] > r["start_ns"]
+        ),
+        key=lambda r: r["start_ns"],
+    )
     names: dict[str, int] = {}
     out: list[tuple[int, int, int]] = []
     end = -1
     for r in rows:
         if r["start_ns"] < end:
-            continue                                  # nested in the previous burst: the outer one's time
+            continue  # nested in the previous burst: the outer one's time
         key = f"{r['kind']}:{r['name']}"
         out.append((r["start_ns"], r["end_ns"] - r["start_ns"], names.setdefault(key, len(names))))
         end = r["end_ns"]
@@ -78,14 +91,22 @@ def from_run(path: object, cpu: int | None) -> Timeline:
 def synthetic(rate_hz: float, dur_ns: float) -> Timeline:
     period = 1e9 / rate_hz
     if dur_ns >= period:
-        raise JitterscopeError(f"--os-duration ({dur_ns / 1e3:g} us) must be shorter than the period of "
-                               f"--os-rate ({period / 1e3:g} us)")
-    return Timeline(["synthetic"], np.array([0]), np.array([int(dur_ns)]), np.array([0]), period,
-                    f"synthetic: {rate_hz:g}/s x {dur_ns / 1e3:g} us")
+        raise JitterscopeError(
+            f"--os-duration ({dur_ns / 1e3:g} us) must be shorter than the period of --os-rate ({period / 1e3:g} us)"
+        )
+    return Timeline(
+        ["synthetic"],
+        np.array([0]),
+        np.array([int(dur_ns)]),
+        np.array([0]),
+        period,
+        f"synthetic: {rate_hz:g}/s x {dur_ns / 1e3:g} us",
+    )
 
 
-def bursts(tl: Timeline, n_accesses: int, access_ns: float, footprint: int,
-           only: int | None = None) -> tuple[Bursts, list[tuple[int, int, int]]]:
+def bursts(
+    tl: Timeline, n_accesses: int, access_ns: float, footprint: int, only: int | None = None
+) -> tuple[Bursts, list[tuple[int, int, int]]]:
     """Bursts over a trace of n_accesses (the timeline repeated), and the sources' (base, lines, write_every)."""
     lines = max(footprint // LINE, 1)
     reps = int(np.ceil(n_accesses * access_ns / tl.span_ns))

@@ -17,7 +17,7 @@ for _i, _c in enumerate(b"0123456789abcdef"):
 _OP = np.full(256, 255, np.uint8)
 for _k, _v in OPS.items():
     _OP[ord(_k)] = _v
-_SHIFT = (4 * np.arange(16, dtype=np.uint64))
+_SHIFT = 4 * np.arange(16, dtype=np.uint64)
 
 
 def _slow(lines: list[bytes]) -> tuple[list[int], int, int]:
@@ -92,7 +92,7 @@ def parse(stream: BinaryIO, instructions: bool, limit: int) -> tuple[np.ndarray,
             if not instructions:
                 w = w[(w & np.uint64(3)) != 3]
             if n < limit:
-                parts.append(w[:limit - n])
+                parts.append(w[: limit - n])
                 n += len(parts[-1])
         if not chunk:
             break

@@ -40,8 +40,10 @@ def load(path: Path) -> np.ndarray:
     with open(path, "rb") as f:
         words, seen, junk = lackey.parse(f, instructions=False, limit=1 << 34)
     if not seen or junk > seen:
-        raise JitterscopeError(f"{path}: unknown trace format (expected a .npy from `jitterscope whatif capture` "
-                               "or a valgrind --tool=lackey --trace-mem=yes log)")
+        raise JitterscopeError(
+            f"{path}: unknown trace format (expected a .npy from `jitterscope whatif capture` "
+            "or a valgrind --tool=lackey --trace-mem=yes log)"
+        )
     return words
 
 
@@ -69,16 +71,25 @@ def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[s
     if interrupted:
         raise JitterscopeError("capture interrupted: no trace written", exit_code=130)
     if seen == 0:
-        raise JitterscopeError(f"valgrind recorded no memory access of {cmd[0]!r} (exit code {code}): "
-                               "is it a program valgrind can run?")
+        raise JitterscopeError(
+            f"valgrind recorded no memory access of {cmd[0]!r} (exit code {code}): is it a program valgrind can run?"
+        )
     truncated = len(words) > limit
     words = words[:limit]
     with atomic_path(out) as tmp:
         with open(tmp, "wb") as f:
             np.save(f, words)
-    info = {"format": "jitterscope-memtrace", "version": 1, "command": cmd, "exit_code": code,
-            "accesses": int(len(words)), "recorded": int(seen), "truncated": truncated,
-            "instructions": instructions, "lines": int(len(np.unique(words >> np.uint64(8)))) if len(words) else 0}
+    info = {
+        "format": "jitterscope-memtrace",
+        "version": 1,
+        "command": cmd,
+        "exit_code": code,
+        "accesses": int(len(words)),
+        "recorded": int(seen),
+        "truncated": truncated,
+        "instructions": instructions,
+        "lines": int(len(np.unique(words >> np.uint64(8)))) if len(words) else 0,
+    }
     with atomic_path(Path(f"{out}.json")) as tmp:
         Path(tmp).write_text(json.dumps(info, indent=2) + "\n")
     return info

@@ -8,8 +8,8 @@ from typing import Any
 
 from jitterscope import plotting
 
-WINDOW = 60          # subframes shown (Figs. 11-12 show 30)
-BEFORE = 5           # subframes before the first change of factor
+WINDOW = 60  # subframes shown (Figs. 11-12 show 30)
+BEFORE = 5  # subframes before the first change of factor
 
 
 def _thread(trace: list[dict[str, Any]]) -> int:

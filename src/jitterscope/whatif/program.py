@@ -31,8 +31,8 @@ from jitterscope.sync.model import WAITER_TYPES
 class Segment:
     start: int
     end: int
-    lost: list[tuple[int, int]]                        # recorded spans lost to jitter, merged, inside [start, end]
-    creates: list[tuple[int, int]] = field(default_factory=list)   # (create_ns, child tid)
+    lost: list[tuple[int, int]]  # recorded spans lost to jitter, merged, inside [start, end]
+    creates: list[tuple[int, int]] = field(default_factory=list)  # (create_ns, child tid)
 
 
 @dataclass
@@ -44,7 +44,7 @@ class Wait:
     exit: int
     release: int | None
     releaser: int
-    jitter: int                                      # waiter-side jitter booked on this wait
+    jitter: int  # waiter-side jitter booked on this wait
 
 
 @dataclass
@@ -60,9 +60,9 @@ class Thread:
 @dataclass
 class Program:
     threads: dict[int, Thread]
-    lost_ns: int                                     # every lost span of every segment
-    wake_jitter_ns: int                              # every waiter-side jitter
-    recorded_ns: int                                 # the run's length as recorded (first start -> last end)
+    lost_ns: int  # every lost span of every segment
+    wake_jitter_ns: int  # every waiter-side jitter
+    recorded_ns: int  # the run's length as recorded (first start -> last end)
 
 
 def _rows(run: Run, name: str) -> list[dict[str, Any]]:
@@ -114,8 +114,10 @@ def load_program(run: Run) -> Program:
     """The replay's input from a sync run; one-line error when it has nothing to replay."""
     segs = _rows(run, "segments")
     if not segs:
-        raise JitterscopeError(f"{run.path}: the sync run has no compute segments (no thread ran to completion "
-                               "under the interposer): nothing to replay")
+        raise JitterscopeError(
+            f"{run.path}: the sync run has no compute segments (no thread ran to completion "
+            "under the interposer): nothing to replay"
+        )
     by_tid, wake = _lost_by_thread(_rows(run, "jitter"))
     lost = {tid: _Spans(spans) for tid, spans in by_tid.items()}
     creates: dict[int, list[tuple[int, int]]] = defaultdict(list)
@@ -123,8 +125,9 @@ def load_program(run: Run) -> Program:
     for t in _rows(run, "threads"):
         if t["start_ns"] is None or t["end_ns"] is None:
             continue
-        threads[t["tid"]] = Thread(t["tid"], int(t["creator_tid"] or 0), t["create_ns"], int(t["start_ns"]),
-                                   int(t["end_ns"]), [])
+        threads[t["tid"]] = Thread(
+            t["tid"], int(t["creator_tid"] or 0), t["create_ns"], int(t["start_ns"]), int(t["end_ns"]), []
+        )
         if t["creator_tid"] and t["create_ns"] is not None:
             creates[int(t["creator_tid"])].append((int(t["create_ns"]), int(t["tid"])))
     per: dict[int, list[tuple[int, int, Segment | Wait]]] = defaultdict(list)
@@ -137,9 +140,22 @@ def load_program(run: Run) -> Program:
         per[s["tid"]].append((a, 0, Segment(a, b, spans, c)))
     for w in _rows(run, "waits"):
         rel = w["release_ns"] if w["releaser_tid"] else None
-        per[w["tid"]].append((int(w["enter_ns"]), 1, Wait(
-            int(w["wait"]), w["op"], int(w["obj"] or 0), int(w["enter_ns"]), int(w["exit_ns"]),
-            None if rel is None else int(rel), int(w["releaser_tid"] or 0), wake.get(int(w["wait"]), 0))))
+        per[w["tid"]].append(
+            (
+                int(w["enter_ns"]),
+                1,
+                Wait(
+                    int(w["wait"]),
+                    w["op"],
+                    int(w["obj"] or 0),
+                    int(w["enter_ns"]),
+                    int(w["exit_ns"]),
+                    None if rel is None else int(rel),
+                    int(w["releaser_tid"] or 0),
+                    wake.get(int(w["wait"]), 0),
+                ),
+            )
+        )
     for tid, items in per.items():
         if tid in threads:
             threads[tid].items = [x for _, _, x in sorted(items, key=lambda i: (i[0], i[1]))]

@@ -42,28 +42,65 @@ PF, PI = ctypes.POINTER(F64), ctypes.POINTER(I64)
 
 @dataclass
 class Mode:
-    jitter: bool                      # inject the recorded jitter
-    ctl: Controller | None            # None: nominal frequency throughout
+    jitter: bool  # inject the recorded jitter
+    ctl: Controller | None  # None: nominal frequency throughout
     subframe_ns: int = 330_000
     warmup: int = 90
-    evict_ns: float = 0.0             # A.6 term booked on J per kernel burst: E x t_mem / n_banks
+    evict_ns: float = 0.0  # A.6 term booked on J per kernel burst: E x t_mem / n_banks
 
 
 class Params(ctypes.Structure):
-    _fields_ = [("table", F64 * 64), ("ntable", I32), ("ctl", I32), ("jitter", I32), ("physical", I32),
-                ("ceil", I32), ("warmup", I32), ("k", I64), ("alpha", F64), ("transition_ns", F64),
-                ("subframe_ns", F64), ("evict_ns", F64)]
+    _fields_ = [
+        ("table", F64 * 64),
+        ("ntable", I32),
+        ("ctl", I32),
+        ("jitter", I32),
+        ("physical", I32),
+        ("ceil", I32),
+        ("warmup", I32),
+        ("k", I64),
+        ("alpha", F64),
+        ("transition_ns", F64),
+        ("subframe_ns", F64),
+        ("evict_ns", F64),
+    ]
 
 
 class State(ctypes.Structure):
-    _fields_ = [(n, F64) for n in ("j", "f", "left", "t", "tau0", "pending", "sim_off", "start_off", "rec",
-                                   "scale", "evict", "busy", "energy")] + \
-               [("n", I64), ("item", I64), ("next", I64), ("open", I32), ("pad", I32), ("nbp", I64), ("nsub", I64)]
+    _fields_ = [
+        (n, F64)
+        for n in (
+            "j",
+            "f",
+            "left",
+            "t",
+            "tau0",
+            "pending",
+            "sim_off",
+            "start_off",
+            "rec",
+            "scale",
+            "evict",
+            "busy",
+            "energy",
+        )
+    ] + [("n", I64), ("item", I64), ("next", I64), ("open", I32), ("pad", I32), ("nbp", I64), ("nsub", I64)]
 
 
 class Out(ctypes.Structure):
-    _fields_ = [("bp_rec", PF), ("bp_sim", PF), ("map_lo", PI), ("map_hi", PI), ("sub_item", PI),
-                ("sub_off", PF), ("sub_f", PF), ("sub_t", PF), ("sub_j", PF), ("cap_bp", I64), ("cap_sub", I64)]
+    _fields_ = [
+        ("bp_rec", PF),
+        ("bp_sim", PF),
+        ("map_lo", PI),
+        ("map_hi", PI),
+        ("sub_item", PI),
+        ("sub_off", PF),
+        ("sub_f", PF),
+        ("sub_t", PF),
+        ("sub_j", PF),
+        ("cap_bp", I64),
+        ("cap_sub", I64),
+    ]
 
 
 @functools.lru_cache(maxsize=1)
@@ -73,8 +110,13 @@ def _lib() -> ctypes.CDLL:
         lib = ctypes.CDLL(str(path))
     except OSError as err:
         raise JitterscopeError(f"cannot load {path} ({err}): run 'make native'") from None
-    lib.js_dvfs_run.argtypes = [ctypes.POINTER(State), ctypes.POINTER(Params), ctypes.c_void_p, I64,
-                                ctypes.POINTER(Out)]
+    lib.js_dvfs_run.argtypes = [
+        ctypes.POINTER(State),
+        ctypes.POINTER(Params),
+        ctypes.c_void_p,
+        I64,
+        ctypes.POINTER(Out),
+    ]
     lib.js_dvfs_run.restype = I64
     lib.js_dvfs_layout.argtypes = [ctypes.POINTER(ctypes.c_uint64), ctypes.c_int]
     return lib
@@ -88,22 +130,34 @@ def c_layout() -> list[int]:
 
 def py_layout() -> list[int]:
     fields: Any = OP_DTYPE.fields
-    return [OP_DTYPE.itemsize, fields["op"][1], fields["item"][1], ctypes.sizeof(Params),
-            Params.ntable.offset, Params.k.offset, Params.evict_ns.offset, ctypes.sizeof(State), State.n.offset,
-            State.open.offset, State.nsub.offset, ctypes.sizeof(Out), Out.cap_sub.offset]
+    return [
+        OP_DTYPE.itemsize,
+        fields["op"][1],
+        fields["item"][1],
+        ctypes.sizeof(Params),
+        Params.ntable.offset,
+        Params.k.offset,
+        Params.evict_ns.offset,
+        ctypes.sizeof(State),
+        State.n.offset,
+        State.open.offset,
+        State.nsub.offset,
+        ctypes.sizeof(Out),
+        Out.cap_sub.offset,
+    ]
 
 
 @dataclass
 class _Plan:
-    maps: list[tuple[np.ndarray, np.ndarray] | None]          # per item: segment offset map (rec -> sim)
+    maps: list[tuple[np.ndarray, np.ndarray] | None]  # per item: segment offset map (rec -> sim)
     sub_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per subframe: item,
-    sub_off: np.ndarray = field(default_factory=lambda: np.zeros(0))             # sim offset in the item,
-    sub_f: np.ndarray = field(default_factory=lambda: np.zeros(0))               # factor, busy time T,
-    sub_t: np.ndarray = field(default_factory=lambda: np.zeros(0))               # J before it
+    sub_off: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sim offset in the item,
+    sub_f: np.ndarray = field(default_factory=lambda: np.zeros(0))  # factor, busy time T,
+    sub_t: np.ndarray = field(default_factory=lambda: np.zeros(0))  # J before it
     sub_j: np.ndarray = field(default_factory=lambda: np.zeros(0))
     end_j: float = 0.0
-    busy: float = 0.0                                        # compute + stalls + jitter, simulated ns
-    energy: float = 0.0                                      # sum f^3 T
+    busy: float = 0.0  # compute + stalls + jitter, simulated ns
+    energy: float = 0.0  # sum f^3 T
 
 
 @dataclass
@@ -124,8 +178,10 @@ def compile_ops(prog: Program, subframe_ns: int) -> dict[int, Ops]:
         for i, it in enumerate(th.items):
             if isinstance(it, Segment):
                 rows.append((0.0, i, OP_SEG, i))
-                marks = sorted([(s - it.start, 1, e - s) for s, e in it.lost]
-                               + [(c - it.start, 0, child) for c, child in it.creates])
+                marks = sorted(
+                    [(s - it.start, 1, e - s) for s, e in it.lost]
+                    + [(c - it.start, 0, child) for c, child in it.creates]
+                )
                 for off, kind, val in marks:
                     rows.append((float(off), 0, OP_WORK, i))
                     rows.append((float(val), 0, OP_LOST, i) if kind == 1 else (0.0, val, OP_CREATE, i))
@@ -149,7 +205,7 @@ def _params(mode: Mode) -> Params:
     table = c.table if c else (1.0,)
     if len(table) > 64:
         raise JitterscopeError(f"the DVFS table has {len(table)} factors; at most 64")
-    p.table[:len(table)] = table
+    p.table[: len(table)] = table
     p.ntable, p.ctl, p.jitter, p.warmup = len(table), c is not None, mode.jitter, mode.warmup
     if c is not None:
         p.physical, p.ceil, p.k, p.alpha = c.model != "paper", c.quantize == "ceil", c.k, c.alpha
@@ -166,15 +222,21 @@ class _Thread:
         self.bp_rec, self.bp_sim = np.empty(ops.cap_bp), np.empty(ops.cap_bp)
         self.map_lo, self.map_hi = np.full(nitems, -1, np.int64), np.full(nitems, -1, np.int64)
         self.subs = [np.empty(ops.cap_sub, np.int64)] + [np.empty(ops.cap_sub) for _ in range(4)]
-        self.out = Out(*(a.ctypes.data_as(PF if a.dtype == np.float64 else PI)
-                         for a in (self.bp_rec, self.bp_sim, self.map_lo, self.map_hi, *self.subs)),
-                       ops.cap_bp, ops.cap_sub)
+        self.out = Out(
+            *(
+                a.ctypes.data_as(PF if a.dtype == np.float64 else PI)
+                for a in (self.bp_rec, self.bp_sim, self.map_lo, self.map_hi, *self.subs)
+            ),
+            ops.cap_bp,
+            ops.cap_sub,
+        )
         self.state = State()
         self.state.f = 1.0
 
     def run(self, p: Params) -> int:
-        at = _lib().js_dvfs_run(ctypes.byref(self.state), ctypes.byref(p), self.ops.ops.ctypes.data, self.n,
-                                ctypes.byref(self.out))
+        at = _lib().js_dvfs_run(
+            ctypes.byref(self.state), ctypes.byref(p), self.ops.ops.ctypes.data, self.n, ctypes.byref(self.out)
+        )
         if at < 0:
             raise JitterscopeError("whatif dvfs: the replay's output bound was too small (a bug: please report it)")
         return int(at)
@@ -182,14 +244,16 @@ class _Thread:
     def plan(self) -> _Plan:
         s = self.state
         maps: list[tuple[np.ndarray, np.ndarray] | None] = [
-            None if lo < 0 else (self.bp_rec[lo:hi], self.bp_sim[lo:hi]) for lo, hi in zip(self.map_lo, self.map_hi)]
+            None if lo < 0 else (self.bp_rec[lo:hi], self.bp_sim[lo:hi]) for lo, hi in zip(self.map_lo, self.map_hi)
+        ]
         k = int(s.nsub)
         item, off, f, t, j = (a[:k] for a in self.subs)
         return _Plan(maps, item, off, f, t, j, end_j=s.j, busy=s.busy, energy=s.energy)
 
 
-def _schedule(prog: Program, tid: int, mode: Mode, p: Params, j0: float, plans: dict[int, _Plan],
-              ops: dict[int, Ops]) -> _Plan:
+def _schedule(
+    prog: Program, tid: int, mode: Mode, p: Params, j0: float, plans: dict[int, _Plan], ops: dict[int, Ops]
+) -> _Plan:
     th = _Thread(tid, ops[tid], len(prog.threads[tid].items))
     th.state.j = j0
     while (at := th.run(p)) < th.n:
@@ -210,6 +274,6 @@ def plan_all(prog: Program, mode: Mode, ops: dict[int, Ops] | None = None) -> di
     p = _params(mode)
     plans: dict[int, _Plan] = {}
     for tid in sorted(prog.threads, key=lambda t: (prog.threads[t].start, t)):
-        if tid not in plans:      # a thread whose creator was not recorded starts with J = 0
+        if tid not in plans:  # a thread whose creator was not recorded starts with J = 0
             plans[tid] = _schedule(prog, tid, mode, p, 0.0, plans, ops)
     return plans

@@ -16,16 +16,18 @@ from jitterscope.whatif.replay import _Plan
 
 @dataclass
 class Timeline:
-    end_ns: float                                    # the simulated program's length (first start -> last end)
-    seg_start: dict[int, list[float]]                # per thread: simulated start of each item
-    approximated: int                                # releases read before their segment was placed
+    end_ns: float  # the simulated program's length (first start -> last end)
+    seg_start: dict[int, list[float]]  # per thread: simulated start of each item
+    approximated: int  # releases read before their segment was placed
 
 
 class _Clock:
     def __init__(self, prog: Program, plans: dict[int, _Plan], jitter: bool) -> None:
         self.prog, self.plans, self.jitter = prog, plans, jitter
-        self.rec_starts = {t: [float(it.start) if isinstance(it, Segment) else float(it.enter) for it in th.items]
-                           for t, th in prog.threads.items()}
+        self.rec_starts = {
+            t: [float(it.start) if isinstance(it, Segment) else float(it.enter) for it in th.items]
+            for t, th in prog.threads.items()
+        }
         self.sim_start: dict[int, list[float]] = {t: [np.nan] * len(th.items) for t, th in prog.threads.items()}
         self.sim_end: dict[int, list[float]] = {t: [np.nan] * len(th.items) for t, th in prog.threads.items()}
         self.approx = 0
@@ -43,12 +45,12 @@ class _Clock:
             return t
         k = bisect.bisect_right(self.rec_starts[tid], t) - 1
         while k >= 0 and not isinstance(th.items[k], Segment):
-            k -= 1                                   # inside a wait: the end of the segment before it
+            k -= 1  # inside a wait: the end of the segment before it
         if k < 0:
             self.approx += 1
             return t
         while k >= 0 and np.isnan(self.sim_start[tid][k]):
-            self.approx += 1                         # not placed yet (a tie in recorded order)
+            self.approx += 1  # not placed yet (a tie in recorded order)
             k -= 1
         if k < 0:
             return t
@@ -59,13 +61,13 @@ class _Clock:
         return self.sim_start[tid][k] + float(np.interp(min(max(t - seg.start, 0), seg.end - seg.start), m[0], m[1]))
 
     def wait_end(self, tid: int, i: int, w: Wait, enter: float) -> float:
-        if w.release is None:                        # releaser unknown: the recorded wait, as it was
+        if w.release is None:  # releaser unknown: the recorded wait, as it was
             return enter + (w.exit - w.enter) - (0 if self.jitter else w.jitter)
         rel = self.at(w.releaser, w.release)
         for t2, i2 in self.rounds.get((w.obj, w.release), []) if w.op == "barrier" else []:
             e2 = self.sim_start[t2][i2]
             if not np.isnan(e2):
-                rel = max(rel, e2)                   # the round's last simulated arrival releases it
+                rel = max(rel, e2)  # the round's last simulated arrival releases it
         latency = (w.exit - w.release) - (0 if self.jitter else w.jitter)
         return max(enter, rel + max(latency, 0))
 
@@ -99,7 +101,7 @@ def place(prog: Program, plans: dict[int, _Plan], jitter: bool) -> Timeline:
             nxt = th.items[i + 1]
             key = float(nxt.start) if isinstance(nxt, Segment) else float(nxt.exit)
             if isinstance(nxt, Wait):
-                c.sim_start[tid][i + 1] = clock[tid]     # its entry is known now: a barrier round needs it
+                c.sim_start[tid][i + 1] = clock[tid]  # its entry is known now: a barrier round needs it
             heapq.heappush(heap, (key, 1 if isinstance(nxt, Wait) else 0, tid, i + 1))
     first = min(float(th.start) for th in prog.threads.values())
     return Timeline(max(clock.values()) - first, c.sim_start, c.approx)

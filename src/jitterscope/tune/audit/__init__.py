@@ -29,6 +29,12 @@ def audit(cpus: list[int]) -> dict[str, Any]:
     for part in (boot, runtime, tasks, machine):
         findings.extend(part.findings(ctx))
     counts = {v: sum(f.verdict == v for f in findings) for v in (OK, NOT, UNKNOWN)}
-    return {"host": sysinfo.host(), "kernel": sysinfo.kernel(), "virtualization": sysinfo.virtualization(),
-            "cpus": ctx.cpus, "housekeeping": ctx.housekeeping, "counts": counts,
-            "findings": [asdict(f) for f in findings]}
+    return {
+        "host": sysinfo.host(),
+        "kernel": sysinfo.kernel(),
+        "virtualization": sysinfo.virtualization(),
+        "cpus": ctx.cpus,
+        "housekeeping": ctx.housekeeping,
+        "counts": counts,
+        "findings": [asdict(f) for f in findings],
+    }

@@ -16,17 +16,17 @@ class Finding:
     knob: str
     value: str
     recommended: str
-    setting: str          # boot, runtime, build or hardware
-    source: str           # how it was read
-    verdict: str          # OK, NOT or UNKNOWN
+    setting: str  # boot, runtime, build or hardware
+    source: str  # how it was read
+    verdict: str  # OK, NOT or UNKNOWN
     why: str
     fix: str | None = None  # the command or boot parameter that makes it ok
 
 
 @dataclass
 class Context:
-    cpus: list[int]           # the CPUs to isolate
-    housekeeping: list[int]   # the other online CPUs
+    cpus: list[int]  # the CPUs to isolate
+    housekeeping: list[int]  # the other online CPUs
     nr_cpus: int
 
     @property
