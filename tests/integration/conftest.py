@@ -5,6 +5,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -14,6 +15,14 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+# A shell that starts a job in the background (`make test &`, nohup, some CI runners) starts it with SIGINT
+# ignored, and an ignored signal stays ignored across exec: every jitterscope these tests start would then
+# ignore the Ctrl-C that the Ctrl-C tests send.  Python's own handler here means children start with the
+# default disposition, as they do from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def jitterscope(*args: str, timeout: float = 120, check: bool = False, **kw) -> subprocess.CompletedProcess:

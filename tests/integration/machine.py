@@ -155,14 +155,11 @@ def run_as_nobody(
         pytest.skip(f"uid 65534 cannot import jitterscope from {ROOT}: {_nobody_imports([]).stderr.strip()}")
     if namespace_reason() is not None:
         pytest.skip(f"the checkout {ROOT} is private to root, and {namespace_reason()} to show it to uid 65534")
-    # what must stay visible below it: the checkout and the interpreter's installation
-    children = sorted(
-        {
-            p.relative_to(block).parts[0]
-            for p in (ROOT, Path(sys.base_prefix).resolve())
-            if p.is_relative_to(block) and p != block
-        }
-    )
+    # what must stay visible below it: the checkout and the interpreter's installation, each mounted back at
+    # its own path (not its first directory below `block`, which may be private too, as in /root/ci-0700/js)
+    shown = sorted({p for p in (ROOT, Path(sys.base_prefix).resolve()) if p.is_relative_to(block) and p != block})
+    shown = [p for p in shown if not any(p != q and p.is_relative_to(q) for q in shown)]
+    children = [p.relative_to(block) for p in shown]
     holds = [tempfile.mkdtemp(prefix="jitterscope-show-") for _ in children]
     binds = " && ".join(f"mount --bind {block / c} {h}" for c, h in zip(children, holds))
     moves = " && ".join(f"mkdir -p {block / c} && mount --move {h} {block / c}" for c, h in zip(children, holds))
