@@ -38,7 +38,7 @@ pytestmark = [
 ]
 # Named per test session: a fresh clone's `make test` may run this same test at the same time.
 DAEMON = f"tune-noise{os.getpid() % 100000}"
-SECONDS = "15s"  # vmstat_update runs once a second: ~15 before, <= 2 after (10 s interval): q < 0.01
+SECONDS = "10s"  # vmstat_update runs at most once a second: ~10 before, <= 1 after (10 s interval)
 
 
 def rng_irq() -> irq.Irq:
