@@ -92,10 +92,11 @@ def _ratio_within(
 
 @pytest.mark.parametrize("actuator", ["rt", "sigstop", "freezer:v1", "freezer:v2"])
 def test_duty_at_100_900(tmp_path: Path, capsys: pytest.CaptureFixture[str], actuator: str):
-    # The freezer thaws asynchronously (the kernel walks the cgroup's tasks): on a loaded host the thaw
-    # eats up to ~40% of a 100 us window (a CI run: 0.060 and 0.068).  Less than the budget is the safe
-    # side for the protected program, so only the lower bound is wider for it.
-    below = 0.05 if actuator.startswith("freezer") else None
+    # SIGCONT and the freezer's thaw wake the co-runner through the scheduler, the freezer asynchronously
+    # (the kernel walks the cgroup's tasks): on this VM's host that wake-up has taken up to ~40% of a 100 us
+    # window (0.060-0.068 in CI and in quiet runs on 2026-11-23, at older commits too).  Less than the
+    # budget is the safe side for the protected program, so only the lower bound is wider for them.
+    below = 0.05 if actuator.startswith("freezer") or actuator == "sigstop" else None
     summ = _ratio_within(tmp_path, capsys, actuator, "100us", "900us", 0.10, 0.03, below)
     cpu = next(iter(summ["cpus"].values()))
     # the actuation latency distribution is reported: decision to the program's last progress
