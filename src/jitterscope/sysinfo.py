@@ -143,3 +143,16 @@ def host() -> str:
 
 def kernel() -> str:
     return platform.release()
+
+
+def rt_throttle_us() -> tuple[int, int] | None:
+    """(runtime, period) of the kernel's real-time throttling, or None when it is off or unreadable.
+
+    A SCHED_FIFO task that never sleeps loses period - runtime of every period (50 ms per second by
+    default): the kernel runs other tasks, or idles, meanwhile (Documentation/scheduler/sched-rt-group.rst)."""
+    try:
+        runtime = int(Path("/proc/sys/kernel/sched_rt_runtime_us").read_text())
+        period = int(Path("/proc/sys/kernel/sched_rt_period_us").read_text())
+    except (OSError, ValueError):
+        return None
+    return (runtime, period) if 0 <= runtime < period else None

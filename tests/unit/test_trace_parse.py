@@ -239,6 +239,27 @@ def test_missed_events_open_a_gap_and_are_counted(tmp_path: Path) -> None:
     assert (T0 + 510, T0 + 520, "b") in segs
 
 
+def test_a_switch_the_kernel_did_not_record_is_repaired_from_the_next_events_task(tmp_path: Path) -> None:
+    """On the 6.18 guest most switches out of idle are missing from the ring buffer and counted
+    nowhere; real-time throttling then made idle own every later detour of a spinning probe.
+    The next event's common_pid proves who runs: the switch is placed there and counted."""
+    ev = [
+        (T0 + 100, S.switch("probe", 50, "swapper/1", 0)),  # throttled: idle runs
+        # (swapper/1 -> probe at ~T0 + 300 was not recorded)
+        (T0 + 400, S.local_timer_entry(50)),  # the tick interrupts the probe
+        (T0 + 450, S.local_timer_exit(50)),
+        (T0 + 700, S.switch("probe", 50, "kworker/1:2", 77)),
+    ]
+    td = parse(tmp_path, ev, window=(T0, T0 + 1000))
+    check_partition(td)
+    segs = seg_list(td)
+    assert (T0 + 100, T0 + 400, "swapper/1") in segs  # idle up to the latest the switch can be
+    assert (T0 + 450, T0 + 700, "probe") in segs  # named from its next switch
+    assert td.counts["cpus"][str(CPU)]["missed_switches"] == 1
+    (idle,) = find(td, "thread", "swapper/1")
+    assert (idle["end_tsc"], idle["clipped"]) == (T0 + 400, True)
+
+
 def test_unnamed_task_gets_its_comm_from_comms_file_or_pid(tmp_path: Path) -> None:
     ev = [(T0 + 10, S.local_timer_entry(4242)), (T0 + 20, S.local_timer_exit(4242))]
     d = tmp_path / "trace"

@@ -27,9 +27,11 @@ ANNOTATION_KINDS = ("work", "timer")
 SELF_SUFFIX = peers.SELF_SUFFIX
 
 
-def mark_own_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int]) -> pa.Array:
+def mark_own_threads(
+    names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int], probe_tids: dict[int, int] | None = None
+) -> pa.Array:
     """The tool's own threads named apart (by thread id), another jitterscope's too (measure/peers.py)."""
-    return peers.name_threads(names, kinds, pids, own)
+    return peers.name_threads(names, kinds, pids, own, probe_tids)
 
 
 def build_run(
@@ -72,13 +74,18 @@ def build_run(
         lost = int(td.lost_events)
         meta["tracing"]["events"] = int(td.n_events)
         meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in dict(td.lost_by_cpu).items()}
+        # context switches the kernel did not record, repaired from the next event's task (traceparse.c)
+        meta["tracing"]["missed_switches"] = sum(
+            int(c.get("missed_switches", 0)) for c in td.counts.get("cpus", {}).values()
+        )
         act = td.activity
         a_cpu = act.column("cpu").to_numpy().astype(np.int32)
         a_start = since_ns(act.column("start_tsc").to_numpy(), t0, hz)
         a_end = since_ns(act.column("end_tsc").to_numpy(), t0, hz)
         kinds = act.column("kind").combine_chunks()
+        probe_tids = {int(s["tid"]): c for c, s in probe.per_cpu.items() if s.get("tid")}
         names = mark_own_threads(
-            act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), own_tids or set()
+            act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), own_tids or set(), probe_tids
         )
         sources, codes = source_table(kinds, names)
         seg = td.segments

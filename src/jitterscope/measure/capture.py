@@ -69,6 +69,7 @@ class _CaptureFile(_Open):
     tsc_hz: float | None = Field(default=None, gt=0, allow_inf_nan=False)
     t0_tsc: int | None = None
     own_tids: list[int] = []
+    probe_tids: dict[str, int] = {}
 
 
 class Capture:
@@ -95,12 +96,15 @@ class Capture:
                 raise
             # later updates are a convenience: the raw files alone still rebuild the run
 
-    def probe_running(self, tsc_hz: float, t0_tsc: int, own_tids: set[int], steal_before: dict[int, int]) -> None:
+    def probe_running(
+        self, tsc_hz: float, t0_tsc: int, own_tids: set[int], probe_tids: dict[int, int], steal_before: dict[int, int]
+    ) -> None:
         self.probe_started = True
         self.data.update(
             tsc_hz=tsc_hz,
             t0_tsc=int(t0_tsc),
             own_tids=sorted(own_tids),
+            probe_tids={str(c): t for c, t in probe_tids.items()},
             steal_ticks_before={str(k): v for k, v in steal_before.items()},
         )
         self._save()

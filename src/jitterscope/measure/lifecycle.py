@@ -121,6 +121,15 @@ def run_measurement(
     shared = peers.warning(opts.cpus)
     if shared:
         print(shared, file=sys.stderr)
+    throttle = sysinfo.rt_throttle_us() if opts.priority is not None else None
+    if throttle:
+        runtime, period = throttle
+        print(
+            f"jitterscope: warning: real-time throttling (kernel.sched_rt_runtime_us={runtime} of {period}) stops "
+            f"the SCHED_FIFO probe for {(period - runtime) / 1000:g} ms every {period / 1e6:g} s; that time shows as "
+            f"swapper/N or whatever ran.  Set kernel.sched_rt_runtime_us=-1 to measure without it.",
+            file=sys.stderr,
+        )
     start = datetime.now(timezone.utc)
     meta: dict[str, Any] = base_meta(
         kind="measure",
@@ -208,7 +217,7 @@ def _acquire(
         # Our threads by id, at the start (every probe thread exists, some still under the probe
         # binary's name) and again at the end: a run recognises only its own (measure/peers.py).
         started_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
-        cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, steal_before)
+        cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, probe.thread_tids, steal_before)
         stack.callback(os.sched_setaffinity, 0, _keep_tool_off(opts.cpus))
         try:
             interrupted = _main_loop(probe, opts, on_tick)

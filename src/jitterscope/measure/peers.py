@@ -42,11 +42,23 @@ PROBE_THREAD = re.compile(rf"^{re.escape(THREAD_COMM_PREFIX)}(\d+)$")
 TOOL_COMMS = rf"^({re.escape(THREAD_COMM_PREFIX)}\d+|{re.escape(WRITER_COMM)}|jitterscope-pro|jitterscope)$"
 
 
-def name_threads(names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int]) -> pa.Array:
-    """Thread names as the run shows them (see the module docstring)."""
+def name_threads(
+    names: pa.Array, kinds: pa.Array, pids: np.ndarray, own: set[int], probe_tids: dict[int, int] | None = None
+) -> pa.Array:
+    """Thread names as the run shows them (see the module docstring).
+
+    `probe_tids` ({tid: cpu}) name our probe threads by id: a probe thread switched in before it
+    named itself keeps the binary's comm in the trace for as long as it spins, which would
+    otherwise turn its own lost time into the tool's overhead."""
     if len(names) == 0 or not own:
         return names
     thread = np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
+    if probe_tids:
+        pids = np.asarray(pids)
+        mapped = thread & np.isin(pids, list(probe_tids))
+        if mapped.any():
+            canonical = [f"{THREAD_COMM_PREFIX}{probe_tids[int(t)]}" if m else None for t, m in zip(pids, mapped)]
+            names = pc.if_else(pa.array(mapped), pa.array(canonical, pa.string()), names.cast(pa.string()))
     ours = thread & np.isin(pids, list(own))
     probe = np.asarray(pc.match_substring_regex(names, PROBE_THREAD.pattern).to_numpy(zero_copy_only=False))
     tool = np.asarray(pc.match_substring_regex(names, TOOL_COMMS).to_numpy(zero_copy_only=False))

@@ -145,6 +145,7 @@ def result_from_end(
             "detour_cycles": int(s["detour_cycles"]),
             "first_tsc": int(s["first_tsc"]),
             "last_tsc": int(s["last_tsc"]),
+            "tid": int(s.get("tid", 0)),  # the probe thread: the trace may show it under the binary's name
         }
     return ProbeResult(
         tsc_hz=hz,

@@ -70,6 +70,7 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
             "detour_cycles": int(raw["duration_tsc"][mine].sum()),
             "first_tsc": t0,
             "last_tsc": end_tsc,
+            "tid": int(cap.get("probe_tids", {}).get(str(c), 0)),
             "estimated": True,
         }
     return ProbeResult(

@@ -435,9 +435,9 @@ static void print_end(FILE *f, const struct probe_thread *th, int n, uint64_t en
         const struct probe_thread *t = &th[i];
         fprintf(f, "%s\"%u\": {\"iterations\": %" PRIu64 ", \"first_tsc\": %" PRIu64 ", \"last_tsc\": %" PRIu64
                 ", \"detours\": %" PRIu64 ", \"dropped\": %" PRIu64 ", \"detour_cycles\": %" PRIu64
-                ", \"min_loop_cycles\": %" PRIu64 "}",
+                ", \"min_loop_cycles\": %" PRIu64 ", \"tid\": %d}",
                 i ? ", " : "", t->cpu, t->iterations, t->first_tsc, t->last_tsc, t->detours, t->dropped,
-                t->detour_cycles, t->min_cycles == UINT64_MAX ? 0 : t->min_cycles);
+                t->detour_cycles, t->min_cycles == UINT64_MAX ? 0 : t->min_cycles, (int)t->tid);
     }
     fprintf(f, "}}\n");
 }
