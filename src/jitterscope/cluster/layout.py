@@ -28,11 +28,10 @@ import pyarrow.parquet as pq
 
 from jitterscope.atomic import atomic_path
 from jitterscope.errors import JitterscopeError
-from jitterscope.rundir import NODE_PARTITIONING as PARTITIONING
-from jitterscope.rundir import Run, conform, load_run, partition, write_json
+from jitterscope.rundir import Run, conform, load_run, node_partitioning, partition, write_json
 
 NODE_TABLES = ("detours", "attribution", "activity")
-__all__ = ["NODE_TABLES", "PARTITIONING", "ClusterRun", "load_cluster", "partition", "write_node_table"]
+__all__ = ["NODE_TABLES", "ClusterRun", "load_cluster", "partition", "write_node_table"]
 
 
 def write_node_table(run_dir: Path, name: str, host: str, cpu: int, table: pa.Table) -> None:
@@ -64,7 +63,7 @@ class ClusterRun(Run):
         d = self.path / name
         if not d.is_dir():
             return None
-        return ds.dataset(d, format="parquet", partitioning=PARTITIONING)
+        return ds.dataset(d, format="parquet", partitioning=node_partitioning())
 
     def node_summary(self, host: str, cpu: int) -> dict[str, Any]:
         p = self.path / "nodes" / partition(host, cpu) / "summary.json"
