@@ -57,7 +57,10 @@ def name_threads(
         pids = np.asarray(pids)
         mapped = thread & np.isin(pids, list(probe_tids))
         if mapped.any():
-            canonical = [f"{THREAD_COMM_PREFIX}{probe_tids[int(t)]}" if m else None for t, m in zip(pids, mapped)]
+            tids = np.array(sorted(probe_tids))
+            comms = np.array([f"{THREAD_COMM_PREFIX}{probe_tids[int(t)]}" for t in tids], dtype=object)
+            canonical = np.full(len(pids), None, dtype=object)  # array passes: activity can hold millions of rows
+            canonical[mapped] = comms[np.searchsorted(tids, pids[mapped])]
             names = pc.if_else(pa.array(mapped), pa.array(canonical, pa.string()), names.cast(pa.string()))
     ours = thread & np.isin(pids, list(own))
     probe = np.asarray(pc.match_substring_regex(names, PROBE_THREAD.pattern).to_numpy(zero_copy_only=False))

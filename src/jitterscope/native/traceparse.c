@@ -887,11 +887,10 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
     c->nevents++;
     if (events_out)
         dump_event(c->cpu, t, type, e, d, len);
+    int32_t running = e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid; /* switch: its prev */
     if (!c->open)
-        span_open(c, c->pending_start < t ? c->pending_start : t,
-                  e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid);
+        span_open(c, c->pending_start < t ? c->pending_start : t, running);
     c->last_ts = t;
-    int32_t running = e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid;
     if (acts[c->st[0].act].pid != running)
         missed_switch(c, t, running);
     switch (e->role) {
