@@ -26,6 +26,7 @@ from .test_trace_session import busy_cpu
 
 PERIOD_MS = 50
 BUSY_MS = 2
+KERNEL_PATH_NS = 100_000  # the injector's own sleep/wake path, see the precision check
 
 
 @needs_tracing
@@ -83,18 +84,30 @@ def test_injected_daemon_is_attributed_with_its_period(tmp_path):
     att_det = att.column("detour").to_numpy()[sel]
     att_ns = att.column("ns").to_numpy()[sel]
     attributed = att_ns.sum()
-    # Truth overlapping each attributed detour.
-    overlap = np.zeros(len(att_det))
-    for i, d in enumerate(att_det):
-        overlap[i] = np.clip(np.minimum(t_end, d_end[d]) - np.maximum(t_start, d_start[d]), 0, None).sum()
+
+    def truth_in_detours(slack_ns: float) -> np.ndarray:
+        """Per attributed detour, the truth (widened by slack_ns each side) that overlaps it."""
+        lo, hi = t_start - slack_ns, t_end + slack_ns
+        return np.array(
+            [np.clip(np.minimum(hi, d_end[d]) - np.maximum(lo, d_start[d]), 0, None).sum() for d in att_det]
+        )
+
+    overlap = truth_in_detours(0)
     correct = np.minimum(att_ns, overlap).sum()
     injected = (t_end - t_start).sum()
     lost = summary["lost_events"]
     assert correct / injected >= 0.98, (
         f"only {correct / injected:.4f} of the injected time attributed to it ({lost} lost events)"
     )
-    assert correct / attributed >= 0.98, (
-        f"only {correct / attributed:.4f} of its attributed time was injected ({lost} lost events)"
+    # The truth is the injector's user-space busy loop; the kernel rightly also books to it the return from
+    # clock_nanosleep before its first TSC read and the entry after its last.  On this KVM guest each path
+    # reprograms the timer (a VM exit): 10-30 us quiet, 50+ us when the host is busy, 1-3% of a 2 ms burst.
+    # So its own kernel path counts as its time, and that path must stay short.
+    excess = att_ns - overlap
+    assert np.median(excess) < KERNEL_PATH_NS, f"median {np.median(excess) / 1e3:.1f} us booked outside the busy loop"
+    correct_own = np.minimum(att_ns, truth_in_detours(KERNEL_PATH_NS)).sum()
+    assert correct_own / attributed >= 0.98, (
+        f"only {correct_own / attributed:.4f} of its attributed time was injected ({lost} lost events)"
     )
 
     src = next(s for s in summary["sources"] if s["name"] == "jitterscope-inj")

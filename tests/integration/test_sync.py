@@ -290,8 +290,10 @@ def test_report_perfetto_and_compare(gold, tmp_path):
     res = json.loads(same.stdout)
     assert res["kind"] == "sync" and not res["regression"] and res["total"]["ratio"] == 1.0
 
-    _, base = sync(tmp_path, gold, "hold", str(cpu()), "12", opts=("--no-trace", "--threshold", "20us"), name="hold")
-    worse = jitterscope("compare", str(base), str(run), "--fail-on-regression")
+    # 40 rounds a side: with 12, a busy host's few contended hold rounds left q near 0.03 (alpha is 0.01)
+    _, base = sync(tmp_path, gold, "hold", str(cpu()), "40", opts=("--no-trace", "--threshold", "20us"), name="hold")
+    _, lu40 = sync(tmp_path, gold, "lu", str(cpu()), "40", name="lu40")
+    worse = jitterscope("compare", str(base), str(lu40), "--fail-on-regression")
     assert worse.returncode == 1, worse.stdout + worse.stderr
     assert "REGRESSION: " in worse.stdout and "lu" in worse.stdout.split("REGRESSION: ")[1]
     assert "re-thresholded at N = 20000 ns" in worse.stdout
