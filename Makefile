@@ -58,7 +58,7 @@ py-lowest: install
 # Lint, the lowest Python and the suite all run; any failure fails `make test` at the end.
 test: install packages mpi
 	@status=0; $(MAKE) -s lint || status=1; $(MAKE) -s py-lowest || status=1; \
-	  $(BIN)/python -m pytest -q -ra tests || status=1; exit $$status
+	  $(BIN)/python -m pytest -q -ra --durations=15 tests || status=1; exit $$status
 
 unit: install
 	$(BIN)/python -m pytest -q tests/unit

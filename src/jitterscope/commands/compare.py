@@ -53,13 +53,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.compare import Thresholds
-    from jitterscope.compare.runs import compare_runs, render_text
-
     if not 0 < args.alpha < 1:
         raise JitterscopeError(f"--alpha {args.alpha} must be between 0 and 1")
     if not (math.isfinite(args.min_ppm) and math.isfinite(args.min_ratio)) or args.min_ppm < 0 or args.min_ratio < 1:
         raise JitterscopeError("--min-ppm must be >= 0 and --min-ratio >= 1")
+    # scipy only once the thresholds are known good: a typo is refused in a fraction of a second
+    from jitterscope.compare import Thresholds
+    from jitterscope.compare.runs import compare_runs, render_text
+
     res = compare_runs(args.base, args.new, Thresholds(args.alpha, args.min_ppm, args.min_ratio))
     if args.json:
         options.print_json(res)

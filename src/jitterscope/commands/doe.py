@@ -61,12 +61,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.doe import runner
     from jitterscope.doe.plan import check_machine, load_plan
     from jitterscope.errors import JitterscopeError
 
     if args.doe_command == "analyze":
-        from jitterscope.doe import render
+        from jitterscope.doe import render, runner
 
         if args.confidence is not None and not 0.5 <= args.confidence < 1:
             raise JitterscopeError(f"--confidence {args.confidence} must be in [0.5, 1)")
@@ -77,6 +76,8 @@ def run(args: argparse.Namespace) -> int:
 
     plan = load_plan(args.plan)
     check_machine(plan)  # every factor this machine cannot apply is reported before anything runs
+    from jitterscope.doe import runner  # scipy: only for a plan known good, so a typo is refused at once
+
     print(runner.describe_plan(plan), file=sys.stderr)
     runner.check_budget(plan, args.yes or args.dry_run)
     if args.dry_run:

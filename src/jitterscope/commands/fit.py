@@ -51,23 +51,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.simulate import fit_run
-    from jitterscope.simulate.render import fit_text
-
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
     if args.replicates < 19:
         raise JitterscopeError(f"--replicates must be at least 19 (p-values to 0.05), got {args.replicates}")
+    phase_s = None if args.phase is None else parse_duration_s(args.phase, what="--phase")
+    kind = _kind(args.run)
+    if kind != "pipeline" and phase_s is None:
+        raise JitterscopeError("--phase is required: the work per phase, e.g. 10ms")
+    # scipy only once the options and the run are known good: a typo is refused in a fraction of a second
+    from jitterscope.simulate import fit_run
+    from jitterscope.simulate.render import fit_text
+
     bar = Progress("fit", 1.0)  # the bootstrap can take minutes: a bar, or a line every few seconds in a log
     try:
-        if _kind(args.run) == "pipeline":
+        if kind == "pipeline":
             from jitterscope.pipeline.fitting import fit_pipeline
 
             fit = fit_pipeline(args.run, replicates=args.replicates, seed=args.seed, progress=bar.update)
         else:
-            if args.phase is None:
-                raise JitterscopeError("--phase is required: the work per phase, e.g. 10ms")
-            phase_s = parse_duration_s(args.phase, what="--phase")
+            assert phase_s is not None
             fit = fit_run(args.run, phase_s, replicates=args.replicates, seed=args.seed, progress=bar.update)
     finally:
         bar.close()

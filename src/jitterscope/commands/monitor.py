@@ -63,8 +63,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.monitor import Monitor, MonitorOptions  # scipy, pyarrow: only when it runs
-
     cpus = options.cpus(args)
     sysinfo.check_cpus(cpus)
     interval = parse_duration_s(args.interval, what="--interval")
@@ -75,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         raise JitterscopeError(f"--port {args.port} out of range 0-65535")
     if args.keep < 1 or args.baseline_windows < 1 or (args.windows is not None and args.windows < 1):
         raise JitterscopeError("--keep, --baseline-windows and --windows must be at least 1")
+    # scipy and pyarrow only once the options are known good: a typo is refused in a fraction of a second
+    from jitterscope.monitor import Monitor, MonitorOptions
+
     opts = MonitorOptions(
         cpus=cpus,
         interval_s=interval,

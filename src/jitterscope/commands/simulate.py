@@ -85,25 +85,26 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.simulate import Job, by_source, parse_noise, simulate
-    from jitterscope.simulate.render import simulate_text
-    from jitterscope.simulate.spec import DistributionNoise, FitNoise
-
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
-    spec = parse_noise(args.noise)
     nodes = parse_count_list(args.nodes, "--nodes")
     phases = parse_count_list(args.phases, "--phases")
     if not nodes or not phases:
         raise JitterscopeError("--nodes and --phases need at least one value each")
     phase_s = parse_duration_s(args.phase, what="--phase")
     latency = parse_duration_s(args.link_latency, what="--link-latency", allow_zero=True)
-    iid = isinstance(spec, (DistributionNoise, FitNoise))
-    reps = args.replications if args.replications is not None else (100 if iid else 10)
-    if reps < 1:
-        raise JitterscopeError(f"--replications must be at least 1, got {reps}")
+    if args.replications is not None and args.replications < 1:
+        raise JitterscopeError(f"--replications must be at least 1, got {args.replications}")
     if max(nodes) > 10**18:
         raise JitterscopeError(f"--nodes up to 1e18 are supported, got {max(nodes):.3g}")
+    # scipy only once the plain options are known good: a typo is refused in a fraction of a second
+    from jitterscope.simulate import Job, by_source, parse_noise, simulate
+    from jitterscope.simulate.render import simulate_text
+    from jitterscope.simulate.spec import DistributionNoise, FitNoise
+
+    spec = parse_noise(args.noise)
+    iid = isinstance(spec, (DistributionNoise, FitNoise))
+    reps = args.replications if args.replications is not None else (100 if iid else 10)
     if max(phases) * reps > 10**9 and not iid:
         raise JitterscopeError(
             f"{max(phases)} phases x {reps} replications is too many to replay; use fewer or --noise fit:RUN"
