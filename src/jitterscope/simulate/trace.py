@@ -57,6 +57,11 @@ def _advance(groups: list[_Group], start: np.ndarray, work: float, nxt: np.ndarr
 
 
 PLACEMENTS = ("random", "own", "recorded")
+# Replications are simulated side by side, as rows of a batch x nodes array, up to this many
+# node-replications at once: a phase then costs a few vector operations for all of them
+# instead of one Python round per replication (2 nodes x 300 phases x 100 replications went
+# from 27 s to well under a second), while a 10^6-node job still fits in a few MB per array.
+BATCH_ELEMENTS = 1 << 18
 
 
 def _place(
@@ -78,11 +83,9 @@ def _place(
             np.repeat(rng.uniform(0.0, periods.min(), batch), n) if cosched else rng.random(batch * n) * periods[which]
         )
         return which, offs
-    if cosched:  # all nodes replay one timeline from one offset
-        which = rng.integers(len(timelines), size=1)
-        return which, np.array([rng.uniform(0.0, timelines[int(which[0])].period_ns)])
-    which = rng.integers(len(timelines), size=n_sim)
-    return which, rng.random(n_sim) * periods[which]
+    # random: each simulated node (one per replication when co-scheduled) draws a timeline and an offset
+    which = rng.integers(len(timelines), size=batch * n_sim)
+    return which, rng.random(batch * n_sim) * periods[which]
 
 
 def _synchronize(
@@ -143,12 +146,10 @@ def simulate_timelines(
         rng = np.random.default_rng([job.seed, n, 1])
         rounds = job.rounds(n)
         n_sim = 1 if merged else n
-        # With each node on its own timeline a replication is n timelines of one
-        # step each; simulating all replications side by side (rows of a
-        # batch x n array) keeps the per-timeline work vectorized.
-        batch = job.replications if own else 1
+        full = BATCH_ELEMENTS // n_sim
         runtimes = np.zeros((len(phases), job.replications))
-        for rep in range(0, job.replications, batch):
+        for rep in range(0, job.replications, max(full, 1)):
+            batch = min(max(full, 1), job.replications - rep)
             which, offs = _place(rng, timelines, periods, placement, job.cosched, n, n_sim, batch)
             groups = [
                 _Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines) if (which == k).any()
