@@ -207,10 +207,11 @@ def test_injected_noise_on_the_holder_is_the_cause(gold, tmp_path):
     to_ns = 1e9 / meta["tsc_hz"]
     spans = list(zip((t.start_tsc - meta["t0_tsc"]) * to_ns, (t.end_tsc - meta["t0_tsc"]) * to_ns))
     busy = sum(max(0.0, min(e, r["end_ns"]) - max(b, r["start_ns"])) for b, e in spans for r in hd)
-    # Within 10 % of the injector's own record until 2026-11-23, when on this VM (quiet, and at an older
-    # commit too) the booked time came out at 0.73-0.87 of it in every run: some of the injector's busy
-    # time inside the waits is not booked as the holder's loss.  Not yet explained (issue 12's closing
-    # note); the bound keeps the booking from exceeding the truth or losing most of it.
+    # On the morning of 2026-11-23 the booked time came out at 0.73-0.87 of the injector's record in every
+    # run; since the parser repairs context switches the kernel did not record (meta tracing.missed_switches)
+    # it is 1.00-1.02 per round in 5 of 5 runs.  The lower bound stays wide until a busy host confirms it;
+    # it still catches the booking exceeding the truth or losing most of it.
+    assert meta["tracing"]["missed_switches"] >= 0
     assert 0.6 * busy <= inj_ns <= 1.1 * busy, (inj_ns, busy)
 
 

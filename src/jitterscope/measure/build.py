@@ -74,10 +74,7 @@ def build_run(
         lost = int(td.lost_events)
         meta["tracing"]["events"] = int(td.n_events)
         meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in dict(td.lost_by_cpu).items()}
-        # context switches the kernel did not record, repaired from the next event's task (traceparse.c)
-        meta["tracing"]["missed_switches"] = sum(
-            int(c.get("missed_switches", 0)) for c in td.counts.get("cpus", {}).values()
-        )
+        meta["tracing"]["missed_switches"] = td.missed_switches
         act = td.activity
         a_cpu = act.column("cpu").to_numpy().astype(np.int32)
         a_start = since_ns(act.column("start_tsc").to_numpy(), t0, hz)

@@ -66,6 +66,7 @@ def build(
         tl = load_timeline(trace_dir, t0, hz, tids)
         meta["lost_events"] = tl.lost_events
         meta["tracing"]["events"] = tl.events
+        meta["tracing"]["missed_switches"] = tl.missed_switches
         new, causes = explain(tl, intervals, m.waits, rows, opts.threshold_ns, opts.mode)
         intervals += new
     steps = critical.walk(rows, m.waits, root)

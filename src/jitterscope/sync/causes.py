@@ -54,6 +54,7 @@ class Timeline:
     slices: dict[int, list[tuple[int, int, int, bool]]]  # tid -> [(cpu, start, end, preempted)]
     lost_events: int
     events: int
+    missed_switches: int
     _by_cpu: dict[int, np.ndarray] | None = None
 
     def on_cpu(self, cpu: int) -> np.ndarray:
@@ -122,6 +123,7 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
         dict(slices),
         int(td.lost_events),
         int(td.n_events),
+        td.missed_switches,
     )
 
 

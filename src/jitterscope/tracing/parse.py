@@ -70,6 +70,11 @@ class TraceData:
     tsc_hz: float | None = None
     counts: dict[str, Any] = field(default_factory=dict)  # the parser's raw counters
 
+    @property
+    def missed_switches(self) -> int:
+        """Context switches the kernel did not record, repaired from the next event's task (traceparse.c)."""
+        return sum(int(c.get("missed_switches", 0)) for c in self.counts.get("cpus", {}).values())
+
 
 def run_parser(
     trace_dir: Path,
