@@ -26,6 +26,9 @@ ROOT = Path(__file__).resolve().parents[2]
 HUGE_CPUS = "0-99999999999"
 NOPE = "/nonexistent-jitterscope-dir"
 
+# a simulate command line that is valid until a case adds one bad value
+SIMULATE = ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "8", "--phases", "10", "--phase", "10ms"]
+
 # (case id, argv with placeholders RUN / BADRUN / PLAN / BADPLAN / MODEL / BADMODEL / NORUN, words in the error)
 CASES: list[tuple[str, list[str], str]] = [
     # measure
@@ -75,36 +78,12 @@ CASES: list[tuple[str, list[str], str]] = [
     # simulate
     (
         "simulate-negative-seed",
-        [
-            "simulate",
-            "--noise",
-            "normal(mean=1ms,sd=0.1ms)",
-            "--nodes",
-            "8",
-            "--phases",
-            "10",
-            "--phase",
-            "10ms",
-            "--seed",
-            "-1",
-        ],
+        [*SIMULATE, "--seed", "-1"],
         "seed must be",
     ),
     (
         "simulate-huge-replications",
-        [
-            "simulate",
-            "--noise",
-            "normal(mean=1ms,sd=0.1ms)",
-            "--nodes",
-            "8",
-            "--phases",
-            "10",
-            "--phase",
-            "10ms",
-            "--replications",
-            "1e9",
-        ],
+        [*SIMULATE, "--replications", "1e9"],
         "--replications",
     ),
     (
@@ -152,19 +131,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("simulate-no-run", ["simulate", "--noise", "NORUN", "--nodes", "8", "--phases", "10", "--phase", "10ms"], "NORUN"),
     (
         "simulate-unwritable-plots",
-        [
-            "simulate",
-            "--noise",
-            "normal(mean=1ms,sd=0.1ms)",
-            "--nodes",
-            "8",
-            "--phases",
-            "10",
-            "--phase",
-            "10ms",
-            "--plots",
-            f"{NOPE}/p",
-        ],
+        [*SIMULATE, "--plots", f"{NOPE}/p"],
         "no such directory",
     ),
     # fit

@@ -8,6 +8,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -231,33 +232,20 @@ def test_barrier_never_starts_an_iteration_before_the_previous_ended(tmp_path):
     assert (start[1:] >= end[:-1]).all()
 
 
-def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
-    out = tmp_path / "r"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jitterscope",
-            "pipeline",
-            "run",
-            APPENDIX,
-            "--iterations",
-            "1000000",
-            "--wait",
-            "futex",
-            "--no-timers",
-            "--out",
-            str(out),
-            "--no-report",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+def _start_long_run(out: Path, *extra: str, **popen: Any) -> subprocess.Popen:
+    """A pipeline run of a million iterations, returned once its runtime iterates (a heartbeat, then 1 s)."""
+    cmd = [sys.executable, "-m", "jitterscope", "pipeline", "run", APPENDIX, "--iterations", "1000000"]
+    p = subprocess.Popen([*cmd, "--wait", "futex", "--no-timers", "--out", str(out), *extra], **popen)
     deadline = time.monotonic() + 60
     while not (out / "raw" / "heartbeat.bin").exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     time.sleep(1.0)
+    return p
+
+
+def test_ctrl_c_ends_after_the_started_iterations_and_keeps_the_run(tmp_path):
+    out = tmp_path / "r"
+    p = _start_long_run(out, "--no-report", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     p.send_signal(signal.SIGINT)
     stdout, stderr = p.communicate(timeout=120)
     assert p.returncode == 0, stderr
@@ -300,29 +288,7 @@ def test_kill_9_loses_nothing_the_runtime_recorded(tmp_path):
     from tests.integration.conftest import alive
 
     out = tmp_path / "r"
-    p = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jitterscope",
-            "pipeline",
-            "run",
-            APPENDIX,
-            "--iterations",
-            "1000000",
-            "--wait",
-            "futex",
-            "--no-timers",
-            "--out",
-            str(out),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 60
-    while not (out / "raw" / "heartbeat.bin").exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    time.sleep(1.0)
+    p = _start_long_run(out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     runtime = [
         int(c.parent.name)
         for c in Path("/proc").glob("[0-9]*/comm")

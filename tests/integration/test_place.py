@@ -14,6 +14,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -358,6 +359,13 @@ def _wait_stopped(procs: list[subprocess.Popen]) -> None:
         time.sleep(0.02)
 
 
+def _obs_l(procs: list[subprocess.Popen], out: Path, *extra: str, **popen: Any) -> subprocess.Popen:
+    """`jitterscope place` running OBS-L (50 ms quanta) over PROCS, started in the background."""
+    tasks = ",".join(str(p.pid) for p in procs)
+    cmd = [sys.executable, "-m", "jitterscope", "place", "--policy", "L", "--quantum", "50ms", "--tasks", tasks]
+    return subprocess.Popen([*cmd, "--out", str(out), *extra], **popen)
+
+
 def _state(pid: int) -> str:
     return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
 
@@ -367,24 +375,7 @@ def _state(pid: int) -> str:
 @pytest.mark.slow
 def test_kill_9_then_restore_leaves_nothing_stopped_or_pinned(tmp_path: Path) -> None:
     with _left_as_found() as procs:
-        place = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jitterscope",
-                "place",
-                "--policy",
-                "L",
-                "--quantum",
-                "50ms",
-                "--tasks",
-                ",".join(str(p.pid) for p in procs),
-                "--out",
-                str(tmp_path / "k"),
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        place = _obs_l(procs, tmp_path / "k", stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         _wait_stopped(procs)
         place.send_signal(signal.SIGKILL)
         place.wait()
@@ -430,24 +421,12 @@ def test_tasks_that_vanish_mid_run_are_dropped_and_logged(tmp_path: Path) -> Non
     procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(3)]
     try:
         before = os.sched_getaffinity(procs[0].pid)
-        place = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jitterscope",
-                "place",
-                "--policy",
-                "L",
-                "--quantum",
-                "50ms",
-                "--tasks",
-                ",".join(str(p.pid) for p in procs),
-                "--duration",
-                "1s",
-                "--out",
-                str(tmp_path / "v"),
-                "--json",
-            ],
+        place = _obs_l(
+            procs,
+            tmp_path / "v",
+            "--duration",
+            "1s",
+            "--json",
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -38,6 +38,12 @@ def _cli(capsys: Cap, *args: str) -> tuple[int, str, str]:
     return code, got.out, got.err
 
 
+def _protect(capsys: Cap, *args: str, sub: str | None = None, be: str | None = None) -> tuple[int, str, str]:
+    """`jitterscope protect [SUB]` with the pointer chase critical, BE (default Syn 'C') best-effort, then ARGS."""
+    head = ("protect", *([sub] if sub else []), "--critical-cmd", _chase(), "--best-effort-cmd", be or _syn())
+    return _cli(capsys, *head, *args)
+
+
 @pytest.fixture
 def sleeper():
     p = subprocess.Popen(["sleep", "60"])
@@ -163,13 +169,8 @@ def test_a_real_run_with_and_without_protection(tmp_path: Path):
     ],
 )
 def test_other_signals(capsys: Cap, tmp_path: Path, signal: str, extra: list[str]):
-    code, out, err = _cli(
+    code, out, err = _protect(
         capsys,
-        "protect",
-        "--critical-cmd",
-        _chase(),
-        "--best-effort-cmd",
-        _syn(),
         "--signal",
         signal,
         *extra,
@@ -195,13 +196,8 @@ def test_the_noise_signal_attributes_only_what_runs_beside_it(capsys: Cap, tmp_p
     an idle co-runner is never suspended (the probe ran all along), a busy one is."""
     got = {}
     for name, be in (("idle", "sleep 30"), ("busy", _syn())):
-        code, out, err = _cli(
+        code, out, err = _protect(
             capsys,
-            "protect",
-            "--critical-cmd",
-            _chase(),
-            "--best-effort-cmd",
-            be,
             "--signal",
             "noise",
             "--threshold",
@@ -211,6 +207,7 @@ def test_the_noise_signal_attributes_only_what_runs_beside_it(capsys: Cap, tmp_p
             "--out",
             str(tmp_path / name),
             "--json",
+            be=be,
         )
         assert code == 0, err
         got[name] = next(iter(json.loads(out)["cpus"].values()))["suspensions"]
@@ -254,13 +251,8 @@ def test_without_root_nothing_changes(tmp_path: Path):
 @ROOT
 def test_a_program_that_publishes_nothing_has_no_stop_latency(capsys: Cap, tmp_path: Path):
     """`sleep` never writes its report page: when it stopped is unknown (null), not 'the page's zero'."""
-    code, out, err = _cli(
+    code, out, err = _protect(
         capsys,
-        "protect",
-        "--critical-cmd",
-        _chase(),
-        "--best-effort-cmd",
-        "sleep 30",
         "--signal",
         "always",
         "--duration",
@@ -268,6 +260,7 @@ def test_a_program_that_publishes_nothing_has_no_stop_latency(capsys: Cap, tmp_p
         "--out",
         str(tmp_path / "r"),
         "--json",
+        be="sleep 30",
     )
     assert code == 0, err
     x = pq.read_table(tmp_path / "r" / "suspensions.parquet").column("stop_latency_ns")
@@ -279,14 +272,8 @@ def test_a_program_that_publishes_nothing_has_no_stop_latency(capsys: Cap, tmp_p
 @pytest.mark.slow
 def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
     cal = tmp_path / "cal.json"
-    code, out, err = _cli(
+    code, out, err = _protect(
         capsys,
-        "protect",
-        "calibrate",
-        "--critical-cmd",
-        _chase(),
-        "--best-effort-cmd",
-        _syn("--buffer 16777216"),
         "--shares",
         "1,0.5,0",
         "--duration",
@@ -295,6 +282,8 @@ def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
         "50ms",
         "--out",
         str(cal),
+        sub="calibrate",
+        be=_syn("--buffer 16777216"),
     )
     assert code == 0, err
     assert json.loads(cal.read_text())["warmup_ns"] == 50e6
@@ -302,13 +291,8 @@ def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
     assert [p["share"] for p in points] == [1.0, 0.5, 0.0]
     assert points[2]["progress_bytes_per_s"] is None  # share 0: no best-effort program at all
     deadline = max(p["p99_ns"] for p in points) * 2  # met everywhere: no suspension needed
-    code, out, err = _cli(
+    code, out, err = _protect(
         capsys,
-        "protect",
-        "--critical-cmd",
-        _chase(),
-        "--best-effort-cmd",
-        _syn(),
         "--law",
         "slack",
         "--calibration",
@@ -324,13 +308,8 @@ def test_calibrate_then_the_slack_law(capsys: Cap, tmp_path: Path):
     assert code == 0, err
     s = json.loads(out)
     assert s["law"] == "slack" and s["signal"] == "none"
-    code, _, err = _cli(
+    code, _, err = _protect(
         capsys,
-        "protect",
-        "--critical-cmd",
-        _chase(),
-        "--best-effort-cmd",
-        _syn(),
         "--law",
         "slack",
         "--calibration",
