@@ -17,6 +17,7 @@ import select
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from jitterscope.errors import JitterscopeError
@@ -59,16 +60,24 @@ class NativeChild(Generic[R]):
         return 30.0
 
     def _launch(
-        self, cmd: list[str], ready_timeout: float, stdin: int = subprocess.DEVNULL, new_session: bool = False
+        self,
+        cmd: list[str],
+        ready_timeout: float,
+        stdin: int = subprocess.DEVNULL,
+        new_session: bool = False,
+        spawned: Callable[[], object] | None = None,
     ) -> dict[str, Any]:
         """Start `cmd` and return its ready line; kill it if it does not say it is ready in time.
 
         `stdin=subprocess.PIPE` keeps a line to the program (e.g. a "go" after its ready line);
-        `new_session`: its own process group, which a journal can kill as a whole."""
+        `new_session`: its own process group, which a journal can kill as a whole; `spawned`: called
+        once the program is started, before its ready line (it has inherited this process's state)."""
         self._proc = subprocess.Popen(
             cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=new_session
         )
         self.pid = self._proc.pid
+        if spawned is not None:
+            spawned()
         line = self._first_line(ready_timeout)
         if line is None:
             if self._proc.poll() is None:

@@ -9,6 +9,7 @@ its per-CPU statistics at the end.  `read_detours` opens its binary output
 from __future__ import annotations
 
 import signal
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,7 +92,8 @@ class Probe(NativeChild[ProbeResult]):
         self.mlocked = True
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self) -> Probe:
+    def start(self, spawned: Callable[[], object] | None = None) -> Probe:
+        """Start the probe; `spawned` runs once it is started, before it begins to measure."""
         check_cpus(self.cpus)
         self.tsc_hz = tsc.tsc_hz()
         self.threshold_cycles = max(1, round(tsc.to_ticks(self.threshold_ns, self.tsc_hz)))
@@ -114,7 +116,7 @@ class Probe(NativeChild[ProbeResult]):
             cmd += ["--end-file", str(self.end_path)]
         if self.trace_off is not None:
             cmd += ["--trace-off-if-orphaned", str(self.trace_off)]
-        ready = self._launch(cmd, READY_TIMEOUT_S)
+        ready = self._launch(cmd, READY_TIMEOUT_S, spawned=spawned)
         self.t0_tsc = int(ready["t0_tsc"])
         self.mlocked = bool(ready["mlocked"])
         self.thread_comms = {int(t["cpu"]): str(t["comm"]) for t in ready["threads"]}
