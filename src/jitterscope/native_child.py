@@ -65,7 +65,7 @@ class NativeChild(Generic[R]):
         ready_timeout: float,
         stdin: int = subprocess.DEVNULL,
         new_session: bool = False,
-        spawned: Callable[[], object] | None = None,
+        spawned: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         """Start `cmd` and return its ready line; kill it if it does not say it is ready in time.
 

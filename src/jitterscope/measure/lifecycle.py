@@ -46,13 +46,11 @@ class MeasureOptions:
     note: str | None = None  # shown on stderr once the run has started
 
 
-def _keep_tool_off(cpus: list[int]) -> set[int]:
-    """Keep the tool's own thread off the probed CPUs; return the affinity to restore."""
-    before = os.sched_getaffinity(0)
-    allowed = before - set(cpus)
+def _keep_tool_off(cpus: list[int]) -> None:
+    """Keep the tool's own thread off the probed CPUs (when another CPU is allowed)."""
+    allowed = os.sched_getaffinity(0) - set(cpus)
     if allowed:
         os.sched_setaffinity(0, allowed)
-    return before
 
 
 def measure(

@@ -92,7 +92,7 @@ class Probe(NativeChild[ProbeResult]):
         self.mlocked = True
 
     # -- lifecycle -------------------------------------------------------------
-    def start(self, spawned: Callable[[], object] | None = None) -> Probe:
+    def start(self, spawned: Callable[[], None] | None = None) -> Probe:
         """Start the probe; `spawned` runs once it is started, before it begins to measure."""
         check_cpus(self.cpus)
         self.tsc_hz = tsc.tsc_hz()

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import ctypes
 import gc
-import os
 import signal
 import sys
 import time
@@ -87,10 +86,7 @@ class Monitor:
         """One window: measure, record, detect.  Raises only on a stop request."""
         out = self.history.next_dir()
         seq = self.history.seq
-        # measure pins the calling process off the probed CPUs and leaves it so;
-        # restore the affinity each window or the next window's CPU check fails.
-        affinity = os.sched_getaffinity(0)
-        try:
+        try:  # measure moves this process off the probed CPUs and back on every path
             run_dir = self.measure(
                 cpus=self.opts.cpus,
                 duration_ns=self.opts.window_s * 1e9,
@@ -103,19 +99,16 @@ class Monitor:
             )
             run = load_run(run_dir)
         except KeyboardInterrupt:
-            os.sched_setaffinity(0, affinity)
             if not (out / "summary.json").exists():
                 self.history.discard(out)  # half-written window: nothing to keep
             raise
         except Exception as err:  # noqa: BLE001 (a failed window is logged and skipped, never fatal)
-            os.sched_setaffinity(0, affinity)
             self.state.failures_total += 1
             self.history.discard(out)
             msg = str(err).splitlines()[0] if str(err) else type(err).__name__
             self.log(f"window {seq} failed: {msg}")
             self._publish()
             return
-        os.sched_setaffinity(0, affinity)
         s = run.summary
         self.state.windows_total += 1
         self.state.last = s
