@@ -146,10 +146,10 @@ def simulate_timelines(
         rng = np.random.default_rng([job.seed, n, 1])
         rounds = job.rounds(n)
         n_sim = 1 if merged else n
-        full = BATCH_ELEMENTS // n_sim
+        full = max(BATCH_ELEMENTS // n_sim, 1)  # replications per batch
         runtimes = np.zeros((len(phases), job.replications))
-        for rep in range(0, job.replications, max(full, 1)):
-            batch = min(max(full, 1), job.replications - rep)
+        for rep in range(0, job.replications, full):
+            batch = min(full, job.replications - rep)
             which, offs = _place(rng, timelines, periods, placement, job.cosched, n, n_sim, batch)
             groups = [
                 _Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines) if (which == k).any()
