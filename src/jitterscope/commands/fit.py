@@ -53,8 +53,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
-    if args.replicates < 19:
-        raise JitterscopeError(f"--replicates must be at least 19 (p-values to 0.05), got {args.replicates}")
     phase_s = None if args.phase is None else parse_duration_s(args.phase, what="--phase")
     kind = _kind(args.run)
     if kind != "pipeline" and phase_s is None:

@@ -93,8 +93,6 @@ def run(args: argparse.Namespace) -> int:
         raise JitterscopeError("--nodes and --phases need at least one value each")
     phase_s = parse_duration_s(args.phase, what="--phase")
     latency = parse_duration_s(args.link_latency, what="--link-latency", allow_zero=True)
-    if args.replications is not None and args.replications < 1:
-        raise JitterscopeError(f"--replications must be at least 1, got {args.replications}")
     if max(nodes) > 10**18:
         raise JitterscopeError(f"--nodes up to 1e18 are supported, got {max(nodes):.3g}")
     # scipy only once the plain options are known good: a typo is refused in a fraction of a second
