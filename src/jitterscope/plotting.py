@@ -54,6 +54,8 @@ def pyplot() -> ModuleType:
 
     # Element ids in an SVG are random unless salted; a fixed salt makes them the same for the same figure.
     plt.rcParams["svg.hashsalt"] = "jitterscope"
+    # Every SVG keeps its words as text (smaller, searchable, readable by tests), not only the page's figures.
+    plt.rcParams["svg.fonttype"] = "none"
     return plt
 
 

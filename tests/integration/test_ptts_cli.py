@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import svg
+
 from .conftest import jitterscope
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "ptts"
@@ -46,7 +48,8 @@ def test_deadline_miss_is_absent_unless_asked():
 def test_plots_are_written(tmp_path):
     jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--deadline", "160ms", "--plots", str(tmp_path), check=True)
     for stem in ("ptts-pmf", "ptts-cdf"):
-        assert (tmp_path / f"{stem}.svg").read_text().lstrip().startswith("<?xml")
+        fig = svg.read(tmp_path / f"{stem}.svg")
+        assert fig.shows("end-to-end latency (", "probability" if stem == "ptts-pmf" else "P(latency <= x)")
         assert (tmp_path / f"{stem}.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -69,7 +72,8 @@ def test_sweep_of_an_offset(tmp_path):
     means = [pt["latency"]["mean"] for pt in pts]
     assert len(set(round(m, 6) for m in means)) > 1  # the phase matters (thesis figure 5.14)
     assert all("deadline_miss" in pt and "loss_probability" in pt for pt in pts)
-    assert (tmp_path / "ptts-sweep.svg").exists() and (tmp_path / "ptts-sweep.png").exists()
+    assert svg.read(tmp_path / "ptts-sweep.svg").shows("end-to-end latency against wall.offset")
+    assert (tmp_path / "ptts-sweep.png").read_bytes()[:4] == b"\x89PNG"
     txt = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), "--sweep", "wall.offset=0..80:40", check=True).stdout
     assert "offsets act modulo the period" in txt
 
@@ -79,7 +83,10 @@ def test_simulate_reports_its_distance_to_the_exact_result():
     d = json.loads(p.stdout)
     s = d["simulation"]
     assert s["iterations"] == 3000
-    assert 0 <= s["kolmogorov"] <= 0.05 and 0 <= s["total_variation"] <= 1
+    # 3000 draws: the sampled CDF is within the DKW band of the exact one (95%; the seed is pinned), and the
+    # total variation distance bounds the Kolmogorov one from above for distributions on one support
+    assert s["kolmogorov"] <= s["dkw95"]
+    assert s["kolmogorov"] <= s["total_variation"]
     assert s["dkw95"] == pytest.approx(0.0248, abs=1e-3)
     assert "exact_loss_probability" in s
     txt = jitterscope("ptts", THESIS, "--method", "simulate", "--iterations", "2000", "--seed", "1").stdout

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from tests.support import svg
 from tests.support.noise_runs import periodic_source, write_noise_run
 
 from .conftest import jitterscope
@@ -83,14 +84,16 @@ def test_simulate_run_by_source_and_fit(run_dir, tmp_path):
     bs = data["by_source"]
     assert bs["nodes"] == 1000 and bs["phases"] == 20
     assert [s["name"] for s in bs["sources"]][0] == "daemon"
-    assert (tmp_path / "by_source.svg").exists()
+    assert svg.read(tmp_path / "by_source.svg").shows("Fix first", "1,000 nodes x 20 phases", "daemon")
 
     f = jitterscope("fit", str(run_dir), "--phase", "1ms", "--json", "--replicates", "50", "--plots", str(tmp_path))
     assert f.returncode == 0, f.stderr
     fit = json.loads(f.stdout)
     assert {x["family"] for x in fit["families"]} == {"normal", "lognormal", "gamma", "exponential", "weibull"}
     assert fit["verdict"].startswith("no family fits")
-    assert (tmp_path / "fit_qq.svg").exists() and (tmp_path / "fit_histogram.svg").exists()
+    qq = svg.read(tmp_path / "fit_qq.svg")
+    assert qq.shows("Q-Q plots", "normal: KS p=", "lognormal: KS p=", "weibull: KS p=", "GPD tail over")
+    assert svg.read(tmp_path / "fit_histogram.svg").shows("Per-phase delays, phase 1 ms", "no family fits")
 
     t = jitterscope("fit", str(run_dir), "--phase", "1ms", "--replicates", "50")
     assert "verdict: no family fits" in t.stdout and "rank" in t.stdout

@@ -22,6 +22,7 @@ import pytest
 from jitterscope.native_bin import native_bin
 from jitterscope.sync import records as R
 from tests.integration.conftest import jitterscope, needs_tracing, tracing_reason
+from tests.support import svg
 
 SRC = Path(__file__).parent / "sync_programs" / "syncgold.c"
 US = 1000
@@ -264,7 +265,7 @@ def test_report_perfetto_and_compare(gold, tmp_path):
     assert p.returncode == 0, p.stderr
     html = (run / "report.html").read_text()
     assert 'data-figure="timeline"' in html and 'data-figure="types"' in html and "lu lock-unlock" in html
-    assert (run / "report-timeline.svg").exists()
+    assert svg.read(run / "report-timeline.svg").shows("ms since the program started")
 
     out = tmp_path / "lu.json"
     assert jitterscope("export", str(run), "-f", "perfetto", "-o", str(out)).returncode == 0

@@ -16,6 +16,7 @@ import pytest
 
 from jitterscope.sync.schema import SEGMENTS
 from tests.integration.conftest import jitterscope
+from tests.support import svg as figure
 from tests.unit.test_whatif_cpufreq import stand_in
 
 ORIGINAL = (1_200_000, 3_600_000)
@@ -72,10 +73,11 @@ def test_compensated_between_ideal_and_recorded(xz_run, tmp_path):
     assert r["ideal_ns"] <= r["replayed_ns"]
     for k in r["by_k"]:
         assert r["ideal_ns"] * 0.999 <= k["run_ns"] <= r["replayed_ns"] * 1.001, k
-        assert k["energy"] >= 1.0 and 0 <= k["saturated"] <= 1
+        assert k["energy"] >= 1.0
     best = min(r["by_k"], key=lambda k: (k["run_ns"], k["k"]))
     assert r["best_k"] == best["k"] and [k["k"] for k in r["by_k"]] == [1, 2, 4]
-    assert svg.read_text().startswith("<?xml") and csv.read_text().startswith("k,tid,subframe")
+    assert figure.read(svg).shows("DVFS factor f/f0", "subframe of thread", "k = 1", "k = 4")
+    assert csv.read_text().startswith("k,tid,subframe")
     if not Path("/sys/devices/system/cpu/cpu0/cpufreq").exists():
         assert r["apply"]["status"].startswith("skipped: this host has no cpufreq for CPU")
     p = jitterscope("whatif", "dvfs", str(xz_run), "--reactivity", "1", "--quantize", "ceil", timeout=300)

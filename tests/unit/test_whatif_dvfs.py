@@ -1,6 +1,5 @@
-"""whatif dvfs: the controller against the spec's validation table (A.7), its properties, the power
-arithmetic, and the paper's Tables 6-8 relations (the replay, native, is tested in
-tests/integration/test_whatif_replay.py)."""
+"""whatif dvfs: the controller against the spec's validation table (A.7), its properties and the power
+arithmetic (the replay, native, is tested in tests/integration/test_whatif_replay.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +9,25 @@ import numpy as np
 import pytest
 
 from jitterscope.errors import UsageError
-from jitterscope.whatif import paper
 from jitterscope.whatif.controller import Controller, energy, parse_table, relative_power, step
 
 TAU0 = 330_000.0
 US = 1000.0
 
+# The spec's controller validation table (A.7), the paper's published numbers our controller must reproduce:
+# (J us, k, target tau us, raw factor, chosen nearest, chosen ceil, J after nearest, J after ceil)
+CONTROLLER = [
+    (0, 1, 330.0, 1.000, 1.0, 1.0, 0.0, 0.0),
+    (33, 1, 297.0, 1.111, 1.1, 1.15, 3.0, -10.0),
+    (33, 2, 313.5, 1.053, 1.05, None, 17.3, None),
+    (100, 1, 230.0, 1.435, 1.2, 1.2, 45.0, 45.0),
+    (100, 4, 305.0, 1.082, 1.1, None, None, None),
+    (-20, 1, 350.0, 0.943, 0.95, None, None, None),
+    (-100, 1, 430.0, 0.767, 0.8, 0.8, None, None),
+]
 
-@pytest.mark.parametrize("row", paper.CONTROLLER, ids=[f"J{r[0]}k{r[1]}" for r in paper.CONTROLLER])
+
+@pytest.mark.parametrize("row", CONTROLLER, ids=[f"J{r[0]}k{r[1]}" for r in CONTROLLER])
 def test_controller_golden_table(row):
     j, k, target, raw, nearest, ceil, after_n, after_c = row
     for q, chosen, after in (("nearest", nearest, after_n), ("ceil", ceil, after_c)):
@@ -68,15 +78,6 @@ def test_physical_model_needs_more_frequency_for_the_same_catch_up():
 
 
 def test_power_arithmetic():
-    assert [round(f**3, 3) for f in (0.8, 0.9, 0.95, 1.05, 1.1, 1.15, 1.2)] == [
-        0.512,
-        0.729,
-        0.857,
-        1.158,
-        1.331,
-        1.521,
-        1.728,
-    ]
     assert relative_power(np.array([1.2, 1.0]), np.array([1.0, 3.0])) == pytest.approx((1.728 + 3) / 4)
     assert energy(np.array([1.2]), np.array([275.0])) == pytest.approx(1.728 * 275)
 
@@ -89,19 +90,3 @@ def test_bad_tables(text):
 
 def test_table3():
     assert list(parse_table("0.8:1.2:0.05")) == pytest.approx([0.8, 0.85, 0.9, 0.95, 1.0, 1.05, 1.1, 1.15, 1.2])
-
-
-def test_table8_recomputed_from_tables_6_and_7():
-    t8 = paper.table8()
-    assert [round(x, 2) for x in t8["splash"]] == list(paper.TABLE8["splash"])
-    assert [math.trunc(x * 100) / 100 for x in t8["parsec"]] == list(paper.TABLE8["parsec"])  # truncated
-    assert [round(x, 3) for x in t8["parsec"]] == [0.065, 0.046, -0.042]
-
-
-def test_tables_6_7_column3_is_the_product_and_the_means():
-    for table in (paper.TABLE6, paper.TABLE7):
-        for name, (ev, mean, prod, _) in table.items():
-            # within the rounding of column (1) to two decimals (PARSEC raytrace's 0.14: 3.5% off)
-            assert ev * mean == pytest.approx(prod, rel=0.005 / ev + 0.001), name
-    assert np.mean([v[3] for v in paper.TABLE6.values()]) == pytest.approx(15.3, abs=0.01)
-    assert np.mean([v[3] for v in paper.TABLE7.values()]) == pytest.approx(6.55, abs=0.01)
