@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test unit integration bench install native clean packages mpi lint py-lowest
+.PHONY: run test check unit integration bench install native clean packages mpi lint py-lowest
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -55,13 +55,24 @@ lint: install
 py-lowest: install
 	$(BIN)/python tests/support/lowest_python.py
 
-# Lint, the lowest Python and the suite all run; any failure fails `make test` at the end.
+# The tiers (README "Tests"): unit is in-process, needs no root and runs on every CPU (pytest-xdist);
+# integration drives the real kernel and the real tool, each file marked by what it needs.
+UNIT := $(BIN)/python -m pytest -q -n auto -p no:cacheprovider tests/unit
+INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -p no:cacheprovider tests/integration
+
+# Lint, the lowest Python and both tiers all run; any failure fails `make test` at the end.
 test: install packages mpi
 	@status=0; $(MAKE) -s lint || status=1; $(MAKE) -s py-lowest || status=1; \
-	  $(BIN)/python -m pytest -q -ra --durations=15 tests || status=1; exit $$status
+	  $(UNIT) || status=1; $(INTEGRATION) || status=1; exit $$status
 
-unit: install
-	$(BIN)/python -m pytest -q tests/unit
+# The edit-test loop: the unit tier alone.
+check: install
+	$(UNIT)
+
+unit: check
+
+integration: install packages mpi
+	$(INTEGRATION)
 
 bench: install
 	$(BIN)/python benchmarks/run.py

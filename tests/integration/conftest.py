@@ -42,10 +42,8 @@ def tracing_reason() -> str | None:
     """Why kernel tracing cannot be tested here, or None when it can."""
     if os.geteuid() != 0:
         return "needs root for tracefs"
-    try:
-        from jitterscope.tracing.tracefs import tracing_available
-    except ImportError:
-        return "jitterscope.tracing not built"
+    from jitterscope.tracing.tracefs import tracing_available  # a missing module is an error, never a skip
+
     ok, reason = tracing_available()
     return None if ok else f"tracing unavailable: {reason}"
 
@@ -149,3 +147,59 @@ def tracefs() -> Iterator[Path]:
         pytest.skip("tracefs is not mounted and cannot be mounted here")
     yield root
     journal.undo()
+
+
+# What each file's tests need, as markers (`pytest -m "not root"`, `-m "not slow"`, ...): root (kernel settings,
+# scheduling classes, cgroups), tracefs (kernel tracing), native (the C programs), mpi (mpiexec and mpi4py),
+# chromium (the browser), slow (soak, long duty cycles, placement comparisons, MPI, browser).  A file that is not
+# listed fails tests/unit/test_tiers.py, so a new test file says what it needs.
+NEEDS: dict[str, tuple[str, ...]] = {
+    "test_bad_input_matrix.py": ("tracefs",),
+    "test_clock_alignment.py": ("native", "tracefs"),
+    "test_cluster.py": ("mpi", "native", "tracefs", "slow"),
+    "test_cluster_faults.py": ("mpi", "native", "slow"),
+    "test_compare_runs.py": ("native", "tracefs"),
+    "test_doe_e2e.py": ("root", "native"),
+    "test_doe_safety.py": ("root",),
+    "test_export_cli.py": ("native", "tracefs"),
+    "test_fresh_machine.py": ("root", "tracefs", "slow"),
+    "test_inject.py": ("root", "native"),
+    "test_inject_bad_input.py": ("native",),
+    "test_measure_attribution.py": ("native", "tracefs", "slow"),
+    "test_measure_bad_input.py": ("native",),
+    "test_monitor_e2e.py": ("native", "tracefs"),
+    "test_no_run_lost.py": ("native", "tracefs", "slow"),
+    "test_pipeline_cli.py": ("native", "tracefs", "slow"),
+    "test_pipeline_runtime.py": ("native", "slow"),
+    "test_place.py": ("root", "native", "slow"),
+    "test_probe_detours.py": ("root", "native"),
+    "test_probe_layout.py": ("native",),
+    "test_probe_lifecycle.py": ("root", "native"),
+    "test_probe_memory.py": ("native",),
+    "test_protect_actuators.py": ("root", "native", "slow"),
+    "test_protect_cli.py": ("root", "native", "slow"),
+    "test_protect_event.py": ("root", "native"),
+    "test_protect_laws.py": ("native",),
+    "test_protect_layout.py": ("native",),
+    "test_protect_safety.py": ("root", "native", "slow"),
+    "test_ptts_cli.py": (),
+    "test_report_browser.py": ("chromium", "slow"),
+    "test_restore_cli.py": ("root",),
+    "test_second_probe.py": ("native", "tracefs", "slow"),
+    "test_simulate_cli.py": (),
+    "test_sync.py": ("root", "native", "tracefs", "slow"),
+    "test_trace_cmd_crosscheck.py": ("native", "tracefs", "slow"),
+    "test_trace_layout.py": ("native",),
+    "test_trace_session.py": ("root", "tracefs"),
+    "test_tune.py": ("root",),
+    "test_tune_verify.py": ("root", "native", "tracefs", "slow"),
+    "test_whatif_cache.py": ("native", "slow"),
+    "test_whatif_dvfs.py": ("native", "slow"),
+    "test_whatif_replay.py": ("native",),
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        for need in NEEDS.get(item.path.name, ()):
+            item.add_marker(getattr(pytest.mark, need))

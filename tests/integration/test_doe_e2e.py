@@ -5,7 +5,6 @@ from __future__ import annotations
 import glob
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -179,34 +178,8 @@ def test_resume_skips_finished_runs(tmp_path):
     assert r.returncode == 2 and "plan differs" in r.stderr
 
 
-def _measure_missing() -> str | None:
-    """Why `jitterscope measure` cannot serve as a response yet (None when it is present)."""
-    helptext = jitterscope("--help").stdout
-    if "measure" not in helptext:
-        return "the measure command is not present yet"
-    probe = jitterscope(
-        "measure",
-        "--cpus",
-        str(probed_cpu()),
-        "--duration",
-        "100ms",
-        "--no-trace",
-        "--json",
-        "--no-report",
-        "--out",
-        f"/tmp/jitterscope-doe-probe-{os.getpid()}",
-    )
-    subprocess.run(["rm", "-rf", f"/tmp/jitterscope-doe-probe-{os.getpid()}"], check=False)
-    if "No module named 'jitterscope." in probe.stderr:
-        return "parts of the measure command are not present yet: " + probe.stderr.strip().splitlines()[-1]
-    return None
-
-
 @ROOT_ONLY
 def test_measure_response(tmp_path):
-    reason = _measure_missing()
-    if reason:
-        pytest.skip(reason)
     cpu = probed_cpu()
     plan = tmp_path / "plan.yaml"
     plan.write_text(

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import signal
 import subprocess
@@ -10,21 +9,7 @@ import sys
 import time
 import urllib.request
 
-import pytest
-
 from .conftest import probed_cpu
-
-
-def _measure_missing() -> str | None:
-    try:
-        from jitterscope.measure import lifecycle as measure_core
-    except ImportError:
-        return "jitterscope.measure.lifecycle missing"
-    if not hasattr(measure_core, "measure"):
-        return "jitterscope.measure.lifecycle.measure missing"
-    if importlib.util.find_spec("jitterscope.measure.probe") is None:
-        return "jitterscope.measure.probe missing"
-    return None
 
 
 def _windows(url: str) -> int:
@@ -32,7 +17,6 @@ def _windows(url: str) -> int:
     return int(float(re.search(r"^jitterscope_windows_total ([0-9.e+]+)$", text, re.MULTILINE).group(1)))
 
 
-@pytest.mark.skipif(_measure_missing() is not None, reason=str(_measure_missing()))
 def test_metrics_endpoint_advances_and_sigterm_stops_cleanly(tmp_path):
     proc = subprocess.Popen(
         [

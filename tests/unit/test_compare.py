@@ -44,7 +44,8 @@ def test_bh_matches_the_step_up_definition():
 
 
 def test_bh_agrees_with_statsmodels_on_ties_and_many_tests():
-    multitest = pytest.importorskip("statsmodels.stats.multitest", reason="statsmodels not installed")
+    from statsmodels.stats import multitest  # scikit-posthocs, a dependency, brings it
+
     rng = np.random.default_rng(5)
     p = np.concatenate([rng.uniform(size=300), rng.uniform(0, 1e-4, 20), [0.5] * 10, [1.0, 0.0]])
     assert S.bh_adjust(list(p)) == pytest.approx(list(multitest.multipletests(p, method="fdr_bh")[1]), abs=1e-12)

@@ -1,0 +1,42 @@
+"""The suite's tiers stay what the README says: unit tests run in-process without root, and every integration
+file says what it needs (tests/integration/conftest.py NEEDS) with markers pyproject declares."""
+
+from __future__ import annotations
+
+import ast
+import tomllib
+from pathlib import Path
+
+from tests.integration.conftest import NEEDS
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_integration_file_says_what_it_needs_with_declared_markers():
+    files = {p.name for p in (ROOT / "tests" / "integration").glob("test_*.py")}
+    assert files == set(NEEDS), f"unlisted: {sorted(files - set(NEEDS))}, gone: {sorted(set(NEEDS) - files)}"
+    declared = {
+        m.split(":")[0]
+        for m in tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["pytest"]["ini_options"]["markers"]
+    }
+    used = {n for needs in NEEDS.values() for n in needs}
+    assert used <= declared, used - declared
+
+
+def test_unit_tests_start_no_process_of_the_tool():
+    """The unit tier calls main() and the library; starting `python -m jitterscope` belongs to integration."""
+    offenders = []
+    for path in sorted((ROOT / "tests" / "unit").glob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Constant) and node.value == "jitterscope" and _in_argv(node, tree):
+                offenders.append(f"{path.name}:{node.lineno}")
+    assert not offenders, offenders
+
+
+def _in_argv(const: ast.Constant, tree: ast.AST) -> bool:
+    """Whether the string sits in a list literal that also holds "-m" (an argv of `python -m jitterscope`)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.List) and const in node.elts:
+            return any(isinstance(e, ast.Constant) and e.value == "-m" for e in node.elts)
+    return False
