@@ -4,8 +4,9 @@ file says what it needs (tests/integration/conftest.py NEEDS) with markers pypro
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 from tests.integration.conftest import NEEDS
 
