@@ -103,7 +103,8 @@ def test_compare_obs_l_schedule_shape_and_protected_noise(tmp_path: Path) -> Non
     }
     assert co["L"]["coheavy_fraction"] < 0.15 and co["L"]["coheavy_method"] == "exact"
     assert co["worst"]["coheavy_fraction"] > 0.8
-    assert 0.05 < co["stock"]["coheavy_fraction"] < 0.95 and co["stock"]["coheavy_method"] == "estimated"
+    # stock scheduling promises no pairing (it is whatever the kernel did): only how the fraction was found
+    assert co["stock"]["coheavy_method"] == "estimated"
     for r in co.values():
         assert r["weight_sources"].keys() == {"declared", "probe"} and not r["run"]["pmu"]["available"]
         assert all(t["end"] == "running at the end" for t in r["tasks"]) and r["tasks"][0]["ops"] > 0

@@ -144,16 +144,22 @@ def test_instance_of_killed_run_is_removed_by_the_next_start(tmp_path: Path, tra
 @needs_tracing
 def test_tiny_buffer_reports_lost_events(tmp_path: Path, tracefs: Path) -> None:
     cpu = probed_cpu()
-    # Whether a 4 KiB ring overflows depends on whether the reader is outpaced: on a quiet machine one
-    # switch storm was drained in time (a clean-clone run, 2026-11-23); three storms at once, up to 3 tries.
-    for attempt in range(3):
-        out = tmp_path / f"trace{attempt}"
-        with Journal("test") as journal:
-            with TraceSession([cpu], out, journal, buffer_kb=4) as session:
-                for storm in [busy_cpu(cpu, 1.0) for _ in range(3)]:
-                    storm.wait(timeout=20)
-        if session.lost_events > 0:
-            break
+    # The reader is a thread of this process: holding the GIL for the whole storm (no thread switch for
+    # 60 s, and a busy wait that never blocks) keeps it from draining, so the 4 KiB ring must overflow, on a
+    # quiet machine as on a busy one.
+    out = tmp_path / "trace"
+    interval = sys.getswitchinterval()
+    with Journal("test") as journal:
+        with TraceSession([cpu], out, journal, buffer_kb=4) as session:
+            storm = busy_cpu(cpu, 1.0)
+            sys.setswitchinterval(60)
+            try:
+                end = time.monotonic() + 0.8
+                while time.monotonic() < end:
+                    pass
+            finally:
+                sys.setswitchinterval(interval)
+            storm.wait(timeout=20)
     td = parse_trace(out)
     assert session.lost_events > 0
     assert td.lost_events == session.lost_events
