@@ -56,9 +56,10 @@ py-lowest: install
 	$(BIN)/python tests/support/lowest_python.py
 
 # The tiers (README "Tests"): unit is in-process, needs no root and runs on every CPU (pytest-xdist);
-# integration drives the real kernel and the real tool, each file marked by what it needs.
+# integration drives the real kernel and the real tool, each file marked by what it needs; the tests that
+# touch the machine run one at a time while the rest share the CPUs (tests/integration/conftest.py FREE).
 UNIT := $(BIN)/python -m pytest -q -n auto -p no:cacheprovider tests/unit
-INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -p no:cacheprovider tests/integration
+INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -n 2 --dist loadgroup -p no:cacheprovider tests/integration
 
 # Lint, the lowest Python and both tiers all run; any failure fails `make test` at the end.
 test: install packages mpi

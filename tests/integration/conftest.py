@@ -199,7 +199,28 @@ NEEDS: dict[str, tuple[str, ...]] = {
 }
 
 
+# Files whose tests neither measure, pin, inject nor change a kernel setting: `make integration` (pytest-xdist,
+# --dist loadgroup) spreads them over every CPU, while all other files run one test at a time in the "machine"
+# group, so two measurements never share the probed CPU and a test that checks that nothing on the machine
+# changed never sees another test's change.  The spread tests load the CPUs as any busy host would.
+FREE = {
+    "test_ptts_cli.py",
+    "test_simulate_cli.py",
+    "test_report_browser.py",
+    "test_protect_laws.py",
+    "test_whatif_replay.py",
+    "test_whatif_cache.py",
+    "test_probe_layout.py",
+    "test_trace_layout.py",
+    "test_protect_layout.py",
+}
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        for need in NEEDS.get(item.path.name, ()):
+        if item.path.name not in NEEDS:
+            continue
+        for need in NEEDS[item.path.name]:
             item.add_marker(getattr(pytest.mark, need))
+        if item.path.name not in FREE:
+            item.add_marker(pytest.mark.xdist_group("machine"))

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import tomllib
 
-from tests.integration.conftest import NEEDS
+from tests.integration.conftest import FREE, NEEDS
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,6 +22,7 @@ def test_every_integration_file_says_what_it_needs_with_declared_markers():
     }
     used = {n for needs in NEEDS.values() for n in needs}
     assert used <= declared, used - declared
+    assert FREE <= set(NEEDS) and not any("root" in NEEDS[f] for f in FREE)  # a spread test changes nothing
 
 
 def test_unit_tests_start_no_process_of_the_tool():
