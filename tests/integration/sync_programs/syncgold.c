@@ -9,7 +9,7 @@
  *   syncgold hold CPU K      K x: holder keeps the mutex 200 us, releases at once -> waits of 200 us, lu small
  *   syncgold sw CPU K        K x: signaller keeps the CPU 100 us after signalling -> sw = 100 us
  *   syncgold bw CPU K        K x: broadcast to 2 waiters, broadcaster keeps the CPU 150 us -> 2 x bw = 150 us
- *   syncgold barrier CPU K   K rounds of a 3-thread barrier whose last arriver is 300 us late
+ *   syncgold barrier CPU K   K rounds of a 3-thread barrier whose last arriver comes 300 us after the others
  *   syncgold tree CPU        main creates A and B; A suffers sw 200 us, B sw 50 us; main joins both
  *   syncgold holdlong CPU MS K  FIFO 80 holder on CPU holds the mutex MS ms (busy), waiter on another CPU waits
  *   syncgold uncontended N   N lock/unlock pairs on one thread, prints ns per pair
@@ -234,12 +234,20 @@ static int run_bw(void)
 }
 
 /* ---- barrier ---- */
+static _Atomic int bar_arrived;
+
 static void *bar_thread(void *arg)
 {
     int late = (int)(intptr_t)arg;
     for (int i = 0; i < K; i++) {
-        if (late)
-            spin_ns(300000);             /* the last arriver, 300 us after the others */
+        if (late) {
+            /* the last arriver, 300 us after both others are at the barrier (not after a sleep of its own,
+             * whose wake-up a busy host can delay past theirs) */
+            while (atomic_load(&bar_arrived) < 2 * (i + 1)) {}
+            spin_ns(300000);
+        } else {
+            atomic_fetch_add(&bar_arrived, 1);
+        }
         pthread_barrier_wait(&bar);
         sleep_ns(1000000);
     }
