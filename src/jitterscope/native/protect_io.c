@@ -515,7 +515,8 @@ void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs)
         q = q < 1000 ? 1000 : q;
         if (u->throttled != q) {
             char buf[64];
-            snprintf(buf, sizeof buf, g_cfg.act_on, (long long)q);  /* "%lld" or "%lld PERIOD" */
+            /* act_on is what follows the quota (" PERIOD" for cpu.max), never a format: data from argv */
+            snprintf(buf, sizeof buf, "%lld%s", (long long)q, g_cfg.act_on);
             write_str(u->act_fd, buf);
             u->throttled = q;
         }

@@ -218,8 +218,8 @@ def _cfs(j: Journal, version: int | None, units: list[Unit], given: Path | None,
     return [
         "--cfs-period-us",
         str(period_us),
-        "--act-on",
-        f"%lld {period_us}" if v2 else "%lld",
+        "--act-on",  # what follows the quota the controller writes: cpu.max takes "QUOTA PERIOD"
+        f" {period_us}" if v2 else "",
         "--act-off",
         f"max {period_us}" if v2 else "-1",
     ]
