@@ -3,10 +3,12 @@
 The three run one after another on the highest CPU, ROUNDS times, the order
 rotated each round so none always follows the same neighbour.  From each run:
 detours above 1 us (count and per second), noise share (time in them / time
-measured) and the p99 of their durations.  Target: each of our figures falls
+measured) and the p99 of their durations.  Target: the median of our runs falls
 within the peers' run-to-run spread (the lowest to the highest value any peer
-run gave); on a shared machine that spread is wide, and a probe that missed or
-invented detours, or mis-timed them, still falls out of it.
+run gave) for each figure; with 5 rounds (5 of ours, 10 of theirs) that misses by
+chance 4.4% of the time when all three measure alike.  On a shared machine the
+spread is wide, and a probe that missed or invented detours, or mis-timed them,
+still falls out of it.
 
 Peers: sysjitter v1.4 built from ../shared/peers/sysjitter-src.tar.gz in a
 temporary directory; oslat from Debian's rt-tests (`make packages`).  oslat keeps
@@ -44,7 +46,7 @@ HEADING = "## Probe peers"
 # ../shared/peers beside the checkout (or beside the directory holding worktrees); JITTERSCOPE_PEERS overrides
 PEER_DIRS = [Path(os.environ["JITTERSCOPE_PEERS"])] if os.environ.get("JITTERSCOPE_PEERS") else []
 PEER_DIRS += [ROOT.parent / "shared" / "peers", ROOT.parent.parent / "shared" / "peers"]
-ROUNDS = int(os.environ.get("BENCH_PEERS_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("BENCH_PEERS_ROUNDS", "5"))  # 5: a false failure 4.4% of the time (false_failure)
 SECONDS = int(os.environ.get("BENCH_PEERS_SECONDS", "5"))
 THRESHOLD_NS = 1000
 OSLAT_BUCKETS = 1024
@@ -185,10 +187,20 @@ def pct(x: float) -> str:
 
 
 def within(ours: list[Reading], peers: list[Reading], key) -> tuple[bool, str]:
+    """Whether the median of our runs lies within the peers' spread (lowest low to highest high)."""
     lo = min(key(r)[0] for r in peers)
     hi = max(key(r)[1] for r in peers)
-    ok = all(lo <= key(r)[0] and key(r)[1] <= hi for r in ours)
-    return ok, f"[{lo:.4g}, {hi:.4g}]"
+    mid = sorted(ours, key=lambda r: key(r)[0])[len(ours) // 2]
+    ok = lo <= key(mid)[0] and key(mid)[1] <= hi
+    return ok, f"median {key(mid)[0]:.4g} in [{lo:.4g}, {hi:.4g}]"
+
+
+def false_failure(k: int, n: int) -> float:
+    """Chance the median of k runs (the upper one when k is even, as `within` takes it) falls outside
+    the range of n other runs when all k + n come from one distribution (exchangeable): the
+    k // 2 + 1 lowest, or the k - k // 2 highest, of all k + n are all ours."""
+    low, high = k // 2 + 1, k - k // 2
+    return math.comb(k, low) / math.comb(k + n, low) + math.comb(k, high) / math.comb(k + n, high)
 
 
 def main() -> int:
@@ -232,7 +244,12 @@ def main() -> int:
         ("p99 of detours", lambda r: r.p99_ns),
     ):
         ok, spread = within(ours, peers, key)
-        checks.append(f"- {label}: ours within the peers' spread {spread}: {targets.check(f'peers: {label}', ok)}")
+        checks.append(f"- {label}: ours {spread}: {targets.check(f'peers: {label}', ok)}")
+    chance = false_failure(len(ours), len(peers))
+    checks.append(
+        f"\nEach target is missed by chance {chance * 100:.1f}% of the time when our runs and the peers' "
+        "come from one distribution (the median of ours outside the range of theirs)."
+    )
     today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     body = f"""sysjitter v1.4, oslat (rt-tests) and `jitterscope measure` (tracing on), interleaved on CPU {cpu},
 {ROUNDS} rounds of {SECONDS} s each, threshold 1 us (`benchmarks/bench_peers.py`, {today}).

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import sys
 from pathlib import Path
 
@@ -48,3 +49,15 @@ def test_overflowed_detours_make_ranges_bounded_by_max_and_duration() -> None:
     # two of at most 900 ms each cannot exceed what the 1 s run leaves
     long = b.oslat_reading(oslat({1: 10, 2: 98, b.OSLAT_BUCKETS: 2}, 900_000), 1)
     assert long.noise[1] == pytest.approx((98 * 2000 + 1e9 - 98 * 1000) / 1e9)
+
+
+@pytest.mark.parametrize(("k", "n"), [(1, 2), (3, 4), (5, 10), (4, 6)])
+def test_false_failure_rate_counts_every_ordering(k: int, n: int) -> None:
+    # every placement of our k runs among the k + n ranks is equally likely
+    misses = total = 0
+    for ours in itertools.combinations(range(k + n), k):
+        total += 1
+        median = sorted(ours)[k // 2]
+        peers = [i for i in range(k + n) if i not in ours]
+        misses += not (min(peers) <= median <= max(peers))
+    assert bench().false_failure(k, n) == pytest.approx(misses / total)
