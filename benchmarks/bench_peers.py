@@ -123,6 +123,7 @@ def oslat_reading(result: dict, rnd: int) -> Reading:
     # duration leaves once the others take their least
     rest = seconds * 1e9 - sum((k - 1) * 1000 * n for k, n in exact)
     hi = sum(k * 1000 * n for k, n in exact) + min(overflow * float(t["max"]) * 1000, max(rest, 0.0))
+    hi = min(hi, seconds * 1e9)  # detours cannot outlast the run
     noise = (lo / (seconds * 1e9), hi / (seconds * 1e9))
     p99: tuple[float, float] = (0.0, 0.0)
     if detours:
@@ -186,13 +187,13 @@ def pct(x: float) -> str:
     return f"{x * 100:.2f}%"
 
 
-def within(ours: list[Reading], peers: list[Reading], key) -> tuple[bool, str]:
+def within(ours: list[Reading], peers: list[Reading], key, fmt) -> tuple[bool, str]:
     """Whether the median of our runs lies within the peers' spread (lowest low to highest high)."""
     lo = min(key(r)[0] for r in peers)
     hi = max(key(r)[1] for r in peers)
     mid = sorted(ours, key=lambda r: key(r)[0])[len(ours) // 2]
     ok = lo <= key(mid)[0] and key(mid)[1] <= hi
-    return ok, f"median {key(mid)[0]:.4g} in [{lo:.4g}, {hi:.4g}]"
+    return ok, f"median {fmt(key(mid)[0])} in [{fmt(lo)}, {fmt(hi)}]"
 
 
 def false_failure(k: int, n: int) -> float:
@@ -238,12 +239,12 @@ def main() -> int:
         for r in sorted(readings, key=lambda r: (r.round, r.tool))
     )
     checks = []
-    for label, key in (
-        ("detours above 1 us per second", lambda r: (r.per_s, r.per_s)),
-        ("noise share", lambda r: r.noise),
-        ("p99 of detours", lambda r: r.p99_ns),
+    for label, key, fmt in (
+        ("detours above 1 us per second", lambda r: (r.per_s, r.per_s), lambda x: f"{x:,.0f}"),
+        ("noise share", lambda r: r.noise, pct),
+        ("p99 of detours", lambda r: r.p99_ns, us),
     ):
-        ok, spread = within(ours, peers, key)
+        ok, spread = within(ours, peers, key, fmt)
         checks.append(f"- {label}: ours {spread}: {targets.check(f'peers: {label}', ok)}")
     chance = false_failure(len(ours), len(peers))
     checks.append(
