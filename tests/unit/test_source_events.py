@@ -169,3 +169,33 @@ def test_a_summary_without_event_counts_renders_dashes(tmp_path: Path) -> None:
     s["quiet_sources"] = []
     line = next(x for x in render_summary(s).splitlines() if "local_timer" in x)
     assert line.split()[5:8] == ["3", "-", "-"]
+
+
+def test_compare_shows_each_sources_event_rate_beside_its_detour_rate() -> None:
+    from types import SimpleNamespace
+
+    from jitterscope.compare.events import add_event_rates
+    from jitterscope.compare.render import _events
+
+    def run(timer: int, kworker: int, counted: bool = True, cpus=(1,)) -> SimpleNamespace:
+        rows = [{"kind": "irq", "name": "local_timer", "events": timer if counted else None}]
+        quiet = [{"kind": "thread", "name": "kworker/1:2", "events": kworker}]
+        return SimpleNamespace(
+            summary={"sources": rows, "quiet_sources": quiet}, cpus=list(cpus), meta={"duration_s": 2.0}
+        )
+
+    def rows() -> list[dict]:
+        return [{"kind": "irq", "name": "local_timer"}, {"kind": "thread", "name": "kworker/1:*"}]
+
+    r = rows()
+    add_event_rates(run(500, 10), run(540, 0), [1], r)
+    assert r[0]["events"] == {"base_per_s": 250.0, "new_per_s": 270.0, "ratio": 1.08}
+    assert r[1]["events"] == {"base_per_s": 5.0, "new_per_s": 0.0, "ratio": 0.0}  # kworker ids compare as one key
+    assert _events(r[0]) == "; its events 250 -> 270/s x1.08"
+    for base, new, cpus in (
+        (run(500, 10, counted=False), run(540, 0), [1]),
+        (run(500, 10), run(540, 0, cpus=(0, 1)), [1]),
+    ):
+        r = rows()
+        add_event_rates(base, new, cpus, r)  # not counted, or a run measured other CPUs too: not shown
+        assert all(x["events"] is None for x in r) and _events(r[0]) == ""
