@@ -93,10 +93,11 @@ def _wait_for(what: str, check, timeout: float = 30.0):
 
 def _instance_marker(run: Path) -> Path | None:
     """trace_marker of the trace instance draining into `run` (its drain record names it)."""
+    from jitterscope.tracing.instances import DRAIN_RECORDS
     from jitterscope.tracing.tracefs import find_tracefs
 
     root = find_tracefs()
-    for rec in Path("/run/jitterscope/instances").glob("*.json"):
+    for rec in DRAIN_RECORDS.glob("*.json"):
         try:
             drain = json.loads(rec.read_text()).get("drain_to", "")
         except (OSError, ValueError):
