@@ -27,8 +27,10 @@ run: install
 # System programs some tests use, installed with one apt run where apt can (a test whose program is
 # missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
 # libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
-# place --profile cachegrind).
-PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind
+# place --profile cachegrind), perf (per-source event counts against the kernel's tracepoint counts),
+# oslat (the probe-peers benchmark).
+PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind \
+  perf:linux-perf oslat:rt-tests
 packages:
 	@missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
 	  if [ -n "$$missing" ]; then \

@@ -84,6 +84,18 @@ class Source(_Open):
     total_ns: Count = 0
     share: Number = 0.0
     cpus: list[Count] = []
+    # added: absent in runs written before events were counted (read as not counted)
+    detours_per_s: Annotated[Number, Field(ge=0)] | None = None
+    events: Count | None = None
+    events_per_s: Annotated[Number, Field(ge=0)] | None = None
+
+
+class QuietSource(_Open):
+    kind: Annotated[StrictStr, AfterValidator(_source_kind)]
+    name: StrictStr
+    events: Count = 0
+    events_per_s: Annotated[Number, Field(ge=0)] = 0.0
+    cpus: list[Count] = []
 
 
 class Unexplained(_Open):
@@ -102,6 +114,7 @@ class MeasureSummary(_Open):
     run: dict[str, Any]
     cpus: dict[str, CpuSummary]
     sources: list[Source]
+    quiet_sources: list[QuietSource] = []
     chains: list[Chain] = []
     unexplained: Unexplained = Unexplained()
     lost_events: Count = 0

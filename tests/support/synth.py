@@ -226,3 +226,22 @@ def write_trace(
     if symbols:
         (trace_dir / "symbols.txt").write_text("".join(f"{a:x} {n}\n" for a, n in sorted(symbols.items())))
     return trace_dir
+
+
+def parser_missing() -> str | None:
+    """Why the compiled jitterscope-traceparse cannot be used, or None when it can."""
+    try:
+        from jitterscope.native_bin import native_bin
+
+        native_bin("jitterscope-traceparse")
+    except Exception as err:  # noqa: BLE001 - any reason is the skip reason
+        return str(err)
+    return None
+
+
+def needs_parser() -> Any:
+    """pytest mark: skip, naming why, when jitterscope-traceparse is not built."""
+    import pytest
+
+    missing = parser_missing()
+    return pytest.mark.skipif(missing is not None, reason=f"jitterscope-traceparse not built: {missing}")

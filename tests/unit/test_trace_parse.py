@@ -9,20 +9,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pytest
 
 from jitterscope.tracing.parse import TraceData, lost_per_cpu, parse_trace
 from tests.support import synth as S
 
-try:
-    from jitterscope.native_bin import native_bin
-
-    native_bin("jitterscope-traceparse")
-    MISSING = None
-except Exception as err:  # noqa: BLE001 - any reason is the skip reason
-    MISSING = str(err)
-
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"jitterscope-traceparse not built: {MISSING}")
+pytestmark = S.needs_parser()
 
 CPU = 1
 T0 = 1_000_000_000  # capture start (TSC)

@@ -13,6 +13,7 @@ from typing import Any
 
 from jitterscope.compare.comparable import as_json, basis
 from jitterscope.compare.diff import Thresholds, diff
+from jitterscope.compare.events import add_event_rates
 from jitterscope.compare.sample import Sample, from_run, pool, source_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
@@ -59,6 +60,7 @@ def compare_loaded(
         for s in (b, n):
             s.occurrences = {k: v for k, v in s.occurrences.items() if k in only}
     result = diff(b, n, th, frozenset(on.untested_kinds), on.test_totals)
+    add_event_rates(base, new, cpus, [r for part in ("new", "gone", "changed", "unchanged") for r in result[part]])
     return {
         "runs": {"base": _run_info(base), "new": _run_info(new)},
         "compared_cpus": cpus,

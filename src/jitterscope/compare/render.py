@@ -18,6 +18,15 @@ def _label(r: dict[str, Any]) -> str:
     return f"{r['kind']}:{r['name']}{extra}"
 
 
+def _events(r: dict[str, Any]) -> str:
+    """The source's own event rate, beside the detour rate compare tests (compare/events.py)."""
+    e = r.get("events")
+    if not e:
+        return ""
+    ratio = f" x{e['ratio']:.2f}" if e["ratio"] is not None else ""
+    return f"; its events {number(e['base_per_s'])} -> {number(e['new_per_s'])}/s{ratio}"
+
+
 def render_compare(res: dict[str, Any]) -> str:
     b, n = res["runs"]["base"], res["runs"]["new"]
     th = res["thresholds"]
@@ -54,7 +63,7 @@ def render_compare(res: dict[str, Any]) -> str:
             f"{_label(r)}: {count(r['new']['count'], 'time')} ({number(r['new']['rate_hz'])}/s per CPU), "
             f"median {format_ns(r['new']['median_ns'])}, "
             f"{'+' if r['delta_ppm'] >= 0 else ''}{number(r['delta_ppm'])} ppm, "
-            f"{_q(r['rate']['q'])}"
+            f"{_q(r['rate']['q'])}{_events(r)}"
         ),
     )
     block(
@@ -70,7 +79,10 @@ def render_compare(res: dict[str, Any]) -> str:
         parts = [f"{_label(r)} {r['direction']}: {number(r['base']['ppm'])} -> {number(r['new']['ppm'])} ppm"]
         rr = r["rate"]
         if rr["ratio"] is not None:
-            parts.append(f"rate x{rr['ratio']:.2f} [{rr['ci95'][0]:.2f}, {rr['ci95'][1]:.2f}] {_q(rr['q'])}")
+            parts.append(
+                f"detour rate x{rr['ratio']:.2f} [{rr['ci95'][0]:.2f}, {rr['ci95'][1]:.2f}] {_q(rr['q'])}"
+                + _events(r).replace("; its", ", its")
+            )
         d = r["duration"]
         if d is not None:
             parts.append(

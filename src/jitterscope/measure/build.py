@@ -17,6 +17,7 @@ from jitterscope.measure.attribution import (
     attribute_annotations,
     source_table,
 )
+from jitterscope.measure.events import SourceEvents, count_events
 from jitterscope.measure.probe import read_detours
 from jitterscope.measure.tsc import detours_ns, since_ns, to_ns
 from jitterscope.rundir import write_json, write_table
@@ -69,6 +70,7 @@ def build_run(
 
     lost = 0
     functions: dict[int, list[str]] = {}
+    events: SourceEvents | None = None
     if trace_dir is not None:
         td = parse_trace(trace_dir)
         lost = int(td.lost_events)
@@ -91,6 +93,21 @@ def build_run(
         seg_end = since_ns(np.asarray(seg["end_tsc"]), t0, hz)
         seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
         att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
+        # each CPU's measured window: the probe's first and last reads
+        edges = {
+            c: since_ns(np.array([probe.per_cpu[c]["first_tsc"], probe.per_cpu[c]["last_tsc"]]), t0, hz)
+            for c in measured
+        }
+        windows = {c: (float(e[0]), float(e[1])) for c, e in edges.items()}
+        events = count_events(
+            codes,
+            kinds.to_numpy(zero_copy_only=False),
+            a_cpu,
+            a_start,
+            act.column("entered").to_numpy(zero_copy_only=False),
+            windows,
+            len(sources),
+        )
         ann = np.flatnonzero(pc.is_in(kinds, pa.array(ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))
         if len(ann):
             container, inside = attribute_annotations(
@@ -122,7 +139,7 @@ def build_run(
         )
     meta["lost_events"] = lost
     _write_attribution(run_dir, att, det_cpu)
-    summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured, resolution, functions)
+    summary = make_summary(meta, att, det_cpu, det_start, det_dur, measured, resolution, functions, events)
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return summary
@@ -167,8 +184,11 @@ def make_summary(
     measured: dict[int, float],
     resolution: dict[int, float],
     functions: dict[int, list[str]],
+    events: SourceEvents | None = None,
 ) -> S.Summary:
+    """summary.json; `events` (measure/events.py) adds each source's own event count and rate."""
     total = int(det_dur.sum())
+    exposure_s = sum(measured.get(int(c), 0.0) for c in meta["cpus"]) / 1e9
     tracing = bool(meta["tracing"]["enabled"])
     unexplained_ns = float(att.ns[att.source == 0].sum())
     likely = S.likely_unexplained(
@@ -191,7 +211,8 @@ def make_summary(
             "cpus": meta["cpus"],
         },
         "cpus": S.cpu_table(det_cpu, det_dur, [int(c) for c in meta["cpus"]], measured, resolution),
-        "sources": S.source_list(att, det_cpu, det_start, total, functions) if tracing else [],
+        "sources": S.source_list(att, det_cpu, det_start, total, functions, events, exposure_s) if tracing else [],
+        "quiet_sources": S.quiet_sources(att, events) if tracing else [],
         "chains": S.chain_list(att, det_dur) if tracing else [],
         "unexplained": S.unexplained_part(att, total, likely),
         "lost_events": int(meta.get("lost_events", 0)),

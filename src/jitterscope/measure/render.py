@@ -10,6 +10,12 @@ from jitterscope.units import format_cpulist
 
 TOP_SOURCES = 10
 TOP_CHAINS = 5
+TOP_QUIET = 6
+
+
+def _rate(per_s: float | None) -> str:
+    """A rate per CPU-second; '-' when the run did not count it (written before events were counted)."""
+    return "-" if per_s is None else f"{per_s:.4g}"
 
 
 def _period(p: float | None) -> str:
@@ -48,22 +54,28 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
     sources = summary.get("sources", [])
     if sources:
         lines.append("")
-        lines.append("Top sources (share of all noise)")
+        lines.append("Top sources (share of all noise; detours it took part in and its own events, per CPU-second)")
         lines.append(
-            f"  {'share':>6}  {'kind':<8} {'name':<36} {'total':>9} {'count':>7} "
+            f"  {'share':>6}  {'kind':<8} {'name':<36} {'total':>9} {'detours':>7} {'det/s':>8} {'events/s':>9} "
             f"{'mean':>9} {'p99':>9} {'max':>9} {'period':>9}"
         )
         for s in sources[:TOP_SOURCES]:
             lines.append(
                 f"  {s['share'] * 100:5.1f}%  {s['kind']:<8} {s['name'][:36]:<36} "
                 f"{format_ns(s['total_ns']):>9} "
-                f"{number(s['count']):>7} {format_ns(s['mean_ns']):>9} {format_ns(s['p99_ns']):>9} "
+                f"{number(s['count']):>7} {_rate(s.get('detours_per_s')):>8} {_rate(s.get('events_per_s')):>9} "
+                f"{format_ns(s['mean_ns']):>9} {format_ns(s['p99_ns']):>9} "
                 f"{format_ns(s['max_ns']):>9} {_period(s['period_s']):>9}"
             )
             if s.get("functions"):
                 lines.append(f"  {'':6}  {'':8} ran: {', '.join(s['functions'][:4])}")
         if len(sources) > TOP_SOURCES:
             lines.append(f"  ... {count(len(sources) - TOP_SOURCES, 'more source', 'more sources')} in summary.json")
+    quiet = summary.get("quiet_sources", [])
+    if quiet:
+        shown = ", ".join(f"{q['name']} {_rate(q['events_per_s'])}/s" for q in quiet[:TOP_QUIET])
+        more = f", ... {len(quiet) - TOP_QUIET} more" if len(quiet) > TOP_QUIET else ""
+        lines.append(f"  ran without a detour above the threshold: {shown}{more}")
     chains = summary.get("chains", [])
     if chains:
         lines.append("")

@@ -14,6 +14,7 @@ from typing import TypedDict
 import numpy as np
 
 from jitterscope.measure.attribution import Attribution
+from jitterscope.measure.events import SourceEvents
 from jitterscope.measure.periodicity import detect_period
 
 TOP_FUNCTIONS = 8
@@ -44,6 +45,9 @@ class SourceRow(TypedDict):
     kind: str  # irq, softirq, nmi, thread (tracing/records.KINDS)
     name: str
     count: int  # detours it took time in
+    detours_per_s: float | None  # count per measured second of one CPU (measure/events.py)
+    events: int | None  # its own entries in the measured window, detour or not; None: not counted
+    events_per_s: float | None  # events per measured second of one CPU
     total_ns: int
     share: float  # of all noise
     mean_ns: float  # per detour it took time in
@@ -52,6 +56,16 @@ class SourceRow(TypedDict):
     period_s: float | None  # measure/periodicity.py
     cpus: list[int]
     functions: list[str]  # work items and timer callbacks it ran, most time first
+
+
+class QuietSource(TypedDict):
+    """A source that ran on a probed CPU in the window but took no time in any detour."""
+
+    kind: str
+    name: str
+    events: int
+    events_per_s: float
+    cpus: list[int]
 
 
 class ChainRow(TypedDict):
@@ -73,6 +87,7 @@ class Summary(TypedDict):
     run: RunHeader
     cpus: dict[str, CpuRow]  # keyed by CPU number as text (JSON keys)
     sources: list[SourceRow]
+    quiet_sources: list[QuietSource]
     chains: list[ChainRow]
     unexplained: UnexplainedPart
     lost_events: int
@@ -105,9 +120,20 @@ def cpu_table(
     return out
 
 
+def _per_s(n: int, exposure_s: float) -> float | None:
+    return round(n / exposure_s, 3) if exposure_s > 0 else None
+
+
 def source_list(
-    att: Attribution, det_cpu: np.ndarray, det_start: np.ndarray, total_noise: int, functions: dict[int, list[str]]
+    att: Attribution,
+    det_cpu: np.ndarray,
+    det_start: np.ndarray,
+    total_noise: int,
+    functions: dict[int, list[str]],
+    events: SourceEvents | None = None,
+    exposure_s: float = 0.0,
 ) -> list[SourceRow]:
+    """One row per source that took time in a detour; `exposure_s` (measured s summed over CPUs) gives rates."""
     sources: list[SourceRow] = []
     for code in np.unique(att.source):
         if code == 0:
@@ -128,11 +154,16 @@ def source_list(
                 if p is not None:
                     period, best = p, len(t)
         kind, name = att.sources[int(code)]
+        n_det = int(len(np.unique(dets)))
+        n_ev = None if events is None else int(events.counts[int(code)])
         sources.append(
             {
                 "kind": kind,
                 "name": name,
-                "count": int(len(np.unique(dets))),
+                "count": n_det,
+                "detours_per_s": _per_s(n_det, exposure_s),
+                "events": n_ev,
+                "events_per_s": None if n_ev is None else _per_s(n_ev, exposure_s),
                 "total_ns": int(ns.sum()),
                 "share": round(float(ns.sum()) / total_noise, 6) if total_noise else 0.0,
                 "mean_ns": round(float(ns.mean()), 1),
@@ -145,6 +176,30 @@ def source_list(
         )
     sources.sort(key=lambda s: -s["total_ns"])
     return sources
+
+
+def quiet_sources(att: Attribution, events: SourceEvents | None) -> list[QuietSource]:
+    """Sources with events in the window but no time in any detour, most events first."""
+    if events is None:
+        return []
+    took_time = set(np.unique(att.source).tolist())
+    out: list[QuietSource] = []
+    for code in np.flatnonzero(events.counts):
+        if int(code) in took_time:
+            continue
+        kind, name = att.sources[int(code)]
+        n = int(events.counts[code])
+        out.append(
+            {
+                "kind": kind,
+                "name": name,
+                "events": n,
+                "events_per_s": _per_s(n, events.exposure_s) or 0.0,
+                "cpus": events.cpus[int(code)],
+            }
+        )
+    out.sort(key=lambda q: (-q["events"], q["kind"], q["name"]))
+    return out
 
 
 def chain_list(att: Attribution, det_dur: np.ndarray) -> list[ChainRow]:

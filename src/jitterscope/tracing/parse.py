@@ -52,6 +52,7 @@ ACTIVITY_SCHEMA = pa.schema(
         ("detail", pa.string()),
         ("pid", pa.int32()),
         ("clipped", pa.bool_()),
+        ("entered", pa.bool_()),  # the trace saw its entry (not clipped at the start): an event of its source
         ("preempted", pa.bool_()),
     ]
 )
@@ -174,6 +175,7 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
                 "detail": decode(acts["detail"].view(np.int32), dictionary),
                 "pid": pa.array(acts["pid"]),
                 "clipped": pa.array((acts["flags"] & (CLIPPED_START | CLIPPED_END)) != 0),
+                "entered": pa.array((acts["flags"] & CLIPPED_START) == 0),
                 "preempted": pa.array((acts["flags"] & PREEMPTED) != 0),
             },
             schema=ACTIVITY_SCHEMA,
