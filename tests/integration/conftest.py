@@ -161,6 +161,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_compare_runs.py": ("native", "tracefs"),
     "test_doe_e2e.py": ("root", "native"),
     "test_doe_safety.py": ("root",),
+    "test_events_vs_perf.py": ("root", "native", "tracefs"),
     "test_export_cli.py": ("native", "tracefs"),
     "test_fresh_machine.py": ("root", "tracefs", "slow"),
     "test_inject.py": ("root", "native"),
