@@ -124,7 +124,7 @@ def _blocking_ancestor(p: Path) -> Path | None:
 
 def _nobody_imports(wrap: list[str], python: str = sys.executable) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*wrap, "setpriv", *NOBODY, python, "-c", "import jitterscope"],
+        [*wrap, "setpriv", *NOBODY, python, "-c", "import jitterscope, numpy"],  # the package and its dependencies
         capture_output=True,
         text=True,
         timeout=60,
