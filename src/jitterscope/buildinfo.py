@@ -3,14 +3,15 @@
 A wheel or sdist carries it in `jitterscope/_build_info.py`, written by setup.py when it
 builds; a source checkout (the editable install of `make install`) asks git; anything
 else says "unknown".
+
+setup.py loads this file by path while it builds, before the package is importable: it
+imports nothing of jitterscope at module level.
 """
 
 from __future__ import annotations
 
 import subprocess
 from pathlib import Path
-
-from jitterscope import __version__
 
 UNKNOWN = "unknown"
 BUILD_INFO = "_build_info.py"
@@ -56,4 +57,6 @@ def build_commit() -> str:
 
 
 def version_text() -> str:
+    from jitterscope import __version__
+
     return f"jitterscope {__version__} (commit {build_commit()})"

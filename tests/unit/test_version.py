@@ -77,3 +77,17 @@ def test_cli_version_prints_version_and_this_checkouts_commit(capsys):
     out = capsys.readouterr().out.strip()
     head = _git(ROOT, "rev-parse", "HEAD")
     assert out.startswith(f"jitterscope {__version__} (commit {head}")
+
+
+def test_setup_py_can_load_it_before_the_package_is_importable():
+    # setup.py loads buildinfo.py by path in an isolated build, where no jitterscope is installed yet;
+    # -I -S: no site-packages, so neither an installed nor an editable jitterscope can be imported
+    load = (
+        "import importlib.util, sys; spec = importlib.util.spec_from_file_location('b', sys.argv[1]); "
+        "m = importlib.util.module_from_spec(spec); spec.loader.exec_module(m); print(m.build_commit())"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", load, buildinfo.__file__], capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == buildinfo.build_commit()
