@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
-.PHONY: run test check unit integration bench install native clean packages mpi lint py-lowest
+.PHONY: run test check unit integration bench install native clean packages mpi lint py-lowest wheel
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,6 +23,13 @@ native: $(BIN)/python
 
 run: install
 	$(BIN)/jitterscope measure --duration 10s
+
+# An installable wheel for every user (README "Install for everyone"): the sdist, the wheel built from
+# it with the native programs compiled in, and that wheel made manylinux by auditwheel (into wheelhouse/).
+wheel: install
+	rm -rf dist wheelhouse
+	$(BIN)/python -m build --no-isolation --outdir dist .
+	PATH="$(CURDIR)/$(BIN):$$PATH" $(BIN)/auditwheel repair -w wheelhouse dist/jitterscope-*.whl
 
 # System programs some tests use, installed with one apt run where apt can (a test whose program is
 # missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
@@ -81,4 +88,4 @@ bench: install
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) .venv-py* .mypy_cache .ruff_cache build src/*.egg-info src/jitterscope/native/bin
+	rm -rf $(VENV) .venv-py* .mypy_cache .ruff_cache build dist wheelhouse src/*.egg-info src/jitterscope/native/bin

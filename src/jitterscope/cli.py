@@ -18,7 +18,7 @@ import sys
 from types import ModuleType
 
 import jitterscope.commands
-from jitterscope import __version__, journal
+from jitterscope import buildinfo, journal
 from jitterscope.atomic import is_disk_full
 from jitterscope.errors import JitterscopeError
 
@@ -46,6 +46,17 @@ class _Parser(argparse.ArgumentParser):
         self.exit(2, f"jitterscope: error: {message} (see --help)\n")
 
 
+class _VersionAction(argparse.Action):
+    """--version, computed only when asked: a source checkout asks git for its commit."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, help: str | None = None) -> None:
+        super().__init__(option_strings, dest=dest, default=argparse.SUPPRESS, nargs=0, help=help)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        print(buildinfo.version_text())
+        parser.exit(0)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="jitterscope",
@@ -53,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Run 'jitterscope COMMAND --help' for a command's options and examples.",
     )
-    parser.add_argument("--version", action="version", version=f"jitterscope {__version__}")
+    parser.add_argument("--version", action=_VersionAction, help="print the version and the commit it was built from")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name, mod in _command_modules().items():
         doc = (mod.__doc__ or "").strip()

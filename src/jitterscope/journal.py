@@ -64,7 +64,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -78,11 +78,31 @@ def state_dir() -> Path:
         return Path(env)
     if os.geteuid() == 0:
         return Path("/var/lib/jitterscope")
-    xdg = os.environ.get("XDG_STATE_HOME")
-    if xdg:
+    return user_state_dir(os.geteuid(), os.environ)
+
+
+def user_state_dir(uid: int, environ: Mapping[str, str]) -> Path:
+    """An unprivileged user's state directory: under $XDG_STATE_HOME, else under $HOME when
+    `uid` owns it, else under the home the password database names.
+
+    $HOME counts only when it is the user's own: under `sudo -u` or `setpriv` it can still
+    be another user's.  A service user whose passwd home does not exist (nobody's is
+    /nonexistent) is given a HOME it owns, or XDG_STATE_HOME."""
+    xdg = environ.get("XDG_STATE_HOME", "")
+    if os.path.isabs(xdg):  # the XDG spec: a relative value is invalid and ignored
         return Path(xdg) / "jitterscope"
-    # The user's own home, not $HOME: under sudo -u or setpriv $HOME can be another user's.
-    return Path(pwd.getpwuid(os.geteuid()).pw_dir) / ".local/state/jitterscope"
+    home = environ.get("HOME", "")
+    try:
+        if os.path.isabs(home) and os.stat(home).st_uid == uid:
+            return Path(home) / ".local/state/jitterscope"
+    except OSError:
+        pass
+    try:
+        return Path(pwd.getpwuid(uid).pw_dir) / ".local/state/jitterscope"
+    except KeyError:
+        raise JitterscopeError(
+            f"uid {uid} has no home: set XDG_STATE_HOME (or HOME to a directory it owns) for jitterscope's journal"
+        ) from None
 
 
 def journal_dir() -> Path:

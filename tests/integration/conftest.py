@@ -194,6 +194,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_trace_session.py": ("root", "tracefs"),
     "test_tune.py": ("root",),
     "test_tune_verify.py": ("root", "native", "tracefs", "slow"),
+    "test_wheel.py": ("root", "native", "slow"),
     "test_whatif_cache.py": ("native", "slow"),
     "test_whatif_dvfs.py": ("native", "slow"),
     "test_whatif_replay.py": ("native",),

@@ -122,9 +122,9 @@ def _blocking_ancestor(p: Path) -> Path | None:
     return None
 
 
-def _nobody_imports(wrap: list[str]) -> subprocess.CompletedProcess[str]:
+def _nobody_imports(wrap: list[str], python: str = sys.executable) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*wrap, "setpriv", *NOBODY, sys.executable, "-c", "import jitterscope"],
+        [*wrap, "setpriv", *NOBODY, python, "-c", "import jitterscope, numpy"],  # the package and its dependencies
         capture_output=True,
         text=True,
         timeout=60,
@@ -134,30 +134,35 @@ def _nobody_imports(wrap: list[str]) -> subprocess.CompletedProcess[str]:
 
 
 def run_as_nobody(
-    python_args: list[str], cwd: str, timeout: float = 60, env: dict[str, str] | None = None
+    python_args: list[str],
+    cwd: str,
+    timeout: float = 60,
+    env: dict[str, str] | None = None,
+    python: str = sys.executable,
 ) -> subprocess.CompletedProcess[str]:
-    """Run this Python with `python_args` (e.g. -m jitterscope ...) as uid 65534 (skip,
-    naming why, if impossible).
+    """Run this Python (or `python`, e.g. another venv's) with `python_args` (e.g. -m
+    jitterscope ...) as uid 65534 (skip, naming why, if impossible).
 
     In a private checkout (an ancestor of mode 0700, e.g. /root) that user cannot
     read the installed package; then, in a private mount namespace, the blocking
     directory is covered by an empty world-readable tmpfs and the checkout (and
-    the interpreter, if it lives there too) mounted back inside it, so the same
-    files are used, unchanged."""
+    the interpreter and this environment's packages, if they live there too)
+    mounted back inside it, so the same files are used, unchanged."""
     if os.geteuid() != 0 or shutil.which("setpriv") is None:
         pytest.skip("needs root and setpriv (util-linux) to run as an unprivileged user")
-    cmd = ["setpriv", *NOBODY, sys.executable, *python_args]
+    cmd = ["setpriv", *NOBODY, python, *python_args]
     full_env = {**os.environ, **(env or {})}
-    if _nobody_imports([]).returncode == 0:
+    if _nobody_imports([], python).returncode == 0:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd, env=full_env, check=False)
     block = _blocking_ancestor(ROOT)
     if block is None:
-        pytest.skip(f"uid 65534 cannot import jitterscope from {ROOT}: {_nobody_imports([]).stderr.strip()}")
+        pytest.skip(f"uid 65534 cannot import jitterscope with {python}: {_nobody_imports([], python).stderr.strip()}")
     if namespace_reason() is not None:
         pytest.skip(f"the checkout {ROOT} is private to root, and {namespace_reason()} to show it to uid 65534")
     # what must stay visible below it: the checkout and the interpreter's installation, each mounted back at
     # its own path (not its first directory below `block`, which may be private too, as in /root/ci-0700/js)
-    shown = sorted({p for p in (ROOT, Path(sys.base_prefix).resolve()) if p.is_relative_to(block) and p != block})
+    tops = (ROOT, Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve())
+    shown = sorted({p for p in tops if p.is_relative_to(block) and p != block})
     shown = [p for p in shown if not any(p != q and p.is_relative_to(q) for q in shown)]
     children = [p.relative_to(block) for p in shown]
     holds = [tempfile.mkdtemp(prefix="jitterscope-show-") for _ in children]
@@ -166,7 +171,7 @@ def run_as_nobody(
     show = f'{binds} && mount -t tmpfs -o mode=0755 jitterscope-show {block} && {moves} && exec "$@"'
     wrap = ["unshare", "--mount", "--propagation", "private", "sh", "-c", show, "sh"]
     try:
-        probe = _nobody_imports(wrap)
+        probe = _nobody_imports(wrap, python)
         if probe.returncode != 0:
             pytest.skip(
                 f"the checkout {ROOT} stays unreadable to uid 65534 even with {block} shown: "
