@@ -48,7 +48,8 @@ SHARED = {
 
 def _compile(cc: str, out: Path, sources: list[str], shared: bool) -> list[str]:
     kind = ["-shared", "-fPIC"] if shared else ["-pthread"]
-    flags = ["-O2", "-g", "-Wall", "-Wextra", "-std=gnu11", *kind, "-I", str(NATIVE)]
+    # -Werror: our sources build clean; -Wformat=2 also refuses a format string that is not a literal
+    flags = ["-O2", "-g", "-Wall", "-Wextra", "-Wformat=2", "-Werror", "-std=gnu11", *kind, "-I", str(NATIVE)]
     return [cc, *flags, "-o", str(out), *sources, "-lm"]
 
 
