@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "js_alloc.h"
 
 #define JS_PROGRAM "jitterscope-chase"
 #include "js_cli.h"
@@ -174,7 +175,7 @@ int main(int argc, char **argv)
     uint64_t *buf = js_chase_build(o.bytes, 0x2545F4914F6CDD1Dull);
     if (!buf)
         die("cannot allocate %" PRIu64 " bytes", o.bytes);
-    struct chase_stats st = {.kept = malloc(MAX_KEPT * sizeof(int64_t))};
+    struct chase_stats st = {.kept = js_malloc(MAX_KEPT * sizeof(int64_t))};
     mlockall(MCL_CURRENT);
     chase(&o, buf, rp, &st);
     print_end(&st);

@@ -315,7 +315,9 @@ static void save_maps(void)
         close(out);
 }
 
-static pthread_mutex_t g_drain_lock = PTHREAD_MUTEX_INITIALIZER;  /* writer vs fatal-signal handler */
+/* Writer vs fatal-signal handler: an atomic flag, not a mutex (pthread_mutex_trylock is not
+ * async-signal-safe); whoever sets it drains, and the writer skips a round the handler holds. */
+static _Atomic int g_draining;
 
 static void *writer_main(void *arg)
 {
@@ -328,9 +330,10 @@ static void *writer_main(void *arg)
     while (atomic_load(&g_writer_state) == 1) {
         struct timespec d = {0, DRAIN_NS};
         nanosleep(&d, NULL);
-        REAL(pthread_mutex_lock)(&g_drain_lock);
-        drain_all(0);
-        REAL(pthread_mutex_unlock)(&g_drain_lock);
+        if (!atomic_exchange(&g_draining, 1)) {
+            drain_all(0);
+            atomic_store(&g_draining, 0);
+        }
     }
     return NULL;
 }
@@ -424,7 +427,7 @@ static void after_fork_child(void)
     atomic_store(&g_threads, 0);
     g_finishing = 0;
     pthread_mutex_init(&g_writer_lock, NULL);
-    pthread_mutex_init(&g_drain_lock, NULL);
+    atomic_store(&g_draining, 0);
     if (g_fd >= 0)
         close(g_fd);
     g_fd = -1;
@@ -451,7 +454,8 @@ __attribute__((constructor)) static void js_init(void)
     if (cpus && *cpus) {
         CPU_ZERO(&g_writer_cpus);
         char *copy = strdup(cpus), *save = NULL;
-        for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        /* no memory at start-up: the writer keeps the program's affinity */
+        for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok; tok = strtok_r(NULL, ",", &save)) {
             long lo = strtol(tok, NULL, 10), hi = lo;
             char *dash = strchr(tok, '-');
             if (dash)
@@ -475,7 +479,7 @@ __attribute__((destructor)) static void js_fini(void) { finish(); }
  * Installed only where the program left the default action, and reset by SA_RESETHAND. */
 static void on_fatal(int sig)
 {
-    if (g_on && g_fd >= 0 && REAL(pthread_mutex_trylock)(&g_drain_lock) == 0) {
+    if (g_on && g_fd >= 0 && !atomic_exchange(&g_draining, 1)) {
         drain_all(1);
         g_on = 0;
     }

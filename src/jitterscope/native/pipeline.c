@@ -47,6 +47,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include "js_alloc.h"
 
 #define JS_PROGRAM "jitterscope-pipeline"
 #include "js_cli.h"
@@ -130,9 +131,7 @@ static long futex(_Atomic uint32_t *addr, int op, uint32_t val, const struct tim
 /* ---- loading ----------------------------------------------------------- */
 static void *read_exact(FILE *f, size_t n, const char *what)
 {
-    void *p = calloc(1, n ? n : 1);
-    if (!p)
-        die("out of memory reading the plan's %s", what);
+    void *p = js_calloc(1, n);  /* what: in the truncated-plan error below */
     if (n && fread(p, 1, n, f) != n)
         die("truncated plan: %s", what);
     return p;
@@ -157,9 +156,7 @@ static void load_plan(const char *path)
     TH = read_exact(f, (size_t)P.n_threads * sizeof *TH, "threads");
     SIGS = read_exact(f, (size_t)P.n_signals * sizeof *SIGS, "signals");
     CONSTS = read_exact(f, (size_t)P.n_consts * sizeof *CONSTS, "constants");
-    STRINGS = realloc(read_exact(f, (size_t)P.n_strings, "strings"), (size_t)P.n_strings + 1);
-    if (!STRINGS)
-        die("out of memory reading the plan's strings");
+    STRINGS = js_realloc(read_exact(f, (size_t)P.n_strings, "strings"), (size_t)P.n_strings + 1);
     STRINGS[P.n_strings] = 0;  /* a last string always ends */
     fclose(f);
     uint64_t img = (uint64_t)P.width * P.height * 4;
@@ -188,7 +185,7 @@ static void load_plan(const char *path)
 
 static void load_user_kernels(void)
 {
-    USER = calloc(P.n_subboxes, sizeof *USER);
+    USER = js_calloc(P.n_subboxes, sizeof *USER);
     for (uint32_t i = 0; i < P.n_subboxes; i++) {
         if (SB[i].kernel != JS_K_USER)
             continue;
@@ -715,7 +712,7 @@ static int lock_memory(void)
 /* One pinned thread per plan thread; each reports ready (or its error) before anything is released. */
 static void start_workers(void)
 {
-    g_workers = calloc(P.n_threads, sizeof *g_workers);
+    g_workers = js_calloc(P.n_threads, sizeof *g_workers);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, THREAD_STACK);

@@ -36,6 +36,7 @@
 #include <sys/syscall.h>
 #include <sys/types.h>
 #include <unistd.h>
+#include "js_alloc.h"
 
 #define JS_PROGRAM "jitterscope-probe"
 #include "js_cli.h"
@@ -229,7 +230,7 @@ static uint64_t drain(struct probe_thread *t, int fd, const char *path)
 static int parse_cpus(const char *s, int *out, int max)
 {
     int n = 0;
-    char *copy = strdup(s), *save = NULL;
+    char *copy = js_strdup(s), *save = NULL;
     for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         char *end;
         long lo = strtol(tok, &end, 10), hi = lo;
@@ -317,7 +318,7 @@ static int mode_bench(int cpu, uint64_t iters, int repeats, uint64_t threshold)
     memset(t->ring, 0, RING_RECORDS * sizeof *t->ring);
     t->cpu = (uint32_t)cpu;
     t->threshold = threshold;
-    double *bare = calloc((size_t)repeats, sizeof *bare), *probe = calloc((size_t)repeats, sizeof *probe);
+    double *bare = js_calloc((size_t)repeats, sizeof *bare), *probe = js_calloc((size_t)repeats, sizeof *probe);
     volatile uint64_t sink = bare_loop(iters / 8);  /* warm up */
     for (int r = 0; r < repeats; r++) {
         /* Alternate which goes first so drift (frequency, neighbours) hits both alike. */
@@ -353,7 +354,7 @@ static int mode_bench(int cpu, uint64_t iters, int repeats, uint64_t threshold)
         printf("%s%.4f", r ? ", " : "", probe[r]);
     /* Paired ratios (each repeat's probe vs its neighbouring bare run) resist
      * slow drift; the fastest repeats resist other tasks' interference. */
-    double *pair = calloc((size_t)repeats, sizeof *pair);
+    double *pair = js_calloc((size_t)repeats, sizeof *pair);
     for (int r = 0; r < repeats; r++)
         pair[r] = probe[r] / bare[r];
     qsort(pair, (size_t)repeats, sizeof *pair, cmp_double);
@@ -375,7 +376,7 @@ static int mode_align(const char *path, long n)
     int fd = open(path, O_WRONLY | O_CLOEXEC);
     if (fd < 0)
         die("cannot open %s: %s", path, strerror(errno));
-    uint64_t *before = malloc((size_t)n * sizeof *before), *after = malloc((size_t)n * sizeof *after);
+    uint64_t *before = js_malloc((size_t)n * sizeof *before), *after = js_malloc((size_t)n * sizeof *after);
     char buf[64];
     for (long i = 0; i < n; i++) {
         /* Read the TSC, then write it at once: the kernel stamps the event
@@ -535,8 +536,7 @@ static struct probe_thread *start_threads(const int *cpus, int n, const struct p
     sigaction(SIGHUP, &sa, NULL);  /* a closed terminal ends the run like Ctrl-C: the file is finished */
     pthread_sigmask(SIG_BLOCK, &sigs, &old);
 
-    struct probe_thread *th = aligned_alloc(64, (size_t)n * sizeof *th);
-    memset(th, 0, (size_t)n * sizeof *th);
+    struct probe_thread *th = js_aligned_zalloc(64, (size_t)n * sizeof *th);
     pthread_attr_t attr;
     pthread_attr_init(&attr);
     pthread_attr_setstacksize(&attr, PROBE_STACK);

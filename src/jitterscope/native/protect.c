@@ -42,6 +42,7 @@
 #include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
+#include "js_alloc.h"
 
 #define JS_PROGRAM "jitterscope-protect"
 #include "js_cli.h"
@@ -210,16 +211,16 @@ static void load_replay(const char *path)
     if (!f)
         die("cannot open replay file %s: %s", path, strerror(errno));
     size_t cap = 1024, n = 0;
-    g_cfg.rp_t = malloc(cap * sizeof(int64_t));
-    g_cfg.rp_r = malloc(cap * sizeof(uint64_t));
-    g_cfg.rp_w = malloc(cap * sizeof(uint64_t));
+    g_cfg.rp_t = js_malloc(cap * sizeof(int64_t));
+    g_cfg.rp_r = js_malloc(cap * sizeof(uint64_t));
+    g_cfg.rp_w = js_malloc(cap * sizeof(uint64_t));
     uint64_t row[3];
     while (fread(row, sizeof row, 1, f) == 1) {
         if (n == cap) {
             cap *= 2;
-            g_cfg.rp_t = realloc(g_cfg.rp_t, cap * sizeof(int64_t));
-            g_cfg.rp_r = realloc(g_cfg.rp_r, cap * sizeof(uint64_t));
-            g_cfg.rp_w = realloc(g_cfg.rp_w, cap * sizeof(uint64_t));
+            g_cfg.rp_t = js_realloc(g_cfg.rp_t, cap * sizeof(int64_t));
+            g_cfg.rp_r = js_realloc(g_cfg.rp_r, cap * sizeof(uint64_t));
+            g_cfg.rp_w = js_realloc(g_cfg.rp_w, cap * sizeof(uint64_t));
         }
         g_cfg.rp_t[n] = (int64_t)row[0];
         g_cfg.rp_r[n] = row[1];

@@ -33,6 +33,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include "js_alloc.h"
 
 #include "trace_records.h"
 
@@ -46,14 +47,6 @@ static void die(const char *fmt, ...)
     fputc('\n', stderr);
     va_end(ap);
     exit(2);
-}
-
-static void *xrealloc(void *p, size_t n)
-{
-    void *q = realloc(p, n ? n : 1);
-    if (!q)
-        die("out of memory (%zu bytes)", n);
-    return q;
 }
 
 /* ---- ring buffer constants (include/linux/ring_buffer.h) ---------------- */
@@ -86,9 +79,7 @@ static void str_rehash(void)
 {
     uint32_t cap = str_hcap ? str_hcap * 2 : 1024;
     free(str_hash);
-    str_hash = calloc(cap, sizeof *str_hash);
-    if (!str_hash)
-        die("out of memory");
+    str_hash = js_calloc(cap, sizeof *str_hash);
     str_hcap = cap;
     for (uint32_t i = 0; i < str_n; i++) {
         const char *s = str_buf + str_off[i];
@@ -112,11 +103,11 @@ static uint32_t intern_n(const char *s, size_t n)
     }
     if (str_len + n + 1 > str_cap) {
         str_cap = (str_len + n + 1) * 2 + 4096;
-        str_buf = xrealloc(str_buf, str_cap);
+        str_buf = js_realloc(str_buf, str_cap);
     }
     if (str_n == str_offcap) {
         str_offcap = str_offcap ? str_offcap * 2 : 1024;
-        str_off = xrealloc(str_off, str_offcap * sizeof *str_off);
+        str_off = js_realloc(str_off, str_offcap * sizeof *str_off);
     }
     memcpy(str_buf + str_len, s, n);
     str_buf[str_len + n] = 0;
@@ -299,7 +290,7 @@ static void load_symbols(const char *dir)
             continue;
         if (nsyms == cap) {
             cap = cap ? cap * 2 : 256;
-            syms = xrealloc(syms, cap * sizeof *syms);
+            syms = js_realloc(syms, cap * sizeof *syms);
         }
         syms[nsyms].addr = a;
         syms[nsyms++].name = intern(end);
@@ -316,9 +307,7 @@ static void addr_add(uint64_t a)
 {
     if ((addr_n + 1) * 2 > addr_cap) {
         size_t cap = addr_cap ? addr_cap * 2 : 256;
-        uint64_t *n = calloc(cap, sizeof *n);
-        if (!n)
-            die("out of memory");
+        uint64_t *n = js_calloc(cap, sizeof *n);
         for (size_t i = 0; i < addr_cap; i++)
             if (addr_set[i]) {
                 size_t h = (addr_set[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
@@ -379,7 +368,7 @@ static void load_comms(const char *dir)
         end[strcspn(end, "\n")] = 0;
         if (ncomms == cap) {
             cap = cap ? cap * 2 : 64;
-            comms = xrealloc(comms, cap * sizeof *comms);
+            comms = js_realloc(comms, cap * sizeof *comms);
         }
         comms[ncomms].pid = (int32_t)pid;
         comms[ncomms++].name = intern(end);
@@ -399,7 +388,7 @@ static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uin
 {
     if (nacts == actcap) {
         actcap = actcap ? actcap * 2 : 4096;
-        acts = xrealloc(acts, actcap * sizeof *acts);
+        acts = js_realloc(acts, actcap * sizeof *acts);
     }
     struct js_activity *a = &acts[nacts];
     a->start_tsc = start;
@@ -428,7 +417,7 @@ static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
     }
     if (nsegs == segcap) {
         segcap = segcap ? segcap * 2 : 4096;
-        segs = xrealloc(segs, segcap * sizeof *segs);
+        segs = js_realloc(segs, segcap * sizeof *segs);
     }
     segs[nsegs++] = (struct js_segment){a, b, cpu, owner};
 }
@@ -471,7 +460,7 @@ static void mark_unnamed(uint32_t act)
 {
     if (nunnamed == unnamedcap) {
         unnamedcap = unnamedcap ? unnamedcap * 2 : 64;
-        unnamed = xrealloc(unnamed, unnamedcap * sizeof *unnamed);
+        unnamed = js_realloc(unnamed, unnamedcap * sizeof *unnamed);
     }
     unnamed[nunnamed++] = act;
 }
@@ -1160,7 +1149,7 @@ static int32_t *name_unknown_threads(size_t *nunknown)
             char b[32];
             snprintf(b, sizeof b, "pid %d", a->pid);
             a->name = intern(b);
-            unknown = xrealloc(unknown, (*nunknown + 1) * sizeof *unknown);
+            unknown = js_realloc(unknown, (*nunknown + 1) * sizeof *unknown);
             unknown[(*nunknown)++] = a->pid;
         }
     }
@@ -1218,9 +1207,7 @@ int main(int argc, char **argv)
 
     int cpus[4096];
     int ncpus = list_cpus(in, cpus, 4096);
-    struct cpustate *states = calloc((size_t)ncpus ? (size_t)ncpus : 1, sizeof *states);
-    if (!states)
-        die("out of memory");
+    struct cpustate *states = js_calloc((size_t)ncpus, sizeof *states);
     for (int k = 0; k < ncpus; k++) {
         states[k].cpu = cpus[k];
         states[k].first_ts = INT64_MIN;
