@@ -218,6 +218,7 @@ FREE = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to schedule
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.path.name not in NEEDS:

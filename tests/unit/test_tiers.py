@@ -4,6 +4,9 @@ file says what it needs (tests/integration/conftest.py NEEDS) with markers pypro
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import tomllib
@@ -42,3 +45,22 @@ def _in_argv(const: ast.Constant, tree: ast.AST) -> bool:
         if isinstance(node, ast.List) and const in node.elts:
             return any(isinstance(e, ast.Constant) and e.value == "-m" for e in node.elts)
     return False
+
+
+def test_the_machine_group_really_runs_on_one_worker(tmp_path):
+    """make integration relies on xdist's loadgroup naming grouped tests `...@machine` (pytest 9 broke it):
+    a stand-in for a machine file and a free one, run through the integration tier's own hook."""
+    (tmp_path / "conftest.py").write_text("from tests.integration.conftest import pytest_collection_modifyitems\n")
+    for name in ("test_restore_cli.py", "test_ptts_cli.py"):
+        (tmp_path / name).write_text("def test_one():\n    pass\n")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider", "."],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "PASSED test_restore_cli.py::test_one@machine" in proc.stdout, proc.stdout
+    assert "PASSED test_ptts_cli.py::test_one \n" in proc.stdout, proc.stdout
