@@ -55,32 +55,33 @@ def cpu_sources(run: Run, labels: LabelCap) -> list[CpuSource]:
     pairs = pairs + np.asarray(att.column("name").to_pylist(), dtype=object)
     uniq, inv = np.unique(pairs, return_inverse=True)
     keys = [identity(*str(u).split("\x1f", 1)) for u in uniq]
-    time_of: dict[tuple[str, str], int] = {}
-    for i, k in enumerate(keys):
-        time_of[k] = time_of.get(k, 0) + int(a_ns[inv == i].sum())
+    time_of: dict[tuple[str, str], float] = {}
+    for k, ns in zip(keys, np.bincount(inv, weights=a_ns, minlength=len(uniq))):
+        time_of[k] = time_of.get(k, 0.0) + float(ns)
     label = labels.assign(sorted(time_of, key=lambda k: -time_of[k]))
     label_names = sorted(set(label.values()))
     code = {k: i for i, k in enumerate(label_names)}
-    row_label = np.array([code[label[k]] for k in keys], dtype=np.int64)[inv]
+    # One sort by (CPU, label) and a split: each group is a contiguous slice (no pass per group).
+    group = a_cpu.astype(np.int64) * len(label_names) + np.array([code[label[k]] for k in keys], dtype=np.int64)[inv]
+    order = np.argsort(group, kind="stable")
+    bounds = np.flatnonzero(np.diff(group[order])) + 1
     duration_s = run.duration_ns / 1e9
     out = []
-    for c in np.unique(a_cpu):
-        on_cpu = a_cpu == c
-        for li in np.unique(row_label[on_cpu]):
-            sel = on_cpu & (row_label == li)
-            kind, name = label_names[li]
-            dets, per_det = np.unique(a_det[sel], return_inverse=True)
-            per_ns = np.bincount(per_det, weights=a_ns[sel])  # folded names may share a detour
-            out.append(
-                CpuSource(
-                    cpu=int(c),
-                    kind=kind,
-                    name=name,
-                    detours=len(dets),
-                    total_ns=int(a_ns[sel].sum()),
-                    max_ns=int(per_ns.max()),
-                    period_s=detect_period(when[sel]),
-                    duration_s=duration_s,
-                )
+    for rows in np.split(order, bounds):
+        g = int(group[rows[0]])
+        kind, name = label_names[g % len(label_names)]
+        dets, per_det = np.unique(a_det[rows], return_inverse=True)
+        per_ns = np.bincount(per_det, weights=a_ns[rows])  # folded names may share a detour
+        out.append(
+            CpuSource(
+                cpu=g // len(label_names),
+                kind=kind,
+                name=name,
+                detours=len(dets),
+                total_ns=int(a_ns[rows].sum()),
+                max_ns=int(per_ns.max()),
+                period_s=detect_period(when[rows]),
+                duration_s=duration_s,
             )
+        )
     return sorted(out, key=lambda s: (-s.total_ns, s.cpu))
