@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
@@ -278,6 +279,18 @@ def _windows(history: Path) -> list[Path]:
     return sorted(p for p in history.iterdir() if p.is_dir() and p.name.startswith("w"))
 
 
+def _resumptions(window: Path, meta: dict, name: str, start: np.ndarray, end: np.ndarray) -> int:
+    """The daemon's slices in a window's trace that begin inside one of its busy intervals (a preemption
+    ended), not at a wake-up (its slice begins its kernel path before the busy loop's first TSC read)."""
+    act = pq.read_table(window / "activity.parquet", filters=[("name", "=", name)])
+    s_ns = act.column("start_ns").to_numpy().astype(np.float64)
+    t0 = float(meta["t0_tsc"])
+    hz = float(meta["tsc_hz"])  # the window's own calibration of the TSC
+    b0, b1 = (start - t0) / hz * 1e9, (end - t0) / hz * 1e9
+    i = np.searchsorted(b0, s_ns, side="right") - 1  # the last burst starting before the slice
+    return int(((i >= 0) & (s_ns > b0[np.maximum(i, 0)]) & (s_ns < b1[np.maximum(i, 0)])).sum())
+
+
 def test_the_injected_daemon_is_scraped_with_its_rate_share_and_period(observed):
     st, truth = observed.stack, observed.truth
     assert not any("failed" in ln for ln in st.log), "".join(st.log)  # so window n is the n-th directory
@@ -297,9 +310,20 @@ def test_the_injected_daemon_is_scraped_with_its_rate_share_and_period(observed)
         inside = (start >= w0) & (end <= w1)  # certainly a detour of their own in the window
         edge = (end > w0) & (start < w1) & ~inside  # cut by the window's start or end: maybe
         n_in, n_edge = int(inside.sum()), int(edge.sum())
-        # rate: one detour per wake-up (SCHED_FIFO: nothing else runs on the CPU while it spins)
-        assert n_in <= got["detours"] <= n_in + n_edge, (n, got, n_in, n_edge)
-        assert got["rate"] == pytest.approx(got["detours"] / dur_s, rel=1e-9)
+        # rate: it ran once per wake-up, and once more each time something above SCHED_FIFO 50 (or the
+        # deadline server running starved tasks) preempted it mid-burst: the trace's slices of it that begin
+        # inside a busy interval.  In fewer detours when the probe was kept off the CPU from one wake-up to
+        # the next (a loaded machine).
+        resumed = _resumptions(dirs[n - 1], meta, st.name, start, end)
+        ran = got["rate"] * dur_s
+        assert abs(ran - round(ran)) < 1e-6 and n_in <= round(ran) <= n_in + n_edge + resumed, (
+            n,
+            got,
+            n_in,
+            n_edge,
+            resumed,
+        )
+        assert got["detours"] <= round(ran)
         assert abs(got["rate"] - 1e9 / PERIOD_NS) <= (n_edge + 1) / dur_s  # the right period, to one wake-up
         # share: its busy time, less the interrupts inside it, plus its own kernel path
         busy_in = float((end - start)[inside].sum()) / hz * 1e9

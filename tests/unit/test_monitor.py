@@ -71,6 +71,7 @@ def test_metrics_are_valid_prometheus_text(tmp_path):
         [("ns_sum", "sum"), ("ns_sum", "max"), ("detour", "count")]
     )
     dur_s = run.duration_ns / 1e9
+    runs = _runs_inside_detours(tmp_path / "r")
     assert grouped.num_rows == len(seen["jitterscope_source_noise_ns"]) > 10
     for row in grouped.to_pylist():
         name = re.sub(r"^kworker/(\d+):\d+$", r"kworker/\1:*", row["name"])  # worker ids fold (compare's identity)
@@ -79,7 +80,9 @@ def test_metrics_are_valid_prometheus_text(tmp_path):
         assert seen["jitterscope_source_max_ns"][key] == row["ns_sum_max"]
         assert seen["jitterscope_source_detours"][key] == row["detour_count"]
         assert seen["jitterscope_source_share"][key] == pytest.approx(row["ns_sum_sum"] / (dur_s * 1e9), rel=1e-12)
-        assert seen["jitterscope_source_rate_hz"][key] == pytest.approx(row["detour_count"] / dur_s, rel=1e-12)
+        ran = runs.get((row["cpu"], row["kind"], name), row["detour_count"])  # unexplained: no activity, its detours
+        assert seen["jitterscope_source_rate_hz"][key] == pytest.approx(ran / dur_s, rel=1e-12)
+    assert runs[(1, "thread", "jitterscope-inj")] > 50
     inj = (("cpu", "1"), ("kind", "thread"), ("name", "jitterscope-inj"))
     assert seen["jitterscope_source_period_seconds"][inj] == pytest.approx(0.05, rel=1e-3)
     # irregular sources (network interrupts at Poisson times) have no period series
@@ -89,9 +92,33 @@ def test_metrics_are_valid_prometheus_text(tmp_path):
     }
 
 
+def _runs_inside_detours(run_dir: Path) -> dict[tuple[int, str, str], int]:
+    """Activity intervals (the times a source ran) that overlap a detour on their CPU, row by row."""
+    det = pq.read_table(run_dir / "detours.parquet").to_pylist()
+    out: dict[tuple[int, str, str], int] = {}
+    for a in pq.read_table(run_dir / "activity.parquet").to_pylist():
+        if a["kind"] in ("work", "timer"):
+            continue  # annotations: they own no time
+        if any(
+            d["cpu"] == a["cpu"] and d["start_ns"] < a["end_ns"] and a["start_ns"] < d["start_ns"] + d["duration_ns"]
+            for d in det
+        ):
+            key = (a["cpu"], a["kind"], re.sub(r"^kworker/(\d+):\d+$", r"kworker/\1:*", a["name"]))
+            out[key] = out.get(key, 0) + 1
+    return out
+
+
 def test_label_values_are_escaped():
     weird = CpuSource(
-        cpu=1, kind="thread", name='we"ird\\na\nme', detours=1, total_ns=1, max_ns=1, period_s=None, duration_s=1
+        cpu=1,
+        kind="thread",
+        name='we"ird\\na\nme',
+        detours=1,
+        runs=1,
+        total_ns=1,
+        max_ns=1,
+        period_s=None,
+        duration_s=1,
     )
     st = MonitorState(last={"cpus": {}, "sources": []}, sources=[weird])
     text = render_metrics(st)

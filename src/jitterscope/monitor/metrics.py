@@ -125,7 +125,7 @@ _PER_SOURCE: list[tuple[str, str, Callable[[CpuSource], float | None]]] = [
     ),
     (
         "jitterscope_source_rate_hz",
-        "Detours a source took time in per second on a CPU, latest window (1/period for a daemon).",
+        "Times a source ran inside detours per second on a CPU, latest window (1/period for a daemon).",
         lambda x: x.rate_hz,
     ),
     (

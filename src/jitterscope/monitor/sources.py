@@ -3,7 +3,10 @@
 Built from the window's attribution (one row per detour and source), after the
 labels are folded (labels.py), so a folded label's figures are those of all the
 sources it stands for: its detours counted once, its period fitted on all their
-occurrences.
+occurrences.  The rate counts the times a source *ran* inside detours (its
+activity intervals, from the trace), not the detours it took part in: when the
+probe is kept off its CPU long enough for a daemon to wake twice in one detour,
+that is still two wake-ups.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from jitterscope.measure.periodicity import detect_period
 from jitterscope.monitor.labels import LabelCap, identity
@@ -23,6 +28,7 @@ class CpuSource:
     kind: str
     name: str
     detours: int  # detours on this CPU it took time in
+    runs: int  # times it ran inside them (activity intervals; its detours where the trace has none)
     total_ns: int  # its time inside them
     max_ns: int  # its longest time in one detour
     period_s: float | None  # recurrence period when regular
@@ -35,8 +41,8 @@ class CpuSource:
 
     @property
     def rate_hz(self) -> float:
-        """Detours it took time in, per second (a daemon waking every P: 1/P)."""
-        return self.detours / self.duration_s if self.duration_s > 0 else 0.0
+        """Times it ran inside detours, per second (a daemon waking every P: 1/P)."""
+        return self.runs / self.duration_s if self.duration_s > 0 else 0.0
 
 
 def cpu_sources(run: Run, labels: LabelCap) -> list[CpuSource]:
@@ -46,7 +52,7 @@ def cpu_sources(run: Run, labels: LabelCap) -> list[CpuSource]:
     att = run.attribution
     if att.num_rows == 0:
         return []
-    _, d_start, _ = run.detour_arrays()
+    d_cpu, d_start, d_dur = run.detour_arrays()
     a_det = att.column("detour").to_numpy()
     a_cpu = att.column("cpu").to_numpy()
     a_ns = att.column("ns").to_numpy()
@@ -65,6 +71,7 @@ def cpu_sources(run: Run, labels: LabelCap) -> list[CpuSource]:
     group = a_cpu.astype(np.int64) * len(label_names) + np.array([code[label[k]] for k in keys], dtype=np.int64)[inv]
     order = np.argsort(group, kind="stable")
     bounds = np.flatnonzero(np.diff(group[order])) + 1
+    runs = _runs(run, {k: code[label[k]] for k in keys}, len(label_names), d_cpu, d_start, d_dur)
     duration_s = run.duration_ns / 1e9
     out = []
     for rows in np.split(order, bounds):
@@ -78,6 +85,7 @@ def cpu_sources(run: Run, labels: LabelCap) -> list[CpuSource]:
                 kind=kind,
                 name=name,
                 detours=len(dets),
+                runs=runs.get(g, len(dets)),
                 total_ns=int(a_ns[rows].sum()),
                 max_ns=int(per_ns.max()),
                 period_s=detect_period(when[rows]),
@@ -85,3 +93,44 @@ def cpu_sources(run: Run, labels: LabelCap) -> list[CpuSource]:
             )
         )
     return sorted(out, key=lambda s: (-s.total_ns, s.cpu))
+
+
+def _codes(column: pa.ChunkedArray) -> tuple[np.ndarray, list[str]]:
+    enc = pc.dictionary_encode(column.combine_chunks())
+    return enc.indices.to_numpy(zero_copy_only=False).astype(np.int64), [str(v) for v in enc.dictionary.to_pylist()]
+
+
+def _runs(
+    run: Run,
+    label_of: dict[tuple[str, str], int],
+    n_labels: int,
+    d_cpu: np.ndarray,
+    d_start: np.ndarray,
+    d_dur: np.ndarray,
+) -> dict[int, int]:
+    """Activity intervals that overlap a detour on their CPU, per (CPU x n_labels + label) group."""
+    if not run.has_table("activity") or run.activity.num_rows == 0:
+        return {}
+    act = run.activity
+    ki, kd = _codes(act.column("kind"))
+    ni, nd = _codes(act.column("name"))
+    pair = ki * max(len(nd), 1) + ni
+    present, inv = np.unique(pair, return_inverse=True)
+    # -1: annotations (work, timer) and tasks that never took detour time (the probe itself)
+    lookup = np.array(
+        [label_of.get(identity(kd[p // max(len(nd), 1)], nd[p % max(len(nd), 1)]), -1) for p in present],
+        dtype=np.int64,
+    )
+    lab = lookup[inv]
+    a_cpu = act.column("cpu").to_numpy().astype(np.int64)
+    a_start = act.column("start_ns").to_numpy()
+    a_end = act.column("end_ns").to_numpy()
+    inside = np.zeros(len(lab), dtype=bool)
+    for c in np.unique(d_cpu):
+        on = np.flatnonzero((a_cpu == c) & (lab >= 0))
+        starts = d_start[d_cpu == c]  # sorted and disjoint on one CPU
+        ends = starts + d_dur[d_cpu == c]
+        last = np.searchsorted(starts, a_end[on], side="left") - 1  # the last detour starting before it ends
+        inside[on] = (last >= 0) & (ends[np.maximum(last, 0)] > a_start[on])
+    groups, counts = np.unique(a_cpu[inside] * n_labels + lab[inside], return_counts=True)
+    return {int(g): int(n) for g, n in zip(groups, counts)}
