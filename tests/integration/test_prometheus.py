@@ -22,6 +22,7 @@ import threading
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -186,7 +187,7 @@ def _per_window(stack: Stack) -> dict[int, dict[str, float]]:
 
 
 @pytest.fixture(scope="module")
-def observed(tmp_path_factory) -> Observed:
+def observed(tmp_path_factory) -> Iterator[Observed]:
     from jitterscope.measure.inject import read_truth
 
     tmp = tmp_path_factory.mktemp("prometheus")
@@ -248,11 +249,11 @@ def observed(tmp_path_factory) -> Observed:
         )
         procs.append(injector)
         assert injector.stdout is not None and injector.stdout.readline(), injector.stderr
-        first = stack.windows_scraped()
+        ended = max(int(m) for m in re.findall(r" window (\d+): ", "".join(log)))
         # the window running now started before the daemon; FULL_WINDOWS more after it, and their scrapes
         _wait(
             "windows with the daemon, scraped",
-            lambda: stack.windows_scraped() >= first + 1 + FULL_WINDOWS,
+            lambda: stack.windows_scraped() >= ended + 1 + FULL_WINDOWS,
             60,
             log,
         )
