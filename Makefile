@@ -35,15 +35,22 @@ wheel: install
 # missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
 # libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
 # place --profile cachegrind), perf (per-source event counts against the kernel's tracepoint counts),
-# oslat (the probe-peers benchmark).
+# oslat (the probe-peers benchmark), prometheus (the monitor's Prometheus test; promtool for the shipped rules).
+# A package's service must not start (the tests start their own Prometheus on a free port): policy-rc.d
+# refuses service starts during the install, and the services it enabled are disabled after.
 PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind \
-  perf:linux-perf oslat:rt-tests
+  perf:linux-perf oslat:rt-tests prometheus:prometheus
+NO_SERVICES := prometheus prometheus-node-exporter
 packages:
 	@missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
 	  if [ -n "$$missing" ]; then \
 	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      apt-get update -qq >/dev/null 2>&1; \
+	      guard=""; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d; \
+	        chmod +x /usr/sbin/policy-rc.d; guard=1; }; \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || true; \
+	      [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; \
+	      ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now $(NO_SERVICES) >/dev/null 2>&1 || true; \
 	    fi; \
 	    for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || \
 	      echo "note: $${p%%:*} not installed; the tests that need it will skip"; done; \

@@ -177,6 +177,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_probe_layout.py": ("native",),
     "test_probe_lifecycle.py": ("root", "native"),
     "test_probe_memory.py": ("native",),
+    "test_prometheus.py": ("root", "native", "tracefs"),
+    "test_prometheus_rules.py": (),
     "test_protect_actuators.py": ("root", "native", "slow"),
     "test_protect_cli.py": ("root", "native", "slow"),
     "test_protect_event.py": ("root", "native"),
@@ -207,6 +209,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
 # changed never sees another test's change.  The spread tests load the CPUs as any busy host would.
 FREE = {
     "test_ptts_cli.py",
+    "test_prometheus_rules.py",
     "test_simulate_cli.py",
     "test_report_browser.py",
     "test_protect_laws.py",

@@ -49,6 +49,7 @@ CASES: list[tuple[str, list[str], str]] = [
     ("monitor-huge-window", ["monitor", "--window", "1e99s"], "too long"),
     ("monitor-huge-count", ["monitor", "--keep", "1e12"], "must be from"),
     ("monitor-bad-port", ["monitor", "--port", "70000"], "must be from"),
+    ("monitor-no-sources", ["monitor", "--max-sources", "0"], "must be from"),
     # inject
     ("inject-malformed-cpu", ["inject", "--cpu", "x", "--period", "10ms", "--busy", "1ms"], "malformed --cpu"),
     ("inject-tiny-period", ["inject", "--cpu", "1", "--period", "1ns", "--busy", "1ns"], "too short"),

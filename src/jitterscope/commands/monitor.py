@@ -11,12 +11,18 @@ Metrics: jitterscope_windows_total, jitterscope_window_failures_total,
 jitterscope_noise_ppm{cpu}, jitterscope_detours{cpu}, jitterscope_max_detour_ns{cpu},
 jitterscope_source_noise_ns{kind,name}, jitterscope_source_detours{kind,name},
 jitterscope_lost_events, jitterscope_lost_events_total,
-jitterscope_unexplained_share, jitterscope_regressed_sources, ...
+jitterscope_unexplained_share, jitterscope_regressed_sources, and per CPU and
+source (a source is its command; at most --max-sources names at once, the rest
+`(other)`): jitterscope_source_share, _rate_hz, _period_seconds, _max_ns, ...
+
+--print-rules and --print-dashboard print the Prometheus alert rules and the
+Grafana dashboard shipped with this version, and exit.
 
 EXAMPLES
   jitterscope monitor --cpus 1-3 --interval 5min --window 10s
   jitterscope monitor --interval 60s --window 5s --history /var/lib/jitterscope --port 9469
   curl -s localhost:9469/metrics | grep noise_ppm
+  jitterscope monitor --print-rules > /etc/prometheus/rules.d/jitterscope.yml
 """
 
 from __future__ import annotations
@@ -60,9 +66,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--windows", type=count_arg(1, 10**9), metavar="N", help="stop after N windows (default: run until stopped)"
     )
+    p.add_argument(
+        "--max-sources",
+        type=count_arg(1, 10**4),
+        default=50,
+        metavar="N",
+        help="source names holding a metric label at once; the rest are (other) (default 50)",
+    )
+    shipped = p.add_mutually_exclusive_group()
+    shipped.add_argument("--print-rules", action="store_true", help="print the shipped Prometheus alert rules and exit")
+    shipped.add_argument("--print-dashboard", action="store_true", help="print the shipped Grafana dashboard and exit")
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.print_rules or args.print_dashboard:
+        from jitterscope.monitor import shipped
+
+        print(shipped.text(shipped.RULES if args.print_rules else shipped.DASHBOARD), end="")
+        return 0
     cpus = options.cpus(args)
     sysinfo.check_cpus(cpus)
     interval = parse_duration_s(args.interval, what="--interval")
@@ -88,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         max_windows=args.keep,
         max_bytes=parse_size(args.max_size, what="--max-size"),
         baseline_windows=args.baseline_windows,
+        max_sources=args.max_sources,
         stop_after=args.windows,
     )
     return Monitor(opts).run()

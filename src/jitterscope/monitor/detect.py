@@ -30,6 +30,7 @@ class Detector:
         self._parts: list[Sample] = []
         self.baseline = baseline
         self.flagged: dict[str, str] = {}  # label -> description, currently regressed
+        self.changes: dict[tuple[str, str], str] = {}  # (kind, name) -> "new" or "worse", currently
 
     @property
     def ready(self) -> bool:
@@ -55,9 +56,11 @@ class Detector:
 
     def _transitions(self, res: dict[str, Any]) -> list[str]:
         now: dict[str, str] = {}
+        changes: dict[tuple[str, str], str] = {}
         for r in res["new"] + res["changed"]:
             if r["regression"]:
                 what = "NEW SOURCE" if r["base"]["count"] == 0 else "REGRESSED"
+                changes[(r["kind"], r["name"])] = "new" if r["base"]["count"] == 0 else "worse"
                 q = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
                 now[f"{r['kind']}:{r['name']}"] = (
                     f"{what} {r['kind']}:{r['name']}: {number(r['base']['ppm'])} -> {ppm(r['new']['ppm'])} "
@@ -71,4 +74,5 @@ class Detector:
         lines = [desc for label, desc in now.items() if label not in self.flagged]
         lines += [f"RECOVERED {label}" for label in self.flagged if label not in now]
         self.flagged = now
+        self.changes = changes
         return lines

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import gc
+import math
 import signal
 import sys
 import time
@@ -23,11 +24,14 @@ from jitterscope.humanize import count, percent, ppm, seconds
 from jitterscope.measure.lifecycle import measure
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History
-from jitterscope.monitor.metrics import MonitorState, registry_for, source_rows
+from jitterscope.monitor.labels import LabelCap, identity
+from jitterscope.monitor.metrics import MonitorState, registry_for
 from jitterscope.monitor.server import ADDR, start_server
+from jitterscope.monitor.sources import cpu_sources
 from jitterscope.rundir import load_run
 
 MeasureFn = Callable[..., Path]
+LABEL_IDLE_S = 3 * 3600.0
 
 
 @dataclass
@@ -43,6 +47,7 @@ class MonitorOptions:
     max_windows: int = 100
     max_bytes: int = 512 * 1024**2
     baseline_windows: int = 3
+    max_sources: int = 50  # source names holding a label at once (labels.py)
     stop_after: int | None = None  # windows, then exit (tests, benchmarks)
     thresholds: Thresholds = field(default_factory=Thresholds)
 
@@ -74,6 +79,8 @@ class Monitor:
         self.history = History(opts.history, opts.max_windows, opts.max_bytes)
         self.state = MonitorState(window_s=opts.window_s, interval_s=opts.interval_s)
         self.detector = Detector(opts.cpus, opts.baseline_windows, opts.thresholds)
+        # A name gives its label up after LABEL_IDLE_S unseen: longer than Prometheus keeps a series in memory.
+        self.labels = LabelCap(opts.max_sources, idle_windows=max(1, math.ceil(LABEL_IDLE_S / opts.interval_s)))
         self.published = replace(self.state)  # what a scrape reads: a copy, swapped whole
         self.registry = registry_for(lambda: self.published)
         self.stopping = False
@@ -112,7 +119,8 @@ class Monitor:
         s = run.summary
         self.state.windows_total += 1
         self.state.last = s
-        self.state.sources = source_rows(s)
+        self.state.sources = cpu_sources(run, self.labels)
+        self.state.folded_total = dict(self.labels.folded_total)
         self.state.lost_events_total += int(s.get("lost_events", 0) or 0)
         self.state.last_end_unix = time.time()
         cpus = ", ".join(
@@ -131,6 +139,7 @@ class Monitor:
             except JitterscopeError as err:
                 self.log(f"window {seq}: comparison skipped: {err}")
         self.state.regressions = len(self.detector.flagged)
+        self.state.changes = [(*self.labels.label(identity(*k)), v) for k, v in self.detector.changes.items()]
         del run
         self.history.prune()
         _release_memory()

@@ -1,8 +1,8 @@
 """The monitor's state as Prometheus metrics: a custom collector for prometheus_client.
 
 Per-window values are gauges of the latest window; counters run since start.
-Sources use compare's identity (kworker ids folded to kworker/N:*) and only
-the top ones are exported, so label sets stay bounded over a long run.
+Per-source series are per CPU, under the bounded labels of labels.py (a source
+is its command; at most --max-sources names at once, the rest `(other)`).
 prometheus_client writes the exposition format (escaping, content negotiation,
 OpenMetrics when a scraper asks for it); the metric names are documented in
 docs/commands/monitor.md.
@@ -22,9 +22,8 @@ from prometheus_client.core import (
 )
 from prometheus_client.exposition import generate_latest
 
-from jitterscope.compare.sample import source_key
-
-TOP_SOURCES = 30
+from jitterscope.monitor.labels import KINDS
+from jitterscope.monitor.sources import CpuSource
 
 
 @dataclass
@@ -37,7 +36,9 @@ class MonitorState:
     interval_s: float = 0.0
     last_end_unix: float = 0.0
     last: dict[str, Any] | None = None  # summary.json of the latest window
-    sources: list[dict[str, Any]] = field(default_factory=list)  # [{kind, name, total_ns, count}]
+    sources: list[CpuSource] = field(default_factory=list)  # the latest window's, per CPU, labelled
+    changes: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, name, "new" / "worse"), labelled
+    folded_total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
 
 
 def _gauge(
@@ -107,19 +108,63 @@ class MonitorCollector:
             "Share of the latest window's noise no traced activity explains (0-1).",
             (s.get("unexplained") or {}).get("share", 0.0),
         )
-        top = st.sources[:TOP_SOURCES]
+        yield from _source_metrics(st)
+
+
+_PER_SOURCE: list[tuple[str, str, Callable[[CpuSource], float | None]]] = [
+    (
+        "jitterscope_source_noise_ns",
+        "Time a source took inside detours on a CPU, latest window, ns.",
+        lambda x: x.total_ns,
+    ),
+    ("jitterscope_source_detours", "Detours on a CPU a source took time in, latest window.", lambda x: x.detours),
+    (
+        "jitterscope_source_share",
+        "Fraction (0-1) of a CPU's measured time a source took, latest window (busy/period for a daemon).",
+        lambda x: x.share,
+    ),
+    (
+        "jitterscope_source_rate_hz",
+        "Times a source ran inside detours per second on a CPU, latest window (1/period for a daemon).",
+        lambda x: x.rate_hz,
+    ),
+    (
+        "jitterscope_source_period_seconds",
+        "Recurrence period of a source on a CPU, latest window; absent when it is not regular.",
+        lambda x: x.period_s,
+    ),
+    (
+        "jitterscope_source_max_ns",
+        "Longest time a source took in one detour on a CPU, latest window, ns.",
+        lambda x: x.max_ns,
+    ),
+]
+
+
+def _source_metrics(st: MonitorState) -> Iterator[Metric]:
+    labels = ("cpu", "kind", "name")
+    for name, help_, value in _PER_SOURCE:
+        rows = [(x, value(x)) for x in st.sources]
         yield _gauge(
-            "jitterscope_source_noise_ns",
-            "Time a source took inside detours in the latest window, ns.",
-            labels=("kind", "name"),
-            samples=[([x["kind"], x["name"]], x["total_ns"]) for x in top],
+            name, help_, labels=labels, samples=[([str(x.cpu), x.kind, x.name], v) for x, v in rows if v is not None]
         )
-        yield _gauge(
-            "jitterscope_source_detours",
-            "Detours a source appeared in, latest window.",
-            labels=("kind", "name"),
-            samples=[([x["kind"], x["name"]], x["count"]) for x in top],
-        )
+    regressed: dict[tuple[str, str, str], int] = {}
+    for k in st.changes:  # several sources folded into one label count together
+        regressed[k] = regressed.get(k, 0) + 1
+    yield _gauge(
+        "jitterscope_source_regression",
+        "Sources new (change=new) or significantly worse (change=worse) than the baseline now.",
+        labels=("kind", "name", "change"),
+        samples=[(list(k), v) for k, v in sorted(regressed.items())],
+    )
+    folded = CounterMetricFamily(
+        "jitterscope_sources_folded",
+        'Sources folded into name="(other)" because --max-sources names held labels (one per source and window).',
+        labels=["kind"],
+    )
+    for kind, n in sorted(st.folded_total.items()):
+        folded.add_metric([kind], n)
+    yield folded
 
 
 def registry_for(state: Callable[[], MonitorState]) -> CollectorRegistry:
@@ -132,22 +177,3 @@ def registry_for(state: Callable[[], MonitorState]) -> CollectorRegistry:
 def render_metrics(st: MonitorState) -> str:
     """The text exposition (format 0.0.4) of `st`, as a scrape sees it."""
     return generate_latest(registry_for(lambda: st)).decode("utf-8")
-
-
-def source_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
-    """The latest window's sources keyed as compare keys them (kworker ids folded)."""
-    agg: dict[tuple[str, str], dict[str, Any]] = {}
-    for x in summary.get("sources") or []:
-        k = source_key(x["kind"], x["name"])
-        row = agg.setdefault(k, {"kind": k[0], "name": k[1], "total_ns": 0, "count": 0})
-        row["total_ns"] += int(x["total_ns"])
-        row["count"] += int(x["count"])
-    un = summary.get("unexplained") or {}
-    if un.get("count"):
-        agg[("unexplained", "unexplained")] = {
-            "kind": "unexplained",
-            "name": "unexplained",
-            "total_ns": int(un.get("total_ns", 0)),
-            "count": int(un["count"]),
-        }
-    return sorted(agg.values(), key=lambda r: -r["total_ns"])
