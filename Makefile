@@ -63,8 +63,10 @@ test: install packages mpi
 unit: install
 	$(BIN)/python -m pytest -q tests/unit
 
+# Every benchmark (or BENCH="probe trace"), each writing its section of BENCHMARKS.md; ends with a table of
+# met / missed / not run and fails unless every target was met.
 bench: install
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py --write $(BENCH)
 
 clean:
 	rm -rf $(VENV) .venv-py* .mypy_cache .ruff_cache build src/*.egg-info src/jitterscope/native/bin

@@ -44,6 +44,13 @@ def san(tmp_path_factory) -> sanitize.Sanitized:
     return sanitize.build(tmp_path_factory.mktemp("sanitized"))
 
 
+@pytest.fixture(scope="module")
+def gold(san, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("gold") / "syncgold"
+    subprocess.run([str(sanitize.compiler()), "-O1", "-g", "-pthread", "-o", str(out), str(GOLD)], check=True)
+    return out
+
+
 def _clean(p: subprocess.CompletedProcess[str]) -> None:
     found = sanitize.reports(p.stderr)
     assert not found, "sanitizer report:\n" + p.stderr[-4000:]
@@ -79,10 +86,7 @@ def test_probe_half_a_second_on_one_cpu(san, tmp_path):
 @pytest.mark.parametrize(
     "mode", ["hold {cpu} 20", "bw {cpu} 10", "barrier {cpu} 10", "tree {cpu}", "fork", "frames 20"]
 )
-def test_interposer_in_the_sync_goldens(san, tmp_path, mode):
-    cc = sanitize.compiler()
-    gold = tmp_path / "syncgold"
-    subprocess.run([cc, "-O1", "-g", "-pthread", "-o", str(gold), str(GOLD)], check=True)
+def test_interposer_in_the_sync_goldens(san, gold, tmp_path, mode):
     raw = tmp_path / "raw"
     raw.mkdir()
     args = mode.format(cpu=online_cpus()[-1]).split()
@@ -107,7 +111,8 @@ def _mutate(pages: np.ndarray, rng: np.random.Generator) -> bytes:
             at = rng.integers(0, PAGE, int(rng.integers(1, 32)))
             out[i, at] ^= rng.integers(1, 256, len(at), dtype=np.uint8)
         elif kind == 1:  # a random commit word: sizes past the page, the missed-events flags
-            word = int(rng.choice([rng.integers(0, 1 << 63), PAGE, PAGE - 16, PAGE + 8, (1 << 31) | (1 << 30)]))
+            words = [int(rng.integers(0, 1 << 63)), PAGE, PAGE - 16, PAGE + 8, (1 << 31) | (1 << 30)]
+            word = words[int(rng.integers(0, len(words)))]
             out[i, COMMIT : COMMIT + 8] = np.frombuffer(int(word).to_bytes(8, "little"), np.uint8)
         elif kind == 2:  # random bytes over a run of event data
             a = int(rng.integers(16, PAGE))
