@@ -70,7 +70,7 @@ class Bench:
         self.name, self.heading = name, heading
         self.write = "--write" in args
         # The settings a benchmark reads from the environment (BENCH_*, PIPELINE_BENCH_*) are part of its command.
-        env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items()) if "BENCH" in k]
+        env = [f"{k}={shlex.quote(v)}" for k, v in sorted(os.environ.items()) if re.search(r"(^|_)BENCH_", k)]
         self.command = " ".join([*env, "python", f"benchmarks/bench_{name}.py", *map(shlex.quote, args)])
         self.started = datetime.now(timezone.utc)
         self.load_start = _load()

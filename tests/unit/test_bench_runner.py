@@ -3,6 +3,7 @@ each benchmark writes its own BENCHMARKS.md section, between its markers, only w
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import subprocess
@@ -33,9 +34,14 @@ def _tree(tmp: Path, benches: dict[str, str]) -> Path:
     return d
 
 
-def _run(d: Path, *args: str) -> subprocess.CompletedProcess[str]:
+def _run(d: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(d / "run.py"), *args], capture_output=True, text=True, timeout=120, cwd=d.parent
+        [sys.executable, str(d / "run.py"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=d.parent,
+        env={**os.environ, **(env or {})},
     )
 
 
@@ -62,12 +68,12 @@ def test_write_puts_each_section_between_its_markers_and_not_run_keeps_the_old(t
     doc = tmp_path / "BENCHMARKS.md"
     _run(d)
     assert "bench:ok" not in doc.read_text()  # without --write nothing is written
-    _run(d, "--write")
+    _run(d, "--write", env={"BENCH_REPEATS": "2", "BENCH": "ok"})  # make bench BENCH=ok: a selection, no setting
     text = doc.read_text()
     start, end = markers("ok")
     section = text[text.index(start) : text.index(end)]
     assert "## OK" in section and "ran" in section and "- fast: **met** (1 s)" in section
-    assert re.search(r"_Written by `python benchmarks/bench_ok.py --write` on \d{4}-\d\d-\d\d", section)
+    assert re.search(r"_Written by `BENCH_REPEATS=2 python benchmarks/bench_ok.py --write` on \d{4}-\d\d-\d\d", section)
     assert "Load average (1/5/15 min)" in section and "Machine: " in section
     assert "old PMU figures" in text  # not run: its section is left as it was
 
