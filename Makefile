@@ -91,8 +91,10 @@ unit: check
 integration: install packages mpi
 	$(INTEGRATION)
 
+# Every benchmark (or BENCH="probe trace"), each writing its section of BENCHMARKS.md; ends with a table of
+# met / missed / not run and fails unless every target was met.
 bench: install
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py --write $(BENCH)
 
 clean:
 	rm -rf $(VENV) .venv-py* .mypy_cache .ruff_cache build dist wheelhouse src/*.egg-info src/jitterscope/native/bin

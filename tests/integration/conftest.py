@@ -169,6 +169,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_measure_attribution.py": ("native", "tracefs", "slow"),
     "test_measure_bad_input.py": ("native",),
     "test_monitor_e2e.py": ("native", "tracefs"),
+    "test_native_sanitizers.py": ("root", "native"),
     "test_no_run_lost.py": ("native", "tracefs", "slow"),
     "test_pipeline_cli.py": ("native", "tracefs", "slow"),
     "test_pipeline_runtime.py": ("native", "slow"),
