@@ -27,14 +27,24 @@ run: install
 # System programs some tests use, installed with one apt run where apt can (a test whose program is
 # missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
 # libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
-# place --profile cachegrind).
-PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind
+# place --profile cachegrind), munge/slurmctld/slurmd/srun (the Slurm test's one-node cluster).
+PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind \
+  munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client
+# Debian starts these on install (where an init system runs); the Slurm test starts its own daemons with its
+# own key, configuration and ports, so the system's services are stopped and disabled again, but only those
+# this step has just installed: a machine's own Slurm is left alone.
+SERVICES := munge slurmctld slurmd
 packages:
-	@missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
+	@export PATH="$$PATH:/usr/sbin:/sbin"; \
+	  missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
 	  if [ -n "$$missing" ]; then \
 	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      apt-get update -qq >/dev/null 2>&1; \
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || true; \
+	      for s in $(SERVICES); do case " $$missing " in *" $$s "*) \
+	        if [ -d /run/systemd/system ]; then systemctl disable --now $$s >/dev/null 2>&1 || true; \
+	        else service $$s stop >/dev/null 2>&1; update-rc.d $$s disable >/dev/null 2>&1 || true; fi;; \
+	      esac; done; \
 	    fi; \
 	    for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || \
 	      echo "note: $${p%%:*} not installed; the tests that need it will skip"; done; \
