@@ -48,7 +48,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _config(root: Path, cpus: int) -> str:
+def _config(root: Path, cpus: int, extra: list[str]) -> str:
     host = socket.gethostname().split(".")[0]
     r = str(root)
     return "\n".join(
@@ -82,6 +82,7 @@ def _config(root: Path, cpus: int) -> str:
             "ReturnToService=2",
             f"NodeName={NODE} NodeHostname={host} NodeAddr=127.0.0.1 CPUs={cpus} State=UNKNOWN",
             f"PartitionName=js Nodes={NODE} Default=YES MaxTime=INFINITE State=UP",
+            *extra,
             "",
         ]
     )
@@ -98,8 +99,9 @@ def _stop(p: subprocess.Popen) -> None:
 
 
 @contextmanager
-def local_slurm(cpus: int = 2, timeout_s: float = 30.0) -> Iterator[LocalSlurm]:
-    """Start the three daemons and wait for the node to be idle; raise SlurmUnavailable saying why not."""
+def local_slurm(cpus: int = 2, timeout_s: float = 30.0, extra: list[str] | None = None) -> Iterator[LocalSlurm]:
+    """Start the three daemons and wait for the node to be idle; raise SlurmUnavailable saying why not.
+    `extra`: more slurm.conf lines (`Prolog=...`)."""
     missing = missing_programs()
     if missing:
         raise SlurmUnavailable("not installed: " + ", ".join(missing) + " (make packages)")
@@ -113,7 +115,7 @@ def local_slurm(cpus: int = 2, timeout_s: float = 30.0) -> Iterator[LocalSlurm]:
     key.write_bytes(os.urandom(1024))
     key.chmod(0o400)
     (root / "plugstack.conf").write_text("")
-    (root / "slurm.conf").write_text(_config(root, cpus))
+    (root / "slurm.conf").write_text(_config(root, cpus, extra or []))
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SLURM_", "SBATCH_", "SALLOC_", "SRUN_"))}
     env.update(SLURM_CONF=str(root / "slurm.conf"), PATH=SBIN)
     slurm = LocalSlurm(root, env)
