@@ -73,7 +73,9 @@ def test_srun_cluster_measure_writes_a_complete_cluster_run(slurm: LocalSlurm, t
 
 def test_srun_without_pmi_is_refused_in_one_line(slurm: LocalSlurm, tmp_path: Path) -> None:
     out = tmp_path / "never"
-    proc = srun(slurm, "--mpi=none", "-n", "2", JITTERSCOPE, "cluster", "measure", "--duration", "2s", "--out", str(out))
+    proc = srun(
+        slurm, "--mpi=none", "-n", "2", JITTERSCOPE, "cluster", "measure", "--duration", "2s", "--out", str(out)
+    )
     assert proc.returncode != 0
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("jitterscope:")]
     assert len(ours) == 1 and "srun --mpi=pmi2" in ours[0], proc.stderr

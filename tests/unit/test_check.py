@@ -30,9 +30,7 @@ def test_every_cpu_over_a_limit_is_named_and_the_rest_pass() -> None:
 
 
 def test_unexplained_limit_needs_tracing() -> None:
-    assert judge(summary({1: 1.0}, unexplained=0.5), Limits(max_unexplained=0.3)).problems == [
-        "unexplained 50% > 30%"
-    ]
+    assert judge(summary({1: 1.0}, unexplained=0.5), Limits(max_unexplained=0.3)).problems == ["unexplained 50% > 30%"]
     v = judge(summary({1: 1.0}, unexplained=None), Limits(max_unexplained=0.3))
     assert v.healthy and v.notes == ["unexplained share not checked: the run was not traced"]
 

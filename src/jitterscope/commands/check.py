@@ -43,15 +43,21 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_priority(p, help="run the probe SCHED_FIFO at priority N (default: the baseline's, else normal)")
     options.add_tracing(p)
     p.add_argument("--baseline", metavar="RUN", type=Path, help="a measure run of this node when it was known good")
-    p.add_argument("--max-noise", metavar="SHARE", help="unhealthy when a CPU's noise exceeds SHARE, e.g. 1%% or 500ppm")
-    p.add_argument("--max-detour", metavar="TIME", help="unhealthy when a CPU's longest detour exceeds TIME, e.g. 500us")
+    p.add_argument(
+        "--max-noise", metavar="SHARE", help="unhealthy when a CPU's noise exceeds SHARE, e.g. 1%% or 500ppm"
+    )
+    p.add_argument(
+        "--max-detour", metavar="TIME", help="unhealthy when a CPU's longest detour exceeds TIME, e.g. 500us"
+    )
     p.add_argument("--max-p99", metavar="TIME", help="unhealthy when a CPU's 99th-percentile detour exceeds TIME")
     p.add_argument(
         "--max-unexplained",
         metavar="SHARE",
         help="unhealthy when more than SHARE of the noise is unexplained (hypervisor, SMI), e.g. 30%%",
     )
-    p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate of the baseline tests (default 0.01)")
+    p.add_argument(
+        "--alpha", type=float, default=0.01, help="false discovery rate of the baseline tests (default 0.01)"
+    )
     p.add_argument(
         "--min-ppm",
         type=float,
@@ -85,7 +91,9 @@ def _limits(args: argparse.Namespace):  # -> Limits (imported lazily with the li
 def run(args: argparse.Namespace) -> int:
     limits = _limits(args)
     if not limits.any and args.baseline is None:
-        raise UsageError("nothing to check against: give --baseline RUN and/or a limit (--max-noise, --max-detour, ...)")
+        raise UsageError(
+            "nothing to check against: give --baseline RUN and/or a limit (--max-noise, --max-detour, ...)"
+        )
     if not 0 < args.alpha < 1 or args.min_ppm < 0 or args.min_ratio < 1:
         raise UsageError("--alpha must be in (0, 1), --min-ppm at least 0 and --min-ratio at least 1")
     duration_ns = options.duration_ns(args)
