@@ -71,7 +71,7 @@ def test_injected_daemon_against_a_baseline_without_it_is_unhealthy(tmp_path: Pa
         (["--max-detour", "5"], "needs a unit"),
         (["--baseline", "/nonexistent/run"], "no such run directory"),
         (["--max-p99", "1ms", "--cpus", "9999"], "9999"),
-        (["--max-noise", "1%", "--alpha", "2"], "--alpha must be in (0, 1)"),
+        (["--max-noise", "1%", "--alpha", "2"], "--alpha 2.0 must be between 0 and 1"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args: list[str], says: str) -> None:

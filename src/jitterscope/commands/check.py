@@ -55,18 +55,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SHARE",
         help="unhealthy when more than SHARE of the noise is unexplained (hypervisor, SMI), e.g. 30%%",
     )
-    p.add_argument(
-        "--alpha", type=float, default=0.01, help="false discovery rate of the baseline tests (default 0.01)"
-    )
-    p.add_argument(
-        "--min-ppm",
-        type=float,
-        default=1000.0,
-        help="smallest increase that counts as a regression, ppm of a CPU (default 1000: 1 ms per second)",
-    )
-    p.add_argument(
-        "--min-ratio", type=float, default=1.5, help="smallest ratio new/baseline that is a regression (default 1.5)"
-    )
+    options.add_regression_thresholds(p, min_ppm=1000.0, why=": 1 ms per second of a CPU")
     p.add_argument("--out", metavar="DIR", type=Path, help="keep the check's run directory here (default: removed)")
     options.add_json(p, "the verdict")
 
@@ -94,8 +83,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(
             "nothing to check against: give --baseline RUN and/or a limit (--max-noise, --max-detour, ...)"
         )
-    if not 0 < args.alpha < 1 or args.min_ppm < 0 or args.min_ratio < 1:
-        raise UsageError("--alpha must be in (0, 1), --min-ppm at least 0 and --min-ratio at least 1")
+    thresholds = options.regression_thresholds(args)
     duration_ns = options.duration_ns(args)
     threshold_ns = options.threshold_ns(args)
     priority = options.priority(args)
@@ -138,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
             trace=trace,
             buffer_kb=buffer_kb,
             baseline=baseline,
-            thresholds=Thresholds(alpha=args.alpha, min_ppm=args.min_ppm, min_ratio=args.min_ratio),
+            thresholds=Thresholds(*thresholds),
             out=args.out,
         )
     )
