@@ -10,11 +10,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from .conftest import jitterscope, needs_tracing, probed_cpu
 from .slurm_cluster import LocalSlurm, SlurmUnavailable, local_slurm
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
@@ -80,3 +82,57 @@ def test_srun_without_pmi_is_refused_in_one_line(slurm: LocalSlurm, tmp_path: Pa
     ours = [ln for ln in proc.stderr.splitlines() if ln.startswith("jitterscope:")]
     assert len(ours) == 1 and "srun --mpi=pmi2" in ours[0], proc.stderr
     assert not out.exists() and proc.stdout == ""
+
+
+def documented_script(marker: str) -> str:
+    """The bash block of docs/commands/cluster.md that follows `marker`."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "commands" / "cluster.md").read_text()
+    return doc.split(marker, 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+
+
+@needs_tracing
+def test_documented_prolog_drains_a_noisy_node_and_requeues_the_job(tmp_path: Path) -> None:
+    """The prolog of docs/commands/cluster.md, as printed there but for where jitterscope and the baseline
+    are, run by a real slurmd: a daemon injected after the baseline makes the check fail, so the node is
+    drained with the check's line as the reason and the job goes back to the queue."""
+    if _mpi_reason():
+        pytest.skip(str(_mpi_reason()))
+    cpu = probed_cpu()
+    base = tmp_path / "baseline"
+    jitterscope("measure", "--cpus", str(cpu), "--duration", "1s", "--priority", "fifo:10", "--no-report",
+                "--out", str(base), check=True)  # fmt: skip
+    script = documented_script("**Prolog**")
+    assert "JITTERSCOPE=/usr/local/bin/jitterscope\n" in script and "/var/lib/jitterscope/baseline" in script
+    script = script.replace("/usr/local/bin/jitterscope", JITTERSCOPE).replace(
+        "/var/lib/jitterscope/baseline", str(base)
+    )
+    prolog = tmp_path / "prolog.sh"
+    prolog.write_text(script)
+    prolog.chmod(0o755)
+    tmp_path.chmod(0o755)
+    inj = subprocess.Popen(
+        [JITTERSCOPE, "inject", "--cpu", str(cpu), "--period", "10ms", "--busy", "2ms", "--duration", "60s",
+         "--name", "js-prolog-inj"],
+        stdout=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        with local_slurm(cpus=2, extra=[f"Prolog={prolog}"]) as s:
+            sub = subprocess.run(["sbatch", "-n", "1", "--wrap", "true", "-o", "/dev/null"], env=s.env,
+                                 capture_output=True, text=True, timeout=30)  # fmt: skip
+            assert sub.returncode == 0, sub.stderr
+            deadline = time.monotonic() + 60
+            state = ""
+            while time.monotonic() < deadline and not state.startswith("drained"):
+                time.sleep(1)
+                state = subprocess.run(["sinfo", "-h", "-N", "-o", "%T %E"], env=s.env, capture_output=True,
+                                       text=True, timeout=10).stdout.strip()  # fmt: skip
+            queue = subprocess.run(["squeue", "-h", "-o", "%T %r"], env=s.env, capture_output=True, text=True,
+                                   timeout=10).stdout  # fmt: skip
+    except SlurmUnavailable as err:
+        pytest.skip(f"Slurm could not start: {err}")
+    finally:
+        inj.terminate()
+        inj.wait(timeout=10)
+    assert state.startswith("drained jitterscope: JITTERSCOPE UNHEALTHY - "), state
+    assert "js-prolog-inj" in state  # the reason names the injected daemon (new against the baseline)
+    assert queue.startswith("PENDING") and "requeued" in queue, queue
