@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from .conftest import jitterscope, needs_tracing, probed_cpu
-from .slurm_cluster import LocalSlurm, SlurmUnavailable, local_slurm
+from .slurm_cluster import LocalSlurm, SlurmUnavailable, local_slurm, missing_programs
 
 pytestmark = [pytest.mark.slow, pytest.mark.root]
 JITTERSCOPE = shutil.which("jitterscope", path=str(Path(sys.executable).parent)) or "jitterscope"
@@ -95,8 +95,8 @@ def test_documented_prolog_drains_a_noisy_node_and_requeues_the_job(tmp_path: Pa
     """The prolog of docs/commands/cluster.md, as printed there but for where jitterscope and the baseline
     are, run by a real slurmd: a daemon injected after the baseline makes the check fail, so the node is
     drained with the check's line as the reason and the job goes back to the queue."""
-    if _mpi_reason():
-        pytest.skip(str(_mpi_reason()))
+    if missing_programs():
+        pytest.skip("not installed: " + ", ".join(missing_programs()) + " (make packages)")
     cpu = probed_cpu()
     base = tmp_path / "baseline"
     jitterscope("measure", "--cpus", str(cpu), "--duration", "1s", "--priority", "fifo:10", "--no-report",
