@@ -46,23 +46,6 @@ def test_unit_passes_systemd_analyze_verify_and_is_rated_ok(tmp_path: Path) -> N
     assert m.group(2) in ("SAFE", "OK"), m.group(0)  # systemd's own bands: SAFE, OK, MEDIUM, EXPOSED, UNSAFE
 
 
-def test_unit_runs_this_install_with_the_options_given(tmp_path: Path) -> None:
-    cpu = str(probed_cpu())
-    s = service(unit_text("--cpus", cpu, "--interval", "5min", "--history", str(tmp_path / "h")))
-    words = shlex.split(s["ExecStart"])
-    assert Path(words[0]).is_absolute() and Path(words[0]).exists()
-    at = words.index("monitor")
-    assert words[at + 1 : at + 5] == ["--cpus", cpu, "--interval", "5min"]
-    assert words[-2:] == ["--history", str(tmp_path / "h")] and s["ReadWritePaths"] == str(tmp_path / "h")
-    assert s["NoNewPrivileges"] == "yes" and s["ProtectSystem"] == "strict" and s["Restart"] == "on-failure"
-    assert s["RestartPreventExitStatus"] == "2"  # bad configuration is not restarted in a loop
-    default = service(unit_text())
-    assert shlex.split(default["ExecStart"])[-2:] == ["--history", "/var/lib/jitterscope/monitor"]
-    assert "ReadWritePaths" not in default  # the StateDirectory is writable already
-    bad = jitterscope("monitor", "--window", "2min", "--interval", "1min", "--print-unit", timeout=60)
-    assert bad.returncode == 2 and bad.stdout == "" and "longer than --interval" in bad.stderr
-
-
 @needs_tracing
 @pytest.mark.skipif(shutil.which("setpriv") is None, reason="setpriv not installed (util-linux)")
 def test_monitor_traces_with_only_the_units_capabilities(tmp_path: Path) -> None:
