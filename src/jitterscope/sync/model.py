@@ -332,6 +332,8 @@ def _conds(b: _Builder) -> None:
             else:
                 st = registered.pop(i, [None, None, None])
                 if ev.result[i] != 0:
+                    # a timer ended it, no thread released it: still a wait (the thread slept), not compute
+                    b.wait(i, "cond", None, None, None)
                     b.unmatched["wait_timed_out"] += 1
                     continue
                 if st[0] == "bc":
