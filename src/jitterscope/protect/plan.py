@@ -130,7 +130,7 @@ def build(a: dict[str, Any], calibrating: bool = False) -> Plan:
             f"--compare {format_ns(p.compare_ns)} is too short: each phase needs at least "
             f"20 sampling periods with suspensions ({format_ns(20 * (p.ts_ns + p.longest_s_ns))})"
         )
-    p.priority = int(a.get("priority") or 50)
+    p.priority = 50 if a.get("priority") is None else int(a["priority"])
     if not 1 <= p.priority <= 99:
         raise JitterscopeError(f"--priority fifo:{p.priority} out of range 1-99")
     if a.get("peak"):
