@@ -35,6 +35,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -89,6 +90,11 @@
     X(int, pthread_join, (pthread_t t, void **r), (t, r), NULL)                                              \
     X(int, pthread_timedjoin_np, (pthread_t t, void **r, const struct timespec *ts), (t, r, ts), NULL)       \
     X(void, pthread_exit, (void *r), (r), NULL)                                                              \
+    X(int, sem_wait, (sem_t *s), (s), NULL)                                                                  \
+    X(int, sem_trywait, (sem_t *s), (s), NULL)                                                               \
+    X(int, sem_timedwait, (sem_t *s, const struct timespec *t), (s, t), NULL)                                \
+    X(int, sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t), NULL)                \
+    X(int, sem_post, (sem_t *s), (s), NULL)                                                                  \
     X(void, _exit, (int status), (status), NULL)
 
 #define DECLARE_REAL(ret, name, params, args, ver) static ret(*real_##name) params;
@@ -663,6 +669,53 @@ EXPORT int pthread_cond_signal(pthread_cond_t *c)
 EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
     return signal_common(c, REAL(pthread_cond_broadcast), JS_EV_COND_BROADCAST, SITE);
+}
+
+/* ---- semaphores -------------------------------------------------------------------------- */
+
+static inline int sem_has_waiters(const sem_t *s)
+{
+    /* glibc's 64-bit semaphore (x86-64): value in the low 32 bits, sleepers in the high 32 */
+    uint64_t data = __atomic_load_n((const uint64_t *)(const void *)s, __ATOMIC_RELAXED);
+    return (data >> 32) != 0;
+}
+
+/* A wait the trywait satisfies is uncontended (no record), as for a mutex; errno is the caller's to read. */
+#define SEM_WAIT_BODY(call, flags)                                                                            \
+    if (GUARDED || REAL(sem_trywait)(s) == 0)                                                                \
+        return GUARDED ? (call) : 0;                                                                          \
+    uint64_t e = tsc();                                                                                       \
+    long v0 = nvcsw();                                                                                        \
+    int rc = (call);                                                                                          \
+    int err = rc ? errno : 0;                                                                                 \
+    uint32_t cpu;                                                                                             \
+    uint64_t x = tscp(&cpu);                                                                                  \
+    emit(JS_EV_SEM_WAIT, (nvcsw() > v0 ? JS_SF_SLEPT : 0) | (flags), e, x, cpu, s, 0, SITE, err);           \
+    if (rc)                                                                                                   \
+        errno = err;                                                                                          \
+    return rc;
+
+EXPORT int sem_wait(sem_t *s) { SEM_WAIT_BODY(REAL(sem_wait)(s), 0) }
+EXPORT int sem_trywait(sem_t *s) { return REAL(sem_trywait)(s); }
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *t) { SEM_WAIT_BODY(REAL(sem_timedwait)(s, t), JS_SF_TIMED) }
+EXPORT int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t)
+{
+    SEM_WAIT_BODY(REAL(sem_clockwait)(s, c, t), JS_SF_TIMED)
+}
+
+EXPORT int sem_post(sem_t *s)
+{
+    if (likely(!sem_has_waiters(s)) || GUARDED)
+        return REAL(sem_post)(s);
+    uint64_t e = tsc();
+    int rc = REAL(sem_post)(s);
+    int err = rc ? errno : 0;
+    uint32_t cpu;
+    uint64_t x = tscp(&cpu);
+    emit(JS_EV_SEM_POST, 0, e, x, cpu, s, 0, SITE, err);
+    if (rc)
+        errno = err;
+    return rc;
 }
 
 /* ---- barriers ------------------------------------------------------------------------ */

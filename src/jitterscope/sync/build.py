@@ -24,6 +24,7 @@ KIND_OF_OP = {
     "cond": "condvar",
     "barrier": "barrier",
     "join": "thread",
+    "sem": "semaphore",
 }
 OBJ_KIND = {
     "lu": "mutex",
@@ -35,6 +36,8 @@ OBJ_KIND = {
     "barw": "barrier",
     "bar": "barrier",
     "jw": "thread",
+    "pw": "semaphore",
+    "p": "semaphore",
     "hd": None,
     "ns": None,
 }
@@ -260,6 +263,7 @@ def make_summary(
             "interrupted": meta.get("interrupted", False),
         },
         "processes": len(meta["processes"]),
+        "unseen": list(records.UNSEEN),
         "threads": len(rows),
         "waits": len(m.waits),
         "run_ns": int(run_ns),

@@ -13,6 +13,8 @@ C.2).  Every wait names the thread that released it:
   barw barrier-wait     return - arrival of the round's last arriver (glibc's barrier is futex-based)
   bar  barrier          the last arriver's own return - arrival
   jw   join-wait        j_x - the joined thread's exit (an extension: the paper has no join type)
+  pw   post-wait        w_x - p_e (the post that woke a sleeping sem_wait, FIFO per semaphore; an extension)
+  p    post             p_x - p_e (posts that had sleepers)
 
 An interval T becomes jitter by the threshold rule (A.3.3): N = threshold
 (default 10 us), strict T > N; `excess` (default) books T - N, `whole` books
@@ -33,8 +35,8 @@ from jitterscope.measure.tsc import since_ns
 from jitterscope.sync import records as R
 
 MODES = ("excess", "whole")
-WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw")
-RELEASER_TYPES = ("u", "s", "b", "bar")
+WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw", "pw")
+RELEASER_TYPES = ("u", "s", "b", "bar", "p")
 SYNC_TYPES = WAITER_TYPES + RELEASER_TYPES
 LOCK_OPS = {R.LOCK: "lock", R.RDLOCK: "rdlock", R.WRLOCK: "wrlock"}
 UNLOCK_OF = {R.LOCK: R.UNLOCK, R.RDLOCK: R.RWUNLOCK, R.WRLOCK: R.RWUNLOCK}
@@ -349,6 +351,34 @@ def _conds(b: _Builder) -> None:
                     b.unmatched["wait_spurious"] += 1
 
 
+def _sems(b: _Builder) -> None:
+    """Per semaphore in time order: a post with sleepers wakes one of them; a contended wait's return takes the
+    oldest post made after it began sleeping and before it returned (a post before it slept was the trywait's)."""
+    ev = b.ev
+    for _obj, idx in _by_obj(ev, (R.SEM_WAIT, R.SEM_POST)).items():
+        posts = [i for i in idx if ev.op[i] == R.SEM_POST]  # in enter order (ev is sorted)
+        at = [int(ev.enter[i]) for i in posts]
+        for i in posts:
+            b.interval("p", i, int(ev.enter[i]), int(ev.exit[i]), None, None)
+        used: set[int] = set()
+        for i in sorted((i for i in idx if ev.op[i] == R.SEM_WAIT), key=lambda i: (int(ev.exit[i]), i)):
+            if ev.result[i] != 0:
+                b.wait(i, "sem", None, None, None)  # timed out or interrupted: slept, released by no thread
+                b.unmatched["sem_wait_timed_out"] += 1
+                continue
+            k = bisect.bisect_left(at, int(ev.enter[i]))
+            while k < len(posts) and (posts[k] in used or ev.tid[posts[k]] == ev.tid[i]) and at[k] <= ev.exit[i]:
+                k += 1
+            if k == len(posts) or at[k] > ev.exit[i]:
+                b.wait(i, "sem", None, None, None)
+                b.unmatched["sem_wait_no_post"] += 1
+                continue
+            j = posts[k]
+            used.add(j)
+            w = b.wait(i, "sem", int(ev.enter[j]), int(ev.tid[j]), j)
+            b.interval("pw", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
+
+
 def _barriers(b: _Builder) -> None:
     """Rounds of `count` arrivals in arrival order (a thread can only arrive for the
     next round after the round's last arriver really arrived, so order keeps rounds)."""
@@ -401,6 +431,7 @@ def match(ev: Events, rows: list[dict[str, Any]], opts: Options) -> Matched:
     b = _Builder(ev, opts)
     _locks(b)
     _conds(b)
+    _sems(b)
     _barriers(b)
     _joins(b, rows)
     b.intervals.sort(key=lambda r: (r["start_ns"], r["end_ns"]))
