@@ -150,6 +150,7 @@ struct tls {
     unsigned generation;
     uint32_t tid;
     int busy;                         /* re-entrancy guard */
+    int exited;                       /* its exit record is written (pthread_exit then unwinds through the trampoline) */
 };
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call per wrapped call (the library is
  * preloaded, so its TLS is in the static block; a dlopen (the Python frame API) uses glibc's surplus). */
@@ -547,6 +548,24 @@ static inline int cond_has_waiters(const pthread_cond_t *c)
 #define GUARDED (unlikely(t_self.busy) || unlikely(!g_on))
 #define SITE __builtin_return_address(0)
 
+/* A wait that is cancelled (a cancellation point) unwinds instead of returning: its record, with result
+ * ECANCELED, is written by this cleanup handler. */
+struct pending_wait {
+    uint64_t enter;
+    const void *obj;
+    uint64_t aux;
+    void *site;
+    uint16_t type, flags;
+};
+
+static void wait_cancelled(void *p)
+{
+    const struct pending_wait *w = p;
+    uint32_t cpu;
+    uint64_t x = tscp(&cpu);
+    emit(w->type, w->flags, w->enter, x, cpu, w->obj, w->aux, w->site, ECANCELED);
+}
+
 /* ---- mutexes ------------------------------------------------------------------ */
 
 /* The contended path out of line, so the uncontended one (a trylock) sets up no frame. */
@@ -613,40 +632,29 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 
 /* ---- condition variables --------------------------------------------------------- */
 
-EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
-{
-    if (GUARDED)
-        return REAL(pthread_cond_wait)(c, m);
-    uint64_t e = tsc();
-    int rc = REAL(pthread_cond_wait)(c, m);
-    uint32_t cpu;
-    uint64_t x = tscp(&cpu);
-    emit(JS_EV_COND_WAIT, 0, e, x, cpu, c, (uint64_t)(uintptr_t)m, SITE, rc);
+#define COND_WAIT_BODY(call, flags_)                                                                          \
+    if (GUARDED)                                                                                              \
+        return (call);                                                                                        \
+    struct pending_wait pw = {tsc(), c, (uint64_t)(uintptr_t)m, SITE, JS_EV_COND_WAIT, (flags_)};            \
+    int rc;                                                                                                   \
+    pthread_cleanup_push(wait_cancelled, &pw);                                                                \
+    rc = (call);                                                                                              \
+    pthread_cleanup_pop(0);                                                                                   \
+    uint32_t cpu;                                                                                             \
+    uint64_t x = tscp(&cpu);                                                                                  \
+    emit(JS_EV_COND_WAIT, (flags_), pw.enter, x, cpu, c, (uint64_t)(uintptr_t)m, pw.site, rc);               \
     return rc;
-}
+
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { COND_WAIT_BODY(REAL(pthread_cond_wait)(c, m), 0) }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
 {
-    if (GUARDED)
-        return REAL(pthread_cond_timedwait)(c, m, t);
-    uint64_t e = tsc();
-    int rc = REAL(pthread_cond_timedwait)(c, m, t);
-    uint32_t cpu;
-    uint64_t x = tscp(&cpu);
-    emit(JS_EV_COND_WAIT, JS_SF_TIMED, e, x, cpu, c, (uint64_t)(uintptr_t)m, SITE, rc);
-    return rc;
+    COND_WAIT_BODY(REAL(pthread_cond_timedwait)(c, m, t), JS_SF_TIMED)
 }
 
 EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t)
 {
-    if (GUARDED)
-        return REAL(pthread_cond_clockwait)(c, m, k, t);
-    uint64_t e = tsc();
-    int rc = REAL(pthread_cond_clockwait)(c, m, k, t);
-    uint32_t cpu;
-    uint64_t x = tscp(&cpu);
-    emit(JS_EV_COND_WAIT, JS_SF_TIMED, e, x, cpu, c, (uint64_t)(uintptr_t)m, SITE, rc);
-    return rc;
+    COND_WAIT_BODY(REAL(pthread_cond_clockwait)(c, m, k, t), JS_SF_TIMED)
 }
 
 static int signal_common(pthread_cond_t *c, int (*real)(pthread_cond_t *), uint16_t type, void *site)
@@ -684,13 +692,16 @@ static inline int sem_has_waiters(const sem_t *s)
 #define SEM_WAIT_BODY(call, flags)                                                                            \
     if (GUARDED || REAL(sem_trywait)(s) == 0)                                                                \
         return GUARDED ? (call) : 0;                                                                          \
-    uint64_t e = tsc();                                                                                       \
+    struct pending_wait pw = {tsc(), s, 0, SITE, JS_EV_SEM_WAIT, (flags) | JS_SF_SLEPT};                      \
     long v0 = nvcsw();                                                                                        \
-    int rc = (call);                                                                                          \
+    int rc;                                                                                                   \
+    pthread_cleanup_push(wait_cancelled, &pw);                                                                \
+    rc = (call);                                                                                              \
+    pthread_cleanup_pop(0);                                                                                   \
     int err = rc ? errno : 0;                                                                                 \
     uint32_t cpu;                                                                                             \
     uint64_t x = tscp(&cpu);                                                                                  \
-    emit(JS_EV_SEM_WAIT, (nvcsw() > v0 ? JS_SF_SLEPT : 0) | (flags), e, x, cpu, s, 0, SITE, err);           \
+    emit(JS_EV_SEM_WAIT, (nvcsw() > v0 ? JS_SF_SLEPT : 0) | (flags), pw.enter, x, cpu, s, 0, pw.site, err);  \
     if (rc)                                                                                                   \
         errno = err;                                                                                          \
     return rc;
@@ -822,6 +833,9 @@ struct start_arg {
 
 static void emit_exit(void)
 {
+    if (t_self.exited)
+        return;
+    t_self.exited = 1;
     char comm[16] = {0};
     prctl(PR_GET_NAME, comm, 0, 0, 0);
     uint64_t w[2];
@@ -829,6 +843,13 @@ static void emit_exit(void)
     uint32_t cpu;
     uint64_t t = tscp(&cpu);
     emit(JS_EV_EXIT, 0, t, t, cpu, (void *)(uintptr_t)w[0], w[1], NULL, 0);
+}
+
+static void exit_on_cancel(void *unused)
+{
+    (void)unused;
+    if (g_on)
+        emit_exit();
 }
 
 static void *trampoline(void *p)
@@ -840,7 +861,11 @@ static void *trampoline(void *p)
         uint64_t t = tscp(&cpu);
         emit(JS_EV_START, 0, t, t, cpu, (void *)(uintptr_t)a.creator, a.seq, (void *)a.fn, 0);
     }
-    void *r = a.fn(a.arg);
+    void *r;
+    /* a cancelled thread unwinds past the return below: the cleanup handler writes its exit then */
+    pthread_cleanup_push(exit_on_cancel, NULL);
+    r = a.fn(a.arg);
+    pthread_cleanup_pop(0);
     if (g_on)
         emit_exit();
     return r;

@@ -25,6 +25,7 @@ counted, never guessed.
 from __future__ import annotations
 
 import bisect
+import errno
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -130,8 +131,10 @@ def _comm(obj: int, aux: int) -> str:
     return raw.split(b"\0")[0].decode(errors="replace")
 
 
-def threads(ev: Events) -> list[dict[str, Any]]:
-    """One row per thread: creator, create/start/end times, who joined it when."""
+def threads(ev: Events, ended: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """One row per thread: creator, create/start/end times, who joined it when.  `ended`: per process that did not
+    end through exit(), when it was seen to end (its threads without an exit record ended then, not at their last
+    record)."""
     rows: dict[int, dict[str, Any]] = {}
     last: dict[int, int] = {}
     for i in range(len(ev)):
@@ -182,8 +185,9 @@ def threads(ev: Events) -> list[dict[str, Any]]:
             rows[child]["joined_by"] = int(ev.tid[i])
             rows[child]["join_ns"] = int(ev.exit[i])
     for t, r in rows.items():
-        if r["end_ns"] is None:  # crashed, exec'd or killed: its last record
-            r["end_ns"] = last.get(t, r["start_ns"])
+        if r["end_ns"] is None:  # crashed, exec'd or killed: when the tool saw it end, else its last record
+            seen = (ended or {}).get(r["pid"])
+            r["end_ns"] = max(seen, last.get(t, r["start_ns"])) if seen is not None else last.get(t, r["start_ns"])
     return sorted(rows.values(), key=lambda r: (r["start_ns"], r["tid"]))
 
 
@@ -213,7 +217,9 @@ class _Builder:
         self.intervals: list[dict[str, Any]] = []
         self.unmatched: dict[str, int] = defaultdict(int)
 
-    def wait(self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None) -> int:
+    def wait(
+        self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None, obj: int | None = None
+    ) -> int:
         ev = self.ev
         self.waits.append(
             {
@@ -221,7 +227,7 @@ class _Builder:
                 "pid": int(ev.pid[i]),
                 "tid": int(ev.tid[i]),
                 "op": op,
-                "obj": int(ev.obj[i]),
+                "obj": int(ev.obj[i]) if obj is None else obj,
                 "enter_ns": int(ev.enter[i]),
                 "release_ns": release,
                 "exit_ns": int(ev.exit[i]),
@@ -334,9 +340,10 @@ def _conds(b: _Builder) -> None:
             else:
                 st = registered.pop(i, [None, None, None])
                 if ev.result[i] != 0:
-                    # a timer ended it, no thread released it: still a wait (the thread slept), not compute
+                    # a timer ended it or the thread was cancelled in it, no thread released it: still a wait (the
+                    # thread slept), not compute
                     b.wait(i, "cond", None, None, None)
-                    b.unmatched["wait_timed_out"] += 1
+                    b.unmatched["wait_cancelled" if ev.result[i] == errno.ECANCELED else "wait_timed_out"] += 1
                     continue
                 if st[0] == "bc":
                     j = st[2]
@@ -363,8 +370,8 @@ def _sems(b: _Builder) -> None:
         used: set[int] = set()
         for i in sorted((i for i in idx if ev.op[i] == R.SEM_WAIT), key=lambda i: (int(ev.exit[i]), i)):
             if ev.result[i] != 0:
-                b.wait(i, "sem", None, None, None)  # timed out or interrupted: slept, released by no thread
-                b.unmatched["sem_wait_timed_out"] += 1
+                b.wait(i, "sem", None, None, None)  # timed out, interrupted or cancelled: released by no thread
+                b.unmatched["sem_wait_cancelled" if ev.result[i] == errno.ECANCELED else "sem_wait_timed_out"] += 1
                 continue
             k = bisect.bisect_left(at, int(ev.enter[i]))
             while k < len(posts) and (posts[k] in used or ev.tid[posts[k]] == ev.tid[i]) and at[k] <= ev.exit[i]:
@@ -422,7 +429,7 @@ def _joins(b: _Builder, rows: list[dict[str, Any]]) -> None:
         end = int(by_tid[child]["end_ns"])
         if end <= ev.enter[i]:
             continue  # the thread had ended: the join did not wait
-        w = b.wait(i, "join", end, child, None)
+        w = b.wait(i, "join", end, child, None, obj=child)  # a thread is one object: its tid, as its jw rows
         b.interval("jw", i, end, int(ev.exit[i]), w, child, obj=child)
 
 
