@@ -15,7 +15,7 @@ from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
-from jitterscope.protect import actuators, signals
+from jitterscope.protect import actuators, signals, slacklaw
 from jitterscope.protect.programs import Program, given, split_command
 from jitterscope.rundir import new_run_path
 from jitterscope.units import (
@@ -159,10 +159,13 @@ def _law_options(p: Plan, a: dict[str, Any]) -> None:
     p.s_max_ns = duration(str(a["suspend_max"]), "--suspend-max", S_BOUNDS) if a.get("suspend_max") else 4 * p.s_ns
     if p.law == "proportional" and p.s_min_ns > p.s_max_ns:
         raise JitterscopeError("--suspend-min must not exceed --suspend-max")
+    if a.get("calibration"):
+        # read under every law: a file named and not usable is an error, never silently ignored
+        p.calibration = Path(str(a["calibration"]))
+        slacklaw.load(p.calibration)
     if p.law == "slack":
         if not a.get("calibration"):
             raise JitterscopeError("--law slack needs --calibration FILE (made by 'jitterscope protect calibrate')")
-        p.calibration = Path(str(a["calibration"]))
         if not a.get("deadline"):
             raise JitterscopeError("--law slack needs --deadline: the critical program's latency bound")
 
