@@ -18,7 +18,6 @@ from typing import Annotated, Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
-
 from pydantic import (
     AfterValidator,
     BaseModel,

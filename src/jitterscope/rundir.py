@@ -451,7 +451,12 @@ def load_run(
     summary = _read_json(p / "summary.json", "summary")
     runcheck.check_summary(summary, spec.summary, p / "summary.json")
     if kind == "measure" and isinstance(summary.get("cpus"), dict):
-        _agree(p / "summary.json", [int(c) for c in meta.get("cpus", [])], {int(c) for c in summary["cpus"] if str(c).isdigit()}, "cpus")
+        _agree(
+            p / "summary.json",
+            [int(c) for c in meta.get("cpus", [])],
+            {int(c) for c in summary["cpus"] if str(c).isdigit()},
+            "cpus",
+        )
     run = Run(p, meta, summary)
     if check_tables:
         check_run_tables(run)

@@ -40,7 +40,9 @@ def _record(pollwork: str, out: Path, *opts: str) -> dict:
     """The program under sync with a busy loop on its worker's CPU; the program's own truth."""
     hog = subprocess.Popen(["taskset", "-c", str(_cpu()), "sh", "-c", "while :; do :; done"])
     try:
-        p = jitterscope("sync", "--no-report", "--out", str(out), *opts, "--", pollwork, str(_cpu()), str(WORK_MS), "10")
+        p = jitterscope(
+            "sync", "--no-report", "--out", str(out), *opts, "--", pollwork, str(_cpu()), str(WORK_MS), "10"
+        )
     finally:
         hog.kill()
         hog.wait()

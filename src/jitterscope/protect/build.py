@@ -230,7 +230,7 @@ def law_check(
             f"the best-effort CPU is shared with other work: unprotected, other programs took {others:.0%} of it, "
             "so the ratio compares phases in which the scheduler, not only the actuator, decided its CPU time"
         )
-    elif off and delivered is not None and abs(delivered - expected) > LAW_TOLERANCE:  # type: ignore[operator]
+    elif off and delivered is not None and expected is not None and abs(delivered - expected) > LAW_TOLERANCE:
         why = (
             f"the actuator delivered {delivered:.3f}, not {expected:.3f}: its windows, suspensions and wake-ups "
             "(SIGCONT/thaw/unblock reaching the co-runner) lasted other than the law's Ts and S"

@@ -143,11 +143,12 @@ def read_logs(raw_dir: Path) -> list[ProcessLog]:
     logs = [read_log(p) for p in sorted(Path(raw_dir).glob("sync-*.raw"))]
     return sorted(logs, key=lambda lg: int(lg.header["start_tsc"]))
 
+
 # What the interposer cannot see (interpose.c's limits), stated in every summary so that a primitive or a path
 # missing from the tables is never read as "no waiting".
 UNSEEN = (
     "pthread_spin_* (spin locks never sleep; not interposed: their spinning is compute)",
-    "calls through a pointer from dlsym()/dlopen() (e.g. dlsym(dlopen(\"libpthread.so.0\"), ...)): they bypass "
+    'calls through a pointer from dlsym()/dlopen() (e.g. dlsym(dlopen("libpthread.so.0"), ...)): they bypass '
     "the preloaded wrappers",
     "locks inside libc itself (stdio, malloc) and raw futex users (Go, some runtimes)",
     "statically linked programs (nothing to interpose)",
