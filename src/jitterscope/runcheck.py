@@ -226,7 +226,8 @@ def check_summary(summary: Any, model: type[BaseModel], path: Path) -> None:
     validate(summary, model, str(path))
 
 
-# Table columns that are lengths of time, never negative (time stamps such as start_ns may be: before t0).
+# Table columns that are lengths of time, never negative (time stamps such as start_ns may be: before t0; so may
+# protect's stop_latency_ns, by design: the co-runner was already off the CPU at the decision).
 DURATION_COLUMNS = frozenset(
     {
         "duration_ns",
@@ -245,7 +246,6 @@ DURATION_COLUMNS = frozenset(
         "window_ns",
         "actual_ns",
         "requested_ns",
-        "stop_latency_ns",
     }
 )
 

@@ -5,28 +5,20 @@ cancelled wait are kept, and a join is one object (the thread), not two (its pth
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.conftest import jitterscope
+from tests.integration.conftest import jitterscope, sync_program
 
-SRC = Path(__file__).parent / "sync_programs" / "lifecycle.c"
 MS = 40
 NS = 1_000_000
 
 
 @pytest.fixture(scope="module")
 def exe(tmp_path_factory) -> str:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler")
-    out = tmp_path_factory.mktemp("life") / "lifecycle"
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(out), str(SRC)], check=True)
-    return str(out)
+    return sync_program(tmp_path_factory, "lifecycle")
 
 
 def _sync(exe: str, tmp_path: Path, mode: str) -> tuple[dict, dict, Path]:

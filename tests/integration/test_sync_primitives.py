@@ -6,28 +6,20 @@ semgold.c prints the waits it measured itself: the run's semaphore waits must ad
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
-from tests.integration.conftest import jitterscope
+from tests.integration.conftest import jitterscope, sync_program
 
-SRC = Path(__file__).parent / "sync_programs" / "semgold.c"
 ROUNDS, MS = 20, 5
 
 
 @pytest.fixture(scope="module")
 def sem_run(tmp_path_factory) -> tuple[dict, dict, Path]:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("sem")
-    exe = d / "semgold"
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(exe), str(SRC)], check=True)
-    out = d / "run"
+    exe = sync_program(tmp_path_factory, "semgold")
+    out = tmp_path_factory.mktemp("sem") / "run"
     p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", str(exe), str(ROUNDS), str(MS))
     assert p.returncode == 0, p.stderr
     truth = json.loads(next(ln for ln in p.stdout.splitlines() if ln.startswith('{"waits"')))

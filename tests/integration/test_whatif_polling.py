@@ -7,15 +7,13 @@ waits were once replayed as compute, and the ideal was the whole run)."""
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.integration.conftest import jitterscope, needs_tracing
+from tests.integration.conftest import jitterscope, needs_tracing, sync_program
 
-SRC = Path(__file__).parent / "sync_programs" / "pollwork.c"
 WORK_MS = 250
 MAX_FACTOR = 1.2  # the default table's top
 
@@ -28,12 +26,7 @@ def _cpu() -> int:
 
 @pytest.fixture(scope="module")
 def pollwork(tmp_path_factory) -> str:
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if not cc:
-        pytest.skip("no C compiler")
-    out = tmp_path_factory.mktemp("poll") / "pollwork"
-    subprocess.run([cc, "-O2", "-pthread", "-o", str(out), str(SRC)], check=True)
-    return str(out)
+    return sync_program(tmp_path_factory, "pollwork")
 
 
 def _record(pollwork: str, out: Path, *opts: str) -> dict:
