@@ -17,8 +17,13 @@ ROUNDS, MS = 20, 5
 
 
 @pytest.fixture(scope="module")
-def sem_run(tmp_path_factory) -> tuple[dict, dict, Path]:
-    exe = sync_program(tmp_path_factory, "semgold")
+def semgold(tmp_path_factory) -> str:
+    return sync_program(tmp_path_factory, "semgold")
+
+
+@pytest.fixture(scope="module")
+def sem_run(semgold, tmp_path_factory) -> tuple[dict, dict, Path]:
+    exe = semgold
     out = tmp_path_factory.mktemp("sem") / "run"
     p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", str(exe), str(ROUNDS), str(MS))
     assert p.returncode == 0, p.stderr
@@ -49,7 +54,17 @@ def test_post_wait_intervals_and_objects(sem_run):
 def test_the_summary_names_what_it_cannot_see(sem_run):
     _, s, _ = sem_run
     unseen = " ".join(s["unseen"])
-    assert "pthread_spin" in unseen and "dlsym" in unseen and "static" in unseen
+    assert "spin lock" in unseen and "dlsym" in unseen and "static" in unseen
     from jitterscope.sync.render import notes
 
     assert any("not seen by the interposer" in n for n in notes(s))
+
+
+def test_a_contended_spin_lock_is_a_wait_of_its_length(semgold, tmp_path):
+    out = tmp_path / "spin"
+    p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", semgold, "spin", "20")
+    assert p.returncode == 0, p.stderr
+    truth = json.loads(next(ln for ln in p.stdout.splitlines() if ln.startswith('{"spun_ns"')))
+    (w,) = pq.read_table(out / "waits.parquet").to_pylist()
+    assert w["op"] == "spin" and w["releaser_tid"] is None  # the releaser of a spin lock is not seen (said so)
+    assert truth["spun_ns"] - 20_000 <= w["exit_ns"] - w["enter_ns"] <= truth["spun_ns"], (w, truth)

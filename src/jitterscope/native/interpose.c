@@ -95,6 +95,8 @@
     X(int, sem_timedwait, (sem_t *s, const struct timespec *t), (s, t), NULL)                                \
     X(int, sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t), NULL)                \
     X(int, sem_post, (sem_t *s), (s), NULL)                                                                  \
+    X(int, pthread_spin_lock, (pthread_spinlock_t *l), (l), NULL)                                            \
+    X(int, pthread_spin_trylock, (pthread_spinlock_t *l), (l), NULL)                                         \
     X(void, _exit, (int status), (status), NULL)
 
 #define DECLARE_REAL(ret, name, params, args, ver) static ret(*real_##name) params;
@@ -726,6 +728,26 @@ EXPORT int sem_post(sem_t *s)
     emit(JS_EV_SEM_POST, 0, e, x, cpu, s, 0, SITE, err);
     if (rc)
         errno = err;
+    return rc;
+}
+
+/* ---- spin locks ---------------------------------------------------------------------------- */
+
+/* A spin lock never sleeps and its unlock is one store with no waiter count, so only the spinner's side is seen:
+ * a lock whose trylock failed is recorded with how long it spun; who released it is not known. */
+EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) { return REAL(pthread_spin_trylock)(l); }
+
+EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+    if (likely(REAL(pthread_spin_trylock)(l) == 0))
+        return 0;
+    if (GUARDED)
+        return REAL(pthread_spin_lock)(l);
+    uint64_t e = tsc();
+    int rc = REAL(pthread_spin_lock)(l);
+    uint32_t cpu;
+    uint64_t x = tscp(&cpu);
+    emit(JS_EV_SPIN_LOCK, 0, e, x, cpu, (const void *)(uintptr_t)l, 0, SITE, rc);
     return rc;
 }
 

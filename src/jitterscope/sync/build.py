@@ -25,6 +25,7 @@ KIND_OF_OP = {
     "barrier": "barrier",
     "join": "thread",
     "sem": "semaphore",
+    "spin": "spinlock",
 }
 OBJ_KIND = {
     "lu": "mutex",

@@ -386,6 +386,13 @@ def _sems(b: _Builder) -> None:
             b.interval("pw", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
 
 
+def _spins(b: _Builder) -> None:
+    """A contended spin lock: the thread waited (spinning) that long; its releaser is not recorded (records.UNSEEN)."""
+    for i in np.flatnonzero(b.ev.op == R.SPIN_LOCK).tolist():
+        b.wait(int(i), "spin", None, None, None)
+        b.unmatched["spin_no_releaser"] += 1
+
+
 def _barriers(b: _Builder) -> None:
     """Rounds of `count` arrivals in arrival order (a thread can only arrive for the
     next round after the round's last arriver really arrived, so order keeps rounds)."""
@@ -439,6 +446,7 @@ def match(ev: Events, rows: list[dict[str, Any]], opts: Options) -> Matched:
     _locks(b)
     _conds(b)
     _sems(b)
+    _spins(b)
     _barriers(b)
     _joins(b, rows)
     b.intervals.sort(key=lambda r: (r["start_ns"], r["end_ns"]))

@@ -61,7 +61,7 @@ STRUCTS = {"js_sync_header": HEADER_DTYPE, "js_sync_record": RECORD_DTYPE}
 # enum js_sync_type
 LOCK, UNLOCK, COND_WAIT, COND_SIGNAL, COND_BROADCAST, BARRIER_WAIT, BARRIER_INIT = 1, 2, 3, 4, 5, 6, 7
 CREATE, START, EXIT, JOIN, RDLOCK, WRLOCK, RWUNLOCK, FRAME = 8, 9, 10, 11, 12, 13, 14, 15
-SEM_WAIT, SEM_POST = 16, 17
+SEM_WAIT, SEM_POST, SPIN_LOCK = 16, 17, 18
 TYPE_NAMES = {
     LOCK: "lock",
     UNLOCK: "unlock",
@@ -80,6 +80,7 @@ TYPE_NAMES = {
     FRAME: "frame",
     SEM_WAIT: "sem_wait",
     SEM_POST: "sem_post",
+    SPIN_LOCK: "spin_lock",
 }
 # js_sync_record.flags
 SF_SLEPT, SF_TIMED, SF_SERIAL = 1, 2, 4
@@ -147,7 +148,8 @@ def read_logs(raw_dir: Path) -> list[ProcessLog]:
 # What the interposer cannot see (interpose.c's limits), stated in every summary so that a primitive or a path
 # missing from the tables is never read as "no waiting".
 UNSEEN = (
-    "pthread_spin_* (spin locks never sleep; not interposed: their spinning is compute)",
+    "who released a spin lock (pthread_spin_unlock is one store with no waiter count: a contended "
+    "pthread_spin_lock is a wait of its own length, with no releaser)",
     'calls through a pointer from dlsym()/dlopen() (e.g. dlsym(dlopen("libpthread.so.0"), ...)): they bypass '
     "the preloaded wrappers",
     "locks inside libc itself (stdio, malloc) and raw futex users (Go, some runtimes)",

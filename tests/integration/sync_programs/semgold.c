@@ -2,6 +2,7 @@
  * Semaphores with known truth, for `jitterscope sync`:
  *
  *   semgold K MS   K rounds: the waiter sleeps in sem_wait until the poster, which sleeps MS ms first, posts.
+ *   semgold spin MS   a thread holds a spin lock MS ms while main spins on it once (one contended spin lock)
  *
  * Each wait is contended (the semaphore is 0 when the waiter arrives) and lasts about MS ms; the program
  * prints the sum of the waits it measured itself, in ns, as one JSON line.
@@ -12,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <stdatomic.h>
 #include <time.h>
 
 static sem_t go, done;
@@ -37,8 +40,35 @@ static void *poster(void *arg)
     return NULL;
 }
 
+static pthread_spinlock_t spin;
+static _Atomic int held;
+
+static void *holder(void *arg)
+{
+    pthread_spin_lock(&spin);
+    held = 1;
+    int64_t end = now_ns() + *(long *)arg * 1000000LL;
+    while (now_ns() < end) {}
+    pthread_spin_unlock(&spin);
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 3 && !strcmp(argv[1], "spin")) {
+        g_ms = atol(argv[2]);
+        pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+        pthread_t h;
+        pthread_create(&h, NULL, holder, &g_ms);
+        while (!held) {}
+        int64_t e = now_ns();
+        pthread_spin_lock(&spin);
+        int64_t spun = now_ns() - e;
+        pthread_spin_unlock(&spin);
+        pthread_join(h, NULL);
+        printf("{\"spun_ns\": %lld}\n", (long long)spun);
+        return 0;
+    }
     if (argc != 3) {
         fprintf(stderr, "usage: semgold K MS\n");
         return 2;
