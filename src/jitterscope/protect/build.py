@@ -195,72 +195,6 @@ def _expected_share(opts: dict[str, Any], end: dict[str, Any]) -> float | None:
     return None
 
 
-SHARED_BELOW = 0.9  # unprotected, the co-runner had less of its CPU than this: other work shares it
-LAW_TOLERANCE = 0.03  # the progress ratio's distance from the law's share that is reported as off the law
-
-
-def law_check(
-    phases: dict[str, Any], cpus: dict[str, Any], expected: float | None, ratio: float | None
-) -> dict[str, Any] | None:
-    """Did the actuator deliver the law's share Ts/(Ts+S), and if not, why (said in the summary, never hidden)?
-
-    `cpu_ratio`: the co-runner's CPU share protected / unprotected (/proc), what the actuator controls; the
-    progress ratio can differ when progress per CPU second does (cache, frequency), and is said apart.
-    `delivered`: the share the run's own timings give, per cycle (Ts - resume lag) / (Ts + S) with the means of the
-    windows, suspensions and resume lags it measured: the law as the actuator really carried it out.  `shared`:
-    other work (beyond our controller) took more than 1 - SHARED_BELOW of the co-runner's CPU when unprotected, so
-    the ratio also measures how the scheduler split the CPU (it came out 0.15-0.19 for a law of 0.10)."""
-    if ratio is None or "unprotected" not in phases:
-        return None
-    on, off_ = phases["protected"]["best_effort"]["cpu_share"], phases["unprotected"]["best_effort"]["cpu_share"]
-    cpu_ratio = on / off_ if on is not None and off_ else ratio
-    ctl = [c["controller_cpu_share"] for c in cpus.values() if c.get("controller_cpu_share") is not None]
-    others = None if off_ is None else max(0.0, 1.0 - off_ - (sum(ctl) / len(ctl) if ctl else 0.0))
-    shared = others is not None and others > 1 - SHARED_BELOW
-    shares = []
-    for c in cpus.values():
-        ts, sus, res = (c.get(k) or {} for k in ("sampling_ns", "suspension_ns", "resume_ns"))
-        if ts.get("mean") and sus.get("mean") is not None:
-            shares.append(max(ts["mean"] - max(res.get("mean") or 0.0, 0.0), 0.0) / (ts["mean"] + sus["mean"]))
-    delivered = sum(shares) / len(shares) if shares else None
-    off = expected is not None and abs(cpu_ratio - expected) > LAW_TOLERANCE
-    why = None
-    if shared:
-        why = (
-            f"the best-effort CPU is shared with other work: unprotected, other programs took {others:.0%} of it, "
-            "so the ratio compares phases in which the scheduler, not only the actuator, decided its CPU time"
-        )
-    elif off and delivered is not None and expected is not None and abs(delivered - expected) > LAW_TOLERANCE:
-        why = (
-            f"the actuator delivered {delivered:.3f}, not {expected:.3f}: its windows, suspensions and wake-ups "
-            "(SIGCONT/thaw/unblock reaching the co-runner) lasted other than the law's Ts and S"
-        )
-    elif off:
-        why = (
-            f"the timings give the law's share ({delivered:.3f}) but the co-runner had {cpu_ratio:.3f} of its "
-            "unprotected CPU time: the CPU went to it other than the actuator's timings say"
-        )
-    note = None
-    if abs(ratio - cpu_ratio) > LAW_TOLERANCE:
-        note = (
-            f"progress ratio {ratio:.3f} against CPU-time ratio {cpu_ratio:.3f}: the co-runner's progress per CPU "
-            "second differed between the phases (cache, frequency, other work's memory traffic)"
-        )
-    return {
-        "expected_share": expected,
-        "delivered_share": delivered,
-        "cpu_ratio": cpu_ratio,
-        "progress_ratio": ratio,
-        "unprotected_cpu_share": off_,
-        "other_work_share": others,
-        "shared_cpu": shared,
-        "off_law": bool(off),
-        "tolerance": LAW_TOLERANCE,
-        "why": why,
-        "note": note,
-    }
-
-
 def _critical_source(meta: dict[str, Any], beats: int) -> str:
     """Where the critical latency comes from, or why there is none (never silently absent)."""
     if not any(p.get("role") == "critical" for p in meta.get("programs", [])):
@@ -288,8 +222,6 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
         key = "progress_bytes_per_s" if on["progress_bytes_per_s"] and off["progress_bytes_per_s"] else "cpu_share"
         ratio = on[key] / off[key] if on[key] is not None and off[key] else None
     end = meta.get("controller", {})
-    expected = _expected_share(opts, end)
-    cpus = per_cpu(recs, end, meta["duration_s"], phases["protected"]["seconds"])
     return {
         "run": {
             "id": meta["id"],
@@ -306,13 +238,12 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
         "sample_ns": opts["sample_ns"],
         "suspend_ns": opts["suspend_ns"],
         "threshold": opts.get("threshold", {}),
-        "expected_share": expected,
+        "expected_share": _expected_share(opts, end),
         "phases": phases,
         "progress_ratio": ratio,
-        "law_check": law_check(phases, cpus, expected, ratio),
         "critical": latency(recs["beats"]["latency_ns"], deadline),
         "critical_latency": _critical_source(meta, len(recs["beats"])),
-        "cpus": cpus,
+        "cpus": per_cpu(recs, end, meta["duration_s"], phases["protected"]["seconds"]),
         "controller": {
             "records": int(header["records_in_file"]),
             "dropped": int(header["dropped"]),

@@ -74,11 +74,6 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
             f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected"
             + (f" (the law's share under persistent excess: {share:.3f})" if share is not None else "")
         )
-    lc = summary.get("law_check")
-    if lc and lc.get("why"):
-        lines.append(f"  {'warning' if lc['shared_cpu'] else 'note'}: {lc['why']}")
-    if lc and lc.get("note"):
-        lines.append(f"  note: {lc['note']}")
     if summary.get("critical") is None and (summary.get("critical_latency") or "").startswith("unknown"):
         lines.append(f"  critical latency {summary['critical_latency']}")
     window = "windows" if summary.get("sampling") == "event" else "Ts"
