@@ -154,13 +154,17 @@ def threshold_ns(args: argparse.Namespace) -> float:
 
 
 def parse_priority(text: str | None) -> int | None:
-    """SCHED_FIFO priority from `fifo:N` or `N` (the range 1-99 is checked where the probe starts)."""
+    """SCHED_FIFO priority from `fifo:N` or `N`, N in 1-99 (0 is SCHED_OTHER's, not a FIFO priority: refused
+    here, for every command, rather than read as 'no priority' or 'the default' by one of them)."""
     if text is None:
         return None
     m = re.fullmatch(r"(?:fifo:)?(\d+)", text.strip())
     if not m:
         raise UsageError(f"malformed --priority {text!r}: use fifo:N with N in 1-99")
-    return int(m.group(1))
+    n = int(m.group(1))
+    if not 1 <= n <= 99:
+        raise UsageError(f"--priority {text!r} out of range: SCHED_FIFO priorities are 1-99")
+    return n
 
 
 def priority(args: argparse.Namespace) -> int | None:

@@ -16,6 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
+import pyarrow as pa
+import pyarrow.compute as pc
 from pydantic import (
     AfterValidator,
     BaseModel,
@@ -236,3 +238,49 @@ def check_meta(meta: Any, path: Path, model: type[M] = Meta) -> M:  # type: igno
 def check_summary(summary: Any, model: type[BaseModel], path: Path) -> None:
     """summary.json against its kind's model (rundir.KINDS[kind].summary)."""
     validate(summary, model, str(path))
+
+
+# Table columns that are lengths of time, never negative (time stamps such as start_ns may be: before t0; so may
+# protect's stop_latency_ns, by design: the co-runner was already off the CPU at the decision).
+DURATION_COLUMNS = frozenset(
+    {
+        "duration_ns",
+        "jitter_ns",
+        "path_jitter_ns",
+        "ns",
+        "offset_ns",
+        "noise_ns",
+        "compute_ns",
+        "latency_ns",
+        "latency_p99_ns",
+        "run_ns",
+        "wait_ns",
+        "wall_ns",
+        "cpu_ns",
+        "window_ns",
+        "actual_ns",
+        "requested_ns",
+    }
+)
+
+
+def check_durations(path: Path, table: pa.Table) -> None:
+    """No length of time in a table is negative (a hand-edited run was once summed into a wrong answer)."""
+    for name in DURATION_COLUMNS.intersection(table.column_names):
+        col = table.column(name)
+        if not pa.types.is_integer(col.type) and not pa.types.is_floating(col.type):
+            continue
+        low = pc.min(col).as_py()
+        if low is not None and low < 0:
+            row = pc.index(col, low).as_py()
+            raise ValueError(f"{path}: corrupt table ({name} is a length of time, row {row} has {low})")
+
+
+def check_cpus(path: Path, cpus: list[int], found: set[int], where: str) -> None:
+    """The CPUs a table or summary.json holds are among meta.json's `cpus` (the run's measured CPUs)."""
+    stray = sorted(found - set(cpus))
+    if cpus and stray:
+        raise ValueError(
+            f"{path}: CPU {', '.join(map(str, stray))} in {where} is not among meta.json's cpus "
+            f"{', '.join(map(str, cpus))}: the run's files disagree"
+        )

@@ -57,6 +57,7 @@ from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
@@ -224,6 +225,9 @@ class Run:
                 if spec.per_node
                 else _read_file_table(self.path / f"{name}.parquet", spec, self.meta, self.kind)
             )
+            if name == "detours" and not spec.per_node:  # the probe ran on the measured CPUs only
+                found = set(pa.compute.unique(self._tables[name].column("cpu")).to_pylist()) - {None}
+                _agree(self.path / "detours.parquet", self.cpus, found, "the table")
         return self._tables[name]
 
     def node_files(self, name: str) -> list[tuple[dict[str, Any], Path]]:
@@ -344,9 +348,14 @@ def _cast(f: Path, table: pa.Table, schema: pa.Schema) -> pa.Table:
     if absent:
         raise JitterscopeError(f"{f}: corrupt table (no column {', '.join(absent)})")
     try:
-        return table.select(schema.names).cast(schema)
+        out = table.select(schema.names).cast(schema)
     except (pa.ArrowException, ValueError) as err:
         raise JitterscopeError(f"{f}: corrupt table ({str(err).splitlines()[0]})") from None
+    try:
+        runcheck.check_durations(f, out)
+    except ValueError as err:
+        raise JitterscopeError(str(err)) from None
+    return out
 
 
 def _read_file_table(f: Path, spec: TableSpec, meta: Mapping[str, Any], kind: str) -> pa.Table:
@@ -441,10 +450,24 @@ def load_run(
         raise JitterscopeError(f"{p}: a {kind} run; {what} {' and '.join(kinds)} runs")
     summary = _read_json(p / "summary.json", "summary")
     runcheck.check_summary(summary, spec.summary, p / "summary.json")
+    if kind == "measure" and isinstance(summary.get("cpus"), dict):
+        _agree(
+            p / "summary.json",
+            [int(c) for c in meta.get("cpus", [])],
+            {int(c) for c in summary["cpus"] if str(c).isdigit()},
+            "cpus",
+        )
     run = Run(p, meta, summary)
     if check_tables:
         check_run_tables(run)
     return run
+
+
+def _agree(path: Path, cpus: list[int], found: set[int], where: str) -> None:
+    try:
+        runcheck.check_cpus(path, cpus, found, where)
+    except ValueError as err:
+        raise JitterscopeError(str(err)) from None
 
 
 def check_run_tables(run: Run) -> None:

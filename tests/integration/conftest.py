@@ -34,6 +34,19 @@ def jitterscope(*args: str, timeout: float = 120, check: bool = False, **kw) -> 
     return proc
 
 
+def sync_program(tmp_path_factory: pytest.TempPathFactory, name: str) -> str:
+    """tests/integration/sync_programs/NAME.c built with the system's C compiler (skip without one)."""
+    import shutil
+
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if not cc:
+        pytest.skip("no C compiler")
+    out = tmp_path_factory.mktemp(name) / name
+    src = Path(__file__).parent / "sync_programs" / f"{name}.c"
+    subprocess.run([cc, "-O2", "-g", "-pthread", "-o", str(out), str(src)], check=True)
+    return str(out)
+
+
 def load_json(text: str) -> dict:
     return json.loads(text)
 

@@ -252,3 +252,23 @@ def test_capture_below_the_limit_is_not_truncated(tmp_path):
     assert "truncated" not in p.stdout
     jitterscope("whatif", "capture", "--out", str(out), "--max-accesses", str(info["accesses"]), "--", "true")
     assert json.loads((tmp_path / "true.npy.json").read_text())["truncated"] is False  # exactly fits
+
+
+def test_slowdown_counts_the_ideal_runs_own_miss_stalls():
+    """A program that misses on most accesses, kernel bursts, and a remedy whose OS cache holds the program's
+    evicted lines: the slowdown is (time on that machine - ideal time) / ideal time, the ideal run's own miss
+    stalls in both, so a machine that misses less is faster by less than 100% (it once printed -172%)."""
+    from jitterscope.whatif import kernel as K
+    from jitterscope.whatif.cache import CacheOptions, unified_of, whatif_cache
+
+    rng = np.random.default_rng(7)
+    trace = app(rng.integers(0, 6000, 40_000).tolist())  # a working set above the L2: most accesses miss
+    remedy = cfg(l2_sets=64, l2_ways=4, os_sets=256, os_ways=4)
+    o = CacheOptions(remedy, unified_of(remedy))
+    r = whatif_cache(trace, K.synthetic(20_000.0, 40_000.0), o, progress=False)
+    ideal_ns = len(trace) * o.access_ns + r["ideal"]["app_misses"] * o.miss_penalty_ns
+    assert r["ideal"]["run_ns"] == ideal_ns
+    for view in (r["unified"], r["remedy"]):
+        t = len(trace) * o.access_ns + view["app_misses"] * o.miss_penalty_ns
+        assert view["slowdown"] == pytest.approx((t - ideal_ns) / ideal_ns)
+    assert r["remedy"]["vs_ideal"] < 0 and -1 < r["remedy"]["slowdown"] < 0, r["remedy"]  # fewer misses: faster

@@ -193,3 +193,17 @@ def test_event_sampling_share_and_a_critical_program_without_heartbeats():
     )
     assert pmu["event_budget"] == {"unit": "LLC lines", "read": 100, "write": None}
     assert pmu["expected_share"] is None
+
+
+@pytest.mark.parametrize("law", [None, "fixed", "proportional"])
+@pytest.mark.parametrize("content, msg", [(None, "no such calibration file"), ("{}", "format"), ("[1", "calibration")])
+def test_a_calibration_file_named_must_be_usable_under_every_law(tmp_path: Path, law, content, msg):
+    """--calibration missing, unreadable or not a calibration is an error, not ignored because the law needs none."""
+    from jitterscope.protect import plan
+
+    f = tmp_path / "cal.json"
+    if content is not None:
+        f.write_text(content)
+    a = {"critical_cmd": "true", "best_effort_cmd": "true", "calibration": str(f), "law": law}
+    with pytest.raises(JitterscopeError, match=msg):
+        plan.build(a)

@@ -201,3 +201,18 @@ def test_subframes_restart_at_create_and_join_and_book_jitter_pro_rata():
     assert [r["jitter_ns"] for r in rows if r["tid"] == 2] == [20]
     s = SF.summary(rows, 330, 1)
     assert s["count"] == 5 and s["measured"] == 3 and s["with_jitter"] == 1 and s["jitter_ns"] == 35
+
+
+def test_time_lost_inside_a_releasers_own_call_is_booked_once():
+    """A signaller preempted inside pthread_cond_signal: its `s` interval holds that time, so the non-sync piece
+    is what lies outside it (it was booked twice, overstating the critical-path counter)."""
+    from jitterscope.sync.causes import _non_sync_pieces
+
+    intervals = [
+        {"type": "s", "tid": 7, "start_ns": 1_000, "end_ns": 5_000},  # the signal call
+        {"type": "sw", "tid": 8, "start_ns": 1_000, "end_ns": 9_000},  # another thread's wake-up
+        {"type": "lu", "tid": 7, "start_ns": 20_000, "end_ns": 30_000},
+    ]
+    pieces = {7: [(0, 500, 4_000), (0, 6_000, 7_000), (0, 25_000, 40_000)], 8: [(1, 2_000, 3_000)]}
+    got = sorted(_non_sync_pieces(intervals, pieces))
+    assert got == [(7, (0, 500, 1_000)), (7, (0, 6_000, 7_000)), (7, (0, 30_000, 40_000))]

@@ -35,6 +35,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdatomic.h>
@@ -89,6 +90,13 @@
     X(int, pthread_join, (pthread_t t, void **r), (t, r), NULL)                                              \
     X(int, pthread_timedjoin_np, (pthread_t t, void **r, const struct timespec *ts), (t, r, ts), NULL)       \
     X(void, pthread_exit, (void *r), (r), NULL)                                                              \
+    X(int, sem_wait, (sem_t *s), (s), NULL)                                                                  \
+    X(int, sem_trywait, (sem_t *s), (s), NULL)                                                               \
+    X(int, sem_timedwait, (sem_t *s, const struct timespec *t), (s, t), NULL)                                \
+    X(int, sem_clockwait, (sem_t *s, clockid_t c, const struct timespec *t), (s, c, t), NULL)                \
+    X(int, sem_post, (sem_t *s), (s), NULL)                                                                  \
+    X(int, pthread_spin_lock, (pthread_spinlock_t *l), (l), NULL)                                            \
+    X(int, pthread_spin_trylock, (pthread_spinlock_t *l), (l), NULL)                                         \
     X(void, _exit, (int status), (status), NULL)
 
 #define DECLARE_REAL(ret, name, params, args, ver) static ret(*real_##name) params;
@@ -144,6 +152,7 @@ struct tls {
     unsigned generation;
     uint32_t tid;
     int busy;                         /* re-entrancy guard */
+    int exited;                       /* its exit record is written (pthread_exit then unwinds through the trampoline) */
 };
 /* initial-exec: one %fs-relative load instead of a __tls_get_addr call per wrapped call (the library is
  * preloaded, so its TLS is in the static block; a dlopen (the Python frame API) uses glibc's surplus). */
@@ -545,6 +554,24 @@ static inline int cond_has_waiters(const pthread_cond_t *c)
 #define GUARDED (unlikely(t_self.busy) || unlikely(!g_on))
 #define SITE __builtin_return_address(0)
 
+/* A wait that is cancelled (a cancellation point) unwinds instead of returning: its record, with result
+ * ECANCELED, is written by this cleanup handler. */
+struct pending_wait {
+    uint64_t enter;
+    const void *obj;
+    uint64_t aux;
+    void *site;
+    uint16_t type, flags;
+};
+
+static void wait_cancelled(void *p)
+{
+    const struct pending_wait *w = p;
+    uint32_t cpu;
+    uint64_t x = tscp(&cpu);
+    emit(w->type, w->flags, w->enter, x, cpu, w->obj, w->aux, w->site, ECANCELED);
+}
+
 /* ---- mutexes ------------------------------------------------------------------ */
 
 /* The contended path out of line, so the uncontended one (a trylock) sets up no frame. */
@@ -611,40 +638,29 @@ EXPORT int pthread_mutex_unlock(pthread_mutex_t *m)
 
 /* ---- condition variables --------------------------------------------------------- */
 
-EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m)
-{
-    if (GUARDED)
-        return REAL(pthread_cond_wait)(c, m);
-    uint64_t e = tsc();
-    int rc = REAL(pthread_cond_wait)(c, m);
-    uint32_t cpu;
-    uint64_t x = tscp(&cpu);
-    emit(JS_EV_COND_WAIT, 0, e, x, cpu, c, (uint64_t)(uintptr_t)m, SITE, rc);
+#define COND_WAIT_BODY(call, flags_)                                                                          \
+    if (GUARDED)                                                                                              \
+        return (call);                                                                                        \
+    struct pending_wait pw = {tsc(), c, (uint64_t)(uintptr_t)m, SITE, JS_EV_COND_WAIT, (flags_)};            \
+    int rc;                                                                                                   \
+    pthread_cleanup_push(wait_cancelled, &pw);                                                                \
+    rc = (call);                                                                                              \
+    pthread_cleanup_pop(0);                                                                                   \
+    uint32_t cpu;                                                                                             \
+    uint64_t x = tscp(&cpu);                                                                                  \
+    emit(JS_EV_COND_WAIT, (flags_), pw.enter, x, cpu, c, (uint64_t)(uintptr_t)m, pw.site, rc);               \
     return rc;
-}
+
+EXPORT int pthread_cond_wait(pthread_cond_t *c, pthread_mutex_t *m) { COND_WAIT_BODY(REAL(pthread_cond_wait)(c, m), 0) }
 
 EXPORT int pthread_cond_timedwait(pthread_cond_t *c, pthread_mutex_t *m, const struct timespec *t)
 {
-    if (GUARDED)
-        return REAL(pthread_cond_timedwait)(c, m, t);
-    uint64_t e = tsc();
-    int rc = REAL(pthread_cond_timedwait)(c, m, t);
-    uint32_t cpu;
-    uint64_t x = tscp(&cpu);
-    emit(JS_EV_COND_WAIT, JS_SF_TIMED, e, x, cpu, c, (uint64_t)(uintptr_t)m, SITE, rc);
-    return rc;
+    COND_WAIT_BODY(REAL(pthread_cond_timedwait)(c, m, t), JS_SF_TIMED)
 }
 
 EXPORT int pthread_cond_clockwait(pthread_cond_t *c, pthread_mutex_t *m, clockid_t k, const struct timespec *t)
 {
-    if (GUARDED)
-        return REAL(pthread_cond_clockwait)(c, m, k, t);
-    uint64_t e = tsc();
-    int rc = REAL(pthread_cond_clockwait)(c, m, k, t);
-    uint32_t cpu;
-    uint64_t x = tscp(&cpu);
-    emit(JS_EV_COND_WAIT, JS_SF_TIMED, e, x, cpu, c, (uint64_t)(uintptr_t)m, SITE, rc);
-    return rc;
+    COND_WAIT_BODY(REAL(pthread_cond_clockwait)(c, m, k, t), JS_SF_TIMED)
 }
 
 static int signal_common(pthread_cond_t *c, int (*real)(pthread_cond_t *), uint16_t type, void *site)
@@ -667,6 +683,76 @@ EXPORT int pthread_cond_signal(pthread_cond_t *c)
 EXPORT int pthread_cond_broadcast(pthread_cond_t *c)
 {
     return signal_common(c, REAL(pthread_cond_broadcast), JS_EV_COND_BROADCAST, SITE);
+}
+
+/* ---- semaphores -------------------------------------------------------------------------- */
+
+static inline int sem_has_waiters(const sem_t *s)
+{
+    /* glibc's 64-bit semaphore (x86-64): value in the low 32 bits, sleepers in the high 32 */
+    uint64_t data = __atomic_load_n((const uint64_t *)(const void *)s, __ATOMIC_RELAXED);
+    return (data >> 32) != 0;
+}
+
+/* A wait the trywait satisfies is uncontended (no record), as for a mutex; errno is the caller's to read. */
+#define SEM_WAIT_BODY(call, flags)                                                                            \
+    if (GUARDED || REAL(sem_trywait)(s) == 0)                                                                \
+        return GUARDED ? (call) : 0;                                                                          \
+    struct pending_wait pw = {tsc(), s, 0, SITE, JS_EV_SEM_WAIT, (flags) | JS_SF_SLEPT};                      \
+    long v0 = nvcsw();                                                                                        \
+    int rc;                                                                                                   \
+    pthread_cleanup_push(wait_cancelled, &pw);                                                                \
+    rc = (call);                                                                                              \
+    pthread_cleanup_pop(0);                                                                                   \
+    int err = rc ? errno : 0;                                                                                 \
+    uint32_t cpu;                                                                                             \
+    uint64_t x = tscp(&cpu);                                                                                  \
+    emit(JS_EV_SEM_WAIT, (nvcsw() > v0 ? JS_SF_SLEPT : 0) | (flags), pw.enter, x, cpu, s, 0, pw.site, err);  \
+    if (rc)                                                                                                   \
+        errno = err;                                                                                          \
+    return rc;
+
+EXPORT int sem_wait(sem_t *s) { SEM_WAIT_BODY(REAL(sem_wait)(s), 0) }
+EXPORT int sem_trywait(sem_t *s) { return REAL(sem_trywait)(s); }
+EXPORT int sem_timedwait(sem_t *s, const struct timespec *t) { SEM_WAIT_BODY(REAL(sem_timedwait)(s, t), JS_SF_TIMED) }
+EXPORT int sem_clockwait(sem_t *s, clockid_t c, const struct timespec *t)
+{
+    SEM_WAIT_BODY(REAL(sem_clockwait)(s, c, t), JS_SF_TIMED)
+}
+
+EXPORT int sem_post(sem_t *s)
+{
+    if (likely(!sem_has_waiters(s)) || GUARDED)
+        return REAL(sem_post)(s);
+    uint64_t e = tsc();
+    int rc = REAL(sem_post)(s);
+    int err = rc ? errno : 0;
+    uint32_t cpu;
+    uint64_t x = tscp(&cpu);
+    emit(JS_EV_SEM_POST, 0, e, x, cpu, s, 0, SITE, err);
+    if (rc)
+        errno = err;
+    return rc;
+}
+
+/* ---- spin locks ---------------------------------------------------------------------------- */
+
+/* A spin lock never sleeps and its unlock is one store with no waiter count, so only the spinner's side is seen:
+ * a lock whose trylock failed is recorded with how long it spun; who released it is not known. */
+EXPORT int pthread_spin_trylock(pthread_spinlock_t *l) { return REAL(pthread_spin_trylock)(l); }
+
+EXPORT int pthread_spin_lock(pthread_spinlock_t *l)
+{
+    if (likely(REAL(pthread_spin_trylock)(l) == 0))
+        return 0;
+    if (GUARDED)
+        return REAL(pthread_spin_lock)(l);
+    uint64_t e = tsc();
+    int rc = REAL(pthread_spin_lock)(l);
+    uint32_t cpu;
+    uint64_t x = tscp(&cpu);
+    emit(JS_EV_SPIN_LOCK, 0, e, x, cpu, (const void *)(uintptr_t)l, 0, SITE, rc);
+    return rc;
 }
 
 /* ---- barriers ------------------------------------------------------------------------ */
@@ -773,6 +859,9 @@ struct start_arg {
 
 static void emit_exit(void)
 {
+    if (t_self.exited)
+        return;
+    t_self.exited = 1;
     char comm[16] = {0};
     prctl(PR_GET_NAME, comm, 0, 0, 0);
     uint64_t w[2];
@@ -780,6 +869,13 @@ static void emit_exit(void)
     uint32_t cpu;
     uint64_t t = tscp(&cpu);
     emit(JS_EV_EXIT, 0, t, t, cpu, (void *)(uintptr_t)w[0], w[1], NULL, 0);
+}
+
+static void exit_on_cancel(void *unused)
+{
+    (void)unused;
+    if (g_on)
+        emit_exit();
 }
 
 static void *trampoline(void *p)
@@ -791,7 +887,11 @@ static void *trampoline(void *p)
         uint64_t t = tscp(&cpu);
         emit(JS_EV_START, 0, t, t, cpu, (void *)(uintptr_t)a.creator, a.seq, (void *)a.fn, 0);
     }
-    void *r = a.fn(a.arg);
+    void *r;
+    /* a cancelled thread unwinds past the return below: the cleanup handler writes its exit then */
+    pthread_cleanup_push(exit_on_cancel, NULL);
+    r = a.fn(a.arg);
+    pthread_cleanup_pop(0);
     if (g_on)
         emit_exit();
     return r;

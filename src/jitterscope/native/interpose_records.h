@@ -58,6 +58,9 @@ enum js_sync_type {
     JS_EV_WRLOCK = 13,       /* contended rwlock write lock */
     JS_EV_RWUNLOCK = 14,     /* rwlock unlock with waiters */
     JS_EV_FRAME = 15,        /* frame boundary (jitterscope_sync_frame): obj = frame id */
+    JS_EV_SEM_WAIT = 16,     /* sem_wait/timedwait/clockwait whose trywait failed: enter, exit (decremented) */
+    JS_EV_SEM_POST = 17,     /* sem_post with sleepers on the semaphore: enter = p_e, exit = p_x */
+    JS_EV_SPIN_LOCK = 18,    /* pthread_spin_lock whose trylock failed: enter, exit (spun until taken) */
 };
 
 /* js_sync_record.flags */

@@ -74,6 +74,8 @@ def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
         ws = [r["weight"] for r in eng.observations if r["pid"] == p.pid]
         srcs = Counter(r["source"] for r in eng.observations if r["pid"] == p.pid)
         d = {k: (getattr(b, k) - getattr(a, k)) if a and b else 0 for k in ("run_ns", "wait_ns", "ivcsw", "ops")}
+        # the counts above cover the task's first to last observation, not the run: rates over that window
+        window = p.snap_ns - p.first_ns if a and b else wall
         d.update({k: getattr(b, k) if b else 0 for k in ("specials", "faults")})  # since the task's start
         out.append(
             {
@@ -85,7 +87,8 @@ def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
                 "declared": p.declared,
                 "mean_weight": float(np.mean(ws)) if ws else p.t.weight,
                 **d,
-                "ops_per_s": d["ops"] / (wall / 1e9) if wall > 0 else 0.0,
+                "window_ns": window,
+                "ops_per_s": d["ops"] / (window / 1e9) if window > 0 else 0.0,
                 "quanta": len(ws),
                 "faulting_quanta": p.t.f.faulting_quanta,
                 "banned": p.t.f.banned,

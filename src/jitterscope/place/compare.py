@@ -70,6 +70,7 @@ def _rows(s: dict[str, Any], rep: int, label: str, name: str) -> list[dict[str, 
         cpu_s = t["run_ns"] / 1e9
         lat = t.get("latency_ns")
         ops = t["ops"] or t.get("beats", 0)  # a program publishing only heartbeats: its iterations
+        window = t.get("window_ns") or wall  # the task's observed window (older runs: the run)
         out.append(
             {
                 "repetition": rep,
@@ -84,7 +85,7 @@ def _rows(s: dict[str, Any], rep: int, label: str, name: str) -> list[dict[str, 
                 "run_ns": t["run_ns"],
                 "wait_ns": t["wait_ns"],
                 "ivcsw": t["ivcsw"],
-                "ops_per_s": ops / (wall / 1e9) if wall > 0 else 0.0,
+                "ops_per_s": ops / (window / 1e9) if window > 0 else 0.0,
                 "ops_per_cpu_s": ops / cpu_s if cpu_s > 0 else 0.0,
                 "wait_per_cpu_s": t["wait_ns"] / t["run_ns"] if t["run_ns"] > 0 else None,
                 "preempt_per_cpu_s": t["ivcsw"] / cpu_s if cpu_s > 0 else None,

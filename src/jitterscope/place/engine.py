@@ -297,7 +297,7 @@ class Engine:
         s = self.cfg.settings
         for p in self.live():
             p.snap, p.snap_ns = observe.snapshot(p.pid, p.page, p.report, p.pmu), self.now()
-            p.first = p.snap
+            p.first, p.first_ns = p.snap, p.snap_ns
             if p.beats is not None:  # iterations before the run's start do not count
                 p.beats.read()
                 p.beats.latencies.clear()

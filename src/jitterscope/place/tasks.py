@@ -40,6 +40,7 @@ class Placed:
     snap: Snap | None = None
     snap_ns: int = 0
     first: Snap | None = None
+    first_ns: int = 0  # when `first` was taken: counts since it cover first_ns..snap_ns, not the whole run
     base_cpus: list[int] = field(default_factory=list)  # where the policies (not OBS-F) want it
     f_home: int = -1  # its CPU before OBS-F pinned it to a big one
     end: str = ""  # why it left: ended, killed by SIGILL, ...

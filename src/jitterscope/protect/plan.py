@@ -15,7 +15,7 @@ from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
-from jitterscope.protect import actuators, signals
+from jitterscope.protect import actuators, signals, slacklaw
 from jitterscope.protect.programs import Program, given, split_command
 from jitterscope.rundir import new_run_path
 from jitterscope.units import (
@@ -130,7 +130,7 @@ def build(a: dict[str, Any], calibrating: bool = False) -> Plan:
             f"--compare {format_ns(p.compare_ns)} is too short: each phase needs at least "
             f"20 sampling periods with suspensions ({format_ns(20 * (p.ts_ns + p.longest_s_ns))})"
         )
-    p.priority = int(a.get("priority") or 50)
+    p.priority = 50 if a.get("priority") is None else int(a["priority"])
     if not 1 <= p.priority <= 99:
         raise JitterscopeError(f"--priority fifo:{p.priority} out of range 1-99")
     if a.get("peak"):
@@ -159,10 +159,13 @@ def _law_options(p: Plan, a: dict[str, Any]) -> None:
     p.s_max_ns = duration(str(a["suspend_max"]), "--suspend-max", S_BOUNDS) if a.get("suspend_max") else 4 * p.s_ns
     if p.law == "proportional" and p.s_min_ns > p.s_max_ns:
         raise JitterscopeError("--suspend-min must not exceed --suspend-max")
+    if a.get("calibration"):
+        # read under every law: a file named and not usable is an error, never silently ignored
+        p.calibration = Path(str(a["calibration"]))
+        slacklaw.load(p.calibration)
     if p.law == "slack":
         if not a.get("calibration"):
             raise JitterscopeError("--law slack needs --calibration FILE (made by 'jitterscope protect calibrate')")
-        p.calibration = Path(str(a["calibration"]))
         if not a.get("deadline"):
             raise JitterscopeError("--law slack needs --deadline: the critical program's latency bound")
 

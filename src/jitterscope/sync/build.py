@@ -24,6 +24,8 @@ KIND_OF_OP = {
     "cond": "condvar",
     "barrier": "barrier",
     "join": "thread",
+    "sem": "semaphore",
+    "spin": "spinlock",
 }
 OBJ_KIND = {
     "lu": "mutex",
@@ -35,6 +37,8 @@ OBJ_KIND = {
     "barw": "barrier",
     "bar": "barrier",
     "jw": "thread",
+    "pw": "semaphore",
+    "p": "semaphore",
     "hd": None,
     "ns": None,
 }
@@ -46,6 +50,17 @@ def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
     return pa.table({k: pa.array(v, schema.field(k).type) for k, v in cols.items()}, schema=schema)
 
 
+def _root_end(logs: list[records.ProcessLog], meta: dict[str, Any], t0: int, hz: float) -> dict[int, int]:
+    """The program's own process, if it did not end through exit(): its end as the tool saw it (its records stop
+    at the last drain, up to 10 ms and any number of operations before a crash), in ns since t0."""
+    end = meta.get("program_end_mono_ns")
+    if not logs or logs[0].complete or end is None:
+        return {}
+    h = logs[0].header
+    tsc = int(h["start_tsc"]) + (int(end) - int(h["start_mono_ns"])) * hz / 1e9
+    return {logs[0].pid: round((tsc - t0) * 1e9 / hz)}
+
+
 def build(
     run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, trace_dir: Path | None
 ) -> dict[str, Any]:
@@ -54,7 +69,7 @@ def build(
     t0 = min((int(lg.header["start_tsc"]) for lg in logs), default=int(meta.get("t0_tsc") or 0))
     meta["t0_tsc"], meta["tsc_hz"] = t0, hz
     ev = model.load_events(logs, t0, hz)
-    rows = model.threads(ev)
+    rows = model.threads(ev, _root_end(logs, meta, t0, hz))
     m = model.match(ev, rows, opts)
     intervals: list[dict[str, Any]] = list(m.intervals)
     causes: list[dict[str, Any]] = []
@@ -260,6 +275,7 @@ def make_summary(
             "interrupted": meta.get("interrupted", False),
         },
         "processes": len(meta["processes"]),
+        "unseen": list(records.UNSEEN),
         "threads": len(rows),
         "waits": len(m.waits),
         "run_ns": int(run_ns),

@@ -266,20 +266,34 @@ def _holder_pieces(
 def _non_sync_pieces(
     intervals: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
 ) -> list[tuple[int, tuple[int, int, int]]]:
-    """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside its own wake-up intervals."""
-    wake: dict[int, list[tuple[int, int]]] = defaultdict(list)
+    """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside every interval it books itself
+    (its wake-ups, and its own unlock/signal/broadcast/barrier/post calls: time lost there is already that
+    interval's T), each piece cut to what lies outside them, so a nanosecond is booked once."""
+    own: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for r in intervals:
-        if r["type"] in WAITER_TYPES:
-            wake[r["tid"]].append((r["start_ns"], r["end_ns"]))
+        if r["type"] in WAITER_TYPES + RELEASER_TYPES:
+            own[r["tid"]].append((r["start_ns"], r["end_ns"]))
     out = []
     for tid, p in pieces.items():
-        wk = sorted(wake.get(tid, []))
-        starts = [s for s, _ in wk]
-        reach = list(np.maximum.accumulate([e for _, e in wk])) if wk else []
-        for x in p:
-            k = bisect.bisect_right(starts, x[1]) - 1
-            if not (k >= 0 and reach[k] > x[1]):
-                out.append((tid, x))
+        merged: list[list[int]] = []
+        for s, e in sorted(own.get(tid, [])):
+            if merged and s <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], e)
+            else:
+                merged.append([s, e])
+        starts = [s for s, _ in merged]
+        for cpu, lo, hi in p:
+            k = max(bisect.bisect_right(starts, lo) - 1, 0)
+            at = lo
+            while k < len(merged) and merged[k][0] < hi:
+                s, e = merged[k]
+                if e > at:
+                    if s > at:
+                        out.append((tid, (cpu, at, s)))
+                    at = max(at, e)
+                k += 1
+            if at < hi:
+                out.append((tid, (cpu, at, hi)))
     return out
 
 

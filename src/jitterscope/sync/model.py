@@ -13,6 +13,8 @@ C.2).  Every wait names the thread that released it:
   barw barrier-wait     return - arrival of the round's last arriver (glibc's barrier is futex-based)
   bar  barrier          the last arriver's own return - arrival
   jw   join-wait        j_x - the joined thread's exit (an extension: the paper has no join type)
+  pw   post-wait        w_x - p_e (the post that woke a sleeping sem_wait, FIFO per semaphore; an extension)
+  p    post             p_x - p_e (posts that had sleepers)
 
 An interval T becomes jitter by the threshold rule (A.3.3): N = threshold
 (default 10 us), strict T > N; `excess` (default) books T - N, `whole` books
@@ -23,6 +25,7 @@ counted, never guessed.
 from __future__ import annotations
 
 import bisect
+import errno
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +36,8 @@ from jitterscope.measure.tsc import since_ns
 from jitterscope.sync import records as R
 
 MODES = ("excess", "whole")
-WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw")
-RELEASER_TYPES = ("u", "s", "b", "bar")
+WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw", "pw")
+RELEASER_TYPES = ("u", "s", "b", "bar", "p")
 SYNC_TYPES = WAITER_TYPES + RELEASER_TYPES
 LOCK_OPS = {R.LOCK: "lock", R.RDLOCK: "rdlock", R.WRLOCK: "wrlock"}
 UNLOCK_OF = {R.LOCK: R.UNLOCK, R.RDLOCK: R.RWUNLOCK, R.WRLOCK: R.RWUNLOCK}
@@ -128,8 +131,10 @@ def _comm(obj: int, aux: int) -> str:
     return raw.split(b"\0")[0].decode(errors="replace")
 
 
-def threads(ev: Events) -> list[dict[str, Any]]:
-    """One row per thread: creator, create/start/end times, who joined it when."""
+def threads(ev: Events, ended: dict[int, int] | None = None) -> list[dict[str, Any]]:
+    """One row per thread: creator, create/start/end times, who joined it when.  `ended`: per process that did not
+    end through exit(), when it was seen to end (its threads without an exit record ended then, not at their last
+    record)."""
     rows: dict[int, dict[str, Any]] = {}
     last: dict[int, int] = {}
     for i in range(len(ev)):
@@ -180,8 +185,9 @@ def threads(ev: Events) -> list[dict[str, Any]]:
             rows[child]["joined_by"] = int(ev.tid[i])
             rows[child]["join_ns"] = int(ev.exit[i])
     for t, r in rows.items():
-        if r["end_ns"] is None:  # crashed, exec'd or killed: its last record
-            r["end_ns"] = last.get(t, r["start_ns"])
+        if r["end_ns"] is None:  # crashed, exec'd or killed: when the tool saw it end, else its last record
+            seen = (ended or {}).get(r["pid"])
+            r["end_ns"] = max(seen, last.get(t, r["start_ns"])) if seen is not None else last.get(t, r["start_ns"])
     return sorted(rows.values(), key=lambda r: (r["start_ns"], r["tid"]))
 
 
@@ -211,7 +217,9 @@ class _Builder:
         self.intervals: list[dict[str, Any]] = []
         self.unmatched: dict[str, int] = defaultdict(int)
 
-    def wait(self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None) -> int:
+    def wait(
+        self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None, obj: int | None = None
+    ) -> int:
         ev = self.ev
         self.waits.append(
             {
@@ -219,7 +227,7 @@ class _Builder:
                 "pid": int(ev.pid[i]),
                 "tid": int(ev.tid[i]),
                 "op": op,
-                "obj": int(ev.obj[i]),
+                "obj": int(ev.obj[i]) if obj is None else obj,
                 "enter_ns": int(ev.enter[i]),
                 "release_ns": release,
                 "exit_ns": int(ev.exit[i]),
@@ -332,7 +340,10 @@ def _conds(b: _Builder) -> None:
             else:
                 st = registered.pop(i, [None, None, None])
                 if ev.result[i] != 0:
-                    b.unmatched["wait_timed_out"] += 1
+                    # a timer ended it or the thread was cancelled in it, no thread released it: still a wait (the
+                    # thread slept), not compute
+                    b.wait(i, "cond", None, None, None)
+                    b.unmatched["wait_cancelled" if ev.result[i] == errno.ECANCELED else "wait_timed_out"] += 1
                     continue
                 if st[0] == "bc":
                     j = st[2]
@@ -345,6 +356,41 @@ def _conds(b: _Builder) -> None:
                 else:
                     b.wait(i, "cond", None, None, None)
                     b.unmatched["wait_spurious"] += 1
+
+
+def _sems(b: _Builder) -> None:
+    """Per semaphore in time order: a post with sleepers wakes one of them; a contended wait's return takes the
+    oldest post made after it began sleeping and before it returned (a post before it slept was the trywait's)."""
+    ev = b.ev
+    for _obj, idx in _by_obj(ev, (R.SEM_WAIT, R.SEM_POST)).items():
+        posts = [i for i in idx if ev.op[i] == R.SEM_POST]  # in enter order (ev is sorted)
+        at = [int(ev.enter[i]) for i in posts]
+        for i in posts:
+            b.interval("p", i, int(ev.enter[i]), int(ev.exit[i]), None, None)
+        used: set[int] = set()
+        for i in sorted((i for i in idx if ev.op[i] == R.SEM_WAIT), key=lambda i: (int(ev.exit[i]), i)):
+            if ev.result[i] != 0:
+                b.wait(i, "sem", None, None, None)  # timed out, interrupted or cancelled: released by no thread
+                b.unmatched["sem_wait_cancelled" if ev.result[i] == errno.ECANCELED else "sem_wait_timed_out"] += 1
+                continue
+            k = bisect.bisect_left(at, int(ev.enter[i]))
+            while k < len(posts) and (posts[k] in used or ev.tid[posts[k]] == ev.tid[i]) and at[k] <= ev.exit[i]:
+                k += 1
+            if k == len(posts) or at[k] > ev.exit[i]:
+                b.wait(i, "sem", None, None, None)
+                b.unmatched["sem_wait_no_post"] += 1
+                continue
+            j = posts[k]
+            used.add(j)
+            w = b.wait(i, "sem", int(ev.enter[j]), int(ev.tid[j]), j)
+            b.interval("pw", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
+
+
+def _spins(b: _Builder) -> None:
+    """A contended spin lock: the thread waited (spinning) that long; its releaser is not recorded (records.UNSEEN)."""
+    for i in np.flatnonzero(b.ev.op == R.SPIN_LOCK).tolist():
+        b.wait(int(i), "spin", None, None, None)
+        b.unmatched["spin_no_releaser"] += 1
 
 
 def _barriers(b: _Builder) -> None:
@@ -390,7 +436,7 @@ def _joins(b: _Builder, rows: list[dict[str, Any]]) -> None:
         end = int(by_tid[child]["end_ns"])
         if end <= ev.enter[i]:
             continue  # the thread had ended: the join did not wait
-        w = b.wait(i, "join", end, child, None)
+        w = b.wait(i, "join", end, child, None, obj=child)  # a thread is one object: its tid, as its jw rows
         b.interval("jw", i, end, int(ev.exit[i]), w, child, obj=child)
 
 
@@ -399,6 +445,8 @@ def match(ev: Events, rows: list[dict[str, Any]], opts: Options) -> Matched:
     b = _Builder(ev, opts)
     _locks(b)
     _conds(b)
+    _sems(b)
+    _spins(b)
     _barriers(b)
     _joins(b, rows)
     b.intervals.sort(key=lambda r: (r["start_ns"], r["end_ns"]))

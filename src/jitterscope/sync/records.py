@@ -61,6 +61,7 @@ STRUCTS = {"js_sync_header": HEADER_DTYPE, "js_sync_record": RECORD_DTYPE}
 # enum js_sync_type
 LOCK, UNLOCK, COND_WAIT, COND_SIGNAL, COND_BROADCAST, BARRIER_WAIT, BARRIER_INIT = 1, 2, 3, 4, 5, 6, 7
 CREATE, START, EXIT, JOIN, RDLOCK, WRLOCK, RWUNLOCK, FRAME = 8, 9, 10, 11, 12, 13, 14, 15
+SEM_WAIT, SEM_POST, SPIN_LOCK = 16, 17, 18
 TYPE_NAMES = {
     LOCK: "lock",
     UNLOCK: "unlock",
@@ -77,6 +78,9 @@ TYPE_NAMES = {
     WRLOCK: "wrlock",
     RWUNLOCK: "rwunlock",
     FRAME: "frame",
+    SEM_WAIT: "sem_wait",
+    SEM_POST: "sem_post",
+    SPIN_LOCK: "spin_lock",
 }
 # js_sync_record.flags
 SF_SLEPT, SF_TIMED, SF_SERIAL = 1, 2, 4
@@ -139,3 +143,15 @@ def read_logs(raw_dir: Path) -> list[ProcessLog]:
     """Every process's log in a run's raw directory, oldest first."""
     logs = [read_log(p) for p in sorted(Path(raw_dir).glob("sync-*.raw"))]
     return sorted(logs, key=lambda lg: int(lg.header["start_tsc"]))
+
+
+# What the interposer cannot see (interpose.c's limits), stated in every summary so that a primitive or a path
+# missing from the tables is never read as "no waiting".
+UNSEEN = (
+    "who released a spin lock (pthread_spin_unlock is one store with no waiter count: a contended "
+    "pthread_spin_lock is a wait of its own length, with no releaser)",
+    'calls through a pointer from dlsym()/dlopen() (e.g. dlsym(dlopen("libpthread.so.0"), ...)): they bypass '
+    "the preloaded wrappers",
+    "locks inside libc itself (stdio, malloc) and raw futex users (Go, some runtimes)",
+    "statically linked programs (nothing to interpose)",
+)

@@ -16,6 +16,8 @@ TYPE_LABELS = {
     "barw": "barrier-wait",
     "bar": "barrier",
     "jw": "join-wait",
+    "pw": "post-wait",
+    "p": "post",
 }
 
 
@@ -128,6 +130,8 @@ def notes(s: dict[str, Any]) -> list[str]:
         out.append("unmatched: " + ", ".join(f"{k} {v}" for k, v in um.items()))
     if not s["run"]["tracing"]:
         out.append("kernel tracing off: no causes, holder delay or non-sync jitter")
+    if s.get("unseen"):
+        out.append("not seen by the interposer: " + "; ".join(s["unseen"]))
     return out
 
 

@@ -98,8 +98,9 @@ def program_env(raw_dir: Path, cpus: list[int]) -> dict[str, str]:
     return env
 
 
-def run_program(cmd: list[str], env: dict[str, str], cpus: list[int] | None) -> tuple[int, bool]:
-    """Run CMD to its end; SIGINT/SIGTERM sent to us go to it.  Returns (exit code, interrupted)."""
+def run_program(cmd: list[str], env: dict[str, str], cpus: list[int] | None) -> tuple[int, bool, int]:
+    """Run CMD to its end; SIGINT/SIGTERM sent to us go to it.  Returns (exit code, interrupted, CLOCK_MONOTONIC
+    when it was seen to end: a crashed program's end, which its own records cannot give)."""
     aff = set(cpus) if cpus else None
     try:
         proc = subprocess.Popen(cmd, env=env, preexec_fn=(lambda: os.sched_setaffinity(0, aff)) if aff else None)
@@ -117,13 +118,14 @@ def run_program(cmd: list[str], env: dict[str, str], cpus: list[int] | None) -> 
         while True:
             try:
                 rc = proc.wait()
+                ended = time.monotonic_ns()
                 break
             except InterruptedError:
                 continue
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    return (128 - rc if rc < 0 else rc), bool(got) or rc in (-signal.SIGINT, -signal.SIGTERM)
+    return (128 - rc if rc < 0 else rc), bool(got) or rc in (-signal.SIGINT, -signal.SIGTERM), ended
 
 
 def run_sync(opts: SyncOptions) -> tuple[Path, int]:
@@ -178,9 +180,11 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
 
             (run_dir / "trace").mkdir()
             stack.enter_context(TraceSession(cpus, run_dir / "trace", journal, buffer_kb=opts.buffer_kb))
-        code, interrupted = run_program(opts.command, program_env(raw, cpus), opts.cpus)
+        code, interrupted, ended = run_program(opts.command, program_env(raw, cpus), opts.cpus)
     steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - steal_before.get(c, 0) for c in cpus)
-    meta.update(exit_code=code, interrupted=interrupted, steal_ns=steal * 1e9 / sysinfo.user_hz())
+    meta.update(
+        exit_code=code, interrupted=interrupted, steal_ns=steal * 1e9 / sysinfo.user_hz(), program_end_mono_ns=ended
+    )
     if not any(raw.glob("sync-*.raw")):
         shutil.rmtree(run_dir, ignore_errors=True)
         raise JitterscopeError(

@@ -22,7 +22,7 @@ def render_audit(a: dict[str, Any]) -> str:
     lines = [
         (
             f"Isolation audit of CPU {format_cpulist(a['cpus'])} (housekeeping: CPU "
-            f"{format_cpulist(a['housekeeping']) or 'none'}) on {a['host']}, kernel {a['kernel']}{virt}"
+            f"{format_cpulist(a['housekeeping'])}) on {a['host']}, kernel {a['kernel']}{virt}"
         )
     ]
     group = None

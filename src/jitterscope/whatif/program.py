@@ -11,7 +11,9 @@ there), never from the raw logs:
   as the sync subframes do);
 * `waits`: release (`release_ns` on `releaser_tid`'s timeline), and the waiter-side jitter (lu, sw,
   bw, barw, jw rows naming the wait); the rest of the wake-up (T - jitter, below the threshold) is
-  the ideal machine's wake-up latency;
+  the ideal machine's wake-up latency; a condvar wait no thread released (timed out, or its signal
+  not seen) is linked to the thread's next released wait on that condvar: a polling loop, which the
+  replay ends when that release comes (timing.py);
 * `threads`: creator and create time (a thread starts after its creator's pthread_create).
 """
 
@@ -45,6 +47,9 @@ class Wait:
     release: int | None
     releaser: int
     jitter: int  # waiter-side jitter booked on this wait
+    # a condvar wait that no thread released (a timeout, a signal not seen): the thread's next released wait on
+    # the same condvar, whose release ends the polling (timing.py)
+    ends_by: Wait | None = None
 
 
 @dataclass
@@ -63,6 +68,9 @@ class Program:
     lost_ns: int  # every lost span of every segment
     wake_jitter_ns: int  # every waiter-side jitter
     recorded_ns: int  # the run's length as recorded (first start -> last end)
+    non_sync_seen: bool = True  # the run traced the kernel: preemption and interrupts in compute are in `lost`
+    polls: int = 0  # condvar waits no thread released (timeouts), ended by the release of their polling loop
+    missed_switches: int = 0  # context switches the trace lost: off-CPU time there is not seen as lost
 
 
 def _rows(run: Run, name: str) -> list[dict[str, Any]]:
@@ -108,6 +116,17 @@ def _lost_by_thread(jitter: list[dict[str, Any]]) -> tuple[dict[int, list[tuple[
         else:
             lost[int(r["tid"])].append((int(r["end_ns"]) - j, int(r["end_ns"])))
     return lost, wake
+
+
+def _link_polls(items: list[Segment | Wait]) -> None:
+    """Each unreleased condvar wait to the thread's next released wait on that condvar (latest first, so one pass)."""
+    nxt: dict[int, Wait] = {}
+    for it in reversed(items):
+        if isinstance(it, Wait) and it.op == "cond":
+            if it.release is None:
+                it.ends_by = nxt.get(it.obj)
+            else:
+                nxt[it.obj] = it
 
 
 def load_program(run: Run) -> Program:
@@ -159,9 +178,14 @@ def load_program(run: Run) -> Program:
     for tid, items in per.items():
         if tid in threads:
             threads[tid].items = [x for _, _, x in sorted(items, key=lambda i: (i[0], i[1]))]
+            _link_polls(threads[tid].items)
     threads = {t: th for t, th in threads.items() if th.items}
     if not threads:
         raise JitterscopeError(f"{run.path}: no thread of the sync run has both a start and an end: nothing to replay")
     first = min(th.start for th in threads.values())
     last = max(th.end for th in threads.values())
-    return Program(threads, total_lost, sum(wake.values()), last - first)
+    polls = sum(1 for th in threads.values() for it in th.items if isinstance(it, Wait) and it.ends_by is not None)
+    tracing = run.meta.get("tracing") or {}
+    traced = bool(tracing.get("enabled"))
+    missed = int(tracing.get("missed_switches") or 0)
+    return Program(threads, total_lost, sum(wake.values()), last - first, traced, polls, missed)

@@ -41,6 +41,22 @@ def render_dvfs(r: dict[str, Any], path: str) -> str:
         f"best reactivity: k = {r['best_k']}  (recorded energy {_pct((r['recorded_energy'] or 1) - 1)} "
         "over ideal; power = time-weighted factor^3 - 1)"
     )
+    if not r.get("non_sync_seen", True):
+        lines.append(
+            "note: the sync run has no kernel trace (--no-trace, or tracing unavailable): time its threads lost to "
+            "preemption and interrupts outside waits is replayed as compute, so Ideal keeps it and 'removed' is a "
+            "share of the synchronisation jitter only; record with tracing to see it"
+        )
+    if r.get("missed_switches"):
+        lines.append(
+            f"note: the run's trace missed {number(r['missed_switches'])} context switches (a loaded host): time a "
+            "thread spent off its CPU there is not seen as lost, so Ideal may keep some of it"
+        )
+    if r.get("polled_waits"):
+        lines.append(
+            f"note: {number(r['polled_waits'])} condvar waits no thread released (timeouts) are replayed as a polling "
+            "loop: each ends at its recorded length or when the release that ended the loop comes, if sooner"
+        )
     for k in r["by_k"]:
         if k["approximated"]:
             lines.append(

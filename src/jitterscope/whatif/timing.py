@@ -22,8 +22,8 @@ class Timeline:
 
 
 class _Clock:
-    def __init__(self, prog: Program, plans: dict[int, _Plan], jitter: bool) -> None:
-        self.prog, self.plans, self.jitter = prog, plans, jitter
+    def __init__(self, prog: Program, plans: dict[int, _Plan], jitter: bool, polls: dict[int, float]) -> None:
+        self.prog, self.plans, self.jitter, self.polls = prog, plans, jitter, polls
         self.rec_starts = {
             t: [float(it.start) if isinstance(it, Segment) else float(it.enter) for it in th.items]
             for t, th in prog.threads.items()
@@ -61,20 +61,53 @@ class _Clock:
         return self.sim_start[tid][k] + float(np.interp(min(max(t - seg.start, 0), seg.end - seg.start), m[0], m[1]))
 
     def wait_end(self, tid: int, i: int, w: Wait, enter: float) -> float:
-        if w.release is None:  # releaser unknown: the recorded wait, as it was
-            return enter + (w.exit - w.enter) - (0 if self.jitter else w.jitter)
+        if w.release is None:  # releaser unknown: the recorded wait, as it was ...
+            end = enter + (w.exit - w.enter) - (0 if self.jitter else w.jitter)
+            poll = self.polls.get(id(w))
+            # ... unless the release that ends its polling loop comes first: a timed wait returns then
+            return end if poll is None else min(end, max(enter, poll))
         rel = self.at(w.releaser, w.release)
         for t2, i2 in self.rounds.get((w.obj, w.release), []) if w.op == "barrier" else []:
             e2 = self.sim_start[t2][i2]
             if not np.isnan(e2):
                 rel = max(rel, e2)  # the round's last simulated arrival releases it
-        latency = (w.exit - w.release) - (0 if self.jitter else w.jitter)
-        return max(enter, rel + max(latency, 0))
+        return max(enter, rel + self.latency(w))
+
+    def latency(self, w: Wait) -> float:
+        assert w.release is not None
+        return max((w.exit - w.release) - (0 if self.jitter else w.jitter), 0)
+
+    def poll_ends(self) -> dict[int, float]:
+        """Per polling wait, when the release ending its loop wakes the thread on this timeline."""
+        out: dict[int, float] = {}
+        for th in self.prog.threads.values():
+            for it in th.items:
+                if isinstance(it, Wait) and it.ends_by is not None and it.ends_by.release is not None:
+                    out[id(it)] = self.at(it.ends_by.releaser, it.ends_by.release) + self.latency(it.ends_by)
+        return out
+
+
+POLL_PASSES = 6  # a polled release moves only when its releaser itself polls: a few passes settle
 
 
 def place(prog: Program, plans: dict[int, _Plan], jitter: bool) -> Timeline:
-    """Every item's simulated start and end; the program's simulated length."""
-    c = _Clock(prog, plans, jitter)
+    """Every item's simulated start and end; the program's simulated length.
+
+    Items are placed in recorded order, so a polling wait (a timed condvar wait, Wait.ends_by) cannot
+    see the release that ends its loop when it is placed: the first pass keeps the recorded waits, each
+    next pass ends them at the release's time on the previous pass's timeline, until nothing moves."""
+    polls: dict[int, float] = {}
+    for _ in range(POLL_PASSES):
+        c, tl = _place(prog, plans, jitter, polls)
+        new = c.poll_ends()
+        if not new or new == polls:
+            break
+        polls = new
+    return tl
+
+
+def _place(prog: Program, plans: dict[int, _Plan], jitter: bool, polls: dict[int, float]) -> tuple[_Clock, Timeline]:
+    c = _Clock(prog, plans, jitter, polls)
     heap: list[tuple[float, int, int, int]] = []
     for tid, th in prog.threads.items():
         heapq.heappush(heap, (float(th.start), 0, tid, 0))
@@ -104,4 +137,4 @@ def place(prog: Program, plans: dict[int, _Plan], jitter: bool) -> Timeline:
                 c.sim_start[tid][i + 1] = clock[tid]  # its entry is known now: a barrier round needs it
             heapq.heappush(heap, (key, 1 if isinstance(nxt, Wait) else 0, tid, i + 1))
     first = min(float(th.start) for th in prog.threads.values())
-    return Timeline(max(clock.values()) - first, c.sim_start, c.approx)
+    return c, Timeline(max(clock.values()) - first, c.sim_start, c.approx)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from jitterscope import sysinfo
+from jitterscope.errors import UsageError
 from jitterscope.units import format_cpulist, possible_cpu_limit
 
 OK, NOT, UNKNOWN = "ok", "not isolated", "cannot tell"
@@ -43,4 +44,11 @@ class Context:
 
 def make_context(cpus: list[int]) -> Context:
     online = sysinfo.online_cpus()
-    return Context(sorted(cpus), [c for c in online if c not in cpus], possible_cpu_limit())
+    housekeeping = [c for c in online if c not in cpus]
+    if not housekeeping:
+        # every recommendation names the CPUs left for the kernel: with none, each would be empty and apply refuses it
+        raise UsageError(
+            f"--cpus {format_cpulist(sorted(cpus))} is every online CPU: leave at least one for housekeeping "
+            f"(e.g. --cpus {format_cpulist(online[1:]) or 'N'} keeps CPU {online[0]})"
+        )
+    return Context(sorted(cpus), housekeeping, possible_cpu_limit())
