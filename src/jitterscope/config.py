@@ -38,6 +38,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import DURATION_BOUNDS, parse_cpulist, parse_duration_s
 
@@ -100,13 +101,7 @@ PositiveInt = Annotated[int, BeforeValidator(_int_only), Field(ge=1)]
 def read_yaml(path: str | Path, what: str = "file") -> Any:
     """The parsed YAML of `path`, or one line saying why it cannot be read."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise JitterscopeError(f"{p}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise JitterscopeError(f"{p}: cannot read {what} ({getattr(err, 'strerror', None) or err})") from None
-    return parse_yaml(text, str(p))
+    return parse_yaml(boundedio.read_text(p, what), str(p))
 
 
 def parse_yaml(text: str, source: str) -> Any:

@@ -60,7 +60,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from jitterscope import __version__, atomic, runcheck, sysinfo
+from jitterscope import __version__, atomic, boundedio, runcheck, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.pipeline import schema as pipeline_schema
 from jitterscope.place import schema as place_schema
@@ -206,7 +206,7 @@ class Run:
         spec = self.spec.tables.get(name)
         if spec is None:
             return False
-        return (self.path / name).is_dir() if spec.per_node else (self.path / f"{name}.parquet").exists()
+        return (self.path / name).is_dir() if spec.per_node else os.path.lexists(self.path / f"{name}.parquet")
 
     def table(self, name: str) -> pa.Table:
         """The table `name`, cast to its schema; a per-node table whole, with `host` and `cpu` columns.
@@ -313,7 +313,7 @@ class NodeRun(Run):
         return cls(d, meta, summary, parent=parent, node=node)
 
     def has_table(self, name: str) -> bool:
-        return self.parent is not None and self._file(name).exists()
+        return self.parent is not None and os.path.lexists(self._file(name))
 
     def _file(self, name: str) -> Path:
         assert self.parent is not None
@@ -350,7 +350,7 @@ def _cast(f: Path, table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _read_file_table(f: Path, spec: TableSpec, meta: Mapping[str, Any], kind: str) -> pa.Table:
-    if not f.exists():
+    if not os.path.lexists(f):
         if spec.required(meta):
             raise _missing(f, kind, f.stem)
         return spec.schema.empty_table()
@@ -368,6 +368,8 @@ def _read_node_table(run: Run, name: str, spec: TableSpec) -> pa.Table:
         return schema.empty_table()
     import pyarrow.dataset as ds  # see node_partitioning
 
+    for f in files:
+        boundedio.check_file(f, "Parquet table", boundedio.table_cap())
     dset = ds.dataset(
         [str(f) for f in files],
         format="parquet",
@@ -385,7 +387,7 @@ def _read_node_table(run: Run, name: str, spec: TableSpec) -> pa.Table:
 
 def _check_node_file(run: Run, name: str, spec: TableSpec, node: Mapping[str, Any], f: Path) -> bool:
     """Whether the node has this table; a required one missing is an error."""
-    if f.exists():
+    if os.path.lexists(f):
         return True
     if spec.required(node):
         raise _missing(f, run.kind, f"{name} (node {node.get('host')}:{node.get('cpu')})")
@@ -393,12 +395,9 @@ def _check_node_file(run: Run, name: str, spec: TableSpec, node: Mapping[str, An
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise JitterscopeError(f"{path.parent}: not a jitterscope run ({path.name} missing)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise JitterscopeError(f"{path}: corrupt {what} ({err})") from None
+    if not os.path.lexists(path):
+        raise JitterscopeError(f"{path.parent}: not a jitterscope run ({path.name} missing)")
+    data = boundedio.read_json(path, what, boundedio.RUN_JSON_MAX)
     if not isinstance(data, dict):
         raise JitterscopeError(f"{path}: corrupt {what} (not a JSON object)")
     return data
@@ -455,7 +454,7 @@ def check_run_tables(run: Run) -> None:
             want = [c for c in spec.schema.names if c != "cpu"]
         else:
             f = run.path / f"{name}.parquet"
-            files = [f] if f.exists() else []
+            files = [f] if os.path.lexists(f) else []
             if not files and spec.required(run.meta):
                 raise _missing(f, run.kind, name)
             want = spec.schema.names
@@ -496,7 +495,9 @@ def write_table(run_dir: Path, name: str, table: pa.Table, kind: str = "measure"
 
 
 def read_table(path: Path, read: Callable[[], Any], what: str = "Parquet table") -> Any:
-    """read() (of the table at `path`), with a one-line error when Arrow cannot read it."""
+    """read() (of the table at `path`), with a one-line error when Arrow cannot read it.
+    The file is checked first: a regular file no larger than boundedio.table_cap()."""
+    boundedio.check_file(path, what, boundedio.table_cap())
     try:
         return read()
     except (pa.ArrowException, OSError) as err:

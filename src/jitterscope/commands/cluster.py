@@ -34,13 +34,12 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jitterscope import options
+from jitterscope import boundedio, options
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, seed_arg
 
@@ -175,7 +174,7 @@ def _show(out: Path | None, render: Callable[[dict[str, Any], Path], str], as_js
     """Rank 0, which wrote the run directory, prints its summary."""
     if out is None:
         return 0
-    summary = json.loads((out / "summary.json").read_text())
+    summary = boundedio.read_json(out / "summary.json", "summary")
     if as_json:
         options.print_json(summary)
     else:

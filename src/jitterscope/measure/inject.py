@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterscope import journal
+from jitterscope import boundedio, journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import tsc
 from jitterscope.native_bin import INJECT_PROGRAM, native_bin
@@ -65,10 +65,7 @@ class Truth:
 def read_truth(path: Path) -> Truth:
     """Load an injector truth file (format in this module's docstring)."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read truth file: {err.strerror}") from None
+    lines = boundedio.read_text(path, "truth file", boundedio.table_cap()).splitlines()
     if (
         len(lines) < 2
         or not lines[0].startswith("# jitterscope-inject truth v1")

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 from pydantic import Field, StrictBool, model_validator
 
+from jitterscope import boundedio
 from jitterscope.config import ConfigModel
-from jitterscope.errors import UsageError
+from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.units import DURATION_RE, DURATION_UNITS_NS, NUMBER
 
 # The units a model accepts, exactly (units.py holds the one table of duration units).
@@ -220,11 +221,9 @@ def resolve_path(base_dir: Path, val: Any, where: str) -> Path:
 
 def _read_csv(path: Path, where: str) -> list[tuple[Any, Any]]:
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ModelError(f"{where}: no such file {path}") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ModelError(f"{where}: cannot read {path} ({err})") from None
+        text = boundedio.read_text(path, "profile file")
+    except JitterscopeError as err:
+        raise ModelError(f"{where}: {err}") from None
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     rows = list(csv.reader(lines))
     if rows and rows[0] and not re.match(rf"^\s*{NUMBER}", rows[0][0]):

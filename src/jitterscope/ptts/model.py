@@ -161,8 +161,6 @@ def _resolution_unit(text: Any) -> str:
 def load_model(path: str | Path) -> Model:
     """Read and check a model file; every problem is a one-line ModelError."""
     p = Path(path)
-    if not p.exists():
-        raise ModelError(f"{p}: no such model file")
     try:
         data = read_yaml(p, "model file")
     except ModelError:

@@ -11,7 +11,6 @@ analysis and kept, so a crash of the program or of the analysis loses nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -23,7 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jitterscope import sysinfo
+from jitterscope import boundedio, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.measure.tsc import tsc_hz
@@ -55,6 +54,7 @@ def check_command(cmd: list[str]) -> str:
     path = shutil.which(cmd[0])
     if path is None:
         raise JitterscopeError(f"{cmd[0]}: command not found")
+    boundedio.check_file(path, "program", boundedio.NO_CAP)  # only its ELF header is read
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -197,7 +197,7 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
     """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran: the analysis from
     the raw logs and trace kept in the run directory.  Returns what could not be recovered."""
 
-    meta = json.loads((run_dir / "sync-raw" / "meta.json").read_text())
+    meta = boundedio.read_json(run_dir / "sync-raw" / "meta.json", "raw run metadata")
     if not any((run_dir / "sync-raw").glob("sync-*.raw")):
         raise JitterscopeError(f"{run_dir}: nothing to analyse (CMD left no sync records in sync-raw/)")
     o = meta["options"]
