@@ -60,7 +60,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from jitterscope import __version__, atomic, boundedio, runcheck, sysinfo
+from jitterscope import __version__, atomic, boundedio, outpath, runcheck, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.pipeline import schema as pipeline_schema
 from jitterscope.place import schema as place_schema
@@ -158,7 +158,7 @@ def partition(host: str, cpu: int) -> str:
     return f"host={quote(host, safe='')}/cpu={int(cpu)}"
 
 
-DEFAULT_RUNS = Path("jitterscope-runs")
+DEFAULT_RUNS = Path(outpath.DEFAULT_ROOTS[0])
 
 
 def run_stamp() -> str:
@@ -272,7 +272,13 @@ class Run:
 
     @property
     def attribution(self) -> pa.Table:
-        return self.table("attribution")
+        att = self.table("attribution")
+        if self.kind == "measure" and att.num_rows and "detour" in att.column_names:
+            _check_refs(att, self.detours.num_rows, self._table_file("attribution"))
+        return att
+
+    def _table_file(self, name: str) -> Path:
+        return self.path / f"{name}.parquet"
 
     @property
     def cpus(self) -> list[int]:
@@ -315,6 +321,9 @@ class NodeRun(Run):
     def has_table(self, name: str) -> bool:
         return self.parent is not None and os.path.lexists(self._file(name))
 
+    def _table_file(self, name: str) -> Path:
+        return self._file(name)
+
     def _file(self, name: str) -> Path:
         assert self.parent is not None
         return next(f for n, f in self.parent.node_files(name) if n == self.node)
@@ -333,6 +342,16 @@ class NodeRun(Run):
                 t = t.append_column("cpu", pa.array([int(self.node["cpu"])] * t.num_rows, pa.int32()))
                 self._tables[name] = _cast(f, t, spec.schema)
         return self._tables[name]
+
+
+def _check_refs(att: pa.Table, n_detours: int, f: Path) -> None:
+    """Every attribution row names a detour of the run: a row past the table would index nothing
+    (an emptied or truncated detours table beside a whole attribution)."""
+    d = att.column("detour").to_numpy(zero_copy_only=False)
+    if d.min(initial=0) < 0 or d.max(initial=-1) >= n_detours:
+        raise JitterscopeError(
+            f"{f}: corrupt table (rows refer to detour {int(d.max())}, the run has {n_detours} detours)"
+        )
 
 
 def _missing(f: Path, kind: str, name: str) -> JitterscopeError:
@@ -417,6 +436,7 @@ def load_run(
     p = Path(path)
     if not p.is_dir():
         raise JitterscopeError(f"{p}: no such run directory")
+    outpath.check_name(p, "run directory")  # pyarrow cannot open a path that is not UTF-8
     if (p / "capture.json").exists():  # measure/capture.py: raw data waiting for analysis
         raise JitterscopeError(
             f"{p}: an unfinished run (its measurement or analysis was cut short): `jitterscope analyze {p}` finishes it"
@@ -467,14 +487,10 @@ def check_run_tables(run: Run) -> None:
 
 def create_run_dir(path: str | os.PathLike[str]) -> Path:
     """Create a new, empty run directory; refuse to reuse an existing one."""
-    p = Path(path)
-    if p.exists():
+    p = outpath.check_name(path, "--out")
+    if os.path.lexists(p):
         raise JitterscopeError(f"{p}: already exists; choose a new --out directory")
-    try:
-        p.mkdir(parents=True)
-    except OSError as err:
-        raise JitterscopeError(f"{p}: cannot create run directory ({err.strerror})") from None
-    return p
+    return outpath.make_dir(p, "--out")  # no parents made, but for the default jitterscope-runs/
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:

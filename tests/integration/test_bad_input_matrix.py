@@ -41,7 +41,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("measure-huge-duration", ["measure", "--duration", "1e99s"], "too long"),
     ("measure-tiny-duration", ["measure", "--duration", "1ns"], "too short"),
     ("measure-huge-size", ["measure", "--duration", "1s", "--buffer", "1e30G"], "too large"),
-    ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "cannot create"),
+    ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "no such directory"),
+    ("measure-no-parents", ["measure", "--duration", "1s", "--out", f"{NOPE}/dir/x"], "not created for you"),
     # monitor
     ("monitor-huge-cpus", ["monitor", "--cpus", HUGE_CPUS], "does not exist"),
     ("monitor-empty-cpus", ["monitor", "--cpus", ""], "empty CPU list"),

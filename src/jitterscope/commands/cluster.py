@@ -54,7 +54,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="CPU for each rank on a host, by local rank (default: local rank r -> CPU (r+1) mod n)",
     )
-    p.add_argument("--out", metavar="DIR", type=Path, help="cluster run directory rank 0 creates (must not exist)")
+    p.add_argument(
+        "--out", metavar="DIR", type=options.path_arg, help="cluster run directory rank 0 creates (must not exist)"
+    )
     p.add_argument(
         "--timeout",
         default="60s",

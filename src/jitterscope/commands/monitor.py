@@ -38,7 +38,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_no_trace(p, help="measure only; no attribution (no source metrics)")
     p.add_argument(
         "--history",
-        type=Path,
+        type=options.path_arg,
         default=Path("jitterscope-monitor"),
         metavar="DIR",
         help="directory of the rolling history (default ./jitterscope-monitor)",

@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from jitterscope import options
@@ -42,10 +41,12 @@ T = TypeVar("T")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", type=Path, metavar="MODEL", help="YAML model file (see docs/commands/ptts.md)")
+    p.add_argument("model", type=options.path_arg, metavar="MODEL", help="YAML model file (see docs/commands/ptts.md)")
     p.add_argument("--deadline", metavar="T", help="report P(latency > T); a bare number is in the model's unit")
     options.add_json(p, "the result as JSON (notes go to stderr)")
-    p.add_argument("--plots", type=Path, metavar="DIR", help="write PMF and CDF (or sweep) figures, SVG and PNG")
+    p.add_argument(
+        "--plots", type=options.path_arg, metavar="DIR", help="write PMF and CDF (or sweep) figures, SVG and PNG"
+    )
     p.add_argument(
         "--method",
         choices=("exact", "simulate"),

@@ -81,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--by-source", action="store_true", help="rank the run's sources by the slowdown removing each saves"
     )
     options.add_json(p)
-    p.add_argument("--plots", metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
+    p.add_argument("--plots", type=options.path_text, metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
 
 
 def run(args: argparse.Namespace) -> int:

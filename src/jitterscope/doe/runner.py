@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from jitterscope import atomic, boundedio, sysinfo
+from jitterscope import atomic, boundedio, outpath, sysinfo
 from jitterscope.doe import render
 from jitterscope.doe.analysis import Data, analyze
 from jitterscope.doe.design import Design, parse_generator, roman, run_order
@@ -142,7 +142,7 @@ def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
         return info
     if out.exists() and any(out.iterdir()):
         raise JitterscopeError(f"{out} already exists: add --resume to continue it, or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
+    outpath.make_dir(out, "--out")  # no parents made, but for the default jitterscope-doe/
     info = experiment_info(plan)
     atomic.write_text(out / "plan.yaml", plan.text)
     atomic.write_text(out / "experiment.json", json.dumps(info, indent=2) + "\n")

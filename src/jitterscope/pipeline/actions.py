@@ -9,7 +9,7 @@ from typing import Any
 
 from jitterscope import options, sysinfo
 from jitterscope.errors import UsageError
-from jitterscope.outpath import check_dir, check_file
+from jitterscope.outpath import check_dir, check_file, make_dir
 from jitterscope.pipeline import render
 from jitterscope.pipeline.compiler import Options, Schedule, compile_graph
 from jitterscope.pipeline.graph import Graph, graph_from_dict, load_graph
@@ -174,7 +174,7 @@ def do_bench(args: argparse.Namespace) -> int:
     out = check_dir(args.out, "--out") if args.out else new_run_path("pipeline", "bench", graphs[0].name)
     ro = RunOptions(iterations=args.iterations, cpus=tuple(cpus), seed=1, wait=args.wait, timers=False)
     opts = compile_options(args, cpus)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, "--out")
 
     def progress(row: dict[str, Any]) -> None:
         s = row["latency"]

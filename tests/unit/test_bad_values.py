@@ -1,0 +1,157 @@
+"""No traceback and an actionable line, whatever the value (issue 25, items 2, 7 and 8).
+
+Table-driven, in-process through cli.main: each class of bad value across every command
+that takes that kind of value.  Every case must exit 2 with one line on stderr that
+contains the words given (the thing to fix), and never a traceback.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jitterscope.cli import main
+from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import create_run_dir
+
+NOT_UTF8 = "x\udcff"  # what Python makes of the byte 0xff in a command line
+SIM = ["--nodes", "4", "--phases", "10", "--phase", "1ms"]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    try:
+        code = main(argv)
+    except SystemExit as e:  # argparse
+        code = int(e.code or 0)
+    return code, capsys.readouterr().err
+
+
+def _one_line(code: int, err: str, words: str) -> None:
+    assert code == 2, f"exit {code}: {err}"
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert words in err, err
+
+
+# every option or argument that names a file or directory, given an empty string
+EMPTY_PATHS = {
+    "export-o": ["export", "RUN", "-f", "csv", "-o", ""],
+    "export-run": ["export", "", "-f", "csv", "-o", "x.csv"],
+    "report-run": ["report", ""],
+    "report-out": ["report", "RUN", "--out", ""],
+    "compare": ["compare", "", "RUN"],
+    "analyze": ["analyze", ""],
+    "measure-out": ["measure", "--out", ""],
+    "sync-out": ["sync", "--out", "", "--", "true"],
+    "inject-truth": ["inject", "--cpu", "0", "--period", "10ms", "--busy", "1ms", "--truth", ""],
+    "ptts-model": ["ptts", ""],
+    "ptts-plots": ["ptts", "MODEL", "--plots", ""],
+    "doe-plan": ["doe", "run", ""],
+    "doe-out": ["doe", "run", "PLAN", "--out", ""],
+    "doe-analyze": ["doe", "analyze", ""],
+    "tune-plan-out": ["tune", "plan", "RUN", "--out", ""],
+    "whatif-capture-out": ["whatif", "capture", "--out", "", "--", "true"],
+    "whatif-dvfs-run": ["whatif", "dvfs", ""],
+    "monitor-history": ["monitor", "--history", ""],
+    "cluster-out": ["cluster", "measure", "--out", ""],
+    "fit-plots": ["fit", "RUN", "--phase", "1ms", "--plots", ""],
+    "simulate-plots": ["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", *SIM, "--plots", ""],
+    "pipeline-o": ["pipeline", "compile", "GRAPH", "-o", ""],
+    "pipeline-etp-o": ["pipeline", "etp", "RUN", "-o", ""],
+    "place-labels-out": ["place", "--profile", "cachegrind", "--labels-out", "", "--cmd", "true"],
+}
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    from tests.fixtures_runs import build_run
+
+    d = tmp_path_factory.mktemp("inputs")
+    run = build_run(d / "run", seed=3, duration_s=1.0)
+    (d / "model.yaml").write_text("resolution: 1ms\ncomponents:\n  - {name: a, period: 10ms, etp: {pmf: {1ms: 1}}}\n")
+    (d / "plan.yaml").write_text(
+        "response: {command: [true], cpus: 0, estimate: 1s}\n"
+        'factors:\n  - {name: one, kind: custom, low: "true", high: "true", restore: "true"}\n'
+    )
+    graph = Path(__file__).resolve().parents[2] / "examples" / "pipeline" / "appendix.yaml"
+    return {"RUN": str(run), "MODEL": str(d / "model.yaml"), "PLAN": str(d / "plan.yaml"), "GRAPH": str(graph)}
+
+
+@pytest.mark.parametrize("case", sorted(EMPTY_PATHS))
+def test_an_empty_path_is_refused_by_name(case, inputs, capsys) -> None:
+    argv = [inputs.get(a, a) for a in EMPTY_PATHS[case]]
+    code, err = _run(argv, capsys)
+    _one_line(code, err, "an empty path")
+
+
+# a value that is not UTF-8, wherever it goes (a path, a task name, a label)
+NON_UTF8 = {
+    "measure-out": ["measure", "--duration", "1s", "--out", f"/tmp/{NOT_UTF8}"],
+    "sync-out": ["sync", "--out", f"/tmp/{NOT_UTF8}", "--", "true"],
+    "analyze": ["analyze", f"/tmp/{NOT_UTF8}"],
+    "report": ["report", f"/tmp/{NOT_UTF8}"],
+    "export-o": ["export", "RUN", "-f", "csv", "-o", f"/tmp/{NOT_UTF8}.csv"],
+    "inject-name": ["inject", "--cpu", "0", "--period", "10ms", "--busy", "1ms", "--name", NOT_UTF8],
+    "place-declare": ["place", "--dry-run", "--declare", f"{NOT_UTF8}=heavy", "--tasks", "1"],
+}
+
+
+@pytest.mark.parametrize("case", sorted(NON_UTF8))
+def test_a_value_that_is_not_utf8_is_one_line(case, inputs, capsys) -> None:
+    argv = [inputs.get(a, a) for a in NON_UTF8[case]]
+    code, err = _run(argv, capsys)
+    _one_line(code, err, "not valid UTF-8")
+
+
+def test_what_follows_the_double_dash_is_the_programs_own(capsys) -> None:
+    from jitterscope.cli import _not_utf8
+
+    assert _not_utf8(["sync", "--", "cat", NOT_UTF8]) is None
+    assert _not_utf8(["sync", "--out", NOT_UTF8, "--", "cat"]) is not None
+
+
+# a number too large for a float: not "must be positive", but the range to use
+OVERFLOWS = {
+    "duration": (["measure", "--duration", "1e400s"], "too long: use 100ms to 7 days"),
+    "duration-negative": (["measure", "--duration=-1e400s"], "must be positive"),
+    "duration-nan": (["measure", "--duration", "nanms"], "malformed --duration"),
+    "buffer": (["measure", "--duration", "1s", "--buffer", "1e400G"], "too large"),
+    "nodes": (["simulate", "--noise", "normal(mean=1ms,sd=0.1ms)", "--nodes", "1e400", *SIM[2:]], "beyond"),
+    "replicates": (["fit", "RUN", "--phase", "1ms", "--replicates", "1e400"], "must be from 19"),
+    "iterations": (["ptts", "MODEL", "--method", "simulate", "--iterations", "1e400"], "must be from 1"),
+    "ptts-deadline": (["ptts", "MODEL", "--deadline", "1e400ms"], "below 2^62"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OVERFLOWS))
+def test_an_overflowing_number_names_the_range(case, inputs, capsys) -> None:
+    argv, words = OVERFLOWS[case]
+    code, err = _run([inputs.get(a, a) for a in argv], capsys)
+    _one_line(code, err, words)
+
+
+def test_the_inject_period_bound_is_one_bound(capsys) -> None:
+    # limits.md, the option's range error and the injector's own check said 1us, 1us and 10us
+    text = (Path(__file__).resolve().parents[2] / "docs" / "limits.md").read_text()
+    row = next(ln for ln in text.splitlines() if ln.startswith("| `--period` | inject"))
+    code, err = _run(["inject", "--cpu", "0", "--period", "9us", "--busy", "1us"], capsys)
+    _one_line(code, err, "use 10us to 1h")
+    assert "| 10us | 1h |" in row
+    from jitterscope.measure.inject import validate
+
+    with pytest.raises(JitterscopeError, match="use 10us to 1h"):
+        validate(0, 5_000, 1_000, None, "x", "other", 1)
+
+
+def test_a_run_directory_gets_no_parents(tmp_path) -> None:
+    with pytest.raises(JitterscopeError, match="no such directory .*not created for you"):
+        create_run_dir(tmp_path / "nonexistent" / "dir" / "x")
+    assert not (tmp_path / "nonexistent").exists()
+    assert create_run_dir(tmp_path / "run").is_dir()
+
+
+def test_the_default_run_root_is_made_in_the_current_directory(tmp_path, monkeypatch) -> None:
+    from jitterscope.rundir import new_run_path
+
+    monkeypatch.chdir(tmp_path)
+    assert create_run_dir(new_run_path("x")).is_dir()
