@@ -118,7 +118,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command not in _NO_RECOVERY:
             journal.recover_stale(quiet=False)
-        return int(args._module.run(args) or 0)
+        code = int(args._module.run(args) or 0)
+        sys.stdout.flush()  # a full disk under `> file` shows here, in the command, not at exit
+        return code
     except JitterscopeError as e:
         print(f"jitterscope: error: {e}", file=sys.stderr)
         return e.exit_code
@@ -135,5 +137,15 @@ def main(argv: list[str] | None = None) -> int:
             what = "disk full (no space left on device)"
         else:
             raise
-        print(f"jitterscope: error: {e.filename or ''}: {what}", file=sys.stderr)
+        # every file jitterscope writes goes through atomic.py, which names it: a nameless one is stdout
+        print(f"jitterscope: error: {e.filename or 'standard output'}: {what}", file=sys.stderr)
+        _drop_stdout()
         return 2
+
+
+def _drop_stdout() -> None:
+    """What stdout still buffers goes nowhere: Python's flush at exit would fail again, with a traceback."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)

@@ -155,3 +155,12 @@ def test_the_default_run_root_is_made_in_the_current_directory(tmp_path, monkeyp
 
     monkeypatch.chdir(tmp_path)
     assert create_run_dir(new_run_path("x")).is_dir()
+
+
+def test_pipeline_compile_explain_writes_nothing_unasked(inputs, tmp_path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert main(["pipeline", "compile", inputs["GRAPH"], "--explain"]) == 0
+    assert "add --gantt FILE.svg" in capsys.readouterr().out
+    assert list(tmp_path.iterdir()) == []  # it once drew GRAPH-HEURISTIC-gantt.svg here
+    assert main(["pipeline", "compile", inputs["GRAPH"], "--explain", "--gantt", "g.svg"]) == 0
+    assert [p.name for p in tmp_path.iterdir()] == ["g.svg"]

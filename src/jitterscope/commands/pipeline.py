@@ -112,11 +112,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument(
         "-o", "--output", type=options.path_text, metavar="FILE", help="write the schedule here (default: print it)"
     )
-    c.add_argument("--explain", action="store_true", help="print the schedule as tables and draw its Gantt chart")
+    c.add_argument("--explain", action="store_true", help="print the schedule as tables")
     c.add_argument(
         "--gantt",
+        type=options.path_text,
         metavar="FILE.svg",
-        help="Gantt chart of the simulated schedule (with --explain: default GRAPH-HEURISTIC-gantt.svg)",
+        help="draw the Gantt chart of the simulated schedule into this SVG file",
     )
     options.add_json(c, "the schedule as JSON")
 
