@@ -45,9 +45,10 @@ Add the kind's section to docs/run-format.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -491,6 +492,22 @@ def create_run_dir(path: str | os.PathLike[str]) -> Path:
     if os.path.lexists(p):
         raise JitterscopeError(f"{p}: already exists; choose a new --out directory")
     return outpath.make_dir(p, "--out")  # no parents made, but for the default jitterscope-runs/
+
+
+@contextlib.contextmanager
+def finish_later_on_interrupt(run_dir: Path) -> Iterator[None]:
+    """A Ctrl-C or SIGTERM while a run is built from what it recorded says where the raw
+    records are kept and how to finish the run (`jitterscope analyze DIR`), not just
+    "interrupted": the measurement itself is not lost."""
+    try:
+        yield
+    except KeyboardInterrupt as err:
+        if str(err):  # already says what was kept
+            raise
+        raise KeyboardInterrupt(
+            f"interrupted while building the run: what was recorded is kept in {run_dir}; "
+            f"`jitterscope analyze {run_dir}` finishes it"
+        ) from None
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:

@@ -28,7 +28,7 @@ from jitterscope.journal import Journal
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
 from jitterscope.report.pages import write_report
-from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.rundir import base_meta, create_run_dir, finish_later_on_interrupt, write_json
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
@@ -172,7 +172,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     )
     write_json(raw / "meta.json", meta)  # before CMD runs: what `jitterscope analyze` needs if we are killed
     steal_before = sysinfo.steal_ticks(cpus)
-    with Journal("sync") as journal, contextlib.ExitStack() as stack:
+    with finish_later_on_interrupt(run_dir), Journal("sync") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
             from jitterscope.tracing.session import TraceSession
 
@@ -187,7 +187,8 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
             f"{opts.command[0]} left no sync records: the interposer did not load (a setuid "
             f"program, or one that clears LD_PRELOAD); exit code {code}"
         )
-    build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
+    with finish_later_on_interrupt(run_dir):
+        build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
     if opts.report:
         _report(run_dir)
     return run_dir, code
