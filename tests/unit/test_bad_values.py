@@ -164,3 +164,23 @@ def test_pipeline_compile_explain_writes_nothing_unasked(inputs, tmp_path, monke
     assert list(tmp_path.iterdir()) == []  # it once drew GRAPH-HEURISTIC-gantt.svg here
     assert main(["pipeline", "compile", inputs["GRAPH"], "--explain", "--gantt", "g.svg"]) == 0
     assert [p.name for p in tmp_path.iterdir()] == ["g.svg"]
+
+
+@pytest.mark.parametrize("value", ["-1", '"x"', "99", "1.5"])
+def test_a_union_field_error_names_the_key_not_pydantics_member(value, tmp_path, capsys) -> None:
+    g = tmp_path / "g.yaml"
+    g.write_text(
+        "name: g\nimage: {width: 16, height: 16, pixel: int32}\n"
+        f"boxes:\n  a: {{kernel: source, outputs: {value}}}\n  b: {{kernel: sink}}\nedges:\n  - a.out -> b.in\n"
+    )
+    code, err = _run(["pipeline", "compile", str(g)], capsys)
+    _one_line(code, err, f"{g}: boxes.a.outputs must be")
+    assert "constrained" not in err
+
+
+def test_a_resolution_takes_every_duration_unit(capsys) -> None:
+    from jitterscope.ptts.etp import parse_time_ns
+
+    assert parse_time_ns("1h", "--resolution") == 3600 * 10**9 and parse_time_ns("2min", "x") == 120 * 10**9
+    code, err = _run(["pipeline", "etp", "/nonexistent", "-o", "/tmp/x.csv", "--resolution", "1fortnight"], capsys)
+    assert code == 2 and "use ns, us, ms, s, min or h" in err or "no such run directory" in err, err

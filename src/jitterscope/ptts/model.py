@@ -30,6 +30,7 @@ from jitterscope.humanize import seconds
 from jitterscope.ptts.etp import (
     ETP,
     TIME_RE,
+    UNIT_NAMES,
     UNITS_NS,
     EtpSpec,
     ModelError,
@@ -179,7 +180,7 @@ def model_from_dict(data: Any, base_dir: Path | None = None, path: Path | None =
     if spec.unit is not None:
         unit = "us" if spec.unit == "µs" else spec.unit
         if unit not in UNITS_NS:
-            raise ModelError(f"field unit: unknown unit {spec.unit!r} (use ns, us, ms or s)")
+            raise ModelError(f"field unit: unknown unit {spec.unit!r} (use {UNIT_NAMES})")
     model = Model(res_ns, unit, [], path=path, name=spec.name or (path.stem if path else "model"))
     seen: set[str] = set()
     for c in spec.components:
