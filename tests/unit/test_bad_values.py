@@ -184,3 +184,26 @@ def test_a_resolution_takes_every_duration_unit() -> None:
     assert parse_time_ns("1h", "--resolution") == 3600 * 10**9 and parse_time_ns("2min", "x") == 120 * 10**9
     with pytest.raises(ModelError, match=r"unknown unit 'fortnight' .*use ns, us, ms, s, min or h"):
         parse_time_ns("1fortnight", "--resolution")
+
+
+def test_a_long_ptts_simulation_is_announced_estimated_and_refused(inputs, capsys) -> None:
+    # --iterations 1e9 once ran silently for minutes (and drew a list of 1e9 Python ints first)
+    code, err = _run(
+        ["ptts", inputs["MODEL"], "--method", "simulate", "--iterations", "1e7", "--max-time", "1ms"], capsys
+    )
+    lines = err.strip().splitlines()
+    assert code == 2 and "Traceback" not in err, err
+    assert lines[0].startswith("ptts: simulating 10,000,000 frames") and len(lines) == 2, err
+    assert "would take" in lines[1] and "--max-time 1ms" in lines[1], err
+
+
+def test_a_ptts_simulation_reports_its_progress_and_keeps_its_frames(inputs) -> None:
+    from jitterscope.ptts.model import load_model
+    from jitterscope.ptts.simulate import CHUNK, simulate
+
+    model = load_model(inputs["MODEL"])
+    seen: list[float] = []
+    a = simulate(model, 3 * CHUNK, seed=5, progress=seen.append)
+    b = simulate(model, 3 * CHUNK, seed=5)
+    assert seen == [1 / 3, 2 / 3]
+    assert a.latency.times.tolist() == b.latency.times.tolist() and a.loss == b.loss

@@ -96,8 +96,10 @@ def _show(as_json: bool, data: dict[str, Any], text: Callable[[T], str], result:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterscope.progress import Progress
     from jitterscope.ptts import analysis, render  # numpy and the engine: only when it runs
     from jitterscope.ptts.model import MAX_TICKS, load_model
+    from jitterscope.ptts.simulate import CHUNK
 
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
@@ -114,6 +116,16 @@ def run(args: argparse.Namespace) -> int:
         max_time_s=parse_duration_s(args.max_time, what="--max-time"),
         max_time_text=args.max_time,
     )
+    bar = Progress("ptts simulate", 1.0, enabled=args.method == "simulate")
+    n_sim = args.iterations or analysis.DEFAULT_ITERATIONS
+    if args.method == "simulate":
+        opts.progress = bar.update
+        if n_sim > CHUNK:  # long work says so before it starts
+            print(
+                f"ptts: simulating {n_sim:,} frames; their time is estimated after the first {CHUNK:,} "
+                f"and refused over --max-time {args.max_time}",
+                file=sys.stderr,
+            )
 
     def note(text: str) -> None:
         print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -135,7 +147,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if not args.json:
         print(render.describe(model))
-    rep = analysis.analyse(model, opts, note)
+    try:
+        rep = analysis.analyse(model, opts, note)
+    finally:
+        bar.close()
     _show(args.json, rep.data(str(args.model)), render.report_text, rep)
     if args.plots:
         from jitterscope.ptts import plots  # matplotlib: only with --plots
