@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     bar = Progress("simulate", 1.0, enabled=not args.json or None)
     try:
         if args.by_source:
-            sim, ranking = by_source(spec, job, bar.update)
+            sim, ranking = by_source(spec, job, bar.update, lambda text: print(text, file=sys.stderr))
         else:
             sim, ranking = simulate(spec, job, bar.update), None
     finally:
