@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from jitterscope import boundedio
-from jitterscope.cli import main
 from tests.fixtures_runs import build_run
+from tests.support.cli_run import run_cli
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -67,12 +67,7 @@ BAD_RUN_JSON = {**BAD, "huge": _huge(boundedio.RUN_JSON_MAX)}
 MODEL = "resolution: 1ms\ncomponents:\n  - {name: a, period: 10ms, offset: 0ms, etp: {csv: PROFILE}}\n"
 
 
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse
-        code = int(e.code or 0)
-    return code, capsys.readouterr().err
+_run = run_cli
 
 
 # the commands that read a file a user names: (argv with BAD for the file, what the error says)

@@ -14,17 +14,13 @@ import pytest
 from jitterscope.cli import main
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import create_run_dir
+from tests.support.cli_run import run_cli
 
 NOT_UTF8 = "x\udcff"  # what Python makes of the byte 0xff in a command line
 SIM = ["--nodes", "4", "--phases", "10", "--phase", "1ms"]
 
 
-def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    try:
-        code = main(argv)
-    except SystemExit as e:  # argparse
-        code = int(e.code or 0)
-    return code, capsys.readouterr().err
+_run = run_cli
 
 
 def _one_line(code: int, err: str, words: str) -> None:
