@@ -1,6 +1,6 @@
 """A full disk is one line naming the file, and leaves nothing half-written (issue 25, items 7-8).
 
-A real full filesystem: a 64 KiB tmpfs, mounted by the test (root) and unmounted after."""
+A real full filesystem: a 1 MiB tmpfs, filled, mounted by the test (root) and unmounted after."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def full(tmp_path: Path):
     d = tmp_path / "full"
     d.mkdir()
-    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(d)], check=True)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(d)], check=True)
     try:
         yield d
     finally:
@@ -64,3 +64,19 @@ def test_stdout_to_a_full_disk_is_named(run, full) -> None:
         )
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr == "jitterscope: error: standard output: disk full (no space left on device)\n"
+
+
+@pytest.mark.parametrize(
+    "argv,leave",
+    [  # room for the first figure (~38 KB; fit's ~63 KB), not the next (~39 KB; ~227 KB)
+        (["simulate", "--noise", "RUN", "--nodes", "1,4", "--phases", "10", "--phase", "1ms", "--plots", "FULL"], 56),
+        (["fit", "RUN", "--phase", "1ms", "--replicates", "19", "--plots", "FULL"], 120),
+    ],
+    ids=["simulate", "fit"],
+)
+def test_plots_to_a_full_disk_leave_no_half_set(run, full, argv, leave, capsys) -> None:
+    _fill(full, leave * 1024)
+    code = main([{"RUN": str(run), "FULL": str(full)}.get(a, a) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and "disk full" in err, err
+    assert sorted(p.name for p in full.iterdir()) == ["fill"]

@@ -77,9 +77,11 @@ def run(args: argparse.Namespace) -> int:
     data = fit.to_json()
     written = []
     if args.plots:
+        from jitterscope import plotting
         from jitterscope.simulate.plots import fit_plots
 
-        written = fit_plots(fit, args.plots)
+        with plotting.figure_set():
+            written = fit_plots(fit, args.plots)
     if args.json:
         options.print_json(data)
     else:

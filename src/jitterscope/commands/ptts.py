@@ -138,11 +138,19 @@ def run(args: argparse.Namespace) -> int:
         sw = analysis.sweep(model, args.sweep, opts, note)
         _show(args.json, sw.data(str(args.model)), render.sweep_text, sw)
         if args.plots:
+            from jitterscope import plotting
             from jitterscope.ptts import plots  # matplotlib: only with --plots
 
-            files = plots.plot_sweep(
-                args.plots, model, sw.label, [model.ticks_to_unit(v) for v in sw.values], sw.dists, sw.sums, deadline
-            )
+            with plotting.figure_set():
+                files = plots.plot_sweep(
+                    args.plots,
+                    model,
+                    sw.label,
+                    [model.ticks_to_unit(v) for v in sw.values],
+                    sw.dists,
+                    sw.sums,
+                    deadline,
+                )
             note("plots: " + ", ".join(str(f) for f in files))
         return 0
     if not args.json:
@@ -153,11 +161,13 @@ def run(args: argparse.Namespace) -> int:
         bar.close()
     _show(args.json, rep.data(str(args.model)), render.report_text, rep)
     if args.plots:
+        from jitterscope import plotting
         from jitterscope.ptts import plots  # matplotlib: only with --plots
 
         series, title = render.figure_series(rep), f"{model.name}: end-to-end latency"
-        files = plots.plot_pmf(args.plots, model, series, title, deadline) + plots.plot_cdf(
-            args.plots, model, series, title, deadline
-        )
+        with plotting.figure_set():
+            files = plots.plot_pmf(args.plots, model, series, title, deadline) + plots.plot_cdf(
+                args.plots, model, series, title, deadline
+            )
         note("plots: " + ", ".join(str(f) for f in files))
     return 0

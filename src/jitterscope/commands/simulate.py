@@ -120,9 +120,11 @@ def run(args: argparse.Namespace) -> int:
     if ranking is not None:
         data["by_source"] = ranking
     if args.plots:
+        from jitterscope import plotting
         from jitterscope.simulate.plots import simulate_plots
 
-        written = simulate_plots(data, args.plots)
+        with plotting.figure_set():
+            written = simulate_plots(data, args.plots)
         if not args.json:
             sim.notes.append("plots: " + ", ".join(str(p) for p in written))
     if args.json:
