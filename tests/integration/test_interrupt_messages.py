@@ -6,6 +6,8 @@ then finished by the command the message names."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from jitterscope.cli import main
@@ -26,8 +28,10 @@ def test_sync_interrupted_while_building_says_how_to_finish(tmp_path, monkeypatc
     out = tmp_path / "s"
     build = runner.build
     monkeypatch.setattr(runner, "build", _interrupt)
-    assert main(["sync", "--out", str(out), "--no-trace", "--no-report", "--", "true"]) == 130
+    cpu = str(min(os.sched_getaffinity(0)))  # one this process may use now (other sessions move cpusets)
+    code = main(["sync", "--out", str(out), "--cpus", cpu, "--no-trace", "--no-report", "--", "true"])
     err = capsys.readouterr().err
+    assert code == 130, err
     assert err == (
         f"jitterscope: interrupted while building the run: what was recorded is kept in {out}; "
         f"`jitterscope analyze {out}` finishes it\n"
