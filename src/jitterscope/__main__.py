@@ -1,3 +1,3 @@
-from jitterscope.cli import main
+from jitterscope.entry import main
 
 raise SystemExit(main())

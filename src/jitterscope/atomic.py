@@ -121,6 +121,31 @@ def replace_text(path: str | os.PathLike[str], text: str) -> None:
             os.chown(tmp, st.st_uid, st.st_gid)
 
 
+def write_texts(files: list[tuple[Path, str]]) -> None:
+    """Files that belong together (a page and its figures): every one is written to its temporary
+    first, and only when all are whole are they renamed into place.  A failure (disk full) removes
+    the temporaries, so no figure is left beside a missing page."""
+    staged: list[tuple[Path, Path]] = []
+    target = Path(".")
+    try:
+        for target, text in files:
+            _sweep_siblings(target)
+            staged.append((temporary_name(target), target))
+            staged[-1][0].write_text(text, encoding="utf-8")
+            _fsync_file(staged[-1][0])
+        for tmp, target in staged:
+            os.replace(tmp, target)
+    except BaseException as err:
+        for tmp, _ in staged:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+        if isinstance(err, OSError):
+            raise write_error(target, err) from None
+        raise
+    for d in {t.parent for _, t in staged}:
+        fsync_dir(d)
+
+
 def write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     with atomic_path(path) as tmp:
         tmp.write_bytes(data)

@@ -93,10 +93,30 @@ def _interrupt(signum: int, _frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def _not_utf8(argv: list[str]) -> str | None:
+    """Why an argument cannot be used, if one is not UTF-8 (a shell passes any bytes; names, paths
+    and labels end up in JSON, Parquet and HTML, which hold text).  What follows `--` is a
+    program's own command line and is passed on as given."""
+    for a in argv:
+        if a == "--":
+            return None
+        try:
+            a.encode("utf-8")
+        except UnicodeEncodeError:
+            shown = a.encode("utf-8", "backslashreplace").decode()
+            return f"argument '{shown}' is not valid UTF-8: use UTF-8 text (rename a file or directory so named)"
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     # Turn SIGTERM and SIGHUP into KeyboardInterrupt so every command's cleanup path runs.
     signal.signal(signal.SIGTERM, _interrupt)
     signal.signal(signal.SIGHUP, _interrupt)
+    argv = sys.argv[1:] if argv is None else argv
+    bad = _not_utf8(argv)
+    if bad is not None:
+        print(f"jitterscope: error: {bad}", file=sys.stderr)
+        return 2
     try:  # building the parser imports every command: a second or more on a loaded machine
         parser = build_parser()
         args = parser.parse_args(argv)
@@ -109,7 +129,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command not in _NO_RECOVERY:
             journal.recover_stale(quiet=False)
-        return int(args._module.run(args) or 0)
+        code = int(args._module.run(args) or 0)
+        sys.stdout.flush()  # a full disk under `> file` shows here, in the command, not at exit
+        return code
     except JitterscopeError as e:
         print(f"jitterscope: error: {e}", file=sys.stderr)
         return e.exit_code
@@ -126,5 +148,15 @@ def main(argv: list[str] | None = None) -> int:
             what = "disk full (no space left on device)"
         else:
             raise
-        print(f"jitterscope: error: {e.filename or ''}: {what}", file=sys.stderr)
+        # every file jitterscope writes goes through atomic.py, which names it: a nameless one is stdout
+        print(f"jitterscope: error: {e.filename or 'standard output'}: {what}", file=sys.stderr)
+        _drop_stdout()
         return 2
+
+
+def _drop_stdout() -> None:
+    """What stdout still buffers goes nowhere: Python's flush at exit would fail again, with a traceback."""
+    with contextlib.suppress(OSError):
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, 1)
+        os.close(null)

@@ -30,6 +30,7 @@ validator with a message that reads after the key path ("must be ...").
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from pathlib import Path
@@ -38,6 +39,7 @@ from typing import Annotated, Any, ClassVar, TypeVar
 import yaml
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import DURATION_BOUNDS, parse_cpulist, parse_duration_s
 
@@ -100,13 +102,7 @@ PositiveInt = Annotated[int, BeforeValidator(_int_only), Field(ge=1)]
 def read_yaml(path: str | Path, what: str = "file") -> Any:
     """The parsed YAML of `path`, or one line saying why it cannot be read."""
     p = Path(path)
-    try:
-        text = p.read_text()
-    except FileNotFoundError:
-        raise JitterscopeError(f"{p}: no such {what}") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise JitterscopeError(f"{p}: cannot read {what} ({getattr(err, 'strerror', None) or err})") from None
-    return parse_yaml(text, str(p))
+    return parse_yaml(boundedio.read_text(p, what), str(p))
 
 
 def parse_yaml(text: str, source: str) -> Any:
@@ -217,11 +213,26 @@ def _path(loc: tuple[Any, ...], data: Any) -> str:
             out += f"[{name!r}]" if isinstance(name, str) and name else f"[{part}]"
             node = item
         else:
-            if isinstance(part, str) and "[" in part:  # pydantic's tag for a union member: not a key
+            if _is_union_tag(part, node):
                 continue
             out += ("." if out else "") + str(part)
             node = node.get(part) if isinstance(node, dict) else None
     return out
+
+
+_SCHEMA_TAG = re.compile(r"^[a-z]+(-[a-z]+)+$")  # constrained-int, function-after, lax-or-strict, ...
+
+
+def _is_union_tag(part: Any, node: Any) -> bool:
+    """Whether `part` of an error's location is pydantic's name for a union member, not a key:
+    `outputs.constrained-int` would leak pydantic's internals to the user."""
+    if not isinstance(part, str):
+        return False
+    if "[" in part or _SCHEMA_TAG.match(part):
+        return True
+    if node is not None and not isinstance(node, (dict, list)):
+        return True  # a scalar has no keys
+    return isinstance(node, dict) and part not in node and part[:1].isupper()  # a model class: PortSpec
 
 
 def _model_at(model: type[BaseModel] | None, loc: tuple[Any, ...]) -> type[BaseModel] | None:

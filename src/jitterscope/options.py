@@ -43,6 +43,7 @@ import dataclasses
 import json
 import math
 import re
+from pathlib import Path
 from typing import Any
 
 from jitterscope import sysinfo
@@ -56,6 +57,18 @@ JSON_INDENT = 2
 
 
 # --- declaring -------------------------------------------------------------------------------------------------
+
+
+def path_arg(text: str) -> Path:
+    """argparse type of a file or directory option: `Path('')` would silently be the current directory."""
+    return Path(path_text(text))
+
+
+def path_text(text: str) -> str:
+    """path_arg kept as text: an empty one would read as "not given" and silently do nothing."""
+    if not text.strip():
+        raise argparse.ArgumentTypeError("an empty path; name a file or directory")
+    return text
 
 
 def add_cpus(p: argparse.ArgumentParser, help: str | None = None) -> None:

@@ -24,7 +24,9 @@ with `with plt.rc_context(plotting.STYLE): ...` where a figure sits in a page.
 
 from __future__ import annotations
 
+import contextlib
 import io
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -67,12 +69,34 @@ def _savefig(fig: Any, target: Any, fmt: str, **kwargs: Any) -> None:
     fig.savefig(target, format=fmt, **kwargs)
 
 
+_SETS: list[list[Path]] = []
+
+
+@contextlib.contextmanager
+def figure_set() -> Iterator[None]:
+    """The figures one command writes (`--plots DIR`) are one set: a failure part-way (a full
+    disk) removes those of the set already written, so no half set is left."""
+    written: list[Path] = []
+    _SETS.append(written)
+    try:
+        yield
+    except BaseException:
+        for p in written:
+            with contextlib.suppress(OSError):
+                p.unlink()
+        raise
+    finally:
+        _SETS.pop()
+
+
 def save(fig: Any, path: str | Path, close: bool = True, **kwargs: Any) -> Path:
     """Write `fig` to `path` in the format its suffix names (svg, png, pdf); close it unless told not to."""
     path = Path(path)
     try:
         with atomic_path(path) as tmp:  # whole or not at all
             _savefig(fig, tmp, path.suffix.lstrip(".").lower() or "svg", **kwargs)
+        if _SETS:
+            _SETS[-1].append(path)
     finally:
         if close:
             pyplot().close(fig)

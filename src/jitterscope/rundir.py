@@ -45,9 +45,10 @@ Add the kind's section to docs/run-format.md.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -61,7 +62,7 @@ import pyarrow.compute  # noqa: F401  (pa.compute)
 import pyarrow.parquet as pq
 from pydantic import BaseModel
 
-from jitterscope import __version__, atomic, runcheck, sysinfo
+from jitterscope import __version__, atomic, boundedio, outpath, runcheck, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.pipeline import schema as pipeline_schema
 from jitterscope.place import schema as place_schema
@@ -159,7 +160,7 @@ def partition(host: str, cpu: int) -> str:
     return f"host={quote(host, safe='')}/cpu={int(cpu)}"
 
 
-DEFAULT_RUNS = Path("jitterscope-runs")
+DEFAULT_RUNS = Path(outpath.DEFAULT_ROOTS[0])
 
 
 def run_stamp() -> str:
@@ -207,7 +208,7 @@ class Run:
         spec = self.spec.tables.get(name)
         if spec is None:
             return False
-        return (self.path / name).is_dir() if spec.per_node else (self.path / f"{name}.parquet").exists()
+        return (self.path / name).is_dir() if spec.per_node else os.path.lexists(self.path / f"{name}.parquet")
 
     def table(self, name: str) -> pa.Table:
         """The table `name`, cast to its schema; a per-node table whole, with `host` and `cpu` columns.
@@ -276,7 +277,13 @@ class Run:
 
     @property
     def attribution(self) -> pa.Table:
-        return self.table("attribution")
+        att = self.table("attribution")
+        if self.kind == "measure" and att.num_rows and "detour" in att.column_names:
+            _check_refs(att, self.detours.num_rows, self._table_file("attribution"))
+        return att
+
+    def _table_file(self, name: str) -> Path:
+        return self.path / f"{name}.parquet"
 
     @property
     def cpus(self) -> list[int]:
@@ -317,7 +324,10 @@ class NodeRun(Run):
         return cls(d, meta, summary, parent=parent, node=node)
 
     def has_table(self, name: str) -> bool:
-        return self.parent is not None and self._file(name).exists()
+        return self.parent is not None and os.path.lexists(self._file(name))
+
+    def _table_file(self, name: str) -> Path:
+        return self._file(name)
 
     def _file(self, name: str) -> Path:
         assert self.parent is not None
@@ -337,6 +347,16 @@ class NodeRun(Run):
                 t = t.append_column("cpu", pa.array([int(self.node["cpu"])] * t.num_rows, pa.int32()))
                 self._tables[name] = _cast(f, t, spec.schema)
         return self._tables[name]
+
+
+def _check_refs(att: pa.Table, n_detours: int, f: Path) -> None:
+    """Every attribution row names a detour of the run: a row past the table would index nothing
+    (an emptied or truncated detours table beside a whole attribution)."""
+    d = att.column("detour").to_numpy(zero_copy_only=False)
+    if d.min(initial=0) < 0 or d.max(initial=-1) >= n_detours:
+        raise JitterscopeError(
+            f"{f}: corrupt table (rows refer to detour {int(d.max())}, the run has {n_detours} detours)"
+        )
 
 
 def _missing(f: Path, kind: str, name: str) -> JitterscopeError:
@@ -359,7 +379,7 @@ def _cast(f: Path, table: pa.Table, schema: pa.Schema) -> pa.Table:
 
 
 def _read_file_table(f: Path, spec: TableSpec, meta: Mapping[str, Any], kind: str) -> pa.Table:
-    if not f.exists():
+    if not os.path.lexists(f):
         if spec.required(meta):
             raise _missing(f, kind, f.stem)
         return spec.schema.empty_table()
@@ -377,6 +397,8 @@ def _read_node_table(run: Run, name: str, spec: TableSpec) -> pa.Table:
         return schema.empty_table()
     import pyarrow.dataset as ds  # see node_partitioning
 
+    for f in files:
+        boundedio.check_file(f, "Parquet table", boundedio.table_cap())
     dset = ds.dataset(
         [str(f) for f in files],
         format="parquet",
@@ -394,7 +416,7 @@ def _read_node_table(run: Run, name: str, spec: TableSpec) -> pa.Table:
 
 def _check_node_file(run: Run, name: str, spec: TableSpec, node: Mapping[str, Any], f: Path) -> bool:
     """Whether the node has this table; a required one missing is an error."""
-    if f.exists():
+    if os.path.lexists(f):
         return True
     if spec.required(node):
         raise _missing(f, run.kind, f"{name} (node {node.get('host')}:{node.get('cpu')})")
@@ -402,12 +424,9 @@ def _check_node_file(run: Run, name: str, spec: TableSpec, node: Mapping[str, An
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise JitterscopeError(f"{path.parent}: not a jitterscope run ({path.name} missing)") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise JitterscopeError(f"{path}: corrupt {what} ({err})") from None
+    if not os.path.lexists(path):
+        raise JitterscopeError(f"{path.parent}: not a jitterscope run ({path.name} missing)")
+    data = boundedio.read_json(path, what, boundedio.RUN_JSON_MAX)
     if not isinstance(data, dict):
         raise JitterscopeError(f"{path}: corrupt {what} (not a JSON object)")
     return data
@@ -427,6 +446,7 @@ def load_run(
     p = Path(path)
     if not p.is_dir():
         raise JitterscopeError(f"{p}: no such run directory")
+    outpath.check_name(p, "run directory")  # pyarrow cannot open a path that is not UTF-8
     if (p / "capture.json").exists():  # measure/capture.py: raw data waiting for analysis
         raise JitterscopeError(
             f"{p}: an unfinished run (its measurement or analysis was cut short): `jitterscope analyze {p}` finishes it"
@@ -478,7 +498,7 @@ def check_run_tables(run: Run) -> None:
             want = [c for c in spec.schema.names if c != "cpu"]
         else:
             f = run.path / f"{name}.parquet"
-            files = [f] if f.exists() else []
+            files = [f] if os.path.lexists(f) else []
             if not files and spec.required(run.meta):
                 raise _missing(f, run.kind, name)
             want = spec.schema.names
@@ -491,14 +511,26 @@ def check_run_tables(run: Run) -> None:
 
 def create_run_dir(path: str | os.PathLike[str]) -> Path:
     """Create a new, empty run directory; refuse to reuse an existing one."""
-    p = Path(path)
-    if p.exists():
+    p = outpath.check_name(path, "--out")
+    if os.path.lexists(p):
         raise JitterscopeError(f"{p}: already exists; choose a new --out directory")
+    return outpath.make_dir(p, "--out")  # no parents made, but for the default jitterscope-runs/
+
+
+@contextlib.contextmanager
+def finish_later_on_interrupt(run_dir: Path) -> Iterator[None]:
+    """A Ctrl-C or SIGTERM while a run is built from what it recorded says where the raw
+    records are kept and how to finish the run (`jitterscope analyze DIR`), not just
+    "interrupted": the measurement itself is not lost."""
     try:
-        p.mkdir(parents=True)
-    except OSError as err:
-        raise JitterscopeError(f"{p}: cannot create run directory ({err.strerror})") from None
-    return p
+        yield
+    except KeyboardInterrupt as err:
+        if str(err):  # already says what was kept
+            raise
+        raise KeyboardInterrupt(
+            f"interrupted while building the run: what was recorded is kept in {run_dir}; "
+            f"`jitterscope analyze {run_dir}` finishes it"
+        ) from None
 
 
 def write_json(path: Path, data: Mapping[str, Any]) -> None:
@@ -519,7 +551,9 @@ def write_table(run_dir: Path, name: str, table: pa.Table, kind: str = "measure"
 
 
 def read_table(path: Path, read: Callable[[], Any], what: str = "Parquet table") -> Any:
-    """read() (of the table at `path`), with a one-line error when Arrow cannot read it."""
+    """read() (of the table at `path`), with a one-line error when Arrow cannot read it.
+    The file is checked first: a regular file no larger than boundedio.table_cap()."""
+    boundedio.check_file(path, what, boundedio.table_cap())
     try:
         return read()
     except (pa.ArrowException, OSError) as err:

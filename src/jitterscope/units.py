@@ -33,7 +33,7 @@ DURATION_BOUNDS: dict[str, tuple[float, float]] = {
     "--threshold": (1e-8, 1.0),  # smallest gap recorded as a detour
     "--interval": (0.1, DAY_S),  # monitor
     "--window": (0.1, DAY_S),  # monitor
-    "--period": (1e-6, 3600.0),  # inject
+    "--period": (1e-5, 3600.0),  # inject: a wake-up every few us would be all overhead
     "--busy": (1e-8, 3600.0),  # inject
     "--phase": (1e-6, 3600.0),  # simulate, fit, cluster bsp: the work between barriers
     "--link-latency": (0.0, 1.0),  # simulate
@@ -76,9 +76,11 @@ def parse_duration_ns(
     if unit not in DURATION_UNITS_NS:
         raise UsageError(f"unknown unit {unit!r} in {what} {text!r}: use ns, us, ms, s, min or h")
     ns = value * DURATION_UNITS_NS[unit]
-    if not math.isfinite(ns) or ns < 0 or (ns == 0 and not allow_zero):
-        raise UsageError(f"{what} {text!r} must be {'non-negative' if allow_zero else 'positive'}")
     lo, hi = bounds or DURATION_BOUNDS.get(what, DEFAULT_DURATION_BOUNDS)
+    if math.isnan(ns):
+        raise UsageError(f"{what} {text!r} is not a number")
+    if ns < 0 or (ns == 0 and not allow_zero):
+        raise UsageError(f"{what} {text!r} must be {'non-negative' if allow_zero else 'positive'}")
     if ns and not lo * 1e9 * (1 - 1e-12) <= ns <= hi * 1e9 * (1 + 1e-12):
         raise UsageError(
             f"{what} {text!r} is too {'short' if ns < lo * 1e9 else 'long'}: use {format_s(lo)} to {format_s(hi)}"
@@ -147,6 +149,8 @@ def count_arg(lo: int, hi: int) -> Callable[[str], int]:
                 f = float(text)
             except ValueError:
                 raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+            if math.isinf(f):  # 1e400: a number, only far too large (or small)
+                raise argparse.ArgumentTypeError(f"must be from {lo:,} to {hi:,}, got {text}") from None
             if not f.is_integer():
                 raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
             v = int(f)
@@ -213,7 +217,9 @@ def parse_size(text: str, what: str = "size") -> int:
     if not m or m.group(2).lower() not in _SIZE_UNITS:
         raise UsageError(f"malformed {what} {text!r}: use e.g. 64K, 32M, 1G")
     value = float(m.group(1)) * _SIZE_UNITS[m.group(2).lower()]
-    if not math.isfinite(value) or value <= 0:
+    if math.isnan(value):
+        raise UsageError(f"{what} {text!r} is not a number")
+    if value <= 0:
         raise UsageError(f"{what} {text!r} must be positive")
     lo, hi = SIZE_BOUNDS.get(what, DEFAULT_SIZE_BOUNDS)
     if not lo <= value <= hi:
@@ -385,10 +391,10 @@ def parse_count_list(text: str, what: str = "list") -> list[int]:
             f = float(part)
         except ValueError:
             raise UsageError(f"malformed {what} {text!r}: use e.g. 1,10,100 or 1..1e6:log10") from None
+        if f > MAX_LIST_VALUE:  # also 1e400 (inf)
+            raise UsageError(f"{what} value {part} is beyond {MAX_LIST_VALUE:.0e}")
         if not math.isfinite(f) or f <= 0 or f != int(f):
             raise UsageError(f"{what} values must be positive integers, got {part!r}")
-        if f > MAX_LIST_VALUE:
-            raise UsageError(f"{what} value {part} is beyond {MAX_LIST_VALUE:.0e}")
         values.append(int(f))
     if len(values) > MAX_LIST_VALUES:
         raise UsageError(f"{what} has {len(values):,} values; at most {MAX_LIST_VALUES:,}")

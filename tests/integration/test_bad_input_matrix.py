@@ -41,7 +41,8 @@ CASES: list[tuple[str, list[str], str]] = [
     ("measure-huge-duration", ["measure", "--duration", "1e99s"], "too long"),
     ("measure-tiny-duration", ["measure", "--duration", "1ns"], "too short"),
     ("measure-huge-size", ["measure", "--duration", "1s", "--buffer", "1e30G"], "too large"),
-    ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "cannot create"),
+    ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "no such directory"),
+    ("measure-no-parents", ["measure", "--duration", "1s", "--out", f"{NOPE}/dir/x"], "not created for you"),
     # check
     ("check-nothing-to-check", ["check"], "nothing to check against"),
     ("check-share-without-unit", ["check", "--max-noise", "5"], "malformed --max-noise '5'"),
@@ -179,6 +180,25 @@ CASES: list[tuple[str, list[str], str]] = [
     ("cluster-huge-count", ["cluster", "bsp", "--phases", "1e12"], "must be from"),
     # restore
     ("restore-malformed", ["restore", "--all-of-it"], "unrecognized arguments"),
+    # issue 25: files that are not regular or too large (boundedio), per kind of file read
+    ("ptts-device-model", ["ptts", "/dev/zero"], "character device"),
+    ("ptts-device-etp", ["ptts", "DEVMODEL"], "character device"),
+    ("ptts-loop-model", ["ptts", "LOOP"], "symlink loop"),
+    ("doe-fifo-plan", ["doe", "run", "FIFO", "--dry-run"], "FIFO"),
+    ("pipeline-huge-graph", ["pipeline", "compile", "HUGE"], "docs/limits.md"),
+    ("tune-device-plan", ["tune", "apply", "/dev/zero", "--dry-run"], "character device"),
+    ("report-device-meta", ["report", "DEVRUN"], "character device"),
+    # issue 25: paths and values no command can use
+    ("export-empty-out", ["export", "RUN", "-f", "csv", "-o", ""], "an empty path"),
+    ("report-empty-run", ["report", ""], "an empty path"),
+    ("measure-not-utf8-out", ["measure", "--duration", "1s", "--out", "OUT/x\udcff"], "not valid UTF-8"),
+    (
+        "inject-not-utf8-name",
+        ["inject", "--cpu", "0", "--period", "10ms", "--busy", "1ms", "--name", "x\udcff"],
+        "UTF-8",
+    ),
+    ("measure-overflow-duration", ["measure", "--duration", "1e400s"], "too long"),
+    ("inject-period-bound", ["inject", "--cpu", "0", "--period", "1us", "--busy", "100ns"], "use 10us to 1h"),
 ]
 
 # The fixture runs every case (a Python start-up each, ~0.5 s on a quiet machine, ten
@@ -230,7 +250,20 @@ def results(tmp_path_factory):
     (tmp / "hugeplan.yaml").write_text(PLAN.replace("cpus: 1", f"cpus: {HUGE_CPUS}"))
     (tmp / "seedplan.yaml").write_text(PLAN + "seed: -1\n")
     (tmp / "out").mkdir()
+    (tmp / "devmodel.yaml").write_text(MODEL.replace("{pmf: {1ms: 1.0}}", "{csv: /dev/zero}"))
+    (tmp / "loop.yaml").symlink_to("loop.yaml")
+    os.mkfifo(tmp / "fifo.yaml")
+    with open(tmp / "huge.yaml", "wb") as f:
+        f.truncate((16 << 20) + 1)
+    devrun = write_noise_run(tmp / "devrun", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 2e9)], 2.0)
+    (devrun / "meta.json").unlink()
+    (devrun / "meta.json").symlink_to("/dev/zero")
     subs = {
+        "DEVMODEL": str(tmp / "devmodel.yaml"),
+        "DEVRUN": str(devrun),
+        "LOOP": str(tmp / "loop.yaml"),
+        "FIFO": str(tmp / "fifo.yaml"),
+        "HUGE": str(tmp / "huge.yaml"),
         "RUN": str(run),
         "BADRUN": str(bad),
         "BADMETA": str(badmeta),

@@ -28,7 +28,7 @@ def _alive(pid: str) -> bool:
         (["--duration", "5 parsecs"], "--duration '5 parsecs'"),
         (["--threshold", "-1us"], "--threshold"),
         (["--priority", "fifo:500"], "out of range"),
-        (["--out", "/proc/forbidden/run"], "cannot create"),
+        (["--out", "/proc/forbidden/run"], "no such directory /proc/forbidden"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, needle):

@@ -46,3 +46,24 @@ def test_report_open_without_a_browser_says_so(
     out, err = capsys.readouterr()
     assert out.strip() == str(run / "report.html") and (run / "report.html").exists()
     assert err.count("\n") == 1 and "report not opened: no graphical session" in err
+
+
+def test_the_readme_by_source_example_is_quick_for_a_busy_run() -> None:
+    """The README's `simulate --by-source` example took 4.5-7 minutes (one simulation of 10,000
+    nodes per source).  Its own cost model (what it announces, and refuses over 10 min) must
+    put it under a minute for a run with 60 sources, about what a loaded VM's 30 s shows."""
+    import shlex
+
+    from jitterscope.simulate import Job
+    from jitterscope.simulate.engine import trace_cost
+    from jitterscope.units import parse_count_list, parse_duration_s
+
+    line = next(ln for ln in (ROOT / "README.md").read_text().splitlines() if "--by-source" in ln)
+    words = shlex.split(line.split("#")[0])
+    opt = {w: words[i + 1] for i, w in enumerate(words) if w.startswith("--") and i + 1 < len(words)}
+    nodes, phases = parse_count_list(opt["--nodes"]), parse_count_list(opt["--phases"])
+    reps = int(opt.get("--replications", 10))
+    job = Job(tuple(nodes), tuple(phases), parse_duration_s(opt["--phase"]), "barrier", 2e-6, False, reps, 0)
+    top = Job((max(nodes),), tuple(phases), job.phase_s, "barrier", 2e-6, False, reps, 0)
+    secs = trace_cost(job, 1, 1.0)[0] + trace_cost(top, 60, 1.0)[0]
+    assert secs < 60, f"the README's by-source example is estimated at {secs:.0f} s for 60 sources"

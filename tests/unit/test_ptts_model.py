@@ -132,5 +132,5 @@ def test_bad_yaml_and_missing_file(tmp_path):
         load_model(tmp_path / "bad.yaml")
     with pytest.raises(ModelError, match="no such model file"):
         load_model(tmp_path / "none.yaml")
-    with pytest.raises(ModelError, match="no such file"):
+    with pytest.raises(ModelError, match="no such profile file"):
         _m([{**GOOD, "etp": {"csv": str(tmp_path / "missing.csv")}}])

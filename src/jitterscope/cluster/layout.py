@@ -18,7 +18,6 @@ queryable without loading it whole.  Times are ns since that node's own start;
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from jitterscope import boundedio
 from jitterscope.atomic import atomic_path
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run, conform, load_run, node_partitioning, partition, write_json
@@ -67,10 +67,10 @@ class ClusterRun(Run):
 
     def node_summary(self, host: str, cpu: int) -> dict[str, Any]:
         p = self.path / "nodes" / partition(host, cpu) / "summary.json"
-        try:
-            return dict(json.loads(p.read_text()))
-        except (OSError, json.JSONDecodeError) as err:
-            raise JitterscopeError(f"{p}: missing or corrupt node summary ({err})") from None
+        data = boundedio.read_json(p, "node summary")
+        if not isinstance(data, dict):
+            raise JitterscopeError(f"{p}: corrupt node summary (not a JSON object)")
+        return data
 
 
 def is_cluster(meta: dict[str, Any]) -> bool:

@@ -21,14 +21,13 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", metavar="DIR", type=Path, help="run directory holding a raw capture")
+    p.add_argument("run", metavar="DIR", type=options.path_arg, help="run directory holding a raw capture")
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     options.add_json(p, "summary.json")
 

@@ -37,13 +37,12 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from jitterscope import options
+from jitterscope import boundedio, options
 from jitterscope.errors import JitterscopeError
 from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, seed_arg
 
@@ -58,7 +57,9 @@ def _common(p: argparse.ArgumentParser) -> None:
         metavar="LIST",
         help="CPU for each rank on a host, by local rank (default: local rank r -> CPU (r+1) mod n)",
     )
-    p.add_argument("--out", metavar="DIR", type=Path, help="cluster run directory rank 0 creates (must not exist)")
+    p.add_argument(
+        "--out", metavar="DIR", type=options.path_arg, help="cluster run directory rank 0 creates (must not exist)"
+    )
     p.add_argument(
         "--timeout",
         default="60s",
@@ -178,7 +179,7 @@ def _show(out: Path | None, render: Callable[[dict[str, Any], Path], str], as_js
     """Rank 0, which wrote the run directory, prints its summary."""
     if out is None:
         return 0
-    summary = json.loads((out / "summary.json").read_text())
+    summary = boundedio.read_json(out / "summary.json", "summary")
     if as_json:
         options.print_json(summary)
     else:

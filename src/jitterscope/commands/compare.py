@@ -24,14 +24,13 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from jitterscope import options
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("base", type=Path, metavar="BASE", help="the reference run directory")
-    p.add_argument("new", type=Path, metavar="NEW", help="the run to check against it")
+    p.add_argument("base", type=options.path_arg, metavar="BASE", help="the reference run directory")
+    p.add_argument("new", type=options.path_arg, metavar="NEW", help="the run to check against it")
     options.add_json(p, "the comparison as JSON")
     p.add_argument(
         "--fail-on-regression",

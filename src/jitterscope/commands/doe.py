@@ -30,6 +30,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from jitterscope import options
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="doe_command", metavar="{run,analyze}", required=True, parser_class=type(p))
@@ -38,9 +40,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="run the experiment a plan describes, then analyse it",
         description="Run a factorial experiment from a YAML plan (see docs/commands/doe.md).",
     )
-    r.add_argument("plan", type=Path, metavar="PLAN", help="YAML plan")
+    r.add_argument("plan", type=options.path_arg, metavar="PLAN", help="YAML plan")
     r.add_argument(
-        "--out", type=Path, metavar="DIR", help="experiment directory (default ./jitterscope-doe/<plan name>)"
+        "--out",
+        type=options.path_arg,
+        metavar="DIR",
+        help="experiment directory (default ./jitterscope-doe/<plan name>)",
     )
     r.add_argument("--resume", action="store_true", help="continue the experiment in DIR where it stopped")
     r.add_argument("--yes", action="store_true", help="run even if the estimate exceeds the plan's budget")
@@ -54,7 +59,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="analyse a finished experiment directory",
         description="Analyse a finished experiment: effects, allocation of variation, tests.",
     )
-    a.add_argument("dir", type=Path, metavar="DIR", help="experiment directory written by doe run")
+    a.add_argument("dir", type=options.path_arg, metavar="DIR", help="experiment directory written by doe run")
     a.add_argument("--json", action="store_true", help="print the analysis as JSON only")
     a.add_argument("--log", action="store_true", help="also fit the multiplicative model (log10 of the response)")
     a.add_argument("--confidence", type=float, metavar="C", help="confidence level (default: the plan's, 0.95)")

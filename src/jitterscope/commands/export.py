@@ -22,17 +22,17 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import count
+from jitterscope.outpath import check_file
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.add_argument("run", type=options.path_arg, metavar="RUN", help="run directory")
     p.add_argument("--format", "-f", required=True, choices=["perfetto", "loggopsim", "csv"])
-    p.add_argument("-o", "--out", type=Path, required=True, metavar="FILE", help="file to write")
+    p.add_argument("-o", "--out", type=options.path_arg, required=True, metavar="FILE", help="file to write")
     p.add_argument("--cpu", type=int, help="loggopsim: only this CPU")
     options.add_json(p, "what was written as JSON")
 
@@ -44,8 +44,7 @@ def run(args: argparse.Namespace) -> int:
     r = load_run(args.run, kinds=("measure", "cluster", "sync"), purpose="export")  # a new kind adds itself
     if args.cpu is not None and args.format != "loggopsim":
         raise JitterscopeError("--cpu applies to --format loggopsim only")
-    if not args.out.parent.is_dir() if str(args.out.parent) else False:
-        raise JitterscopeError(f"{args.out.parent}: no such directory")
+    check_file(args.out, "-o")
     if r.kind == "sync":
         return _export_sync(r, args)
     try:

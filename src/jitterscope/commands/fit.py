@@ -31,7 +31,7 @@ from jitterscope.units import count_arg, parse_duration_s, seed_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", metavar="RUN", help="run directory")
+    p.add_argument("run", type=options.path_text, metavar="RUN", help="run directory")
     p.add_argument(
         "--phase",
         metavar="DURATION",
@@ -47,7 +47,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument("--seed", type=seed_arg, default=0, help="random seed (default 0)")
     options.add_json(p)
-    p.add_argument("--plots", metavar="DIR", help="write fit_histogram.svg and fit_qq.svg into DIR")
+    p.add_argument(
+        "--plots", type=options.path_text, metavar="DIR", help="write fit_histogram.svg and fit_qq.svg into DIR"
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,9 +77,11 @@ def run(args: argparse.Namespace) -> int:
     data = fit.to_json()
     written = []
     if args.plots:
+        from jitterscope import plotting
         from jitterscope.simulate.plots import fit_plots
 
-        written = fit_plots(fit, args.plots)
+        with plotting.figure_set():
+            written = fit_plots(fit, args.plots)
     if args.json:
         options.print_json(data)
     else:

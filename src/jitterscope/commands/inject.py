@@ -37,7 +37,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--policy", choices=("fifo", "other"), help="scheduling policy (default: fifo when permitted, else other)"
     )
     p.add_argument("--priority", type=int, default=50, metavar="N", help="SCHED_FIFO priority 1-99 (default 50)")
-    p.add_argument("--truth", type=Path, metavar="FILE", help="write the exact busy intervals (TSC) here")
+    p.add_argument("--truth", type=options.path_arg, metavar="FILE", help="write the exact busy intervals (TSC) here")
     options.add_json(p)
 
 

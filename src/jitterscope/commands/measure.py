@@ -22,7 +22,6 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from jitterscope import options, sysinfo
 
@@ -33,7 +32,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_threshold(p)
     options.add_priority(p)
     options.add_tracing(p)
-    p.add_argument("--out", metavar="DIR", type=Path, help="run directory to create (must not exist)")
+    p.add_argument("--out", metavar="DIR", type=options.path_arg, help="run directory to create (must not exist)")
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     options.add_json(p, "summary.json")
 

@@ -49,7 +49,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_no_trace(p, help="measure only; no attribution (no source metrics)")
     p.add_argument(
         "--history",
-        type=Path,
+        type=options.path_arg,
         metavar="DIR",
         help="directory of the rolling history (default ./jitterscope-monitor; with --print-unit "
         "/var/lib/jitterscope/monitor)",

@@ -107,20 +107,25 @@ def _run_args(p: argparse.ArgumentParser) -> None:
 def add_arguments(p: argparse.ArgumentParser) -> None:
     sub = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     c = options.add_action(sub, "compile", "graph -> schedule file (deterministic)", __doc__)
-    c.add_argument("graph", metavar="GRAPH", help="pipeline graph (YAML)")
+    c.add_argument("graph", type=options.path_text, metavar="GRAPH", help="pipeline graph (YAML)")
     _compile_args(c)
-    c.add_argument("-o", "--output", metavar="FILE", help="write the schedule here (default: print it)")
-    c.add_argument("--explain", action="store_true", help="print the schedule as tables and draw its Gantt chart")
+    c.add_argument(
+        "-o", "--output", type=options.path_text, metavar="FILE", help="write the schedule here (default: print it)"
+    )
+    c.add_argument("--explain", action="store_true", help="print the schedule as tables")
     c.add_argument(
         "--gantt",
+        type=options.path_text,
         metavar="FILE.svg",
-        help="Gantt chart of the simulated schedule (with --explain: default GRAPH-HEURISTIC-gantt.svg)",
+        help="draw the Gantt chart of the simulated schedule into this SVG file",
     )
     options.add_json(c, "the schedule as JSON")
 
     r = options.add_action(sub, "run", "run a schedule on pinned threads; write a run directory", __doc__)
-    r.add_argument("graph", metavar="GRAPH", help="pipeline graph (YAML)")
-    r.add_argument("--schedule", metavar="FILE", help="a schedule from `compile -o` (default: compile now)")
+    r.add_argument("graph", type=options.path_text, metavar="GRAPH", help="pipeline graph (YAML)")
+    r.add_argument(
+        "--schedule", type=options.path_text, metavar="FILE", help="a schedule from `compile -o` (default: compile now)"
+    )
     _compile_args(r)
     _run_args(r)
     r.add_argument("--seed", type=seed_arg, default=1, help="the sources' input data (default 1)")
@@ -162,12 +167,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="P",
         help="late iterations: latency at or above the P-th percentile (default 99)",
     )
-    r.add_argument("--out", metavar="DIR", help="run directory (default jitterscope-runs/<time>-pipeline-...)")
+    r.add_argument(
+        "--out",
+        type=options.path_text,
+        metavar="DIR",
+        help="run directory (default jitterscope-runs/<time>-pipeline-...)",
+    )
     r.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     options.add_json(r, "summary.json")
 
     b = options.add_action(sub, "bench", "every heuristic x allocator, the thesis's table", __doc__)
-    b.add_argument("graph", nargs="?", metavar="GRAPH", help="pipeline graph (YAML), or use --synthetic")
+    b.add_argument(
+        "graph", nargs="?", type=options.path_text, metavar="GRAPH", help="pipeline graph (YAML), or use --synthetic"
+    )
     b.add_argument("--synthetic", type=count_arg(1, 10000), metavar="K", help="K seeded synthetic chains")
     b.add_argument("--boxes", type=count_arg(4, 10000), default=100, help="boxes per synthetic chain (default 100)")
     b.add_argument("--size", default="256x256", metavar="WxH", help="synthetic image size (default 256x256)")
@@ -185,12 +197,19 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="configurations take turns in "
         "R rounds of ITERATIONS/R each: a shared machine's load falls on all alike (default 1)",
     )
-    b.add_argument("--out", metavar="DIR", help="bench directory (runs, bench.json, figures)")
+    b.add_argument("--out", type=options.path_text, metavar="DIR", help="bench directory (runs, bench.json, figures)")
     options.add_json(b, "the table as JSON")
 
     e = options.add_action(sub, "etp", "a run's latency distribution as a ptts execution-time profile", __doc__)
-    e.add_argument("run", metavar="RUN", help="pipeline run directory")
-    e.add_argument("-o", "--output", required=True, metavar="FILE.csv", help="the profile (time,probability)")
+    e.add_argument("run", type=options.path_text, metavar="RUN", help="pipeline run directory")
+    e.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        type=options.path_text,
+        metavar="FILE.csv",
+        help="the profile (time,probability)",
+    )
     e.add_argument(
         "--resolution",
         default="10us",
@@ -203,7 +222,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     s.add_argument("--boxes", type=count_arg(4, 10000), default=100, help="boxes (default 100)")
     s.add_argument("--seed", type=seed_arg, default=1, help="seed (default 1)")
     s.add_argument("--size", default="256x256", metavar="WxH", help="image size (default 256x256)")
-    s.add_argument("-o", "--output", required=True, metavar="FILE.yaml", help="graph file to write")
+    s.add_argument(
+        "-o", "--output", required=True, type=options.path_text, metavar="FILE.yaml", help="graph file to write"
+    )
 
 
 def run(args: argparse.Namespace) -> int:

@@ -45,9 +45,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     t = p.add_argument_group("tasks")
     t.add_argument("--cmd", dest="cmds", action="append", metavar="CMD", help="start this command (repeatable)")
     t.add_argument("--tasks", action="append", metavar="PIDS", help="running processes to place, e.g. 4242,4243")
-    t.add_argument("--cgroup", metavar="PATH", help="every process of this cgroup")
+    t.add_argument("--cgroup", type=options.path_text, metavar="PATH", help="every process of this cgroup")
     t.add_argument("--cpus", metavar="LIST", help="CPUs to place on (default: every CPU of the topology)")
-    t.add_argument("--topology", metavar="FILE", help="LLC groups and LITTLE CPUs from FILE instead of sysfs")
+    t.add_argument(
+        "--topology",
+        type=options.path_text,
+        metavar="FILE",
+        help="LLC groups and LITTLE CPUs from FILE instead of sysfs",
+    )
     w = p.add_argument_group("observation")
     w.add_argument(
         "--weights",
@@ -61,7 +66,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SEL=W",
         help="declared weight: SEL a PID, program name or cgroup path; W heavy, light or a number (repeatable)",
     )
-    w.add_argument("--labels", metavar="FILE", help="declared weights from a YAML file (SEL: W)")
+    w.add_argument(
+        "--labels", type=options.path_text, metavar="FILE", help="declared weights from a YAML file (SEL: W)"
+    )
     t.add_argument(
         "--protect",
         action="append",
@@ -141,13 +148,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="X",
         help="--profile cachegrind: assumed instructions per cycle (default 1)",
     )
-    pr.add_argument("--labels-out", metavar="FILE", help="--profile: write the labels file here (default: stdout)")
+    pr.add_argument(
+        "--labels-out",
+        type=options.path_text,
+        metavar="FILE",
+        help="--profile: write the labels file here (default: stdout)",
+    )
     r.add_argument(
         "--overhead",
         action="store_true",
         help="measure the observer's cost per context switch (pipe ping-pong with and without it) and exit",
     )
-    r.add_argument("--out", metavar="DIR", help="run directory to create")
+    r.add_argument("--out", type=options.path_text, metavar="DIR", help="run directory to create")
     options.add_json(p, "summary.json")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="a command to start")
 

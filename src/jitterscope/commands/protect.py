@@ -49,7 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("programs")
     g.add_argument("--critical", metavar="PID", help="the latency-critical process (already running)")
     g.add_argument("--critical-cmd", metavar="CMD", help="start this command as the critical program")
-    g.add_argument("--critical-page", metavar="PATH", help="report page a --critical PID publishes in")
+    g.add_argument(
+        "--critical-page", type=options.path_text, metavar="PATH", help="report page a --critical PID publishes in"
+    )
     g.add_argument("--best-effort", action="append", metavar="PID,...", help="best-effort processes")
     g.add_argument(
         "--best-effort-cmd",
@@ -57,7 +59,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="CMD",
         help="start this best-effort command (repeat for several; round-robin over --cpus)",
     )
-    g.add_argument("--best-effort-cgroup", metavar="PATH", help="every process of this cgroup is best-effort")
+    g.add_argument(
+        "--best-effort-cgroup",
+        type=options.path_text,
+        metavar="PATH",
+        help="every process of this cgroup is best-effort",
+    )
     g.add_argument("--cpus", metavar="LIST", help="best-effort CPUs (default: the upper half of the online CPUs)")
     g.add_argument("--critical-cpus", metavar="LIST", help="critical CPUs (default: every other online CPU)")
     c = p.add_argument_group("control")
@@ -89,18 +96,31 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     c.add_argument("--suspend-min", metavar="TIME", help="proportional: shortest S (default Ts)")
     c.add_argument("--suspend-max", metavar="TIME", help="proportional: longest S (default 4 x --suspend)")
     c.add_argument("--deadline", metavar="TIME", help="the critical program's latency bound (slack signal/law)")
-    c.add_argument("--calibration", metavar="FILE", help="the slack law's sweep, from 'protect calibrate'")
+    c.add_argument(
+        "--calibration", type=options.path_text, metavar="FILE", help="the slack law's sweep, from 'protect calibrate'"
+    )
     options.add_priority(p, help="SCHED_FIFO priority of the control threads (default fifo:50)")
     r = p.add_argument_group("run")
     options.add_duration(p, default=None, help="stop after this long (default: when the critical program ends)")
     r.add_argument("--compare", metavar="TIME", help="alternate unprotected and protected phases of this length")
-    r.add_argument("--replay", metavar="CSV", help="run the law on recorded counters (t_us,read_bytes,write_bytes)")
+    r.add_argument(
+        "--replay",
+        type=options.path_text,
+        metavar="CSV",
+        help="run the law on recorded counters (t_us,read_bytes,write_bytes)",
+    )
     r.add_argument("--shares", metavar="LIST", help="calibrate: best-effort shares to sweep (default 1,.5,.25,.1,0)")
     r.add_argument("--warmup", metavar="TIME", help="calibrate: leave out each point's first TIME of heartbeats")
     r.add_argument("--thesis", action="store_true", help="reduction: the thesis's Tables 4.1 and 4.2")
-    r.add_argument("--congested", metavar="CSV", help="reduction: bandwidth table without duty-cycling")
-    r.add_argument("--protected", metavar="CSV", help="reduction: bandwidth table with duty-cycling")
-    r.add_argument("--out", metavar="PATH", help="run directory to create (calibrate: the file to write)")
+    r.add_argument(
+        "--congested", type=options.path_text, metavar="CSV", help="reduction: bandwidth table without duty-cycling"
+    )
+    r.add_argument(
+        "--protected", type=options.path_text, metavar="CSV", help="reduction: bandwidth table with duty-cycling"
+    )
+    r.add_argument(
+        "--out", type=options.path_text, metavar="PATH", help="run directory to create (calibrate: the file to write)"
+    )
     options.add_json(p, "summary.json")
 
 

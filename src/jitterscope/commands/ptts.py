@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, TypeVar
 
 from jitterscope import options
@@ -42,10 +41,12 @@ T = TypeVar("T")
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("model", type=Path, metavar="MODEL", help="YAML model file (see docs/commands/ptts.md)")
+    p.add_argument("model", type=options.path_arg, metavar="MODEL", help="YAML model file (see docs/commands/ptts.md)")
     p.add_argument("--deadline", metavar="T", help="report P(latency > T); a bare number is in the model's unit")
     options.add_json(p, "the result as JSON (notes go to stderr)")
-    p.add_argument("--plots", type=Path, metavar="DIR", help="write PMF and CDF (or sweep) figures, SVG and PNG")
+    p.add_argument(
+        "--plots", type=options.path_arg, metavar="DIR", help="write PMF and CDF (or sweep) figures, SVG and PNG"
+    )
     p.add_argument(
         "--method",
         choices=("exact", "simulate"),
@@ -95,8 +96,10 @@ def _show(as_json: bool, data: dict[str, Any], text: Callable[[T], str], result:
 
 
 def run(args: argparse.Namespace) -> int:
+    from jitterscope.progress import Progress
     from jitterscope.ptts import analysis, render  # numpy and the engine: only when it runs
     from jitterscope.ptts.model import MAX_TICKS, load_model
+    from jitterscope.ptts.simulate import CHUNK
 
     if args.plots:  # refused before any work, and no parent directory is created
         check_dir(args.plots, "--plots")
@@ -113,6 +116,16 @@ def run(args: argparse.Namespace) -> int:
         max_time_s=parse_duration_s(args.max_time, what="--max-time"),
         max_time_text=args.max_time,
     )
+    bar = Progress("ptts simulate", 1.0, enabled=args.method == "simulate")
+    n_sim = args.iterations or analysis.DEFAULT_ITERATIONS
+    if args.method == "simulate":
+        opts.progress = bar.update
+        if n_sim > CHUNK:  # long work says so before it starts
+            print(
+                f"ptts: simulating {n_sim:,} frames; their time is estimated after the first {CHUNK:,} "
+                f"and refused over --max-time {args.max_time}",
+                file=sys.stderr,
+            )
 
     def note(text: str) -> None:
         print(text, file=sys.stderr if args.json else sys.stdout, flush=True)
@@ -125,23 +138,36 @@ def run(args: argparse.Namespace) -> int:
         sw = analysis.sweep(model, args.sweep, opts, note)
         _show(args.json, sw.data(str(args.model)), render.sweep_text, sw)
         if args.plots:
+            from jitterscope import plotting
             from jitterscope.ptts import plots  # matplotlib: only with --plots
 
-            files = plots.plot_sweep(
-                args.plots, model, sw.label, [model.ticks_to_unit(v) for v in sw.values], sw.dists, sw.sums, deadline
-            )
+            with plotting.figure_set():
+                files = plots.plot_sweep(
+                    args.plots,
+                    model,
+                    sw.label,
+                    [model.ticks_to_unit(v) for v in sw.values],
+                    sw.dists,
+                    sw.sums,
+                    deadline,
+                )
             note("plots: " + ", ".join(str(f) for f in files))
         return 0
     if not args.json:
         print(render.describe(model))
-    rep = analysis.analyse(model, opts, note)
+    try:
+        rep = analysis.analyse(model, opts, note)
+    finally:
+        bar.close()
     _show(args.json, rep.data(str(args.model)), render.report_text, rep)
     if args.plots:
+        from jitterscope import plotting
         from jitterscope.ptts import plots  # matplotlib: only with --plots
 
         series, title = render.figure_series(rep), f"{model.name}: end-to-end latency"
-        files = plots.plot_pmf(args.plots, model, series, title, deadline) + plots.plot_cdf(
-            args.plots, model, series, title, deadline
-        )
+        with plotting.figure_set():
+            files = plots.plot_pmf(args.plots, model, series, title, deadline) + plots.plot_cdf(
+                args.plots, model, series, title, deadline
+            )
         note("plots: " + ", ".join(str(f) for f in files))
     return 0

@@ -20,13 +20,15 @@ import sys
 import webbrowser
 from pathlib import Path
 
+from jitterscope import options
+
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("run", type=Path, metavar="RUN", help="run directory")
+    p.add_argument("run", type=options.path_arg, metavar="RUN", help="run directory")
     p.add_argument(
         "--out",
         "-o",
-        type=Path,
+        type=options.path_arg,
         metavar="FILE",
         help="HTML file to write (default: RUN/report.html); SVGs go beside it",
     )

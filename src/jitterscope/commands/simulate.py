@@ -81,7 +81,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--by-source", action="store_true", help="rank the run's sources by the slowdown removing each saves"
     )
     options.add_json(p)
-    p.add_argument("--plots", metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
+    p.add_argument("--plots", type=options.path_text, metavar="DIR", help="write runtime/slowdown SVG figures into DIR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     bar = Progress("simulate", 1.0, enabled=not args.json or None)
     try:
         if args.by_source:
-            sim, ranking = by_source(spec, job, bar.update)
+            sim, ranking = by_source(spec, job, bar.update, lambda text: print(text, file=sys.stderr))
         else:
             sim, ranking = simulate(spec, job, bar.update), None
     finally:
@@ -120,9 +120,11 @@ def run(args: argparse.Namespace) -> int:
     if ranking is not None:
         data["by_source"] = ranking
     if args.plots:
+        from jitterscope import plotting
         from jitterscope.simulate.plots import simulate_plots
 
-        written = simulate_plots(data, args.plots)
+        with plotting.figure_set():
+            written = simulate_plots(data, args.plots)
         if not args.json:
             sim.notes.append("plots: " + ", ".join(str(p) for p in written))
     if args.json:

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
@@ -80,7 +79,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpus", metavar="LIST", help="CPUs the program may run on (default: all online)")
     p.add_argument("--no-trace", action="store_true", help="no kernel tracing: no causes, holder delay, non-sync")
     p.add_argument("--buffer", default="8M", metavar="SIZE", help="trace ring buffer per CPU (default 8M)")
-    p.add_argument("--out", type=Path, metavar="DIR", help="run directory to create (must not exist)")
+    p.add_argument("--out", type=options.path_arg, metavar="DIR", help="run directory to create (must not exist)")
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
     p.add_argument("--json", action="store_true", help="print summary.json instead of the summary")
     p.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the program to run")

@@ -24,7 +24,6 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
 
 from jitterscope import options
@@ -86,12 +85,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_cpus(a, "CPUs to isolate (default: every online CPU but the lowest)")
     options.add_json(a, "every finding as JSON")
     a = _action(sub, "plan", "the knobs that remove each source of a measured run")
-    a.add_argument("run", type=Path, metavar="RUN", help="a run directory from `jitterscope measure`")
-    a.add_argument("--out", type=Path, metavar="PLAN", help="write the plan file (YAML) for apply/verify")
+    a.add_argument("run", type=options.path_arg, metavar="RUN", help="a run directory from `jitterscope measure`")
+    a.add_argument("--out", type=options.path_arg, metavar="PLAN", help="write the plan file (YAML) for apply/verify")
     _move_arg(a)
     options.add_json(a, "the plan as JSON")
     a = _action(sub, "apply", "apply a plan's runtime knobs (or --knob) through the journal")
-    a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="a plan file from `tune plan --out`")
+    a.add_argument("plan", type=options.path_arg, nargs="?", metavar="PLAN", help="a plan file from `tune plan --out`")
     _apply_args(a)
     a.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
     a.add_argument(
@@ -101,15 +100,17 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
     a.add_argument(
         "--boot-root",
-        type=Path,
+        type=options.path_arg,
         metavar="DIR",
         help="edit the boot configuration under DIR (an image "
         "or chroot) instead of /; the bootloader is not regenerated",
     )
     options.add_json(a, "what changed as JSON")
     a = _action(sub, "verify", "measure, apply, measure again, and test each targeted source")
-    a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="plan file (default: plan from the baseline)")
-    a.add_argument("--before", type=Path, metavar="RUN", help="baseline run (default: measure one now)")
+    a.add_argument(
+        "plan", type=options.path_arg, nargs="?", metavar="PLAN", help="plan file (default: plan from the baseline)"
+    )
+    a.add_argument("--before", type=options.path_arg, metavar="RUN", help="baseline run (default: measure one now)")
     _move_arg(a)
     _apply_args(a)
     options.add_cpus(a)
@@ -119,7 +120,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_threshold(a)
     options.add_priority(a)
     options.add_buffer(a)
-    a.add_argument("--out", type=Path, metavar="DIR", help="directory for both runs and the page (must not exist)")
+    a.add_argument(
+        "--out", type=options.path_arg, metavar="DIR", help="directory for both runs and the page (must not exist)"
+    )
     a.add_argument(
         "--revert",
         action="store_true",
@@ -129,7 +132,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_json(a, "the verification as JSON")
     a = _action(sub, "revert", "undo tune's changes, proving every knob back")
     a.add_argument("--all", action="store_true", help="every record, newest first (default: the last one)")
-    a.add_argument("--record", type=Path, metavar="FILE", help="only this record (see `tune status`)")
+    a.add_argument("--record", type=options.path_arg, metavar="FILE", help="only this record (see `tune status`)")
     options.add_json(a, "the proof as JSON")
     a = _action(sub, "status", "what tune has changed, knob by knob")
     options.add_json(a, "the records as JSON")

@@ -20,7 +20,6 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from jitterscope import options
 from jitterscope import whatif as C
@@ -45,7 +44,7 @@ def _action(sub: argparse._SubParsersAction, name: str, summary: str) -> argpars
 
 
 def _dvfs_args(a: argparse.ArgumentParser) -> None:
-    a.add_argument("run", type=Path, metavar="SYNC_RUN", help="a run directory from `jitterscope sync`")
+    a.add_argument("run", type=options.path_arg, metavar="SYNC_RUN", help="a run directory from `jitterscope sync`")
     a.add_argument("--subframe", default="330us", help="nominal work per subframe (default 330us, the paper's)")
     a.add_argument("--reactivity", default="1,2,4", help="reactivity factors k to compare (default 1,2,4)")
     a.add_argument(
@@ -98,8 +97,12 @@ def _dvfs_args(a: argparse.ArgumentParser) -> None:
         default=4,
         help="A.6's n_banks, overlapping misses (default 4: the spec's choice; the paper gives none)",
     )
-    a.add_argument("--plot", type=Path, metavar="SVG", help="write the frequency trace figure (Figs. 11-12 style)")
-    a.add_argument("--trace-out", type=Path, metavar="CSV", help="write every subframe's factor (k, tid, start, ...)")
+    a.add_argument(
+        "--plot", type=options.path_arg, metavar="SVG", help="write the frequency trace figure (Figs. 11-12 style)"
+    )
+    a.add_argument(
+        "--trace-out", type=options.path_arg, metavar="CSV", help="write every subframe's factor (k, tid, start, ...)"
+    )
     a.add_argument(
         "--apply",
         action="store_true",
@@ -124,7 +127,7 @@ def _cache_args(a: argparse.ArgumentParser) -> None:
 
 
 def _capture_args(a: argparse.ArgumentParser) -> None:
-    a.add_argument("--out", type=Path, required=True, metavar="TRACE", help="the trace file to write")
+    a.add_argument("--out", type=options.path_arg, required=True, metavar="TRACE", help="the trace file to write")
     a.add_argument(
         "--max-accesses",
         default="1e8",

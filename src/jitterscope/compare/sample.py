@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
 
 BLOCK_NS = 100_000_000  # 100 ms blocks for the per-CPU total test...
@@ -63,6 +64,10 @@ def from_run(run: Run, cpus: list[int], min_ns: float = 0.0, block_ns: float | N
     """The run's sample on `cpus`; detours shorter than `min_ns` left out (with their attribution);
     per-CPU totals in blocks of `block_ns` (default: the run's duration in MIN..MAX_BLOCKS blocks)."""
     dur = float(run.duration_ns)
+    if dur <= 0:  # rates per second of nothing: a run cut short before it measured, or hand-edited
+        raise JitterscopeError(
+            f"{run.path / 'meta.json'}: duration_s is {run.meta['duration_s']}; compare needs a run that measured time"
+        )
     d_cpu, d_start, d_dur = run.detour_arrays()
     short = d_dur < min_ns
     if block_ns is None:

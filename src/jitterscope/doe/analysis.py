@@ -87,7 +87,9 @@ def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: boo
         "mean": effects[0],
         "sst": sst,
         "sse": sse if have_error else None,
-        "error_percent": float(100 * sse / sst) if (have_error and sst > 0) else None,
+        # a response that never varied leaves nothing to allocate, and so nothing unexplained
+        "error_percent": (float(100 * sse / sst) if sst > 0 else 0.0) if have_error else None,
+        "constant": sst == 0,
         "dof_error": dof_e if have_error else None,
         "s_e": se if have_error else None,
         "s_q": s_q if have_error else None,

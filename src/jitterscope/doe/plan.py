@@ -13,7 +13,7 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, model_validator
 
-from jitterscope import sysinfo
+from jitterscope import boundedio, sysinfo
 from jitterscope.config import (
     ConfigModel,
     CpuList,
@@ -277,8 +277,5 @@ def check_machine(plan: Plan) -> None:
 
 
 def load_plan(path: Path) -> Plan:
-    try:
-        text = Path(path).read_text()
-    except OSError as err:
-        raise JitterscopeError(f"cannot read plan {path}: {err.strerror}") from None
+    text = boundedio.read_text(path, "plan")
     return parse_plan(text, Path(path).stem, str(path))

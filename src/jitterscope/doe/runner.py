@@ -27,7 +27,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from jitterscope import atomic, sysinfo
+from jitterscope import atomic, boundedio, outpath, sysinfo
 from jitterscope.doe import render
 from jitterscope.doe.analysis import Data, analyze
 from jitterscope.doe.design import Design, parse_generator, roman, run_order
@@ -111,7 +111,7 @@ def done_runs(out: Path) -> dict[int, dict[str, Any]]:
     path = out / "runs.jsonl"
     done: dict[int, dict[str, Any]] = {}
     if path.exists():
-        for line in path.read_text().splitlines():
+        for line in boundedio.read_text(path, "run log", boundedio.RUN_JSON_MAX).splitlines():
             try:
                 rec = json.loads(line)
             except json.JSONDecodeError:
@@ -124,7 +124,7 @@ def _drop_torn_tail(path: Path) -> None:
     """Cut a half-written last line (a kill during the append) so new lines start clean."""
     if not path.exists():
         return
-    data = path.read_bytes()
+    data = boundedio.read_bytes(path, "run log", boundedio.RUN_JSON_MAX)
     if data and not data.endswith(b"\n"):
         path.write_bytes(data[: data.rfind(b"\n") + 1])
 
@@ -133,8 +133,8 @@ def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
     if resume:
         if not (out / "experiment.json").exists():
             raise JitterscopeError(f"nothing to resume in {out}: no experiment.json")
-        info = json.loads((out / "experiment.json").read_text())
-        if (out / "plan.yaml").read_text() != plan.text:
+        info = boundedio.read_json(out / "experiment.json", "experiment record")
+        if boundedio.read_text(out / "plan.yaml", "plan") != plan.text:
             raise JitterscopeError(
                 f"the plan differs from the one {out} was started with; "
                 f"resume with the same plan or start in another --out"
@@ -142,7 +142,7 @@ def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
         return info
     if out.exists() and any(out.iterdir()):
         raise JitterscopeError(f"{out} already exists: add --resume to continue it, or choose another --out")
-    out.mkdir(parents=True, exist_ok=True)
+    outpath.make_dir(out, "--out")  # no parents made, but for the default jitterscope-doe/
     info = experiment_info(plan)
     atomic.write_text(out / "plan.yaml", plan.text)
     atomic.write_text(out / "experiment.json", json.dumps(info, indent=2) + "\n")
@@ -228,11 +228,8 @@ def load_experiment(out: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]
     path = Path(out) / "experiment.json"
     if not path.exists():
         raise JitterscopeError(f"{out} is not a doe experiment directory (no experiment.json)")
-    try:
-        info = json.loads(path.read_text())
-    except json.JSONDecodeError:
-        raise JitterscopeError(f"{path} is not valid JSON") from None
-    if info.get("format") != EXPERIMENT_FORMAT:
+    info = boundedio.read_json(path, "experiment record")
+    if not isinstance(info, dict) or info.get("format") != EXPERIMENT_FORMAT:
         raise JitterscopeError(f"{path} is not a jitterscope doe experiment")
     return info, done_runs(Path(out))
 

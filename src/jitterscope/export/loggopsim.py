@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.atomic import atomic_open
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
@@ -62,7 +63,7 @@ def _write_one(run: Run, c: int, path: Path) -> int:
 def read_loggopsim(path: Path) -> np.ndarray:
     """(start_ns, duration_ns) rows of a noise trace; `#` lines skipped."""
     rows = []
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    for n, line in enumerate(boundedio.read_text(path, "noise trace", boundedio.table_cap()).splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue

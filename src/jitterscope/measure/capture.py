@@ -29,7 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from jitterscope import atomic
+from jitterscope import atomic, boundedio
 from jitterscope.config import validate
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import process_start_time
@@ -121,10 +121,7 @@ class Capture:
 def load_capture(run_dir: Path) -> dict[str, Any] | None:
     """capture.json, or None when there is none (or it is unreadable); a capture.json
     whose fields have the wrong types is a one-line error."""
-    try:
-        data = json.loads((run_dir / CAPTURE).read_text())
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError):
-        return None
+    data = boundedio.read_json_or_none(run_dir / CAPTURE, "capture record")
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         return None
     validate(data, _CaptureFile, str(run_dir / CAPTURE))  # one line naming the key, never a traceback later

@@ -29,12 +29,13 @@ from typing import Any
 
 import numpy as np
 
-from jitterscope import journal
+from jitterscope import boundedio, journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import tsc
 from jitterscope.native_bin import INJECT_PROGRAM, native_bin
 from jitterscope.native_child import NativeChild
 from jitterscope.sysinfo import check_cpus
+from jitterscope.units import DURATION_BOUNDS, format_ns, format_s
 
 DEFAULT_NAME = "jitterscope-inj"
 DEFAULT_PRIORITY = 50
@@ -65,10 +66,7 @@ class Truth:
 def read_truth(path: Path) -> Truth:
     """Load an injector truth file (format in this module's docstring)."""
     path = Path(path)
-    try:
-        lines = path.read_text().splitlines()
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read truth file: {err.strerror}") from None
+    lines = boundedio.read_text(path, "truth file", boundedio.table_cap()).splitlines()
     if (
         len(lines) < 2
         or not lines[0].startswith("# jitterscope-inject truth v1")
@@ -181,16 +179,21 @@ def validate(
 ) -> None:
     """One-line errors for every bad input, before anything starts."""
     check_cpus([int(cpu)])
-    if period_ns < 10_000:
-        raise JitterscopeError(f"period {period_ns:.0f} ns is too short: use at least 10us")
+    lo_s, hi_s = DURATION_BOUNDS["--period"]  # the bound the option itself is parsed with
+    if not lo_s * 1e9 <= period_ns <= hi_s * 1e9:
+        raise JitterscopeError(
+            f"period {format_ns(period_ns)} is out of range: use {format_s(lo_s)} to {format_s(hi_s)}"
+        )
     if busy_ns <= 0:
         raise JitterscopeError("busy time must be positive")
     if busy_ns >= period_ns:
         raise JitterscopeError(f"busy time ({busy_ns:.0f} ns) must be shorter than the period ({period_ns:.0f} ns)")
     if duration_ns is not None and duration_ns < period_ns:
         raise JitterscopeError("duration must be at least one period")
-    if not name or len(name.encode()) > 15 or "/" in name or any(ch.isspace() for ch in name):
+    if not name or len(name.encode(errors="surrogateescape")) > 15 or "/" in name or any(ch.isspace() for ch in name):
         raise JitterscopeError(f"name {name!r} must be 1-15 bytes without spaces or '/' (the kernel's task name)")
+    if name.encode(errors="surrogateescape") != name.encode(errors="replace"):
+        raise JitterscopeError(f"name {name!r} is not valid UTF-8 (the truth file and the run record it as text)")
     if policy not in POLICIES:
         raise JitterscopeError(f"policy {policy!r}: use fifo or other")
     if not 1 <= priority <= 99:

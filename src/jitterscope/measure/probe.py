@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import tsc
 from jitterscope.measure.probe_format import DETOUR_DTYPE, FLAG_COMPLETE, HEADER_DTYPE, MAGIC, VERSION
@@ -168,10 +169,7 @@ def result_from_end(
 def read_header(path: Path) -> dict[str, Any]:
     """The checked file header as a dict (raises JitterscopeError if unusable)."""
     path = Path(path)
-    try:
-        size = path.stat().st_size
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read probe output: {err.strerror}") from None
+    size = boundedio.check_file(path, "probe output", boundedio.table_cap()).st_size
     if size < HEADER_DTYPE.itemsize:
         raise JitterscopeError(f"{path}: truncated probe output ({size} bytes, shorter than its header)")
     h = np.fromfile(path, dtype=HEADER_DTYPE, count=1)[0]

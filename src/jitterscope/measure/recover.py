@@ -11,7 +11,6 @@ a clear statement of what was lost.
 from __future__ import annotations
 
 import fcntl
-import json
 import os
 import time
 from pathlib import Path
@@ -19,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.atomic import sweep_temporaries
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure import build
@@ -44,10 +44,7 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
         return ProbeResult(**p)
     hz = float(cap.get("tsc_hz") or header["tsc_hz"])
     t0 = int(cap.get("t0_tsc") or header["t0_tsc"])
-    try:
-        end = json.loads((run_dir / "detours.end.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        end = None
+    end = boundedio.read_json_or_none(run_dir / "detours.end.json", "probe statistics")
     if end is not None:
         return result_from_end(end, hz, t0)
     missing.append(
@@ -94,13 +91,9 @@ def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[
         missing.append("the kernel trace (it had not started): no attribution")
         meta["tracing"].update(enabled=False, reason="trace lost: the run was interrupted before it started")
         return None
-    try:
-        info = json.loads((td / "session.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        info = {}
-    try:
-        stats = json.loads((td / "stats.json").read_text())
-    except (OSError, json.JSONDecodeError):
+    info = boundedio.read_json_or_none(td / "session.json", "trace session record") or {}
+    stats = boundedio.read_json_or_none(td / "stats.json", "trace statistics")
+    if stats is None:
         stats = {}
         missing.append("the trace's ring-buffer statistics: lost kernel events are counted from the pages alone")
     if "window" not in info or not (td / "symbols.txt").exists():

@@ -11,6 +11,7 @@ import re
 import shutil
 from pathlib import Path
 
+from jitterscope import outpath
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import run_stamp
 
@@ -24,10 +25,7 @@ class History:
         self.root = Path(root)
         self.max_windows = max_windows
         self.max_bytes = max_bytes
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as err:
-            raise JitterscopeError(f"{self.root}: cannot create history directory ({err.strerror})") from None
+        outpath.make_dir(self.root, "--history")  # no parents made for the user
         self.seq = max((int(m.group(1)) for p in self.windows() if (m := _NAME.match(p.name))), default=0)
         self.prune()
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from jitterscope import options, sysinfo
 from jitterscope.errors import UsageError
-from jitterscope.outpath import check_dir, check_file
+from jitterscope.outpath import check_dir, check_file, make_dir
 from jitterscope.pipeline import render
 from jitterscope.pipeline.compiler import Options, Schedule, compile_graph
 from jitterscope.pipeline.graph import Graph, graph_from_dict, load_graph
@@ -56,13 +56,13 @@ def do_compile(args: argparse.Namespace) -> int:
     sched = compile_graph(g, compile_options(args))
     if args.output:
         SF.write(sched, Path(args.output))
-    if args.gantt or args.explain:
-        _gantt(sched, Path(args.gantt) if args.gantt else Path(f"{g.name}-{sched.options.heuristic}-gantt.svg"))
+    if args.gantt:  # only where asked: --explain alone once wrote an SVG into the current directory
+        _gantt(sched, Path(args.gantt))
     if args.json:
         options.print_json(SF.to_dict(sched))
     elif args.explain:
         print(render.explain(sched))
-        print(f"Gantt chart: {args.gantt or f'{g.name}-{sched.options.heuristic}-gantt.svg'}")
+        print(f"Gantt chart: {args.gantt}" if args.gantt else "Gantt chart: add --gantt FILE.svg to draw it")
     elif args.output:
         print(render.compile_headline(sched))
         print(f"schedule written to {args.output}")
@@ -174,7 +174,7 @@ def do_bench(args: argparse.Namespace) -> int:
     out = check_dir(args.out, "--out") if args.out else new_run_path("pipeline", "bench", graphs[0].name)
     ro = RunOptions(iterations=args.iterations, cpus=tuple(cpus), seed=1, wait=args.wait, timers=False)
     opts = compile_options(args, cpus)
-    out.mkdir(parents=True, exist_ok=True)
+    make_dir(out, "--out")
 
     def progress(row: dict[str, Any]) -> None:
         s = row["latency"]

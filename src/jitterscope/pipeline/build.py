@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure.tsc import since_ns, to_int_ns
 from jitterscope.pipeline import schedule as SF
@@ -152,7 +152,7 @@ def rebuild(run_dir: Path) -> dict[str, Any]:
     raw = Path(run_dir) / "raw"
     if not (raw / "result.bin").exists():
         raise JitterscopeError(f"{run_dir}: the runtime left no result (raw/result.bin): nothing to rebuild")
-    meta = json.loads((raw / "meta.json").read_text())
+    meta = boundedio.read_json(raw / "meta.json", "raw run metadata")
     sched = SF.load(Path(run_dir) / "schedule.yaml", load_graph(Path(run_dir) / "graph.yaml"))
     meta["interrupted"] = True
     meta["recovered"] = {

@@ -32,7 +32,8 @@ from typing import Annotated, Any
 
 from pydantic import BeforeValidator, Field, StrictBool, StrictFloat, StrictInt
 
-from jitterscope.config import ConfigModel, PositiveInt, load_config, validate
+from jitterscope import boundedio
+from jitterscope.config import ConfigModel, PositiveInt, parse_yaml, validate
 from jitterscope.errors import UsageError
 from jitterscope.pipeline import kernels as K
 
@@ -183,9 +184,10 @@ class Graph:
 def load_graph(path: str | Path) -> Graph:
     """Read and check a graph file; every problem is one line, exit code 2."""
     p = Path(path)
-    spec = load_config(p, GraphFile, "graph file")
+    text = boundedio.read_text(p, "graph file")
+    spec = validate(parse_yaml(text, str(p)), GraphFile, str(p))
     g = build_graph(spec, str(p), p)
-    g.text = p.read_text()
+    g.text = text
     return g
 
 

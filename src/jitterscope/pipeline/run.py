@@ -30,7 +30,7 @@ from jitterscope.pipeline.compiler import Schedule
 from jitterscope.pipeline.plan import RunOptions, build_plan, user_library
 from jitterscope.pipeline.runtime import Runtime, heartbeat_done
 from jitterscope.progress import Progress
-from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.rundir import base_meta, create_run_dir, finish_later_on_interrupt, write_json
 from jitterscope.tracing.tracefs import tracing_available
 
 TIMERS_AUTO_LIMIT = 5_000_000  # sub-box x iteration records kept by default (80 MB in the runtime)
@@ -123,7 +123,8 @@ def run_pipeline(
         first_violation=end.first_violation,
         hung=end.hung,
     )
-    build_run(run_dir, meta, sched, run_dir / "trace" if tracing_ok else None, own, late_percentile)
+    with finish_later_on_interrupt(run_dir):
+        build_run(run_dir, meta, sched, run_dir / "trace" if tracing_ok else None, own, late_percentile)
     if end.hung:
         hang = next((w for w in end.warnings if w.startswith("hang:")), "hang")
         raise JitterscopeError(

@@ -19,6 +19,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
 from jitterscope.native_child import NativeChild
@@ -99,10 +100,7 @@ class Result:
 
 def read_result(path: Path) -> Result:
     """The runtime's result file, checked (one-line error if unusable)."""
-    try:
-        data = Path(path).read_bytes()
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read the pipeline result ({err.strerror})") from None
+    data = boundedio.read_bytes(path, "pipeline result", boundedio.table_cap())
     hd = F.RESULT_HEADER
     if len(data) < hd.itemsize:
         raise JitterscopeError(f"{path}: truncated pipeline result")

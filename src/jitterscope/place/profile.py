@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
@@ -64,14 +65,11 @@ def llc_geometry(cpu: int = 0) -> tuple[int, int, int]:
 def parse_cachegrind(path: Path) -> dict[str, int]:
     """The summary line of a cachegrind output file, by event name."""
     events: list[str] = []
-    try:
-        for ln in path.read_text().splitlines():
-            if ln.startswith("events:"):
-                events = ln.split()[1:]
-            elif ln.startswith("summary:") and events:
-                return dict(zip(events, (int(x) for x in ln.split()[1:])))
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read cachegrind's output: {err.strerror}") from None
+    for ln in boundedio.read_text(path, "cachegrind output", boundedio.table_cap()).splitlines():
+        if ln.startswith("events:"):
+            events = ln.split()[1:]
+        elif ln.startswith("summary:") and events:
+            return dict(zip(events, (int(x) for x in ln.split()[1:])))
     raise JitterscopeError(f"{path}: no summary in cachegrind's output (did the program start?)")
 
 

@@ -25,7 +25,7 @@ import csv
 import math
 from pathlib import Path
 
-from jitterscope import options
+from jitterscope import boundedio, options
 from jitterscope.errors import JitterscopeError
 
 DATA = Path(__file__).parent / "data"
@@ -35,10 +35,8 @@ Table = dict[str, dict[int, dict[str, float]]]
 
 def read_table(path: Path) -> Table:
     """A bandwidth (or reduction) table from CSV; `#` lines are comments.  One-line errors."""
-    try:
-        lines = [ln for ln in Path(path).read_text().splitlines() if ln.strip() and not ln.startswith("#")]
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read table ({err.strerror})") from None
+    text = boundedio.read_text(path, "table")
+    lines = [ln for ln in text.splitlines() if ln.strip() and not ln.startswith("#")]
     rows = list(csv.reader(lines))
     if not rows or rows[0][:2] != ["scenario", "cores"] or len(rows[0]) < 3:
         raise JitterscopeError(f"{path}: header must be scenario,cores,<configuration>,... (e.g. A,B,C,D,E)")

@@ -135,7 +135,8 @@ def undo_cgroup(e: dict[str, Any]) -> Outcome:
 def undo_move(e: dict[str, Any]) -> Outcome:
     pid = int(e["pid"])
     if process_start_time(pid) != e.get("start"):
-        return Outcome("unchanged", f"process {pid} already ended")
+        # possibly just now: a process told to end while it was stopped ends when resumed (above)
+        return Outcome("unchanged", f"process {pid} has ended: nothing to move back")
     group, origin = Path(e["group"]), Path(e["origin"])
     if pid not in _procs(group):
         return Outcome("unchanged", f"process {pid} is no longer in {group}")
@@ -151,11 +152,9 @@ def undo_sigcont(e: dict[str, Any]) -> Outcome:
             continue
         try:
             os.kill(-i if t.get("group") else i, signal.SIGCONT)
-            done.append(str(i))
+            done.append(f"{'process group' if t.get('group') else 'process'} {i}")
         except ProcessLookupError:
             continue
     if not done:
         return Outcome("unchanged", "no stoppable process left")
-    return Outcome(
-        "restored", f"sent SIGCONT to {'process group' if len(done) == 1 else 'processes'} {', '.join(done)}"
-    )
+    return Outcome("restored", f"resumed {', '.join(done)} (SIGCONT; one told to end while stopped ends now)")

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 
 MAGIC = b"JSPROTC\0"
@@ -134,10 +135,7 @@ def layout(dtype: np.dtype) -> dict[str, dict[str, int]]:
 
 def read_header(path: Path) -> dict[str, Any]:
     """The checked header of a controller file (one-line JitterscopeError if it is not one)."""
-    try:
-        size = path.stat().st_size
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot read the controller's records: {err.strerror}") from None
+    size = boundedio.check_file(path, "controller records", boundedio.table_cap()).st_size
     if size < HEADER_DTYPE.itemsize:
         raise JitterscopeError(f"{path}: truncated controller records ({size} bytes, shorter than the header)")
     h = np.fromfile(path, dtype=HEADER_DTYPE, count=1)[0]

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.protect import signals
 from jitterscope.protect.controller import run_replay
@@ -52,10 +53,7 @@ def _int(text: str, where: str, what: str) -> int:
 
 def read_csv(path: Path) -> np.ndarray:
     """The rows of a replay CSV (ROW_DTYPE), checked; one line naming file:line otherwise."""
-    try:
-        text = Path(path).read_text()
-    except (OSError, UnicodeDecodeError) as err:
-        raise JitterscopeError(f"{path}: cannot read replay file ({getattr(err, 'strerror', None) or err})") from None
+    text = boundedio.read_text(path, "replay file")
     reader = csv.reader(io.StringIO(text, newline=""))
     header = [h.strip() for h in next(reader, [])]
     if len(header) != 3 or header[0] not in UNITS or header[1:] != ["read_bytes", "write_bytes"]:

@@ -41,6 +41,7 @@ class Options:
     approximate_s: float | None = None  # --approximate's time budget
     max_time_s: float = 60.0
     max_time_text: str = "60s"  # as the user wrote it, for messages
+    progress: Callable[[float], None] | None = None  # fraction done of a simulation
 
 
 def latency_data(model: Model, dist: Distribution, with_pmf: bool = True) -> dict[str, Any]:
@@ -155,7 +156,7 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
     exact_result = _exact_if_affordable(model, analysed, est, opts)
     if opts.method == "simulate":
         n = opts.iterations or DEFAULT_ITERATIONS
-        sim = simulate.simulate(model, n, seed=opts.seed)
+        sim = simulate.simulate(model, n, opts.seed, opts.progress, opts.max_time_s, opts.max_time_text)
         block: dict[str, Any] = {
             "iterations": n,
             "seconds": sim.seconds,
@@ -230,7 +231,7 @@ def approximation_error(
         ref_mean = stats.summary(ref.latency)["mean"]
     else:
         n = opts.iterations or DEFAULT_ERROR_ITERATIONS
-        sim = simulate.simulate(model, n, seed=opts.seed)
+        sim = simulate.simulate(model, n, opts.seed, opts.progress, opts.max_time_s, opts.max_time_text)
         err = {
             "against": "simulation",
             "iterations": n,

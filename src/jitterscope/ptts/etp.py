@@ -20,12 +20,14 @@ from typing import Any
 import numpy as np
 from pydantic import Field, StrictBool, model_validator
 
+from jitterscope import boundedio
 from jitterscope.config import ConfigModel
-from jitterscope.errors import UsageError
+from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.units import DURATION_RE, DURATION_UNITS_NS, NUMBER
 
-# The units a model accepts, exactly (units.py holds the one table of duration units).
-UNITS_NS: dict[str, Fraction] = {u: Fraction(DURATION_UNITS_NS[u]) for u in ("ns", "us", "µs", "ms", "s")}
+# The units a model accepts, exactly: every unit of units.py's one table of duration units.
+UNITS_NS: dict[str, Fraction] = {u: Fraction(v) for u, v in DURATION_UNITS_NS.items()}
+UNIT_NAMES = "ns, us, ms, s, min or h"
 TIME_RE = DURATION_RE
 
 PROB_TOL = 1e-9  # how far from 1 the probabilities of a profile may sum
@@ -52,7 +54,7 @@ def parse_time_ns(text: Any, where: str, default_unit: str | None = None) -> Fra
     if not unit:
         raise ModelError(f"{where}: {text!r} needs a unit (e.g. {m.group(1)}ms)")
     if unit not in UNITS_NS:
-        raise ModelError(f"{where}: unknown unit {unit!r} in {text!r} (use ns, us, ms or s)")
+        raise ModelError(f"{where}: unknown unit {unit!r} in {text!r} (use {UNIT_NAMES})")
     return Fraction(m.group(1)) * UNITS_NS[unit]
 
 
@@ -204,7 +206,7 @@ def given_profile(spec: EtpSpec, res_ns: Fraction, where: str, base_dir: Path) -
     if kind == "csv":
         unit = spec.unit
         if unit is not None and str(unit) not in UNITS_NS:
-            raise ModelError(f"{where}.unit: unknown unit {unit!r} (use ns, us, ms or s)")
+            raise ModelError(f"{where}.unit: unknown unit {unit!r} (use {UNIT_NAMES})")
         f = resolve_path(base_dir, spec.csv, f"{where}.csv")
         pairs = _read_csv(f, f"{where}.csv")
         return _build(pairs, res_ns, f"{where}.csv ({f.name})", str(unit) if unit else None, normalize, f"csv {f.name}")
@@ -220,11 +222,9 @@ def resolve_path(base_dir: Path, val: Any, where: str) -> Path:
 
 def _read_csv(path: Path, where: str) -> list[tuple[Any, Any]]:
     try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ModelError(f"{where}: no such file {path}") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise ModelError(f"{where}: cannot read {path} ({err})") from None
+        text = boundedio.read_text(path, "profile file")
+    except JitterscopeError as err:
+        raise ModelError(f"{where}: {err}") from None
     lines = [line for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")]
     rows = list(csv.reader(lines))
     if rows and rows[0] and not re.match(rf"^\s*{NUMBER}", rows[0][0]):

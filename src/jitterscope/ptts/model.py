@@ -30,6 +30,7 @@ from jitterscope.humanize import seconds
 from jitterscope.ptts.etp import (
     ETP,
     TIME_RE,
+    UNIT_NAMES,
     UNITS_NS,
     EtpSpec,
     ModelError,
@@ -161,8 +162,6 @@ def _resolution_unit(text: Any) -> str:
 def load_model(path: str | Path) -> Model:
     """Read and check a model file; every problem is a one-line ModelError."""
     p = Path(path)
-    if not p.exists():
-        raise ModelError(f"{p}: no such model file")
     try:
         data = read_yaml(p, "model file")
     except ModelError:
@@ -181,7 +180,7 @@ def model_from_dict(data: Any, base_dir: Path | None = None, path: Path | None =
     if spec.unit is not None:
         unit = "us" if spec.unit == "µs" else spec.unit
         if unit not in UNITS_NS:
-            raise ModelError(f"field unit: unknown unit {spec.unit!r} (use ns, us, ms or s)")
+            raise ModelError(f"field unit: unknown unit {spec.unit!r} (use {UNIT_NAMES})")
     model = Model(res_ns, unit, [], path=path, name=spec.name or (path.stem if path else "model"))
     seen: set[str] = set()
     for c in spec.components:

@@ -30,7 +30,6 @@ import jinja2
 from markupsafe import Markup
 
 from jitterscope import __version__, atomic
-from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import duration_ns as format_ns
 from jitterscope.humanize import number, percent
 from jitterscope.outpath import check_file
@@ -163,18 +162,9 @@ def page_path(out: str | os.PathLike[str] | None, default: Path, what: str = "re
 
 
 def write_page(path: Path, html: str, figures: Iterable[Figure] = ()) -> Path:
-    """Write each figure as `<stem>-<id>.svg` beside `path`, then the page (each file atomically)."""
-    try:
-        for f in figures:
-            _atomic_write(path.with_name(f"{path.stem}-{f.id}.svg"), f.svg)
-        _atomic_write(path, html)
-    except OSError as err:
-        raise JitterscopeError(f"{path}: cannot write report ({err.strerror})") from None
+    """Write each figure as `<stem>-<id>.svg` beside `path`, and the page: all of them or none."""
+    atomic.write_texts([*((path.with_name(f"{path.stem}-{f.id}.svg"), f.svg) for f in figures), (path, html)])
     return path
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    atomic.write_text(path, text)  # a temporary name, fsynced, renamed: no report.html.tmp litter
 
 
 _ID = re.compile(r'\bid="([^"]+)"')

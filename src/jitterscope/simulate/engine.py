@@ -203,8 +203,11 @@ def simulate(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> Sim
     return simulate_timelines(src.timelines, job, src.model, progress)
 
 
-def by_source(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> tuple[Simulation, dict[str, Any]]:
+def by_source(
+    spec: NoiseSpec, job: Job, progress: Progress | None = None, note: Callable[[str], None] | None = None
+) -> tuple[Simulation, dict[str, Any]]:
     """The baseline simulation and, per attributed source, the slowdown without it.
+    `note` gets the plan and its estimate before the work starts (one simulation per source).
 
     Every variant uses the same seed, so the same node offsets and CPU choices
     (common random numbers): differences between them are not replication noise."""
@@ -222,6 +225,12 @@ def by_source(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> tu
     check_trace_size(job, spec.text, hit=hit)
     check_trace_size(scale_job, spec.text, simulations=len(cuts), hit=hit)
     steps = 1 + len(cuts)
+    if note is not None:
+        secs = trace_cost(job, 1, hit)[0] + trace_cost(scale_job, len(cuts), hit)[0]
+        note(
+            f"by source: {len(cuts)} sources, one simulation of {count(top_n, 'node')} each, about {seconds(secs)} "
+            f"here (time grows with the sources and the largest --nodes)"
+        )
 
     def part(i: int) -> Progress | None:
         return (lambda f: progress((i + f) / steps)) if progress else None

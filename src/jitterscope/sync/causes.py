@@ -22,7 +22,6 @@ The same threshold rule turns hd and ns pieces into jitter.
 from __future__ import annotations
 
 import bisect
-import json
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from jitterscope import boundedio
 from jitterscope.measure.attribution import attribute, source_table
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
@@ -83,9 +83,10 @@ def label_threads(
 
 
 def _session_pid(trace_dir: Path) -> int:
+    info = boundedio.read_json_or_none(trace_dir / "session.json", "trace session record") or {}
     try:
-        return int(json.loads((trace_dir / "session.json").read_text()).get("pid") or 0)
-    except (OSError, ValueError):
+        return int(info.get("pid") or 0)
+    except (TypeError, ValueError):
         return 0
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 
 MAGIC = b"JSSYNC\0\0"
@@ -123,7 +124,7 @@ class ProcessLog:
 
 def read_log(path: Path) -> ProcessLog:
     """Read one process's file; a file cut short (crash, kill -9) keeps its whole records."""
-    data = Path(path).read_bytes()
+    data = boundedio.read_bytes(path, "sync log", boundedio.table_cap())
     if len(data) < HEADER_DTYPE.itemsize:
         raise JitterscopeError(f"{path}: truncated sync log ({len(data)} bytes, header needs {HEADER_DTYPE.itemsize})")
     hdr = np.frombuffer(data, HEADER_DTYPE, count=1)[0]

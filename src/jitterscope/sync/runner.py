@@ -11,7 +11,6 @@ analysis and kept, so a crash of the program or of the analysis loses nothing.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -23,13 +22,13 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jitterscope import sysinfo
+from jitterscope import boundedio, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
 from jitterscope.report.pages import write_report
-from jitterscope.rundir import base_meta, create_run_dir, write_json
+from jitterscope.rundir import base_meta, create_run_dir, finish_later_on_interrupt, write_json
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
@@ -55,6 +54,7 @@ def check_command(cmd: list[str]) -> str:
     path = shutil.which(cmd[0])
     if path is None:
         raise JitterscopeError(f"{cmd[0]}: command not found")
+    boundedio.check_file(path, "program", boundedio.NO_CAP)  # only its ELF header is read
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
@@ -174,7 +174,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     )
     write_json(raw / "meta.json", meta)  # before CMD runs: what `jitterscope analyze` needs if we are killed
     steal_before = sysinfo.steal_ticks(cpus)
-    with Journal("sync") as journal, contextlib.ExitStack() as stack:
+    with finish_later_on_interrupt(run_dir), Journal("sync") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
             from jitterscope.tracing.session import TraceSession
 
@@ -191,7 +191,8 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
             f"{opts.command[0]} left no sync records: the interposer did not load (a setuid "
             f"program, or one that clears LD_PRELOAD); exit code {code}"
         )
-    build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
+    with finish_later_on_interrupt(run_dir):
+        build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
     if opts.report:
         _report(run_dir)
     return run_dir, code
@@ -201,7 +202,7 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
     """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran: the analysis from
     the raw logs and trace kept in the run directory.  Returns what could not be recovered."""
 
-    meta = json.loads((run_dir / "sync-raw" / "meta.json").read_text())
+    meta = boundedio.read_json(run_dir / "sync-raw" / "meta.json", "raw run metadata")
     if not any((run_dir / "sync-raw").glob("sync-*.raw")):
         raise JitterscopeError(f"{run_dir}: nothing to analyse (CMD left no sync records in sync-raw/)")
     o = meta["options"]

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from jitterscope import journal
+from jitterscope import boundedio, journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import TRACEPARSE_PROGRAM, native_bin
 from jitterscope.tracing.records import (
@@ -101,17 +101,11 @@ def run_parser(
 
 
 def _session_info(trace_dir: Path) -> dict[str, Any]:
-    try:
-        return json.loads((trace_dir / "session.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
+    return boundedio.read_json_or_none(trace_dir / "session.json", "trace session record") or {}
 
 
 def _stats(trace_dir: Path) -> dict[str, dict[str, int]]:
-    try:
-        return json.loads((trace_dir / "stats.json").read_text())
-    except (OSError, json.JSONDecodeError):
-        return {}
+    return boundedio.read_json_or_none(trace_dir / "stats.json", "trace statistics") or {}
 
 
 def lost_per_cpu(counts: dict[str, Any], stats: dict[str, dict[str, int]]) -> dict[int, int]:

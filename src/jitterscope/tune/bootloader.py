@@ -15,7 +15,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from jitterscope import atomic
+from jitterscope import atomic, boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.tune import cmdline
@@ -94,10 +94,7 @@ def apply(j: Journal, params: list[str], root: Path = Path("/")) -> dict[str, An
             f"do it by hand: {info['command'].format(params=' '.join(params))}"
         )
     path = Path(info["file"])
-    try:
-        text = path.read_text()
-    except OSError as err:
-        raise JitterscopeError(f"--boot: cannot read {path} ({err.strerror})") from None
+    text = boundedio.read_text(path, "boot configuration")
     new = _edit_grub(text, params) if info["kind"] == "grub" else merged(text.strip(), params) + "\n"
     upd = info.get("update") if root == Path("/") else None
     if upd:

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 import os
 import re
 from pathlib import Path
 from typing import Any
 
-from jitterscope import options, outpath, plotting
-from jitterscope.errors import UsageError
+from jitterscope import boundedio, options, outpath, plotting
+from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.rundir import load_run
 from jitterscope.units import parse_count_list, parse_duration_ns
 from jitterscope.whatif import controller as C
@@ -59,12 +58,10 @@ def evictions_per_burst(text: str) -> float:
     except ValueError:
         path = Path(text)
         try:
-            r = json.loads(path.read_text())
+            r = boundedio.read_json(path, "whatif cache result")
             n = r["unified"]["app_evicted_by_os"] / max(int(r["bursts"]), 1)
-        except OSError as err:
-            raise UsageError(
-                f"--evictions {text!r}: not a number, and cannot read it as a file ({err.strerror or err})"
-            ) from None
+        except JitterscopeError as err:
+            raise UsageError(f"--evictions {text!r}: not a number, and {err}") from None
         except (ValueError, KeyError, TypeError):
             raise UsageError(
                 f"--evictions {text!r}: not a number nor a `whatif cache --json` result "

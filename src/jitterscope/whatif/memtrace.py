@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.atomic import atomic_path
 from jitterscope.errors import JitterscopeError
 from jitterscope.whatif import lackey
@@ -24,6 +25,7 @@ CHUNK = 1 << 20
 
 def load(path: Path) -> np.ndarray:
     """A trace from `whatif capture` (.npy) or a lackey log; one-line error for anything else."""
+    boundedio.check_file(path, "trace", boundedio.NO_CAP)  # a .npy is mapped, a log streamed: any size
     try:
         with open(path, "rb") as f:
             head = f.read(4096)
