@@ -1,7 +1,7 @@
 """meta.json and summary.json checked at load, through the configuration layer (config.py).
 
-Each run kind (rundir.KINDS) names its summary model here (and may name a meta
-model derived from `Meta`); a new kind adds its model to this file.
+Each run kind (kinds.py, registered by its package's kind.py) names its summary
+model from here (and may name a meta model derived from `Meta`).
 
 A run written by hand, by an older tool or half-overwritten must be refused in
 one line naming the file and the key ("summary.json: cpus.1.noise_ppm must be
@@ -50,7 +50,7 @@ class _Open(BaseModel):
 class Meta(_Open):
     format: StrictStr
     format_version: StrictInt
-    kind: StrictStr = "measure"  # one of rundir.KINDS (checked there)
+    kind: StrictStr = "measure"  # a registered kind (kinds.py; rundir checks it)
     id: StrictStr | None = None
     host: StrictStr | None = None
     kernel: StrictStr | None = None
@@ -233,5 +233,5 @@ def check_meta(meta: Any, path: Path, model: type[M] = Meta) -> M:  # type: igno
 
 
 def check_summary(summary: Any, model: type[BaseModel], path: Path) -> None:
-    """summary.json against its kind's model (rundir.KINDS[kind].summary)."""
+    """summary.json against its kind's model (its kind's `summary` in kinds.py)."""
     validate(summary, model, str(path))

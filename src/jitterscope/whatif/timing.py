@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterscope.whatif.program import Program, Segment, Wait
-from jitterscope.whatif.replay import _Plan
+from jitterscope.whatif.replay import Plan
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Timeline:
 
 
 class _Clock:
-    def __init__(self, prog: Program, plans: dict[int, _Plan], jitter: bool) -> None:
+    def __init__(self, prog: Program, plans: dict[int, Plan], jitter: bool) -> None:
         self.prog, self.plans, self.jitter = prog, plans, jitter
         self.rec_starts = {
             t: [float(it.start) if isinstance(it, Segment) else float(it.enter) for it in th.items]
@@ -72,7 +72,7 @@ class _Clock:
         return max(enter, rel + max(latency, 0))
 
 
-def place(prog: Program, plans: dict[int, _Plan], jitter: bool) -> Timeline:
+def place(prog: Program, plans: dict[int, Plan], jitter: bool) -> Timeline:
     """Every item's simulated start and end; the program's simulated length."""
     c = _Clock(prog, plans, jitter)
     heap: list[tuple[float, int, int, int]] = []

@@ -1,0 +1,120 @@
+"""The `measure` run kind (also each run of monitor and doe): its tables, summary, page, comparison,
+exports and recovery, registered with kinds.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jitterscope import kinds, options, runcheck
+from jitterscope.humanize import count
+from jitterscope.kinds import Comparison, Exporter, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.rundir import ACTIVITY_SCHEMA, ATTRIBUTION_SCHEMA, DETOUR_SCHEMA, Run
+
+# Hooks import their modules when called: looking a kind up must not pull in matplotlib or the exporters.
+
+
+def _page(run: Run) -> tuple[str, list[Any]]:
+    from jitterscope.report.run import build_page
+
+    return build_page(run)
+
+
+def _compare(base: Run, new: Run, th: Any) -> dict[str, Any]:
+    from jitterscope.compare import compare_loaded
+
+    return compare_loaded(base, new, th)
+
+
+def _render_compare(res: dict[str, Any]) -> str:
+    from jitterscope.compare.render import render_compare
+
+    return render_compare(res)
+
+
+def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+    from jitterscope.export import write_perfetto
+
+    return write_perfetto(run, out)
+
+
+def _loggopsim(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+    from jitterscope.export import write_loggopsim
+
+    return write_loggopsim(run, out, cpu)
+
+
+def _csv(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+    from jitterscope.export import write_csv
+
+    return write_csv(run, out)
+
+
+def _describe_export(res: dict[str, Any]) -> str:
+    return f"{count(res['detours'], 'detour')} written as {res['format']}: {', '.join(res['files'])}"
+
+
+# A cluster run exports through the same writers, node by node (cluster/kind.py uses these too).
+DETOUR_EXPORTERS = {
+    "perfetto": Exporter(_perfetto, _describe_export),
+    "loggopsim": Exporter(_loggopsim, _describe_export),
+    "csv": Exporter(_csv, _describe_export),
+}
+
+
+def _finds(run_dir: Path) -> bool:
+    return True  # measure/recover.py says what is missing, or that there is nothing to analyse
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    """`jitterscope analyze` of a measurement (or a cluster rank's run) cut short."""
+    from jitterscope.measure.lifecycle import write_report_or_warn
+    from jitterscope.measure.recover import analyze, is_complete
+    from jitterscope.measure.render import render_summary
+    from jitterscope.rundir import load_run
+
+    missing = None if is_complete(args.run) else analyze(args.run)
+    if missing is None:  # complete already (or another jitterscope finished it meanwhile)
+        run = load_run(args.run)
+        if args.json:
+            options.print_json(run.summary)
+        else:
+            print(f"{args.run}: already a complete run; nothing to analyse")
+        return 0
+    if not args.no_report:
+        write_report_or_warn(args.run)
+    run = load_run(args.run)
+    if args.json:
+        options.print_json(run.summary)
+        return 0
+    print(render_summary(run.summary, str(args.run), run.meta))
+    if missing:
+        print("\nRecovered from a cut-short run; not recovered:")
+        for m in missing:
+            print(f"  - {m}")
+    else:
+        print("\nRecovered from a cut-short run; nothing was lost.")
+    if (args.run / "report.html").exists():
+        print(f"Report: {args.run / 'report.html'}")
+    return 0
+
+
+kinds.register(
+    RunKind(
+        "measure",
+        tables={
+            "detours": TableSpec(DETOUR_SCHEMA),
+            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced),
+            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced),
+        },
+        summary=runcheck.MeasureSummary,
+        doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources",
+        label="a single-machine run",
+        order=0,
+        page=_page,
+        comparison=Comparison(_compare, _render_compare),
+        exporters=DETOUR_EXPORTERS,
+        recovery=Recovery(_finds, _analyze, last=True),
+    )
+)

@@ -1,0 +1,94 @@
+"""The `sync` run kind (`jitterscope sync -- CMD`): its tables, summary, page, comparison, Perfetto
+export and recovery, registered with kinds.py."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any
+
+from jitterscope import kinds, options, runcheck
+from jitterscope.humanize import count
+from jitterscope.kinds import Comparison, Exporter, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.rundir import Run
+from jitterscope.sync import schema
+
+
+def _page(run: Run) -> tuple[str, list[Any]]:
+    from jitterscope.sync.report import build_page
+
+    return build_page(run)
+
+
+def _compare(base: Run, new: Run, th: Any) -> dict[str, Any]:
+    from jitterscope.sync.compare import compare_syncs
+
+    return compare_syncs(base, new, th)
+
+
+def _render_compare(res: dict[str, Any]) -> str:
+    from jitterscope.sync.render import render_compare
+
+    return render_compare(res)
+
+
+def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+    """Threads, waits and kernel causes on one Perfetto timeline (sync/perfetto.py)."""
+    from jitterscope.sync.perfetto import write_sync_perfetto
+
+    return write_sync_perfetto(run, out)
+
+
+def _describe_export(res: dict[str, Any]) -> str:
+    return (
+        f"{count(res['waits'], 'wait')} and {count(res['jitter'], 'jitter interval')} written as perfetto: "
+        f"{', '.join(res['files'])}"
+    )
+
+
+def _finds(run_dir: Path) -> bool:
+    # a sync run whose jitterscope was killed while CMD ran (sync/runner.py)
+    return (run_dir / "sync-raw" / "meta.json").exists() and not (run_dir / "summary.json").exists()
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    from jitterscope.rundir import load_run
+    from jitterscope.sync.render import render
+    from jitterscope.sync.runner import analyze_cut_short
+
+    missing = analyze_cut_short(args.run, report=not args.no_report)
+    run = load_run(args.run, kinds=("sync",))
+    if args.json:
+        options.print_json(run.summary)
+        return 0
+    print(render(run.summary, str(args.run)))
+    print("\nRecovered from a cut-short sync run; not recovered:\n" + "\n".join(f"  - {m}" for m in missing))
+    return 0
+
+
+kinds.register(
+    RunKind(
+        "sync",
+        tables={
+            "threads": TableSpec(schema.THREADS),
+            "waits": TableSpec(schema.WAITS),
+            "jitter": TableSpec(schema.JITTER),
+            "events": TableSpec(schema.EVENTS),
+            "segments": TableSpec(schema.SEGMENTS),
+            "critical_path": TableSpec(schema.CRITICAL_PATH),
+            "frames": TableSpec(schema.FRAMES),
+            "objects": TableSpec(schema.OBJECTS),
+            "causes": TableSpec(schema.CAUSES, required=if_traced),
+            "subframes": TableSpec(schema.SUBFRAMES),
+        },
+        summary=runcheck.SyncSummary,
+        doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path",
+        label="a sync run",
+        order=2,
+        page=_page,
+        comparison=Comparison(_compare, _render_compare),
+        exporters={"perfetto": Exporter(_perfetto, _describe_export)},
+        export_hint="its tables are Parquet already: {run}/jitter.parquet, waits.parquet",
+        recovery=Recovery(_finds, _analyze),
+    )
+)
