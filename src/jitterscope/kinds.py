@@ -114,7 +114,7 @@ class RunKind:
     name: str
     tables: Mapping[str, TableSpec]
     summary: type[BaseModel]
-    meta: type[BaseModel] = runcheck.Meta
+    meta: type[runcheck.Meta] = runcheck.Meta
     doc: str = ""
     label: str = ""
     order: int = 100

@@ -232,6 +232,6 @@ def check_meta(meta: Any, path: Path, model: type[M] = Meta) -> M:  # type: igno
     return validate(meta, model, str(path))
 
 
-def check_summary(summary: Any, model: type[BaseModel], path: Path) -> None:
+def check_summary(summary: Any, model: type[M], path: Path) -> M:
     """summary.json against its kind's model (its kind's `summary` in kinds.py)."""
-    validate(summary, model, str(path))
+    return validate(summary, model, str(path))

@@ -40,12 +40,13 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from pydantic import BaseModel
 
 from jitterscope import __version__, atomic, runcheck, sysinfo
 from jitterscope import kinds as registry
@@ -55,6 +56,8 @@ from jitterscope.kinds import RunKind, TableSpec
 from jitterscope.kinds import always as always
 from jitterscope.kinds import if_traced as if_traced
 from jitterscope.kinds import never as never
+
+M = TypeVar("M", bound=BaseModel)
 
 FORMAT = "jitterscope-run"
 FORMAT_VERSION = 1
@@ -135,6 +138,15 @@ class Run:
     meta: dict[str, Any]
     summary: dict[str, Any]
     _tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+    # meta.json and summary.json as validated at load (runcheck.py), kept beside the dicts above
+    meta_model: runcheck.Meta | None = field(default=None, repr=False)
+    summary_model: BaseModel | None = field(default=None, repr=False)
+
+    def summary_as(self, model: type[M]) -> M:
+        """summary.json as `model` (its kind's summary model): the one validated at load, else validated now."""
+        if isinstance(self.summary_model, model):
+            return self.summary_model
+        return runcheck.check_summary(self.summary, model, self.path / "summary.json")
 
     @property
     def kind(self) -> str:
@@ -383,13 +395,13 @@ def load_run(
         raise JitterscopeError(
             f"{p / 'meta.json'}: kind must be one of {', '.join(map(repr, registry.names()))}, got {kind!r}"
         )
-    runcheck.check_meta(meta, p / "meta.json", spec.meta)
+    meta_model = runcheck.check_meta(meta, p / "meta.json", spec.meta)
     if kinds is not None and kind not in kinds:
         what = f"{purpose} reads" if purpose else "expected"
         raise JitterscopeError(f"{p}: a {kind} run; {what} {' and '.join(kinds)} runs")
     summary = _read_json(p / "summary.json", "summary")
-    runcheck.check_summary(summary, spec.summary, p / "summary.json")
-    run = Run(p, meta, summary)
+    summary_model = runcheck.check_summary(summary, spec.summary, p / "summary.json")
+    run = Run(p, meta, summary, meta_model=meta_model, summary_model=summary_model)
     if check_tables:
         check_run_tables(run)
     return run
