@@ -8,15 +8,17 @@ commands look a kind up here (`get`, `all`) and never name one: a new kind is on
 registration, and nothing here imports a feature package.
 
 Kinds are found on the first lookup by importing every `jitterscope.<package>.kind` module that
-exists.  Hooks are plain functions; a kind whose hook needs matplotlib or a large module imports it
-inside the hook, so looking a kind up stays cheap.
+exists.  Hooks are plain functions, or `Lazy("module:function")` where the hook needs matplotlib or a
+large module, so that looking a kind up stays cheap.
 
     register(RunKind(
         "sync",
         tables={"waits": TableSpec(WAITS),                               # required: missing is an error
                 "causes": TableSpec(CAUSES, required=if_traced)},        # optional unless traced
         summary=SyncSummary,
-        page=_page, comparison=Comparison(_compare, _render),
+        page=Lazy("jitterscope.sync.report:build_page"),
+        comparison=Comparison(Lazy("jitterscope.sync.compare:compare_syncs"),
+                              Lazy("jitterscope.sync.render:render_compare")),
         exporters={"perfetto": Exporter(_write_perfetto, _describe)},
         recovery=Recovery(_finds, _analyze),
         doc="`jitterscope sync -- CMD`: a pthread program's waits, jitter, causes, critical path"))
@@ -125,6 +127,30 @@ class RunKind:
     exporters: Mapping[str, Exporter] = field(default_factory=dict)
     export_hint: str = ""
     recovery: Recovery | None = None
+
+
+class Lazy:
+    """A hook named "module:function", imported on its first call: a kind's page or comparison may
+    need matplotlib or a large package, and looking the kind up must stay cheap."""
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+        self._fn: Callable[..., Any] | None = None
+
+    def __call__(self, *args: Any) -> Any:
+        if self._fn is None:
+            module, _, name = self.target.partition(":")
+            self._fn = getattr(importlib.import_module(module), name)
+        return self._fn(*args)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Lazy) and other.target == self.target
+
+    def __hash__(self) -> int:
+        return hash(self.target)
+
+    def __repr__(self) -> str:
+        return f"Lazy({self.target!r})"
 
 
 _KINDS: dict[str, RunKind] = {}

@@ -4,14 +4,14 @@ registered with kinds.py.  A cut-short cluster run is finished by the measure ki
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pyarrow as pa
 
 from jitterscope import kinds, runcheck
-from jitterscope.kinds import Comparison, RunKind, TableSpec, if_traced
-from jitterscope.measure.kind import DETOUR_EXPORTERS
-from jitterscope.rundir import ACTIVITY_SCHEMA, ATTRIBUTION_SCHEMA, DETOUR_SCHEMA, Run
+from jitterscope.kinds import Comparison, Lazy, RunKind, TableSpec
+from jitterscope.measure import kind as measure_kind
 
 BSP_PHASES = pa.schema(
     [
@@ -31,39 +31,21 @@ def _is_bsp(meta: Mapping[str, Any]) -> bool:
     return meta.get("mode") == "bsp"
 
 
-def _page(run: Run) -> tuple[str, list[Any]]:
-    from jitterscope.report.cluster import build_page
-
-    return build_page(run)
-
-
-def _compare(base: Run, new: Run, th: Any) -> dict[str, Any]:
-    from jitterscope.compare.cluster import compare_clusters
-
-    return compare_clusters(base, new, th)
-
-
-def _render_compare(res: dict[str, Any]) -> str:
-    from jitterscope.compare.cluster import render_compare
-
-    return render_compare(res)
-
-
 kinds.register(
     RunKind(
         "cluster",
         tables={
-            "detours": TableSpec(DETOUR_SCHEMA, per_node=True),
-            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced, per_node=True),
-            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced, per_node=True),
+            **{name: replace(spec, per_node=True) for name, spec in measure_kind.TABLES.items()},
             "bsp_phases": TableSpec(BSP_PHASES, required=_is_bsp),
         },
         summary=runcheck.ClusterSummary,
         doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets",
         label="a cluster run",
         order=1,
-        page=_page,
-        comparison=Comparison(_compare, _render_compare),
-        exporters=DETOUR_EXPORTERS,
+        page=Lazy("jitterscope.report.cluster:build_page"),
+        comparison=Comparison(
+            Lazy("jitterscope.compare.cluster:compare_clusters"), Lazy("jitterscope.compare.cluster:render_compare")
+        ),
+        exporters=measure_kind.DETOUR_EXPORTERS,
     )
 )

@@ -9,28 +9,10 @@ from typing import Any
 
 from jitterscope import kinds, options, runcheck
 from jitterscope.humanize import count
-from jitterscope.kinds import Comparison, Exporter, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
 from jitterscope.rundir import ACTIVITY_SCHEMA, ATTRIBUTION_SCHEMA, DETOUR_SCHEMA, Run
 
-# Hooks import their modules when called: looking a kind up must not pull in matplotlib or the exporters.
-
-
-def _page(run: Run) -> tuple[str, list[Any]]:
-    from jitterscope.report.run import build_page
-
-    return build_page(run)
-
-
-def _compare(base: Run, new: Run, th: Any) -> dict[str, Any]:
-    from jitterscope.compare import compare_loaded
-
-    return compare_loaded(base, new, th)
-
-
-def _render_compare(res: dict[str, Any]) -> str:
-    from jitterscope.compare.render import render_compare
-
-    return render_compare(res)
+# Hooks import their modules when called: looking a kind up must not pull in the exporters.
 
 
 def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
@@ -54,6 +36,13 @@ def _csv(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
 def _describe_export(res: dict[str, Any]) -> str:
     return f"{count(res['detours'], 'detour')} written as {res['format']}: {', '.join(res['files'])}"
 
+
+# A cluster run has these tables per node (cluster/kind.py)
+TABLES = {
+    "detours": TableSpec(DETOUR_SCHEMA),
+    "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced),
+    "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced),
+}
 
 # A cluster run exports through the same writers, node by node (cluster/kind.py uses these too).
 DETOUR_EXPORTERS = {
@@ -103,17 +92,15 @@ def _analyze(args: argparse.Namespace) -> int:
 kinds.register(
     RunKind(
         "measure",
-        tables={
-            "detours": TableSpec(DETOUR_SCHEMA),
-            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced),
-            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced),
-        },
+        tables=TABLES,
         summary=runcheck.MeasureSummary,
         doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources",
         label="a single-machine run",
         order=0,
-        page=_page,
-        comparison=Comparison(_compare, _render_compare),
+        page=Lazy("jitterscope.report.run:build_page"),
+        comparison=Comparison(
+            Lazy("jitterscope.compare:compare_loaded"), Lazy("jitterscope.compare.render:render_compare")
+        ),
         exporters=DETOUR_EXPORTERS,
         recovery=Recovery(_finds, _analyze, last=True),
     )

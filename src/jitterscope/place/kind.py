@@ -3,19 +3,9 @@ registered with kinds.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitterscope import kinds, runcheck
-from jitterscope.kinds import RunKind, TableSpec
+from jitterscope.kinds import Lazy, RunKind, TableSpec
 from jitterscope.place import schema
-from jitterscope.rundir import Run
-
-
-def _page(run: Run) -> tuple[str, list[Any]]:
-    from jitterscope.place.report import build_page
-
-    return build_page(run)
-
 
 kinds.register(
     RunKind(
@@ -25,7 +15,7 @@ kinds.register(
         doc="`jitterscope place`: every task's observation per quantum (weight and its source) and every "
         "placement decision with its reason",
         order=5,
-        page=_page,
+        page=Lazy("jitterscope.place.report:build_page"),
     )
 )
 

@@ -9,27 +9,9 @@ from typing import Any
 
 from jitterscope import kinds, options, runcheck
 from jitterscope.humanize import count
-from jitterscope.kinds import Comparison, Exporter, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
 from jitterscope.rundir import Run
 from jitterscope.sync import schema
-
-
-def _page(run: Run) -> tuple[str, list[Any]]:
-    from jitterscope.sync.report import build_page
-
-    return build_page(run)
-
-
-def _compare(base: Run, new: Run, th: Any) -> dict[str, Any]:
-    from jitterscope.sync.compare import compare_syncs
-
-    return compare_syncs(base, new, th)
-
-
-def _render_compare(res: dict[str, Any]) -> str:
-    from jitterscope.sync.render import render_compare
-
-    return render_compare(res)
 
 
 def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
@@ -85,8 +67,10 @@ kinds.register(
         doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path",
         label="a sync run",
         order=2,
-        page=_page,
-        comparison=Comparison(_compare, _render_compare),
+        page=Lazy("jitterscope.sync.report:build_page"),
+        comparison=Comparison(
+            Lazy("jitterscope.sync.compare:compare_syncs"), Lazy("jitterscope.sync.render:render_compare")
+        ),
         exporters={"perfetto": Exporter(_perfetto, _describe_export)},
         export_hint="its tables are Parquet already: {run}/jitter.parquet, waits.parquet",
         recovery=Recovery(_finds, _analyze),
