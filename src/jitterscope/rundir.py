@@ -3,7 +3,7 @@
 Layout of a `measure` run (docs/run-format.md is the reference):
 
     meta.json            self-description: format version, kind, host, kernel, CPUs, options
-    summary.json         the documented, stable summary (its model is in runcheck.py)
+    summary.json         the documented, stable summary (its model: the kind's, kinds.py)
     detours.parquet      cpu, start_ns, duration_ns           (one row per detour)
     activity.parquet     cpu, start_ns, end_ns, kind, name, depth, detail
     attribution.parquet  detour, cpu, kind, name, ns, offset_ns (a detour's time per source)

@@ -22,6 +22,7 @@ from jitterscope.cli import main
 from jitterscope.compare.runs import compare_runs, render_text
 from jitterscope.errors import JitterscopeError
 from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec
+from jitterscope.measure.kind import MeasureSummary
 from jitterscope.report.pages import write_report
 from tests.support.noise_runs import periodic_source, write_noise_run
 
@@ -163,8 +164,8 @@ def test_a_loaded_run_keeps_its_validated_models(tmp_path: Path) -> None:
     d = write_noise_run(tmp_path / "r", [periodic_source("irq", "local_timer", 1, 4e6, 5e3, 1e9)], 1.0)
     run = rundir.load_run(d)
     assert isinstance(run.meta_model, runcheck.Meta) and run.meta_model.kind == "measure"
-    assert isinstance(run.summary_model, runcheck.MeasureSummary)
-    assert run.summary_as(runcheck.MeasureSummary) is run.summary_model  # not validated again
+    assert isinstance(run.summary_model, MeasureSummary)
+    assert run.summary_as(MeasureSummary) is run.summary_model  # not validated again
     assert run.meta_model.model_dump()["kind"] == run.meta["kind"]  # the dicts stay for today's callers
 
     class Narrow(BaseModel):  # another model of the same file: validated now, from the kept dict

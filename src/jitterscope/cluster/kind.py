@@ -9,9 +9,16 @@ from typing import Any
 
 import pyarrow as pa
 
-from jitterscope import kinds, runcheck
+from jitterscope import kinds
 from jitterscope.kinds import Comparison, Lazy, RunKind, TableSpec
 from jitterscope.measure import kind as measure_kind
+from jitterscope.runcheck import OpenModel
+
+
+class ClusterSummary(OpenModel):
+    run: dict[str, Any]
+    nodes: list[dict[str, Any]]
+
 
 BSP_PHASES = pa.schema(
     [
@@ -38,7 +45,7 @@ kinds.register(
             **{name: replace(spec, per_node=True) for name, spec in measure_kind.TABLES.items()},
             "bsp_phases": TableSpec(BSP_PHASES, required=_is_bsp),
         },
-        summary=runcheck.ClusterSummary,
+        summary=ClusterSummary,
         doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets",
         label="a cluster run",
         order=1,

@@ -5,12 +5,78 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from jitterscope import kinds, options, runcheck
+from pydantic import AfterValidator, Field, StrictStr
+
+from jitterscope import kinds, options
 from jitterscope.humanize import count
 from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.runcheck import Count, Number, OpenModel
 from jitterscope.rundir import ACTIVITY_SCHEMA, ATTRIBUTION_SCHEMA, DETOUR_SCHEMA, Run
+from jitterscope.tracing.records import KINDS as TRACE_KINDS
+
+# Kinds a summary source may have: the trace's kinds and the unexplained remainder.
+SOURCE_KINDS = frozenset(TRACE_KINDS) | {"unexplained"}
+
+
+def _source_kind(k: str) -> str:
+    if k not in SOURCE_KINDS:
+        raise ValueError(f"must be one of {', '.join(sorted(SOURCE_KINDS))}, got {k!r}")
+    return k
+
+
+class CpuSummary(OpenModel):
+    noise_ns: Count = 0
+    noise_ppm: Annotated[Number, Field(ge=0)] = 0.0
+    detours: Count = 0
+    p99_ns: Number = 0.0
+    max_ns: Count = 0
+    resolution_ns: Number = 0.0
+
+
+class Source(OpenModel):
+    kind: Annotated[StrictStr, AfterValidator(_source_kind)]
+    name: StrictStr
+    count: Count = 0
+    total_ns: Count = 0
+    share: Number = 0.0
+    cpus: list[Count] = []
+    # added: absent in runs written before events were counted (read as not counted)
+    detours_per_s: Annotated[Number, Field(ge=0)] | None = None
+    events: Count | None = None
+    events_per_s: Annotated[Number, Field(ge=0)] | None = None
+
+
+class QuietSource(OpenModel):
+    kind: Annotated[StrictStr, AfterValidator(_source_kind)]
+    name: StrictStr
+    events: Count = 0
+    events_per_s: Annotated[Number, Field(ge=0)] = 0.0
+    cpus: list[Count] = []
+
+
+class Unexplained(OpenModel):
+    count: Count = 0
+    total_ns: Count = 0
+    share: Number = 0.0
+
+
+class Chain(OpenModel):
+    sources: list[StrictStr]
+    count: Count
+    total_ns: Count
+
+
+class MeasureSummary(OpenModel):
+    run: dict[str, Any]
+    cpus: dict[str, CpuSummary]
+    sources: list[Source]
+    quiet_sources: list[QuietSource] = []
+    chains: list[Chain] = []
+    unexplained: Unexplained = Unexplained()
+    lost_events: Count = 0
+
 
 # Hooks import their modules when called: looking a kind up must not pull in the exporters.
 
@@ -93,7 +159,7 @@ kinds.register(
     RunKind(
         "measure",
         tables=TABLES,
-        summary=runcheck.MeasureSummary,
+        summary=MeasureSummary,
         doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources",
         label="a single-machine run",
         order=0,

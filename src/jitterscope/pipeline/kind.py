@@ -4,10 +4,35 @@ registered with kinds.py."""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from jitterscope import kinds, runcheck
+from jitterscope import kinds
 from jitterscope.kinds import Comparison, Lazy, Recovery, RunKind, TableSpec, if_traced, never
 from jitterscope.pipeline import schema
+from jitterscope.runcheck import Count, Number, OpenModel
+
+
+class PipelineLatency(OpenModel):
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    min: Number | None = None
+    p50: Number | None = None
+    p99: Number | None = None
+    p999: Number | None = None
+    max: Number | None = None
+
+
+class PipelineSummary(OpenModel):
+    """`jitterscope pipeline run` (docs/run-format.md, "pipeline runs")."""
+
+    run: dict[str, Any]
+    latency: PipelineLatency
+    subboxes: list[dict[str, Any]] = []
+    outputs: dict[str, Any] = {}
+    guard: dict[str, Any] = {}
+    late: dict[str, Any] | None = None
+    lost_events: Count = 0
 
 
 def _finds(run_dir: Path) -> bool:
@@ -23,7 +48,7 @@ kinds.register(
             "subboxes": TableSpec(schema.SUBBOXES, required=never),  # only with per-sub-box timers
             "attribution": TableSpec(schema.ATTRIBUTION, required=if_traced),
         },
-        summary=runcheck.PipelineSummary,
+        summary=PipelineSummary,
         doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations",
         order=3,
         page=Lazy("jitterscope.pipeline.report:build_page"),

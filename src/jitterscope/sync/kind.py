@@ -7,11 +7,32 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from jitterscope import kinds, options, runcheck
+from jitterscope import kinds, options
 from jitterscope.humanize import count
 from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.runcheck import Count, Number, OpenModel
 from jitterscope.rundir import Run
 from jitterscope.sync import schema
+
+
+class SyncTypeSummary(OpenModel):
+    count: Count = 0
+    jitter_ns: Count = 0
+    share: Number = 0.0
+
+
+class SyncSummary(OpenModel):
+    """`jitterscope sync` (docs/run-format.md, "sync runs")."""
+
+    run: dict[str, Any]
+    run_ns: Count = 0
+    sync_jitter_ns: Count = 0
+    types: dict[str, SyncTypeSummary] = {}
+    objects: list[dict[str, Any]] = []
+    critical_path: dict[str, Any] = {}
+    frames: dict[str, Any] = {}
+    dropped: Count = 0
+    lost_events: Count = 0
 
 
 def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
@@ -63,7 +84,7 @@ kinds.register(
             "causes": TableSpec(schema.CAUSES, required=if_traced),
             "subframes": TableSpec(schema.SUBFRAMES),
         },
-        summary=runcheck.SyncSummary,
+        summary=SyncSummary,
         doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path",
         label="a sync run",
         order=2,
