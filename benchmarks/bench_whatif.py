@@ -119,12 +119,12 @@ def barrier_program(seconds: float, period_ns: int = 2_000_000) -> Program:
     return Program(threads, 0, 0, int(seconds * 1e9))
 
 
-def _ref_plans(prog: Program, mode: R.Mode, ops: object = None) -> dict[int, R._Plan]:
+def _ref_plans(prog: Program, mode: R.Mode, ops: object = None) -> dict[int, R.Plan]:
     """The pure-Python pass 1 (tests/support/dvfs_ref.py) in the native pass's result type."""
     out = {}
     for tid, p in dvfs_ref.plan_all(prog, mode).items():
         s = np.array(p.subs, dtype=float).reshape(-1, 5)
-        out[tid] = R._Plan(
+        out[tid] = R.Plan(
             p.maps, s[:, 0].astype(np.int64), s[:, 1], s[:, 2], s[:, 3], s[:, 4], p.end_j, p.busy, p.energy
         )
     return out

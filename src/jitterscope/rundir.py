@@ -3,7 +3,7 @@
 Layout of a `measure` run (docs/run-format.md is the reference):
 
     meta.json            self-description: format version, kind, host, kernel, CPUs, options
-    summary.json         the documented, stable summary (its model is in runcheck.py)
+    summary.json         the documented, stable summary (its model: the kind's, kinds.py)
     detours.parquet      cpu, start_ns, duration_ns           (one row per detour)
     activity.parquet     cpu, start_ns, end_ns, kind, name, depth, detail
     attribution.parquet  detour, cpu, kind, name, ns, offset_ns (a detour's time per source)
@@ -14,32 +14,20 @@ shared by the probe and the kernel trace.
 
 Run kinds
 ---------
-Every kind of run directory (`measure`, `cluster`, and each new command's) is an
-entry in `KINDS`: its tables (name -> `TableSpec`: pyarrow schema, when the
-table is required, whether it is one file or a per-node dataset) and its
-summary.json model.  `load_run` checks any kind against its entry, and
-`Run.table(name)` reads any kind's table.  A required table that is missing,
-or any table that is corrupt or lacks its columns, is a one-line error naming
-the file; never an empty table.  An optional table that is absent reads as an
-empty table with its schema (e.g. `activity` of a run measured without tracing:
-there is no kernel activity to record).
+Every kind of run directory (`measure`, `cluster`, and each new command's) is
+registered in kinds.py by its own package (`<package>/kind.py`): its tables
+(name -> `TableSpec`: pyarrow schema, when the table is required, whether it is
+one file or a per-node dataset) and its summary.json model.  `load_run` checks
+any kind against its entry, and `Run.table(name)` reads any kind's table.  A
+required table that is missing, or any table that is corrupt or lacks its
+columns, is a one-line error naming the file; never an empty table.  An
+optional table that is absent reads as an empty table with its schema (e.g.
+`activity` of a run measured without tracing: there is no kernel activity to
+record).
 
-A new kind registers here, at the end of this file, with its summary model in
-runcheck.py (a pydantic model; unknown keys are allowed, documented keys typed):
-
-    SYNC_WAITS = pa.schema([("thread", pa.int32()), ("start_ns", pa.int64()), ("wait_ns", pa.int64())])
-    SYNC_LOCKS = pa.schema([("lock", pa.string()), ("acquires", pa.int64())])
-    register_kind(RunKind(
-        "sync",
-        tables={"waits": TableSpec(SYNC_WAITS),                      # required: missing is an error
-                "locks": TableSpec(SYNC_LOCKS, required=never)},     # optional: absent reads as empty
-        summary=runcheck.SyncSummary,
-        doc="`jitterscope sync`: per-thread waits of a pthread program"))
     # write: meta = base_meta(kind="sync", ...); write_table(run_dir, "waits", table, kind="sync")
     # read:  run = load_run(path, kinds=("sync",), purpose="sync report"); run.table("waits")
 
-`required` is a predicate on meta.json (or, for a per-node table, on that
-node's entry in `meta.nodes`): `always`, `never`, `if_traced`, or your own.
 Add the kind's section to docs/run-format.md.
 """
 
@@ -53,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeVar
 from urllib.parse import quote
 
 import numpy as np
@@ -63,62 +51,20 @@ import pyarrow.parquet as pq
 from pydantic import BaseModel
 
 from jitterscope import __version__, atomic, boundedio, outpath, runcheck, sysinfo
+from jitterscope import kinds as registry
 from jitterscope.errors import JitterscopeError
-from jitterscope.pipeline import schema as pipeline_schema
-from jitterscope.place import schema as place_schema
-from jitterscope.protect import schema as protect_schema
-from jitterscope.sync import schema as sync_schema
+from jitterscope.kinds import Required as Required  # kinds.py's, re-exported for the readers of tables
+from jitterscope.kinds import RunKind, TableSpec
+from jitterscope.kinds import always as always
+from jitterscope.kinds import if_traced as if_traced
+from jitterscope.kinds import never as never
+
+M = TypeVar("M", bound=BaseModel)
 
 FORMAT = "jitterscope-run"
 FORMAT_VERSION = 1
 
-Required = Callable[[Mapping[str, Any]], bool]
-
-
-def always(meta: Mapping[str, Any]) -> bool:
-    return True
-
-
-def never(meta: Mapping[str, Any]) -> bool:
-    return False
-
-
-def if_traced(meta: Mapping[str, Any]) -> bool:
-    """Required when kernel tracing was on (meta.tracing.enabled)."""
-    return bool((meta.get("tracing") or {}).get("enabled"))
-
-
-@dataclass(frozen=True)
-class TableSpec:
-    """One table of a run kind.
-
-    `per_node`: the table is a hive-partitioned dataset, `<name>/host=<h>/cpu=<c>/part-0.parquet`,
-    one file per entry of `meta.nodes`, without the `cpu` column (the partition carries it);
-    read whole, it has `host` and `cpu` columns."""
-
-    schema: pa.Schema
-    required: Required = always
-    per_node: bool = False
-
-
-@dataclass(frozen=True)
-class RunKind:
-    name: str
-    tables: Mapping[str, TableSpec]
-    summary: type[BaseModel]
-    meta: type[BaseModel] = runcheck.Meta
-    doc: str = ""
-
-
-KINDS: dict[str, RunKind] = {}
-
-
-def register_kind(kind: RunKind) -> RunKind:
-    """Add a run kind (at import of this module: see the module docstring)."""
-    if kind.name in KINDS and KINDS[kind.name] is not kind:
-        raise ValueError(f"run kind {kind.name!r} is registered twice")
-    KINDS[kind.name] = kind
-    return kind
+register_kind = registry.register
 
 
 DETOUR_SCHEMA = pa.schema([("cpu", pa.int32()), ("start_ns", pa.int64()), ("duration_ns", pa.int64())])
@@ -194,6 +140,15 @@ class Run:
     meta: dict[str, Any]
     summary: dict[str, Any]
     _tables: dict[str, pa.Table] = field(default_factory=dict, repr=False)
+    # meta.json and summary.json as validated at load (runcheck.py), kept beside the dicts above
+    meta_model: runcheck.Meta | None = field(default=None, repr=False)
+    summary_model: BaseModel | None = field(default=None, repr=False)
+
+    def summary_as(self, model: type[M]) -> M:
+        """summary.json as `model` (its kind's summary model): the one validated at load, else validated now."""
+        if isinstance(self.summary_model, model):
+            return self.summary_model
+        return runcheck.check_summary(self.summary, model, self.path / "summary.json")
 
     @property
     def kind(self) -> str:
@@ -201,7 +156,10 @@ class Run:
 
     @property
     def spec(self) -> RunKind:
-        return KINDS[self.kind]
+        kind = registry.get(self.kind)
+        if kind is None:
+            raise JitterscopeError(f"{self.path}: unknown run kind {self.kind!r}")
+        return kind
 
     def has_table(self, name: str) -> bool:
         """The kind has this table and it is on disk (a per-node table: for at least one node)."""
@@ -461,15 +419,17 @@ def load_run(
             f"{p}: run format version {version} is {age} than this jitterscope reads ({FORMAT_VERSION})"
         )
     kind = meta.get("kind", "measure")
-    if kind not in KINDS:
-        raise JitterscopeError(f"{p / 'meta.json'}: kind must be one of {', '.join(map(repr, KINDS))}, got {kind!r}")
-    spec = KINDS[kind]
-    runcheck.check_meta(meta, p / "meta.json", spec.meta)
+    spec = registry.get(kind)
+    if spec is None:
+        raise JitterscopeError(
+            f"{p / 'meta.json'}: kind must be one of {', '.join(map(repr, registry.names()))}, got {kind!r}"
+        )
+    meta_model = runcheck.check_meta(meta, p / "meta.json", spec.meta)
     if kinds is not None and kind not in kinds:
         what = f"{purpose} reads" if purpose else "expected"
         raise JitterscopeError(f"{p}: a {kind} run; {what} {' and '.join(kinds)} runs")
     summary = _read_json(p / "summary.json", "summary")
-    runcheck.check_summary(summary, spec.summary, p / "summary.json")
+    summary_model = runcheck.check_summary(summary, spec.summary, p / "summary.json")
     if kind == "measure" and isinstance(summary.get("cpus"), dict):
         _agree(
             p / "summary.json",
@@ -477,7 +437,7 @@ def load_run(
             {int(c) for c in summary["cpus"] if str(c).isdigit()},
             "cpus",
         )
-    run = Run(p, meta, summary)
+    run = Run(p, meta, summary, meta_model=meta_model, summary_model=summary_model)
     if check_tables:
         check_run_tables(run)
     return run
@@ -540,7 +500,9 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 
 def conform(name: str, table: pa.Table, kind: str = "measure") -> pa.Table:
     """`table` as the table `name` of run kind `kind`: its documented columns, in order, with their types."""
-    schema = KINDS[kind].tables[name].schema
+    spec = registry.get(kind)
+    assert spec is not None, f"unknown run kind {kind!r}"
+    schema = spec.tables[name].schema
     return table.select(schema.names).cast(schema)
 
 
@@ -564,146 +526,3 @@ def base_meta(**fields: Any) -> dict[str, Any]:
     """meta.json's fixed part; callers add host, cpus, options and so on."""
 
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "tool_version": __version__, **fields}
-
-
-# ---- run kinds (a new kind adds its entry below; see the module docstring) ----
-
-register_kind(
-    RunKind(
-        "measure",
-        tables={
-            "detours": TableSpec(DETOUR_SCHEMA),
-            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced),
-            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced),
-        },
-        summary=runcheck.MeasureSummary,
-        doc="`jitterscope measure` (also each run of monitor and doe): one machine's detours and their sources",
-    )
-)
-
-
-def _is_bsp(meta: Mapping[str, Any]) -> bool:
-    return meta.get("mode") == "bsp"
-
-
-register_kind(
-    RunKind(
-        "cluster",
-        tables={
-            "detours": TableSpec(DETOUR_SCHEMA, per_node=True),
-            "attribution": TableSpec(ATTRIBUTION_SCHEMA, required=if_traced, per_node=True),
-            "activity": TableSpec(ACTIVITY_SCHEMA, required=if_traced, per_node=True),
-            "bsp_phases": TableSpec(
-                pa.schema(
-                    [
-                        ("host", pa.string()),
-                        ("cpu", pa.int32()),
-                        ("rank", pa.int32()),
-                        ("phase", pa.int32()),
-                        ("compute_ns", pa.int64()),
-                        ("noise_ns", pa.int64()),
-                        ("gaps", pa.int64()),
-                        ("phase_end_ns", pa.int64()),
-                    ]
-                ),
-                required=_is_bsp,
-            ),
-        },
-        summary=runcheck.ClusterSummary,
-        doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets",
-    )
-)
-
-
-def _sync_kind() -> RunKind:
-    return RunKind(
-        "sync",
-        tables={
-            "threads": TableSpec(sync_schema.THREADS),
-            "waits": TableSpec(sync_schema.WAITS),
-            "jitter": TableSpec(sync_schema.JITTER),
-            "events": TableSpec(sync_schema.EVENTS),
-            "segments": TableSpec(sync_schema.SEGMENTS),
-            "critical_path": TableSpec(sync_schema.CRITICAL_PATH),
-            "frames": TableSpec(sync_schema.FRAMES),
-            "objects": TableSpec(sync_schema.OBJECTS),
-            "causes": TableSpec(sync_schema.CAUSES, required=if_traced),
-            "subframes": TableSpec(sync_schema.SUBFRAMES),
-        },
-        summary=runcheck.SyncSummary,
-        doc="`jitterscope sync -- CMD`: a pthread program's waits, synchronisation jitter, causes, critical path",
-    )
-
-
-register_kind(_sync_kind())
-
-
-def _pipeline_kind() -> RunKind:
-    return RunKind(
-        "pipeline",
-        tables={
-            "iterations": TableSpec(pipeline_schema.ITERATIONS),
-            "outputs": TableSpec(pipeline_schema.OUTPUTS),
-            "subboxes": TableSpec(pipeline_schema.SUBBOXES, required=never),  # only with per-sub-box timers
-            "attribution": TableSpec(pipeline_schema.ATTRIBUTION, required=if_traced),
-        },
-        summary=runcheck.PipelineSummary,
-        doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations",
-    )
-
-
-register_kind(_pipeline_kind())
-
-
-def _protect_kind() -> RunKind:
-    return RunKind(
-        "protect",
-        tables={
-            "samples": TableSpec(protect_schema.SAMPLES),
-            "suspensions": TableSpec(protect_schema.SUSPENSIONS),
-            "iterations": TableSpec(protect_schema.ITERATIONS),
-        },
-        summary=runcheck.ProtectSummary,
-        doc="`jitterscope protect`: every sample, decision and suspension of the duty-cycling controller, "
-        "and the critical program's iterations",
-    )
-
-
-register_kind(_protect_kind())
-
-
-def _place_kind() -> RunKind:
-    return RunKind(
-        "place",
-        tables={"observations": TableSpec(place_schema.OBSERVATIONS), "decisions": TableSpec(place_schema.DECISIONS)},
-        summary=runcheck.PlaceSummary,
-        doc="`jitterscope place`: every task's observation per quantum (weight and its source) and every "
-        "placement decision with its reason",
-    )
-
-
-register_kind(_place_kind())
-
-
-def _place_compare_kind() -> RunKind:
-    return RunKind(
-        "place-compare",
-        tables={"results": TableSpec(place_schema.RESULTS)},
-        summary=runcheck.PlaceCompareSummary,
-        doc="`jitterscope place --compare`: per repetition, policy set and task, throughput (per wall and per "
-        "CPU second) and noise; each run is a place run under runs/",
-    )
-
-
-register_kind(_place_compare_kind())
-
-
-register_kind(
-    RunKind(
-        "tune",
-        tables={},
-        summary=runcheck.TuneSummary,
-        doc="`jitterscope tune verify`: the before/after runs (before/, after/, themselves measure runs), the plan "
-        "applied and the verification (summary.json, verify.html)",
-    )
-)

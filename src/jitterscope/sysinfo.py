@@ -142,6 +142,16 @@ def boot_id() -> str | None:
         return None
 
 
+def thread_ids(pid: int | None) -> set[int]:
+    """The thread ids of process `pid` (just `pid` once its /proc entry is gone; none for no pid)."""
+    if not pid:
+        return set()
+    try:
+        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
+    except OSError:
+        return {int(pid)}
+
+
 def user_hz() -> int:
     return os.sysconf("SC_CLK_TCK")
 

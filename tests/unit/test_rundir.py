@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 from pydantic import BaseModel
 
-from jitterscope import rundir
+from jitterscope import kinds, rundir
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import (
     RunKind,
@@ -107,7 +107,7 @@ def test_a_new_kind_registers_writes_loads_and_reads(tmp_path: Path) -> None:
         (d / "waits.parquet").unlink()
         assert _error(d).startswith(f"{d / 'waits.parquet'}: missing")
     finally:
-        rundir.KINDS.pop("test-sync")
+        kinds.unregister("test-sync")
 
 
 def test_an_unknown_kind_names_the_registered_ones(tmp_path: Path) -> None:

@@ -124,7 +124,7 @@ def test_a_kind_a_command_does_not_read_is_refused_in_one_line(tmp_path, capsys)
     import pyarrow as pa
     from pydantic import BaseModel
 
-    from jitterscope import rundir
+    from jitterscope import kinds, rundir
 
     class Other(BaseModel):
         run: dict
@@ -141,4 +141,4 @@ def test_a_kind_a_command_does_not_read_is_refused_in_one_line(tmp_path, capsys)
             code, _, err = _run(argv, capsys)
             assert code == 2 and err.count("\n") == 1 and "Traceback" not in err, f"{name}: {code} {err}"
     finally:
-        rundir.KINDS.pop("test-other")
+        kinds.unregister("test-other")

@@ -81,4 +81,4 @@ def load_cluster(path: str | Path) -> ClusterRun:
     run = load_run(path)
     if not is_cluster(run.meta):
         raise JitterscopeError(f"{path}: a single-machine run, not a cluster run")
-    return ClusterRun(Path(path), run.meta, run.summary)
+    return ClusterRun(Path(path), run.meta, run.summary, meta_model=run.meta_model, summary_model=run.summary_model)

@@ -33,55 +33,12 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.measure.lifecycle import write_report_or_warn
-    from jitterscope.measure.recover import analyze, is_complete
-    from jitterscope.measure.render import render_summary
-    from jitterscope.rundir import load_run
+    from jitterscope import kinds
 
     if not args.run.is_dir():
         raise JitterscopeError(f"{args.run}: no such run directory")
-    if (args.run / "sync-raw" / "meta.json").exists() and not (args.run / "summary.json").exists():
-        return _sync(args)  # a sync run whose jitterscope was killed while CMD ran (sync/runner.py)
-    if (args.run / "raw" / "meta.json").exists():  # a pipeline run cut short (pipeline/build.py)
-        from jitterscope.pipeline.actions import do_analyze
-
-        return do_analyze(args)
-    missing = None if is_complete(args.run) else analyze(args.run)
-    if missing is None:  # complete already (or another jitterscope finished it meanwhile)
-        run = load_run(args.run)
-        if args.json:
-            options.print_json(run.summary)
-        else:
-            print(f"{args.run}: already a complete run; nothing to analyse")
-        return 0
-    if not args.no_report:
-        write_report_or_warn(args.run)
-    run = load_run(args.run)
-    if args.json:
-        options.print_json(run.summary)
-        return 0
-    print(render_summary(run.summary, str(args.run), run.meta))
-    if missing:
-        print("\nRecovered from a cut-short run; not recovered:")
-        for m in missing:
-            print(f"  - {m}")
-    else:
-        print("\nRecovered from a cut-short run; nothing was lost.")
-    if (args.run / "report.html").exists():
-        print(f"Report: {args.run / 'report.html'}")
-    return 0
-
-
-def _sync(args: argparse.Namespace) -> int:
-    from jitterscope.rundir import load_run
-    from jitterscope.sync.render import render
-    from jitterscope.sync.runner import analyze_cut_short
-
-    missing = analyze_cut_short(args.run, report=not args.no_report)
-    run = load_run(args.run, kinds=("sync",))
-    if args.json:
-        options.print_json(run.summary)
-        return 0
-    print(render(run.summary, str(args.run)))
-    print("\nRecovered from a cut-short sync run; not recovered:\n" + "\n".join(f"  - {m}" for m in missing))
-    return 0
+    recoveries = sorted((k.recovery for k in kinds.all() if k.recovery), key=lambda r: r.last)
+    for recovery in recoveries:  # each kind recognises its own raw capture (kinds.py)
+        if recovery.finds(args.run):
+            return recovery.analyze(args)
+    raise JitterscopeError(f"{args.run}: nothing to analyse (no kind of run recognises its raw capture)")

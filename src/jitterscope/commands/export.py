@@ -25,7 +25,6 @@ import argparse
 
 from jitterscope import options
 from jitterscope.errors import JitterscopeError
-from jitterscope.humanize import count
 from jitterscope.outpath import check_file
 
 
@@ -38,49 +37,28 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope.export import write_csv, write_loggopsim, write_perfetto
+    from jitterscope import kinds
     from jitterscope.rundir import load_run
 
-    r = load_run(args.run, kinds=("measure", "cluster", "sync"), purpose="export")  # a new kind adds itself
+    exportable = tuple(k.name for k in kinds.all() if k.exporters)
+    r = load_run(args.run, kinds=exportable, purpose="export")
     if args.cpu is not None and args.format != "loggopsim":
         raise JitterscopeError("--cpu applies to --format loggopsim only")
     check_file(args.out, "-o")
-    if r.kind == "sync":
-        return _export_sync(r, args)
-    try:
-        if args.format == "perfetto":
-            res = write_perfetto(r, args.out)
-        elif args.format == "loggopsim":
-            res = write_loggopsim(r, args.out, args.cpu)
-        else:
-            res = write_csv(r, args.out)
-    except OSError as err:
-        raise JitterscopeError(f"{args.out}: cannot write ({err.strerror})") from None
-    if args.json:
-        options.print_json(res)
-    else:
-        print(f"{count(res['detours'], 'detour')} written as {res['format']}: {', '.join(res['files'])}")
-    return 0
-
-
-def _export_sync(r, args: argparse.Namespace) -> int:  # noqa: ANN001 (a rundir.Run)
-    """A sync run: threads, waits and kernel causes on one Perfetto timeline (sync/perfetto.py)."""
-    from jitterscope.sync.perfetto import write_sync_perfetto
-
-    if args.format != "perfetto":
+    kind = r.spec
+    exporter = kind.exporters.get(args.format)
+    if exporter is None:
+        hint = kind.export_hint.format(run=args.run)
         raise JitterscopeError(
-            f"{args.run} is a sync run: it exports as --format perfetto only (its tables are "
-            f"Parquet already: {args.run}/jitter.parquet, waits.parquet)"
+            f"{args.run} is a {r.kind} run: it exports as --format {' or '.join(kind.exporters)} only"
+            + (f" ({hint})" if hint else "")
         )
     try:
-        res = write_sync_perfetto(r, args.out)
+        res = exporter.write(r, args.out, args.cpu)
     except OSError as err:
         raise JitterscopeError(f"{args.out}: cannot write ({err.strerror})") from None
     if args.json:
         options.print_json(res)
     else:
-        print(
-            f"{count(res['waits'], 'wait')} and {count(res['jitter'], 'jitter interval')} written as perfetto: "
-            f"{', '.join(res['files'])}"
-        )
+        print(exporter.describe(res))
     return 0

@@ -8,6 +8,20 @@ attribution, periodicity, summary   who took the time, how regularly, the per-CP
 render     the terminal summary
 """
 
-from jitterscope.measure.lifecycle import MeasureOptions, measure, run_measurement
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jitterscope.measure.lifecycle import MeasureOptions, measure, run_measurement
 
 __all__ = ["MeasureOptions", "measure", "run_measurement"]
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: looking up the measure run kind (measure/kind.py) must not import the whole lifecycle.
+    if name in __all__:
+        from jitterscope.measure import lifecycle
+
+        return getattr(lifecycle, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -218,7 +218,7 @@ def _acquire(
         probe.start(spawned=lambda: _keep_tool_off(opts.cpus))
         # Our threads by id, at the start (every probe thread exists, some still under the probe
         # binary's name) and again at the end: a run recognises only its own (measure/peers.py).
-        started_tids = _thread_ids(os.getpid()) | _thread_ids(probe.pid)
+        started_tids = sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(probe.pid)
         cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, probe.thread_tids, steal_before)
         try:
             interrupted = _main_loop(probe, opts, on_tick)
@@ -227,21 +227,12 @@ def _acquire(
         finally:
             if probe.running():
                 probe.stop()
-            own_tids = started_tids | _thread_ids(os.getpid()) | _thread_ids(probe.pid)
+            own_tids = started_tids | sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(probe.pid)
             result = probe.wait(timeout=30)
         interrupted = interrupted or _ended_early(opts, result)  # (a failed probe raised its error instead)
     steal_after = sysinfo.steal_ticks(opts.cpus)
     steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
     return result, interrupted, steal_ns, own_tids
-
-
-def _thread_ids(pid: int | None) -> set[int]:
-    if not pid:
-        return set()
-    try:
-        return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
-    except OSError:
-        return {int(pid)}
 
 
 def _tracing_state(opts: MeasureOptions) -> tuple[bool, str | None]:

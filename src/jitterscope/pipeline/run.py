@@ -22,7 +22,6 @@ from typing import Any
 from jitterscope import budget, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
-from jitterscope.measure.lifecycle import _thread_ids
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.build import build_run
@@ -232,7 +231,7 @@ def _acquire(
             bar.close("interrupted: finishing the iterations already started")
             rt.stop()
         finally:
-            own = _thread_ids(os.getpid()) | _thread_ids(rt.pid)
+            own = sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(rt.pid)
             end = rt.wait(timeout=rt.exit_timeout())
         bar.close()
     return end, own, interrupted or end.interrupted, rt

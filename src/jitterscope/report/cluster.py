@@ -170,7 +170,9 @@ def cluster_page_data(run: ClusterRun) -> dict[str, Any]:
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:
     """The page and its figure (the heatmap, when there is one) for a cluster run."""
-    data = cluster_page_data(ClusterRun(run.path, run.meta, run.summary))
+    data = cluster_page_data(
+        ClusterRun(run.path, run.meta, run.summary, meta_model=run.meta_model, summary_model=run.summary_model)
+    )
     svg = heatmap_svg(data["heatmap"])
     figures = [Figure("heatmap", "noise per node and source", svg)] if svg else []
     nav = [(t["id"], t["title"].split(":")[0]) for t in data["tables"]]

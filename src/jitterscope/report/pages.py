@@ -1,32 +1,14 @@
-"""Which page each kind of run gets: the dispatch lives here, not in the package's __init__, so that
-the kinds' page builders (which use report/page.py) never import their own importer."""
+"""Which page each kind of run gets: the kind's own page builder (kinds.py), written through
+report/page.py.  The dispatch lives here, not in the package's __init__, so that the kinds' page
+builders (which use report/page.py) never import their own importer."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.report.page import Figure, page_path, write_page
-from jitterscope.rundir import Run, load_run
-
-PageBuilder = Callable[[Run], "tuple[str, list[Figure]]"]
-
-
-def _builders() -> dict[str, PageBuilder]:
-    # Imported here: each builder pulls in matplotlib, needed only once a page is drawn.
-    from jitterscope.pipeline import report as pipeline
-    from jitterscope.place import report as place
-    from jitterscope.report import cluster, run
-    from jitterscope.sync import report as sync
-
-    return {
-        "measure": run.build_page,
-        "cluster": cluster.build_page,
-        "pipeline": pipeline.build_page,
-        "sync": sync.build_page,
-        "place": place.build_page,
-    }
+from jitterscope.report.page import page_path, write_page
+from jitterscope.rundir import load_run
 
 
 def write_report(run_dir: Path, out: Path | None = None) -> Path:
@@ -34,11 +16,11 @@ def write_report(run_dir: Path, out: Path | None = None) -> Path:
     beside it; return the page's path."""
     run = load_run(run_dir)
     out = page_path(out, Path(run_dir) / "report.html")  # before any work
-    builders = _builders()
-    if run.kind not in builders:
+    kind = run.spec
+    if kind.page is None:
         raise JitterscopeError(
             f"{run_dir}: a {run.kind} directory has no report page of its own"
-            + ("; its page is verify.html" if run.kind == "tune" else "")
+            + (f"; {kind.no_page}" if kind.no_page else "")
         )
-    html, figures = builders[run.kind](run)
+    html, figures = kind.page(run)
     return write_page(out, html, figures)

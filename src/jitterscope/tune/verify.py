@@ -21,7 +21,7 @@ from jitterscope import options, sysinfo
 from jitterscope.config import validate
 from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.journal import Journal
-from jitterscope.measure import measure
+from jitterscope.measure.lifecycle import measure
 from jitterscope.outpath import check_dir
 from jitterscope.rundir import Run, base_meta, load_run, new_run_path, write_json
 from jitterscope.tune import apply as ap

@@ -148,7 +148,9 @@ def py_layout() -> list[int]:
 
 
 @dataclass
-class _Plan:
+class Plan:
+    """One thread's replay under a mode: where each recorded segment lands in simulated time, per subframe."""
+
     maps: list[tuple[np.ndarray, np.ndarray] | None]  # per item: segment offset map (rec -> sim)
     sub_item: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))  # per subframe: item,
     sub_off: np.ndarray = field(default_factory=lambda: np.zeros(0))  # sim offset in the item,
@@ -241,19 +243,19 @@ class _Thread:
             raise JitterscopeError("whatif dvfs: the replay's output bound was too small (a bug: please report it)")
         return int(at)
 
-    def plan(self) -> _Plan:
+    def plan(self) -> Plan:
         s = self.state
         maps: list[tuple[np.ndarray, np.ndarray] | None] = [
             None if lo < 0 else (self.bp_rec[lo:hi], self.bp_sim[lo:hi]) for lo, hi in zip(self.map_lo, self.map_hi)
         ]
         k = int(s.nsub)
         item, off, f, t, j = (a[:k] for a in self.subs)
-        return _Plan(maps, item, off, f, t, j, end_j=s.j, busy=s.busy, energy=s.energy)
+        return Plan(maps, item, off, f, t, j, end_j=s.j, busy=s.busy, energy=s.energy)
 
 
 def _schedule(
-    prog: Program, tid: int, mode: Mode, p: Params, j0: float, plans: dict[int, _Plan], ops: dict[int, Ops]
-) -> _Plan:
+    prog: Program, tid: int, mode: Mode, p: Params, j0: float, plans: dict[int, Plan], ops: dict[int, Ops]
+) -> Plan:
     th = _Thread(tid, ops[tid], len(prog.threads[tid].items))
     th.state.j = j0
     while (at := th.run(p)) < th.n:
@@ -269,10 +271,10 @@ def _schedule(
     return th.plan()
 
 
-def plan_all(prog: Program, mode: Mode, ops: dict[int, Ops] | None = None) -> dict[int, _Plan]:
+def plan_all(prog: Program, mode: Mode, ops: dict[int, Ops] | None = None) -> dict[int, Plan]:
     ops = ops if ops is not None else compile_ops(prog, mode.subframe_ns)
     p = _params(mode)
-    plans: dict[int, _Plan] = {}
+    plans: dict[int, Plan] = {}
     for tid in sorted(prog.threads, key=lambda t: (prog.threads[t].start, t)):
         if tid not in plans:  # a thread whose creator was not recorded starts with J = 0
             plans[tid] = _schedule(prog, tid, mode, p, 0.0, plans, ops)

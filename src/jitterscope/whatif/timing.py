@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from jitterscope.whatif.program import Program, Segment, Wait
-from jitterscope.whatif.replay import _Plan
+from jitterscope.whatif.replay import Plan
 
 
 @dataclass
@@ -22,7 +22,7 @@ class Timeline:
 
 
 class _Clock:
-    def __init__(self, prog: Program, plans: dict[int, _Plan], jitter: bool, polls: dict[int, float]) -> None:
+    def __init__(self, prog: Program, plans: dict[int, Plan], jitter: bool, polls: dict[int, float]) -> None:
         self.prog, self.plans, self.jitter, self.polls = prog, plans, jitter, polls
         self.rec_starts = {
             t: [float(it.start) if isinstance(it, Segment) else float(it.enter) for it in th.items]
@@ -90,7 +90,7 @@ class _Clock:
 POLL_PASSES = 6  # a polled release moves only when its releaser itself polls: a few passes settle
 
 
-def place(prog: Program, plans: dict[int, _Plan], jitter: bool) -> Timeline:
+def place(prog: Program, plans: dict[int, Plan], jitter: bool) -> Timeline:
     """Every item's simulated start and end; the program's simulated length.
 
     Items are placed in recorded order, so a polling wait (a timed condvar wait, Wait.ends_by) cannot
@@ -106,7 +106,7 @@ def place(prog: Program, plans: dict[int, _Plan], jitter: bool) -> Timeline:
     return tl
 
 
-def _place(prog: Program, plans: dict[int, _Plan], jitter: bool, polls: dict[int, float]) -> tuple[_Clock, Timeline]:
+def _place(prog: Program, plans: dict[int, Plan], jitter: bool, polls: dict[int, float]) -> tuple[_Clock, Timeline]:
     c = _Clock(prog, plans, jitter, polls)
     heap: list[tuple[float, int, int, int]] = []
     for tid, th in prog.threads.items():

@@ -1,0 +1,58 @@
+"""The `cluster` run kind (`cluster measure|bsp`): one run per node (host, cpu) in per-node datasets,
+registered with kinds.py.  A cut-short cluster run is finished by the measure kind's recovery."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+import pyarrow as pa
+
+from jitterscope import kinds
+from jitterscope.kinds import Comparison, Lazy, RunKind, TableSpec
+from jitterscope.measure import kind as measure_kind
+from jitterscope.runcheck import OpenModel
+
+
+class ClusterSummary(OpenModel):
+    run: dict[str, Any]
+    nodes: list[dict[str, Any]]
+
+
+BSP_PHASES = pa.schema(
+    [
+        ("host", pa.string()),
+        ("cpu", pa.int32()),
+        ("rank", pa.int32()),
+        ("phase", pa.int32()),
+        ("compute_ns", pa.int64()),
+        ("noise_ns", pa.int64()),
+        ("gaps", pa.int64()),
+        ("phase_end_ns", pa.int64()),
+    ]
+)
+
+
+def _is_bsp(meta: Mapping[str, Any]) -> bool:
+    return meta.get("mode") == "bsp"
+
+
+kinds.register(
+    RunKind(
+        "cluster",
+        tables={
+            **{name: replace(spec, per_node=True) for name, spec in measure_kind.TABLES.items()},
+            "bsp_phases": TableSpec(BSP_PHASES, required=_is_bsp),
+        },
+        summary=ClusterSummary,
+        doc="`jitterscope cluster measure|bsp`: one run per node (host, cpu), per-node datasets",
+        label="a cluster run",
+        order=1,
+        page=Lazy("jitterscope.report.cluster:build_page"),
+        comparison=Comparison(
+            Lazy("jitterscope.compare.cluster:compare_clusters"), Lazy("jitterscope.compare.cluster:render_compare")
+        ),
+        exporters=measure_kind.DETOUR_EXPORTERS,
+    )
+)

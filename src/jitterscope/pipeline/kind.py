@@ -1,0 +1,60 @@
+"""The `pipeline` run kind (`pipeline run`): its tables, summary, page, comparison and recovery,
+registered with kinds.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from jitterscope import kinds
+from jitterscope.kinds import Comparison, Lazy, Recovery, RunKind, TableSpec, if_traced, never
+from jitterscope.pipeline import schema
+from jitterscope.runcheck import Count, Number, OpenModel
+
+
+class PipelineLatency(OpenModel):
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    min: Number | None = None
+    p50: Number | None = None
+    p99: Number | None = None
+    p999: Number | None = None
+    max: Number | None = None
+
+
+class PipelineSummary(OpenModel):
+    """`jitterscope pipeline run` (docs/run-format.md, "pipeline runs")."""
+
+    run: dict[str, Any]
+    latency: PipelineLatency
+    subboxes: list[dict[str, Any]] = []
+    outputs: dict[str, Any] = {}
+    guard: dict[str, Any] = {}
+    late: dict[str, Any] | None = None
+    lost_events: Count = 0
+
+
+def _finds(run_dir: Path) -> bool:
+    return (run_dir / "raw" / "meta.json").exists()  # a pipeline run cut short (pipeline/build.py)
+
+
+kinds.register(
+    RunKind(
+        "pipeline",
+        tables={
+            "iterations": TableSpec(schema.ITERATIONS),
+            "outputs": TableSpec(schema.OUTPUTS),
+            "subboxes": TableSpec(schema.SUBBOXES, required=never),  # only with per-sub-box timers
+            "attribution": TableSpec(schema.ATTRIBUTION, required=if_traced),
+        },
+        summary=PipelineSummary,
+        doc="`jitterscope pipeline run`: per-iteration latencies, per-sub-box times, sink digests, late iterations",
+        order=3,
+        page=Lazy("jitterscope.pipeline.report:build_page"),
+        comparison=Comparison(
+            Lazy("jitterscope.pipeline.compare:compare_pipelines"), Lazy("jitterscope.pipeline.compare:render_compare")
+        ),
+        recovery=Recovery(_finds, Lazy("jitterscope.pipeline.actions:do_analyze")),
+    )
+)
