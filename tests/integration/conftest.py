@@ -258,3 +258,18 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(getattr(pytest.mark, need))
         if item.path.name not in FREE:
             item.add_marker(pytest.mark.xdist_group("machine"))
+
+
+def wait_for_comm(name: str, timeout: float = 60) -> int:
+    """The pid of a process named `name` (its comm), once one runs: a command started in the background
+    on a busy machine may take seconds to get there, and a measurement started before it would miss it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for comm in Path("/proc").glob("[0-9]*/comm"):
+            try:
+                if comm.read_text().strip() == name:
+                    return int(comm.parent.name)
+            except OSError:
+                continue
+        time.sleep(0.05)
+    raise AssertionError(f"no process named {name} within {timeout} s")

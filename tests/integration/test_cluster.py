@@ -213,7 +213,12 @@ def test_hanging_rank_fails_the_job_quickly(tmp_path: Path) -> None:
         env=env(),
     )
     pid = _rank_pid(mpi, 1)
-    time.sleep(2.5)  # inside the phases by now (start-up takes about 1 s)
+    # Past MPI's start-up (which has no timeout of ours) once the work loop's library is loaded: from there
+    # every step of the job waits at most --timeout.  A loaded CI host took over 2.5 s to get there.
+    deadline = time.monotonic() + 60
+    while "libjsbspwork.so" not in Path(f"/proc/{pid}/maps").read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(1.0)  # calibrating or inside the phases
     t0 = time.monotonic()
     os.kill(pid, 19)  # SIGSTOP: rank 1 hangs
     try:

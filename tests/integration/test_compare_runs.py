@@ -5,13 +5,12 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
 from tests.fixtures_runs import Injector, build_run
 
-from .conftest import jitterscope, needs_tracing, probed_cpu
+from .conftest import jitterscope, needs_tracing, probed_cpu, wait_for_comm
 
 # SCHED_FIFO keeps other helpers' ordinary processes off the probed CPU, so two
 # runs of this shared machine are "quiet" in the sense the comparison means;
@@ -50,7 +49,7 @@ def test_an_injected_daemon_alone_is_found(tmp_path):
         stdout=subprocess.DEVNULL,
     )
     try:
-        time.sleep(0.3)
+        wait_for_comm(INJ)
         _measure(tmp_path / "noisy", cpu)
     finally:
         inj.terminate()
