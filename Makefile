@@ -27,10 +27,14 @@ run: install
 # System programs some tests use, installed with one apt run where apt can (a test whose program is
 # missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
 # libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
-# place --profile cachegrind).
-PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind
+# place --profile cachegrind), gengetopt/re2c/libgraphviz-dev (LogGOPSim, built by its oracle tests and
+# benchmark from ../shared/peers; the header stands for the library package, which has no program).
+PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind \
+  gengetopt:gengetopt re2c:re2c
+HEADERS := /usr/include/graphviz/cgraph.h:libgraphviz-dev
 packages:
 	@missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
+	  for h in $(HEADERS); do [ -e $${h%%:*} ] || missing="$$missing $${h#*:}"; done; \
 	  if [ -n "$$missing" ]; then \
 	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      apt-get update -qq >/dev/null 2>&1; \
@@ -38,6 +42,8 @@ packages:
 	    fi; \
 	    for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || \
 	      echo "note: $${p%%:*} not installed; the tests that need it will skip"; done; \
+	    for h in $(HEADERS); do [ -e $${h%%:*} ] || \
+	      echo "note: $${h#*:} not installed; the tests that need it will skip"; done; \
 	  fi
 
 # MPI for the cluster tests: mpi4py and the MPICH wheel from PyPI.

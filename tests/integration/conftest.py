@@ -149,3 +149,15 @@ def tracefs() -> Iterator[Path]:
         pytest.skip("tracefs is not mounted and cannot be mounted here")
     yield root
     journal.undo()
+
+
+@pytest.fixture(scope="session")
+def loggopsim(tmp_path_factory):
+    """LogGOPSim built once per session from ../shared/peers (about 8 s), seed pinned by
+    $LOGGOPSIM_SEED; skips, naming what is missing, only where it cannot be built."""
+    from tests.support.loggopsim import Unavailable, build
+
+    try:
+        return build(tmp_path_factory.mktemp("loggopsim"))
+    except Unavailable as err:
+        pytest.skip(str(err))
