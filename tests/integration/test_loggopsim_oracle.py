@@ -18,7 +18,6 @@ from jitterscope.simulate import Job
 from jitterscope.simulate.loggop import periodic_trace, run_trace, simulate_loggopsim, trace_text
 from jitterscope.simulate.spec import PeriodicNoise, TraceNoise, parse_noise
 from tests.integration.conftest import jitterscope, load_json, probed_cpu
-from tests.support.loggopsim import bsp_goal
 
 SEEDS = (1, 2, 3)
 TOLERANCE = 0.01
@@ -32,7 +31,7 @@ pytestmark = pytest.mark.slow
 @pytest.fixture(scope="module")
 def schedules(loggopsim, tmp_path_factory):
     d = tmp_path_factory.mktemp("goal")
-    return {p: loggopsim.schedule(bsp_goal(p, n, WORK_NS), d / f"bsp{p}.bin") for p, n in PHASES.items()}
+    return {p: loggopsim.schedule(p, n, WORK_NS, d / f"bsp{p}.bin") for p, n in PHASES.items()}
 
 
 @pytest.fixture(scope="module")

@@ -124,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
 
     spec = parse_noise(args.noise)
     if loggop and (isinstance(spec, (DistributionNoise, FitNoise)) or args.by_source):
-        raise JitterscopeError("--model loggopsim replays a noise trace: give periodic(...) or a run, without --by-source")
+        raise JitterscopeError(
+            "--model loggopsim replays a noise trace: give periodic(...) or a run, without --by-source"
+        )
     iid = isinstance(spec, (DistributionNoise, FitNoise))
     reps = args.replications if args.replications is not None else (100 if iid else 10)
     if max(phases) * reps > 10**9 and not iid:

@@ -101,7 +101,9 @@ def trace_text(trace: NoiseTrace, header: list[str] | None = None) -> str:
 
 def offsets(seed: int, hosts: int, length_ns: int, cosched: bool) -> np.ndarray:
     """The hosts' offsets (ns) exactly as LogGOPSim draws them with std::mt19937(seed)."""
-    raw = np.random.RandomState(seed & 0xFFFFFFFF)._bit_generator.random_raw(hosts + 1)  # type: ignore[attr-defined]
+    # RandomState(seed) is seeded as std::mt19937(seed) is (init_genrand), and its full-range
+    # uint32 draws are the generator's raw outputs, in order.
+    raw = np.random.RandomState(seed & 0xFFFFFFFF).randint(0, 2**32, size=hosts + 1, dtype=np.uint32)
     draws = raw[:1].repeat(hosts) if cosched else raw[1:]
     return (draws.astype(np.float64) / MT_MAX * float(length_ns)).astype(np.int64)
 
@@ -280,4 +282,3 @@ def simulate_loggopsim(spec: PeriodicNoise | TraceNoise, job: Job, overhead_s: f
         "spec": spec.text,
     }
     return Simulation(model, results)
-
