@@ -21,10 +21,12 @@ receive from r - 2^k, each send after the previous round's receive) its rules re
   cost no G, and g < o never binds.  Noise-free runtime: N x (W + K x (2o + L)).
 
 A message that arrives while its receiver's CPU is busy waits until the CPU is free; one
-that arrives while the CPU waits for an earlier round's message is received at once (its
-o is spent then, and the round's receive completes as soon as it is posted).  Both are
-simulated: the earliest pending operation of each host runs first, as in LogGOPSim's
-event queue.
+that arrives while the CPU waits for the previous round's message is received at once
+(its o is spent then, and the round's receive completes as soon as it is posted); where a
+waiting message and the round's send are both ready, LogGOPSim's event queue runs the one
+queued first (`_round`).  Messages queued behind more than one earlier operation (hosts
+several rounds apart, as in loops of bare barriers) are not followed that far: there this
+model falls below LogGOPSim (docs/commands/simulate.md).
 """
 
 from __future__ import annotations
@@ -39,10 +41,8 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.simulate.job import Job, Result, Simulation
 from jitterscope.simulate.spec import PeriodicNoise, TraceNoise
 
-L_NS = 2500
+L_NS = 2500  # LogGOPSim's defaults (g = 1000 ns and G = 6 ns/byte do not bind here)
 O_NS = 1500
-G_NS = 1000
-GBYTE_NS = 6
 MT_MAX = 4294967295.0  # std::mt19937::max()
 
 
