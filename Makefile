@@ -36,17 +36,22 @@ wheel: install
 # libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
 # place --profile cachegrind), perf (per-source event counts against the kernel's tracepoint counts),
 # oslat (the probe-peers benchmark), prometheus (the monitor's Prometheus test; promtool for the shipped rules),
-# munge/slurmctld/slurmd/srun (the Slurm test's one-node cluster).
+# munge/slurmctld/slurmd/srun (the Slurm test's one-node cluster), gengetopt/re2c/libgraphviz-dev (LogGOPSim,
+# built by its oracle tests and benchmark from ../shared/peers; the header stands for the library package, which
+# has no program).
 # A package's service must not start (the tests start their own Prometheus and Slurm, with their own ports,
 # keys and configuration): policy-rc.d refuses service starts during the install, and the services it enabled
 # are disabled after; of Slurm's, only those this step has just installed (a machine's own Slurm is left alone).
 PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind \
-  perf:linux-perf oslat:rt-tests prometheus:prometheus munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client
+  perf:linux-perf oslat:rt-tests prometheus:prometheus munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client \
+  gengetopt:gengetopt re2c:re2c
+HEADERS := /usr/include/graphviz/cgraph.h:libgraphviz-dev
 NO_SERVICES := prometheus prometheus-node-exporter
 SERVICES := munge slurmctld slurmd
 packages:
 	@export PATH="$$PATH:/usr/sbin:/sbin"; \
 	  missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
+	  for h in $(HEADERS); do [ -e $${h%%:*} ] || missing="$$missing $${h#*:}"; done; \
 	  if [ -n "$$missing" ]; then \
 	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      apt-get update -qq >/dev/null 2>&1; \
@@ -62,6 +67,8 @@ packages:
 	    fi; \
 	    for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || \
 	      echo "note: $${p%%:*} not installed; the tests that need it will skip"; done; \
+	    for h in $(HEADERS); do [ -e $${h%%:*} ] || \
+	      echo "note: $${h#*:} not installed; the tests that need it will skip"; done; \
 	  fi
 
 # MPI for the cluster tests: mpi4py and the MPICH wheel from PyPI.

@@ -182,6 +182,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_inject.py": ("root", "native"),
     "test_interrupt_messages.py": ("native",),
     "test_inject_bad_input.py": ("native",),
+    "test_loggopsim_oracle.py": ("native", "tracefs", "slow"),
     "test_measure_attribution.py": ("native", "tracefs", "slow"),
     "test_measure_bad_input.py": ("native",),
     "test_monitor_unit.py": ("root", "native", "tracefs"),
@@ -205,6 +206,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_protect_layout.py": ("native",),
     "test_protect_safety.py": ("root", "native", "slow"),
     "test_ptts_cli.py": (),
+    "test_published_noise.py": ("slow",),
     "test_report_browser.py": ("chromium", "slow"),
     "test_restore_cli.py": ("root",),
     "test_second_probe.py": ("native", "tracefs", "slow"),
@@ -234,6 +236,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
 # changed never sees another test's change.  The spread tests load the CPUs as any busy host would.
 FREE = {
     "test_ptts_cli.py",
+    "test_published_noise.py",
     "test_prometheus_rules.py",
     "test_priority_option.py",
     "test_startup_interrupt.py",
@@ -273,3 +276,15 @@ def wait_for_comm(name: str, timeout: float = 60) -> int:
                 continue
         time.sleep(0.05)
     raise AssertionError(f"no process named {name} within {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def loggopsim(tmp_path_factory):
+    """LogGOPSim built once per session from ../shared/peers (about 8 s), seed pinned by
+    $LOGGOPSIM_SEED; skips, naming what is missing, only where it cannot be built."""
+    from tests.support.loggopsim import Unavailable, build
+
+    try:
+        return build(tmp_path_factory.mktemp("loggopsim"))
+    except Unavailable as err:
+        pytest.skip(str(err))

@@ -46,6 +46,7 @@ def test_loggopsim_round_trips_every_detour(run, tmp_path):
     for c, f in zip((1, 3), res["files"]):
         text = open(f).read()
         assert text.startswith("#") and "\t" in text.splitlines()[-1]
+        assert not text.endswith("\n")  # LogGOPSim would read a final empty line as one more detour
         back = read_loggopsim(f)
         sel = d.column("cpu").to_numpy() == c
         assert np.array_equal(back[:, 0], d.column("start_ns").to_numpy()[sel])

@@ -21,6 +21,10 @@ I.i.d. delays use order statistics: the maximum over N nodes is drawn directly
 Run directories are replayed node by node (work-conserving) and are limited by
 memory and time; beyond that, use fit:RUN.
 
+--model loggopsim reproduces LogGOPSim (LogGP, SC'10 noise injection) instead:
+noise charged once per operation (calcs and the o of messages), barrier rounds of
+2o + L, offsets from std::mt19937(--seed + replication) as LogGOPSim draws them.
+
 --by-source (RUN only) removes each attributed source from the timeline in turn
 and ranks them by the slowdown that removing them saves at the largest
 --nodes and --phases: the order to fix things for a job of that size.
@@ -35,6 +39,8 @@ EXAMPLES
     --phases 100 --phase 1ms
   jitterscope simulate --noise fit:runs/quiet --nodes 1..1e12:log10 --phases 100 --phase 1ms
   jitterscope simulate --noise runs/quiet --by-source --nodes 10000 --phases 100 --phase 1ms
+  jitterscope simulate --model loggopsim --noise 'periodic(period=1ms,duration=25us)' --nodes 8,1024 \
+    --phases 100 --phase 1ms --replications 3 --seed 1
 """
 
 from __future__ import annotations
@@ -63,7 +69,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         help="synchronization after each phase (default barrier)",
     )
     p.add_argument(
-        "--link-latency", default="2us", metavar="DURATION", help="latency of one synchronization round (default 2us)"
+        "--link-latency",
+        metavar="DURATION",
+        help="latency of one synchronization round (default 2us; LogGP's L, 2.5us, with --model loggopsim)",
+    )
+    p.add_argument(
+        "--model",
+        choices=("default", "loggopsim"),
+        default="default",
+        help="default: work-conserving replay; loggopsim: LogGOPSim's semantics (periodic or RUN noise, barrier)",
+    )
+    p.add_argument(
+        "--overhead", metavar="DURATION", help="LogGP o of a send or receive, --model loggopsim only (default 1.5us)"
     )
     p.add_argument(
         "--cosched",
@@ -92,7 +109,12 @@ def run(args: argparse.Namespace) -> int:
     if not nodes or not phases:
         raise JitterscopeError("--nodes and --phases need at least one value each")
     phase_s = parse_duration_s(args.phase, what="--phase")
-    latency = parse_duration_s(args.link_latency, what="--link-latency", allow_zero=True)
+    loggop = args.model == "loggopsim"
+    default_latency = "2.5us" if loggop else "2us"
+    latency = parse_duration_s(args.link_latency or default_latency, what="--link-latency", allow_zero=True)
+    if args.overhead and not loggop:
+        raise JitterscopeError("--overhead is LogGP's o: it needs --model loggopsim")
+    overhead = parse_duration_s(args.overhead or "1.5us", what="--overhead", allow_zero=True)
     if max(nodes) > 10**18:
         raise JitterscopeError(f"--nodes up to 1e18 are supported, got {max(nodes):.3g}")
     # scipy only once the plain options are known good: a typo is refused in a fraction of a second
@@ -101,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.simulate.spec import DistributionNoise, FitNoise
 
     spec = parse_noise(args.noise)
+    if loggop and (isinstance(spec, (DistributionNoise, FitNoise)) or args.by_source):
+        raise JitterscopeError(
+            "--model loggopsim replays a noise trace: give periodic(...) or a run, without --by-source"
+        )
     iid = isinstance(spec, (DistributionNoise, FitNoise))
     reps = args.replications if args.replications is not None else (100 if iid else 10)
     if max(phases) * reps > 10**9 and not iid:
@@ -110,7 +136,11 @@ def run(args: argparse.Namespace) -> int:
     job = Job(tuple(nodes), tuple(phases), phase_s, args.sync, latency, args.cosched, reps, args.seed)
     bar = Progress("simulate", 1.0, enabled=not args.json or None)
     try:
-        if args.by_source:
+        if loggop:
+            from jitterscope.simulate.loggop import simulate_loggopsim
+
+            sim, ranking = simulate_loggopsim(spec, job, overhead), None  # type: ignore[arg-type]
+        elif args.by_source:
             sim, ranking = by_source(spec, job, bar.update, lambda text: print(text, file=sys.stderr))
         else:
             sim, ranking = simulate(spec, job, bar.update), None

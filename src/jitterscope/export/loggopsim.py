@@ -54,9 +54,11 @@ def _write_one(run: Run, c: int, path: Path) -> int:
         f"# detours {len(d_dur)}; noise {int(d_dur.sum())} ns",
         "# start_ns\tduration_ns",
     ]
+    rows = [f"{a}\t{b}" for a, b in zip(d_start.astype(np.int64).tolist(), d_dur.astype(np.int64).tolist())]
     with atomic_open(path, "w") as f:
-        f.write("\n".join(header) + "\n")
-        np.savetxt(f, np.column_stack([d_start, d_dur]).astype(np.int64), fmt="%d", delimiter="\t")
+        # No newline after the last line: LogGOPSim reads a final empty line as one more detour
+        # made of uninitialised values.
+        f.write("\n".join(header + rows))
     return len(d_dur)
 
 

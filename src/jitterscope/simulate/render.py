@@ -12,12 +12,19 @@ def _n(n: int) -> str:
     return number(n) if n < 1e15 else f"{n:.3g}"
 
 
+def _round(m: dict[str, Any]) -> str:
+    """One synchronization round: the link latency, or LogGP's 2o + L (--model loggopsim)."""
+    if "overhead_s" in m:
+        return f"2o + L = {_t(2 * m['overhead_s'] + m['link_latency_s'])}"
+    return _t(m["link_latency_s"])
+
+
 def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
     m = data["model"]
     lines = [
         f"model: {m['description']}",
         f"job: phases of {_t(m['phase_s'])} work, sync {m['sync']}"
-        + (f" (ceil(log2 N) rounds of {_t(m['link_latency_s'])})" if m["sync"] != "none" else "")
+        + (f" (ceil(log2 N) rounds of {_round(m)})" if m["sync"] != "none" else "")
         + f"; {count(m['replications'], 'replication')}, seed {m['seed']}",
     ]
     if m.get("sync_noise"):
