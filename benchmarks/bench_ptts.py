@@ -1,5 +1,6 @@
 """PTTS benchmarks (issue 6): the thesis's configuration c (periods 66.66, 16.66,
-16.67 ms; 1,388,611 latency trees; the thesis needed 298 s) exact in < 5 s;
+16.67 ms; 1,388,611 latency trees; the thesis needed 298 s) exact in < 0.5 s
+(issue 24; in-process analysis, interpreter start-up excluded, best of 3);
 exact analysis >= 10x faster than the tool's own Monte Carlo with 10,000
 iterations on the X-ray case study (thesis table 5.4).  Also tables 5.1/5.2
 configurations a and b, and the worked example against brute force."""
@@ -24,7 +25,8 @@ EX = Path(__file__).resolve().parents[1] / "examples" / "ptts"
 
 def machine() -> str:
     model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}"
+    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
+    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, load average {load}"
 
 
 def best_of(k: int, fn):
@@ -57,10 +59,10 @@ def main() -> int:
             f"{r.latency.probs.sum() - 1:+.1e}"
         )
         if cfg == "c":
-            met = best < 5.0
+            met = best < 0.5
             ok &= met
             print(
-                f"  configuration c under 5 s: {'met' if met else 'NOT met'} "
+                f"  configuration c under 0.5 s: {'met' if met else 'missed'} "
                 f"({thesis_ms['c'] / 1000 / best:.0f}x faster than the thesis's 298 s)"
             )
     print(f"  peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

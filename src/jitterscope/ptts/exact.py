@@ -66,6 +66,10 @@ SEC_PER_STATE = 6.0e-8
 SEC_PER_PAIR_STATE = 2.0e-8
 SEC_PER_CONV = 2.0e-9
 CHUNK_STATES = 1 << 21
+# rows computed at once inside a chunk, so the temporaries stay in cache
+BLOCK_ROWS = 1 << 14
+# largest period (ticks) whose transitions are tabulated per wait
+TABLE_MAX = 1 << 20
 
 
 @dataclass
@@ -76,6 +80,8 @@ class Chain:
     o: list[int]
     etp: list[ETP]
     names: list[str]
+    # per stage: (E, P, j0) of every wait, for `from_wait`
+    _tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, model: Model) -> Chain:
@@ -129,13 +135,48 @@ class Chain:
         Thesis eq. 5.7: u(i+1, t, b) = sum_{x = b-d+1}^{b} f_i(x - t) = F_i(b-t) - F_i(b-t-d).
         Rows are padded with probability-0 candidates.
         """
-        etp, d, o = self.etp[i], self.d[i + 1], self.o[i + 1]
-        w = (o - t) % d  # wait from t to the next triggering at or after t
+        w = (self.o[i + 1] - t) % self.d[i + 1]
+        E, P, _ = self.from_wait(i, w, len(w) > self.d[i + 1])
+        return E, P
+
+    def from_wait(self, i: int, w: np.ndarray, tabulate: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`transitions` by the wait w from t to C_{i+1}'s next triggering, plus the index j0 of the first
+        candidate triggering after that one.
+
+        Everything depends on t only through w, which takes at most d_{i+1} values: with more rows
+        than that (`tabulate`), the rows are looked up in a table of all waits, computed once per stage.
+        """
+        d = self.d[i + 1]
+        if tabulate and d <= TABLE_MAX:
+            if i not in self._tables:
+                self._tables[i] = self._candidates(i, np.arange(d, dtype=np.int64))
+            E, P, j0 = self._tables[i]
+            # np.take: fancy indexing of rows is several times slower
+            return np.take(E, w, axis=0), np.take(P, w, axis=0), np.take(j0, w)
+        return self._candidates(i, w)
+
+    def _candidates(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        etp, d = self.etp[i], self.d[i + 1]
         j0 = np.maximum(0, -((w - etp.lo) // d))  # first candidate not earlier than t + lo
         e0 = w + j0 * d
         E = e0[:, None] + d * np.arange(self.branching(i), dtype=np.int64)
         P = etp.interval(E - d, E)
-        return E, P
+        return E, P, j0
+
+    def next_class(self, i: int, t: np.ndarray, w: np.ndarray, j0: np.ndarray, K: int) -> np.ndarray:
+        """Class modulo K of each candidate C_{i+1} triggering (rows of `from_wait`), without dividing per candidate.
+
+        t + w is C_{i+1}'s first triggering at or after t, so the candidate j is triggering
+        (t + w - o) / d + j0 + j of C_{i+1}, exactly.
+        """
+        d, o = self.d[i + 1], self.o[i + 1]
+        B = self.branching(i)
+        q = (((t + w - o) // d + j0) % K)[:, None] + np.arange(B, dtype=np.int64)
+        if B <= K:
+            np.subtract(q, K, out=q, where=q >= K)
+        else:
+            q %= K
+        return q
 
 
 def predicted_work(model: Model) -> int:
@@ -237,46 +278,82 @@ DENSE_MAX = 1 << 25
 
 
 class _Accumulator:
-    """Sums weights by integer key: one bincount over a dense range when it is small, else sorted merging.
+    """Sums weights by integer key: over a dense range when it is small, else by sorted merging.
 
-    Keys are buffered and summed in a few large batches (a bincount per chunk
-    would allocate the whole range each time).
+    Keys arrive in batches and are summed in groups of at least FLUSH keys, a
+    group's sums starting from zero and then added to the total (in the dense
+    case, as a bincount of the group would: the group's weights are added key by
+    key in arrival order, so how a group arrives in batches does not change one
+    bit; only where groups end does).  `add` ends a group once FLUSH keys have
+    arrived; `scatter` and `count` split that for callers that produce one
+    batch in pieces small enough to stay in cache.
     """
 
     FLUSH = 1 << 24
 
     def __init__(self, key_range: int) -> None:
         self.range = key_range
-        self.dense = np.zeros(key_range) if key_range <= DENSE_MAX else None
+        self.is_dense = key_range <= DENSE_MAX
+        self.dense: np.ndarray | None = None  # the first group's sums become the total
+        self.group: np.ndarray | None = None
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.buf_k: list[np.ndarray] = []
         self.buf_w: list[np.ndarray] = []
         self.buffered = 0
 
     def add(self, keys: np.ndarray, weights: np.ndarray) -> None:
-        self.buf_k.append(keys)
-        self.buf_w.append(weights)
-        self.buffered += len(keys)
+        self.scatter(keys, weights)
+        self.count(len(keys))
+
+    def scatter(self, keys: np.ndarray, weights: np.ndarray) -> None:
+        """Sum a piece of the current batch (the arrays may be reused by the caller afterwards)."""
+        if self.is_dense:
+            if self.group is None:
+                self.group = np.zeros(self.range)
+            np.add.at(self.group, keys, weights)  # in order, as bincount would (and with no array per call)
+        else:
+            self.buf_k.append(keys.copy())
+            self.buf_w.append(weights.copy())
+
+    def count(self, n: int) -> None:
+        """The current batch, of n keys, has been scattered: end the group if it is full."""
+        self.buffered += n
         if self.buffered >= self.FLUSH:
             self._flush()
 
     def _flush(self) -> None:
+        self.buffered = 0
+        if self.is_dense:
+            if self.group is None:
+                return
+            # weights are >= 0, so 0.0 + group would be group bit for bit
+            if self.dense is None:
+                self.dense = self.group
+            else:
+                self.dense += self.group
+            self.group = None
+            return
         if not self.buf_k:
             return
         k = np.concatenate(self.buf_k) if len(self.buf_k) > 1 else self.buf_k[0]
         w = np.concatenate(self.buf_w) if len(self.buf_w) > 1 else self.buf_w[0]
-        self.buf_k, self.buf_w, self.buffered = [], [], 0
-        if self.dense is not None:
-            self.dense += np.bincount(k, w, minlength=self.range)
-        else:
-            m = w > 0
-            self.parts.append(_aggregate(k[m], w[m], None))
+        self.buf_k, self.buf_w = [], []
+        m = w > 0
+        self.parts.append(_aggregate(k[m], w[m], None))
+
+    def result_split(self, inner: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`result` with each key split as outer * inner + rest: (outer, rest, sums)."""
+        keys, sums = self.result()
+        outer = keys // inner  # division by one number is cheap (np.divmod is not)
+        return outer, keys - outer * inner, sums
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         self._flush()
-        if self.dense is not None:
-            nz = np.flatnonzero(self.dense)
-            return nz.astype(np.int64), self.dense[nz]
+        if self.is_dense:
+            if self.dense is None:
+                return np.zeros(0, np.int64), np.zeros(0)
+            nz = np.flatnonzero(self.dense != 0)  # several times faster than on the floats
+            return nz, np.take(self.dense, nz)
         if not self.parts:
             return np.zeros(0, np.int64), np.zeros(0)
         if len(self.parts) == 1:
@@ -311,25 +388,33 @@ def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tupl
                 f"({K_next}) times delays ({D}) to index; use --approximate"
             )
         B = ch.branching(i)
-        chunk = max(1, CHUNK_STATES // B)
+        tabulate = len(q) > d_next
         acc = _Accumulator(K_next * D)
+        chunk = max(1, CHUNK_STATES // B)  # the batches the sums are grouped by (see _Accumulator)
+        keys = np.empty((min(BLOCK_ROWS, len(q)), B), dtype=np.int64)
+        wts = np.empty(keys.shape)
         for c0 in range(0, len(q), chunk):
-            qc, dc, wc = q[c0 : c0 + chunk], delta[c0 : c0 + chunk], w[c0 : c0 + chunk]
-            t = ch.o[i] + qc * ch.d[i]
-            E, P = ch.transitions(i, t)
-            expanded += E.size
-            # a real candidate lies within the stage's delay bounds; padding (probability 0)
-            # may not, and is sent to key 0 where it adds nothing
-            dn = dc[:, None] + E
-            if last:
-                key = dn - dlo
-            else:
-                qn = ((t[:, None] + E - o_next) // d_next) % K_next
-                key = qn * D + (dn - dlo)
-            key[P == 0] = 0
-            acc.add(key.ravel(), (wc[:, None] * P).ravel())
-        keys, wts = acc.result()
-        q, delta, w = keys // D, keys % D + dlo, wts
+            c1 = min(len(q), c0 + chunk)
+            for b0 in range(c0, c1, BLOCK_ROWS):
+                b1 = min(c1, b0 + BLOCK_ROWS)
+                t = ch.o[i] + q[b0:b1] * ch.d[i]
+                wait = (o_next - t) % d_next
+                E, P, j0 = ch.from_wait(i, wait, tabulate)
+                # a real candidate lies within the stage's delay bounds; padding (probability 0)
+                # may not, and is sent to key 0 where it adds nothing
+                key, wt = keys[: b1 - b0], wts[: b1 - b0]
+                np.add(E, (delta[b0:b1] - dlo)[:, None], out=key)
+                if not last:
+                    qn = ch.next_class(i, t, wait, j0, K_next)
+                    qn *= D
+                    key += qn
+                key[P == 0] = 0
+                np.multiply(w[b0:b1, None], P, out=wt)
+                acc.scatter(key.ravel(), wt.ravel())
+            acc.count((c1 - c0) * B)
+            expanded += (c1 - c0) * B
+        q, delta, w = acc.result_split(D)
+        delta += dlo
     # the last component: add its ETP (one convolution)
     f = ch.etp[-1]
     times, probs = _convolve(delta, w, f)
@@ -377,37 +462,52 @@ def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[fl
         G = 2 * R + 1
         B = ch.branching(i)
         chunk = max(1, CHUNK_STATES // (B * B))
+        tabulate = len(q) > d_next
         acc = _Accumulator(0 if last else K_next * G)
         hit_total = 0.0
         for c0 in range(0, len(q), chunk):
-            qc, gc, wc = q[c0 : c0 + chunk], g[c0 : c0 + chunk], w[c0 : c0 + chunk]
-            t = ch.o[i] + qc * ch.d[i]
-            E1, P1 = ch.transitions(i, t)
-            E2, P2 = ch.transitions(i, t + gc)
-            gn = gc[:, None, None] + E2[:, None, :] - E1[:, :, None]
-            m = np.abs(gn) <= R
-            expanded += int(m.size)
-            if not m.any():
-                continue
-            rows, r1, r2 = np.nonzero(m)
-            wsel = wc[rows] * P1[rows, r1] * P2[rows, r2]
-            gsel = gn[m]
-            hit = gsel == 0
-            hit_total += float(wsel[hit].sum())
-            if last:
-                continue
-            keep = ~hit & (wsel > 0)
-            rows, r1, gsel, wsel = rows[keep], r1[keep], gsel[keep], wsel[keep]
-            tn = t[rows] + E1[rows, r1]
-            qn = ((tn - o_next) // d_next) % K_next
-            acc.add(qn * G + (gsel + R), wsel)
+            c1 = min(len(q), c0 + chunk)
+            expanded += (c1 - c0) * B * B
+            hits: list[np.ndarray] = []
+            keys: list[np.ndarray] = []
+            wts: list[np.ndarray] = []
+            # blocks of rows keep the (rows, B, B) temporaries in cache; the chunk's hits and
+            # states are concatenated in row order, so sums see the same arrays as unblocked
+            for b0 in range(c0, c1, BLOCK_ROWS):
+                b1 = min(c1, b0 + BLOCK_ROWS)
+                gc, wc = g[b0:b1], w[b0:b1]
+                t = ch.o[i] + q[b0:b1] * ch.d[i]
+                E1, P1, _ = ch.from_wait(i, (o_next - t) % d_next, tabulate)
+                E2, P2, _ = ch.from_wait(i, (o_next - t - gc) % d_next, tabulate)
+                # the next gap plus R: within [0, 2R] (as unsigned, so one comparison) when it is kept
+                gs = (gc + R)[:, None, None] + E2[:, None, :] - E1[:, :, None]
+                m = gs.view(np.uint64) <= 2 * R
+                if not m.any():
+                    continue
+                rows, r1, r2 = np.nonzero(m)
+                wsel = wc[rows] * P1[rows, r1] * P2[rows, r2]
+                gsel = gs[m]
+                hit = gsel == R
+                hits.append(wsel[hit])
+                if last:
+                    continue
+                keep = ~hit & (wsel > 0)
+                rows, r1, gsel, wsel = rows[keep], r1[keep], gsel[keep], wsel[keep]
+                tn = t[rows] + E1[rows, r1]
+                qn = ((tn - o_next) // d_next) % K_next
+                keys.append(qn * G + gsel)
+                wts.append(wsel)
+            if hits:
+                hit_total += float(np.concatenate(hits).sum())
+            if keys:
+                acc.add(np.concatenate(keys), np.concatenate(wts))
         by[i + 1] = hit_total
         if last:
             break
-        keys, wts = acc.result()
-        if len(keys) == 0:
+        q, g, w = acc.result_split(G)
+        if len(q) == 0:
             break
-        q, g, w = keys // G, keys % G - R, wts
+        g -= R
     return float(sum(by)), by, expanded
 
 
