@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,8 +63,8 @@ from jitterscope.ptts.model import ETP, Model, ModelError
 
 # seconds per expanded state, measured on the 2-core reference machine (see
 # BENCHMARKS.md); used only to predict and refuse too-long analyses
-SEC_PER_STATE = 6.0e-8
-SEC_PER_PAIR_STATE = 2.0e-8
+SEC_PER_STATE = 1.6e-8
+SEC_PER_PAIR_STATE = 3.5e-9
 SEC_PER_CONV = 2.0e-9
 CHUNK_STATES = 1 << 21
 # rows computed at once inside a chunk, so the temporaries stay in cache
@@ -361,6 +362,76 @@ class _Accumulator:
         return _aggregate(np.concatenate([k for k, _ in self.parts]), np.concatenate([w for _, w in self.parts]), None)
 
 
+@dataclass
+class _States:
+    """The measure carried from stage to stage: rows (class, delay or gap, weight) in ascending key order.
+
+    After a stage summed over a dense range, the rows are read from its sums
+    window by window, so no array of all states is made (fresh memory is costly:
+    page faults) and each piece stays in cache.
+    """
+
+    n: int
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    dense: np.ndarray | None = None
+    inner: int = 1  # key = class * inner + (second - offset)
+    offset: int = 0
+
+    WINDOW = 1 << 16
+
+    @classmethod
+    def of(cls, acc: _Accumulator, inner: int, offset: int) -> _States:
+        acc._flush()
+        if acc.is_dense:
+            dense = acc.dense
+            return cls(0 if dense is None else int(np.count_nonzero(dense)), dense=dense, inner=inner, offset=offset)
+        outer, rest, sums = acc.result_split(inner)
+        return cls(len(outer), rows=(outer, rest + offset, sums))
+
+    def _windows(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        if self.rows is not None:
+            yield self.rows
+            return
+        if self.dense is None:
+            return
+        for a in range(0, len(self.dense), self.WINDOW):
+            keys = np.flatnonzero(self.dense[a : a + self.WINDOW] != 0)  # several times faster than on floats
+            if len(keys) == 0:
+                continue
+            keys += a
+            outer = keys // self.inner
+            yield outer, keys - outer * self.inner + self.offset, np.take(self.dense, keys)
+
+    def pieces(self, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+        """(classes, seconds, weights, rows) of at most BLOCK_ROWS rows, never across a multiple of `chunk`
+        rows; `rows` is the number of rows of the chunk a piece ends (else 0), so sums can be grouped
+        by chunks as before the rows were streamed."""
+        r = 0
+        for q, x, w in self._windows():
+            a = 0
+            while a < len(q):
+                b = min(len(q), a + BLOCK_ROWS, a + chunk - r)
+                r += b - a
+                yield q[a:b], x[a:b], w[a:b], (r if r == chunk else 0)
+                r %= chunk
+                a = b
+        if r:
+            empty = np.zeros(0, dtype=np.int64)
+            yield empty, empty, np.zeros(0), r
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = list(self._windows())
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
+
+
 def _frames(ch: Chain, frames: np.ndarray | None) -> np.ndarray:
     if frames is None:
         return np.arange(ch.trees, dtype=np.int64)
@@ -372,9 +443,7 @@ def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tupl
     """The exact end-to-end latency PMF averaged over the given triggerings of C_0 (default: all)."""
     ch = Chain.of(model)
     ks = _frames(ch, frames)
-    q = ks
-    delta = np.zeros(len(ks), dtype=np.int64)
-    w = np.full(len(ks), 1.0 / len(ks))
+    states = _States(len(ks), rows=(ks, np.zeros(len(ks), dtype=np.int64), np.full(len(ks), 1.0 / len(ks))))
     expanded = 0
     for i in range(ch.n - 1):
         d_next, o_next = ch.d[i + 1], ch.o[i + 1]
@@ -388,33 +457,32 @@ def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tupl
                 f"({K_next}) times delays ({D}) to index; use --approximate"
             )
         B = ch.branching(i)
-        tabulate = len(q) > d_next
+        tabulate = states.n > d_next
         acc = _Accumulator(K_next * D)
-        chunk = max(1, CHUNK_STATES // B)  # the batches the sums are grouped by (see _Accumulator)
-        keys = np.empty((min(BLOCK_ROWS, len(q)), B), dtype=np.int64)
+        keys = np.empty((min(BLOCK_ROWS, states.n), B), dtype=np.int64)
         wts = np.empty(keys.shape)
-        for c0 in range(0, len(q), chunk):
-            c1 = min(len(q), c0 + chunk)
-            for b0 in range(c0, c1, BLOCK_ROWS):
-                b1 = min(c1, b0 + BLOCK_ROWS)
-                t = ch.o[i] + q[b0:b1] * ch.d[i]
+        # chunks: the batches the sums are grouped by (see _Accumulator)
+        for q, delta, w, chunk_rows in states.pieces(max(1, CHUNK_STATES // B)):
+            if len(q):
+                t = ch.o[i] + q * ch.d[i]
                 wait = (o_next - t) % d_next
                 E, P, j0 = ch.from_wait(i, wait, tabulate)
                 # a real candidate lies within the stage's delay bounds; padding (probability 0)
                 # may not, and is sent to key 0 where it adds nothing
-                key, wt = keys[: b1 - b0], wts[: b1 - b0]
-                np.add(E, (delta[b0:b1] - dlo)[:, None], out=key)
+                key, wt = keys[: len(q)], wts[: len(q)]
+                np.add(E, (delta - dlo)[:, None], out=key)
                 if not last:
                     qn = ch.next_class(i, t, wait, j0, K_next)
                     qn *= D
                     key += qn
                 key[P == 0] = 0
-                np.multiply(w[b0:b1, None], P, out=wt)
+                np.multiply(w[:, None], P, out=wt)
                 acc.scatter(key.ravel(), wt.ravel())
-            acc.count((c1 - c0) * B)
-            expanded += (c1 - c0) * B
-        q, delta, w = acc.result_split(D)
-        delta += dlo
+            if chunk_rows:
+                acc.count(chunk_rows * B)
+        expanded += states.n * B
+        states = _States.of(acc, D, dlo)
+    _, delta, w = states.arrays()
     # the last component: add its ETP (one convolution)
     f = ch.etp[-1]
     times, probs = _convolve(delta, w, f)
@@ -450,9 +518,7 @@ def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[fl
     if not collisions_possible(ch):
         return 0.0, by, 0
     ks = _frames(ch, frames)
-    q = ks
-    g = np.full(len(ks), ch.d[0], dtype=np.int64)
-    w = np.full(len(ks), 1.0 / len(ks))
+    states = _States(len(ks), rows=(ks, np.full(len(ks), ch.d[0], dtype=np.int64), np.full(len(ks), 1.0 / len(ks))))
     expanded = 0
     for i in range(ch.n - 1):
         d_next, o_next = ch.d[i + 1], ch.o[i + 1]
@@ -461,53 +527,56 @@ def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[fl
         K_next = 1 if last else ch.K(i + 1)
         G = 2 * R + 1
         B = ch.branching(i)
-        chunk = max(1, CHUNK_STATES // (B * B))
-        tabulate = len(q) > d_next
+        tabulate = states.n > d_next
         acc = _Accumulator(0 if last else K_next * G)
+        j = np.arange(B, dtype=np.int64)
+        steps = ((j[None, :] - j[:, None]) * d_next).ravel()
+        gs_buf = np.empty((min(BLOCK_ROWS, states.n), B * B), dtype=np.int64)
         hit_total = 0.0
-        for c0 in range(0, len(q), chunk):
-            c1 = min(len(q), c0 + chunk)
-            expanded += (c1 - c0) * B * B
-            hits: list[np.ndarray] = []
-            keys: list[np.ndarray] = []
-            wts: list[np.ndarray] = []
-            # blocks of rows keep the (rows, B, B) temporaries in cache; the chunk's hits and
-            # states are concatenated in row order, so sums see the same arrays as unblocked
-            for b0 in range(c0, c1, BLOCK_ROWS):
-                b1 = min(c1, b0 + BLOCK_ROWS)
-                gc, wc = g[b0:b1], w[b0:b1]
-                t = ch.o[i] + q[b0:b1] * ch.d[i]
+        hits: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        wts: list[np.ndarray] = []
+        # a chunk's hits and states are concatenated in row order before they are summed, so the
+        # sums see the same arrays however the rows arrive
+        for q, gc, wc, chunk_rows in states.pieces(max(1, CHUNK_STATES // (B * B))):
+            if len(q):
+                t = ch.o[i] + q * ch.d[i]
                 E1, P1, _ = ch.from_wait(i, (o_next - t) % d_next, tabulate)
                 E2, P2, _ = ch.from_wait(i, (o_next - t - gc) % d_next, tabulate)
-                # the next gap plus R: within [0, 2R] (as unsigned, so one comparison) when it is kept
-                gs = (gc + R)[:, None, None] + E2[:, None, :] - E1[:, :, None]
-                m = gs.view(np.uint64) <= 2 * R
-                if not m.any():
-                    continue
-                rows, r1, r2 = np.nonzero(m)
-                wsel = wc[rows] * P1[rows, r1] * P2[rows, r2]
-                gsel = gs[m]
-                hit = gsel == R
-                hits.append(wsel[hit])
-                if last:
-                    continue
-                keep = ~hit & (wsel > 0)
-                rows, r1, gsel, wsel = rows[keep], r1[keep], gsel[keep], wsel[keep]
-                tn = t[rows] + E1[rows, r1]
-                qn = ((tn - o_next) // d_next) % K_next
-                keys.append(qn * G + gsel)
-                wts.append(wsel)
-            if hits:
-                hit_total += float(np.concatenate(hits).sum())
-            if keys:
-                acc.add(np.concatenate(keys), np.concatenate(wts))
+                # candidates are E[:, j] = E[:, 0] + j * d, so the pair (j1, j2) moves the gap by
+                # (j2 - j1) * d; plus R, the next gap is kept when within [0, 2R] (one unsigned comparison)
+                base = gc + R + E2[:, 0] - E1[:, 0]
+                gs = np.add(base[:, None], steps, out=gs_buf[: len(q)])
+                idx = np.flatnonzero(gs.view(np.uint64) <= 2 * R)  # in (row, j1, j2) order
+                if len(idx):
+                    rows = idx // (B * B)
+                    r1 = (idx - rows * (B * B)) // B
+                    i1 = rows * B + r1  # flat index of (row, j1)
+                    i2 = rows * B + (idx - i1 * B)  # of (row, j2)
+                    wsel = np.take(wc, rows) * np.take(P1, i1) * np.take(P2, i2)
+                    gsel = np.take(gs, idx)
+                    hit = gsel == R
+                    hits.append(wsel[hit])
+                    if not last:
+                        keep = ~hit & (wsel > 0)
+                        i1, gsel, wsel = i1[keep], gsel[keep], wsel[keep]
+                        tn = np.take(t, i1 // B) + np.take(E1, i1)
+                        qn = ((tn - o_next) // d_next) % K_next
+                        keys.append(qn * G + gsel)
+                        wts.append(wsel)
+            if chunk_rows:
+                if hits:
+                    hit_total += float(np.concatenate(hits).sum())
+                if keys:
+                    acc.add(np.concatenate(keys), np.concatenate(wts))
+                hits, keys, wts = [], [], []
+        expanded += states.n * B * B
         by[i + 1] = hit_total
         if last:
             break
-        q, g, w = acc.result_split(G)
-        if len(q) == 0:
+        states = _States.of(acc, G, -R)
+        if states.n == 0:
             break
-        g -= R
     return float(sum(by)), by, expanded
 
 
