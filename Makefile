@@ -35,14 +35,18 @@ wheel: install
 # missing skips, naming it): chromium (the report's browser test), trace-cmd (the trace parser's
 # libtraceevent cross-check), pigz/xz/zstd (real programs for sync), valgrind (whatif capture and
 # place --profile cachegrind), perf (per-source event counts against the kernel's tracepoint counts),
-# oslat (the probe-peers benchmark), prometheus (the monitor's Prometheus test; promtool for the shipped rules).
-# A package's service must not start (the tests start their own Prometheus on a free port): policy-rc.d
-# refuses service starts during the install, and the services it enabled are disabled after.
+# oslat (the probe-peers benchmark), prometheus (the monitor's Prometheus test; promtool for the shipped rules),
+# munge/slurmctld/slurmd/srun (the Slurm test's one-node cluster).
+# A package's service must not start (the tests start their own Prometheus and Slurm, with their own ports,
+# keys and configuration): policy-rc.d refuses service starts during the install, and the services it enabled
+# are disabled after; of Slurm's, only those this step has just installed (a machine's own Slurm is left alone).
 PACKAGES := chromium:chromium trace-cmd:trace-cmd pigz:pigz xz:xz-utils zstd:zstd valgrind:valgrind \
-  perf:linux-perf oslat:rt-tests prometheus:prometheus
+  perf:linux-perf oslat:rt-tests prometheus:prometheus munged:munge slurmctld:slurmctld slurmd:slurmd srun:slurm-client
 NO_SERVICES := prometheus prometheus-node-exporter
+SERVICES := munge slurmctld slurmd
 packages:
-	@missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
+	@export PATH="$$PATH:/usr/sbin:/sbin"; \
+	  missing=""; for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || missing="$$missing $${p#*:}"; done; \
 	  if [ -n "$$missing" ]; then \
 	    if command -v apt-get >/dev/null 2>&1 && [ "$$(id -u)" = 0 ]; then \
 	      apt-get update -qq >/dev/null 2>&1; \
@@ -51,6 +55,10 @@ packages:
 	      DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing >/dev/null 2>&1 || true; \
 	      [ -z "$$guard" ] || rm -f /usr/sbin/policy-rc.d; \
 	      ! command -v systemctl >/dev/null 2>&1 || systemctl disable --now $(NO_SERVICES) >/dev/null 2>&1 || true; \
+	      for s in $(SERVICES); do case " $$missing " in *" $$s "*) \
+	        if [ -d /run/systemd/system ]; then systemctl disable --now $$s >/dev/null 2>&1 || true; \
+	        else service $$s stop >/dev/null 2>&1; update-rc.d $$s disable >/dev/null 2>&1 || true; fi;; \
+	      esac; done; \
 	    fi; \
 	    for p in $(PACKAGES); do command -v $${p%%:*} >/dev/null 2>&1 || \
 	      echo "note: $${p%%:*} not installed; the tests that need it will skip"; done; \
@@ -91,8 +99,10 @@ unit: check
 integration: install packages mpi
 	$(INTEGRATION)
 
+# Every benchmark (or BENCH="probe trace"), each writing its section of BENCHMARKS.md; ends with a table of
+# met / missed / not run and fails unless every target was met.
 bench: install
-	$(BIN)/python benchmarks/run.py
+	$(BIN)/python benchmarks/run.py --write $(BENCH)
 
 clean:
 	rm -rf $(VENV) .venv-py* .mypy_cache .ruff_cache build dist wheelhouse src/*.egg-info src/jitterscope/native/bin

@@ -15,7 +15,6 @@ import resource
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 import numpy as np
@@ -24,9 +23,8 @@ import pyarrow.compute as pc
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bench_trace import TARGET, big_trace  # noqa: E402
-from benchlib import section  # noqa: E402
+from benchlib import Bench  # noqa: E402
 
-from jitterscope import sysinfo  # noqa: E402
 from jitterscope.measure import summary as S  # noqa: E402
 from jitterscope.measure.attribution import attribute, attribute_annotations, source_table  # noqa: E402
 from jitterscope.measure.build import ANNOTATION_KINDS, _functions  # noqa: E402
@@ -69,6 +67,7 @@ def pipeline(trace: Path) -> tuple[int, int]:
 
 
 def main() -> int:
+    bench = Bench("attribution", "## Attribution")
     with tempfile.TemporaryDirectory(prefix="jitterscope-bench-attr-") as tmp:
         big, _, source = big_trace(Path(tmp))
         pipeline(big)  # warm the page cache
@@ -84,12 +83,13 @@ def main() -> int:
     cpu_med = float(np.median([r[0] for r in runs]))
     wall_min = min(r[1] for r in runs)
     rate = events / cpu_med
-    met = "met" if rate >= TARGET else "NOT met"
+    met = bench.check(
+        f"attribution >= {TARGET / 1e6:.0f} M kernel events/s on one core", rate >= TARGET, f"{rate / 1e6:.2f} M/s"
+    )
     body = f"""Raw trace → per-source table (parse_trace, detour × segment attribution, work/timer
-functions, sources with periods, chains) (`benchmarks/bench_attribution.py`, {date.today()}).
+functions, sources with periods, chains).
 Input: {source}, replicated to {events:,} kernel events; {detours:,} detours laid over it
-(10 us every 20 us). {REPEATS} runs. Machine: {sysinfo.cpu_model()}, {len(sysinfo.online_cpus())} CPUs,
-Linux {sysinfo.kernel()} ({sysinfo.virtualization() or "bare metal"}).
+(10 us every 20 us). {REPEATS} runs.
 
 | measure | time | kernel events / s |
 |---|---|---|
@@ -97,8 +97,8 @@ Linux {sysinfo.kernel()} ({sysinfo.virtualization() or "bare metal"}).
 | wall (fastest) | {wall_min:.3f} s | {events / wall_min / 1e6:.2f} M |
 
 **{rate / 1e6:.2f} M events/s on one core** — target >= {TARGET / 1e6:.0f} M/s: {met}."""
-    section("## Attribution", body)
-    return 0 if rate >= TARGET else 1
+    bench.section(body)
+    return bench.exit_code()
 
 
 if __name__ == "__main__":

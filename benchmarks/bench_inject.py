@@ -9,6 +9,7 @@ SCHED_FIFO): median busy-time excess < 1 us, p90 wake-up latency < 500 us.
 
 from __future__ import annotations
 
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from benchlib import Targets, section  # noqa: E402
+from benchlib import Bench  # noqa: E402
 
 from jitterscope.measure.inject import Injector, read_truth  # noqa: E402
 from jitterscope.sysinfo import online_cpus  # noqa: E402
@@ -25,6 +26,8 @@ PERIOD_NS, BUSY_NS, SECONDS = 10_000_000, 1_000_000, 3.0
 
 
 def main() -> int:
+    bench = Bench("inject", "## Injector precision (`benchmarks/bench_inject.py`)")
+    bench.require(os.geteuid() == 0, "needs root (the injector runs at SCHED_FIFO)")
     cpu = online_cpus()[-1]
     with tempfile.TemporaryDirectory() as tmp:
         truth_path = Path(tmp) / "truth.csv"
@@ -38,9 +41,8 @@ def main() -> int:
     late = start_ns - slot * PERIOD_NS  # after its absolute deadline (the first wake-up is slot 0)
     late -= late.min()
     excess = (truth["end_tsc"] - truth["start_tsc"]) * 1e9 / hz - BUSY_NS
-    t = Targets()
-    busy_ok = t.check("busy excess", np.median(excess) < 1000)
-    late_ok = t.check("latency", np.percentile(late, 90) < 500_000)
+    busy_ok = bench.check("busy time beyond the request, median < 1 us", np.median(excess) < 1000)
+    late_ok = bench.check("wake-up latency p90 < 500 us", np.percentile(late, 90) < 500_000)
     body = f"""CPU {cpu}, {len(truth)} wake-ups of {BUSY_NS / 1e6:g} ms every {PERIOD_NS / 1e6:g} ms, \
 policy {res.policy}
 
@@ -52,8 +54,8 @@ policy {res.policy}
 | wake-up latency max | {late.max() / 1e3:.1f} us | |
 | missed deadlines | {res.missed} | |
 """
-    section("## Injector precision", body)
-    return t.exit_code()
+    bench.section(body)
+    return bench.exit_code()
 
 
 if __name__ == "__main__":

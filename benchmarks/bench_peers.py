@@ -16,7 +16,7 @@ a 1 us histogram of loop times (bucket k holds (k-1, k] us) up to 1024 us, with
 longer ones in its last bucket: its detours above 1 us are buckets >= 2, and a
 p99 or noise share that needs the overflowed ones is a range (bounded by the
 bucket edge below and its maximum above).  Needs root (oslat and `measure`'s
-tracing); exits 1 with "not run: why" when a peer cannot be built or run.
+tracing); exits 4 with "not run: why" when a peer cannot be built or run (benchlib).
 """
 
 from __future__ import annotations
@@ -31,16 +31,15 @@ import sys
 import tarfile
 import tempfile
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from benchlib import Targets, section  # noqa: E402
+from benchlib import Bench  # noqa: E402
 
-from jitterscope.sysinfo import cpu_model, online_cpus  # noqa: E402
+from jitterscope.sysinfo import online_cpus  # noqa: E402
 
 HEADING = "## Probe peers"
 # ../shared/peers beside the checkout (or beside the directory holding worktrees); JITTERSCOPE_PEERS overrides
@@ -70,10 +69,6 @@ class Reading:
 
 class NotRun(Exception):
     """A peer cannot be built or run here; the message says why."""
-
-
-def machine() -> str:
-    return f"{platform.node()}: {cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}"
 
 
 def build_sysjitter(tmp: Path) -> Path:
@@ -205,12 +200,9 @@ def false_failure(k: int, n: int) -> float:
 
 
 def main() -> int:
-    if os.geteuid() != 0:
-        print("not run: needs root (oslat's and jitterscope measure's tracing)", flush=True)
-        return 1
-    if shutil.which("oslat") is None:
-        print("not run: oslat not installed (Debian rt-tests; `make packages`)", flush=True)
-        return 1
+    bench = Bench("peers", HEADING)
+    bench.require(os.geteuid() == 0, "needs root (oslat's and jitterscope measure's tracing)")
+    bench.require(shutil.which("oslat") is not None, "oslat not installed (Debian rt-tests; `make packages`)")
     cpu = online_cpus()[-1]
     readings: list[Reading] = []
     with tempfile.TemporaryDirectory(prefix="bench-peers-") as tmp_s:
@@ -228,11 +220,9 @@ def main() -> int:
                     readings.append(run(rnd))
                     print(f"  round {rnd}: {readings[-1].tool} done", flush=True)
         except NotRun as why:
-            print(f"not run: {why}", flush=True)
-            return 1
+            bench.not_run(str(why))
     ours = [r for r in readings if r.tool == "jitterscope"]
     peers = [r for r in readings if r.tool != "jitterscope"]
-    targets = Targets()
     rows = "\n".join(
         f"| {r.round} | {r.tool} | {r.detours:,} | {r.per_s:,.0f} | {fmt_range(r.noise, pct)} | "
         f"{fmt_range(r.p99_ns, us)} |"
@@ -245,16 +235,15 @@ def main() -> int:
         ("p99 of detours", lambda r: r.p99_ns, us),
     ):
         ok, spread = within(ours, peers, key, fmt)
-        checks.append(f"- {label}: ours {spread}: {targets.check(f'peers: {label}', ok)}")
+        checks.append(f"- {label}: ours {spread}: {bench.check(f'peers: {label} within their spread', ok, spread)}")
     chance = false_failure(len(ours), len(peers))
     checks.append(
         f"\nEach target is missed by chance {chance * 100:.1f}% of the time when our runs and the peers' "
         "come from one distribution (the median of ours outside the range of theirs)."
     )
-    today = datetime.now(timezone.utc).strftime("%Y-%m-%d")
     body = f"""sysjitter v1.4, oslat (rt-tests) and `jitterscope measure` (tracing on), interleaved on CPU {cpu},
-{ROUNDS} rounds of {SECONDS} s each, threshold 1 us (`benchmarks/bench_peers.py`, {today}).
-Machine: {machine()}.  oslat's figures past its 1 ms histogram are ranges.
+{ROUNDS} rounds of {SECONDS} s each, threshold 1 us.  Host: {platform.node()}.
+oslat's figures past its 1 ms histogram are ranges.
 
 | round | tool | detours > 1 us | per s | noise share | p99 |
 |---|---|---|---|---|---|
@@ -262,8 +251,8 @@ Machine: {machine()}.  oslat's figures past its 1 ms histogram are ranges.
 
 {chr(10).join(checks)}
 """
-    section(HEADING, body)
-    return targets.exit_code()
+    bench.section(body)
+    return bench.exit_code()
 
 
 if __name__ == "__main__":

@@ -13,7 +13,8 @@
 4. Figure 3.8: reduced + reuse on PIPELINE_BENCH_CHAINS seeded synthetic chains (default 10) at 128 x 128,
    1,000 iterations each: medians and maxima.
 
-Timing here is report-only (the machine is shared); runs go to a temporary directory.
+Timing here is report-only (the machine is shared); the targets are the outputs, bit-identical across
+configurations.  Runs go to a temporary directory.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+from benchlib import Bench  # noqa: E402
 
 from jitterscope.pipeline import bench as B
 from jitterscope.pipeline.compiler import Options, compile_graph
@@ -42,18 +44,12 @@ ROUNDS = 10  # configurations take turns: load changes on the shared machine fal
 # wants (a shared machine) stretch every iteration to the scheduler's time slices, so the default here is
 # hybrid (spin ~50 us, then sleep); PIPELINE_BENCH_WAIT=spin on a machine whose CPUs the pipeline has alone.
 WAIT = os.environ.get("PIPELINE_BENCH_WAIT", "hybrid")
-
-
-def machine() -> str:
-    cpuinfo = Path("/proc/cpuinfo").read_text().splitlines()
-    model = next((ln.split(":", 1)[1].strip() for ln in cpuinfo if ln.startswith("model name")), "?")
-    load = Path("/proc/loadavg").read_text().split()[:3]
-    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, load average {' '.join(load)}"
+BENCH = Bench("pipeline", "## Pipeline (`benchmarks/bench_pipeline.py`)")
 
 
 def compile_speed() -> None:
     g = graph_from_dict(generate(1, 100, 512, 512))
-    print(
+    BENCH.log(
         f"\n1. compiler, synthetic chain seed 1: {len(g.boxes)} boxes, {len(g.buffers)} buffers of "
         f"{g.buffer_bytes >> 20} MiB"
     )
@@ -64,7 +60,7 @@ def compile_speed() -> None:
         extra = ""
         if s.plan.sos is not None:
             extra = f", SOS {'proven' if s.plan.sos.proven else 'not proven'} after {s.plan.sos.states:,} states"
-        print(
+        BENCH.log(
             f"   {h:12} {m:7} {dt * 1e3:8.1f} ms  {len(s.inst.subboxes)} sub-boxes, {len(s.signals)} signals, "
             f"pool {s.memory.total / 2**20:6.1f} MiB{extra}"
         )
@@ -76,31 +72,30 @@ def table(graphs, iterations: int, title: str, out: Path, rounds: int) -> dict:
     ro = RunOptions(iterations=iterations, cpus=cpus, timers=False, wait=WAIT)
     t = time.perf_counter()
     res = B.bench(graphs, B.configurations(), opts, ro, out, rounds=rounds)
-    print(bench_table(res["rows"], f"\n{title} ({time.perf_counter() - t:.0f} s)"))
+    BENCH.log(bench_table(res["rows"], f"\n{title} ({time.perf_counter() - t:.0f} s)"))
     for r in res["rows"]:
-        print(
+        BENCH.log(
             f"   {r['heuristic']:12} {r['memory']:7} pool {r['pool_bytes'] / 2**20:7.1f} MiB"
             f"{' (> LLC)' if r['pool_bytes'] > LLC else ''}, {r['signals']} signals"
         )
     order = res["order_of_sigma"]
-    print(
+    BENCH.log(
         "   σ by heuristic (us): " + ", ".join(f"{h} {v / 1e3:,.1f}" for h, v in order["sigma_by_heuristic_ns"].items())
     )
-    print(
+    BENCH.log(
         "   thesis ordering: "
         + ", ".join(f"{k}: {'holds' if v else 'does not hold'}" for k, v in order["checks"].items())
     )
-    print(f"   outputs bit-identical across configurations: {res['outputs_identical']}")
+    BENCH.log(f"   outputs bit-identical across configurations: {res['outputs_identical']}")
     return res
 
 
 def main() -> int:
-    print(f"machine: {machine()}; python {platform.python_version()}; waits: {WAIT}")
+    BENCH.log(f"python {platform.python_version()}; waits: {WAIT}")
     compile_speed()
     iters = int(os.environ.get("PIPELINE_BENCH_ITER", "100000"))
     syn_iters = int(os.environ.get("PIPELINE_BENCH_SYN_ITER", "100"))
     chains = int(os.environ.get("PIPELINE_BENCH_CHAINS", "10"))
-    ok = True
     with tempfile.TemporaryDirectory(prefix="js-bench-pipeline-") as tmp:
         base = Path(tmp)
         res = table(
@@ -110,7 +105,7 @@ def main() -> int:
             base / "appendix",
             ROUNDS,
         )
-        ok &= res["outputs_identical"]
+        BENCH.check("appendix: outputs bit-identical across configurations", res["outputs_identical"])
         syn = graph_from_dict(generate(1, 100, 512, 512), "synthetic seed 1")
         res = table(
             [syn],
@@ -120,7 +115,7 @@ def main() -> int:
             base / "synthetic",
             ROUNDS,
         )
-        ok &= res["outputs_identical"]
+        BENCH.check("synthetic chain: outputs bit-identical across configurations", res["outputs_identical"])
         graphs = [graph_from_dict(generate(s, 100, 128, 128), f"seed {s}") for s in range(1, chains + 1)]
         t = time.perf_counter()
         res = B.bench(
@@ -130,18 +125,19 @@ def main() -> int:
             RunOptions(iterations=1000, cpus=tuple(online_cpus()[:2]), timers=False, wait=WAIT),
             base / "chains",
         )
-        print(
+        BENCH.log(
             f"\n4. reduced + reuse on {chains} synthetic chains, 128x128, 1,000 iterations "
             f"({time.perf_counter() - t:.0f} s), sorted by median (us):"
         )
         for r in sorted(res["chains"], key=lambda r: r["latency"]["p50"]):
             s = r["latency"]
-            print(
+            BENCH.log(
                 f"   {r['graph']:18} p50 {s['p50'] / 1e3:9,.1f}  p99 {s['p99'] / 1e3:9,.1f}  "
                 f"max {s['max'] / 1e3:9,.1f}"
                 f"  max/p50 {s['max'] / s['p50']:5.2f}"
             )
-    return 0 if ok else 1
+    BENCH.section()
+    return BENCH.exit_code()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ what cb throughput does each policy give?
    vs stock as a geometric mean, and the co-running fraction.  The paper: OBS-L +30% vs stock, +73% vs worst.
 3. OBS-M overhead: a pipe ping-pong without and with the observer (place.overhead).
 
-Prints the "## Place" section for BENCHMARKS.md.  Needs root and two CPUs.  About two minutes.
+Writes the "## Place" section of BENCHMARKS.md (benchlib.Bench).  Needs root and two CPUs.  About two
+minutes.  Targets: OBS-L's heavy co-running <= 5%, and the observer's cost per switch under the paper's bound.
 """
 
 from __future__ import annotations
@@ -24,8 +25,11 @@ from pathlib import Path
 
 import numpy as np
 
-from jitterscope.native_bin import native_bin
-from jitterscope.place.overhead import measure
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import Bench  # noqa: E402
+
+from jitterscope.native_bin import native_bin  # noqa: E402
+from jitterscope.place.overhead import measure  # noqa: E402
 
 CB = str(native_bin("jitterscope-cachebuster"))
 BUF = str(24 << 20)
@@ -78,9 +82,9 @@ def _compare(seconds: float, out: Path) -> dict:
 
 
 def main() -> int:
-    if os.geteuid() != 0 or len(os.sched_getaffinity(0)) < 2:
-        print("bench_place: needs root and two CPUs", file=sys.stderr)
-        return 0
+    bench = Bench("place", "## Place (`benchmarks/bench_place.py`)")
+    bench.require(os.geteuid() == 0, "needs root (place stops and resumes tasks)")
+    bench.require(len(os.sched_getaffinity(0)) >= 2, "needs two CPUs")
     alone, both = [], []
     for _ in range(3):
         alone += _cb([1], 1.5)
@@ -89,27 +93,39 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         s = _compare(4.0, Path(tmp) / "cmp")
     ov = measure(repeats=3)
-    print("## Place\n")
-    print(
+    bench.log(
         f"cachebuster alone {np.mean(alone) / 1e6:.2f} M lines/s, two co-running {np.mean(both) / 1e6:.2f} M "
         f"lines/s each: x{ratio:.3f} ({(ratio - 1) * 100:+.1f}%; paper's worst case: -26 to -30%)\n"
     )
-    print(
+    bench.log(
         "| policy | cb ops/s | cb ops/CPU-s | all tasks vs stock, per wall s (gmean, min..max) | per CPU s | "
         "heavy co-running |"
     )
-    print("|---|---|---|---|---|---|")
+    bench.log("|---|---|---|---|---|---|")
     cbs = [t for t in s["tasks"] if t["name"] == "jitterscope-cachebuster"]
     for pol, v in s["policies"].items():
         w, c = v["speedup_wall"], v["speedup_cpu"]
-        print(
+        bench.log(
             f"| {pol} | {np.mean([t['by_policy'][pol]['ops_per_s'] for t in cbs]):,.0f} | "
             f"{np.mean([t['by_policy'][pol]['ops_per_cpu_s'] for t in cbs]):,.0f} | x{w['gmean']:.3f} "
             f"({w['min']:.3f}..{w['max']:.3f}) | x{c['gmean']:.3f} ({c['min']:.3f}..{c['max']:.3f}) | "
             f"{v['coheavy_fraction']:.1%} |"
         )
-    print(f"\n{ov['text']}")
-    return 0
+    bench.log(f"\n{ov['text']}")
+    coheavy = s["policies"]["L"]["coheavy_fraction"]
+    bench.check(
+        "OBS-L keeps the heavy tasks apart: heavy co-running <= 5% of the time",
+        coheavy <= 0.05,
+        f"{coheavy:.1%}; worst mapping {s['policies']['worst']['coheavy_fraction']:.1%}",
+    )
+    amortised, bound = ov["amortised_ns_per_switch"], ov["paper_bound_ns_at_2_6ghz"]
+    bench.check(
+        "observer cost amortised per context switch < the paper's 1,000 cycles (385 ns at 2.6 GHz)",
+        amortised < bound,
+        f"{amortised:.0f} ns",
+    )
+    bench.section()
+    return bench.exit_code()
 
 
 if __name__ == "__main__":

@@ -15,18 +15,16 @@
 4. The same rows with the streaming pipeline runtime as the critical program (`jitterscope pipeline run`,
    the appendix graph on one thread at SCHED_FIFO 10, released every 4 ms) beside Syn 'C'.
 
-Prints the "## Protect" section (benchlib.section); exit 1 if a mechanism target is missed.
+Writes the "## Protect" section (benchlib.Bench); exit 3 if a mechanism target is missed.
 Needs root and two CPUs.  About seven minutes.
 """
 
 from __future__ import annotations
 
 import os
-import platform
 import shutil
 import sys
 import tempfile
-from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +32,10 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from benchlib import Targets, section  # noqa: E402
+from benchlib import Bench  # noqa: E402
 
 from jitterscope.native_bin import native_bin  # noqa: E402
-from jitterscope.sysinfo import cpu_model, online_cpus  # noqa: E402
+from jitterscope.sysinfo import online_cpus  # noqa: E402
 
 HEADING = "## Protect (`benchmarks/bench_protect.py`)"
 SYN = str(native_bin("jitterscope-synload"))
@@ -63,7 +61,7 @@ def _us(v: float | None) -> str:
     return "-" if v is None else f"{v / 1e3:,.1f}"
 
 
-def mechanism(tmp: Path, targets: Targets) -> str:
+def mechanism(tmp: Path, targets: Bench) -> str:
     syn = f"sh -c 'echo -19 > /proc/self/autogroup; exec nice -n -19 {SYN} --buffer 262144'"
     rows = [
         (
@@ -94,7 +92,11 @@ def mechanism(tmp: Path, targets: Targets) -> str:
         ok = (
             "absolute cap: protected CPU share " + f"{on['cpu_share']:.3f}"
             if tol is None
-            else targets.check(f"{act} {ts}/{s}", abs(r["progress_ratio"] - r["expected_share"]) <= tol)
+            else targets.check(
+                f"{act} {ts}/{s}: progress ratio within {tol} of the law's share {r['expected_share']:.2f}",
+                abs(r["progress_ratio"] - r["expected_share"]) <= tol,
+                f"{r['progress_ratio']:.3f}",
+            )
         )
         sd, sl, sp = c["sampling_ns"], c["stop_latency_ns"] or {}, c["suspension_ns"] or {}
         rows.append(
@@ -249,10 +251,9 @@ def table_4_4(
 
 
 def main() -> int:
-    if os.geteuid() != 0 or len(online_cpus()) < 2:
-        print("bench_protect: needs root and two CPUs; skipped")
-        return 0
-    targets = Targets()
+    targets = Bench("protect", HEADING)
+    targets.require(os.geteuid() == 0, "needs root (actuators, SCHED_FIFO)")
+    targets.require(len(online_cpus()) >= 2, "needs two CPUs")
     with tempfile.TemporaryDirectory(prefix="jitterscope-bench-protect-") as t:
         tmp = Path(t)
         mech = mechanism(tmp, targets)
@@ -261,10 +262,7 @@ def main() -> int:
         print(cache, flush=True)
         t44 = table_4_4(tmp)
         t44p = table_4_4(tmp, pipeline_cmd(tmp), {"Syn 'C'": _be_sets(tmp)["Syn 'C'"]}, cal="15s", warmup_s=1.0)
-    body = f"""Machine: {cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}; shared with other
-engineers' work while measured ({datetime.now(timezone.utc).strftime("%Y-%m-%d")}).
-
-Mechanism (Syn 'C' with a 256 KiB buffer on CPU {online_cpus()[-1]}, `--signal always`, 6 s, phases of
+    body = f"""Mechanism (Syn 'C' with a 256 KiB buffer on CPU {online_cpus()[-1]}, `--signal always`, 6 s, phases of
 250 ms interleaved):
 
 {mech}
@@ -282,7 +280,7 @@ latency after its first second, the start-up's late releases left out):
 
 {t44p}
 """
-    section(HEADING, body)
+    targets.section(body)
     return targets.exit_code()
 
 

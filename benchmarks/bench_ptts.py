@@ -7,7 +7,6 @@ configurations a and b, and the worked example against brute force."""
 
 from __future__ import annotations
 
-import os
 import platform
 import resource
 import sys
@@ -15,18 +14,14 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: the brute-force reference
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from benchlib import Bench  # noqa: E402
 
 from jitterscope.ptts import exact, simulate, stats  # noqa: E402
 from jitterscope.ptts.model import load_model  # noqa: E402
 from tests.support import brute  # noqa: E402
 
 EX = Path(__file__).resolve().parents[1] / "examples" / "ptts"
-
-
-def machine() -> str:
-    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    load = " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}, load average {load}"
 
 
 def best_of(k: int, fn):
@@ -41,8 +36,8 @@ def best_of(k: int, fn):
 
 
 def main() -> int:
-    print(f"machine: {machine()}; python {platform.python_version()}")
-    ok = True
+    bench = Bench("ptts", "## PTTS (`benchmarks/bench_ptts.py`)")
+    bench.log(f"python {platform.python_version()}")
 
     # 1. thesis tables 5.1/5.2: configurations a, b, c (exact latency distribution + loss)
     thesis_ms = {"a": 36, "b": 3041, "c": 297620}
@@ -51,7 +46,7 @@ def main() -> int:
         reps = 3 if cfg == "c" else 7
         best, med, cpu, r = best_of(reps, lambda m=m: exact.analyse(m))
         est = exact.estimate(m)
-        print(
+        bench.log(
             f"config {cfg}: {r.trees:,} latency trees (thesis table 5.2: "
             f"{ {'a': 136, 'b': 13861, 'c': 1388611}[cfg]:,}), {r.states:,} states expanded; exact analysis "
             f"best {best:.3f} s, median {med:.3f} s, CPU {cpu:.3f} s (seed: {thesis_ms[cfg] / 1000:g} s); "
@@ -59,13 +54,12 @@ def main() -> int:
             f"{r.latency.probs.sum() - 1:+.1e}"
         )
         if cfg == "c":
-            met = best < 0.5
-            ok &= met
-            print(
-                f"  configuration c under 0.5 s: {'met' if met else 'missed'} "
+            met = bench.check("thesis configuration c exact in < 0.5 s", best < 0.5, f"{best:.2f} s")
+            bench.log(
+                f"  configuration c under 0.5 s: {met} "
                 f"({thesis_ms['c'] / 1000 / best:.0f}x faster than the thesis's 298 s)"
             )
-    print(f"  peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
+    bench.log(f"  peak memory (max RSS): {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")
 
     # 2. thesis table 5.4: exact vs Monte Carlo of 10,000 iterations on the X-ray case study
     for cfg in "edf":
@@ -76,10 +70,11 @@ def main() -> int:
         ratio = ts / te
         note = ""
         if cfg == "e":
-            met = ratio >= 10
-            ok &= met
-            note = f" (target >= 10x: {'met' if met else 'NOT met'})"
-        print(
+            met = bench.check(
+                "X-ray configuration e: exact >= 10x faster than 10,000 frames", ratio >= 10, f"{ratio:.0f}x"
+            )
+            note = f" (target >= 10x: {met})"
+        bench.log(
             f"X-ray configuration {cfg} ({r.trees:,} trees): exact best {te * 1e3:.2f} ms (median "
             f"{te_med * 1e3:.2f}), Monte Carlo 10,000 frames best {ts * 1e3:.1f} ms (median {ts_med * 1e3:.1f}); "
             f"exact {ratio:.0f}x faster{note}; Monte Carlo Kolmogorov distance {d['kolmogorov']:.4f} "
@@ -92,8 +87,9 @@ def main() -> int:
     tb, _, _, (pmf, _) = best_of(1, lambda: brute.brute_force(m, loss=False))
     got = dict(zip(r.latency.times.tolist(), r.latency.probs.tolist()))
     diff = max(abs(got.get(k, 0) - pmf.get(k, 0)) for k in set(got) | set(pmf))
-    print(f"worked example: exact {te * 1e3:.2f} ms, brute force {tb:.2f} s, largest difference {diff:.1e}")
-    return 0 if ok else 1
+    bench.log(f"worked example: exact {te * 1e3:.2f} ms, brute force {tb:.2f} s, largest difference {diff:.1e}")
+    bench.section()
+    return bench.exit_code()
 
 
 if __name__ == "__main__":

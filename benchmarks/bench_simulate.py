@@ -7,7 +7,6 @@ of order statistics over brute-force sampling of all N x P delays at N=1e5
 from __future__ import annotations
 
 import math
-import platform
 import sys
 import tempfile
 import time
@@ -18,17 +17,10 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests.support: synthetic noise runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from benchlib import Targets  # noqa: E402
+from benchlib import Bench  # noqa: E402
 
 from jitterscope.simulate import Job, parse_noise, sample_max, simulate  # noqa: E402
 from tests.support.noise_runs import periodic_source, write_noise_run  # noqa: E402
-
-
-def machine() -> str:
-    model = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name")), "?")
-    import os
-
-    return f"{model}, {os.cpu_count()} CPUs, Linux {platform.release()}"
 
 
 def best_of(k: int, fn):
@@ -41,15 +33,14 @@ def best_of(k: int, fn):
 
 
 def main() -> int:
-    print(f"machine: {machine()}")
-    targets = Targets()
+    targets = Bench("simulate", "## Simulate (`benchmarks/bench_simulate.py`)")
     spec = parse_noise("normal(mean=1.91ms,sd=0.36ms)")
 
     # 1. order statistics at N = 1e9
     job = Job((10**9,), (10**4,), 10e-3, replications=100)
     t1, sim = best_of(3, lambda: simulate(spec, job))
     r = sim.point(10**9, 10**4)
-    print(
+    targets.log(
         f"order-statistic N=1e9 P=1e4 R=100: {t1:.3f} s (target < 2 s: "
         f"{targets.check('order statistics at N=1e9 under 2 s', t1 < 2)})  runtime {r.runtime_s:.3f} s, "
         f"exact {r.expected_s:.3f} s, CI [{r.ci95_s[0]:.3f}, {r.ci95_s[1]:.3f}]"
@@ -71,7 +62,7 @@ def main() -> int:
             tjob = Job((10**5,), (100,), phase, replications=1)
             t2, tsim = best_of(1, lambda tjob=tjob: simulate(parse_noise(str(run)), tjob))
             what = f"trace-driven 1e5 nodes, {phase * 1e3:g} ms phases, under 30 s"
-            print(
+            targets.log(
                 f"trace-driven 1e5 nodes x 100 phases of {phase * 1e3:g} ms (barrier, 17 rounds): {t2:.2f} s "
                 f"(target < 30 s: {targets.check(what, t2 < 30)})"
                 f"  slowdown {tsim.point(10**5, 100).slowdown:.3%}"
@@ -89,7 +80,7 @@ def main() -> int:
             single_t, _ = best_of(1, lambda: simulate(parse_noise(str(run)), sjob))
         finally:
             trace_engine.BATCH_ELEMENTS = keep
-        print(
+        targets.log(
             f"trace-driven 2 nodes x 300 phases x 100 replications: {batched_t:.3f} s batched, "
             f"{single_t:.2f} s one replication at a time, {single_t / batched_t:.0f}x "
             f"(target >= 10x: {targets.check('replications batched 10x', single_t / batched_t >= 10)})"
@@ -112,13 +103,14 @@ def main() -> int:
     tb, b = best_of(1, brute)
     te, e = best_of(5, exact)
     se = math.sqrt(b.var(ddof=1) / reps + e.var(ddof=1) / reps)
-    print(
+    targets.log(
         f"N=1e5 P={p} R={reps}: brute force {tb:.2f} s, order statistics {te * 1e3:.2f} ms, "
         f"speed-up {tb / te:.0f}x "
         f"(target >= 100x: {targets.check('order statistics 100x brute force', tb / te >= 100)}); "
         f"mean per phase {b.mean() / p * 1e3:.4f} vs "
         f"{e.mean() / p * 1e3:.4f} ms, difference {abs(b.mean() - e.mean()) / se:.2f} standard errors"
     )
+    targets.section()
     return targets.exit_code()
 
 

@@ -7,15 +7,13 @@ shifted in time, into a trace of several million kernel events and times
   - the native parser alone (jitterscope-traceparse, CPU time of one process
     = one core), and
   - parse_trace end to end (parser + loading its output into numpy/pyarrow).
-Target: >= 2 million kernel events per second on one core (exit 1 if missed).
-Prints the "## Trace parsing" section of BENCHMARKS.md (benchlib.section).
+Target: >= 2 million kernel events per second on one core (exit 3 if missed).
+Writes the "## Trace parsing" section of BENCHMARKS.md (benchlib.Bench).
 """
 
 from __future__ import annotations
 
 import json
-import os
-import platform
 import resource
 import shutil
 import statistics
@@ -23,13 +21,12 @@ import struct
 import sys
 import tempfile
 import time
-from datetime import date
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # tests.support: the context-switch storm
 
-from benchlib import section  # noqa: E402
+from benchlib import Bench  # noqa: E402
 
 from jitterscope import sysinfo  # noqa: E402
 from jitterscope.tracing.parse import parse_trace, run_parser  # noqa: E402
@@ -116,6 +113,7 @@ def big_trace(tmpd: Path, target_events: int = TARGET_EVENTS) -> tuple[Path, int
 
 
 def main() -> int:
+    bench = Bench("trace", HEADING)
     with tempfile.TemporaryDirectory(prefix="jitterscope-bench-trace-") as tmp:
         big, n, source = big_trace(Path(tmp))
         size_mb = sum(p.stat().st_size for p in big.glob("cpu*.raw")) / 1e6
@@ -147,14 +145,16 @@ def main() -> int:
         f"parse_trace end to end: {e2e_s:.3f} s CPU -> {rate_e2e / 1e6:.1f} M events/s; "
         f"wall min {e2e_wall_min:.3f} s, median {e2e_wall_med:.3f} s"
     )
-    met = "met" if rate_e2e >= TARGET else "NOT met"
+    met = bench.check(
+        f"parse_trace end to end >= {TARGET / 1e6:.0f} M kernel events/s on one core",
+        rate_e2e >= TARGET,
+        f"{rate_e2e / 1e6:.1f} M/s",
+    )
     body = f"""\
-Raw trace pages → nested activity intervals + exclusive segments
-(`benchmarks/bench_trace.py`, {date.today().isoformat()}). Input: {source}, its pages
+Raw trace pages → nested activity intervals + exclusive segments.
+Input: {source}, its pages
 replicated (shifted in time) to {events:,} kernel events ({size_mb:.0f} MB of raw pages,
 {intervals:,} intervals, {segments:,} segments). {REPEATS} runs each, warm page cache.
-Machine: {sysinfo.cpu_model()}, {os.cpu_count()} CPUs, Linux {platform.release()}
-({sysinfo.virtualization() or "bare metal"}).
 
 | stage | time | kernel events / s |
 |---|---|---|
@@ -170,8 +170,8 @@ one after the other, and on this shared 2-CPU guest wall times swing with other 
 **{rate_e2e / 1e6:.1f} M events/s end to end on one core** — target >= 2 M/s: {met}.
 The lead's attribution (detours × segments) comes on top; see its section.
 """
-    section(HEADING, body)
-    return 0 if rate_e2e >= TARGET else 1
+    bench.section(body)
+    return bench.exit_code()
 
 
 if __name__ == "__main__":

@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import math
 import re
 from typing import Any
 
@@ -109,6 +110,23 @@ def add_json(p: argparse.ArgumentParser, what: str = "the result as JSON") -> No
     p.add_argument("--json", action="store_true", help=f"print {what} to stdout and nothing else there")
 
 
+def add_regression_thresholds(p: argparse.ArgumentParser, min_ppm: float = 20.0, why: str = "") -> None:
+    """--alpha, --min-ppm, --min-ratio: compare's regression rule (read with `regression_thresholds(args)`)."""
+    p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate for significance (default 0.01)")
+    p.add_argument(
+        "--min-ppm",
+        type=float,
+        default=min_ppm,
+        help=f"smallest added noise that counts as a regression, ppm (default {min_ppm:g}{why})",
+    )
+    p.add_argument(
+        "--min-ratio",
+        type=float,
+        default=1.5,
+        help="smallest new/base noise ratio that counts as a regression (default 1.5)",
+    )
+
+
 def add_action(sub: argparse._SubParsersAction, name: str, summary: str, doc: str) -> argparse.ArgumentParser:
     """One action of a command with actions (`tune plan`, `pipeline run`): `summary` in the command's list,
     `doc` (its own help with EXAMPLES, kept as written) in the action's --help."""
@@ -147,6 +165,15 @@ def parse_priority(text: str | None) -> int | None:
 
 def priority(args: argparse.Namespace) -> int | None:
     return parse_priority(getattr(args, "priority", None))
+
+
+def regression_thresholds(args: argparse.Namespace) -> tuple[float, float, float]:
+    """(alpha, min_ppm, min_ratio) of `add_regression_thresholds`, checked (compare.Thresholds takes them)."""
+    if not 0 < args.alpha < 1:
+        raise UsageError(f"--alpha {args.alpha} must be between 0 and 1")
+    if not (math.isfinite(args.min_ppm) and math.isfinite(args.min_ratio)) or args.min_ppm < 0 or args.min_ratio < 1:
+        raise UsageError("--min-ppm must be >= 0 and --min-ratio >= 1")
+    return args.alpha, args.min_ppm, args.min_ratio
 
 
 def buffer_kb(args: argparse.Namespace) -> int:

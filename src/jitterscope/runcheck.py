@@ -218,6 +218,7 @@ class ProtectSummary(_Open):
     event_budget: dict[str, Any] | None = None
     phases: dict[str, dict[str, Any]]
     progress_ratio: Number | None = None
+    delivery: dict[str, Any] | None = None
     critical: dict[str, Any] | None = None
     critical_latency: StrictStr | None = None
     cpus: dict[str, dict[str, Any]] = {}

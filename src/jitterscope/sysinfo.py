@@ -60,6 +60,15 @@ def cpu_model() -> str:
     return platform.processor() or "unknown"
 
 
+def cpu_vendor() -> str | None:
+    """/proc/cpuinfo's vendor_id (GenuineIntel, AuthenticAMD, ...), None where it has none (e.g. arm64)."""
+    try:
+        m = re.search(r"^vendor_id\s*:\s*(\S+)", Path("/proc/cpuinfo").read_text(), re.M)
+    except OSError:
+        return None
+    return m.group(1) if m else None
+
+
 def cpu_flags() -> set[str]:
     """The CPU feature flags of /proc/cpuinfo (e.g. constant_tsc, nonstop_tsc, hypervisor)."""
     try:

@@ -40,6 +40,8 @@ DURATION_BOUNDS: dict[str, tuple[float, float]] = {
     "--timeout": (1.0, 7 * DAY_S),  # cluster
     "--max-time": (1e-3, 7 * DAY_S),  # ptts
     "--approximate": (1e-4, 7 * DAY_S),  # ptts
+    "--max-detour": (1e-8, 3600.0),  # check
+    "--max-p99": (1e-8, 3600.0),  # check
 }
 # Any other duration (e.g. a key in a configuration file): from 1 ns to a year.
 DEFAULT_DURATION_BOUNDS = (1e-9, 366 * DAY_S)
@@ -93,6 +95,20 @@ def parse_duration_s(
 ) -> float:
     """Like `parse_duration_ns`, in seconds."""
     return parse_duration_ns(text, default_unit, what, allow_zero, bounds) / 1e9
+
+
+SHARE_UNITS = {"%": 1e-2, "ppm": 1e-6}
+
+
+def parse_share(text: str, what: str = "share") -> float:
+    """A share of time (0-1) from `2.5%` or `25000ppm`; the unit is required, since 1 could mean 1% or 100%."""
+    m = re.fullmatch(rf"\s*({NUMBER})\s*(%|ppm)\s*", str(text))
+    if not m:
+        raise UsageError(f"malformed {what} {text!r}: use a percentage or ppm, e.g. 2.5% or 25000ppm")
+    share = float(m.group(1)) * SHARE_UNITS[m.group(2)]
+    if not 0 <= share <= 1:
+        raise UsageError(f"{what} {text!r} must be from 0% to 100%")
+    return share
 
 
 def format_s(s: float) -> str:

@@ -155,6 +155,7 @@ def tracefs() -> Iterator[Path]:
 # listed fails tests/unit/test_tiers.py, so a new test file says what it needs.
 NEEDS: dict[str, tuple[str, ...]] = {
     "test_bad_input_matrix.py": ("tracefs",),
+    "test_check.py": ("root", "native", "tracefs"),
     "test_clock_alignment.py": ("native", "tracefs"),
     "test_cluster.py": ("mpi", "native", "tracefs", "slow"),
     "test_cluster_faults.py": ("mpi", "native", "slow"),
@@ -168,7 +169,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_inject_bad_input.py": ("native",),
     "test_measure_attribution.py": ("native", "tracefs", "slow"),
     "test_measure_bad_input.py": ("native",),
+    "test_monitor_unit.py": ("root", "native", "tracefs"),
     "test_monitor_e2e.py": ("native", "tracefs"),
+    "test_native_sanitizers.py": ("root", "native"),
     "test_no_run_lost.py": ("native", "tracefs", "slow"),
     "test_pipeline_cli.py": ("native", "tracefs", "slow"),
     "test_pipeline_runtime.py": ("native", "slow"),
@@ -194,6 +197,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_trace_cmd_crosscheck.py": ("native", "tracefs", "slow"),
     "test_trace_layout.py": ("native",),
     "test_trace_session.py": ("root", "tracefs"),
+    "test_slurm.py": ("root", "mpi", "native", "tracefs", "slow"),
     "test_tune.py": ("root",),
     "test_tune_verify.py": ("root", "native", "tracefs", "slow"),
     "test_wheel.py": ("root", "native", "slow"),

@@ -42,6 +42,18 @@ CASES: list[tuple[str, list[str], str]] = [
     ("measure-tiny-duration", ["measure", "--duration", "1ns"], "too short"),
     ("measure-huge-size", ["measure", "--duration", "1s", "--buffer", "1e30G"], "too large"),
     ("measure-unwritable-out", ["measure", "--duration", "1s", "--out", "/proc/forbidden/run"], "cannot create"),
+    # check
+    ("check-nothing-to-check", ["check"], "nothing to check against"),
+    ("check-share-without-unit", ["check", "--max-noise", "5"], "malformed --max-noise '5'"),
+    ("check-share-over-100", ["check", "--max-noise", "150%"], "must be from 0% to 100%"),
+    ("check-detour-without-unit", ["check", "--max-detour", "5"], "needs a unit"),
+    ("check-no-run", ["check", "--baseline", "NORUN"], "no such run directory"),
+    ("check-bad-meta", ["check", "--baseline", "BADMETA"], "meta.json: kind must be one of"),
+    ("check-cpu-not-in-baseline", ["check", "--baseline", "RUN", "--cpus", "0"], "has no CPU 0"),
+    ("check-huge-cpus", ["check", "--max-p99", "1ms", "--cpus", HUGE_CPUS], "does not exist"),
+    ("check-nan", ["check", "--baseline", "RUN", "--min-ppm", "nan"], "--min-ppm"),
+    ("check-bad-alpha", ["check", "--max-noise", "1%", "--alpha", "2"], "--alpha 2.0 must be between 0 and 1"),
+    ("check-out-exists", ["check", "--max-noise", "1%", "--out", "OUT"], "already exists"),
     # monitor
     ("monitor-huge-cpus", ["monitor", "--cpus", HUGE_CPUS], "does not exist"),
     ("monitor-empty-cpus", ["monitor", "--cpus", ""], "empty CPU list"),

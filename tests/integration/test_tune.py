@@ -99,7 +99,11 @@ def test_audit_reads_every_knob_as_json():
         "nmi_watchdog",
         "skew_tick",
         "tsc",
-        "intel_pstate",
+        "nohz",
+        "rcupdate.rcu_normal_after_boot",
+        "rcutree.nohz_full_patience_delay",
+        "mce",
+        "kernel.hung_task_timeout_secs",
         "processor.max_cstate",
         "intel_idle.max_cstate",
         "idle",
@@ -139,6 +143,25 @@ def test_audit_reads_every_knob_as_json():
     ]
     assert not missing, missing
     assert any(k.startswith("cpuset") for k in by)
+    vendor = next(
+        (
+            ln.split(":")[1].strip()
+            for ln in Path("/proc/cpuinfo").read_text().splitlines()
+            if ln.startswith("vendor_id")
+        ),
+        None,
+    )
+    pstate = {"AuthenticAMD": "amd_pstate", "GenuineIntel": "intel_pstate"}.get(vendor or "")
+    driver = Path("/sys/devices/system/cpu/cpufreq/policy0/scaling_driver")
+    if pstate and not driver.exists():  # named by the vendor when no cpufreq driver says otherwise
+        assert pstate in by and not {"amd_pstate", "intel_pstate"} - {pstate} & set(by), sorted(by)
+    hung = Path("/proc/sys/kernel/hung_task_timeout_secs")
+    if hung.exists():
+        assert by["kernel.hung_task_timeout_secs"]["value"] == hung.read_text().strip()
+    normal = Path("/sys/module/rcupdate/parameters/rcu_normal_after_boot")
+    if normal.exists():
+        on = normal.read_text().strip() in ("1", "Y")
+        assert by["rcupdate.rcu_normal_after_boot"]["verdict"] == ("ok" if on else "not isolated")
     for i in irq.irqs():
         f = by[f"irq.{i.number}.affinity"]
         assert f["value"].split(" ")[0] == resolve(f"irq.{i.number}.affinity").read()
@@ -230,16 +253,22 @@ def test_revert_leaves_a_knob_changed_since_and_skips_runtime_knobs_after_a_rebo
 
 
 @root
-def test_boot_parameters_go_through_the_journal_and_come_back(tmp_path):
+def _boot_image(tmp_path: Path, original: str, params: str) -> tuple[Path, Path]:
+    """An image's /etc/default/grub holding `original`, and a plan whose boot parameters are `params`."""
     grub = tmp_path / "image/etc/default/grub"
     grub.parent.mkdir(parents=True)
-    original = 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet psi=1"\n# [ keep ] this\n'
     grub.write_text(original)
     plan = tmp_path / "plan.yaml"
     plan.write_text(
         f"format: jitterscope-tune-plan\nversion: 1\nhost: {host()}\nkernel: {kernel()}\n"
-        f"cpus: [1]\nhousekeeping: [0]\nknobs: []\nboot:\n  params: [nohz_full=1, psi=0]\n"
+        f"cpus: [1]\nhousekeeping: [0]\nknobs: []\nboot:\n  params: [{params}]\n"
     )
+    return grub, plan
+
+
+def test_boot_parameters_go_through_the_journal_and_come_back(tmp_path):
+    original = 'GRUB_DEFAULT=0\nGRUB_CMDLINE_LINUX="quiet psi=1"\n# [ keep ] this\n'
+    grub, plan = _boot_image(tmp_path, original, "nohz_full=1, psi=0")
     r = json.loads(
         jitterscope(
             "tune", "apply", str(plan), "--boot", "--boot-root", str(tmp_path / "image"), "--json", check=True
@@ -249,6 +278,20 @@ def test_boot_parameters_go_through_the_journal_and_come_back(tmp_path):
     assert r["boot"]["file"] == str(grub) and r["boot"]["reboot_needed"]
     rv = json.loads(cli("tune", "revert", "--record", r["record"], "--json").stdout)
     assert rv["reverted"][0]["rows"][0]["result"] == "restored"
+    assert grub.read_text() == original
+
+
+@root
+def test_a_relative_boot_root_is_reverted_from_another_directory(tmp_path, monkeypatch):
+    original = 'GRUB_CMDLINE_LINUX="quiet"\n'
+    grub, _ = _boot_image(tmp_path, original, "psi=0")
+    monkeypatch.chdir(tmp_path)
+    r = json.loads(cli("tune", "apply", "plan.yaml", "--boot", "--boot-root", "image", "--json").stdout)
+    assert r["boot"]["file"] == str(grub) and "psi=0" in grub.read_text()
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    rv = json.loads(cli("tune", "revert", "--record", r["record"], "--json").stdout)
+    assert [row["result"] for row in rv["reverted"][0]["rows"]] == ["restored"], rv
     assert grub.read_text() == original
 
 

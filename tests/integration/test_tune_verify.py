@@ -114,7 +114,7 @@ def noise(tmp_path_factory):
 @pytest.fixture(scope="module")
 def plan(noise):
     p = noise["dir"] / "plan.yaml"
-    out = jitterscope("tune", "plan", str(noise["base"]), "--out", str(p), "--json", check=True)
+    out = jitterscope("tune", "plan", str(noise["base"]), "--out", str(p), "--move", DAEMON, "--json", check=True)
     full = json.loads(out.stdout)
     # This machine's own noise gets its knobs too; the test applies only what it made (others measure here).
     doc = yaml.safe_load(p.read_text())

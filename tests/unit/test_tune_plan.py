@@ -114,6 +114,8 @@ def test_threads_nmi_and_unexplained(ctx, knob_files):
         assert r["action"] == "none" and "another jitterscope" in r["why"]
     comm = stat_fields(os.getpid())[0]
     ctx.pids = {comm: [os.getpid()], "gone-daemon": [2**22 + 7]}
+    assert rules_threads.thread_source(src("thread", comm), ctx)["reason"] == "out of scope"  # not named
+    ctx.move = {comm}
     me = rules_threads.thread_source(src("thread", comm), ctx)
     assert knobs_of(me) == {f"task.{os.getpid()}.affinity": "0"} and me["knobs"][0]["process"] == comm
     gone = rules_threads.thread_source(src("thread", "gone-daemon"), ctx)

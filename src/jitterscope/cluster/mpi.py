@@ -19,7 +19,7 @@ import socket
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
@@ -50,6 +50,23 @@ def load_mpi() -> Any:
     except Exception as err:  # mpi4py present but libmpi missing or broken
         raise JitterscopeError(f"mpi4py cannot start MPI ({str(err).splitlines()[0]}); {MPI_HINT}") from None
     return MPI
+
+
+def unwired_launch(size: int, env: Mapping[str, str] = os.environ) -> str | None:
+    """Why this process is wrongly alone, or None: `srun` started several tasks, but without a PMI
+    plugin (`--mpi=none`, Slurm's default) MPI starts each one as a job of its own, and every task
+    would measure and write a cluster run of one node."""
+    try:
+        tasks = int(env.get("SLURM_STEP_NUM_TASKS", "1"))
+    except ValueError:
+        return None
+    # A PMI server in the environment means a launcher did connect this process (e.g. mpiexec inside an allocation)
+    if size != 1 or tasks <= 1 or any(k in env for k in ("PMI_FD", "PMI_RANK", "PMIX_RANK")):
+        return None
+    return (
+        f"srun started {tasks} tasks but MPI sees each one alone: srun did not connect them to MPI; "
+        f"use `srun --mpi=pmi2 ...` (or set MpiDefault=pmi2 in slurm.conf), or run mpiexec inside the allocation"
+    )
 
 
 def node_name(rank: int) -> str:
@@ -86,6 +103,11 @@ class Cluster:
     def start(cls, command: str, timeout_s: float) -> Cluster:
         MPI = load_mpi()
         comm = MPI.COMM_WORLD
+        unwired = unwired_launch(comm.Get_size())
+        if unwired:
+            if os.environ.get("SLURM_PROCID", "0") != "0":
+                raise SystemExit(2)  # the first task says why, once for the job
+            raise JitterscopeError(unwired)
         c = cls(comm=comm, rank=comm.Get_rank(), size=comm.Get_size(), timeout_s=timeout_s, command=command)
         c.node = node_name(c.rank)
         c.real_host = socket.gethostname()

@@ -1,6 +1,8 @@
 """Measure noise on every node of an MPI job at once, or run a real bulk-synchronous benchmark.
 
-Run under MPI: `mpiexec -n N jitterscope cluster measure|bsp ...`; one rank per
+Run under MPI: `mpiexec -n N jitterscope cluster measure|bsp ...`, or under
+Slurm `srun --mpi=pmi2 -n N ...` (plain `srun` where slurm.conf has
+MpiDefault=pmi2; srun without a PMI plugin is refused in one line); one rank per
 node, or several per node on distinct CPUs (at most one rank per online CPU of
 a host).  Without MPI, install it in a source checkout with `make mpi` (or
 `.venv/bin/pip install -e '.[mpi]'`: mpi4py and the MPICH wheel with its mpiexec).
@@ -27,6 +29,7 @@ one-line error.
 EXAMPLES
   mpiexec -n 64 -ppn 1 jitterscope cluster measure --duration 60s --out runs/room
   mpiexec -n 8 jitterscope cluster measure --cpu-map 1,2,3,4,5,6,7,8 --json
+  srun --mpi=pmi2 -N 64 --ntasks-per-node=1 --cpu-bind=none jitterscope cluster measure --duration 60s
   mpiexec -n 16 jitterscope cluster bsp --phase 1ms --phases 2000 --sync allreduce
   jitterscope report runs/room
 """

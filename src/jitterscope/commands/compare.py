@@ -24,11 +24,9 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
-import math
 from pathlib import Path
 
 from jitterscope import options
-from jitterscope.errors import JitterscopeError
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -40,28 +38,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="exit 1 when total noise or a source got significantly worse (see above)",
     )
-    p.add_argument("--alpha", type=float, default=0.01, help="false discovery rate for significance (default 0.01)")
-    p.add_argument(
-        "--min-ppm", type=float, default=20.0, help="smallest added noise that counts as a regression, ppm (default 20)"
-    )
-    p.add_argument(
-        "--min-ratio",
-        type=float,
-        default=1.5,
-        help="smallest new/base noise ratio that counts as a regression (default 1.5)",
-    )
+    options.add_regression_thresholds(p)
 
 
 def run(args: argparse.Namespace) -> int:
-    if not 0 < args.alpha < 1:
-        raise JitterscopeError(f"--alpha {args.alpha} must be between 0 and 1")
-    if not (math.isfinite(args.min_ppm) and math.isfinite(args.min_ratio)) or args.min_ppm < 0 or args.min_ratio < 1:
-        raise JitterscopeError("--min-ppm must be >= 0 and --min-ratio >= 1")
+    thresholds = options.regression_thresholds(args)
     # scipy only once the thresholds are known good: a typo is refused in a fraction of a second
     from jitterscope.compare import Thresholds
     from jitterscope.compare.runs import compare_runs, render_text
 
-    res = compare_runs(args.base, args.new, Thresholds(args.alpha, args.min_ppm, args.min_ratio))
+    res = compare_runs(args.base, args.new, Thresholds(*thresholds))
     if args.json:
         options.print_json(res)
     else:

@@ -7,6 +7,10 @@ source appears or regresses against the baseline (the first --baseline-windows
 windows), with the same test and thresholds as `compare`.  A failed window is
 logged and skipped.  SIGTERM or Ctrl-C stops it cleanly (exit code 0).
 
+--print-unit prints a hardened systemd unit that runs this jitterscope with the
+options given (history in /var/lib/jitterscope/monitor unless --history names
+another directory) and exits; docs/commands/monitor.md shows installing it.
+
 Metrics: jitterscope_windows_total, jitterscope_window_failures_total,
 jitterscope_noise_ppm{cpu}, jitterscope_detours{cpu}, jitterscope_max_detour_ns{cpu},
 jitterscope_source_noise_ns{kind,name}, jitterscope_source_detours{kind,name},
@@ -23,6 +27,7 @@ EXAMPLES
   jitterscope monitor --interval 60s --window 5s --history /var/lib/jitterscope --port 9469
   curl -s localhost:9469/metrics | grep noise_ppm
   jitterscope monitor --print-rules > /etc/prometheus/rules.d/jitterscope.yml
+  jitterscope monitor --cpus 1-3 --print-unit > /etc/systemd/system/jitterscope-monitor.service
 """
 
 from __future__ import annotations
@@ -45,9 +50,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--history",
         type=Path,
-        default=Path("jitterscope-monitor"),
         metavar="DIR",
-        help="directory of the rolling history (default ./jitterscope-monitor)",
+        help="directory of the rolling history (default ./jitterscope-monitor; with --print-unit "
+        "/var/lib/jitterscope/monitor)",
     )
     p.add_argument(
         "--keep", type=count_arg(1, 10**6), default=100, metavar="N", help="keep at most N windows (default 100)"
@@ -76,6 +81,23 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     shipped = p.add_mutually_exclusive_group()
     shipped.add_argument("--print-rules", action="store_true", help="print the shipped Prometheus alert rules and exit")
     shipped.add_argument("--print-dashboard", action="store_true", help="print the shipped Grafana dashboard and exit")
+    p.add_argument(
+        "--print-unit",
+        action="store_true",
+        help="print a hardened systemd unit running this jitterscope with these options, and exit",
+    )
+
+
+def _unit_args(args: argparse.Namespace) -> list[str]:
+    """The options of this command line, spelled out for the unit's ExecStart (history aside)."""
+    out = [] if args.cpus is None else ["--cpus", args.cpus]
+    out += ["--interval", args.interval, "--window", args.window, "--threshold", args.threshold]
+    out += [] if args.priority is None else ["--priority", args.priority]
+    out += ["--no-trace"] if args.no_trace else []
+    out += ["--keep", str(args.keep), "--max-size", args.max_size, "--port", str(args.port)]
+    out += ["--baseline-windows", str(args.baseline_windows)]
+    out += ["--max-sources", str(args.max_sources)]
+    return out + ([] if args.windows is None else ["--windows", str(args.windows)])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,6 +116,14 @@ def run(args: argparse.Namespace) -> int:
         raise JitterscopeError(f"--port {args.port} out of range 0-65535")
     if args.keep < 1 or args.baseline_windows < 1 or (args.windows is not None and args.windows < 1):
         raise JitterscopeError("--keep, --baseline-windows and --windows must be at least 1")
+    max_bytes = parse_size(args.max_size, what="--max-size")
+    threshold_ns = options.threshold_ns(args)
+    priority = options.priority(args)
+    if args.print_unit:
+        from jitterscope.monitor.unit import DEFAULT_HISTORY, render_unit
+
+        print(render_unit(_unit_args(args), (args.history or DEFAULT_HISTORY).absolute()), end="")
+        return 0
     # scipy and pyarrow only once the options are known good: a typo is refused in a fraction of a second
     from jitterscope.monitor import Monitor, MonitorOptions
 
@@ -101,13 +131,13 @@ def run(args: argparse.Namespace) -> int:
         cpus=cpus,
         interval_s=interval,
         window_s=window,
-        history=args.history,
+        history=args.history or Path("jitterscope-monitor"),
         port=args.port,
-        threshold_ns=options.threshold_ns(args),
+        threshold_ns=threshold_ns,
         trace=not args.no_trace,
-        priority=options.priority(args),
+        priority=priority,
         max_windows=args.keep,
-        max_bytes=parse_size(args.max_size, what="--max-size"),
+        max_bytes=max_bytes,
         baseline_windows=args.baseline_windows,
         max_sources=args.max_sources,
         stop_after=args.windows,

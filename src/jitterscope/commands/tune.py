@@ -30,6 +30,17 @@ from typing import Any
 from jitterscope import options
 
 
+def _move_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--move",
+        action="append",
+        default=[],
+        metavar="NAME|PID",
+        help="also move this user process (repeatable); by default only kernel threads and system daemons "
+        "(systemd system services, processes of system users) are moved, other processes are listed",
+    )
+
+
 def _apply_args(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--knob",
@@ -47,7 +58,8 @@ HELP = {  # each action's --help: what it does, then examples
     'select(.verdict == "not isolated")\'',
     "plan": "Map each source of a measured run to the knob or boot parameter that removes it.\n\nEXAMPLES\n"
     "  jitterscope tune plan runs/base\n  jitterscope tune plan runs/base --out plan.yaml   # review, "
-    "edit, then apply or verify it",
+    "edit, then apply or verify it\n  jitterscope tune plan runs/base --move my-daemon --move 4242   # move these "
+    "user processes too",
     "apply": "Apply runtime knobs through the journal; keep a record for `tune revert`.\n\nEXAMPLES\n"
     "  jitterscope tune apply plan.yaml --dry-run\n  jitterscope tune apply --knob vm.stat_interval=10 "
     "--knob 'irq.*.affinity=0'\n  jitterscope tune apply plan.yaml --boot      # also the bootloader "
@@ -76,6 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = _action(sub, "plan", "the knobs that remove each source of a measured run")
     a.add_argument("run", type=Path, metavar="RUN", help="a run directory from `jitterscope measure`")
     a.add_argument("--out", type=Path, metavar="PLAN", help="write the plan file (YAML) for apply/verify")
+    _move_arg(a)
     options.add_json(a, "the plan as JSON")
     a = _action(sub, "apply", "apply a plan's runtime knobs (or --knob) through the journal")
     a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="a plan file from `tune plan --out`")
@@ -97,6 +110,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     a = _action(sub, "verify", "measure, apply, measure again, and test each targeted source")
     a.add_argument("plan", type=Path, nargs="?", metavar="PLAN", help="plan file (default: plan from the baseline)")
     a.add_argument("--before", type=Path, metavar="RUN", help="baseline run (default: measure one now)")
+    _move_arg(a)
     _apply_args(a)
     options.add_cpus(a)
     options.add_duration(

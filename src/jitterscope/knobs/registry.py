@@ -72,6 +72,12 @@ FILE_KNOBS: dict[str, FileKnob] = {
             1_000_000,
             f"{SYSCTL_DOC}kernel.rst, scheduler/sched-rt-group.rst: RT throttling (-1 off)",
         ),
+        _sysctl(
+            "kernel.hung_task_timeout_secs",
+            0,
+            2**31 - 1,
+            f"{SYSCTL_DOC}kernel.rst: khungtaskd scans every task this often (0 off)",
+        ),
         _sysctl("kernel.numa_balancing", 0, 3, f"{SYSCTL_DOC}kernel.rst: automatic NUMA balancing (page-fault scans)"),
         _sysctl("vm.compaction_proactiveness", 0, 100, f"{SYSCTL_DOC}vm.rst: background compaction by kcompactd"),
         _sysctl("vm.swappiness", 0, 200, f"{SYSCTL_DOC}vm.rst: how eagerly anonymous memory is swapped"),

@@ -810,11 +810,12 @@ EXPORT int pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(
     a->arg = arg;
     a->seq = atomic_fetch_add(&g_create_seq, 1) + 1;
     a->creator = t_self.tid;
+    /* Read before the child starts: once created it may run and free `a` before we return. */
+    uint64_t seq = a->seq;
     uint64_t e = tsc();
     int rc = REAL(pthread_create)(t, attr, trampoline, a);
     uint32_t cpu;
     uint64_t x = tscp(&cpu);
-    uint64_t seq = a->seq;
     if (rc != 0)
         free(a);
     emit(JS_EV_CREATE, 0, e, x, cpu, rc == 0 ? (void *)*t : NULL, rc == 0 ? seq : 0, SITE, rc);

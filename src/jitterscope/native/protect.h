@@ -87,6 +87,7 @@ struct unit {
     /* statistics for the end line */
     uint64_t samples, suspensions, clipped, over, unconfirmed;
     int64_t spin_ns, suspended_ns, thread_cpu_ns;
+    int64_t late_ns;  /* how late a sleep ending a suspension woke, smoothed (see suspend) */
 };
 
 struct config {

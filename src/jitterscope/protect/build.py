@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 
 from jitterscope.protect import records as rec
+from jitterscope.protect.delivery import delivery
 from jitterscope.protect.schema import ITERATIONS, SAMPLES, SUSPENSIONS
 from jitterscope.rundir import write_json, write_table
 
@@ -222,7 +223,7 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
         key = "progress_bytes_per_s" if on["progress_bytes_per_s"] and off["progress_bytes_per_s"] else "cpu_share"
         ratio = on[key] / off[key] if on[key] is not None and off[key] else None
     end = meta.get("controller", {})
-    return {
+    out = {
         "run": {
             "id": meta["id"],
             "duration_s": meta["duration_s"],
@@ -251,6 +252,8 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
             "writer_cpu_share": end.get("writer_cpu_ns", 0) / 1e9 / meta["duration_s"] if meta["duration_s"] else 0.0,
         },
     }
+    out["delivery"] = delivery(out, recs["samples"], phase_ns)
+    return out
 
 
 def build(run_dir: Path, meta: dict[str, Any], raw: Path) -> dict[str, Any]:

@@ -70,10 +70,15 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     lines += [f"  {name:22}" + "".join(f"{v:>{width}}" for v in vals) for name, vals in rows]
     if summary.get("progress_ratio") is not None:
         share = summary.get("expected_share")
+        d = summary.get("delivery") or {}
+        ci = d.get("ratio_ci")
         lines.append(
             f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected"
+            + (f" ({d['ratio_ci_level']:.0%} interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
             + (f" (the law's share under persistent excess: {share:.3f})" if share is not None else "")
         )
+        if d.get("note"):
+            lines.append(f"  WARNING: {d['note']}")
     if summary.get("critical") is None and (summary.get("critical_latency") or "").startswith("unknown"):
         lines.append(f"  critical latency {summary['critical_latency']}")
     window = "windows" if summary.get("sampling") == "event" else "Ts"

@@ -27,7 +27,7 @@ def plan(args: argparse.Namespace) -> int:
 
     if args.out is not None:
         check_file(args.out, "--out")
-    p = make_plan(args.run)
+    p = make_plan(args.run, args.move)
     if args.out is not None:
         planfile.write(p, args.out)
     print(options.to_json(p) if args.json else render.render_plan(p))

@@ -86,6 +86,7 @@ def _edit_grub(text: str, params: list[str]) -> str:
 
 def apply(j: Journal, params: list[str], root: Path = Path("/")) -> dict[str, Any]:
     """Add `params` to the boot configuration through the journal; the record says a reboot is needed."""
+    root = root.absolute()  # the record is reverted from wherever `tune revert` runs
     info = detect(root)
     if not info["editable"]:
         raise JitterscopeError(

@@ -69,7 +69,9 @@ def _other_task_share(srcs: list[dict[str, Any]]) -> float:
     return min(1.0, ppm / 1e6)
 
 
-def make_plan(run_path: str | Path) -> dict[str, Any]:
+def make_plan(run_path: str | Path, move: list[str] | None = None) -> dict[str, Any]:
+    """The plan of a run.  User processes are moved only when they are system daemons or named in `move`
+    (names or pids); the others are listed as left where they are."""
     run = load_run(run_path, kinds=("measure",), purpose="tune plan")
     if not run.tracing:
         raise JitterscopeError(
@@ -87,6 +89,7 @@ def make_plan(run_path: str | Path) -> dict[str, Any]:
         origins,
         thread_pids(run),
         _other_task_share(srcs),
+        set(move or []),
     )
     items = []
     for s in srcs:
@@ -132,4 +135,7 @@ def make_plan(run_path: str | Path) -> dict[str, Any]:
             {"source": i["source"], "ppm": i["ppm"], "why": i["why"]} for i in items if i["action"] in ("none", "host")
         ],
         "tool": [{"source": i["source"], "ppm": i["ppm"]} for i in items if i["action"] == "self"],
+        "move": sorted(move or []),
+        "left": [{**t, "source": i["source"]} for i in items for t in i.get("left", [])],
+        "pinned": [{**t, "source": i["source"]} for i in items for t in i.get("pinned", [])],
     }

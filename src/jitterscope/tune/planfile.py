@@ -67,6 +67,9 @@ class PlanFile(ConfigModel):
     items: list[dict[str, Any]] = Field(default_factory=list)
     unaddressed: list[dict[str, Any]] = Field(default_factory=list)
     tool: list[dict[str, Any]] = Field(default_factory=list)
+    move: list[str] = Field(default_factory=list)
+    left: list[dict[str, Any]] = Field(default_factory=list)
+    pinned: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def load(path: str | Path) -> PlanFile:

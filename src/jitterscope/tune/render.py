@@ -99,6 +99,7 @@ def render_plan(p: dict[str, Any]) -> str:
     lines += ["", "Boot parameters still needed (a reboot): " + (b["cmdline"] or "none")]
     if b["command"]:
         lines.append(_wrap("how: " + b["command"], 2))
+    lines += _scope(p)
     lines += _unaddressed([i for i in p["items"] if not (i["knobs"] or i["boot"])])
     if p.get("tool"):
         lines += [
@@ -107,6 +108,27 @@ def render_plan(p: dict[str, Any]) -> str:
             + ", ".join(f"{t['source']} ({t['ppm']:,.1f} ppm)" for t in p["tool"]),
         ]
     return "\n".join(lines)
+
+
+def _scope(p: dict[str, Any]) -> list[str]:
+    """Processes pinned to the measured CPUs only that the plan moves, and those it leaves alone."""
+    lines = []
+    cpus = p["cpus_text"]
+    for t in p.get("pinned", []):
+        lines.append(
+            f"WARNING: {t['process']} (pid {t['pid']}, {t['source']}) is pinned to CPU {cpus} only, by itself "
+            "or its launcher: the plan moves it, overriding that"
+        )
+    left = p.get("left", [])
+    if left:
+        lines += [
+            "",
+            "Left where they are (not kernel threads or system daemons; `tune plan --move NAME|PID` moves one):",
+        ]
+        for t in left:
+            pin = f", pinned to CPU {cpus} only" if t.get("pinned") else ""
+            lines.append(f"  {t['process']} (pid {t['pid']}, user {t['user']}{pin}) for {t['source']}")
+    return ([""] if p.get("pinned") else []) + lines
 
 
 def _unaddressed(items: list[dict[str, Any]]) -> list[str]:

@@ -37,6 +37,7 @@ class Ctx:
     origins: dict[str, set[str]] = field(default_factory=dict)  # work/timer function -> thread or IRQ names
     pids: dict[str, list[int]] = field(default_factory=dict)  # thread name -> pids seen
     other_task_share: float = 0.0  # of the run's time, other tasks ran on the CPUs
+    move: set[str] = field(default_factory=set)  # user processes (names or pids) the user asked to move
 
     @property
     def hk(self) -> str:
@@ -102,6 +103,10 @@ REASONS = {
         "processes that ran here and have ended: start them on the housekeeping CPUs (move their parent "
         "with task.PID.affinity, which they inherit; a cpuset; or CPUAffinity= in "
         "/etc/systemd/system.conf for every service)"
+    ),
+    "out of scope": (
+        "processes outside the plan's scope (not a kernel thread, not a system daemon, not named with "
+        "--move): listed, left where they are; name them with `tune plan --move NAME|PID` to move them"
     ),
     "another jitterscope": (
         "another jitterscope was measuring these CPUs at the same time (its probe spins "

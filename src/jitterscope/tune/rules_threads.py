@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import pwd
 import re
 from pathlib import Path
 from typing import Any
@@ -42,12 +43,53 @@ def _alive(pids: list[int], name: str) -> list[tuple[int, str]]:
     return found
 
 
-def _unit(pid: int) -> str | None:
+def _cgroup(pid: int) -> str:
     try:
-        m = re.search(r"/([^/]+\.service)$", Path(f"/proc/{pid}/cgroup").read_text(), re.MULTILINE)
+        return Path(f"/proc/{pid}/cgroup").read_text()
+    except OSError:
+        return ""
+
+
+def _unit(pid: int) -> str | None:
+    m = re.search(r"/([^/]+\.service)$", _cgroup(pid), re.MULTILINE)
+    return m.group(1) if m else None
+
+
+def _system_uid_max() -> int:
+    """The highest uid of a system account (login.defs SYS_UID_MAX, else UID_MIN - 1, else 999)."""
+    try:
+        defs = dict(ln.split()[:2] for ln in Path("/etc/login.defs").read_text().splitlines() if len(ln.split()) >= 2)
+    except OSError:
+        defs = {}
+    for key, off in (("SYS_UID_MAX", 0), ("UID_MIN", 1)):
+        if defs.get(key, "").isdigit():
+            return int(defs[key]) - off
+    return 999
+
+
+def _owner(pid: int) -> tuple[int, str] | None:
+    try:
+        uid = Path(f"/proc/{pid}").stat().st_uid
     except OSError:
         return None
-    return m.group(1) if m else None
+    try:
+        return uid, pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return uid, str(uid)
+
+
+def scope(pid: int, comm: str, kernel: bool, ctx: Ctx) -> str | None:
+    """Why tune may move this task, or None: it is someone's shell, test runner or tool, left alone."""
+    if kernel:
+        return "a kernel thread"
+    if str(pid) in ctx.move or comm in ctx.move:
+        return "named with --move"
+    if "/system.slice/" in _cgroup(pid) and _unit(pid):
+        return f"the system service {_unit(pid)}"
+    owner = _owner(pid)
+    if owner and 0 < owner[0] <= _system_uid_max():
+        return f"a daemon of the system user {owner[1]}"
+    return None
 
 
 def thread_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
@@ -84,7 +126,7 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     live = _alive(ctx.pids.get(name, []), name)
     if not live:
         return out("none", 0.0, "", reason="short-lived")
-    ks, notes = [], []
+    ks, notes, left, held = [], [], [], []
     for pid, comm in live:
         kernel = bool((tasks.stat_fields(pid) or ("", 0))[1] & tasks.PF_KTHREAD)
         try:
@@ -94,17 +136,30 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
         why = f"{'kernel thread' if kernel else 'process'} {comm} (pid {pid})"
         if pinned:
             why += f", pinned to CPU {ctx.cpus_text} only (by itself or its launcher): moving it overrides that"
+        owner = None if kernel else _owner(pid)
+        reason = scope(pid, comm, kernel, ctx)
+        if reason is None:
+            left.append({"pid": pid, "process": comm, "user": owner[1] if owner else "?", "pinned": pinned})
+            continue
         unit = None if kernel else _unit(pid)
         if unit:
             notes.append(
                 f"{comm} is {unit}: make it last with `systemctl set-property {unit} AllowedCPUs={ctx.hk}` "
                 f"or CPUAffinity={ctx.hk} in the unit"
             )
-        ks.append(knob(f"task.{pid}.affinity", ctx.hk, "gone", 0.0, why, process=comm))
-    if not ks:
+        k = knob(f"task.{pid}.affinity", ctx.hk, "gone", 0.0, f"{why}; in scope: {reason}", process=comm)
+        ks.append(k)
+        if pinned:
+            held.append({"pid": pid, "process": comm})
+    if not ks and not left:
         return out("none", 0.0, "", reason="short-lived")
-    why = f"{name}: move it to the housekeeping CPUs (sched_setaffinity on every thread)"
-    return out("knob", ppm, "; ".join([why] + notes), ks)
+    if not ks:
+        r = out("none", 0.0, "", reason="out of scope")
+    else:
+        why = f"{name}: move it to the housekeeping CPUs (sched_setaffinity on every thread)"
+        r = out("knob", ppm, "; ".join([why] + notes), ks)
+    # `left`: out of scope, not moved; `pinned`: moved although pinned to the measured CPUs only
+    return {**r, **({"left": left} if left else {}), **({"pinned": held} if held else {})}
 
 
 def nmi_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:

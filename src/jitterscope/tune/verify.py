@@ -119,7 +119,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if before is None:
         before = _run(opts, out / "before", "before")
     if plan_file is None:
-        plan_file = validate(make_plan(before.path), planfile.PlanFile, f"plan from {before.path}")
+        plan_file = validate(make_plan(before.path, args.move), planfile.PlanFile, f"plan from {before.path}")
         if args.knob:
             plan_file = _only(plan_file, changes)
         else:

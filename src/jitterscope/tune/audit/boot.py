@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from jitterscope import sysinfo
 from jitterscope.knobs import FILE_KNOBS
 from jitterscope.tune import cmdline, kconfig
@@ -9,12 +11,41 @@ from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Context, Finding
 from jitterscope.units import format_cpulist, parse_cpulist
 
 SRC = "/proc/cmdline"
+MODULE = Path("/sys/module")
+MCE = Path("/sys/devices/system/machinecheck/machinecheck0")
+CPUFREQ = Path("/sys/devices/system/cpu")
+# cpufreq driver or CPU vendor -> the boot parameter that keeps that vendor's P-state driver out
+PSTATE = {
+    "intel_pstate": "intel_pstate",
+    "intel_cpufreq": "intel_pstate",
+    "amd-pstate": "amd_pstate",
+    "amd-pstate-epp": "amd_pstate",
+    "GenuineIntel": "intel_pstate",
+    "AuthenticAMD": "amd_pstate",
+    "HygonGenuine": "amd_pstate",
+}
 
 
 def _f(knob: str, cmd: cmdline.Cmdline, rec: str, verdict: str, why: str, fix: str | None = None) -> Finding:
     v = cmd.get(knob)
     value = "(absent)" if not cmd.has(knob) else (f"{knob}={v}" if v is not None else knob)
     return Finding("boot", knob, value, rec, "boot", SRC, verdict, why, fix if verdict != OK else None)
+
+
+def _read(p: Path) -> str | None:
+    try:
+        return p.read_text().strip()
+    except OSError:
+        return None
+
+
+def _param(cmd: cmdline.Cmdline, name: str) -> str | None:
+    """A module parameter's value: the command line's, else what the kernel reports now."""
+    v = cmd.get(name)
+    if v is not None:
+        return v
+    module, _, param = name.partition(".")
+    return _read(MODULE / module / "parameters" / param)
 
 
 def _runtime(name: str) -> str | None:
@@ -63,6 +94,17 @@ def _cpu_params(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
             "HZ times a second"
         )
     out.append(_f("nohz_full", cmd, rec, OK if set(ctx.cpus) <= set(nohz) and built else NOT, why, rec))
+    idle_nohz = cmd.get("nohz") != "off" and kconfig.enabled("CONFIG_NO_HZ_COMMON") is not False
+    out.append(
+        _f(
+            "nohz",
+            cmd,
+            "nohz=on (the default)",
+            OK if idle_nohz else NOT,
+            "the tick stops on idle CPUs" if idle_nohz else "nohz=off: the tick never stops, even on idle CPUs",
+            "nohz=on",
+        )
+    )
     rcu = cmdline.rcu_offloaded(cmd, ctx.nr_cpus)
     rec = f"rcu_nocbs={ctx.cpus_text}"
     out.append(
@@ -89,6 +131,7 @@ def _cpu_params(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
             "rcu_nocb_poll",
         )
     )
+    out += _rcu_quiet(ctx, cmd)
     for name, what in (("irqaffinity", "IRQs set up at boot"), ("kthread_cpus", "kernel threads started at boot")):
         cpus = cmdline.cpus_of(cmd, name, ctx.nr_cpus)
         rec = f"{name}={ctx.hk_text}"
@@ -104,6 +147,76 @@ def _cpu_params(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
             )
         )
     return out
+
+
+def _rcu_quiet(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
+    """Expedited grace periods IPI every CPU; RCU's patience spares a nohz_full CPU in the kernel."""
+    out = []
+    normal = _param(cmd, "rcupdate.rcu_normal_after_boot")
+    ok = normal in ("1", "Y", "y")
+    out.append(
+        _f(
+            "rcupdate.rcu_normal_after_boot",
+            cmd,
+            "rcupdate.rcu_normal_after_boot=1",
+            OK if ok else (UNKNOWN if normal is None else NOT),
+            "no expedited grace periods after boot"
+            if ok
+            else (
+                "not in this kernel"
+                if normal is None
+                else f"now {normal}: expedited RCU grace periods (synchronize_rcu_expedited) send an IPI to every CPU"
+            ),
+            "rcupdate.rcu_normal_after_boot=1",
+        )
+    )
+    delay = _param(cmd, "rcutree.nohz_full_patience_delay")
+    if delay is None:
+        verdict, why = UNKNOWN, "not in this kernel (6.10 and later): RCU may disturb a nohz_full CPU in the kernel"
+    elif delay.lstrip("-").isdigit() and int(delay) >= 1000:
+        verdict, why = OK, f"RCU waits {delay} ms before disturbing a nohz_full CPU running in the kernel"
+    else:
+        verdict = NOT
+        why = (
+            f"RCU waits {delay} ms before sending an IPI to a nohz_full CPU that stays in the kernel "
+            "(a long system call): the tick restarts there"
+        )
+    out.append(
+        _f(
+            "rcutree.nohz_full_patience_delay",
+            cmd,
+            "rcutree.nohz_full_patience_delay=1000",
+            verdict,
+            why,
+            "rcutree.nohz_full_patience_delay=1000",
+        )
+    )
+    return out
+
+
+def _mce(cmd: cmdline.Cmdline) -> Finding:
+    """Corrected machine-check errors are polled on every CPU (check_interval, default 5 min)."""
+    interval, ignore = _read(MCE / "check_interval"), _read(MCE / "ignore_ce")
+    rec = "mce=ignore_ce"
+    if cmd.get("mce") in ("ignore_ce", "off") or ignore == "1" or interval == "0":
+        return _f("mce", cmd, rec, OK, "no polling for corrected machine-check errors")
+    if interval is None:
+        return _f("mce", cmd, rec, OK, "no machine-check device here (a guest, or no MCE support): nothing polls")
+    return _f(
+        "mce",
+        cmd,
+        rec,
+        NOT,
+        f"a timer on every CPU polls the machine-check banks for corrected errors every {interval} s "
+        f"({MCE.parent}/machinecheck*/check_interval)",
+        rec,
+    )
+
+
+def pstate_param() -> str | None:
+    """The P-state driver parameter of this CPU: by the cpufreq driver present, else by the CPU's vendor."""
+    driver = _read(CPUFREQ / "cpufreq/policy0/scaling_driver") or _read(CPUFREQ / "cpu0/cpufreq/scaling_driver")
+    return PSTATE.get(driver or "") or PSTATE.get(sysinfo.cpu_vendor() or "")
 
 
 def _watchdogs(ctx: Context, cmd: cmdline.Cmdline) -> list[Finding]:
@@ -180,8 +293,9 @@ def _clock_and_idle(cmd: cmdline.Cmdline) -> list[Finding]:
             )
         )
     virt = sysinfo.virtualization()
+    pstate = pstate_param()
     for name, rec in (
-        ("intel_pstate", "intel_pstate=disable (bare metal, fixed frequency)"),
+        *([(pstate, f"{pstate}=disable (bare metal, fixed frequency)")] if pstate else []),
         ("processor.max_cstate", "processor.max_cstate=1"),
         ("intel_idle.max_cstate", "intel_idle.max_cstate=0"),
         ("idle", "idle=poll only for the lowest latency (burns power)"),
@@ -215,7 +329,7 @@ def _clock_and_idle(cmd: cmdline.Cmdline) -> list[Finding]:
 
 def findings(ctx: Context) -> list[Finding]:
     cmd = cmdline.current()
-    out = _cpu_params(ctx, cmd) + _watchdogs(ctx, cmd) + _clock_and_idle(cmd)
+    out = _cpu_params(ctx, cmd) + _watchdogs(ctx, cmd) + [_mce(cmd)] + _clock_and_idle(cmd)
     out.append(
         _f(
             "mitigations",

@@ -53,6 +53,12 @@ RULES = {
         "khugepaged does not compact",
         "khugepaged compacts memory to collapse huge pages",
     ),
+    "kernel.hung_task_timeout_secs": (
+        "600",
+        lambda v: v == "0" or int(v) >= 600,
+        "khungtaskd scans for hung tasks at most every {v} s (0: never)",
+        "khungtaskd wakes every {v} s to scan every task (tuned's realtime profile sets 600)",
+    ),
     "mm.ksm.run": ("0", lambda v: v != "1", "ksmd is not merging", "ksmd scans memory to merge pages"),
     "vm.compaction_proactiveness": (
         "0",
@@ -218,6 +224,7 @@ def findings(ctx: Context) -> list[Finding]:
         _knob_finding("timers", "kernel.timer_migration"),
         _knob_finding("kworkers", "vm.stat_interval"),
         _knob_finding("scheduler", "kernel.sched_rt_runtime_us"),
+        _knob_finding("kernel threads", "kernel.hung_task_timeout_secs"),
         _knob_finding("memory", "kernel.numa_balancing"),
     ]
     out += [
