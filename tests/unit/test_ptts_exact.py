@@ -228,3 +228,53 @@ def test_estimate_counts_and_states():
     no_loss = exact.estimate(m, loss=False)
     assert no_loss.pair_states == 0 and e.states == no_loss.states
     assert e.seconds - no_loss.seconds == pytest.approx(e.pair_states * exact.SEC_PER_PAIR_STATE)
+
+
+def test_accumulator_sums_each_group_as_one_bincount_of_its_batches(monkeypatch):
+    # the vectorised engine scatters a batch in cache-sized pieces; each key's sum must be the
+    # bincount of the group's batches bit for bit (so results do not move with the block size)
+    monkeypatch.setattr(exact._Accumulator, "FLUSH", 1000)
+    rng = np.random.default_rng(3)
+    batches = [
+        (rng.integers(0, 50, n), rng.random(n) * 10.0 ** rng.integers(-12, 1, n)) for n in (700, 400, 900, 1200, 50)
+    ]
+    acc = exact._Accumulator(50)
+    for k, w in batches:
+        for a in range(0, len(k), 37):  # pieces, as the engine's blocks
+            acc.scatter(k[a : a + 37], w[a : a + 37])
+        acc.count(len(k))
+    keys, sums = acc.result()
+    # groups end once 1000 keys have arrived: batches 0-1, then 2-3, then 4
+    want = np.zeros(50)
+    for group in ((0, 1), (2, 3), (4,)):
+        want += np.bincount(
+            np.concatenate([batches[g][0] for g in group]), np.concatenate([batches[g][1] for g in group]), minlength=50
+        )
+    assert keys.tolist() == np.flatnonzero(want).tolist()
+    assert sums.tobytes() == want[keys].tobytes()
+
+
+@pytest.mark.parametrize("block,flush,dense_max", [(5, 1 << 24, 1 << 25), (64, 3000, 1 << 25), (1 << 14, 1 << 24, 100)])
+def test_results_do_not_depend_on_blocks_groups_or_the_sparse_path(monkeypatch, block, flush, dense_max):
+    model = load_model(EXAMPLES / "config-b.yaml")
+    want = exact.analyse(model)
+    monkeypatch.setattr(exact, "BLOCK_ROWS", block)
+    monkeypatch.setattr(exact, "DENSE_MAX", dense_max)
+    got = exact.analyse(model)
+    assert got.latency.times.tolist() == want.latency.times.tolist()
+    assert got.latency.probs.tobytes() == want.latency.probs.tobytes()
+    assert got.loss == want.loss and got.states == want.states
+    # ending groups elsewhere changes the order of float additions, not the result beyond rounding
+    monkeypatch.setattr(exact._Accumulator, "FLUSH", flush)
+    regrouped = exact.analyse(model)
+    assert np.allclose(regrouped.latency.probs, want.latency.probs, rtol=1e-12, atol=0)
+    assert regrouped.loss == pytest.approx(want.loss, rel=1e-9)
+
+
+def test_tabulated_transitions_are_the_computed_ones():
+    ch = exact.Chain.of(load_model(EXAMPLES / "config-b.yaml"))
+    t = np.arange(0, 5 * ch.d[1] * ch.d[0], ch.d[0], dtype=np.int64)
+    w = (ch.o[1] - t) % ch.d[1]
+    E, P, j0 = ch.from_wait(0, w, tabulate=True)
+    E2, P2, j02 = ch.from_wait(0, w, tabulate=False)
+    assert np.array_equal(E, E2) and P.tobytes() == P2.tobytes() and np.array_equal(j0, j02)

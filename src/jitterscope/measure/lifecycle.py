@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jitterscope import sysinfo
+from jitterscope import budget, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import seconds
 from jitterscope.journal import Journal
@@ -100,6 +100,28 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
         raise JitterscopeError("--threshold must be at least 1ns")
     if opts.priority is not None and not 1 <= opts.priority <= 99:
         raise JitterscopeError(f"SCHED_FIFO priority {opts.priority} out of range 1-99")
+    if out_dir is not None:
+        budget.check_disk(
+            f"measuring {len(opts.cpus)} CPU{'s' if len(opts.cpus) > 1 else ''} for {seconds(opts.duration_ns / 1e9)}"
+            f"{' with tracing' if opts.trace else ''}",
+            capture_bytes(opts.duration_ns / 1e9, len(opts.cpus), opts.trace),
+            out_dir,
+            "measure fewer CPUs, a shorter --duration, or write --out to a bigger disk",
+        )
+
+
+# What a run directory takes per measured CPU and second, measured on the busy 2-vCPU KVM guest
+# this was written on (a 2 s run of one CPU: trace/cpu1.raw 2.0 MB for 56,653 kernel events,
+# 36 bytes each; the tables built from it 0.43 MB; the probe's detours alone 3 KB).  A CPU in an
+# event storm writes far more (issue 24: up to 200 MB/s today), so this refuses only plans that
+# cannot fit even at a busy machine's ordinary rate.
+TRACED_BYTES_PER_CPU_S = 1.25 * 2**20
+UNTRACED_BYTES_PER_CPU_S = 16 * 2**10
+
+
+def capture_bytes(duration_s: float, ncpus: int, trace: bool) -> float:
+    """The estimated size of a run directory (raw capture and tables) of this plan."""
+    return duration_s * ncpus * (TRACED_BYTES_PER_CPU_S if trace else UNTRACED_BYTES_PER_CPU_S)
 
 
 def run_measurement(

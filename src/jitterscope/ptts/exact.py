@@ -54,6 +54,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -62,10 +63,14 @@ from jitterscope.ptts.model import ETP, Model, ModelError
 
 # seconds per expanded state, measured on the 2-core reference machine (see
 # BENCHMARKS.md); used only to predict and refuse too-long analyses
-SEC_PER_STATE = 6.0e-8
-SEC_PER_PAIR_STATE = 2.0e-8
+SEC_PER_STATE = 1.6e-8
+SEC_PER_PAIR_STATE = 3.5e-9
 SEC_PER_CONV = 2.0e-9
 CHUNK_STATES = 1 << 21
+# rows computed at once inside a chunk, so the temporaries stay in cache
+BLOCK_ROWS = 1 << 14
+# largest period (ticks) whose transitions are tabulated per wait
+TABLE_MAX = 1 << 20
 
 
 @dataclass
@@ -76,6 +81,8 @@ class Chain:
     o: list[int]
     etp: list[ETP]
     names: list[str]
+    # per stage: (E, P, j0) of every wait, for `from_wait`
+    _tables: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, model: Model) -> Chain:
@@ -129,13 +136,48 @@ class Chain:
         Thesis eq. 5.7: u(i+1, t, b) = sum_{x = b-d+1}^{b} f_i(x - t) = F_i(b-t) - F_i(b-t-d).
         Rows are padded with probability-0 candidates.
         """
-        etp, d, o = self.etp[i], self.d[i + 1], self.o[i + 1]
-        w = (o - t) % d  # wait from t to the next triggering at or after t
+        w = (self.o[i + 1] - t) % self.d[i + 1]
+        E, P, _ = self.from_wait(i, w, len(w) > self.d[i + 1])
+        return E, P
+
+    def from_wait(self, i: int, w: np.ndarray, tabulate: bool) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`transitions` by the wait w from t to C_{i+1}'s next triggering, plus the index j0 of the first
+        candidate triggering after that one.
+
+        Everything depends on t only through w, which takes at most d_{i+1} values: with more rows
+        than that (`tabulate`), the rows are looked up in a table of all waits, computed once per stage.
+        """
+        d = self.d[i + 1]
+        if tabulate and d <= TABLE_MAX:
+            if i not in self._tables:
+                self._tables[i] = self._candidates(i, np.arange(d, dtype=np.int64))
+            E, P, j0 = self._tables[i]
+            # np.take: fancy indexing of rows is several times slower
+            return np.take(E, w, axis=0), np.take(P, w, axis=0), np.take(j0, w)
+        return self._candidates(i, w)
+
+    def _candidates(self, i: int, w: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        etp, d = self.etp[i], self.d[i + 1]
         j0 = np.maximum(0, -((w - etp.lo) // d))  # first candidate not earlier than t + lo
         e0 = w + j0 * d
         E = e0[:, None] + d * np.arange(self.branching(i), dtype=np.int64)
         P = etp.interval(E - d, E)
-        return E, P
+        return E, P, j0
+
+    def next_class(self, i: int, t: np.ndarray, w: np.ndarray, j0: np.ndarray, K: int) -> np.ndarray:
+        """Class modulo K of each candidate C_{i+1} triggering (rows of `from_wait`), without dividing per candidate.
+
+        t + w is C_{i+1}'s first triggering at or after t, so the candidate j is triggering
+        (t + w - o) / d + j0 + j of C_{i+1}, exactly.
+        """
+        d, o = self.d[i + 1], self.o[i + 1]
+        B = self.branching(i)
+        q = (((t + w - o) // d + j0) % K)[:, None] + np.arange(B, dtype=np.int64)
+        if B <= K:
+            np.subtract(q, K, out=q, where=q >= K)
+        else:
+            q %= K
+        return q
 
 
 def predicted_work(model: Model) -> int:
@@ -237,51 +279,157 @@ DENSE_MAX = 1 << 25
 
 
 class _Accumulator:
-    """Sums weights by integer key: one bincount over a dense range when it is small, else sorted merging.
+    """Sums weights by integer key: over a dense range when it is small, else by sorted merging.
 
-    Keys are buffered and summed in a few large batches (a bincount per chunk
-    would allocate the whole range each time).
+    Keys arrive in batches and are summed in groups of at least FLUSH keys, a
+    group's sums starting from zero and then added to the total (in the dense
+    case, as a bincount of the group would: the group's weights are added key by
+    key in arrival order, so how a group arrives in batches does not change one
+    bit; only where groups end does).  `add` ends a group once FLUSH keys have
+    arrived; `scatter` and `count` split that for callers that produce one
+    batch in pieces small enough to stay in cache.
     """
 
     FLUSH = 1 << 24
 
     def __init__(self, key_range: int) -> None:
         self.range = key_range
-        self.dense = np.zeros(key_range) if key_range <= DENSE_MAX else None
+        self.is_dense = key_range <= DENSE_MAX
+        self.dense: np.ndarray | None = None  # the first group's sums become the total
+        self.group: np.ndarray | None = None
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
         self.buf_k: list[np.ndarray] = []
         self.buf_w: list[np.ndarray] = []
         self.buffered = 0
 
     def add(self, keys: np.ndarray, weights: np.ndarray) -> None:
-        self.buf_k.append(keys)
-        self.buf_w.append(weights)
-        self.buffered += len(keys)
+        self.scatter(keys, weights)
+        self.count(len(keys))
+
+    def scatter(self, keys: np.ndarray, weights: np.ndarray) -> None:
+        """Sum a piece of the current batch (the arrays may be reused by the caller afterwards)."""
+        if self.is_dense:
+            if self.group is None:
+                self.group = np.zeros(self.range)
+            np.add.at(self.group, keys, weights)  # in order, as bincount would (and with no array per call)
+        else:
+            self.buf_k.append(keys.copy())
+            self.buf_w.append(weights.copy())
+
+    def count(self, n: int) -> None:
+        """The current batch, of n keys, has been scattered: end the group if it is full."""
+        self.buffered += n
         if self.buffered >= self.FLUSH:
             self._flush()
 
     def _flush(self) -> None:
+        self.buffered = 0
+        if self.is_dense:
+            if self.group is None:
+                return
+            # weights are >= 0, so 0.0 + group would be group bit for bit
+            if self.dense is None:
+                self.dense = self.group
+            else:
+                self.dense += self.group
+            self.group = None
+            return
         if not self.buf_k:
             return
         k = np.concatenate(self.buf_k) if len(self.buf_k) > 1 else self.buf_k[0]
         w = np.concatenate(self.buf_w) if len(self.buf_w) > 1 else self.buf_w[0]
-        self.buf_k, self.buf_w, self.buffered = [], [], 0
-        if self.dense is not None:
-            self.dense += np.bincount(k, w, minlength=self.range)
-        else:
-            m = w > 0
-            self.parts.append(_aggregate(k[m], w[m], None))
+        self.buf_k, self.buf_w = [], []
+        m = w > 0
+        self.parts.append(_aggregate(k[m], w[m], None))
+
+    def result_split(self, inner: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """`result` with each key split as outer * inner + rest: (outer, rest, sums)."""
+        keys, sums = self.result()
+        outer = keys // inner  # division by one number is cheap (np.divmod is not)
+        return outer, keys - outer * inner, sums
 
     def result(self) -> tuple[np.ndarray, np.ndarray]:
         self._flush()
-        if self.dense is not None:
-            nz = np.flatnonzero(self.dense)
-            return nz.astype(np.int64), self.dense[nz]
+        if self.is_dense:
+            if self.dense is None:
+                return np.zeros(0, np.int64), np.zeros(0)
+            nz = np.flatnonzero(self.dense != 0)  # several times faster than on the floats
+            return nz, np.take(self.dense, nz)
         if not self.parts:
             return np.zeros(0, np.int64), np.zeros(0)
         if len(self.parts) == 1:
             return self.parts[0]
         return _aggregate(np.concatenate([k for k, _ in self.parts]), np.concatenate([w for _, w in self.parts]), None)
+
+
+@dataclass
+class _States:
+    """The measure carried from stage to stage: rows (class, delay or gap, weight) in ascending key order.
+
+    After a stage summed over a dense range, the rows are read from its sums
+    window by window, so no array of all states is made (fresh memory is costly:
+    page faults) and each piece stays in cache.
+    """
+
+    n: int
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    dense: np.ndarray | None = None
+    inner: int = 1  # key = class * inner + (second - offset)
+    offset: int = 0
+
+    WINDOW = 1 << 16
+
+    @classmethod
+    def of(cls, acc: _Accumulator, inner: int, offset: int) -> _States:
+        acc._flush()
+        if acc.is_dense:
+            dense = acc.dense
+            return cls(0 if dense is None else int(np.count_nonzero(dense)), dense=dense, inner=inner, offset=offset)
+        outer, rest, sums = acc.result_split(inner)
+        return cls(len(outer), rows=(outer, rest + offset, sums))
+
+    def _windows(self) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+        if self.rows is not None:
+            yield self.rows
+            return
+        if self.dense is None:
+            return
+        for a in range(0, len(self.dense), self.WINDOW):
+            keys = np.flatnonzero(self.dense[a : a + self.WINDOW] != 0)  # several times faster than on floats
+            if len(keys) == 0:
+                continue
+            keys += a
+            outer = keys // self.inner
+            yield outer, keys - outer * self.inner + self.offset, np.take(self.dense, keys)
+
+    def pieces(self, chunk: int) -> Iterator[tuple[np.ndarray, np.ndarray, np.ndarray, int]]:
+        """(classes, seconds, weights, rows) of at most BLOCK_ROWS rows, never across a multiple of `chunk`
+        rows; `rows` is the number of rows of the chunk a piece ends (else 0), so sums can be grouped
+        by chunks as before the rows were streamed."""
+        r = 0
+        for q, x, w in self._windows():
+            a = 0
+            while a < len(q):
+                b = min(len(q), a + BLOCK_ROWS, a + chunk - r)
+                r += b - a
+                yield q[a:b], x[a:b], w[a:b], (r if r == chunk else 0)
+                r %= chunk
+                a = b
+        if r:
+            empty = np.zeros(0, dtype=np.int64)
+            yield empty, empty, np.zeros(0), r
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        parts = list(self._windows())
+        if not parts:
+            return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
+        if len(parts) == 1:
+            return parts[0]
+        return (
+            np.concatenate([p[0] for p in parts]),
+            np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]),
+        )
 
 
 def _frames(ch: Chain, frames: np.ndarray | None) -> np.ndarray:
@@ -295,9 +443,7 @@ def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tupl
     """The exact end-to-end latency PMF averaged over the given triggerings of C_0 (default: all)."""
     ch = Chain.of(model)
     ks = _frames(ch, frames)
-    q = ks
-    delta = np.zeros(len(ks), dtype=np.int64)
-    w = np.full(len(ks), 1.0 / len(ks))
+    states = _States(len(ks), rows=(ks, np.zeros(len(ks), dtype=np.int64), np.full(len(ks), 1.0 / len(ks))))
     expanded = 0
     for i in range(ch.n - 1):
         d_next, o_next = ch.d[i + 1], ch.o[i + 1]
@@ -311,25 +457,32 @@ def latency_distribution(model: Model, frames: np.ndarray | None = None) -> tupl
                 f"({K_next}) times delays ({D}) to index; use --approximate"
             )
         B = ch.branching(i)
-        chunk = max(1, CHUNK_STATES // B)
+        tabulate = states.n > d_next
         acc = _Accumulator(K_next * D)
-        for c0 in range(0, len(q), chunk):
-            qc, dc, wc = q[c0 : c0 + chunk], delta[c0 : c0 + chunk], w[c0 : c0 + chunk]
-            t = ch.o[i] + qc * ch.d[i]
-            E, P = ch.transitions(i, t)
-            expanded += E.size
-            # a real candidate lies within the stage's delay bounds; padding (probability 0)
-            # may not, and is sent to key 0 where it adds nothing
-            dn = dc[:, None] + E
-            if last:
-                key = dn - dlo
-            else:
-                qn = ((t[:, None] + E - o_next) // d_next) % K_next
-                key = qn * D + (dn - dlo)
-            key[P == 0] = 0
-            acc.add(key.ravel(), (wc[:, None] * P).ravel())
-        keys, wts = acc.result()
-        q, delta, w = keys // D, keys % D + dlo, wts
+        keys = np.empty((min(BLOCK_ROWS, states.n), B), dtype=np.int64)
+        wts = np.empty(keys.shape)
+        # chunks: the batches the sums are grouped by (see _Accumulator)
+        for q, delta, w, chunk_rows in states.pieces(max(1, CHUNK_STATES // B)):
+            if len(q):
+                t = ch.o[i] + q * ch.d[i]
+                wait = (o_next - t) % d_next
+                E, P, j0 = ch.from_wait(i, wait, tabulate)
+                # a real candidate lies within the stage's delay bounds; padding (probability 0)
+                # may not, and is sent to key 0 where it adds nothing
+                key, wt = keys[: len(q)], wts[: len(q)]
+                np.add(E, (delta - dlo)[:, None], out=key)
+                if not last:
+                    qn = ch.next_class(i, t, wait, j0, K_next)
+                    qn *= D
+                    key += qn
+                key[P == 0] = 0
+                np.multiply(w[:, None], P, out=wt)
+                acc.scatter(key.ravel(), wt.ravel())
+            if chunk_rows:
+                acc.count(chunk_rows * B)
+        expanded += states.n * B
+        states = _States.of(acc, D, dlo)
+    _, delta, w = states.arrays()
     # the last component: add its ETP (one convolution)
     f = ch.etp[-1]
     times, probs = _convolve(delta, w, f)
@@ -365,9 +518,7 @@ def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[fl
     if not collisions_possible(ch):
         return 0.0, by, 0
     ks = _frames(ch, frames)
-    q = ks
-    g = np.full(len(ks), ch.d[0], dtype=np.int64)
-    w = np.full(len(ks), 1.0 / len(ks))
+    states = _States(len(ks), rows=(ks, np.full(len(ks), ch.d[0], dtype=np.int64), np.full(len(ks), 1.0 / len(ks))))
     expanded = 0
     for i in range(ch.n - 1):
         d_next, o_next = ch.d[i + 1], ch.o[i + 1]
@@ -376,38 +527,56 @@ def loss_probability(model: Model, frames: np.ndarray | None = None) -> tuple[fl
         K_next = 1 if last else ch.K(i + 1)
         G = 2 * R + 1
         B = ch.branching(i)
-        chunk = max(1, CHUNK_STATES // (B * B))
+        tabulate = states.n > d_next
         acc = _Accumulator(0 if last else K_next * G)
+        j = np.arange(B, dtype=np.int64)
+        steps = ((j[None, :] - j[:, None]) * d_next).ravel()
+        gs_buf = np.empty((min(BLOCK_ROWS, states.n), B * B), dtype=np.int64)
         hit_total = 0.0
-        for c0 in range(0, len(q), chunk):
-            qc, gc, wc = q[c0 : c0 + chunk], g[c0 : c0 + chunk], w[c0 : c0 + chunk]
-            t = ch.o[i] + qc * ch.d[i]
-            E1, P1 = ch.transitions(i, t)
-            E2, P2 = ch.transitions(i, t + gc)
-            gn = gc[:, None, None] + E2[:, None, :] - E1[:, :, None]
-            m = np.abs(gn) <= R
-            expanded += int(m.size)
-            if not m.any():
-                continue
-            rows, r1, r2 = np.nonzero(m)
-            wsel = wc[rows] * P1[rows, r1] * P2[rows, r2]
-            gsel = gn[m]
-            hit = gsel == 0
-            hit_total += float(wsel[hit].sum())
-            if last:
-                continue
-            keep = ~hit & (wsel > 0)
-            rows, r1, gsel, wsel = rows[keep], r1[keep], gsel[keep], wsel[keep]
-            tn = t[rows] + E1[rows, r1]
-            qn = ((tn - o_next) // d_next) % K_next
-            acc.add(qn * G + (gsel + R), wsel)
+        hits: list[np.ndarray] = []
+        keys: list[np.ndarray] = []
+        wts: list[np.ndarray] = []
+        # a chunk's hits and states are concatenated in row order before they are summed, so the
+        # sums see the same arrays however the rows arrive
+        for q, gc, wc, chunk_rows in states.pieces(max(1, CHUNK_STATES // (B * B))):
+            if len(q):
+                t = ch.o[i] + q * ch.d[i]
+                E1, P1, _ = ch.from_wait(i, (o_next - t) % d_next, tabulate)
+                E2, P2, _ = ch.from_wait(i, (o_next - t - gc) % d_next, tabulate)
+                # candidates are E[:, j] = E[:, 0] + j * d, so the pair (j1, j2) moves the gap by
+                # (j2 - j1) * d; plus R, the next gap is kept when within [0, 2R] (one unsigned comparison)
+                base = gc + R + E2[:, 0] - E1[:, 0]
+                gs = np.add(base[:, None], steps, out=gs_buf[: len(q)])
+                idx = np.flatnonzero(gs.view(np.uint64) <= 2 * R)  # in (row, j1, j2) order
+                if len(idx):
+                    rows = idx // (B * B)
+                    r1 = (idx - rows * (B * B)) // B
+                    i1 = rows * B + r1  # flat index of (row, j1)
+                    i2 = rows * B + (idx - i1 * B)  # of (row, j2)
+                    wsel = np.take(wc, rows) * np.take(P1, i1) * np.take(P2, i2)
+                    gsel = np.take(gs, idx)
+                    hit = gsel == R
+                    hits.append(wsel[hit])
+                    if not last:
+                        keep = ~hit & (wsel > 0)
+                        i1, gsel, wsel = i1[keep], gsel[keep], wsel[keep]
+                        tn = np.take(t, i1 // B) + np.take(E1, i1)
+                        qn = ((tn - o_next) // d_next) % K_next
+                        keys.append(qn * G + gsel)
+                        wts.append(wsel)
+            if chunk_rows:
+                if hits:
+                    hit_total += float(np.concatenate(hits).sum())
+                if keys:
+                    acc.add(np.concatenate(keys), np.concatenate(wts))
+                hits, keys, wts = [], [], []
+        expanded += states.n * B * B
         by[i + 1] = hit_total
         if last:
             break
-        keys, wts = acc.result()
-        if len(keys) == 0:
+        states = _States.of(acc, G, -R)
+        if states.n == 0:
             break
-        q, g, w = keys // G, keys % G - R, wts
     return float(sum(by)), by, expanded
 
 
