@@ -68,8 +68,8 @@ def test_stdout_to_a_full_disk_is_named(run, full) -> None:
 
 @pytest.mark.parametrize(
     "argv,leave",
-    [  # room for the first figure (~38 KB; fit's ~63 KB), not the next (~39 KB; ~227 KB)
-        (["simulate", "--noise", "RUN", "--nodes", "1,4", "--phases", "10", "--phase", "1ms", "--plots", "FULL"], 56),
+    [  # room for the first figure (~15 KB; fit's ~24 KB), not the next (~20 KB; ~194 KB): SVG text kept as text
+        (["simulate", "--noise", "RUN", "--nodes", "1,4", "--phases", "10", "--phase", "1ms", "--plots", "FULL"], 24),
         (["fit", "RUN", "--phase", "1ms", "--replicates", "19", "--plots", "FULL"], 120),
     ],
     ids=["simulate", "fit"],

@@ -110,7 +110,7 @@ def test_barrier_last_arriver(gold, tmp_path):
     assert len(barw) == 6 and len(intervals(run, "bar")) == 3
     threads = pq.read_table(run / "threads.parquet").to_pylist()
     # Each round is released by the one thread not waiting in it: the late one, which spins 300 us once both
-    # others are at the barrier.
+    # others are asleep in the barrier.
     tids = {r["tid"] for r in threads}
     for k in range(0, 6, 2):
         rnd = barw[k : k + 2]

@@ -65,6 +65,7 @@ def test_a_contended_spin_lock_is_a_wait_of_its_length(semgold, tmp_path):
     p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", semgold, "spin", "20")
     assert p.returncode == 0, p.stderr
     truth = json.loads(next(ln for ln in p.stdout.splitlines() if ln.startswith('{"spun_ns"')))
-    (w,) = pq.read_table(out / "waits.parquet").to_pylist()
+    # main may also wait in its join, when the holder has not exited yet: that is the join's, not the spin's
+    (w,) = [r for r in pq.read_table(out / "waits.parquet").to_pylist() if r["op"] != "join"]
     assert w["op"] == "spin" and w["releaser_tid"] is None  # the releaser of a spin lock is not seen (said so)
     assert truth["spun_ns"] - 20_000 <= w["exit_ns"] - w["enter_ns"] <= truth["spun_ns"], (w, truth)

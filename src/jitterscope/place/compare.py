@@ -102,6 +102,7 @@ def run(plan: Plan, sets: list[tuple[str, frozenset[str]]], repeat: int, progres
     if plan.dry_run:
         raise UsageError("--compare measures the mix under each policy: it cannot be a --dry-run")
     out = create_run_dir(plan.out or new_run_path(sysinfo.host(), "place-compare"))
+    (out / "runs").mkdir()  # the comparison's own layout: each policy's run goes in it
     t0, w0 = time.time_ns(), time.monotonic_ns()
     rows: list[dict[str, Any]] = []
     bar = Progress("place compare", repeat * len(sets), enabled=progress)

@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -235,18 +236,24 @@ static int run_bw(void)
 
 /* ---- barrier ---- */
 static _Atomic int bar_arrived;
+static _Atomic pid_t bar_tids[2];
+static _Atomic int bar_slot;
 
 static void *bar_thread(void *arg)
 {
     int late = (int)(intptr_t)arg;
+    if (!late)
+        bar_tids[atomic_fetch_add(&bar_slot, 1)] = (pid_t)syscall(SYS_gettid);
     for (int i = 0; i < K; i++) {
         if (late) {
-            /* the last arriver, 300 us after both others are at the barrier (not after a sleep of its own,
-             * whose wake-up a busy host can delay past theirs) */
+            /* the last arriver: 300 us after both others are asleep in this round's barrier (not after a sleep
+             * of its own, whose wake-up a busy host can delay past theirs), so each of their waits is >= 300 us */
             while (atomic_load(&bar_arrived) < 2 * (i + 1)) {}
+            wait_sleeping(bar_tids[0]);
+            wait_sleeping(bar_tids[1]);
             spin_ns(300000);
         } else {
-            atomic_fetch_add(&bar_arrived, 1);
+            atomic_fetch_add(&bar_arrived, 1);  /* nothing but the barrier's futex sleep follows */
         }
         pthread_barrier_wait(&bar);
         sleep_ns(1000000);
