@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.loadgen import switch_storm
+
 from .conftest import jitterscope, needs_tracing, probed_cpu
 from .machine import in_namespace, js, needs_namespace, started
 
@@ -97,7 +99,10 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
     threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True).start()
     try:
         wait_for_probe(out, proc)
-        time.sleep(3.0)  # enough trace that stopping and analysing take a while
+        # A context-switch storm: hundreds of thousands of events, so that the analysis lasts seconds and the
+        # second Ctrl-C finds it running even on a fast or lightly loaded machine (3 quiet seconds analysed
+        # before it came, on a CI host).
+        switch_storm(probed_cpu(), 3.0).wait(timeout=60)
         os.killpg(proc.pid, signal.SIGINT)  # first Ctrl-C: finish with what was measured
         seen = ""
         while "interrupted" not in seen:  # it has taken the first one: now it stops and analyses
@@ -147,10 +152,10 @@ def on_full_disk(tmp_path: Path, size: str, failing: str, run: Path) -> tuple[st
 @needs_namespace
 @needs_tracing
 def test_disk_full_during_capture_is_one_line_and_analyze_recovers(tmp_path: Path) -> None:
-    """A 24 MiB tmpfs filled while measuring."""
+    """A 24 MiB tmpfs filled while measuring (15 s: a capture it can hold, else measure refuses it up front)."""
     out = tmp_path / "disk" / "run"
     failing = (
-        f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '30s', '--no-report', '--out', str(out))}"
+        f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '15s', '--no-report', '--out', str(out))}"
         f" > /dev/null & pid=$!\n"
         f"{started(out)}; sleep 1\n"
         f"dd if=/dev/zero of={tmp_path / 'disk'}/filler bs=64k 2> /dev/null\n"

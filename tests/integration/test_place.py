@@ -328,7 +328,12 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
             text=True,
             start_new_session=True,
         )
-        _wait_stopped(procs)  # OBS-L (the second set) stops tasks: it has started
+        # the first set (stock) is done, and OBS-L (the second) has started: it stops tasks
+        deadline = time.monotonic() + 120
+        while not (out / "runs" / "00-stock" / "summary.json").exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert (out / "runs" / "00-stock" / "summary.json").exists(), "the stock set never finished"
+        assert _wait_stopped(procs), "OBS-L never stopped a task"
         os.killpg(place.pid, signal.SIGINT)
         _, err = place.communicate(timeout=60)
         assert place.returncode == 130, err
@@ -354,10 +359,14 @@ def _left_as_found(n: int = 3) -> Iterator[list[subprocess.Popen]]:
             p.wait()
 
 
-def _wait_stopped(procs: list[subprocess.Popen]) -> None:
+def _wait_stopped(procs: list[subprocess.Popen]) -> bool:
+    """Whether one of PROCS was seen stopped within 90 s."""
     deadline = time.monotonic() + 90
-    while time.monotonic() < deadline and not any(_state(p.pid) == "T" for p in procs):
+    while time.monotonic() < deadline:
+        if any(_state(p.pid) == "T" for p in procs):
+            return True
         time.sleep(0.02)
+    return False
 
 
 def _obs_l(procs: list[subprocess.Popen], out: Path, *extra: str, **popen: Any) -> subprocess.Popen:

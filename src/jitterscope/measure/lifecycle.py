@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jitterscope import budget, sysinfo
+from jitterscope import budget, outpath, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import seconds
 from jitterscope.journal import Journal
@@ -100,7 +100,9 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
         raise JitterscopeError("--threshold must be at least 1ns")
     if opts.priority is not None and not 1 <= opts.priority <= 99:
         raise JitterscopeError(f"SCHED_FIFO priority {opts.priority} out of range 1-99")
-    if out_dir is not None:
+    # A missing parent is refused where the directory is made (outpath: never created for you, but for the
+    # default root), with that reason rather than the free space of some directory further up.
+    if out_dir is not None and (out_dir.parent.exists() or out_dir.parent.name in outpath.DEFAULT_ROOTS):
         budget.check_disk(
             f"measuring {len(opts.cpus)} CPU{'s' if len(opts.cpus) > 1 else ''} for {seconds(opts.duration_ns / 1e9)}"
             f"{' with tracing' if opts.trace else ''}",
