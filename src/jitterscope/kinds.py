@@ -111,7 +111,9 @@ class RunKind:
     `label`: how a sentence names one run ("a cluster run"; default "<name>").  `order`: its place
     in lists people read (measure, the common case, first).  `no_page`, `no_compare`: why a kind
     without a page or comparison has none, said after the refusal ("its page is verify.html").
-    `export_hint`: said when a format it lacks is asked for (`{run}` is the run directory)."""
+    `export_hint`: said when a format it lacks is asked for (`{run}` is the run directory).
+    `summary_cpus`: summary.json's `cpus` holds one entry per measured CPU, so its keys must be
+    among meta.json's `cpus` (checked at load)."""
 
     name: str
     tables: Mapping[str, TableSpec]
@@ -127,6 +129,7 @@ class RunKind:
     exporters: Mapping[str, Exporter] = field(default_factory=dict)
     export_hint: str = ""
     recovery: Recovery | None = None
+    summary_cpus: bool = False
 
 
 class Lazy:

@@ -430,7 +430,7 @@ def load_run(
         raise JitterscopeError(f"{p}: a {kind} run; {what} {' and '.join(kinds)} runs")
     summary = _read_json(p / "summary.json", "summary")
     summary_model = runcheck.check_summary(summary, spec.summary, p / "summary.json")
-    if kind == "measure" and isinstance(summary.get("cpus"), dict):
+    if spec.summary_cpus and isinstance(summary.get("cpus"), dict):
         _agree(
             p / "summary.json",
             [int(c) for c in meta.get("cpus", [])],

@@ -169,5 +169,6 @@ kinds.register(
         ),
         exporters=DETOUR_EXPORTERS,
         recovery=Recovery(_finds, _analyze, last=True),
+        summary_cpus=True,
     )
 )
