@@ -288,3 +288,20 @@ def loggopsim(tmp_path_factory):
         return build(tmp_path_factory.mktemp("loggopsim"))
     except Unavailable as err:
         pytest.skip(str(err))
+
+
+def inject_argv(cpu: int, period: str, busy: str, *extra: str) -> list[str]:
+    """The command line of `jitterscope inject` on `cpu` (one copy for every test that starts a known daemon)."""
+    return [
+        sys.executable,
+        "-m",
+        "jitterscope",
+        "inject",
+        "--cpu",
+        str(cpu),
+        "--period",
+        period,
+        "--busy",
+        busy,
+        *extra,
+    ]

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests.fixtures_runs import Injector, build_run
 
-from .conftest import jitterscope, needs_tracing, probed_cpu, wait_for_comm
+from .conftest import inject_argv, jitterscope, needs_tracing, probed_cpu, wait_for_comm
 
 # SCHED_FIFO keeps other helpers' ordinary processes off the probed CPU, so two
 # runs of this shared machine are "quiet" in the sense the comparison means;
@@ -64,8 +63,7 @@ def test_an_injected_daemon_alone_is_found(tmp_path, no_rt_throttling):
     cpu = probed_cpu()
     _measure(tmp_path / "quiet", cpu)
     inj = subprocess.Popen(
-        [sys.executable, "-m", "jitterscope", "inject", "--cpu", str(cpu), "--period", "20ms", "--busy", "500us"]
-        + ["--duration", "6s", "--name", INJ],
+        inject_argv(cpu, "20ms", "500us", "--duration", "6s", "--name", INJ),
         stdout=subprocess.DEVNULL,
     )
     try:

@@ -20,7 +20,7 @@ import pytest
 
 from jitterscope.humanize import number
 
-from .conftest import jitterscope, load_json, needs_tracing, probed_cpu
+from .conftest import inject_argv, jitterscope, load_json, needs_tracing, probed_cpu
 from .machine import run_as_nobody
 from .test_trace_session import busy_cpu
 
@@ -37,22 +37,7 @@ def test_injected_daemon_is_attributed_with_its_period(tmp_path):
     cpu = probed_cpu()
     truth_file = tmp_path / "truth.csv"
     inj = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jitterscope",
-            "inject",
-            "--cpu",
-            str(cpu),
-            "--period",
-            f"{PERIOD_MS}ms",
-            "--busy",
-            f"{BUSY_MS}ms",
-            "--duration",
-            "9s",
-            "--truth",
-            str(truth_file),
-        ],
+        inject_argv(cpu, f"{PERIOD_MS}ms", f"{BUSY_MS}ms", "--duration", "9s", "--truth", str(truth_file)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )

@@ -35,7 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from jitterscope.monitor import shipped
 from tests.support.promql import dashboard_queries, names_in
 
-from .conftest import probed_cpu, tracing_reason
+from .conftest import inject_argv, probed_cpu, tracing_reason
 
 PERIOD_NS = 50_000_000
 BUSY_NS = 4_000_000
@@ -227,22 +227,7 @@ def observed(tmp_path_factory) -> Iterator[Observed]:
         stack = Stack(_start_prometheus(tmp, target, procs), metrics_url, tmp / "hist", name, log, started)
         _wait("the baseline window", lambda: any("baseline ready" in ln for ln in log), 60, log)
         injector = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jitterscope",
-                "inject",
-                "--cpu",
-                str(cpu),
-                "--period",
-                f"{PERIOD_NS}ns",
-                "--busy",
-                f"{BUSY_NS}ns",
-                "--name",
-                name,
-                "--truth",
-                str(tmp / "truth.csv"),
-            ],
+            inject_argv(cpu, f"{PERIOD_NS}ns", f"{BUSY_NS}ns", "--name", name, "--truth", str(tmp / "truth.csv")),
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -28,7 +28,7 @@ from jitterscope.rundir import load_run
 from jitterscope.sysinfo import online_cpus
 from jitterscope.tune.record import records
 
-from .conftest import jitterscope, needs_tracing, probed_cpu
+from .conftest import inject_argv, jitterscope, needs_tracing, probed_cpu
 from .tune_support import one_session_at_a_time
 
 pytestmark = [
@@ -68,24 +68,7 @@ def noise(tmp_path_factory):
             ["taskset", "-c", str(other), "dd", "if=/dev/hwrng", "of=/dev/null", "bs=64"], stderr=subprocess.DEVNULL
         )
         inj = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "jitterscope",
-                "inject",
-                "--cpu",
-                str(cpu),
-                "--period",
-                "20ms",
-                "--busy",
-                "500us",
-                "--policy",
-                "other",
-                "--name",
-                DAEMON,
-                "--duration",
-                "900s",
-            ],
+            inject_argv(cpu, "20ms", "500us", "--policy", "other", "--name", DAEMON, "--duration", "900s"),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
