@@ -188,6 +188,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_monitor_unit.py": ("root", "native", "tracefs"),
     "test_monitor_e2e.py": ("native", "tracefs"),
     "test_native_sanitizers.py": ("root", "native"),
+    "test_parser_fuzz.py": ("native",),
     "test_no_run_lost.py": ("native", "tracefs", "slow"),
     "test_pipeline_cli.py": ("native", "tracefs", "slow"),
     "test_pipeline_runtime.py": ("native", "slow"),
@@ -249,6 +250,8 @@ FREE = {
     "test_probe_layout.py",
     "test_trace_layout.py",
     "test_protect_layout.py",
+    "test_inject_bad_input.py",  # every case fails before the injector starts
+    "test_parser_fuzz.py",  # the sanitized parser on files: CPU only, no kernel state
 }
 
 
