@@ -182,7 +182,8 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_inject.py": ("root", "native"),
     "test_interrupt_messages.py": ("native",),
     "test_inject_bad_input.py": ("native",),
-    "test_loggopsim_oracle.py": ("native", "tracefs", "slow"),
+    "test_loggopsim_oracle.py": ("native", "slow"),
+    "test_loggopsim_measured.py": ("native", "tracefs", "slow"),
     "test_measure_attribution.py": ("native", "tracefs", "slow"),
     "test_measure_bad_input.py": ("native",),
     "test_monitor_unit.py": ("root", "native", "tracefs"),
@@ -252,6 +253,8 @@ FREE = {
     "test_protect_layout.py",
     "test_inject_bad_input.py",  # every case fails before the injector starts
     "test_parser_fuzz.py",  # the sanitized parser on files: CPU only, no kernel state
+    "test_loggopsim_oracle.py",  # two simulators on made-up noise (the measured run is in a machine file)
+    "test_pipeline_runtime.py",  # the runtime's own threads (SCHED_OTHER), outputs checked bit for bit
 }
 
 
