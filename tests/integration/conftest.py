@@ -173,6 +173,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_cluster.py": ("mpi", "native", "tracefs", "slow"),
     "test_cluster_faults.py": ("mpi", "native", "slow"),
     "test_compare_runs.py": ("native", "tracefs"),
+    "test_compare_synthetic_cli.py": (),
     "test_doe_e2e.py": ("root", "native"),
     "test_doe_safety.py": ("root",),
     "test_events_vs_perf.py": ("root", "native", "tracefs"),
@@ -255,6 +256,7 @@ FREE = {
     "test_parser_fuzz.py",  # the sanitized parser on files: CPU only, no kernel state
     "test_loggopsim_oracle.py",  # two simulators on made-up noise (the measured run is in a machine file)
     "test_pipeline_runtime.py",  # the runtime's own threads (SCHED_OTHER), outputs checked bit for bit
+    "test_compare_synthetic_cli.py",  # made-up runs in its own tmp_path
 }
 
 
