@@ -173,6 +173,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_cluster.py": ("mpi", "native", "tracefs", "slow"),
     "test_cluster_faults.py": ("mpi", "native", "slow"),
     "test_compare_runs.py": ("native", "tracefs"),
+    "test_compare_synthetic_cli.py": (),
     "test_doe_e2e.py": ("root", "native"),
     "test_doe_safety.py": ("root",),
     "test_events_vs_perf.py": ("root", "native", "tracefs"),
@@ -182,12 +183,14 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_inject.py": ("root", "native"),
     "test_interrupt_messages.py": ("native",),
     "test_inject_bad_input.py": ("native",),
-    "test_loggopsim_oracle.py": ("native", "tracefs", "slow"),
+    "test_loggopsim_oracle.py": ("native", "slow"),
+    "test_loggopsim_measured.py": ("native", "tracefs", "slow"),
     "test_measure_attribution.py": ("native", "tracefs", "slow"),
     "test_measure_bad_input.py": ("native",),
     "test_monitor_unit.py": ("root", "native", "tracefs"),
     "test_monitor_e2e.py": ("native", "tracefs"),
     "test_native_sanitizers.py": ("root", "native"),
+    "test_parser_fuzz.py": ("native",),
     "test_no_run_lost.py": ("native", "tracefs", "slow"),
     "test_pipeline_cli.py": ("native", "tracefs", "slow"),
     "test_pipeline_runtime.py": ("native", "slow"),
@@ -249,6 +252,11 @@ FREE = {
     "test_probe_layout.py",
     "test_trace_layout.py",
     "test_protect_layout.py",
+    "test_inject_bad_input.py",  # every case fails before the injector starts
+    "test_parser_fuzz.py",  # the sanitized parser on files: CPU only, no kernel state
+    "test_loggopsim_oracle.py",  # two simulators on made-up noise (the measured run is in a machine file)
+    "test_pipeline_runtime.py",  # the runtime's own threads (SCHED_OTHER), outputs checked bit for bit
+    "test_compare_synthetic_cli.py",  # made-up runs in its own tmp_path
 }
 
 

@@ -1,8 +1,10 @@
 """Every command x every class of bad value: exit 2, one line on stderr, no traceback,
 and nothing on the machine changed (issue 17, item 5).
 
-All cases fail before measuring, so they run as parallel subprocesses (the real
-tool, as a user runs it) in a few seconds; each case then asserts on its own.
+All cases fail before measuring.  They run through cli.main in one separate process
+(tests/support/cli_batch.py: one Python start-up for all, under the same address-space
+limit), and the cases in SUBPROCESS also as the real tool, `python -m jitterscope`, as
+a user runs it: the entry point's own exit path.  Each case then asserts on its own.
 The journal lives in a private state directory, so "no new journal" is exact.
 """
 
@@ -201,10 +203,22 @@ CASES: list[tuple[str, list[str], str]] = [
     ("inject-period-bound", ["inject", "--cpu", "0", "--period", "1us", "--busy", "100ns"], "use 10us to 1h"),
 ]
 
-# The fixture runs every case (a Python start-up each, ~0.5 s on a quiet machine, ten
-# times that under load): each command has its own 60 s limit, which is what catches a
-# hang; the module as a whole gets room for a loaded shared machine.
-pytestmark = pytest.mark.timeout(1200)
+# Cases also run as `python -m jitterscope` (a Python start-up each): one per way out of
+# the tool (argparse, a command's JitterscopeError, a not-UTF-8 argument, a file type
+# refused before it is opened, a value that must not be allocated for).
+SUBPROCESS = {
+    "restore-malformed",
+    "measure-huge-cpus",
+    "check-bad-meta",
+    "inject-not-utf8-name",
+    "doe-fifo-plan",
+    "ptts-huge-sweep",
+    "simulate-huge-list",
+}
+
+# Each command has its own 60 s limit, which is what catches a hang; the module as a
+# whole gets room for a loaded shared machine.
+pytestmark = pytest.mark.timeout(600)
 
 MODEL = """resolution: 1ms
 components:
@@ -280,10 +294,9 @@ def results(tmp_path_factory):
 
     def one(case: tuple[str, list[str], str]) -> tuple[str, subprocess.CompletedProcess, str]:
         name, argv, words = case
-        argv = [_sub(a, subs) for a in argv]
         # 4 GiB of address space: a case that tried to allocate per CPU of 0-99999999999 fails here, not the node
         proc = subprocess.run(
-            ["prlimit", "--as=4294967296", sys.executable, "-m", "jitterscope", *argv],
+            [*LIMIT, sys.executable, "-m", "jitterscope", *[_sub(a, subs) for a in argv]],
             capture_output=True,
             text=True,
             timeout=60,
@@ -294,8 +307,13 @@ def results(tmp_path_factory):
 
     before, inst_before = _sysctls(), _instances()
     try:
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            out = {name: _outcome(f) for name, f in ((c[0], pool.submit(one, c)) for c in CASES)}
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            real = {c[0]: pool.submit(one, c) for c in CASES if c[0] in SUBPROCESS}
+            batch = _batch([(name, [_sub(a, subs) for a in argv]) for name, argv, _ in CASES], tmp, env)
+            words = {name: _sub(w, subs) for name, _, w in CASES}
+            out = {name: (batch[name], words[name]) for name in words}
+            for name, f in real.items():
+                out[f"{name} (python -m jitterscope)"] = _outcome(f)
         after = _sysctls()
         journals = sorted(glob.glob(str(state / "journal" / "*")))
         yield out, [k for k in before if k in after and before[k] != after[k]], _instances() - inst_before, journals
@@ -303,12 +321,28 @@ def results(tmp_path_factory):
         subprocess.run([sys.executable, "-m", "jitterscope", "restore"], env=env, capture_output=True, timeout=60)
 
 
-def _outcome(future) -> tuple[subprocess.CompletedProcess | None, str]:
+LIMIT = ["prlimit", "--as=4294967296"]
+
+
+def _batch(cases: list[tuple[str, list[str]]], tmp: Path, env: dict[str, str]) -> dict[str, tuple[int | None, str]]:
+    """(exit code, stderr) of every case, through cli.main in one process (tests/support/cli_batch.py)."""
+    (tmp / "cases.json").write_text(json.dumps(cases))
+    subprocess.run(
+        [*LIMIT, sys.executable, "-m", "tests.support.cli_batch", str(tmp / "cases.json"), str(tmp / "out.json")],
+        check=True,
+        timeout=60 * len(cases),
+        env={**env, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"},
+        cwd=tmp,
+    )
+    return {name: (code, err) for name, (code, err) in json.loads((tmp / "out.json").read_text()).items()}
+
+
+def _outcome(future) -> tuple[tuple[int | None, str], str]:
     try:
         _, proc, words = future.result()
-        return proc, words
+        return (proc.returncode, proc.stderr), words
     except subprocess.TimeoutExpired as err:
-        return None, f"timed out after {err.timeout} s (it did not fail before working)"
+        return (None, f"timed out after {err.timeout} s (it did not fail before working)"), ""
 
 
 def _sub(text: str, subs: dict[str, str]) -> str:
@@ -317,13 +351,14 @@ def _sub(text: str, subs: dict[str, str]) -> str:
     return text
 
 
-@pytest.mark.parametrize("name", [c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "name", [c[0] for c in CASES] + [f"{c[0]} (python -m jitterscope)" for c in CASES if c[0] in SUBPROCESS]
+)
 def test_bad_value_is_one_line_exit_2(results, name):
     out, *_ = results
-    proc, words = out[name]
-    assert proc is not None, words
-    err = proc.stderr
-    assert proc.returncode == 2, f"exit {proc.returncode}: {err}"
+    (code, err), words = out[name]
+    assert code is not None, err
+    assert code == 2, f"exit {code}: {err}"
     assert "Traceback" not in err, err
     assert len(err.strip().splitlines()) == 1, err
     assert words in err, err

@@ -172,7 +172,7 @@ def test_an_unprivileged_user_measures_reports_and_syncs_from_the_wheel(installe
     assert version.startswith(f"jitterscope {__version__} (commit ") and (commit is None or commit in version)
 
     cpu = str(probed_cpu())
-    out = _as_nobody(installed, home, "measure", "--cpus", cpu, "--duration", "2s", "--no-report", "--out", "m")
+    out = _as_nobody(installed, home, "measure", "--cpus", cpu, "--duration", "1s", "--no-report", "--out", "m")
     assert "tracing OFF" in out.stdout and "Attribution off: not root" in out.stdout
     summary = load_json((home / "m/summary.json").read_text())
     assert summary["cpus"][cpu]["detours"] > 0
@@ -191,7 +191,7 @@ def test_root_traces_from_the_wheel(installed):
     js = str(installed.venv / "bin/jitterscope")
     env = {**os.environ, **installed.env}
     cpu = str(probed_cpu())
-    out = _run([js, "measure", "--cpus", cpu, "--duration", "2s", "--no-report", "--out", str(runs / "m")], env=env)
+    out = _run([js, "measure", "--cpus", cpu, "--duration", "1s", "--no-report", "--out", str(runs / "m")], env=env)
     assert "tracing on" in out.stdout, out.stdout
     assert load_json((runs / "m/summary.json").read_text())["run"]["tracing"] is True
     _run([js, "sync", "--out", str(runs / "s"), "--no-report", "--", "true"], env=env)

@@ -1,0 +1,51 @@
+"""LogGOPSim as an oracle on a real measured run (test_loggopsim_oracle.py has the rest): one CPU
+measured for 2 s without tracing, exported with `export --format loggopsim`, simulated by both
+within 1%, and the export read back exactly.  The measurement keeps this file in the machine
+group; the simulations on made-up noise run beside the other tests."""
+
+from __future__ import annotations
+
+import pytest
+
+from jitterscope.simulate.loggop import run_trace
+from jitterscope.simulate.spec import TraceNoise
+from tests.integration.conftest import jitterscope, probed_cpu
+
+from .test_loggopsim_oracle import TOLERANCE, _ours, _theirs, build_schedules
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="module")
+def schedules(loggopsim, tmp_path_factory):
+    return build_schedules(loggopsim, tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def measured(tmp_path_factory):
+    """A real run of one CPU (2 s, no tracing) and its `export --format loggopsim`."""
+    d = tmp_path_factory.mktemp("measured")
+    run = d / "run"
+    jitterscope("measure", "--cpus", str(probed_cpu()), "--duration", "2s", "--no-trace", "--out", str(run), check=True)
+    jitterscope("export", str(run), "--format", "loggopsim", "-o", str(d / "noise.txt"), check=True)
+    return run, d / "noise.txt"
+
+
+@pytest.mark.parametrize("cosched", [False, True], ids=["independent", "cosched"])
+@pytest.mark.parametrize("hosts", [8, 1024])
+def test_measured_run_within_1pct(loggopsim, schedules, measured, hosts, cosched):
+    run, exported = measured
+    theirs = _theirs(loggopsim, schedules[hosts], exported, cosched)
+    ours = _ours(TraceNoise(run, str(run)), hosts, cosched)
+    assert abs(ours / theirs - 1) <= TOLERANCE, (ours, theirs)
+
+
+def test_export_is_read_exactly_as_written(loggopsim, schedules, measured, tmp_path):
+    """LogGOPSim reads every exported detour and no more; with a final newline (what the export
+    wrote before) it reads one more, made of uninitialised values."""
+    run, exported = measured
+    written = len(run_trace(str(run)).starts)
+    assert loggopsim.noise_events(schedules[8], exported) == written
+    with_newline = tmp_path / "newline.txt"
+    with_newline.write_text(exported.read_text() + "\n")
+    assert loggopsim.noise_events(schedules[8], with_newline) == written + 1

@@ -1,0 +1,60 @@
+"""Run many command lines through cli.main in one process: `python -m tests.support.cli_batch IN OUT`.
+
+The bad-input matrix checks what a user sees for each bad value (exit code, one line, no traceback), not
+process start-up, so one Python start-up and one import of the command line serve every case; the process
+itself is still separate from pytest so that its address-space limit (prlimit) and the machine-wide checks
+around it apply.  IN holds a JSON list of [name, argv]; OUT receives a JSON object name -> [exit code,
+stderr] (a file, not stdout, which the commands may write to).  A case gets 60 s (SIGALRM), so a hang is
+reported by name and the rest still run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import signal
+import sys
+import traceback
+from pathlib import Path
+
+CASE_TIMEOUT = 60
+
+
+class _Hung(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Hung
+
+
+def run_one(argv: list[str], timeout: int) -> tuple[int | None, str]:
+    from jitterscope.cli import main
+
+    err = io.StringIO()
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(timeout)
+    try:
+        with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+            try:
+                code: int | None = main(argv)
+            except SystemExit as e:  # argparse's own exits
+                code = int(e.code or 0) if not isinstance(e.code, str) else 1
+    except _Hung:
+        return None, f"timed out after {timeout} s (it did not fail before working)"
+    except BaseException:  # what a user would see as a traceback
+        return 1, err.getvalue() + traceback.format_exc()
+    finally:
+        signal.alarm(0)
+    return code, err.getvalue()
+
+
+def main() -> int:
+    cases = json.loads(Path(sys.argv[1]).read_text())
+    Path(sys.argv[2]).write_text(json.dumps({name: run_one(argv, CASE_TIMEOUT) for name, argv in cases}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
