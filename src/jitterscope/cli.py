@@ -17,6 +17,7 @@ import stat
 import sys
 
 from jitterscope import buildinfo, journal
+from jitterscope.atomic import is_disk_full
 from jitterscope.commands import (
     Command,
     analyze,
@@ -40,7 +41,6 @@ from jitterscope.commands import (
     tune,
     whatif,
 )
-from jitterscope.atomic import is_disk_full
 from jitterscope.errors import JitterscopeError
 
 # Commands that must not trigger crash recovery first (they do it themselves or
