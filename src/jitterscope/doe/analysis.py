@@ -187,9 +187,7 @@ def default_grouping(design: Design, effects: list[Effect]) -> list[int]:
     return sorted(design.letters.index(f) for _, f in ranked[:2])
 
 
-def analyze(
-    data: Data, confidence: float = 0.95, log: bool = False, groups_by: list[int] | None = None
-) -> Analysis:
+def analyze(data: Data, confidence: float = 0.95, log: bool = False, groups_by: list[int] | None = None) -> Analysis:
     """Everything `doe analyze` reports, as plain data."""
     d, y = data.design, data.y
     alpha = 1 - confidence
