@@ -6,6 +6,7 @@ import shlex
 import textwrap
 from typing import Any
 
+from jitterscope.tune.records import Plan, PlanItem
 from jitterscope.units import format_cpulist
 
 MARK = {"ok": "ok ", "not isolated": "NOT", "cannot tell": " ? "}
@@ -65,7 +66,7 @@ def _runtime_fixes(findings: list[dict[str, Any]]) -> list[str]:
     return fixes
 
 
-def render_plan(p: dict[str, Any]) -> str:
+def render_plan(p: Plan) -> str:
     acted = [i for i in p["items"] if i["knobs"] or i["boot"]]
     lines = [
         (
@@ -110,7 +111,7 @@ def render_plan(p: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _scope(p: dict[str, Any]) -> list[str]:
+def _scope(p: Plan) -> list[str]:
     """Processes pinned to the measured CPUs only that the plan moves, and those it leaves alone."""
     lines = []
     cpus = p["cpus_text"]
@@ -131,12 +132,12 @@ def _scope(p: dict[str, Any]) -> list[str]:
     return ([""] if p.get("pinned") else []) + lines
 
 
-def _unaddressed(items: list[dict[str, Any]]) -> list[str]:
+def _unaddressed(items: list[PlanItem]) -> list[str]:
     """Sources no knob addresses, those that share an explanation grouped under it."""
     if not items:
         return []
     lines = ["", "Not addressed by any knob:"]
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[PlanItem]] = {}
     for i in items:
         groups.setdefault(i.get("reason") or i["source"], []).append(i)
     for members in groups.values():
