@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from jitterscope.journal import Journal, Outcome, process_start_time
+from jitterscope.journal import Entry, Journal, Outcome, process_start_time
 
 
 def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self") -> bool:
@@ -38,7 +38,7 @@ def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self")
     return False
 
 
-def undo_umount(e: dict[str, Any]) -> Outcome:
+def undo_umount(e: Entry) -> Outcome:
     """Journals written before mounts were shared: unmount if still mounted."""
     if not _is_mounted(e["path"]):
         return Outcome("unchanged", f"{e['path']} already unmounted")
@@ -127,7 +127,7 @@ def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, An
     )
 
 
-def undo_mount(e: dict[str, Any]) -> Outcome:
+def undo_mount(e: Entry) -> Outcome:
     """Journal undo of `mount`: this user leaves; the last one unmounts."""
     ns = str(e.get("ns") or _mnt_ns())
     with _mount_registry(ns) as reg:

@@ -124,7 +124,11 @@ def _same_process(name: str, comm: str) -> bool:
 
 
 def apply_changes(
-    changes: list[Change], label: str, boot: list[str] | None = None, boot_root: Path | None = None, **header: Any
+    changes: list[Change],
+    label: str,
+    boot: list[str] | None = None,
+    boot_root: Path | None = None,
+    plan: str | None = None,
 ) -> dict[str, Any]:
     """Make every change through one journal, then hand them to a persistent record."""
     if os.geteuid() != 0:
@@ -144,5 +148,5 @@ def apply_changes(
                 }
             )
         boot_info = bootloader.apply(j, boot, boot_root or Path("/")) if boot else None
-        path = record.persist(j, label=label, **header)
+        path = record.persist(j, label=label, plan=plan)
     return {"record": str(path) if path else None, "rows": rows, "boot": boot_info}

@@ -9,12 +9,13 @@ from typing import Any
 
 from jitterscope import journal, sysinfo
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Entry
 from jitterscope.tune.record import load, now_value, original, records, shown
 
 RESOLVED = ("restored", "already back", "gone", "lost at reboot", "regenerated", "not needed")
 
 
-def _row(e: dict[str, Any], before: str | None, now: str | None, result: str, note: str) -> dict[str, Any]:
+def _row(e: Entry, before: str | None, now: str | None, result: str, note: str) -> dict[str, Any]:
     return {
         "knob": e.get("knob") or e.get("path") or " ".join(e.get("argv", [])),
         "original": shown(e, original(e)),
@@ -26,7 +27,7 @@ def _row(e: dict[str, Any], before: str | None, now: str | None, result: str, no
     }
 
 
-def _one(e: dict[str, Any], rebooted: bool, boot_restored: bool) -> dict[str, Any]:
+def _one(e: Entry, rebooted: bool, boot_restored: bool) -> dict[str, Any]:
     if e["op"] == "argv":  # regenerating the bootloader's configuration after its file went back
         if not boot_restored:
             return _row(e, None, None, "not needed", "its file was not changed back")
