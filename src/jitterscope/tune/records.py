@@ -145,3 +145,78 @@ class Plan(TypedDict):
     move: list[str]
     left: list[LeftEntry]
     pinned: list[PinnedEntry]
+
+
+class _BootLoaderBase(TypedDict):
+    kind: str | None  # grubby, grub, kernel-install; None: no configuration found here
+    file: str | None
+    command: str  # how to add the parameters ("{params}" stands for them)
+    editable: bool
+
+
+class BootLoader(_BootLoaderBase, total=False):
+    """This machine's boot configuration (bootloader.detect)."""
+
+    update: list[str] | None  # the command that regenerates it after an edit
+
+
+class BootApplied(TypedDict):
+    """What `tune apply --boot` did to the boot configuration."""
+
+    file: str
+    ran: str | None
+    params: list[str]
+    reboot_needed: bool
+
+
+class _ApplyRowBase(TypedDict):
+    knob: str
+    before: str
+    value: str
+    now: str
+
+
+class ApplyRow(_ApplyRowBase, total=False):
+    """One knob `tune apply` set (with --dry-run: would set)."""
+
+    changed: bool
+    sources: list[KnobSource]
+
+
+class _ApplyResultBase(TypedDict):
+    record: str | None
+    rows: list[ApplyRow]
+
+
+class ApplyResult(_ApplyResultBase, total=False):
+    """`tune apply`'s result (--json)."""
+
+    boot: BootApplied | None
+    skipped: list[str]
+    boot_params: list[str]
+
+
+class RevertRow(TypedDict):
+    """One knob of a tune record: its original, what tune set, and where it is now."""
+
+    knob: str
+    original: str
+    set: str
+    before: str
+    now: str
+    result: str
+    note: str
+
+
+class _RecordStateBase(TypedDict):
+    record: str
+    label: str | None
+    time: float | None
+    rebooted: bool
+    rows: list[RevertRow]
+
+
+class RecordState(_RecordStateBase, total=False):
+    """A tune record's knobs (`tune status`), or what `tune revert` did to them (`complete`)."""
+
+    complete: bool

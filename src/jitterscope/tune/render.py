@@ -6,7 +6,7 @@ import shlex
 import textwrap
 from typing import Any
 
-from jitterscope.tune.records import Plan, PlanItem
+from jitterscope.tune.records import ApplyResult, Plan, PlanItem, RecordState
 from jitterscope.units import format_cpulist
 
 MARK = {"ok": "ok ", "not isolated": "NOT", "cannot tell": " ? "}
@@ -155,7 +155,7 @@ def _unaddressed(items: list[PlanItem]) -> list[str]:
     return lines
 
 
-def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
+def render_apply(r: ApplyResult, dry_run: bool = False) -> str:
     lines = ["Would change (--dry-run: nothing changed):" if dry_run else "Changed:"]
     for row in r["rows"]:
         state = "" if dry_run else ("  (re-read: ok)" if row["now"] == row["value"] else f"  (re-read: {row['now']})")
@@ -166,8 +166,8 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
         lines.append(
             f"Boot parameters {'that --boot would add' if dry_run else 'to add'}: {' '.join(r['boot_params'])}"
         )
-    if r.get("boot"):
-        b = r["boot"]
+    b = r.get("boot")
+    if b:
         lines.append(
             f"Edited {b['file']}"
             + (f" and ran {b['ran']}" if b.get("ran") else "")
@@ -180,7 +180,7 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
     return "\n".join(lines)
 
 
-def render_rows(rec: dict[str, Any], title: str) -> str:
+def render_rows(rec: RecordState, title: str) -> str:
     """A record's knobs; the threads of one process that fared alike are one line."""
     lines = [
         f"{title} {rec['record']} ({rec.get('label') or 'tune'})"
