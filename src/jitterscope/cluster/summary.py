@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from jitterscope.cluster import outliers as outl
+from jitterscope.measure.summary import CpuRow
 
 NOISIEST = 5
 
@@ -32,20 +33,14 @@ def source_key(kind: str, name: str) -> str:
     return f"{kind}:{name}"
 
 
-class NodeRow(TypedDict):
-    """One node's line of the cluster table."""
+class NodeRow(CpuRow):
+    """One node's line of the cluster table: its CPU's row of its own summary, and where it ran."""
 
     node: str
     host: str
     cpu: int
     rank: int
     duration_s: float
-    noise_ns: int
-    noise_ppm: float
-    detours: int
-    p99_ns: float
-    max_ns: int
-    resolution_ns: float
     tracing: bool
     lost_events: int
     top_source: str | None
