@@ -1,25 +1,46 @@
 """Command-line entry point: one module per subcommand in `jitterscope.commands`.
 
-Each command module has a docstring (first line: summary; the rest: help with an
-EXAMPLES block), `add_arguments(parser)` and `run(args) -> int`.  Modules are
-discovered, so adding a command never edits this file.
+Each command module is a `jitterscope.commands.Command`: a docstring (first line:
+summary; the rest: help with an EXAMPLES block), `add_arguments(parser)` and
+`run(args) -> int`.  `COMMANDS` lists them typed as the protocol, so mypy checks
+every module against it; adding a command is its module and one line here (a unit
+test fails if a module under commands/ is not listed).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import importlib
 import os
-import pkgutil
 import signal
 import stat
 import sys
-from types import ModuleType
 
-import jitterscope.commands
 from jitterscope import buildinfo, journal
 from jitterscope.atomic import is_disk_full
+from jitterscope.commands import (
+    Command,
+    analyze,
+    check,
+    cluster,
+    compare,
+    doe,
+    export,
+    fit,
+    inject,
+    measure,
+    monitor,
+    pipeline,
+    place,
+    protect,
+    ptts,
+    report,
+    restore,
+    simulate,
+    sync,
+    tune,
+    whatif,
+)
 from jitterscope.errors import JitterscopeError
 
 # Commands that must not trigger crash recovery first (they do it themselves or
@@ -27,16 +48,30 @@ from jitterscope.errors import JitterscopeError
 _NO_RECOVERY = {"restore"}
 
 
-def _command_modules() -> dict[str, ModuleType]:
-    pkg = jitterscope.commands
-    mods: dict[str, ModuleType] = {}
-    for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda i: i.name):
-        if info.name.startswith("_"):
-            continue
-        mod = importlib.import_module(f"jitterscope.commands.{info.name}")
-        if hasattr(mod, "run") and hasattr(mod, "add_arguments"):
-            mods[info.name.replace("_", "-")] = mod
-    return mods
+# Name -> command, in --help order.  Typed as the protocol: mypy checks each module's
+# add_arguments and run signatures here.
+COMMANDS: dict[str, Command] = {
+    "analyze": analyze,
+    "check": check,
+    "cluster": cluster,
+    "compare": compare,
+    "doe": doe,
+    "export": export,
+    "fit": fit,
+    "inject": inject,
+    "measure": measure,
+    "monitor": monitor,
+    "pipeline": pipeline,
+    "place": place,
+    "protect": protect,
+    "ptts": ptts,
+    "report": report,
+    "restore": restore,
+    "simulate": simulate,
+    "sync": sync,
+    "tune": tune,
+    "whatif": whatif,
+}
 
 
 class _Parser(argparse.ArgumentParser):
@@ -66,12 +101,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction, help="print the version and the commit it was built from")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name, mod in _command_modules().items():
-        doc = (mod.__doc__ or "").strip()
+    for name, command in COMMANDS.items():
+        doc = (command.__doc__ or "").strip()
         summary = doc.splitlines()[0] if doc else name
         p = sub.add_parser(name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
-        mod.add_arguments(p)
-        p.set_defaults(_module=mod)
+        command.add_arguments(p)
+        p.set_defaults(_command=command)
     return parser
 
 
@@ -123,13 +158,14 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("jitterscope: interrupted", file=sys.stderr)
         return 130
-    if not getattr(args, "_module", None):
+    command: Command | None = getattr(args, "_command", None)
+    if command is None:
         parser.print_help()
         return 2
     try:
         if args.command not in _NO_RECOVERY:
             journal.recover_stale(quiet=False)
-        code = int(args._module.run(args) or 0)
+        code = command.run(args)
         sys.stdout.flush()  # a full disk under `> file` shows here, in the command, not at exit
         return code
     except JitterscopeError as e:

@@ -67,7 +67,9 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
+
+from typing_extensions import Required, Unpack
 
 from jitterscope.errors import JitterscopeError
 
@@ -132,6 +134,70 @@ def process_start_time(pid: int) -> int | None:
     return int(stat[stat.rindex(")") + 2 :].split()[19])
 
 
+class SigcontTarget(TypedDict):
+    id: int
+    group: bool  # a process group (signalled as -id)
+    start: int | None
+
+
+class Fields(TypedDict, total=False):
+    """An entry's own fields: each op uses some (see its undo function).  Values are JSON."""
+
+    path: str  # file, rmdir, scratch, trace_instance, protect_cgroup, whatif_cpufreq, umount
+    original: str  # file: the value to write back
+    value: str  # file, affinity: the value set (tune's records)
+    form: str  # file, affinity: the knob's form ("text": a whole configuration file)
+    knob: str  # tune: the knob's name
+    runtime: bool  # tune: False for a change that outlasts a reboot
+    comm: str  # affinity: the process's name
+    pid: int  # affinity, protect_move, mount: the process concerned
+    pgid: int  # killpg
+    start: int | None  # the process's start time (process_start_time): a recycled pid is never touched
+    cpus: list[int]  # affinity: the original CPU set; trace_instance: the CPUs it drains
+    argv: list[str]  # argv: the command that undoes it
+    command: str  # shell: the user's own command that undoes it
+    keep: str | None  # scratch: the part worth keeping
+    keep_to: str | None  # scratch: where that goes
+    hint: str | None  # scratch: what the kept part is, for the message
+    target: str  # mount: the mount point
+    fstype: str  # mount
+    ns: str  # mount: the mount namespace
+    drain_to: str  # trace_instance: the capture directory it drains into
+    parent: str  # protect_cgroup
+    origin: str  # protect_move: the cgroup it came from
+    group: str  # protect_move: the cgroup it was moved to
+    targets: list[SigcontTarget]  # protect_sigcont
+    min: int  # whatif_cpufreq: the policy's original limits (kHz)
+    max: int
+
+
+class Entry(Fields, total=False):
+    """One journal entry: its op, its place in the journal, its fields, and once undone what that did."""
+
+    op: Required[str]
+    seq: int
+    result: str  # restored, unchanged, kept, failed
+    message: str
+    owner: str  # recovery: the interrupted process that left it
+
+
+class Header(TypedDict, total=False):
+    """A journal's (or a tune record's) first line."""
+
+    op: str  # "header"
+    label: str
+    pid: int
+    start: int | None
+    argv: list[str]
+    time: float
+    kind: str  # tune records: "tune-record"
+    boot_id: str | None  # tune records: the boot they were made in
+    host: str
+    kernel: str
+    plan: str | None  # tune apply: the plan file it applied
+    out: str | None  # tune verify: its output directory
+
+
 @dataclass
 class Outcome:
     """What undoing one entry did: status is restored, unchanged, kept or failed."""
@@ -140,7 +206,7 @@ class Outcome:
     text: str
 
 
-def describe(e: dict[str, Any]) -> str:
+def describe(e: Entry) -> str:
     """The item an entry is about, as restore names it."""
     what = e.get("path") or e.get("target") or e.get("pid") or e.get("pgid") or e.get("argv") or e.get("command")
     if isinstance(what, list):
@@ -151,7 +217,7 @@ def describe(e: dict[str, Any]) -> str:
 # --- undo operations -------------------------------------------------------
 
 
-def _undo_file(e: dict[str, Any]) -> Outcome:
+def _undo_file(e: Entry) -> Outcome:
     p, original = Path(e["path"]), str(e["original"])
     if e.get("form") == "text":  # a whole configuration file (tune --boot), not a kernel setting
         from jitterscope.atomic import replace_text
@@ -170,7 +236,7 @@ def _undo_file(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", f"{p} set back to {original}")
 
 
-def _undo_rmdir(e: dict[str, Any]) -> Outcome:
+def _undo_rmdir(e: Entry) -> Outcome:
     p = Path(e["path"])
     if not p.exists():
         return Outcome("unchanged", f"{p} already gone")
@@ -186,11 +252,11 @@ def _undo_rmdir(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", f"removed {p}")
 
 
-def _same_process(e: dict[str, Any], pid: int) -> bool:
+def _same_process(e: Entry, pid: int) -> bool:
     return process_start_time(pid) == e.get("start")
 
 
-def _undo_killpg(e: dict[str, Any]) -> Outcome:
+def _undo_killpg(e: Entry) -> Outcome:
     pgid = int(e["pgid"])
     if not _same_process(e, pgid):
         return Outcome("unchanged", f"process group {pgid} already ended")
@@ -210,7 +276,7 @@ def _undo_killpg(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", f"stopped process group {pgid}")
 
 
-def _undo_affinity(e: dict[str, Any]) -> Outcome:
+def _undo_affinity(e: Entry) -> Outcome:
     pid = int(e["pid"])
     if not _same_process(e, pid):
         return Outcome("unchanged", f"process {pid} already ended")
@@ -227,22 +293,23 @@ def _run_undo(cmd: Any, shell: bool) -> Outcome:
     return Outcome("restored", f"ran `{shown}`")
 
 
-def _undo_argv(e: dict[str, Any]) -> Outcome:
+def _undo_argv(e: Entry) -> Outcome:
     return _run_undo(list(e["argv"]), shell=False)
 
 
-def _undo_shell(e: dict[str, Any]) -> Outcome:
+def _undo_shell(e: Entry) -> Outcome:
     # Only ever a command the user wrote in their own plan (custom DoE factors).
     return _run_undo(e["command"], shell=True)
 
 
-def _undo_scratch(e: dict[str, Any]) -> Outcome:
+def _undo_scratch(e: Entry) -> Outcome:
     """A scratch directory: removed, except a part worth keeping (`keep`, e.g. a
     rank's raw capture not yet handed over), which is moved to `keep_to` first."""
     p = Path(e["path"])
     if not p.exists():
         return Outcome("unchanged", f"{p} already removed")
-    keep = p / e["keep"] if e.get("keep") else None
+    keep_name = e.get("keep")
+    keep = p / keep_name if keep_name else None
     if keep is not None and keep.exists() and any(keep.iterdir()):
         dest = _free_name(Path(e.get("keep_to") or state_dir() / "kept" / p.name))
         dest.parent.mkdir(parents=True, exist_ok=True)
@@ -265,13 +332,13 @@ def _free_name(p: Path) -> Path:
 
 # --- the registry of undo functions -----------------------------------------
 
-UndoFn = Callable[[dict[str, Any]], "Outcome | str | None"]
+UndoFn = Callable[[Entry], "Outcome | str | None"]
 
 
 def _lazy(spec: str) -> UndoFn:
     """An undo function that lives in another module, imported when first needed."""
 
-    def run(e: dict[str, Any]) -> Outcome | str | None:
+    def run(e: Entry) -> Outcome | str | None:
         mod, _, name = spec.partition(":")
         fn: UndoFn = getattr(importlib.import_module(mod), name)
         return fn(e)
@@ -305,7 +372,7 @@ def register_undo(op: str, fn: UndoFn | str) -> None:
     UNDO[op] = _lazy(fn) if isinstance(fn, str) else fn
 
 
-def _undo_one(e: dict[str, Any]) -> Outcome:
+def _undo_one(e: Entry) -> Outcome:
     try:
         got = UNDO[e["op"]](e)
     except Exception as err:  # noqa: BLE001 - keep going: every other knob must still go back
@@ -316,7 +383,7 @@ def _undo_one(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", got or describe(e))
 
 
-def _undo_entries(entries: list[dict[str, Any]]) -> list[str]:
+def _undo_entries(entries: list[Entry]) -> list[str]:
     """Undo in reverse order, annotating each entry with its outcome; return the failures."""
     failures = []
     for e in reversed(entries):
@@ -327,12 +394,19 @@ def _undo_entries(entries: list[dict[str, Any]]) -> list[str]:
     return failures
 
 
-def say(e: dict[str, Any]) -> str:
+def say(e: Entry) -> str:
     """One line for one undone entry: what happened, never two verdicts for one item."""
     verb = {"restored": "restored", "unchanged": "already as found", "kept": "kept", "failed": "could not undo"}.get(
         e.get("result", ""), e.get("result", "")
     )
     return f"{verb}: {e.get('message') or describe(e)}"
+
+
+class Done(TypedDict):
+    """A line saying the entry `seq` is undone (or handed over): recovery skips it."""
+
+    op: str  # "done"
+    seq: int | None
 
 
 class Journal:
@@ -344,7 +418,7 @@ class Journal:
 
     def __init__(self, label: str) -> None:
         self.label = label
-        self.entries: list[dict[str, Any]] = []
+        self.entries: list[Entry] = []
         self.path: Path | None = None
         self._fh: Any = None
         self._closed = False
@@ -370,7 +444,7 @@ class Journal:
         )
         atexit.register(self.undo)
 
-    def _write(self, entry: dict[str, Any]) -> None:
+    def _write(self, entry: Entry | Header | Done) -> None:
         try:
             self._fh.write(json.dumps(entry) + "\n")
             self._fh.flush()
@@ -380,17 +454,17 @@ class Journal:
                 f"cannot write the journal {self.path}: {err.strerror}; nothing was changed"
             ) from None
 
-    def begin(self, op: str, **fields: Any) -> dict[str, Any]:
+    def begin(self, op: str, **fields: Unpack[Fields]) -> Entry:
         if op not in UNDO:
             raise ValueError(f"unknown journal op {op}")
         if self._fh is None:
             self._open()
-        entry = {"op": op, "seq": len(self.entries), **fields}
+        entry: Entry = {"op": op, "seq": len(self.entries), **fields}
         self._write(entry)
         self.entries.append(entry)
         return entry
 
-    def release(self, entry: dict[str, Any]) -> Outcome:
+    def release(self, entry: Entry) -> Outcome:
         """Undo one entry now (before the others) and record that it is done."""
         if entry not in self.entries:
             raise ValueError("entry is not in this journal")
@@ -400,7 +474,7 @@ class Journal:
             self._write({"op": "done", "seq": entry.get("seq")})
         return out
 
-    def hand_over(self, path: str | Path, **header: Any) -> Path | None:
+    def hand_over(self, path: str | Path, **header: Unpack[Header]) -> Path | None:
         """Move every entry to a persistent record at `path` (see the module docstring); None if none."""
         if not self.entries:
             return None
@@ -533,52 +607,66 @@ def stale_journals() -> list[Path]:
     return out
 
 
-def _read_entries(fh: Any, unknown: list[str] | None = None) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(header, entries not yet done); ops this jitterscope does not know go to `unknown`."""
-    header: dict[str, Any] = {}
-    entries: list[dict[str, Any]] = []
-    done: set[Any] = set()
+def _read_entries(fh: Any, unknown: list[str] | None = None) -> tuple[Header, list[Entry]]:
+    """(header, entries not yet done); ops this jitterscope does not know go to `unknown`.
+
+    Each line is taken as the writer wrote it (`Entry`, `Header`): an entry's fields are read by
+    its op's undo function, which converts each one it uses; a line that is not a JSON object
+    with an op is skipped like a torn one."""
+    header: Header = {}
+    entries: list[Entry] = []
+    done: set[object] = set()
     for line in fh:
         try:
             e = json.loads(line)
         except json.JSONDecodeError:
             continue  # a torn last line: the change it announced was never made
+        if not isinstance(e, dict) or not isinstance(e.get("op"), str):
+            continue
         if e.get("op") == "header":
-            header = e
+            header = cast(Header, e)
         elif e.get("op") == "done":
             done.add(e.get("seq"))
         elif e.get("op") in UNDO:
-            entries.append(e)
+            entries.append(cast(Entry, e))
         elif unknown is not None:
             unknown.append(str(e.get("op")))
     return header, [e for e in entries if "seq" not in e or e["seq"] not in done]
 
 
-def read_journal(path: str | Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def read_journal(path: str | Path) -> tuple[Header, list[Entry]]:
     """(header, entries not yet done) of a journal or a persistent record (hand_over)."""
     with open(path) as fh:
         return _read_entries(fh)
 
 
-def _settle(path: Path, fh: Any, entries: list[dict[str, Any]], header: dict[str, Any] | None = None) -> None:
+def _settle(path: Path, fh: Any, entries: list[Entry], header: Header | None = None) -> None:
     """After undoing: delete the journal, or keep in it only the entries that failed."""
     failed = [e for e in entries if e.get("result") == "failed"]
     if not failed:
         path.unlink(missing_ok=True)
         return
-    head = header or {"op": "header", "label": "jitterscope", "pid": os.getpid()}
-    keep = [{k: v for k, v in e.items() if k not in ("result", "message", "owner")} for e in reversed(failed)]
+    head: Header = header or {"op": "header", "label": "jitterscope", "pid": os.getpid()}
+    keep = [_without_outcome(e) for e in reversed(failed)]
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text("".join(json.dumps(x) + "\n" for x in [head, *keep]))
     os.replace(tmp, path)  # the lock stays with the old file: the new one is free for a retry
 
 
-def recover_stale(quiet: bool = True) -> list[dict[str, Any]]:
+def _without_outcome(e: Entry) -> Entry:
+    """The entry as it was journalled, without what undoing it added."""
+    out = e.copy()
+    for k in ("result", "message", "owner"):
+        out.pop(k, None)  # type: ignore[misc]  # the keys are Entry's optional ones
+    return out
+
+
+def recover_stale(quiet: bool = True) -> list[Entry]:
     """Undo what crashed jitterscope processes left changed; return the entries, each
     with its `result` (restored, unchanged, kept, failed) and `message`.
 
     Unless `quiet`, one line per item on stderr."""
-    undone: list[dict[str, Any]] = []
+    undone: list[Entry] = []
     for p in stale_journals():
         try:
             fh = open(p)  # noqa: SIM115 - closed below, after the lock is released

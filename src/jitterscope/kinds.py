@@ -31,7 +31,7 @@ import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 import pyarrow as pa
 from pydantic import BaseModel
@@ -84,12 +84,26 @@ class Comparison(NamedTuple):
     render: Callable[[dict[str, Any]], str]
 
 
+class _ExportedBase(TypedDict):
+    format: str
+    files: list[str]
+
+
+class Exported(_ExportedBase, total=False):
+    """What an exporter wrote (`export --json` prints it): the format, the files, and what they hold."""
+
+    detours: int  # a detour exporter (measure, cluster nodes)
+    events: int  # a timeline's complete events
+    waits: int  # sync: waits and jitter intervals on the timeline
+    jitter: int
+
+
 class Exporter(NamedTuple):
     """One export format of a kind: `write(run, out, cpu)` writes the file(s) and says what it wrote
     (`--json` prints that); `describe(result)` is the line a person reads."""
 
-    write: Callable[[Run, Path, int | None], dict[str, Any]]
-    describe: Callable[[dict[str, Any]], str]
+    write: Callable[[Run, Path, int | None], Exported]
+    describe: Callable[[Exported], str]
 
 
 class Recovery(NamedTuple):

@@ -21,9 +21,9 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
-from jitterscope.journal import Journal, Outcome, process_start_time
+from jitterscope.journal import Entry, Journal, Outcome, process_start_time
 
 
 def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self") -> bool:
@@ -38,7 +38,7 @@ def _is_mounted(target: str, fstype: str | None = None, pid: int | str = "self")
     return False
 
 
-def undo_umount(e: dict[str, Any]) -> Outcome:
+def undo_umount(e: Entry) -> Outcome:
     """Journals written before mounts were shared: unmount if still mounted."""
     if not _is_mounted(e["path"]):
         return Outcome("unchanged", f"{e['path']} already unmounted")
@@ -56,8 +56,18 @@ def _mnt_ns(pid: int | str = "self") -> str:
         return ""
 
 
+class MountUser(TypedDict):
+    pid: int
+    start: int | None  # process_start_time: a recycled pid is not a user
+
+
+class MountRecord(TypedDict):
+    fstype: str
+    users: list[MountUser]
+
+
 @contextlib.contextmanager
-def _mount_registry(ns: str) -> Iterator[dict[str, Any]]:
+def _mount_registry(ns: str) -> Iterator[dict[str, MountRecord]]:
     """The registry of jitterscope's mounts in one mount namespace, locked while in use:
     {target: {"fstype", "users": [{pid, start}]}}.  Saved on leaving the block."""
     MOUNT_REGISTRY.mkdir(mode=0o755, parents=True, exist_ok=True)
@@ -65,7 +75,8 @@ def _mount_registry(ns: str) -> Iterator[dict[str, Any]]:
     with open(MOUNT_REGISTRY / "mounts.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
-            reg = json.loads(path.read_text())
+            # written only here, as MountRecords; one not readable as JSON counts as empty
+            reg: dict[str, MountRecord] = json.loads(path.read_text())
         except (OSError, json.JSONDecodeError):
             reg = {}
         yield reg
@@ -93,7 +104,7 @@ def _process_in_ns(ns: str) -> int | None:
     return None
 
 
-def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, Any] | None) -> Outcome:
+def _release_mount(reg: dict[str, MountRecord], target: str, ns: str, user: MountUser | None) -> Outcome:
     """Drop `user` (and dead users) from a mount; unmount it when no live user is left."""
     rec = reg.get(target)
     if rec is None:
@@ -127,11 +138,12 @@ def _release_mount(reg: dict[str, Any], target: str, ns: str, user: dict[str, An
     )
 
 
-def undo_mount(e: dict[str, Any]) -> Outcome:
+def undo_mount(e: Entry) -> Outcome:
     """Journal undo of `mount`: this user leaves; the last one unmounts."""
     ns = str(e.get("ns") or _mnt_ns())
+    user: MountUser | None = {"pid": e["pid"], "start": e.get("start")} if "pid" in e else None
     with _mount_registry(ns) as reg:
-        return _release_mount(reg, e["target"], ns, {"pid": e.get("pid"), "start": e.get("start")})
+        return _release_mount(reg, e["target"], ns, user)
 
 
 def sweep() -> list[Outcome]:
@@ -157,7 +169,7 @@ def sweep() -> list[Outcome]:
     return out
 
 
-def _alive(user: dict[str, Any]) -> bool:
+def _alive(user: MountUser) -> bool:
     return process_start_time(int(user["pid"])) == user.get("start")
 
 

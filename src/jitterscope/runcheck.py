@@ -54,12 +54,13 @@ class Meta(OpenModel):
     duration_s: Annotated[Number, Field(ge=0)]
     interrupted: StrictBool = False
     cpus: list[Count] = []
-    options: dict[str, Any] = {}
+    # the kind's own records, checked by whoever reads them (free-form at this level: each kind has its own)
+    options: dict[str, object] = {}
     tsc_hz: Number | None = None
     t0_tsc: StrictInt | None = None
-    tracing: dict[str, Any] = {}
+    tracing: dict[str, object] = {}
     lost_events: Count = 0
-    probe: dict[str, Any] = {}
+    probe: dict[str, object] = {}
 
 
 M = TypeVar("M", bound=BaseModel)

@@ -15,7 +15,7 @@ from jitterscope.sysinfo import online_cpus
 
 def unit(capsys: pytest.CaptureFixture[str], *argv: str) -> dict[str, str]:
     args = build_parser().parse_args(["monitor", *argv, "--print-unit"])
-    assert args._module.run(args) == 0
+    assert args._command.run(args) == 0
     text = capsys.readouterr().out
     return dict(ln.split("=", 1) for ln in text.splitlines() if "=" in ln and not ln.startswith("#"))
 
@@ -42,7 +42,7 @@ def test_default_history_is_the_state_directory(capsys: pytest.CaptureFixture[st
 def test_bad_options_print_no_unit(capsys: pytest.CaptureFixture[str]) -> None:
     args = build_parser().parse_args(["monitor", "--window", "2min", "--interval", "1min", "--print-unit"])
     with pytest.raises(JitterscopeError, match="longer than --interval"):
-        args._module.run(args)
+        args._command.run(args)
     assert capsys.readouterr().out == ""
 
 

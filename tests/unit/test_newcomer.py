@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from jitterscope.cli import _command_modules
+from jitterscope.cli import COMMANDS
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLE_PATH = re.compile(r"\bexamples/[\w./{},-]+\.(?:ya?ml|csv)\b")
 
 
 def _texts() -> list[tuple[str, str]]:
-    out = [(f"jitterscope {name} --help", mod.__doc__ or "") for name, mod in _command_modules().items()]
+    out = [(f"jitterscope {name} --help", mod.__doc__ or "") for name, mod in COMMANDS.items()]
     docs = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
     out += [(str(p.relative_to(ROOT)), p.read_text()) for p in docs]
     return out

@@ -16,8 +16,8 @@ from jitterscope.runcheck import OpenModel
 
 
 class ClusterSummary(OpenModel):
-    run: dict[str, Any]
-    nodes: list[dict[str, Any]]
+    run: dict[str, object]
+    nodes: list[dict[str, object]]
 
 
 BSP_PHASES = pa.schema(

@@ -22,6 +22,8 @@ rest is not a problem to point at.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 import numpy as np
 
 CUTOFF = 3.5  # Iglewicz and Hoaglin's recommended threshold for |M|
@@ -65,9 +67,22 @@ def robust_z(values: np.ndarray, floor: float) -> tuple[np.ndarray, np.ndarray]:
     return (values - med) / scale, med
 
 
+class OutlierSource(TypedDict):
+    source: str
+    ppm: float
+    typical_ppm: float  # the other nodes' median
+    z: float
+
+
+class Outlier(TypedDict):
+    node: str
+    score: float  # its largest z
+    sources: list[OutlierSource]
+
+
 def find_outliers(
     nodes: list[str], features: list[str], ppm: np.ndarray, total_ppm: np.ndarray, cutoff: float = CUTOFF
-) -> list[dict[str, object]]:
+) -> list[Outlier]:
     """Outlier nodes, most different first, each with the features that make it differ.
 
     ppm: nodes x features (noise from each source on each node, in ppm of the
@@ -76,7 +91,7 @@ def find_outliers(
     if len(nodes) < MIN_NODES or not features:
         return []
     z, med = robust_z(ppm, scale_floor(np.asarray(total_ppm, dtype=float)))
-    out: list[dict[str, object]] = []
+    out: list[Outlier] = []
     for i, node in enumerate(nodes):
         hits = [j for j in np.argsort(-z[i]) if z[i, j] > cutoff]
         if not hits:
@@ -96,5 +111,5 @@ def find_outliers(
                 ],
             }
         )
-    out.sort(key=lambda o: -float(o["score"]))  # type: ignore[arg-type]
+    out.sort(key=lambda o: -o["score"])
     return out

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from jitterscope.cluster.summary import Summary
 from jitterscope.humanize import count, percent, ppm, seconds
 from jitterscope.humanize import duration_ns as format_ns
 
@@ -15,7 +16,7 @@ def _ppm(x: float) -> str:
     return f"{ppm(x)} ({percent(x / 1e6)})" if x >= 1 else ppm(x)
 
 
-def render_measure(s: dict[str, Any], out: Path) -> str:
+def render_measure(s: Summary, out: Path) -> str:
     run = s["run"]
     lines = [
         f"cluster run {out}: {count(run['nodes'], 'node')} ({count(run['hosts'], 'host')}, "

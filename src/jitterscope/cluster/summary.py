@@ -14,6 +14,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from jitterscope.cluster import outliers as outl
+from jitterscope.measure.summary import CpuRow
 
 NOISIEST = 5
 
@@ -32,7 +33,46 @@ def source_key(kind: str, name: str) -> str:
     return f"{kind}:{name}"
 
 
-def node_row(node: dict[str, Any]) -> dict[str, Any]:
+class NodeRow(CpuRow):
+    """One node's line of the cluster table: its CPU's row of its own summary, and where it ran."""
+
+    node: str
+    host: str
+    cpu: int
+    rank: int
+    duration_s: float
+    tracing: bool
+    lost_events: int
+    top_source: str | None
+
+
+class NoiseSpread(TypedDict):
+    median: float
+    max: float
+    min: float
+
+
+class OutlierMethod(TypedDict):
+    name: str
+    cutoff: float
+    scale_floor_ppm: float
+    note: str | None
+
+
+class Summary(TypedDict):
+    """summary.json of a `cluster measure` run (docs/run-format.md, "cluster runs")."""
+
+    run: dict[str, Any]  # the run's header as cluster/measure.py states it, with nodes and hosts counted
+    nodes: list[NodeRow]  # noisiest first
+    noisiest: list[str]
+    noise_ppm: NoiseSpread
+    sources: list[WidespreadSource]
+    outliers: list[outl.Outlier]
+    outlier_method: OutlierMethod
+    lost_events: int
+
+
+def node_row(node: dict[str, Any]) -> NodeRow:
     """One node's line of the cluster table from its own summary."""
     s = node["summary"]
     cpu = str(node["cpu"])
@@ -116,7 +156,7 @@ def widespread_sources(names: list[str], features: list[str], ppm: np.ndarray) -
     return out
 
 
-def build_summary(run_info: dict[str, Any], nodes: list[dict[str, Any]]) -> dict[str, Any]:
+def build_summary(run_info: dict[str, Any], nodes: list[dict[str, Any]]) -> Summary:
     """nodes: [{host, cpu, rank, summary}] — one per rank, in rank order."""
     rows = [node_row(n) for n in nodes]
     names = [r["node"] for r in rows]

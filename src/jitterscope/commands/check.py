@@ -30,10 +30,14 @@ from __future__ import annotations
 import argparse
 import dataclasses
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from jitterscope import options, sysinfo
 from jitterscope.errors import UsageError
 from jitterscope.units import format_cpulist, parse_cpulist, parse_duration_ns, parse_share
+
+if TYPE_CHECKING:
+    from jitterscope.check.verdict import Limits
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -60,7 +64,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_json(p, "the verdict")
 
 
-def _limits(args: argparse.Namespace):  # -> Limits (imported lazily with the library)
+def _limits(args: argparse.Namespace) -> Limits:  # Limits is imported lazily with the library
     from jitterscope.check.verdict import Limits
 
     def share(text: str | None, opt: str) -> float | None:

@@ -40,7 +40,7 @@ import argparse
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TypeVar
 
 from jitterscope import boundedio, options
 from jitterscope.errors import JitterscopeError
@@ -48,6 +48,8 @@ from jitterscope.units import count_arg, parse_duration_ns, parse_duration_s, se
 
 if TYPE_CHECKING:  # MPI is imported only once a cluster command runs
     from jitterscope.cluster.mpi import Cluster
+
+S = TypeVar("S")  # a mode's summary.json, as its renderer takes it
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -175,8 +177,8 @@ def _bsp(
     return _show(out, render_bsp, args.json)
 
 
-def _show(out: Path | None, render: Callable[[dict[str, Any], Path], str], as_json: bool) -> int:
-    """Rank 0, which wrote the run directory, prints its summary."""
+def _show(out: Path | None, render: Callable[[S, Path], str], as_json: bool) -> int:
+    """Rank 0, which wrote the run directory, prints its summary (`render` takes its mode's summary)."""
     if out is None:
         return 0
     summary = boundedio.read_json(out / "summary.json", "summary")

@@ -147,5 +147,5 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(summary)
     else:
-        print(render.render(run_.summary, run_.meta, str(run_dir)))
+        print(render.render(summary, run_.meta, str(run_dir)))  # what was built, checked by load_run
     return 0

@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TypeVar
 
 from jitterscope import options
 from jitterscope.errors import UsageError
@@ -88,7 +88,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _show(as_json: bool, data: dict[str, Any], text: Callable[[T], str], result: T) -> None:
+def _show(as_json: bool, data: Mapping[str, object], text: Callable[[T], str], result: T) -> None:
     if as_json:
         options.print_json(data)
     else:

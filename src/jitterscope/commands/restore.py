@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     for e in undone:
         print(f"{journal.say(e)}  [{e.get('owner', 'interrupted run')}]")
     for o in found:
-        print(journal.say({"result": o.status, "message": o.text}))
+        print(journal.say({"op": "leftover", "result": o.status, "message": o.text}))
     if failed:
         print(
             "jitterscope: some changes could not be undone (see above); run restore again once the cause is fixed",

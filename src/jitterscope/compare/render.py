@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from jitterscope.humanize import count, number, seconds
@@ -48,7 +49,7 @@ def render_compare(res: dict[str, Any]) -> str:
             f"({'+' if t['delta_ppm'] >= 0 else ''}{number(t['delta_ppm'])} ppm, {ratio}, {_q(t['q'])}){flag}"
         )
 
-    def block(title: str, rows: list[dict[str, Any]], fmt) -> None:
+    def block(title: str, rows: list[dict[str, Any]], fmt: Callable[[dict[str, Any]], str]) -> None:
         lines.append("")
         lines.append(f"{title} ({len(rows)})" if rows else f"{title}: none")
         for r in rows:

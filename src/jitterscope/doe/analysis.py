@@ -21,16 +21,16 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from scipy import stats
 
 from jitterscope.doe.design import Design
+from jitterscope.doe.results import Allocation, Analysis, Effect, GroupShare, KruskalWallis, Treatment
 from jitterscope.errors import JitterscopeError
 
 
-def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: bool = False) -> dict[str, Any]:
+def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: bool = False) -> Allocation:
     """Effects, allocation of variation and CIs for an n x r response matrix in Yates order."""
     y = np.asarray(y, dtype=float)
     if y.ndim == 1:
@@ -56,10 +56,10 @@ def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: boo
         tcrit = float(stats.t.ppf(1 - (1 - confidence) / 2, dof_e))
     else:
         se = s_q = tcrit = float("nan")
-    effects = []
+    effects: list[Effect] = []
     names = ["I", *design.effects()]
     for j, name in enumerate(names):
-        e: dict[str, Any] = {
+        e: Effect = {
             "effect": name,
             "label": "mean" if j == 0 else (design.alias_name(name) if design.p else name),
             "q": float(q[j]),
@@ -97,7 +97,7 @@ def allocation(design: Design, y: np.ndarray, confidence: float = 0.95, log: boo
     }
 
 
-def kruskal(groups: list[np.ndarray]) -> dict[str, Any]:
+def kruskal(groups: list[np.ndarray]) -> KruskalWallis:
     """Kruskal-Wallis H test that all groups come from the same distribution."""
     groups = [np.asarray(g, dtype=float) for g in groups]
     allv = np.concatenate(groups)
@@ -119,7 +119,7 @@ def dunn_holm(groups: list[np.ndarray]) -> np.ndarray:
     return np.nan_to_num(m, nan=1.0)
 
 
-def group_share(levels: np.ndarray, pvals: np.ndarray, by: list[int], alpha: float) -> dict[str, Any]:
+def group_share(levels: np.ndarray, pvals: np.ndarray, by: list[int], alpha: float) -> GroupShare:
     """Vicente & Matias's table: the share of significant pairwise comparisons between groups.
 
     Treatments are grouped by the levels of the factors `by` (column indices);
@@ -177,7 +177,7 @@ def main_effect_of(design: Design, effect: str) -> str | None:
     return mains[0] if mains else None
 
 
-def default_grouping(design: Design, effects: list[dict[str, Any]]) -> list[int]:
+def default_grouping(design: Design, effects: list[Effect]) -> list[int]:
     """The two factors whose main-effect columns explain the most variation (Vicente & Matias groups by
     E and F), as factor indices.  In a fractional design a generated factor's main effect sits
     in an aliased column (D = ABC: column ABC), so aliases are read, not only one-letter names."""
@@ -187,28 +187,18 @@ def default_grouping(design: Design, effects: list[dict[str, Any]]) -> list[int]
     return sorted(design.letters.index(f) for _, f in ranked[:2])
 
 
-def analyze(
-    data: Data, confidence: float = 0.95, log: bool = False, groups_by: list[int] | None = None
-) -> dict[str, Any]:
+def analyze(data: Data, confidence: float = 0.95, log: bool = False, groups_by: list[int] | None = None) -> Analysis:
     """Everything `doe analyze` reports, as plain data."""
     d, y = data.design, data.y
     alpha = 1 - confidence
     labels = d.labels()
     lv = d.levels()
     alloc = allocation(d, y, confidence, log=False)
-    out: dict[str, Any] = {
-        "design": d.describe(),
-        "factors": [{"letter": d.letters[i], "name": data.factor_names[i]} for i in range(d.k)],
-        "unit": data.unit,
-        "treatments": [],
-        "allocation": alloc,
-    }
-    if log:
-        out["allocation_log"] = allocation(d, y, confidence, log=True)
+    treatments: list[Treatment] = []
     for i in range(d.n):
         vals = y[i]
         idx = outliers(vals)
-        out["treatments"].append(
+        treatments.append(
             {
                 "label": labels[i],
                 "levels": {d.letters[j]: int(lv[i, j]) for j in range(d.k)},
@@ -221,8 +211,20 @@ def analyze(
             }
         )
     groups = [y[i] for i in range(d.n)]
-    out["kruskal_wallis"] = kruskal(groups)
-    out["kruskal_wallis"]["significant"] = out["kruskal_wallis"]["p"] < alpha
+    kw = kruskal(groups)
+    kw["significant"] = kw["p"] < alpha
+    out: Analysis = {
+        "design": d.describe(),
+        "factors": [{"letter": d.letters[i], "name": data.factor_names[i]} for i in range(d.k)],
+        "unit": data.unit,
+        "treatments": treatments,
+        "allocation": alloc,
+        "kruskal_wallis": kw,
+        "dunn_holm": None,
+        "group_comparisons": None,
+    }
+    if log:
+        out["allocation_log"] = allocation(d, y, confidence, log=True)
     if y.shape[1] > 1:
         pv = dunn_holm(groups)
         out["dunn_holm"] = {
@@ -237,7 +239,4 @@ def analyze(
         gs["by"] = [d.letters[j] for j in groups_by]
         gs["names"] = [f"G{i + 1}" for i in range(len(gs["groups"]))]
         out["group_comparisons"] = gs
-    else:
-        out["dunn_holm"] = None
-        out["group_comparisons"] = None
     return out

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jitterscope.doe.results import DesignInfo
 from jitterscope.errors import JitterscopeError
 
 LETTERS = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -163,7 +164,7 @@ class Design:
         al = self.aliases(effect)
         return effect + "".join(a if a.startswith("-") else "+" + a for a in al)
 
-    def describe(self) -> dict:
+    def describe(self) -> DesignInfo:
         rel = self.defining_relation()
         return {
             "kind": self.kind,

@@ -11,6 +11,7 @@ import numpy as np
 
 from jitterscope import plotting
 from jitterscope.doe.design import roman
+from jitterscope.doe.results import Allocation, Analysis, GroupShare
 
 
 def _num(v: float | None, unit: str = "") -> str:
@@ -28,7 +29,7 @@ def _effect_name(e: str, names: dict[str, str]) -> str:
     return e
 
 
-def _header(a: dict[str, Any]) -> list[str]:
+def _header(a: Analysis) -> list[str]:
     d = a["design"]
     out: list[str] = []
     hdr = a.get("experiment", {})
@@ -49,7 +50,7 @@ def _header(a: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _treatments(a: dict[str, Any]) -> list[str]:
+def _treatments(a: Analysis) -> list[str]:
     letters = [f["letter"] for f in a["factors"]]
     out = [
         "Treatments (Yates order)",
@@ -67,7 +68,7 @@ def _treatments(a: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _allocation(al: dict[str, Any], title: str) -> list[str]:
+def _allocation(al: Allocation, title: str) -> list[str]:
     """One allocation-of-variation table (additive, or of log10(y))."""
     conf = al["confidence"]
     out = [title]
@@ -99,7 +100,7 @@ def _allocation(al: dict[str, Any], title: str) -> list[str]:
     return out + [""]
 
 
-def _influence(a: dict[str, Any]) -> list[str]:
+def _influence(a: Analysis) -> list[str]:
     """The top three contributions, as Vicente & Matias's tables show them."""
     names = {f["letter"]: f["name"] for f in a["factors"]}
     al = a["allocation"]
@@ -107,7 +108,7 @@ def _influence(a: dict[str, Any]) -> list[str]:
         "Factors' influence on the response variation (top 3)",
         f"  {'Factor / Interaction':<32}Percentage of Contribution",
     ]
-    for e in sorted(al["effects"], key=lambda e: -e["percent"])[:3]:
+    for e in sorted(al["effects"], key=lambda e: -(e["percent"] or 0.0))[:3]:
         nm = e["label"] if len(e["effect"]) > 1 or "+" in e["label"] else _effect_name(e["effect"], names)
         out.append(f"  {nm:<32}{e['percent']:.2f}%")
     if al["error_percent"] is not None:
@@ -115,7 +116,7 @@ def _influence(a: dict[str, Any]) -> list[str]:
     return out + [""]
 
 
-def _group_comparisons(a: dict[str, Any], gc: dict[str, Any]) -> list[str]:
+def _group_comparisons(a: Analysis, gc: GroupShare) -> list[str]:
     out = [f"Share of significant pairwise comparisons between groups (grouped by {', '.join(gc['by'])})"]
     for nm, g, mem in zip(gc["names"], gc["groups"], gc["members"]):
         lv = ", ".join(f"{b}{'+' if s > 0 else '-'}" for b, s in zip(gc["by"], g))
@@ -134,7 +135,7 @@ def _group_comparisons(a: dict[str, Any], gc: dict[str, Any]) -> list[str]:
     return out
 
 
-def _tests(a: dict[str, Any]) -> list[str]:
+def _tests(a: Analysis) -> list[str]:
     """Kruskal-Wallis across treatments, Dunn-Holm pairs and the groups' share of them."""
     al = a["allocation"]
     kw = a["kruskal_wallis"]
@@ -158,7 +159,7 @@ def _tests(a: dict[str, Any]) -> list[str]:
     return out
 
 
-def _outliers(a: dict[str, Any]) -> list[str]:
+def _outliers(a: Analysis) -> list[str]:
     unit = a.get("unit", "")
     n_out = sum(len(t["outliers"]) for t in a["treatments"])
     out = [
@@ -172,20 +173,17 @@ def _outliers(a: dict[str, Any]) -> list[str]:
     return out
 
 
-def text(a: dict[str, Any]) -> str:
+def text(a: Analysis) -> str:
     """The analysis as text: design, treatments, allocation tables, influence, tests, outliers."""
     out = _header(a) + _treatments(a)
-    for key, title in (
-        ("allocation", "Allocation of variation (Jain's sign-table method)"),
-        ("allocation_log", "Multiplicative model: allocation of variation of log10(y)"),
-    ):
-        if a.get(key):
-            out += _allocation(a[key], title)
+    out += _allocation(a["allocation"], "Allocation of variation (Jain's sign-table method)")
+    if "allocation_log" in a:
+        out += _allocation(a["allocation_log"], "Multiplicative model: allocation of variation of log10(y)")
     out += _influence(a) + _tests(a) + _outliers(a)
     return "\n".join(out) + "\n"
 
 
-def to_json(a: dict[str, Any]) -> str:
+def to_json(a: Analysis) -> str:
     def clean(x: Any) -> Any:
         if isinstance(x, float) and (math.isnan(x) or math.isinf(x)):
             return None
@@ -198,7 +196,7 @@ def to_json(a: dict[str, Any]) -> str:
     return json.dumps(clean(a), indent=2)
 
 
-def boxplot_svg(a: dict[str, Any], path: Path) -> None:
+def boxplot_svg(a: Analysis, path: Path) -> None:
     """One box per treatment in Yates order, every replication drawn as a point."""
     plt = plotting.pyplot()
     ts = a["treatments"]

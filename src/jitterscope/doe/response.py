@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jitterscope.doe.results import ResponseExtra
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import load_run
 from jitterscope.units import NUMBER
@@ -87,7 +88,7 @@ class MeasureResponse:
             a += ["--priority", f"fifo:{fifo}"]
         return a
 
-    def run(self, out: Path, fifo: int | None) -> tuple[float, dict[str, Any]]:
+    def run(self, out: Path, fifo: int | None) -> tuple[float, ResponseExtra]:
         proc = _run_gently(self.argv(out, fifo), timeout=self.duration_s * 5 + 120)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
@@ -140,7 +141,7 @@ class CommandResponse:
     def estimate_s(self) -> float:
         return (self.estimate if self.estimate is not None else self.timeout_s) + 0.1
 
-    def run(self, out: Path, fifo: int | None) -> tuple[float, dict[str, Any]]:
+    def run(self, out: Path, fifo: int | None) -> tuple[float, ResponseExtra]:
         cpus = set(self.cpus)
 
         def setup() -> None:  # in the child, before exec: place it, then raise its policy
@@ -162,7 +163,7 @@ class CommandResponse:
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
             raise JitterscopeError(f"response command exited {proc.returncode}: {last}")
-        info = {"wall_s": wall}
+        info: ResponseExtra = {"wall_s": wall}
         if self.value_kind == "wall_time":
             return wall, info
         if self.pattern:

@@ -23,9 +23,10 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 import numpy as np
+from pydantic import TypeAdapter, ValidationError
 
 from jitterscope import atomic, boundedio, outpath, sysinfo
 from jitterscope.doe import render
@@ -34,6 +35,7 @@ from jitterscope.doe.design import Design, parse_generator, roman, run_order
 from jitterscope.doe.factors import APPLY_ORDER
 from jitterscope.doe.plan import Plan
 from jitterscope.doe.response import MeasureResponse
+from jitterscope.doe.results import Analysis, ExperimentInfo, RunRecord
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import count
 from jitterscope.humanize import seconds as fmt_s
@@ -42,7 +44,7 @@ from jitterscope.journal import Journal
 EXPERIMENT_FORMAT = "jitterscope-doe"
 
 
-def experiment_info(plan: Plan) -> dict[str, Any]:
+def experiment_info(plan: Plan) -> ExperimentInfo:
     d = plan.design
     lv = d.levels()
     return {
@@ -107,16 +109,18 @@ def check_budget(plan: Plan, yes: bool) -> None:
         )
 
 
-def done_runs(out: Path) -> dict[int, dict[str, Any]]:
+def done_runs(out: Path) -> dict[int, RunRecord]:
     path = out / "runs.jsonl"
-    done: dict[int, dict[str, Any]] = {}
+    done: dict[int, RunRecord] = {}
     if path.exists():
         for line in boundedio.read_text(path, "run log", boundedio.RUN_JSON_MAX).splitlines():
             try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # a torn last line: that run did not finish
-            done[int(rec["run"])] = rec
+                rec = _RUN.validate_json(line)
+            except ValidationError as err:
+                if _torn(err):
+                    continue  # a torn last line: that run did not finish
+                raise JitterscopeError(f"{path}: a run record is not one doe writes: {_first(err)}") from None
+            done[rec["run"]] = rec
     return done
 
 
@@ -129,11 +133,11 @@ def _drop_torn_tail(path: Path) -> None:
         path.write_bytes(data[: data.rfind(b"\n") + 1])
 
 
-def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
+def prepare_dir(plan: Plan, out: Path, resume: bool) -> ExperimentInfo:
     if resume:
         if not (out / "experiment.json").exists():
             raise JitterscopeError(f"nothing to resume in {out}: no experiment.json")
-        info = boundedio.read_json(out / "experiment.json", "experiment record")
+        info = _read_info(out / "experiment.json")
         if boundedio.read_text(out / "plan.yaml", "plan") != plan.text:
             raise JitterscopeError(
                 f"the plan differs from the one {out} was started with; "
@@ -149,7 +153,7 @@ def prepare_dir(plan: Plan, out: Path, resume: bool) -> dict[str, Any]:
     return info
 
 
-def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.stderr) -> dict[int, dict[str, Any]]:
+def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.stderr) -> dict[int, RunRecord]:
     """Run every run not yet done; return all finished runs by run index."""
     info = prepare_dir(plan, out, resume)
     order = [tuple(x) for x in info["run_order"]]
@@ -190,7 +194,7 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
                     f"run {i + 1} (treatment {labels[t]}): {err}; every change was undone, "
                     f"{count(len(done), 'finished run')} kept: fix it and add --resume"
                 ) from None
-            rec = {
+            rec: RunRecord = {
                 "run": i,
                 "treatment": t,
                 "label": labels[t],
@@ -223,20 +227,42 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
     return done
 
 
-def load_experiment(out: Path) -> tuple[dict[str, Any], dict[int, dict[str, Any]]]:
+def load_experiment(out: Path) -> tuple[ExperimentInfo, dict[int, RunRecord]]:
     """experiment.json and the finished runs of an experiment directory."""
     path = Path(out) / "experiment.json"
     if not path.exists():
         raise JitterscopeError(f"{out} is not a doe experiment directory (no experiment.json)")
-    info = boundedio.read_json(path, "experiment record")
-    if not isinstance(info, dict) or info.get("format") != EXPERIMENT_FORMAT:
+    return _read_info(path), done_runs(Path(out))
+
+
+_INFO = TypeAdapter(ExperimentInfo)
+_RUN = TypeAdapter(RunRecord)
+
+
+def _first(err: ValidationError) -> str:
+    e = err.errors()[0]
+    return f"{'.'.join(map(str, e['loc'])) or 'the record'}: {e['msg']}"
+
+
+def _torn(err: ValidationError) -> bool:
+    """A line cut short by a crash is not JSON at all; a whole line of the wrong shape is an error."""
+    return any(e["type"] == "json_invalid" for e in err.errors())
+
+
+def _read_info(path: Path) -> ExperimentInfo:
+    """experiment.json, checked field by field against what `experiment_info` writes."""
+    raw = boundedio.read_json(path, "experiment record")
+    if not isinstance(raw, dict) or raw.get("format") != EXPERIMENT_FORMAT:
         raise JitterscopeError(f"{path} is not a jitterscope doe experiment")
-    return info, done_runs(Path(out))
+    try:
+        return _INFO.validate_python(raw)
+    except ValidationError as err:
+        raise JitterscopeError(f"{path}: {_first(err)}") from None
 
 
 def analyze_dir(
     out: Path, confidence: float | None = None, log: bool | None = None, groups_by: list[str] | None = None
-) -> dict[str, Any]:
+) -> Analysis:
     """Analyse a finished experiment directory; plain data (see analysis.analyze)."""
     info, done = load_experiment(out)
     d = info["design"]
@@ -265,7 +291,7 @@ def analyze_dir(
         groups_by=gb,
     )
     for f, src in zip(a["factors"], info["factors"]):
-        f.update({"kind": src["kind"], "low": src["low"], "high": src["high"]})
+        f["kind"], f["low"], f["high"] = src["kind"], src["low"], src["high"]
     a["experiment"] = {
         "name": info["name"],
         "host": info["host"],
@@ -278,7 +304,7 @@ def analyze_dir(
     return a
 
 
-def write_outputs(out: Path, a: dict[str, Any]) -> str:
+def write_outputs(out: Path, a: Analysis) -> str:
     txt = render.text(a)
     atomic.write_text(out / "analysis.json", render.to_json(a) + "\n")
     atomic.write_text(out / "analysis.txt", txt)

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.atomic import atomic_open
+from jitterscope.kinds import Exported
 from jitterscope.rundir import Run
 
 
-def write_csv(run: Run, out: Path) -> dict[str, Any]:
+def write_csv(run: Run, out: Path) -> Exported:
     nodes = run.node_runs()
     lead = ["node"] if nodes[0][1] is not run else []
     count = 0

@@ -14,17 +14,17 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from jitterscope import boundedio
 from jitterscope.atomic import atomic_open
 from jitterscope.errors import JitterscopeError
+from jitterscope.kinds import Exported
 from jitterscope.rundir import Run
 
 
-def write_loggopsim(run: Run, out: Path, cpu: int | None = None) -> dict[str, Any]:
+def write_loggopsim(run: Run, out: Path, cpu: int | None = None) -> Exported:
     nodes = run.node_runs()
     cluster = nodes[0][1] is not run
     cpus = sorted({c for _, r in nodes for c in r.cpus})

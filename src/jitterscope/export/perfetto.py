@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from jitterscope.atomic import atomic_open
+from jitterscope.kinds import Exported
 from jitterscope.rundir import Run
 
 PID = 1
@@ -118,7 +119,7 @@ def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
     return events
 
 
-def write_perfetto(run: Run, out: Path) -> dict[str, Any]:
+def write_perfetto(run: Run, out: Path) -> Exported:
     trace = build_trace(run)
     with atomic_open(out, "w") as f:
         json.dump(trace, f, separators=(",", ":"))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.errors import JitterscopeError, UsageError
-from jitterscope.journal import Journal, read_setting
+from jitterscope.journal import Entry, Journal, read_setting
 from jitterscope.units import (
     format_cpulist,
     format_cpumask,
@@ -94,7 +94,7 @@ class FileKnob:
         """What to write to the file for a canonical value."""
         return format_cpumask(parse_cpulist(value)) if self.form == "cpumask" else value
 
-    def apply(self, j: Journal, value: str) -> list[dict[str, Any]]:
+    def apply(self, j: Journal, value: str) -> list[Entry]:
         """Set the knob to `value` (canonical) through the journal; [] when it already has it."""
         return (
             [e]
@@ -103,7 +103,7 @@ class FileKnob:
         )
 
 
-def forget(j: Journal, entry: dict[str, Any]) -> None:
+def forget(j: Journal, entry: Entry) -> None:
     """Drop a journal entry whose change was refused by the kernel (nothing to undo)."""
     if j.entries and j.entries[-1] is entry:
         j.entries.pop()
@@ -111,7 +111,7 @@ def forget(j: Journal, entry: dict[str, Any]) -> None:
 
 def write_file(
     j: Journal, name: str, path: Path, form: str, value: str, text: str, runtime: bool = True
-) -> dict[str, Any] | None:
+) -> Entry | None:
     """Journal, write, re-read.  None when the file already holds `value`."""
     original = read_setting(path)
     if canonical(form, original) == value:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.errors import JitterscopeError, UsageError
-from jitterscope.journal import Journal
+from jitterscope.journal import Entry, Journal
 from jitterscope.knobs.base import canonical, write_file
 from jitterscope.units import format_cpulist, parse_cpulist
 
@@ -111,7 +111,7 @@ class IrqKnob:
     def normalise(self, value: Any) -> str:
         return _cpus(self.name, value)
 
-    def apply(self, j: Journal, value: str) -> list[dict[str, Any]]:
+    def apply(self, j: Journal, value: str) -> list[Entry]:
         if not self.irq.movable:
             raise JitterscopeError(
                 f"knob {self.name}: {self.irq.label} cannot move at runtime (a managed or "
@@ -139,7 +139,7 @@ class AllIrqsKnob:
     def normalise(self, value: Any) -> str:
         return _cpus(self.name, value)
 
-    def apply(self, j: Journal, value: str) -> list[dict[str, Any]]:
+    def apply(self, j: Journal, value: str) -> list[Entry]:
         return move_all(j, parse_cpulist(value))
 
 
@@ -163,7 +163,7 @@ def knob(ref: str) -> IrqKnob | AllIrqsKnob:
     return IrqKnob(ref, found[0])
 
 
-def move_all(j: Journal, cpus: list[int]) -> list[dict[str, Any]]:
+def move_all(j: Journal, cpus: list[int]) -> list[Entry]:
     """Set every movable IRQ's affinity to `cpus`; IRQs the kernel refuses are skipped (nothing to undo)."""
     target = format_cpulist(cpus)
     done = []

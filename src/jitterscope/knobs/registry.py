@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from jitterscope.errors import UsageError
-from jitterscope.journal import Journal
+from jitterscope.journal import Entry, Journal
 from jitterscope.knobs import irq, tasks
 from jitterscope.knobs.base import FileKnob
 
@@ -37,7 +37,7 @@ class Knob(Protocol):
     def exists(self) -> bool: ...
     def read(self) -> str: ...
     def normalise(self, value: Any) -> str: ...
-    def apply(self, j: Journal, value: str) -> list[dict[str, Any]]: ...
+    def apply(self, j: Journal, value: str) -> list[Entry]: ...
 
 
 def _sysctl(name: str, lo: int, hi: int, doc: str, form: str = "int") -> FileKnob:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope.errors import JitterscopeError, UsageError
-from jitterscope.journal import Journal, process_start_time
+from jitterscope.journal import Entry, Journal, process_start_time
 from jitterscope.knobs.base import forget
 from jitterscope.units import format_cpulist, parse_cpulist
 
@@ -74,7 +74,7 @@ def tasks() -> list[Task]:
     return out
 
 
-def set_affinity(j: Journal, tid: int, cpus: set[int], knob: str, comm: str) -> dict[str, Any] | None:
+def set_affinity(j: Journal, tid: int, cpus: set[int], knob: str, comm: str) -> Entry | None:
     """Journal, then move one thread; None if it is gone or the kernel (its cpuset) refuses."""
     try:
         cur = os.sched_getaffinity(tid)
@@ -124,7 +124,7 @@ class TaskKnob:
         except UsageError as err:
             raise UsageError(f"knob {self.name}: {err}") from None
 
-    def apply(self, j: Journal, value: str) -> list[dict[str, Any]]:
+    def apply(self, j: Journal, value: str) -> list[Entry]:
         if not self.exists():
             raise JitterscopeError(f"knob {self.name}: process {self.pid} ({self.comm}) is gone")
         cpus = set(parse_cpulist(value))
@@ -151,7 +151,7 @@ def knob(ref: str) -> TaskKnob:
     return TaskKnob(int(ref), sf[0])
 
 
-def move_all(j: Journal, cpus: list[int], away: bool) -> list[dict[str, Any]]:
+def move_all(j: Journal, cpus: list[int], away: bool) -> list[Entry]:
     """Keep every movable task off `cpus` (away) or allow it on them; this process's own threads stay.
 
     A task pinned to those CPUs only is left alone: its owner meant it."""

@@ -11,7 +11,7 @@ from pydantic import AfterValidator, Field, StrictStr
 
 from jitterscope import kinds, options
 from jitterscope.humanize import count
-from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.kinds import Comparison, Exported, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
 from jitterscope.runcheck import Count, Number, OpenModel
 from jitterscope.rundir import ACTIVITY_SCHEMA, ATTRIBUTION_SCHEMA, DETOUR_SCHEMA, Run
 from jitterscope.tracing.records import KINDS as TRACE_KINDS
@@ -81,25 +81,25 @@ class MeasureSummary(OpenModel):
 # Hooks import their modules when called: looking a kind up must not pull in the exporters.
 
 
-def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+def _perfetto(run: Run, out: Path, cpu: int | None) -> Exported:
     from jitterscope.export import write_perfetto
 
     return write_perfetto(run, out)
 
 
-def _loggopsim(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+def _loggopsim(run: Run, out: Path, cpu: int | None) -> Exported:
     from jitterscope.export import write_loggopsim
 
     return write_loggopsim(run, out, cpu)
 
 
-def _csv(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+def _csv(run: Run, out: Path, cpu: int | None) -> Exported:
     from jitterscope.export import write_csv
 
     return write_csv(run, out)
 
 
-def _describe_export(res: dict[str, Any]) -> str:
+def _describe_export(res: Exported) -> str:
     return f"{count(res['detours'], 'detour')} written as {res['format']}: {', '.join(res['files'])}"
 
 

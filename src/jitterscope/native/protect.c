@@ -49,18 +49,17 @@
 
 #define DRAIN_INTERVAL_NS 10000000LL
 
-struct config g_cfg;
-struct unit g_units[MAX_UNITS];
-int g_n_units;
-_Atomic int g_stop;
-_Atomic int g_go;
-int64_t g_t0;
+/* The one piece of state outside `struct protect`: a signal handler gets no argument, so it can only
+ * reach a static.  It sets this flag and nothing else (a lock-free atomic store is async-signal-safe);
+ * the run reads it through pr->signalled. */
+_Static_assert(ATOMIC_INT_LOCK_FREE == 2, "the signal flag must be a lock-free atomic");
+static _Atomic int signalled;
 
-static int g_fd = -1;
-static uint64_t g_written, g_beats_lost, g_beats_seen;
-static int g_direct;  /* replay: records go straight to the file (no threads) */
-
-static void on_signal(int sig) { (void)sig; atomic_store(&g_stop, 1); }
+static void on_signal(int sig)
+{
+    (void)sig;
+    atomic_store_explicit(&signalled, 1, memory_order_relaxed);
+}
 
 int64_t now_ns(void)
 {
@@ -69,16 +68,18 @@ int64_t now_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static void write_all(const void *buf, size_t n)
+static void write_all(struct protect *pr, const void *buf, size_t n)
 {
-    js_write_all(g_fd, buf, n, g_cfg.out);
+    const struct config *cfg = &pr->cfg;
+    js_write_all(pr->fd, buf, n, cfg->out);
 }
 
 void push(struct unit *u, const union jsp_record *r)
 {
-    if (g_direct) {
-        write_all(r, sizeof *r);
-        g_written++;
+    struct protect *pr = u->pr;
+    if (pr->direct) {
+        write_all(pr, r, sizeof *r);
+        pr->written++;
         return;
     }
     uint64_t h = atomic_load_explicit(&u->ring.head, memory_order_relaxed);
@@ -92,28 +93,30 @@ void push(struct unit *u, const union jsp_record *r)
 
 static void drain(struct unit *u)
 {
+    struct protect *pr = u->pr;
     uint64_t h = atomic_load_explicit(&u->ring.head, memory_order_acquire);
     uint64_t t = atomic_load_explicit(&u->ring.tail, memory_order_relaxed);
     uint64_t n = h - t, i = t & (RING_RECORDS - 1);
     if (!n)
         return;
     uint64_t first = n < RING_RECORDS - i ? n : RING_RECORDS - i;
-    write_all(&u->ring.buf[i], first * sizeof(union jsp_record));
+    write_all(pr, &u->ring.buf[i], first * sizeof(union jsp_record));
     if (n > first)
-        write_all(&u->ring.buf[0], (n - first) * sizeof(union jsp_record));
+        write_all(pr, &u->ring.buf[0], (n - first) * sizeof(union jsp_record));
     atomic_store_explicit(&u->ring.tail, h, memory_order_release);
-    g_written += n;
+    pr->written += n;
 }
 
 /* The critical program's heartbeats since the last drain, as records. */
-static void drain_beats(void)
+static void drain_beats(struct protect *pr)
 {
-    struct js_report_page *p = g_cfg.crit;
+    const struct config *cfg = &pr->cfg;
+    struct js_report_page *p = cfg->crit;
     if (!p)
         return;
-    uint64_t b = atomic_load_explicit(&p->beats, memory_order_acquire), from = g_beats_seen;
+    uint64_t b = atomic_load_explicit(&p->beats, memory_order_acquire), from = pr->beats_seen;
     if (b - from > JS_REPORT_BEATS) {
-        g_beats_lost += b - from - JS_REPORT_BEATS;
+        pr->beats_lost += b - from - JS_REPORT_BEATS;
         from = b - JS_REPORT_BEATS;
     }
     union jsp_record r;
@@ -121,21 +124,22 @@ static void drain_beats(void)
         memset(&r, 0, sizeof r);
         struct js_beat beat = p->beat[i & (JS_REPORT_BEATS - 1)];
         r.b.kind = JSP_BEAT;
-        r.b.t_ns = beat.end_ns - g_t0;
+        r.b.t_ns = beat.end_ns - pr->t0;
         r.b.latency_ns = beat.latency_ns;
         r.b.seq = (int64_t)i;
-        write_all(&r, sizeof r);
-        g_written++;
+        write_all(pr, &r, sizeof r);
+        pr->written++;
     }
     /* entries the program overwrote while we copied them are not trusted */
     uint64_t after = atomic_load_explicit(&p->beats, memory_order_acquire);
     if (after - from > JS_REPORT_BEATS)
-        g_beats_lost += after - from - JS_REPORT_BEATS;
-    g_beats_seen = b;
+        pr->beats_lost += after - from - JS_REPORT_BEATS;
+    pr->beats_seen = b;
 }
 
-static void write_header(int complete)
+static void write_header(struct protect *pr, int complete)
 {
+    const struct config *cfg = &pr->cfg;
     struct jsp_header h;
     memset(&h, 0, sizeof h);
     memcpy(h.magic, JSP_MAGIC, sizeof h.magic);
@@ -143,13 +147,13 @@ static void write_header(int complete)
     h.header_size = sizeof h;
     h.record_size = sizeof(union jsp_record);
     h.flags = complete ? JSP_FILE_COMPLETE : 0;
-    h.t0_ns = g_t0;
-    h.n_records = g_written;
-    for (int i = 0; i < g_n_units; i++)
-        h.dropped += g_units[i].ring.dropped;
-    h.beats_lost = g_beats_lost;
-    if (pwrite(g_fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
-        die("writing %s: %s", g_cfg.out, strerror(errno));
+    h.t0_ns = pr->t0;
+    h.n_records = pr->written;
+    for (int i = 0; i < pr->n_units; i++)
+        h.dropped += pr->units[i].ring.dropped;
+    h.beats_lost = pr->beats_lost;
+    if (pwrite(pr->fd, &h, sizeof h, 0) != (ssize_t)sizeof h)
+        die("writing %s: %s", cfg->out, strerror(errno));
 }
 
 /* ---- --layout ------------------------------------------------------------------- */
@@ -205,45 +209,46 @@ static struct js_report_page *map_page(const char *path)
 }
 
 /* Replay input: int64 t_ns, uint64 read_bytes, uint64 write_bytes per row (written by jitterscope). */
-static void load_replay(const char *path)
+static void load_replay(struct config *cfg, const char *path)
 {
     FILE *f = fopen(path, "rb");
     if (!f)
         die("cannot open replay file %s: %s", path, strerror(errno));
     size_t cap = 1024, n = 0;
-    g_cfg.rp_t = js_malloc(cap * sizeof(int64_t));
-    g_cfg.rp_r = js_malloc(cap * sizeof(uint64_t));
-    g_cfg.rp_w = js_malloc(cap * sizeof(uint64_t));
+    cfg->rp_t = js_malloc(cap * sizeof(int64_t));
+    cfg->rp_r = js_malloc(cap * sizeof(uint64_t));
+    cfg->rp_w = js_malloc(cap * sizeof(uint64_t));
     uint64_t row[3];
     while (fread(row, sizeof row, 1, f) == 1) {
         if (n == cap) {
             cap *= 2;
-            g_cfg.rp_t = js_realloc(g_cfg.rp_t, cap * sizeof(int64_t));
-            g_cfg.rp_r = js_realloc(g_cfg.rp_r, cap * sizeof(uint64_t));
-            g_cfg.rp_w = js_realloc(g_cfg.rp_w, cap * sizeof(uint64_t));
+            cfg->rp_t = js_realloc(cfg->rp_t, cap * sizeof(int64_t));
+            cfg->rp_r = js_realloc(cfg->rp_r, cap * sizeof(uint64_t));
+            cfg->rp_w = js_realloc(cfg->rp_w, cap * sizeof(uint64_t));
         }
-        g_cfg.rp_t[n] = (int64_t)row[0];
-        g_cfg.rp_r[n] = row[1];
-        g_cfg.rp_w[n] = row[2];
-        if (n && g_cfg.rp_t[n] <= g_cfg.rp_t[n - 1])
+        cfg->rp_t[n] = (int64_t)row[0];
+        cfg->rp_r[n] = row[1];
+        cfg->rp_w[n] = row[2];
+        if (n && cfg->rp_t[n] <= cfg->rp_t[n - 1])
             die("replay file %s: times must increase (row %zu)", path, n + 1);
         n++;
     }
     fclose(f);
     if (n < 2)
         die("replay file %s: needs at least two rows", path);
-    g_cfg.rp_n = n;
+    cfg->rp_n = n;
 }
 
 /* ---- the run ------------------------------------------------------------------------ */
 
-static void print_end(int interrupted, int64_t dur)
+static void print_end(struct protect *pr, int interrupted, int64_t dur)
 {
+    const struct config *cfg = &pr->cfg;
     printf("{\"event\": \"end\", \"records\": %" PRIu64 ", \"beats_lost\": %" PRIu64 ", \"interrupted\": %s, "
-           "\"duration_ns\": %lld, \"units\": [", g_written, g_beats_lost, interrupted ? "true" : "false",
+           "\"duration_ns\": %lld, \"units\": [", pr->written, pr->beats_lost, interrupted ? "true" : "false",
            (long long)dur);
-    for (int i = 0; i < g_n_units; i++) {
-        struct unit *u = &g_units[i];
+    for (int i = 0; i < pr->n_units; i++) {
+        struct unit *u = &pr->units[i];
         printf("%s{\"cpu\": %d, \"samples\": %" PRIu64 ", \"over\": %" PRIu64 ", \"suspensions\": %" PRIu64
                ", \"clipped\": %" PRIu64 ", \"unconfirmed\": %" PRIu64 ", \"dropped\": %" PRIu64
                ", \"spin_ns\": %lld, \"suspended_ns\": %lld, \"thread_cpu_ns\": %lld, \"task_counters\": %d}",
@@ -254,8 +259,8 @@ static void print_end(int interrupted, int64_t dur)
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     printf("], \"writer_cpu_ns\": %lld, \"sampling\": \"%s\", \"event_budget\": [%" PRIu64 ", %" PRIu64 "]}\n",
-           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, g_cfg.event ? "event" : "timer", g_cfg.ev_budget[0],
-           g_cfg.ev_budget[1]);
+           (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec, cfg->event ? "event" : "timer", cfg->ev_budget[0],
+           cfg->ev_budget[1]);
     fflush(stdout);
 }
 
@@ -266,11 +271,12 @@ static int wait_ready(struct unit *u)
     return atomic_load(&u->ready) > 0;
 }
 
-static void start_threads(pthread_t *noise, struct unit *noise_unit)
+static void start_threads(struct protect *pr, pthread_t *noise)
 {
-    for (int i = 0; i < g_n_units; i++) {
-        struct unit *u = &g_units[i];
-        if (g_cfg.actuator == ACT_DEADLINE) {
+    const struct config *cfg = &pr->cfg;
+    for (int i = 0; i < pr->n_units; i++) {
+        struct unit *u = &pr->units[i];
+        if (cfg->actuator == ACT_DEADLINE) {
             u->dl_efd = eventfd(0, EFD_CLOEXEC);
             if (pthread_create(&u->dl_thread, NULL, dl_main, u))
                 die("cannot start a thread");
@@ -287,37 +293,38 @@ static void start_threads(pthread_t *noise, struct unit *noise_unit)
         if (!wait_ready(u))
             die("%s", u->error);
     }
-    if (g_cfg.signal == SIG_NOISE) {
-        if (pthread_create(noise, NULL, noise_main, noise_unit))
+    if (cfg->signal == SIG_NOISE) {
+        if (pthread_create(noise, NULL, noise_main, &pr->noise_unit))
             die("cannot start a thread");
-        if (!wait_ready(noise_unit))
-            die("%s", noise_unit->error);
+        if (!wait_ready(&pr->noise_unit))
+            die("%s", pr->noise_unit.error);
     }
 }
 
-static void stop_threads(pthread_t noise)
+static void stop_threads(struct protect *pr, pthread_t noise)
 {
-    atomic_store(&g_stop, 1);
-    for (int i = 0; i < g_n_units; i++) {
-        struct unit *u = &g_units[i];
+    const struct config *cfg = &pr->cfg;
+    atomic_store(&pr->stop, 1);
+    for (int i = 0; i < pr->n_units; i++) {
+        struct unit *u = &pr->units[i];
         pthread_join(u->thread, NULL);
-        if (g_cfg.actuator == ACT_DEADLINE) {
+        if (cfg->actuator == ACT_DEADLINE) {
             uint64_t one = 1;
             if (write(u->dl_efd, &one, sizeof one) < 0) {}
             pthread_join(u->dl_thread, NULL);
         }
     }
-    if (g_cfg.signal == SIG_NOISE)
+    if (cfg->signal == SIG_NOISE)
         pthread_join(noise, NULL);
-    act_release_all();
+    act_release_all(pr);
 }
 
-static void print_ready(void)
+static void print_ready(struct protect *pr)
 {
     printf("{\"event\": \"ready\", \"pid\": %d, \"units\": [", (int)getpid());
-    for (int i = 0; i < g_n_units; i++)
+    for (int i = 0; i < pr->n_units; i++)
         printf("%s{\"cpu\": %d, \"tid\": %d, \"task_counters\": %d, \"pages\": %d}", i ? ", " : "",
-               g_units[i].cpu, (int)g_units[i].tid, g_units[i].n_taskfds, g_units[i].n_pages);
+               pr->units[i].cpu, (int)pr->units[i].tid, pr->units[i].n_taskfds, pr->units[i].n_pages);
     printf("]}\n");
     fflush(stdout);
 }
@@ -330,56 +337,56 @@ static int wait_go(void)
     return strncmp(line, "go", 2) == 0;
 }
 
-static int run(void)
+static int run(struct protect *pr)
 {
-    g_fd = open(g_cfg.out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (g_fd < 0)
-        die("cannot create %s: %s", g_cfg.out, strerror(errno));
-    for (int i = 0; i < g_n_units; i++)
-        io_setup_unit(&g_units[i]);
+    const struct config *cfg = &pr->cfg;
+    pr->fd = open(cfg->out, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (pr->fd < 0)
+        die("cannot create %s: %s", cfg->out, strerror(errno));
+    for (int i = 0; i < pr->n_units; i++)
+        io_setup_unit(&pr->units[i]);
     mlockall(MCL_CURRENT);  /* best effort: a page fault inside a sample would be controller jitter */
-    write_header(0);
-    if (lseek(g_fd, sizeof(struct jsp_header), SEEK_SET) < 0)  /* pwrite left the offset at 0 */
-        die("seeking in %s: %s", g_cfg.out, strerror(errno));
-    if (g_cfg.rp_n) {  /* replay: virtual time, no threads, no actuator */
-        g_direct = 1;
-        print_ready();
-        if (g_cfg.wait_go && !wait_go())
+    write_header(pr, 0);
+    if (lseek(pr->fd, sizeof(struct jsp_header), SEEK_SET) < 0)  /* pwrite left the offset at 0 */
+        die("seeking in %s: %s", cfg->out, strerror(errno));
+    if (cfg->rp_n) {  /* replay: virtual time, no threads, no actuator */
+        pr->direct = 1;
+        print_ready(pr);
+        if (cfg->wait_go && !wait_go())
             return 0;
-        replay_run(&g_units[0]);
-        write_header(1);
-        print_end(0, g_cfg.rp_t[g_cfg.rp_n - 1] - g_cfg.rp_t[0]);
+        replay_run(&pr->units[0]);
+        write_header(pr, 1);
+        print_end(pr, 0, cfg->rp_t[cfg->rp_n - 1] - cfg->rp_t[0]);
         return 0;
     }
-    static struct unit noise_unit;
     pthread_t noise = 0;
-    start_threads(&noise, &noise_unit);
-    print_ready();
-    if (g_cfg.wait_go && !wait_go()) {
-        stop_threads(noise);
+    start_threads(pr, &noise);
+    print_ready(pr);
+    if (cfg->wait_go && !wait_go()) {
+        stop_threads(pr, noise);
         return 0;
     }
-    g_t0 = now_ns();
-    if (g_cfg.crit)
-        g_beats_seen = atomic_load(&g_cfg.crit->beats);
-    write_header(0);
-    atomic_store(&g_go, 1);
-    int64_t end = g_cfg.duration_ns ? g_t0 + g_cfg.duration_ns : INT64_MAX;
-    while (!atomic_load(&g_stop) && now_ns() < end) {
+    pr->t0 = now_ns();
+    if (cfg->crit)
+        pr->beats_seen = atomic_load(&cfg->crit->beats);
+    write_header(pr, 0);
+    atomic_store(&pr->go, 1);
+    int64_t end = cfg->duration_ns ? pr->t0 + cfg->duration_ns : INT64_MAX;
+    while (!stopping(pr) && now_ns() < end) {
         struct timespec d = {0, DRAIN_INTERVAL_NS};
         nanosleep(&d, NULL);
-        for (int i = 0; i < g_n_units; i++)
-            drain(&g_units[i]);
-        drain_beats();
+        for (int i = 0; i < pr->n_units; i++)
+            drain(&pr->units[i]);
+        drain_beats(pr);
     }
-    int interrupted = atomic_load(&g_stop);
-    int64_t dur = now_ns() - g_t0;
-    stop_threads(noise);
-    for (int i = 0; i < g_n_units; i++)
-        drain(&g_units[i]);
-    drain_beats();
-    write_header(1);
-    print_end(interrupted, dur);
+    int interrupted = stopping(pr);
+    int64_t dur = now_ns() - pr->t0;
+    stop_threads(pr, noise);
+    for (int i = 0; i < pr->n_units; i++)
+        drain(&pr->units[i]);
+    drain_beats(pr);
+    write_header(pr, 1);
+    print_end(pr, interrupted, dur);
     return 0;
 }
 
@@ -411,11 +418,11 @@ static int pick(const char *v, const char *const *names, int n, const char *what
     die("unknown %s '%s'", what, v);
 }
 
-static struct unit *cur_unit(const char *opt)
+static struct unit *cur_unit(struct protect *pr, const char *opt)
 {
-    if (!g_n_units)
+    if (!pr->n_units)
         die("%s must follow --unit CPU", opt);
-    return &g_units[g_n_units - 1];
+    return &pr->units[pr->n_units - 1];
 }
 
 enum {
@@ -454,79 +461,82 @@ static const char *const SIGNALS[] = {"none", "report", "slack", "replay", "pmu"
                                        "always"};
 static const char *const ACTUATORS[] = {"none", "rt", "deadline", "signal", "file", "cfs"};
 
-static void parse_pmu_raw(const char *v)
+static void parse_pmu_raw(struct config *cfg, const char *v)
 {
     char *end;
-    g_cfg.pmu_read_config = strtoull(v, &end, 16);
+    cfg->pmu_read_config = strtoull(v, &end, 16);
     if (*end != ',')
         die("--pmu-raw wants READ,WRITE in hex, got '%s'", v);
-    g_cfg.pmu_write_config = strtoull(end + 1, &end, 16);
+    cfg->pmu_write_config = strtoull(end + 1, &end, 16);
     if (*end)
         die("--pmu-raw wants READ,WRITE in hex, got '%s'", v);
-    g_cfg.pmu_raw = 1;
+    cfg->pmu_raw = 1;
 }
 
-static void add_target(const char *v, int group, const char *opt)
+static void add_target(struct protect *pr, const char *v, int group, const char *opt)
 {
-    struct unit *u = cur_unit(opt);
+    struct unit *u = cur_unit(pr, opt);
     if (u->n_targets == MAX_TARGETS)
         die("too many processes for CPU %d", u->cpu);
     u->targets[u->n_targets].id = (pid_t)parse_u64(v, opt);
     u->targets[u->n_targets++].group = group;
 }
 
-static int parse_option(int c, const char *v)
+static int parse_option(struct protect *pr, int c, const char *v)
 {
+    struct config *cfg = &pr->cfg;
     struct unit *u;
     switch (c) {
-    case O_OUT: g_cfg.out = v; break;
-    case O_TS: g_cfg.ts_ns = (int64_t)parse_u64(v, "--sample-ns"); break;
-    case O_S: g_cfg.s_ns = (int64_t)parse_u64(v, "--suspend-ns"); break;
-    case O_LAW: g_cfg.law = (enum js_law)pick(v, (const char *const[]){"fixed", "proportional"}, 2, "law"); break;
-    case O_GAIN: g_cfg.gain = parse_u64(v, "--gain") / 1000.0; break;  /* in thousandths */
-    case O_SMIN: g_cfg.s_min_ns = (int64_t)parse_u64(v, "--suspend-min-ns"); break;
-    case O_SMAX: g_cfg.s_max_ns = (int64_t)parse_u64(v, "--suspend-max-ns"); break;
-    case O_SIGNAL: g_cfg.signal = (enum js_signal)pick(v, SIGNALS, 9, "signal"); break;
-    case O_ACT: g_cfg.actuator = (enum js_actuator)pick(v, ACTUATORS, 6, "actuator"); break;
-    case O_THR_R: g_cfg.thr_read = parse_u64(v, "--threshold-read"); break;
-    case O_THR_W: g_cfg.thr_write = parse_u64(v, "--threshold-write"); break;
-    case O_THR_SLACK: g_cfg.thr_slack_ns = (int64_t)parse_u64(v, "--threshold-slack-ns"); break;
-    case O_DEADLINE: g_cfg.deadline_ns = (int64_t)parse_u64(v, "--deadline-ns"); break;
-    case O_THR_RATIO: g_cfg.thr_ratio = parse_u64(v, "--threshold-ratio-ppm") / 1e6; break;
-    case O_FIFO: g_cfg.prio = (int)parse_u64(v, "--fifo"); break;
-    case O_RTB: g_cfg.rt_budget = parse_u64(v, "--rt-budget-ppm") / 1e6; break;
-    case O_DUR: g_cfg.duration_ns = (int64_t)parse_u64(v, "--duration-ns"); break;
-    case O_PHASE: g_cfg.phase_ns = (int64_t)parse_u64(v, "--phase-ns"); break;
-    case O_PHASE_FIRST: g_cfg.phase_first_on = pick(v, (const char *const[]){"off", "on"}, 2, "phase"); break;
-    case O_CRIT: g_cfg.crit = map_page(v); break;
-    case O_ACT_ON: g_cfg.act_on = v; break;
-    case O_ACT_OFF: g_cfg.act_off = v; break;
-    case O_CONFIRM_EXPECT: g_cfg.confirm_expect = v; break;
-    case O_CFS_PERIOD: g_cfg.cfs_period_us = (int64_t)parse_u64(v, "--cfs-period-us"); break;
-    case O_NOISE_CPU: g_cfg.noise_cpu = (int)parse_u64(v, "--noise-cpu"); break;
-    case O_NOISE_BYTES: g_cfg.noise_bytes = parse_u64(v, "--noise-bytes"); break;
-    case O_NOISE_STEPS: g_cfg.noise_steps = parse_u64(v, "--noise-steps"); break;
-    case O_PMU_RAW: parse_pmu_raw(v); break;
-    case O_REPLAY: load_replay(v); break;
-    case O_GO: g_cfg.wait_go = 1; break;
-    case O_SAMPLING: g_cfg.event = pick(v, (const char *const[]){"timer", "event"}, 2, "sampling"); break;
+    case O_OUT: cfg->out = v; break;
+    case O_TS: cfg->ts_ns = (int64_t)parse_u64(v, "--sample-ns"); break;
+    case O_S: cfg->s_ns = (int64_t)parse_u64(v, "--suspend-ns"); break;
+    case O_LAW: cfg->law = (enum js_law)pick(v, (const char *const[]){"fixed", "proportional"}, 2, "law"); break;
+    case O_GAIN: cfg->gain = parse_u64(v, "--gain") / 1000.0; break;  /* in thousandths */
+    case O_SMIN: cfg->s_min_ns = (int64_t)parse_u64(v, "--suspend-min-ns"); break;
+    case O_SMAX: cfg->s_max_ns = (int64_t)parse_u64(v, "--suspend-max-ns"); break;
+    case O_SIGNAL: cfg->signal = (enum js_signal)pick(v, SIGNALS, 9, "signal"); break;
+    case O_ACT: cfg->actuator = (enum js_actuator)pick(v, ACTUATORS, 6, "actuator"); break;
+    case O_THR_R: cfg->thr_read = parse_u64(v, "--threshold-read"); break;
+    case O_THR_W: cfg->thr_write = parse_u64(v, "--threshold-write"); break;
+    case O_THR_SLACK: cfg->thr_slack_ns = (int64_t)parse_u64(v, "--threshold-slack-ns"); break;
+    case O_DEADLINE: cfg->deadline_ns = (int64_t)parse_u64(v, "--deadline-ns"); break;
+    case O_THR_RATIO: cfg->thr_ratio = parse_u64(v, "--threshold-ratio-ppm") / 1e6; break;
+    case O_FIFO: cfg->prio = (int)parse_u64(v, "--fifo"); break;
+    case O_RTB: cfg->rt_budget = parse_u64(v, "--rt-budget-ppm") / 1e6; break;
+    case O_DUR: cfg->duration_ns = (int64_t)parse_u64(v, "--duration-ns"); break;
+    case O_PHASE: cfg->phase_ns = (int64_t)parse_u64(v, "--phase-ns"); break;
+    case O_PHASE_FIRST: cfg->phase_first_on = pick(v, (const char *const[]){"off", "on"}, 2, "phase"); break;
+    case O_CRIT: cfg->crit = map_page(v); break;
+    case O_ACT_ON: cfg->act_on = v; break;
+    case O_ACT_OFF: cfg->act_off = v; break;
+    case O_CONFIRM_EXPECT: cfg->confirm_expect = v; break;
+    case O_CFS_PERIOD: cfg->cfs_period_us = (int64_t)parse_u64(v, "--cfs-period-us"); break;
+    case O_NOISE_CPU: cfg->noise_cpu = (int)parse_u64(v, "--noise-cpu"); break;
+    case O_NOISE_BYTES: cfg->noise_bytes = parse_u64(v, "--noise-bytes"); break;
+    case O_NOISE_STEPS: cfg->noise_steps = parse_u64(v, "--noise-steps"); break;
+    case O_PMU_RAW: parse_pmu_raw(cfg, v); break;
+    case O_REPLAY: load_replay(cfg, v); break;
+    case O_GO: cfg->wait_go = 1; break;
+    case O_SAMPLING: cfg->event = pick(v, (const char *const[]){"timer", "event"}, 2, "sampling"); break;
     case O_UNIT:
-        if (g_n_units == MAX_UNITS)
+        if (pr->n_units == MAX_UNITS)
             die("at most %d best-effort CPUs", MAX_UNITS);
-        g_units[g_n_units++].cpu = (int)parse_u64(v, "--unit");
+        u = &pr->units[pr->n_units++];
+        u->pr = pr;
+        u->cpu = (int)parse_u64(v, "--unit");
         break;
     case O_PAGE:
-        u = cur_unit("--report-page");
+        u = cur_unit(pr, "--report-page");
         if (u->n_pages == MAX_PAGES)
             die("too many report pages for CPU %d", u->cpu);
         u->pages[u->n_pages++] = map_page(v);
         break;
-    case O_PID: add_target(v, 0, "--pid"); break;
-    case O_PGID: add_target(v, 1, "--pgid"); break;
-    case O_ACT_FILE: cur_unit("--act-file")->act_path = v; break;
-    case O_CONFIRM_FILE: cur_unit("--confirm-file")->confirm_path = v; break;
+    case O_PID: add_target(pr, v, 0, "--pid"); break;
+    case O_PGID: add_target(pr, v, 1, "--pgid"); break;
+    case O_ACT_FILE: cur_unit(pr, "--act-file")->act_path = v; break;
+    case O_CONFIRM_FILE: cur_unit(pr, "--confirm-file")->confirm_path = v; break;
     case O_MBM:
-        u = cur_unit("--mbm-file");
+        u = cur_unit(pr, "--mbm-file");
         if (u->n_mbm == MAX_PAGES)
             die("too many resctrl counters for CPU %d", u->cpu);
         u->mbm_path[u->n_mbm++] = v;
@@ -538,61 +548,74 @@ static int parse_option(int c, const char *v)
 
 /* The budget each counter overflows at: the threshold's worth of events in one window Ts
  * (pmu: bytes/s x Ts / 64 B per line, each direction; cputime: the CPU share x Ts). */
-static void event_budgets(void)
+static void event_budgets(struct config *cfg)
 {
-    if (g_cfg.signal != SIG_PMU && g_cfg.signal != SIG_CPUTIME)
+    if (cfg->signal != SIG_PMU && cfg->signal != SIG_CPUTIME)
         die("event-based sampling needs a counter that overflows: --signal pmu or cputime");
-    if (g_cfg.rp_n)
+    if (cfg->rp_n)
         die("event-based sampling runs on live counters, not a replay");
-    double ts = (double)g_cfg.ts_ns;
-    if (g_cfg.signal == SIG_PMU) {
+    double ts = (double)cfg->ts_ns;
+    if (cfg->signal == SIG_PMU) {
         for (int k = 0; k < 2; k++) {
-            uint64_t thr = k ? g_cfg.thr_write : g_cfg.thr_read;
-            g_cfg.ev_budget[k] = thr ? (uint64_t)((double)thr * ts / 1e9 / 64.0 + 0.999999) : 0;
+            uint64_t thr = k ? cfg->thr_write : cfg->thr_read;
+            cfg->ev_budget[k] = thr ? (uint64_t)((double)thr * ts / 1e9 / 64.0 + 0.999999) : 0;
         }
         return;
     }
-    g_cfg.ev_budget[0] = (uint64_t)(g_cfg.thr_ratio * ts + 0.5);
-    if (g_cfg.ev_budget[0] < 10000)   /* the kernel's shortest software-event period (perf_swevent_init_hrtimer) */
+    cfg->ev_budget[0] = (uint64_t)(cfg->thr_ratio * ts + 0.5);
+    if (cfg->ev_budget[0] < 10000)   /* the kernel's shortest software-event period (perf_swevent_init_hrtimer) */
         die("event-based sampling on CPU time: the budget %.0f ns (threshold x Ts) is below the kernel's 10 us; "
-            "use a longer --sample or a larger --threshold", g_cfg.thr_ratio * ts);
+            "use a longer --sample or a larger --threshold", cfg->thr_ratio * ts);
 }
 
-static void check_config(void)
+static void check_config(struct protect *pr)
 {
-    if (!g_cfg.out || !g_cfg.ts_ns || !g_n_units)
+    struct config *cfg = &pr->cfg;
+    if (!cfg->out || !cfg->ts_ns || !pr->n_units)
         die("--out, --sample-ns and --unit are required");
-    if (g_cfg.law == LAW_FIXED && !g_cfg.s_ns)
+    if (cfg->law == LAW_FIXED && !cfg->s_ns)
         die("--suspend-ns is required");
-    if (g_cfg.law == LAW_PROPORTIONAL && (!g_cfg.s_max_ns || g_cfg.s_min_ns > g_cfg.s_max_ns))
+    if (cfg->law == LAW_PROPORTIONAL && (!cfg->s_max_ns || cfg->s_min_ns > cfg->s_max_ns))
         die("the proportional law needs --suspend-max-ns >= --suspend-min-ns");
-    if (g_cfg.signal == SIG_REPLAY && !g_cfg.rp_n)
+    if (cfg->signal == SIG_REPLAY && !cfg->rp_n)
         die("--signal replay needs --replay FILE");
-    if (g_cfg.rp_n && (g_cfg.actuator != ACT_NONE || g_n_units != 1))
+    if (cfg->rp_n && (cfg->actuator != ACT_NONE || pr->n_units != 1))
         die("replay runs in virtual time: one --unit and --actuator none");
-    if (g_cfg.signal == SIG_SLACK && !g_cfg.crit)
+    if (cfg->signal == SIG_SLACK && !cfg->crit)
         die("--signal slack needs --critical-page");
-    if ((g_cfg.signal == SIG_NOISE || g_cfg.signal == SIG_CPUTIME) && g_cfg.thr_ratio <= 0)
-        die("--signal %s needs --threshold-ratio-ppm", SIGNALS[g_cfg.signal]);
-    if (g_cfg.signal == SIG_NOISE && (!g_cfg.noise_bytes || !g_cfg.noise_steps))
+    if ((cfg->signal == SIG_NOISE || cfg->signal == SIG_CPUTIME) && cfg->thr_ratio <= 0)
+        die("--signal %s needs --threshold-ratio-ppm", SIGNALS[cfg->signal]);
+    if (cfg->signal == SIG_NOISE && (!cfg->noise_bytes || !cfg->noise_steps))
         die("--signal noise needs --noise-bytes and --noise-steps");
-    if ((g_cfg.actuator == ACT_FILE || g_cfg.actuator == ACT_CFS) && (!g_cfg.act_on || !g_cfg.act_off))
+    if ((cfg->actuator == ACT_FILE || cfg->actuator == ACT_CFS) && (!cfg->act_on || !cfg->act_off))
         die("file and cfs actuators need --act-on and --act-off");
-    if (g_cfg.actuator == ACT_CFS && g_cfg.cfs_period_us < 1000)
+    if (cfg->actuator == ACT_CFS && cfg->cfs_period_us < 1000)
         die("--cfs-period-us must be at least 1000");
-    if (g_cfg.actuator == ACT_RT && (g_cfg.prio <= 0 || g_cfg.rt_budget <= 0 || g_cfg.rt_budget >= 1))
+    if (cfg->actuator == ACT_RT && (cfg->prio <= 0 || cfg->rt_budget <= 0 || cfg->rt_budget >= 1))
         die("the rt actuator needs --fifo PRIO and an --rt-budget-ppm below 1000000");
-    if (g_cfg.prio > 99)
+    if (cfg->prio > 99)
         die("--fifo must be 1..99");
-    if (g_cfg.event)
-        event_budgets();
+    if (cfg->event)
+        event_budgets(cfg);
+}
+
+/* A run's state, before its options: everything zero but these. */
+static struct protect *new_run(void)
+{
+    struct protect *pr = js_calloc(1, sizeof *pr);
+    pr->cfg.gain = 10.0;
+    pr->cfg.phase_first_on = 1;
+    pr->signalled = &signalled;
+    pr->fd = -1;
+    pr->noise_unit.pr = pr;
+    atomic_init(&pr->noise_min_ns, INT64_MAX);
+    return pr;
 }
 
 int main(int argc, char **argv)
 {
     int c, check_cpu = -1;
-    g_cfg.gain = 10.0;
-    g_cfg.phase_first_on = 1;
+    struct protect *pr = new_run();
     while ((c = getopt_long(argc, argv, "", OPTS, NULL)) != -1) {
         if (c == O_LAYOUT)
             return mode_layout();
@@ -601,11 +624,11 @@ int main(int argc, char **argv)
         else if (c == '?')
             usage();
         else
-            parse_option(c, optarg);
+            parse_option(pr, c, optarg);
     }
     if (check_cpu >= 0)
-        return pmu_check(check_cpu);
-    check_config();
+        return pmu_check(&pr->cfg, check_cpu);
+    check_config(pr);
     if (js_die_with_parent())
         return 2;
     struct sigaction sa;
@@ -614,5 +637,5 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
-    return run();
+    return run(pr);
 }

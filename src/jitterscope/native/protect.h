@@ -3,6 +3,11 @@
  * the configuration, one "unit" per best-effort CPU (its signal inputs, its
  * actuator, its control thread and record ring), and the functions the three
  * files share.
+ *
+ * All of a run's state is one `struct protect`, passed explicitly (each unit
+ * points back to it, so a thread started on a unit reaches the run).  The only
+ * state outside it is the flag the signal handler sets (protect.c), which the
+ * run reads through `signalled`.
  */
 #ifndef JS_PROTECT_H
 #define JS_PROTECT_H
@@ -44,7 +49,10 @@ struct target {
     int group;                           /* 1: a process group (kill(-id)), 0: one process */
 };
 
+struct protect;
+
 struct unit {
+    struct protect *pr;                  /* the run this unit belongs to */
     int cpu;
     /* signal inputs */
     int n_pages;
@@ -88,6 +96,9 @@ struct unit {
     uint64_t samples, suspensions, clipped, over, unconfirmed;
     int64_t spin_ns, suspended_ns, thread_cpu_ns;
     int64_t late_ns;  /* how late a sleep ending a suspension woke, smoothed (see suspend) */
+    /* the signals' memory between samples (this unit's thread only) */
+    int64_t slack_held;                  /* slack: the last heartbeat latency seen (-1: none yet) */
+    uint64_t noise_seen;                 /* noise: the probe's sequence number at the last sample */
 };
 
 struct config {
@@ -126,15 +137,30 @@ struct config {
     size_t rp_n;
 };
 
-extern struct config g_cfg;
-extern struct unit g_units[MAX_UNITS];
-extern int g_n_units;
-extern _Atomic int g_stop;
-extern _Atomic int g_go;
-extern int64_t g_t0;
-/* noise probe's latest measurement */
-extern _Atomic int64_t g_noise_ns, g_noise_min_ns, g_noise_active_ns, g_noise_ref_ns;
-extern _Atomic uint64_t g_noise_seq;
+struct protect {
+    struct config cfg;
+    struct unit units[MAX_UNITS];
+    int n_units;
+    _Atomic int stop;                    /* the run is ending: every thread returns */
+    _Atomic int go;                      /* the run has started: control threads begin sampling */
+    const _Atomic int *signalled;        /* set by the signal handler (SIGINT, SIGTERM, SIGHUP) */
+    int64_t t0;
+    /* the writer (the main thread) */
+    int fd;
+    uint64_t written, beats_lost, beats_seen;
+    int direct;                          /* replay: records go straight to the file (no threads) */
+    /* the noise probe's thread (its CPU and error slot) and its latest measurement */
+    struct unit noise_unit;
+    _Atomic int64_t noise_ns, noise_min_ns, noise_active_ns, noise_ref_ns;
+    _Atomic uint64_t noise_seq;
+};
+
+/* Is the run ending (its end reached, or a signal asked for it)?  Read in every wait and spin. */
+static inline int stopping(struct protect *pr)
+{
+    return atomic_load_explicit(&pr->stop, memory_order_relaxed) ||
+           atomic_load_explicit(pr->signalled, memory_order_relaxed);
+}
 
 int64_t now_ns(void);
 void push(struct unit *u, const union jsp_record *r);
@@ -147,8 +173,8 @@ int64_t io_last_progress(struct unit *u);
 void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs);
 void act_release(struct unit *u, int at_sample);
 int act_confirmed(struct unit *u);
-void act_release_all(void);
-int pmu_check(int cpu);
+void act_release_all(struct protect *pr);
+int pmu_check(const struct config *cfg, int cpu);
 void ev_setup(struct unit *u);
 int ev_own(struct unit *u, int sig);
 void ev_rearm(struct unit *u);
@@ -158,9 +184,9 @@ void *dl_main(void *arg);
 
 /* protect_loop.c: the control loop, the laws, replay */
 void *control_main(void *arg);
-int64_t law_decide(int over, double pressure);
-int bw_over(uint64_t read_bytes, uint64_t write_bytes, int64_t window_ns, double *pressure);
+int64_t law_decide(const struct config *cfg, int over, double pressure);
+int bw_over(const struct config *cfg, uint64_t read_bytes, uint64_t write_bytes, int64_t window_ns, double *pressure);
 void replay_run(struct unit *u);
-int phase_on(int64_t t_rel);
+int phase_on(const struct config *cfg, int64_t t_rel);
 
 #endif

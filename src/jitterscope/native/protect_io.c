@@ -34,10 +34,6 @@
 #define JS_PROGRAM "jitterscope-protect"
 #include "js_cli.h"
 
-_Atomic int64_t g_noise_ns, g_noise_min_ns = INT64_MAX, g_noise_active_ns, g_noise_ref_ns;
-_Atomic uint64_t g_noise_seq;
-static volatile uint64_t g_noise_sink;
-
 /* ---- perf ------------------------------------------------------------------ */
 
 static int perf_open(struct perf_event_attr *a, pid_t pid, int cpu, int group)
@@ -57,23 +53,23 @@ static int64_t read_u64_fd(int fd)
 /* LLC accesses (L2 misses reaching the LLC) for reads and writes on `cpu`, grouped.  With event-based
  * sampling each overflows at its budget (0: that direction is not watched, counted only).
  * Returns the leader fd (the writes' fd in *wfd) or -1 with errno set. */
-static int pmu_open(int cpu, int *wfd)
+static int pmu_open(const struct config *cfg, int cpu, int *wfd)
 {
     struct perf_event_attr a;
     memset(&a, 0, sizeof a);
-    a.type = g_cfg.pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
-    a.config = g_cfg.pmu_raw ? g_cfg.pmu_read_config
+    a.type = cfg->pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
+    a.config = cfg->pmu_raw ? cfg->pmu_read_config
         : (PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_READ << 8) | (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16));
     a.read_format = PERF_FORMAT_GROUP;
-    a.sample_period = wfd && g_cfg.event ? g_cfg.ev_budget[0] : 0;
+    a.sample_period = wfd && cfg->event ? cfg->ev_budget[0] : 0;
     int lead = perf_open(&a, -1, cpu, -1);
     if (lead < 0)
         return -1;
     memset(&a, 0, sizeof a);
-    a.type = g_cfg.pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
-    a.config = g_cfg.pmu_raw ? g_cfg.pmu_write_config
+    a.type = cfg->pmu_raw ? PERF_TYPE_RAW : PERF_TYPE_HW_CACHE;
+    a.config = cfg->pmu_raw ? cfg->pmu_write_config
         : (PERF_COUNT_HW_CACHE_LL | (PERF_COUNT_HW_CACHE_OP_WRITE << 8) | (PERF_COUNT_HW_CACHE_RESULT_ACCESS << 16));
-    a.sample_period = wfd && g_cfg.event ? g_cfg.ev_budget[1] : 0;
+    a.sample_period = wfd && cfg->event ? cfg->ev_budget[1] : 0;
     int w = perf_open(&a, -1, cpu, lead);
     if (w < 0) {
         int e = errno;
@@ -89,9 +85,9 @@ static int pmu_open(int cpu, int *wfd)
 }
 
 /* --check-pmu: can the LLC events be counted on `cpu`?  One JSON line either way. */
-int pmu_check(int cpu)
+int pmu_check(const struct config *cfg, int cpu)
 {
-    int fd = pmu_open(cpu, NULL);
+    int fd = pmu_open(cfg, cpu, NULL);
     if (fd < 0) {
         int e = errno;
         printf("{\"ok\": false, \"errno\": %d, \"error\": \"%s\"}\n", e,
@@ -108,6 +104,7 @@ int pmu_check(int cpu)
  * with a task-clock event that children created later inherit. */
 static void open_task_clocks(struct unit *u, pid_t pid)
 {
+    const struct config *cfg = &u->pr->cfg;
     char path[64];
     snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
     DIR *d = opendir(path);
@@ -123,7 +120,7 @@ static void open_task_clocks(struct unit *u, pid_t pid)
         a.config = PERF_COUNT_SW_TASK_CLOCK;
         a.inherit = 1;
         /* event-based sampling on CPU time: overflows at the budget (ev_setup shares it out) */
-        a.sample_period = g_cfg.event && g_cfg.signal == SIG_CPUTIME ? g_cfg.ev_budget[0] : 0;
+        a.sample_period = cfg->event && cfg->signal == SIG_CPUTIME ? cfg->ev_budget[0] : 0;
         int fd = perf_open(&a, atoi(e->d_name), -1, -1);
         if (fd >= 0)
             u->taskfds[u->n_taskfds++] = fd;
@@ -175,6 +172,8 @@ static int open_path(const char *path, int flags, const char *what)
 
 void io_setup_unit(struct unit *u)
 {
+    u->slack_held = -1;
+    const struct config *cfg = &u->pr->cfg;
     u->pmu_fd = u->pmu_wfd = u->act_fd = u->confirm_fd = u->dl_efd = -1;
     for (int i = 0; i < u->n_targets; i++) {
         if (u->targets[i].group)
@@ -182,28 +181,28 @@ void io_setup_unit(struct unit *u)
         else
             open_task_clocks(u, u->targets[i].id);
     }
-    if (g_cfg.signal == SIG_CPUTIME && !u->n_taskfds)
+    if (cfg->signal == SIG_CPUTIME && !u->n_taskfds)
         die("cannot count the CPU time of CPU %d's best-effort tasks (perf task-clock): %s", u->cpu,
             !u->n_targets ? "no process was given for it"
             : errno && errno != ENOENT ? strerror(errno) : "they ended before the controller started");
-    if (g_cfg.signal == SIG_PMU && (u->pmu_fd = pmu_open(u->cpu, &u->pmu_wfd)) < 0)
+    if (cfg->signal == SIG_PMU && (u->pmu_fd = pmu_open(cfg, u->cpu, &u->pmu_wfd)) < 0)
         die("cannot count LLC reads/writes on CPU %d: %s", u->cpu,
             errno == ENOENT ? "no hardware PMU event here (use --signal report, slack, cputime or noise)"
                             : strerror(errno));
     for (int i = 0; i < u->n_mbm; i++)
         u->mbm_fd[i] = open_path(u->mbm_path[i], O_RDONLY, "resctrl counter");
-    if (g_cfg.signal == SIG_RESCTRL && !u->n_mbm)
+    if (cfg->signal == SIG_RESCTRL && !u->n_mbm)
         die("--signal resctrl needs an mbm_total_bytes file for CPU %d", u->cpu);
-    if (g_cfg.signal == SIG_REPORT && !u->n_pages)
+    if (cfg->signal == SIG_REPORT && !u->n_pages)
         die("--signal report needs a report page for CPU %d", u->cpu);
-    if (g_cfg.actuator == ACT_FILE || g_cfg.actuator == ACT_CFS) {
+    if (cfg->actuator == ACT_FILE || cfg->actuator == ACT_CFS) {
         if (!u->act_path)
             die("the actuator needs a file for CPU %d", u->cpu);
         u->act_fd = open_path(u->act_path, O_WRONLY, "actuator file");
     }
     if (u->confirm_path)
         u->confirm_fd = open_path(u->confirm_path, O_RDONLY, "confirmation file");
-    if (g_cfg.actuator == ACT_SIGNAL && !u->n_targets)
+    if (cfg->actuator == ACT_SIGNAL && !u->n_targets)
         die("--actuator sigstop needs a process or group for CPU %d", u->cpu);
     ev_setup(u);
 }
@@ -217,20 +216,21 @@ void io_setup_unit(struct unit *u)
 
 void ev_setup(struct unit *u)
 {
-    if (!g_cfg.event)
+    const struct config *cfg = &u->pr->cfg;
+    if (!cfg->event)
         return;
     u->n_evfds = 0;
-    if (g_cfg.signal == SIG_PMU) {
+    if (cfg->signal == SIG_PMU) {
         for (int k = 0; k < 2; k++)
-            if (g_cfg.ev_budget[k]) {
-                u->ev_period[u->n_evfds] = g_cfg.ev_budget[k];
+            if (cfg->ev_budget[k]) {
+                u->ev_period[u->n_evfds] = cfg->ev_budget[k];
                 u->evfds[u->n_evfds++] = k ? u->pmu_wfd : u->pmu_fd;
             }
         return;
     }
     /* several task counters share the CPU's budget: each overflows at its share, and the thread
      * decides on the sum (ev_budget_reached) */
-    uint64_t n = (uint64_t)u->n_taskfds, share = (g_cfg.ev_budget[0] + n - 1) / n;
+    uint64_t n = (uint64_t)u->n_taskfds, share = (cfg->ev_budget[0] + n - 1) / n;
     for (int i = 0; i < u->n_taskfds; i++) {
         u->ev_period[i] = share;
         u->evfds[u->n_evfds++] = u->taskfds[i];
@@ -265,14 +265,15 @@ void ev_rearm(struct unit *u)
 /* Has the window's budget been spent (either direction for LLC lines, the sum for CPU time)? */
 int ev_budget_reached(struct unit *u)
 {
-    if (g_cfg.signal == SIG_PMU) {
+    const struct config *cfg = &u->pr->cfg;
+    if (cfg->signal == SIG_PMU) {
         int64_t v[2];
         if (pmu_read(u, v))
             return 0;
-        return (g_cfg.ev_budget[0] && (uint64_t)(v[0] - u->prev_pmu[0]) >= g_cfg.ev_budget[0]) ||
-               (g_cfg.ev_budget[1] && (uint64_t)(v[1] - u->prev_pmu[1]) >= g_cfg.ev_budget[1]);
+        return (cfg->ev_budget[0] && (uint64_t)(v[0] - u->prev_pmu[0]) >= cfg->ev_budget[0]) ||
+               (cfg->ev_budget[1] && (uint64_t)(v[1] - u->prev_pmu[1]) >= cfg->ev_budget[1]);
     }
-    return task_cpu(u) - u->prev_cpu >= (int64_t)g_cfg.ev_budget[0];
+    return task_cpu(u) - u->prev_cpu >= (int64_t)cfg->ev_budget[0];
 }
 
 /* ---- signals ------------------------------------------------------------------ */
@@ -323,6 +324,7 @@ static uint64_t mbm_total(struct unit *u)
 
 void io_baseline(struct unit *u)
 {
+    const struct config *cfg = &u->pr->cfg;
     page_sums(u, &u->prev_read, &u->prev_write);
     u->prev_cpu = task_cpu(u);
     if (!u->samples) {  /* accounting starts once, at go */
@@ -333,14 +335,15 @@ void io_baseline(struct unit *u)
         pmu_read(u, u->prev_pmu);
     if (u->n_mbm)
         u->prev_mbm = mbm_total(u);
-    if (g_cfg.crit)
-        u->beats_seen = atomic_load_explicit(&g_cfg.crit->beats, memory_order_acquire);
+    if (cfg->crit)
+        u->beats_seen = atomic_load_explicit(&cfg->crit->beats, memory_order_acquire);
 }
 
 /* The largest latency among the heartbeats since the last sample (-1: none new). */
 static int64_t new_beats_max(struct unit *u)
 {
-    struct js_report_page *p = g_cfg.crit;
+    const struct config *cfg = &u->pr->cfg;
+    struct js_report_page *p = cfg->crit;
     uint64_t b = atomic_load_explicit(&p->beats, memory_order_acquire), from = u->beats_seen;
     if (b - from > JS_REPORT_BEATS)
         from = b - JS_REPORT_BEATS;
@@ -356,16 +359,16 @@ static int64_t new_beats_max(struct unit *u)
 
 static void slack_signal(struct unit *u, struct jsp_sample *s, int *over, double *pressure)
 {
-    static _Thread_local int64_t held = -1;
-    int64_t deadline = g_cfg.deadline_ns ? g_cfg.deadline_ns : g_cfg.crit->deadline_ns;
+    const struct config *cfg = &u->pr->cfg;
+    int64_t deadline = cfg->deadline_ns ? cfg->deadline_ns : cfg->crit->deadline_ns;
     int64_t l = new_beats_max(u);
     if (l < 0) {
-        s->flags |= held < 0 ? JSP_S_NOSIGNAL : JSP_S_STALE;
-        l = held;
+        s->flags |= u->slack_held < 0 ? JSP_S_NOSIGNAL : JSP_S_STALE;
+        l = u->slack_held;
     }
-    held = l;
+    u->slack_held = l;
     s->metric = l;
-    int64_t limit = deadline - g_cfg.thr_slack_ns;  /* act when slack = deadline - latency <= threshold */
+    int64_t limit = deadline - cfg->thr_slack_ns;  /* act when slack = deadline - latency <= threshold */
     if (l < 0 || deadline <= 0 || limit <= 0)
         return;
     *pressure = (double)l / (double)limit;
@@ -378,27 +381,29 @@ static void slack_signal(struct unit *u, struct jsp_sample *s, int *over, double
  * to attribute to them, whatever slowed the protected CPU (other programs, the host). */
 static void noise_signal(struct unit *u, int64_t cpu_sig, struct jsp_sample *s, int *over, double *pressure)
 {
-    static _Thread_local uint64_t seen;
-    uint64_t seq = atomic_load(&g_noise_seq);
-    int64_t active = atomic_load(&g_noise_active_ns), ref = atomic_load(&g_noise_ref_ns);
+    struct protect *pr = u->pr;
+    const struct config *cfg = &pr->cfg;
+    uint64_t seq = atomic_load(&pr->noise_seq);
+    int64_t active = atomic_load(&pr->noise_active_ns), ref = atomic_load(&pr->noise_ref_ns);
     if (!seq) {
         s->flags |= JSP_S_NOSIGNAL;
         return;
     }
-    if (seq == seen)
+    if (seq == u->noise_seen)
         s->flags |= JSP_S_STALE;
-    seen = seq;
-    s->metric = atomic_load(&g_noise_ns);
+    u->noise_seen = seq;
+    s->metric = atomic_load(&pr->noise_ns);
     if ((u->n_taskfds && cpu_sig <= 0) || !active)
         return;   /* they did not run in this window, or never while the probe looked */
     if (!ref)
-        ref = atomic_load(&g_noise_min_ns);
-    *pressure = ((double)active / (double)ref - 1.0) / g_cfg.thr_ratio;
+        ref = atomic_load(&pr->noise_min_ns);
+    *pressure = ((double)active / (double)ref - 1.0) / cfg->thr_ratio;
     *over = *pressure >= 1.0;
 }
 
 void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over, double *pressure)
 {
+    const struct config *cfg = &u->pr->cfg;
     uint64_t r, w;
     s->progress_bytes = s->cpu_ns = s->metric = -1;   /* -1: unknown (null in the table) */
     int64_t cpu_sig = 0;
@@ -420,9 +425,9 @@ void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over,
     }
     *over = 0;
     *pressure = 0;
-    switch (g_cfg.signal) {
+    switch (cfg->signal) {
     case SIG_REPORT:
-        *over = bw_over((uint64_t)s->read_bytes, (uint64_t)s->write_bytes, window_ns, pressure);
+        *over = bw_over(cfg, (uint64_t)s->read_bytes, (uint64_t)s->write_bytes, window_ns, pressure);
         break;
     case SIG_PMU: {
         int64_t v[2] = {0, 0};
@@ -431,7 +436,7 @@ void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over,
             s->write_bytes = (v[1] - u->prev_pmu[1]) * 64;
             u->prev_pmu[0] = v[0];
             u->prev_pmu[1] = v[1];
-            *over = bw_over((uint64_t)s->read_bytes, (uint64_t)s->write_bytes, window_ns, pressure);
+            *over = bw_over(cfg, (uint64_t)s->read_bytes, (uint64_t)s->write_bytes, window_ns, pressure);
         } else {
             s->flags |= JSP_S_NOSIGNAL;
         }
@@ -442,7 +447,7 @@ void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over,
         s->read_bytes = (int64_t)(m - u->prev_mbm);
         s->write_bytes = 0;
         u->prev_mbm = m;
-        *over = bw_over((uint64_t)s->read_bytes, 0, window_ns, pressure);
+        *over = bw_over(cfg, (uint64_t)s->read_bytes, 0, window_ns, pressure);
         break;
     }
     case SIG_SLACK:
@@ -457,7 +462,7 @@ void io_read(struct unit *u, int64_t window_ns, struct jsp_sample *s, int *over,
         break;
     case SIG_CPUTIME:
         s->metric = cpu_sig;
-        *pressure = (double)cpu_sig / ((double)window_ns * g_cfg.thr_ratio);
+        *pressure = (double)cpu_sig / ((double)window_ns * cfg->thr_ratio);
         *over = *pressure >= 1.0;
         break;
     default:
@@ -495,7 +500,8 @@ static void signal_targets(struct unit *u, int sig)
 
 void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs)
 {
-    switch (g_cfg.actuator) {
+    const struct config *cfg = &u->pr->cfg;
+    switch (cfg->actuator) {
     case ACT_DEADLINE: {
         atomic_store(&u->dl_until, until_abs);
         uint64_t one = 1;
@@ -506,17 +512,17 @@ void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs)
         signal_targets(u, SIGSTOP);
         break;
     case ACT_FILE:
-        write_str(u->act_fd, g_cfg.act_on);
+        write_str(u->act_fd, cfg->act_on);
         break;
     case ACT_CFS: {
         /* share Ts/(Ts+S) of each CFS period; the kernel's minimum quota is 1 ms.  Written only when
          * it changes: every write refills the group's runtime and restarts its period. */
-        int64_t q = g_cfg.cfs_period_us * g_cfg.ts_ns / (g_cfg.ts_ns + s_ns);
+        int64_t q = cfg->cfs_period_us * cfg->ts_ns / (cfg->ts_ns + s_ns);
         q = q < 1000 ? 1000 : q;
         if (u->throttled != q) {
             char buf[64];
             /* act_on is what follows the quota (" PERIOD" for cpu.max), never a format: data from argv */
-            snprintf(buf, sizeof buf, "%lld%s", (long long)q, g_cfg.act_on);
+            snprintf(buf, sizeof buf, "%lld%s", (long long)q, cfg->act_on);
             write_str(u->act_fd, buf);
             u->throttled = q;
         }
@@ -529,16 +535,17 @@ void act_engage(struct unit *u, int64_t s_ns, int64_t until_abs)
 
 void act_release(struct unit *u, int at_sample)
 {
-    switch (g_cfg.actuator) {
+    const struct config *cfg = &u->pr->cfg;
+    switch (cfg->actuator) {
     case ACT_SIGNAL:
         signal_targets(u, SIGCONT);
         break;
     case ACT_FILE:
-        write_str(u->act_fd, g_cfg.act_off);
+        write_str(u->act_fd, cfg->act_off);
         break;
     case ACT_CFS:
         if (at_sample && u->throttled) {
-            write_str(u->act_fd, g_cfg.act_off);
+            write_str(u->act_fd, cfg->act_off);
             u->throttled = 0;
         }
         break;
@@ -553,20 +560,21 @@ void act_release(struct unit *u, int at_sample)
 /* Did the stop take effect?  (The freezer reports FROZEN or `frozen 1` once every task is.) */
 int act_confirmed(struct unit *u)
 {
-    if (u->confirm_fd < 0 || !g_cfg.confirm_expect)
+    const struct config *cfg = &u->pr->cfg;
+    if (u->confirm_fd < 0 || !cfg->confirm_expect)
         return 1;
     char buf[256];
     ssize_t n = pread(u->confirm_fd, buf, sizeof buf - 1, 0);
     if (n <= 0)
         return 0;
     buf[n] = 0;
-    return strstr(buf, g_cfg.confirm_expect) != NULL;
+    return strstr(buf, cfg->confirm_expect) != NULL;
 }
 
-void act_release_all(void)
+void act_release_all(struct protect *pr)
 {
-    for (int i = 0; i < g_n_units; i++)
-        act_release(&g_units[i], 1);
+    for (int i = 0; i < pr->n_units; i++)
+        act_release(&pr->units[i], 1);
 }
 
 /* ---- the SCHED_DEADLINE blocker ------------------------------------------------------ */
@@ -584,15 +592,17 @@ struct js_sched_attr {
 void *dl_main(void *arg)
 {
     struct unit *u = arg;
+    struct protect *pr = u->pr;
+    const struct config *cfg = &pr->cfg;
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(u->cpu, &set);
     int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    int64_t s = g_cfg.law == LAW_FIXED ? g_cfg.s_ns : g_cfg.s_max_ns;
+    int64_t s = cfg->law == LAW_FIXED ? cfg->s_ns : cfg->s_max_ns;
     struct js_sched_attr a = {.size = sizeof a, .sched_policy = 6 /* SCHED_DEADLINE */,
                               .sched_runtime = (uint64_t)(s + s / 20 + 20000),
-                              .sched_deadline = (uint64_t)(g_cfg.ts_ns + s),
-                              .sched_period = (uint64_t)(g_cfg.ts_ns + s)};
+                              .sched_deadline = (uint64_t)(cfg->ts_ns + s),
+                              .sched_period = (uint64_t)(cfg->ts_ns + s)};
     if (!err && syscall(SYS_sched_setattr, 0, &a, 0) != 0)
         err = errno;
     if (err) {
@@ -606,11 +616,11 @@ void *dl_main(void *arg)
     pthread_setname_np(pthread_self(), "js-protect-dl");
     atomic_store(&u->ready, 1);
     uint64_t v;
-    while (!atomic_load(&g_stop)) {
+    while (!stopping(pr)) {
         if (read(u->dl_efd, &v, sizeof v) < 0 && errno != EINTR)
             break;
         int64_t until = atomic_load(&u->dl_until);
-        while (now_ns() < until && !atomic_load_explicit(&g_stop, memory_order_relaxed))
+        while (now_ns() < until && !stopping(pr))
             __builtin_ia32_pause();
     }
     return NULL;
@@ -627,13 +637,13 @@ static int cmp_i64(const void *a, const void *b)
 }
 
 /* CPU time of every best-effort task (-1: none can be counted) */
-static int64_t be_cpu_all(void)
+static int64_t be_cpu_all(struct protect *pr)
 {
     int64_t sum = 0;
     int any = 0;
-    for (int i = 0; i < g_n_units; i++) {
-        any |= g_units[i].n_taskfds > 0;
-        sum += task_cpu(&g_units[i]);
+    for (int i = 0; i < pr->n_units; i++) {
+        any |= pr->units[i].n_taskfds > 0;
+        sum += task_cpu(&pr->units[i]);
     }
     return any ? sum : -1;
 }
@@ -641,62 +651,66 @@ static int64_t be_cpu_all(void)
 void *noise_main(void *arg)
 {
     struct unit *u = arg;  /* carries the probe's CPU and error slot */
+    struct protect *pr = u->pr;
+    const struct config *cfg = &pr->cfg;
     cpu_set_t set;
     CPU_ZERO(&set);
-    CPU_SET(g_cfg.noise_cpu, &set);
+    CPU_SET(cfg->noise_cpu, &set);
     int err = pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-    if (!err && g_cfg.prio > 0) {
-        struct sched_param sp = {.sched_priority = g_cfg.prio};
+    if (!err && cfg->prio > 0) {
+        struct sched_param sp = {.sched_priority = cfg->prio};
         err = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp);
     }
     if (err) {
-        snprintf(u->error, sizeof u->error, "cannot start the noise probe on CPU %d: %s", g_cfg.noise_cpu,
+        snprintf(u->error, sizeof u->error, "cannot start the noise probe on CPU %d: %s", cfg->noise_cpu,
                  strerror(err));
         atomic_store(&u->ready, -1);
         return NULL;
     }
     pthread_setname_np(pthread_self(), "js-protect-nz");
-    uint64_t *buf = js_chase_build(g_cfg.noise_bytes, 0x9E3779B97F4A7C15ull);
+    uint64_t *buf = js_chase_build(cfg->noise_bytes, 0x9E3779B97F4A7C15ull);
     if (!buf)
-        die("cannot allocate the noise probe's %llu bytes", (unsigned long long)g_cfg.noise_bytes);
+        die("cannot allocate the noise probe's %llu bytes", (unsigned long long)cfg->noise_bytes);
     uint64_t idx = 0;
+    volatile uint64_t sink;
     int64_t quiet[NOISE_REF], sorted[NOISE_REF];
     int n_quiet = 0;
     atomic_store(&u->ready, 1);
-    while (!atomic_load(&g_go) && !atomic_load(&g_stop))
+    while (!atomic_load(&pr->go) && !stopping(pr))
         usleep(1000);
     /* every Ts, but not more often than every 500 us: the probe runs on a protected CPU */
-    int64_t period = g_cfg.ts_ns > 500000 ? g_cfg.ts_ns : 500000, next = now_ns();
-    while (!atomic_load(&g_stop)) {
+    int64_t period = cfg->ts_ns > 500000 ? cfg->ts_ns : 500000, next = now_ns();
+    while (!stopping(pr)) {
         next += period;
         struct timespec ts = {next / 1000000000LL, next % 1000000000LL};
         clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, NULL);
-        int64_t before = be_cpu_all(), best = INT64_MAX;
+        int64_t before = be_cpu_all(pr), best = INT64_MAX;
         for (int rep = 0; rep < 2; rep++) {  /* the faster of 2: an interrupt inflates one, not both */
             int64_t a = now_ns();
-            for (uint64_t k = 0; k < g_cfg.noise_steps; k++)
+            for (uint64_t k = 0; k < cfg->noise_steps; k++)
                 idx = buf[idx];
             int64_t d = now_ns() - a;
             if (d < best)
                 best = d;
         }
         /* quiet: no best-effort task ran meanwhile (with no task-clock to read, every chase is theirs) */
-        int quiet_now = before >= 0 && be_cpu_all() == before;
-        g_noise_sink = idx;  /* keeps the walk from being optimised away */
-        atomic_store(&g_noise_ns, best);
+        int quiet_now = before >= 0 && be_cpu_all(pr) == before;
+        sink = idx;  /* keeps the walk from being optimised away */
+        atomic_store(&pr->noise_ns, best);
         if (quiet_now) {
             quiet[n_quiet++ % NOISE_REF] = best;
             int n = n_quiet < NOISE_REF ? n_quiet : NOISE_REF;
             memcpy(sorted, quiet, (size_t)n * sizeof *sorted);
             qsort(sorted, (size_t)n, sizeof *sorted, cmp_i64);
-            atomic_store(&g_noise_ref_ns, sorted[n / 2]);
+            atomic_store(&pr->noise_ref_ns, sorted[n / 2]);
         } else {
-            atomic_store(&g_noise_active_ns, best);
+            atomic_store(&pr->noise_active_ns, best);
         }
-        if (best < atomic_load(&g_noise_min_ns))
-            atomic_store(&g_noise_min_ns, best);
-        atomic_fetch_add(&g_noise_seq, 1);
+        if (best < atomic_load(&pr->noise_min_ns))
+            atomic_store(&pr->noise_min_ns, best);
+        atomic_fetch_add(&pr->noise_seq, 1);
     }
+    (void)sink;
     free(buf);
     return NULL;
 }

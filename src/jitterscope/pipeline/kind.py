@@ -4,7 +4,6 @@ registered with kinds.py."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from jitterscope import kinds
 from jitterscope.kinds import Comparison, Lazy, Recovery, RunKind, TableSpec, if_traced, never
@@ -26,12 +25,12 @@ class PipelineLatency(OpenModel):
 class PipelineSummary(OpenModel):
     """`jitterscope pipeline run` (docs/run-format.md, "pipeline runs")."""
 
-    run: dict[str, Any]
+    run: dict[str, object]
     latency: PipelineLatency
-    subboxes: list[dict[str, Any]] = []
-    outputs: dict[str, Any] = {}
-    guard: dict[str, Any] = {}
-    late: dict[str, Any] | None = None
+    subboxes: list[dict[str, object]] = []
+    outputs: dict[str, object] = {}
+    guard: dict[str, object] = {}
+    late: dict[str, object] | None = None
     lost_events: Count = 0
 
 

@@ -3,8 +3,6 @@ registered with kinds.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import StrictStr
 
 from jitterscope import kinds
@@ -16,15 +14,15 @@ from jitterscope.runcheck import Count, Number, OpenModel
 class PlaceSummary(OpenModel):
     """`jitterscope place` (docs/run-format.md, "place runs")."""
 
-    run: dict[str, Any]
-    tasks: list[dict[str, Any]]
+    run: dict[str, object]
+    tasks: list[dict[str, object]]
     weight_sources: dict[str, Count] = {}
     coheavy_fraction: Number
     coheavy_method: StrictStr
     balanced_fraction: Number | None = None
-    credit: dict[str, Any] = {}
+    credit: dict[str, object] = {}
     decisions: dict[str, Count] = {}
-    observer: dict[str, Any] = {}
+    observer: dict[str, object] = {}
 
 
 class PlaceCompareSummary(OpenModel):
@@ -35,8 +33,8 @@ class PlaceCompareSummary(OpenModel):
     repeat: Count
     ended_by: StrictStr
     runs: list[StrictStr]
-    tasks: list[dict[str, Any]]
-    policies: dict[str, dict[str, Any]]
+    tasks: list[dict[str, object]]
+    policies: dict[str, dict[str, object]]
 
 
 kinds.register(

@@ -24,6 +24,7 @@ import pyarrow as pa
 
 from jitterscope.protect import records as rec
 from jitterscope.protect.delivery import delivery
+from jitterscope.protect.results import CpuRow, Dist, EventBudget, Latency, Phase, Summary
 from jitterscope.protect.schema import ITERATIONS, SAMPLES, SUSPENSIONS
 from jitterscope.rundir import write_json, write_table
 
@@ -79,7 +80,7 @@ def tables(recs: dict[str, np.ndarray], phase_ns: float | None) -> dict[str, pa.
     return {"samples": samples, "suspensions": suspensions, "iterations": iterations}
 
 
-def dist(v: np.ndarray) -> dict[str, float] | None:
+def dist(v: np.ndarray) -> Dist | None:
     """p50/p99/max (and mean) of a sample, or None when empty."""
     if len(v) == 0:
         return None
@@ -92,7 +93,7 @@ def dist(v: np.ndarray) -> dict[str, float] | None:
     }
 
 
-def latency(v: np.ndarray, deadline_ns: float | None) -> dict[str, Any] | None:
+def latency(v: np.ndarray, deadline_ns: float | None) -> Latency | None:
     """The critical program's latency (ns): mean ± sd, p50, p99, max, deadline misses."""
     if len(v) == 0:
         return None
@@ -124,7 +125,7 @@ def phase(
     deadline_ns: float | None,
     n_cpus: int,
     phase_ns: float | None,
-) -> dict[str, Any]:
+) -> Phase:
     """One phase (protected or not): the critical latency and what the best-effort programs got."""
     s, x = recs["samples"], recs["suspensions"]
     sel = ((s["flags"] & rec.S_ON) != 0) == on
@@ -147,10 +148,12 @@ def phase(
     }
 
 
-def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float, protected_s: float) -> dict[str, Any]:
+def per_cpu(
+    recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float, protected_s: float
+) -> dict[str, CpuRow]:
     s, x = recs["samples"], recs["suspensions"]
     ends = {int(u["cpu"]): u for u in end.get("units", [])}
-    out = {}
+    out: dict[str, CpuRow] = {}
     for cpu in sorted({int(c) for c in s["cpu"]} | set(ends)):
         ss, xx, u = s[s["cpu"] == cpu], x[x["cpu"] == cpu], ends.get(cpu, {})
         stop = xx["stopped_ns"][xx["stopped_ns"] != rec.STOP_UNKNOWN]
@@ -175,7 +178,7 @@ def per_cpu(recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float,
     return out
 
 
-def _event_budget(opts: dict[str, Any], end: dict[str, Any]) -> dict[str, Any] | None:
+def _event_budget(opts: dict[str, Any], end: dict[str, Any]) -> EventBudget | None:
     """What each counter overflowed at (--sampling event): LLC lines per direction, or task-clock ns."""
     b = end.get("event_budget")
     if opts.get("sampling") != "event" or not b:
@@ -209,7 +212,7 @@ def _critical_source(meta: dict[str, Any], beats: int) -> str:
     )
 
 
-def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[str, Any]) -> dict[str, Any]:
+def summarize(recs: dict[str, np.ndarray], header: rec.Header, meta: dict[str, Any]) -> Summary:
     opts = meta["options"]
     phase_ns = opts.get("compare_ns")
     duration_ns = meta["duration_s"] * 1e9
@@ -220,10 +223,15 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
     if phase_ns:
         phases["unprotected"] = phase(recs, False, _phase_seconds(duration_ns, phase_ns, False), deadline, n, phase_ns)
         on, off = phases["protected"]["best_effort"], phases["unprotected"]["best_effort"]
-        key = "progress_bytes_per_s" if on["progress_bytes_per_s"] and off["progress_bytes_per_s"] else "cpu_share"
-        ratio = on[key] / off[key] if on[key] is not None and off[key] else None
+        got: float | None
+        had: float | None
+        if on["progress_bytes_per_s"] and off["progress_bytes_per_s"]:
+            got, had = on["progress_bytes_per_s"], off["progress_bytes_per_s"]
+        else:
+            got, had = on["cpu_share"], off["cpu_share"]
+        ratio = got / had if got is not None and had else None
     end = meta.get("controller", {})
-    out = {
+    out: Summary = {
         "run": {
             "id": meta["id"],
             "duration_s": meta["duration_s"],
@@ -251,12 +259,13 @@ def summarize(recs: dict[str, np.ndarray], header: dict[str, Any], meta: dict[st
             "beats_lost": int(header["beats_lost"]),
             "writer_cpu_share": end.get("writer_cpu_ns", 0) / 1e9 / meta["duration_s"] if meta["duration_s"] else 0.0,
         },
+        "delivery": None,
     }
     out["delivery"] = delivery(out, recs["samples"], phase_ns)
     return out
 
 
-def build(run_dir: Path, meta: dict[str, Any], raw: Path) -> dict[str, Any]:
+def build(run_dir: Path, meta: dict[str, Any], raw: Path) -> Summary:
     """Write the tables and summary.json (meta.json last: a run without it is not a run)."""
     header, recs = rec.read_records(raw)
     for name, table in tables(recs, meta["options"].get("compare_ns")).items():

@@ -24,13 +24,14 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_file
 from jitterscope.protect import build, plan, runmeta, session
 from jitterscope.protect.outcome import RECORDS
+from jitterscope.protect.results import Latency
 from jitterscope.protect.slacklaw import Calibration
 from jitterscope.units import format_ns
 
 DEFAULT_SHARES = (1.0, 0.5, 0.25, 0.1, 0.0)
 
 
-def _steady(run_dir: Path, c: dict[str, Any] | None, warmup_ns: float) -> dict[str, Any] | None:
+def _steady(run_dir: Path, c: Latency | None, warmup_ns: float) -> Latency | None:
     """The critical latency without the heartbeats of the first `warmup_ns` (the program's start-up)."""
     if not warmup_ns or not c:
         return c

@@ -21,10 +21,9 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal, Outcome, process_start_time
+from jitterscope.journal import Entry, Journal, Outcome, process_start_time
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ def _procs(d: Path) -> list[int]:
         return []
 
 
-def undo_cgroup(e: dict[str, Any]) -> Outcome:
+def undo_cgroup(e: Entry) -> Outcome:
     d, parent = Path(e["path"]), Path(e["parent"])
     if not d.exists():
         return Outcome("unchanged", f"cgroup {d} already removed")
@@ -132,7 +131,7 @@ def undo_cgroup(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", f"removed cgroup {d}")
 
 
-def undo_move(e: dict[str, Any]) -> Outcome:
+def undo_move(e: Entry) -> Outcome:
     pid = int(e["pid"])
     if process_start_time(pid) != e.get("start"):
         # possibly just now: a process told to end while it was stopped ends when resumed (above)
@@ -144,7 +143,7 @@ def undo_move(e: dict[str, Any]) -> Outcome:
     return Outcome("restored", f"process {pid} moved back to cgroup {origin}")
 
 
-def undo_sigcont(e: dict[str, Any]) -> Outcome:
+def undo_sigcont(e: Entry) -> Outcome:
     done = []
     for t in e["targets"]:
         i = int(t["id"])

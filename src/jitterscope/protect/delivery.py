@@ -19,6 +19,7 @@ import numpy as np
 from scipy import stats
 
 from jitterscope.protect import records as rec
+from jitterscope.protect.results import Delivery, Summary
 
 SHARED_ABOVE = 0.05  # of the CPU, taken by other work while unprotected
 BLOCK_NS = 20e6  # the ratio's interval is computed over blocks of about this length within each phase
@@ -60,7 +61,7 @@ def ratio_interval(p: np.ndarray, u: np.ndarray, level: float = LEVEL) -> tuple[
     return float(r - t * se), float(r + t * se)
 
 
-def delivery(summary: dict[str, Any], s: np.ndarray, phase_ns: float | None) -> dict[str, Any] | None:
+def delivery(summary: Summary, s: np.ndarray, phase_ns: float | None) -> Delivery | None:
     """What the law promised, what the programs got, and why they may differ; None without --compare."""
     phases = summary["phases"]
     if "unprotected" not in phases:
@@ -75,7 +76,7 @@ def delivery(summary: dict[str, Any], s: np.ndarray, phase_ns: float | None) -> 
     key = "progress_bytes" if on["progress_bytes_per_s"] and off["progress_bytes_per_s"] else "cpu_ns"
     ci = ratio_interval(*block_rates(s, phase_ns or 0, key))
     ratio = summary.get("progress_ratio")
-    x = [c["suspension_ns"]["mean"] for c in summary["cpus"].values() if c.get("suspension_ns")]
+    x = [d["mean"] for c in summary["cpus"].values() if (d := c["suspension_ns"])]
     late = float(np.mean(x)) - summary["suspend_ns"] if x and summary["law"] == "fixed" else None
     within = None
     if law is not None and excess and ratio is not None and not shared:

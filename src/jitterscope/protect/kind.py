@@ -3,8 +3,6 @@ comparison, export or recovery of its own yet)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import StrictStr
 
 from jitterscope import kinds
@@ -16,21 +14,21 @@ from jitterscope.runcheck import Number, OpenModel
 class ProtectSummary(OpenModel):
     """`jitterscope protect` (docs/run-format.md, "protect runs")."""
 
-    run: dict[str, Any]
+    run: dict[str, object]
     signal: StrictStr
     actuator: StrictStr
     law: StrictStr
     sample_ns: Number
     suspend_ns: Number
     sampling: StrictStr = "timer"
-    event_budget: dict[str, Any] | None = None
-    phases: dict[str, dict[str, Any]]
+    event_budget: dict[str, object] | None = None
+    phases: dict[str, dict[str, object]]
     progress_ratio: Number | None = None
-    delivery: dict[str, Any] | None = None
-    critical: dict[str, Any] | None = None
+    delivery: dict[str, object] | None = None
+    critical: dict[str, object] | None = None
     critical_latency: StrictStr | None = None
-    cpus: dict[str, dict[str, Any]] = {}
-    controller: dict[str, Any] = {}
+    cpus: dict[str, dict[str, object]] = {}
+    controller: dict[str, object] = {}
 
 
 kinds.register(

@@ -10,7 +10,7 @@ structs exactly; tests/integration/test_protect_layout.py compares them with wha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -133,7 +133,19 @@ def layout(dtype: np.dtype) -> dict[str, dict[str, int]]:
     return {name: {"offset": int(off), "size": int(dt.itemsize)} for name, (dt, off, *_) in dtype.fields.items()}
 
 
-def read_header(path: Path) -> dict[str, Any]:
+class Header(TypedDict):
+    """A controller file's header, checked, and what the file holds."""
+
+    flags: int
+    t0_ns: int
+    n_records: int  # as the controller counted them
+    dropped: int
+    beats_lost: int
+    complete: bool  # the controller finished the file
+    records_in_file: int  # whole records present (a killed controller's file is read up to its last)
+
+
+def read_header(path: Path) -> Header:
     """The checked header of a controller file (one-line JitterscopeError if it is not one)."""
     size = boundedio.check_file(path, "controller records", boundedio.table_cap()).st_size
     if size < HEADER_DTYPE.itemsize:
@@ -145,13 +157,19 @@ def read_header(path: Path) -> dict[str, Any]:
         raise JitterscopeError(
             f"{path}: corrupt record file (header {int(h['header_size'])} B, record {int(h['record_size'])} B)"
         )
-    out = {n: h[n].item() for n in ("flags", "t0_ns", "n_records", "dropped", "beats_lost")}
-    out["complete"] = bool(out["flags"] & FLAG_COMPLETE)
-    out["records_in_file"] = (size - HEADER_DTYPE.itemsize) // SAMPLE_DTYPE.itemsize
-    return out
+    flags = int(h["flags"])
+    return {
+        "flags": flags,
+        "t0_ns": int(h["t0_ns"]),
+        "n_records": int(h["n_records"]),
+        "dropped": int(h["dropped"]),
+        "beats_lost": int(h["beats_lost"]),
+        "complete": bool(flags & FLAG_COMPLETE),
+        "records_in_file": (size - HEADER_DTYPE.itemsize) // SAMPLE_DTYPE.itemsize,
+    }
 
 
-def read_records(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
+def read_records(path: Path) -> tuple[Header, dict[str, np.ndarray]]:
     """(header, {"samples", "suspensions", "beats"}) from a controller file.
 
     A file the controller did not finish (it was killed) is read up to its last whole record."""

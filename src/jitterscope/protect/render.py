@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from jitterscope.protect.results import Dist, Latency, Summary
 from jitterscope.units import format_ns
 
 
@@ -20,21 +21,21 @@ def _pct(v: float | None) -> str:
     return "-" if v is None else f"{v * 100:.1f}%"
 
 
-def _lat(c: dict[str, Any] | None, key: str) -> str:
+def _lat(c: Latency | None, key: str) -> str:
     if not c:
         return "-"
     if key == "mean":
         return f"{format_ns(c['mean_ns'])} ± {format_ns(c['sd_ns'])}"
     if key == "misses":
         return "-" if c["deadline_misses"] is None else f"{c['deadline_misses']:,} of {c['count']:,}"
-    return format_ns(c[f"{key}_ns"])
+    return format_ns({"p50": c["p50_ns"], "p99": c["p99_ns"], "max": c["max_ns"]}[key])
 
 
-def _dist(d: dict[str, float] | None) -> str:
+def _dist(d: Dist | None) -> str:
     return "-" if not d else f"p50 {format_ns(d['p50'])}, p99 {format_ns(d['p99'])}, max {format_ns(d['max'])}"
 
 
-def _sampling(summary: dict[str, Any]) -> str:
+def _sampling(summary: Summary) -> str:
     b = summary.get("event_budget")
     if not b:
         return ""
@@ -43,7 +44,7 @@ def _sampling(summary: dict[str, Any]) -> str:
     return " · event-sampled: overflow at " + ", ".join(f"{b[k]:,} {k} lines" for k in ("read", "write") if b[k])
 
 
-def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
+def render(summary: Summary, meta: dict[str, Any], run_dir: str) -> str:
     o = meta["options"]
     phases = summary["phases"]
     cols = [k for k in ("unprotected", "protected") if k in phases]
@@ -70,14 +71,14 @@ def render(summary: dict[str, Any], meta: dict[str, Any], run_dir: str) -> str:
     lines += [f"  {name:22}" + "".join(f"{v:>{width}}" for v in vals) for name, vals in rows]
     if summary.get("progress_ratio") is not None:
         share = summary.get("expected_share")
-        d = summary.get("delivery") or {}
-        ci = d.get("ratio_ci")
+        d = summary.get("delivery")
+        ci = d["ratio_ci"] if d else None
         lines.append(
             f"  best-effort progress when protected: {summary['progress_ratio']:.3f} of unprotected"
-            + (f" ({d['ratio_ci_level']:.0%} interval {ci[0]:.3f}-{ci[1]:.3f})" if ci else "")
+            + (f" ({d['ratio_ci_level']:.0%} interval {ci[0]:.3f}-{ci[1]:.3f})" if d and ci else "")
             + (f" (the law's share under persistent excess: {share:.3f})" if share is not None else "")
         )
-        if d.get("note"):
+        if d and d["note"]:
             lines.append(f"  WARNING: {d['note']}")
     if summary.get("critical") is None and (summary.get("critical_latency") or "").startswith("unknown"):
         lines.append(f"  critical latency {summary['critical_latency']}")

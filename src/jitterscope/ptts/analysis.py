@@ -14,8 +14,7 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from jitterscope.budget import mem_available
 from jitterscope.errors import JitterscopeError, UsageError
@@ -23,6 +22,17 @@ from jitterscope.humanize import seconds
 from jitterscope.ptts import approx, exact, simulate, stats
 from jitterscope.ptts.exact import Distribution, Estimate, Result, TreeNode
 from jitterscope.ptts.model import Model
+from jitterscope.ptts.results import (
+    Approximation,
+    ApproximationError,
+    LatencyData,
+    ReportData,
+    SimulationBlock,
+    SweepData,
+    SweepPoint,
+    TreeData,
+    TreeNodeData,
+)
 
 MAX_BYTES = 8 * 2**30  # states the exact engine may keep in memory
 MAX_SWEEP_VALUES = 200
@@ -44,13 +54,20 @@ class Options:
     progress: Callable[[float], None] | None = None  # fraction done of a simulation
 
 
-def latency_data(model: Model, dist: Distribution, with_pmf: bool = True) -> dict[str, Any]:
+def latency_data(model: Model, dist: Distribution, with_pmf: bool = True) -> LatencyData:
     s = stats.summary(dist)
-    out: dict[str, Any] = {}
+    unit = model.ticks_to_unit
+    out: LatencyData = {
+        "mean": unit(s["mean"]),
+        "min": unit(s["min"]),
+        "max": unit(s["max"]),
+        "p50": unit(s["p50"]),
+        "p90": unit(s["p90"]),
+        "p99": unit(s["p99"]),
+        "p999": unit(s["p999"]),
+    }
     if with_pmf:
-        out["pmf"] = [[t, p] for t, p in zip(model.ticks_to_unit(dist.times).tolist(), dist.probs.tolist())]
-    for k in ("mean", "min", "max", "p50", "p90", "p99", "p999"):
-        out[k] = model.ticks_to_unit(s[k])
+        out["pmf"] = [[t, p] for t, p in zip(unit(dist.times).tolist(), dist.probs.tolist())]
     return out
 
 
@@ -68,32 +85,32 @@ class Report:
     exact: Result | None = None
     sim: simulate.SimResult | None = None
     adaptation: approx.Adaptation | None = None
-    approximation: dict[str, Any] | None = None  # the adaptation and its error
+    approximation: Approximation | None = None  # the adaptation and its error
     reference: Series | None = None  # the original periods' distribution, for the figures
     miss: float | None = None
-    simulation: dict[str, Any] = field(default_factory=dict)
+    simulation: SimulationBlock | None = None
 
-    def data(self, model_path: str) -> dict[str, Any]:
+    def data(self, model_path: str) -> ReportData:
         m = self.model
         analysed = m.with_periods(self.adaptation.periods) if self.adaptation else m
-        out: dict[str, Any] = {
+        out: ReportData = {
             "model": model_path,
             "unit": m.unit,
             "method": self.opts.method,
             "hyperperiod": m.ticks_to_unit(analysed.hyperperiod()),
             "trees": self.estimate.trees,
             "predicted_work": self.estimate.predicted_work,
+            "latency": latency_data(m, self.latency),
+            "loss_probability": self.loss,
+            "seconds": self.seconds,
         }
         if self.simulation:
             out["simulation"] = self.simulation
-        out["latency"] = latency_data(m, self.latency)
         if self.opts.deadline is not None:
             out["deadline"] = m.ticks_to_unit(self.opts.deadline)
             out["deadline_miss"] = self.miss
-        out["loss_probability"] = self.loss
         if self.loss_by:
             out["loss_by_component"] = self.loss_by
-        out["seconds"] = self.seconds
         if self.approximation is not None:
             out["approximation"] = self.approximation
         return out
@@ -157,7 +174,7 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
     if opts.method == "simulate":
         n = opts.iterations or DEFAULT_ITERATIONS
         sim = simulate.simulate(model, n, opts.seed, opts.progress, opts.max_time_s, opts.max_time_text)
-        block: dict[str, Any] = {
+        block: SimulationBlock = {
             "iterations": n,
             "seconds": sim.seconds,
             "seed": opts.seed,
@@ -165,7 +182,8 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
             "dkw95": stats.dkw_band(n),
         }
         if exact_result is not None:
-            block.update(stats.distances(sim.latency, exact_result.latency))
+            d = stats.distances(sim.latency, exact_result.latency)
+            block["kolmogorov"], block["total_variation"] = d["kolmogorov"], d["total_variation"]
             block["exact_seconds"] = exact_result.seconds
             block["exact_loss_probability"] = exact_result.loss
             block["exact_latency"] = latency_data(model, exact_result.latency, with_pmf=False)
@@ -197,9 +215,9 @@ def analyse(model: Model, opts: Options, note: Note) -> Report:
 
 def approximation_error(
     model: Model, ad: approx.Adaptation, approx_result: Result, opts: Options
-) -> tuple[dict[str, Any], Series | None]:
+) -> tuple[Approximation, Series | None]:
     """Compare the adapted model's exact result with the original: exactly if affordable, else by simulation."""
-    block: dict[str, Any] = {
+    block: Approximation = {
         "grid": model.ticks_to_unit(ad.grid),
         "periods": [
             {
@@ -226,16 +244,24 @@ def approximation_error(
         return block, None
     if ad.original_estimate.seconds <= opts.max_time_s:
         ref = exact.analyse(model)
-        err = {"against": "exact", **stats.distances(approx_result.latency, ref.latency), "loss_original": ref.loss}
+        d = stats.distances(approx_result.latency, ref.latency)
+        err: ApproximationError = {
+            "against": "exact",
+            "kolmogorov": d["kolmogorov"],
+            "total_variation": d["total_variation"],
+            "loss_original": ref.loss,
+        }
         ref_dist: Series = ("original periods, exact", ref.latency)
         ref_mean = stats.summary(ref.latency)["mean"]
     else:
         n = opts.iterations or DEFAULT_ERROR_ITERATIONS
         sim = simulate.simulate(model, n, opts.seed, opts.progress, opts.max_time_s, opts.max_time_text)
+        d = stats.distances(approx_result.latency, sim.latency)
         err = {
             "against": "simulation",
             "iterations": n,
-            **stats.distances(approx_result.latency, sim.latency),
+            "kolmogorov": d["kolmogorov"],
+            "total_variation": d["total_variation"],
             "dkw95": stats.dkw_band(n),
             "loss_original_simulated": sim.loss,
         }
@@ -255,7 +281,7 @@ class Sweep:
     index: int  # the component swept
     field: str  # "offset" or "period"
     values: list[int]  # ticks
-    points: list[dict[str, Any]]
+    points: list[SweepPoint]
     dists: list[Distribution]
     sums: list[dict[str, float]]  # min, p50, mean, p99, max in the model's unit
     deadline: int | None
@@ -265,16 +291,18 @@ class Sweep:
     def label(self) -> str:
         return f"{self.model.components[self.index].name}.{self.field}"
 
-    def data(self, model_path: str) -> dict[str, Any]:
+    def data(self, model_path: str) -> SweepData:
         m = self.model
-        return {
+        out: SweepData = {
             "model": model_path,
             "unit": m.unit,
             "method": "exact",
             "sweep": {"component": m.components[self.index].name, "field": self.field, "points": self.points},
-            **({"deadline": m.ticks_to_unit(self.deadline)} if self.deadline is not None else {}),
             "seconds": self.seconds,
         }
+        if self.deadline is not None:
+            out["deadline"] = m.ticks_to_unit(self.deadline)
+        return out
 
 
 def parse_sweep(text: str, model: Model) -> tuple[int, str, list[int]]:
@@ -325,20 +353,24 @@ def sweep(model: Model, text: str, opts: Options, note: Note) -> Sweep:
             f"the sweep would take about {seconds(total)}, over --max-time {opts.max_time_text}; "
             f"sweep fewer values or raise --max-time"
         )
-    points, dists, sums = [], [], []
+    points: list[SweepPoint] = []
+    dists, sums = [], []
     t0 = time.perf_counter()
     for v, m in zip(values, variants):
         r = exact.analyse(m)
         s = stats.summary(r.latency)
-        pt: dict[str, Any] = {
-            fld: model.ticks_to_unit(v),
+        pt: SweepPoint = {
             "hyperperiod": model.ticks_to_unit(r.hyperperiod),
             "trees": r.trees,
             "latency": latency_data(model, r.latency),
+            "loss_probability": r.loss,
         }
+        if fld == "offset":
+            pt["offset"] = model.ticks_to_unit(v)
+        else:
+            pt["period"] = model.ticks_to_unit(v)
         if opts.deadline is not None:
             pt["deadline_miss"] = stats.miss_probability(r.latency, opts.deadline)
-        pt["loss_probability"] = r.loss
         points.append(pt)
         dists.append(r.latency)
         sums.append({k: model.ticks_to_unit(s[k]) for k in ("min", "p50", "mean", "p99", "max")})
@@ -360,10 +392,10 @@ class Tree:
     def names(self) -> list[str]:
         return [c.name for c in self.model.components] + ["output"]
 
-    def data(self) -> dict[str, Any]:
+    def data(self) -> TreeData:
         m, names = self.model, self.names
 
-        def node(n: TreeNode) -> dict[str, Any]:
+        def node(n: TreeNode) -> TreeNodeData:
             return {
                 "component": names[n.component],
                 "time": m.ticks_to_unit(n.time),

@@ -29,6 +29,7 @@ simulation of the original model (see commands/ptts.py).
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from jitterscope.ptts import exact
@@ -121,7 +122,7 @@ def distortion(original: list[int], adapted: list[int]) -> tuple[int, int]:
     return max(change + steps + [0]), sum(change)
 
 
-def _grids(limit: int):
+def _grids(limit: int) -> Iterator[int]:
     g = 2
     while g <= limit:
         yield g

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -16,7 +17,7 @@ plt = plotting.pyplot()  # this module is imported only when --plots is given
 Series = tuple[str, Distribution]
 
 
-def _save(fig, out: Path, stem: str) -> list[Path]:
+def _save(fig: Any, out: Path, stem: str) -> list[Path]:
     make_dir(out, "--plots")
     paths = []
     for ext in ("svg", "png"):
@@ -25,7 +26,7 @@ def _save(fig, out: Path, stem: str) -> list[Path]:
     return paths
 
 
-def _deadline(ax, model: Model, deadline: int | None) -> None:
+def _deadline(ax: Any, model: Model, deadline: int | None) -> None:
     if deadline is not None:
         ax.axvline(
             model.ticks_to_unit(deadline), color="#c0392b", lw=1, ls="--", label=f"deadline {model.fmt(deadline)}"

@@ -6,6 +6,7 @@ from jitterscope.ptts import stats
 from jitterscope.ptts.analysis import Report, Series, Sweep, Tree
 from jitterscope.ptts.exact import Distribution, TreeNode
 from jitterscope.ptts.model import Model
+from jitterscope.ptts.results import Approximation
 
 
 def fmt_p(p: float) -> str:
@@ -58,13 +59,13 @@ def latency_text(
 
 def report_text(rep: Report) -> str:
     model = rep.model
-    how = "exact" if rep.opts.method == "exact" else f"Monte Carlo, {rep.simulation['iterations']:,} frames"
+    how = "exact" if rep.simulation is None else f"Monte Carlo, {rep.simulation['iterations']:,} frames"
     header = (
         f"end-to-end latency ({how}, over the {rep.estimate.trees:,} triggerings of "
         f"{model.components[0].name} in the hyper-period)"
     )
     lines = [latency_text(model, rep.latency, rep.loss, rep.loss_by, rep.opts.deadline, rep.miss, header)]
-    if rep.sim is not None:
+    if rep.sim is not None and rep.simulation is not None:
         b = rep.simulation
         lines.append(
             f"  simulated overwrites counting every frame, consecutive or not: {fmt_p(b['loss_any_overwrite'])}"
@@ -85,7 +86,7 @@ def report_text(rep: Report) -> str:
     return "\n".join(lines)
 
 
-def approximation_text(model: Model, block: dict) -> str:
+def approximation_text(model: Model, block: Approximation) -> str:
     e = block["error"]
     if e["kolmogorov"] == 0 and e["total_variation"] == 0 and e["against"] == "exact" and "mean_shift" not in e:
         return "approximation error: none (periods unchanged)"
@@ -105,7 +106,7 @@ def approximation_text(model: Model, block: dict) -> str:
 
 def figure_series(rep: Report) -> list[Series]:
     """The distributions the PMF and CDF figures draw, first on top (as thesis figure 5.11)."""
-    if rep.opts.method == "exact":
+    if rep.simulation is None:  # the exact method
         series: list[Series] = [("exact", rep.latency)]
     else:
         series = [(f"simulation ({rep.simulation['iterations']} frames)", rep.latency)]
@@ -128,10 +129,8 @@ def sweep_text(sw: Sweep) -> str:
         head += f" {'P(>' + model.fmt(sw.deadline).replace(' ', '') + ')':>12}"
     lines.append(head + f" {'loss':>10}")
     for pt, sm in zip(sw.points, sw.sums):
-        row = (
-            f"{pt[fld]:>18.6g} {pt['trees']:>9,} {sm['mean']:>9.5g} {sm['p50']:>9.5g} {sm['p99']:>9.5g} "
-            f"{sm['max']:>9.5g}"
-        )
+        at = pt["offset"] if fld == "offset" else pt["period"]
+        row = f"{at:>18.6g} {pt['trees']:>9,} {sm['mean']:>9.5g} {sm['p50']:>9.5g} {sm['p99']:>9.5g} {sm['max']:>9.5g}"
         if sw.deadline is not None:
             row += f" {fmt_p(pt['deadline_miss']):>12}"
         lines.append(row + f" {fmt_p(pt['loss_probability'] or 0.0):>10}")

@@ -34,6 +34,7 @@ import numpy as np
 from jitterscope import budget
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import seconds
+from jitterscope.ptts.etp import ETP
 from jitterscope.ptts.exact import Chain, Distribution
 from jitterscope.ptts.model import Model
 from jitterscope.ptts.stats import empirical
@@ -52,7 +53,7 @@ class SimResult:
 class _Pool:
     """Execution times of one component, drawn in batches."""
 
-    def __init__(self, etp, rng: np.random.Generator) -> None:
+    def __init__(self, etp: ETP, rng: np.random.Generator) -> None:
         self.etp, self.rng = etp, rng
         self.buf: list[int] = []
         self.pos = 0

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from jitterscope.ptts.exact import Distribution
+from jitterscope.ptts.results import Distances
 
 PERCENTILES = {"p50": 0.50, "p90": 0.90, "p99": 0.99, "p999": 0.999}
 _EPS = 1e-12
@@ -41,7 +42,7 @@ def empirical(samples: np.ndarray) -> Distribution:
     return Distribution(t, c / c.sum())
 
 
-def distances(a: Distribution, b: Distribution) -> dict[str, float]:
+def distances(a: Distribution, b: Distribution) -> Distances:
     """Kolmogorov distance sup_t |F_a(t) - F_b(t)| and total variation 1/2 sum |p_a - p_b|."""
     t = np.union1d(a.times, b.times)
     pa = np.zeros(len(t))

@@ -7,12 +7,24 @@ unit tests check the numbers here and the browser test checks the drawing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from jitterscope.humanize import count, percent, ppm
 from jitterscope.humanize import duration_ns as format_ns
+from jitterscope.measure.summary import ChainRow, SourceRow
+from jitterscope.report.results import (
+    Chain,
+    CpuHistogram,
+    CpuRow,
+    Header,
+    Histogram,
+    ReportData,
+    SourceDistribution,
+    Timeline,
+    TopSource,
+    Unexplained,
+)
 from jitterscope.rundir import Run
 
 TOP_SOURCES = 20  # rows in the sources table
@@ -30,7 +42,7 @@ def log_bins(lo: float, hi: float, per_decade: int = 12) -> np.ndarray:
     return 10 ** (np.arange(a, b + 1) / per_decade)
 
 
-def histogram(values: np.ndarray, edges: np.ndarray) -> dict[str, Any]:
+def histogram(values: np.ndarray, edges: np.ndarray) -> Histogram:
     counts, _ = np.histogram(values, bins=edges)
     return {"edges_ns": [float(e) for e in edges], "counts": [int(c) for c in counts]}
 
@@ -51,7 +63,7 @@ def _spread(start: np.ndarray, ns: np.ndarray, bin_ns: int, nb: int) -> np.ndarr
     return acc
 
 
-def header(run: Run) -> dict[str, Any]:
+def header(run: Run) -> Header:
     m, s = run.meta, run.summary
     tr = m.get("tracing") or {}
     lost = int(s.get("lost_events", m.get("lost_events", 0)) or 0)
@@ -127,19 +139,18 @@ class _Tables:
         return self.d_cpu[self.a_det] if len(self.a_det) else np.zeros(0, np.int32)
 
 
-def _cpu_rows(run: Run, t: _Tables) -> list[dict[str, Any]]:
+def _cpu_rows(run: Run, t: _Tables) -> list[CpuRow]:
     """summary.json's CPU rows, each with its top explained source and its unexplained share.
 
     One rule with the headline: the biggest *explained* source on this CPU (by its time inside
     this CPU's detours) and, apart, the unexplained share of that time."""
-    cpus = []
+    cpus: list[CpuRow] = []
     for c in run.cpus:
-        row = dict((run.summary.get("cpus") or {}).get(str(c), {}))
-        row["cpu"] = c
+        row: CpuRow = {**(run.summary.get("cpus") or {}).get(str(c), {}), "cpu": c}
         on = np.isin(t.a_det, np.flatnonzero(t.d_cpu == c))
         cpu_ns = float(t.a_ns[on].sum())
         explained = on & (t.a_kind != "unexplained")
-        top = None
+        top: TopSource | None = None
         if explained.any():
             keys = t.a_kind[explained] + "\x1f" + t.a_name[explained]
             u, inv = np.unique(keys, return_inverse=True)
@@ -152,7 +163,7 @@ def _cpu_rows(run: Run, t: _Tables) -> list[dict[str, Any]]:
     return cpus
 
 
-def _timeline(run: Run, t: _Tables, duration_ns: int) -> list[dict[str, Any]]:
+def _timeline(run: Run, t: _Tables, duration_ns: int) -> list[Timeline]:
     """Noise over time per CPU, stacked by source kind: each attribution row's ns is laid from
     where the source first took time in its detour, and split over the bins it spans (a 50 ms
     detour must not put 2x a bin in one bin)."""
@@ -160,9 +171,9 @@ def _timeline(run: Run, t: _Tables, duration_ns: int) -> list[dict[str, Any]]:
     nb = int(np.ceil(duration_ns / bin_ns)) + 1
     t0 = t.d_start[t.a_det] + t.a_off if len(t.a_det) else np.zeros(0, np.int64)
     att_cpu = t.a_cpu
-    timeline = []
+    timeline: list[Timeline] = []
     for c in run.cpus:
-        series = {}
+        series: dict[str, list[float]] = {}
         on = att_cpu == c
         for k in KINDS:
             sel = np.flatnonzero(on & (t.a_kind == k))
@@ -174,10 +185,10 @@ def _timeline(run: Run, t: _Tables, duration_ns: int) -> list[dict[str, Any]]:
     return timeline
 
 
-def _source_distributions(s: dict[str, Any], t: _Tables) -> list[dict[str, Any]]:
+def _source_distributions(rows: list[SourceRow], t: _Tables) -> list[SourceDistribution]:
     """Per-occurrence durations of the major sources, log binned."""
-    dists = []
-    for kind, name in [(x["kind"], x["name"]) for x in (s.get("sources") or [])[:MAJOR_SOURCES]]:
+    dists: list[SourceDistribution] = []
+    for kind, name in [(x["kind"], x["name"]) for x in rows[:MAJOR_SOURCES]]:
         v = t.a_ns[(t.a_kind == kind) & (t.a_name == name)]
         if len(v):
             e = log_bins(float(v.min()), float(v.max()), per_decade=10)
@@ -194,7 +205,7 @@ def _source_distributions(s: dict[str, Any], t: _Tables) -> list[dict[str, Any]]
     return dists
 
 
-def _chains(s: dict[str, Any], total_noise: int) -> list[dict[str, Any]]:
+def _chains(rows: list[ChainRow], total_noise: int) -> list[Chain]:
     return [
         {
             "sources": list(ch["sources"]),
@@ -203,13 +214,13 @@ def _chains(s: dict[str, Any], total_noise: int) -> list[dict[str, Any]]:
             "total_ns": int(ch["total_ns"]),
             "share": ch["total_ns"] / total_noise if total_noise else 0.0,
         }
-        for ch in (s.get("chains") or [])[:TOP_CHAINS]
+        for ch in rows[:TOP_CHAINS]
     ]
 
 
-def _unexplained(run: Run, t: _Tables) -> dict[str, Any]:
+def _unexplained(run: Run, t: _Tables) -> Unexplained:
     """summary.json's unexplained part, with the detours nothing traced at all, per CPU, and its histogram."""
-    un = dict(run.summary.get("unexplained") or {"count": 0, "total_ns": 0, "share": 0.0, "likely": ""})
+    un: Unexplained = {**(run.summary.get("unexplained") or {"count": 0, "total_ns": 0, "share": 0.0, "likely": ""})}
     un_sel = t.a_kind == "unexplained"
     whole = 0
     if len(t.a_det):
@@ -228,9 +239,9 @@ def _unexplained(run: Run, t: _Tables) -> dict[str, Any]:
     return un
 
 
-def build_report_data(run: Run) -> dict[str, Any]:
+def build_report_data(run: Run) -> ReportData:
     """The report's content for one run (see the module docstring)."""
-    s = run.summary
+    s = run.summary  # summary.json (measure/summary.py's Summary), checked by the kind's schema at load
     t = _Tables.of(run)
     d_start, d_dur = t.d_start, t.d_dur
     duration_ns = max(run.duration_ns, int(d_start.max() + d_dur.max()) if len(d_start) else 1)
@@ -241,29 +252,8 @@ def build_report_data(run: Run) -> dict[str, Any]:
         min(threshold, float(d_dur.min())) if len(d_dur) else threshold,
         float(d_dur.max()) if len(d_dur) else threshold * 10,
     )
-    hists = [{"cpu": c, **histogram(d_dur[t.d_cpu == c], edges)} for c in run.cpus]
-    sources = [
-        {
-            k: src.get(k)
-            for k in (
-                "kind",
-                "name",
-                "count",
-                "detours_per_s",
-                "events",
-                "events_per_s",
-                "total_ns",
-                "share",
-                "mean_ns",
-                "p99_ns",
-                "max_ns",
-                "period_s",
-                "cpus",
-                "functions",
-            )
-        }
-        for src in (s.get("sources") or [])[:TOP_SOURCES]
-    ]
+    hists: list[CpuHistogram] = [{"cpu": c, **histogram(d_dur[t.d_cpu == c], edges)} for c in run.cpus]
+    sources: list[SourceRow] = (s.get("sources") or [])[:TOP_SOURCES]
     un = _unexplained(run, t)
     return {
         "header": header(run),
@@ -272,14 +262,14 @@ def build_report_data(run: Run) -> dict[str, Any]:
         "histograms": hists,
         "timeline": _timeline(run, t, duration_ns),
         "sources": sources,
-        "source_distributions": _source_distributions(s, t),
-        "chains": _chains(s, total_noise),
+        "source_distributions": _source_distributions(s.get("sources") or [], t),
+        "chains": _chains(s.get("chains") or [], total_noise),
         "unexplained": un,
         "headline": headline(run, cpus, sources, un),
     }
 
 
-def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]], un: dict[str, Any]) -> str:
+def headline(run: Run, cpus: list[CpuRow], sources: list[SourceRow], un: Unexplained) -> str:
     """One sentence a reader gets at a glance."""
     if not cpus:
         return "No CPUs were measured."
@@ -293,7 +283,8 @@ def headline(run: Run, cpus: list[dict[str, Any]], sources: list[dict[str, Any]]
     ]
     if sources:
         top = sources[0]
-        per = f", every {format_ns(top['period_s'] * 1e9)}" if top.get("period_s") else ""
+        period = top.get("period_s")
+        per = f", every {format_ns(period * 1e9)}" if period else ""
         parts.append(
             f"the biggest source is {source_label(top['kind'], top['name'])} "
             f"({percent(top['share'], 2)} of all noise{per})"

@@ -13,6 +13,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from jitterscope import plotting
 from jitterscope.report.page import Figure
+from jitterscope.report.results import Chain, CpuHistogram, Histogram, ReportData, SourceDistribution, Timeline
 from jitterscope.units import format_ns
 
 plt = plotting.pyplot()  # this module is imported only to draw (report/__init__.py imports it late)
@@ -54,7 +55,7 @@ def _bars(ax: Any, edges: list[float], counts: list[int], color: str) -> None:
     ax.set_axisbelow(True)
 
 
-def histogram_figure(h: dict[str, Any]) -> str:
+def histogram_figure(h: CpuHistogram) -> str:
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(5.2, 2.6))
         _bars(ax, h["edges_ns"], h["counts"], "#3b6fb6")
@@ -64,7 +65,7 @@ def histogram_figure(h: dict[str, Any]) -> str:
         return svg_text(fig)
 
 
-def timeline_figure(t: dict[str, Any]) -> str:
+def timeline_figure(t: Timeline) -> str:
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(5.2, 2.6))
         x = [i * t["bin_s"] for i in range(t["bins"])]
@@ -93,7 +94,7 @@ def timeline_figure(t: dict[str, Any]) -> str:
         return svg_text(fig)
 
 
-def distributions_figure(dists: list[dict[str, Any]]) -> str:
+def distributions_figure(dists: list[SourceDistribution]) -> str:
     n = len(dists)
     cols = 3 if n > 2 else max(1, n)
     rows = (n + cols - 1) // cols
@@ -119,7 +120,7 @@ def _short(label: str, width: int = 48) -> str:
     return label[:keep] + "…" + label[-keep:]
 
 
-def chains_figure(chains: list[dict[str, Any]]) -> str:
+def chains_figure(chains: list[Chain]) -> str:
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(7.5, 0.35 * len(chains) + 0.9))
         labels = [_short(c["label"]) for c in chains][::-1]
@@ -135,10 +136,9 @@ def chains_figure(chains: list[dict[str, Any]]) -> str:
         return svg_text(fig)
 
 
-def unexplained_figure(un: dict[str, Any]) -> str:
+def unexplained_figure(h: Histogram) -> str:
     with plt.rc_context(_RC):
         fig, ax = plt.subplots(figsize=(5.2, 2.4))
-        h = un["hist"]
         _bars(ax, h["edges_ns"], h["counts"], KIND_COLORS["unexplained"])
         ax.set_title("Unexplained time per detour")
         ax.set_xlabel("unexplained ns in one detour (log)")
@@ -146,7 +146,7 @@ def unexplained_figure(un: dict[str, Any]) -> str:
         return svg_text(fig)
 
 
-def build_figures(data: dict[str, Any]) -> list[Figure]:
+def build_figures(data: ReportData) -> list[Figure]:
     """The run page's figures, in page order."""
     figs: list[Figure] = []
     for h in data["histograms"]:
@@ -164,6 +164,7 @@ def build_figures(data: dict[str, Any]) -> list[Figure]:
         )
     if data["chains"]:
         figs.append(Figure("chains", "Top chains", chains_figure(data["chains"])))
-    if data["unexplained"].get("hist"):
-        figs.append(Figure("unexplained", "Unexplained time per detour", unexplained_figure(data["unexplained"])))
+    hist = data["unexplained"].get("hist")
+    if hist:
+        figs.append(Figure("unexplained", "Unexplained time per detour", unexplained_figure(hist)))
     return figs

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitterscope.report.data import build_report_data
 from jitterscope.report.figures import KIND_COLORS, build_figures
 from jitterscope.report.page import Figure, render_page
+from jitterscope.report.results import ReportData
 from jitterscope.rundir import Run
 
 SECTIONS = [
@@ -19,7 +18,7 @@ SECTIONS = [
 ]
 
 
-def render_html(data: dict[str, Any], figures: list[Figure]) -> str:
+def render_html(data: ReportData, figures: list[Figure]) -> str:
     h = data["header"]
     # Bars in the CPU and source tables are scaled to the largest value shown.
     scale = {

@@ -20,6 +20,7 @@ from jitterscope.simulate.detours import Detours, detours_from_lengths
 from jitterscope.simulate.fitting import Fit, fit_delays
 from jitterscope.simulate.iid import simulate_iid
 from jitterscope.simulate.job import Job, Simulation
+from jitterscope.simulate.results import BySource, SourceEffect
 from jitterscope.simulate.runs import RunNoise, load_noise, phase_delays, source_cuts
 from jitterscope.simulate.spec import (
     DistributionNoise,
@@ -205,7 +206,7 @@ def simulate(spec: NoiseSpec, job: Job, progress: Progress | None = None) -> Sim
 
 def by_source(
     spec: NoiseSpec, job: Job, progress: Progress | None = None, note: Callable[[str], None] | None = None
-) -> tuple[Simulation, dict[str, Any]]:
+) -> tuple[Simulation, BySource]:
     """The baseline simulation and, per attributed source, the slowdown without it.
     `note` gets the plan and its estimate before the work starts (one simulation per source).
 
@@ -239,7 +240,7 @@ def by_source(
     total_noise = float(noise.duration_ns.sum())
     top_p = max(job.phases)
     ref = base.point(top_n, top_p)
-    rows: list[dict[str, Any]] = []
+    rows: list[SourceEffect] = []
     for i, (kind, name, cut, ns) in enumerate(cuts):
         tls = noise.timelines(np.maximum(noise.duration_ns - cut, 0.0))
         sim = simulate_timelines(tls, scale_job, {}, part(i + 1))
@@ -261,7 +262,7 @@ def by_source(
     rows.sort(key=lambda r: -r["reduction"])
     for k, row in enumerate(rows):
         row["rank"] = k + 1
-    out = {
+    out: BySource = {
         "nodes": top_n,
         "phases": top_p,
         "baseline_slowdown": ref.slowdown,

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from jitterscope.simulate.results import Point, SimulationData
+
 SYNCS = ("barrier", "allreduce", "none")
 
 
@@ -68,9 +70,9 @@ class Result:
     def ci95_s(self) -> tuple[float, float] | None:
         return mean_ci95(self.runtimes_s)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> Point:
         ci = self.ci95_s
-        out = {
+        out: Point = {
             "nodes": self.nodes,
             "phases": self.phases,
             "phase_s": self.phase_s,
@@ -104,7 +106,7 @@ class Simulation:
     results: list[Result]
     notes: list[str] = field(default_factory=list)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SimulationData:
         return {"model": self.model, "results": [r.to_json() for r in self.results]}
 
     def point(self, nodes: int, phases: int) -> Result:

@@ -11,19 +11,20 @@ from scipy import stats
 
 from jitterscope import plotting
 from jitterscope.outpath import make_dir
+from jitterscope.simulate.results import Point, SimulationData
 
 
 def _outdir(path: str | Path) -> Path:
     return make_dir(path, "--plots")
 
 
-def _table(results: list[dict[str, Any]]) -> tuple[list[int], list[int], dict[tuple[int, int], dict[str, Any]]]:
+def _table(results: list[Point]) -> tuple[list[int], list[int], dict[tuple[int, int], Point]]:
     nodes = sorted({r["nodes"] for r in results})
     phases = sorted({r["phases"] for r in results})
     return nodes, phases, {(r["nodes"], r["phases"]): r for r in results}
 
 
-def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
+def simulate_plots(data: SimulationData, outdir: str | Path) -> list[Path]:
     """runtime_vs_nodes.svg, runtime_vs_phases.svg, slowdown_heatmap.svg (+ by_source.svg)."""
     plt = plotting.pyplot()
     out = _outdir(outdir)
@@ -31,7 +32,7 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
     written: list[Path] = []
     title = data["model"].get("spec", "")
 
-    def err(rows: list[dict[str, Any]]) -> np.ndarray:
+    def err(rows: list[Point]) -> np.ndarray:
         lo = [r["runtime_s"] - r["ci95_s"][0] if r["ci95_s"] else 0.0 for r in rows]
         hi = [r["ci95_s"][1] - r["runtime_s"] if r["ci95_s"] else 0.0 for r in rows]
         return np.array([lo, hi])
@@ -103,11 +104,11 @@ def simulate_plots(data: dict[str, Any], outdir: str | Path) -> list[Path]:
 
     bs = data.get("by_source")
     if bs and bs["sources"]:
-        rows = bs["sources"][:20]
-        fig, ax = plt.subplots(figsize=(7, 0.9 + 0.3 * len(rows)))
-        y = np.arange(len(rows))[::-1]
-        ax.barh(y, [r["reduction"] * 100 for r in rows], color="tab:red")
-        ax.set_yticks(y, [f"{r['kind']}:{r['name']} ({r['share']:.1%} of noise)" for r in rows], fontsize=7)
+        top = bs["sources"][:20]
+        fig, ax = plt.subplots(figsize=(7, 0.9 + 0.3 * len(top)))
+        y = np.arange(len(top))[::-1]
+        ax.barh(y, [r["reduction"] * 100 for r in top], color="tab:red")
+        ax.set_yticks(y, [f"{r['kind']}:{r['name']} ({r['share']:.1%} of noise)" for r in top], fontsize=7)
         ax.set_xlabel(f"slowdown removed (percentage points) at {bs['nodes']:,} nodes x {bs['phases']} phases")
         ax.set_title(f"Fix first (baseline slowdown {bs['baseline_slowdown']:.2%})", fontsize=9)
         ax.grid(alpha=0.3, axis="x")

@@ -6,6 +6,7 @@ from typing import Any
 
 from jitterscope.humanize import count, number, percent, plural
 from jitterscope.humanize import seconds as _t
+from jitterscope.simulate.results import SimulationData
 
 
 def _n(n: int) -> str:
@@ -19,7 +20,7 @@ def _round(m: dict[str, Any]) -> str:
     return _t(m["link_latency_s"])
 
 
-def simulate_text(data: dict[str, Any], notes: list[str]) -> str:
+def simulate_text(data: SimulationData, notes: list[str]) -> str:
     m = data["model"]
     lines = [
         f"model: {m['description']}",

@@ -9,7 +9,7 @@ from typing import Any
 
 from jitterscope import kinds, options
 from jitterscope.humanize import count
-from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
+from jitterscope.kinds import Comparison, Exported, Exporter, Lazy, Recovery, RunKind, TableSpec, if_traced
 from jitterscope.runcheck import Count, Number, OpenModel
 from jitterscope.rundir import Run
 from jitterscope.sync import schema
@@ -35,14 +35,14 @@ class SyncSummary(OpenModel):
     lost_events: Count = 0
 
 
-def _perfetto(run: Run, out: Path, cpu: int | None) -> dict[str, Any]:
+def _perfetto(run: Run, out: Path, cpu: int | None) -> Exported:
     """Threads, waits and kernel causes on one Perfetto timeline (sync/perfetto.py)."""
     from jitterscope.sync.perfetto import write_sync_perfetto
 
     return write_sync_perfetto(run, out)
 
 
-def _describe_export(res: dict[str, Any]) -> str:
+def _describe_export(res: Exported) -> str:
     return (
         f"{count(res['waits'], 'wait')} and {count(res['jitter'], 'jitter interval')} written as perfetto: "
         f"{', '.join(res['files'])}"

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from jitterscope import atomic
+from jitterscope.kinds import Exported
 from jitterscope.measure.tsc import since_ns
 from jitterscope.rundir import Run
 from jitterscope.sync.render import TYPE_LABELS, cause_label
@@ -183,7 +184,7 @@ def build_sync_trace(run: Run) -> dict[str, Any]:
     }
 
 
-def write_sync_perfetto(run: Run, out: Path) -> dict[str, Any]:
+def write_sync_perfetto(run: Run, out: Path) -> Exported:
     trace = build_sync_trace(run)
     atomic.write_text(out, json.dumps(trace, separators=(",", ":")))
     cats = Counter(e.get("cat") for e in trace["traceEvents"])

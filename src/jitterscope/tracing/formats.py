@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from jitterscope.atomic import write_text
 
@@ -39,9 +39,30 @@ ROLES: dict[tuple[str, str], str] = {
 DEFAULT_SOFTIRQS = ["HI", "TIMER", "NET_TX", "NET_RX", "BLOCK", "IRQ_POLL", "TASKLET", "SCHED", "HRTIMER", "RCU"]
 
 
-def parse_format(text: str) -> dict[str, Any]:
+class _EventFormatBase(TypedDict):
+    fields: dict[str, list[int]]  # name -> [offset, size, signed]
+
+
+class EventFormat(_EventFormatBase, total=False):
+    """One event's format file, parsed (each line the file has)."""
+
+    id: int
+    name: str
+    print_fmt: str
+
+
+class Formats(TypedDict):
+    """Everything the trace parser needs (formats.json): the page layout, each event's format, softirq names."""
+
+    header_page: dict[str, list[int]]  # timestamp, commit, data -> [offset, size]
+    header_event: str
+    events: dict[str, EventFormat]  # "subsystem/name" -> its format
+    softirqs: list[str]
+
+
+def parse_format(text: str) -> EventFormat:
     """One events/<sub>/<name>/format file → {id, name, fields: {name: [off, size, signed]}, print_fmt}."""
-    out: dict[str, Any] = {"fields": {}}
+    out: EventFormat = {"fields": {}}
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("ID:"):
@@ -87,17 +108,17 @@ def softirq_names(print_fmt: str | None) -> list[str]:
     return names
 
 
-def collect(root: Path, events: list[tuple[str, str]]) -> dict[str, Any]:
+def collect(root: Path, events: list[tuple[str, str]]) -> Formats:
     """Everything the parser needs, read from tracefs `root` (the top level)."""
     ev_dir = root / "events"
-    formats: dict[str, Any] = {}
+    formats: dict[str, EventFormat] = {}
     for sub, name in [*events, ("ftrace", "print")]:
         f = ev_dir / sub / name / "format"
         try:
             formats[f"{sub}/{name}"] = parse_format(f.read_text())
         except OSError:
             continue
-    soft = formats.get("irq/softirq_entry", {}).get("print_fmt")
+    soft = formats.get("irq/softirq_entry", {"fields": {}}).get("print_fmt")
     return {
         "header_page": parse_header_page((ev_dir / "header_page").read_text()),
         "header_event": (ev_dir / "header_event").read_text(),
@@ -106,15 +127,15 @@ def collect(root: Path, events: list[tuple[str, str]]) -> dict[str, Any]:
     }
 
 
-def events_txt(info: dict[str, Any]) -> str:
+def events_txt(info: Formats) -> str:
     """The formats as the line format jitterscope-traceparse reads."""
     hp = info["header_page"]
     lines = [
         "# jitterscope trace formats: page layout, softirq names, one line per event",
         "page " + " ".join(f"{k} {hp[k][0]} {hp[k][1]}" for k in ("timestamp", "commit", "data")),
     ]
-    first: dict[str, Any] = next(iter(info["events"].values()), {})
-    common = first.get("fields", {}).get("common_pid")
+    first = next(iter(info["events"].values()), None)
+    common = first["fields"].get("common_pid") if first else None
     lines.append(f"common_pid {common[0] if common else 4}")
     lines.append("softirqs " + " ".join(info["softirqs"]))
     for key, fmt in sorted(info["events"].items()):
@@ -133,6 +154,6 @@ def events_txt(info: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def save(out_dir: Path, info: dict[str, Any]) -> None:
+def save(out_dir: Path, info: Formats) -> None:
     write_text(out_dir / "formats.json", json.dumps(info, indent=1) + "\n")
     write_text(out_dir / "events.txt", events_txt(info))

@@ -19,10 +19,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from jitterscope import atomic
-from jitterscope.journal import Outcome, process_start_time
+from jitterscope.journal import Entry, Outcome, process_start_time
 
 INSTANCE_PREFIX = "jitterscope-"
 
@@ -71,11 +71,18 @@ def rmdir_retry(path: Path, timeout_s: float = 5.0) -> None:
 DRAIN_RECORDS = Path("/run/jitterscope/instances")
 
 
+class Drain(TypedDict):
+    """Where an instance drains to: the capture directory and the CPUs it traces."""
+
+    drain_to: str
+    cpus: list[int]
+
+
 def drain_record(name: str) -> Path:
     return DRAIN_RECORDS / f"{name}.json"
 
 
-def record_drain(name: str, drain: dict[str, Any]) -> None:
+def record_drain(name: str, drain: Drain) -> None:
     """Say where instance `name` (made by this process) drains to: {drain_to, cpus}."""
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
     atomic.write_text(
@@ -110,7 +117,7 @@ def clean_stale_instances(root: Path) -> list[str]:
     return removed
 
 
-def undo_instance(e: dict[str, Any]) -> Outcome:
+def undo_instance(e: Entry) -> Outcome:
     """Journal undo of `trace_instance`: save what the instance still holds into the
     capture directory it was draining into (if that still exists), then remove it."""
     inst = Path(e["path"])

@@ -40,6 +40,7 @@ from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing import formats, symbols
 from jitterscope.tracing.instances import (
     INSTANCE_PREFIX,
+    Drain,
     clean_stale_instances,
     drain_record,
     read_stats,
@@ -160,7 +161,7 @@ class TraceSession:
         self.events, self.missing = wanted_events(root)
         self.out_dir.mkdir(parents=True, exist_ok=True)
         inst = root / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
-        drain = {"drain_to": str(self.out_dir.absolute()), "cpus": self.cpus}
+        drain: Drain = {"drain_to": str(self.out_dir.absolute()), "cpus": self.cpus}
         self.journal.begin("trace_instance", path=str(inst), **drain)
         try:
             record_drain(inst.name, drain)

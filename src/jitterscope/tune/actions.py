@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
 
 from jitterscope import options, sysinfo
 from jitterscope.errors import UsageError
 from jitterscope.tune import render
+from jitterscope.tune.records import ApplyResult, RecordState
 
 
 def audit(args: argparse.Namespace) -> int:
@@ -49,6 +49,7 @@ def apply(args: argparse.Namespace) -> int:
         raise UsageError("--boot-root goes with --boot")
     if args.boot_root is not None and not args.boot_root.is_dir():
         raise UsageError(f"--boot-root {args.boot_root}: no such directory")
+    r: ApplyResult
     if args.dry_run:
         r = {
             "rows": [{"knob": c.name, "before": c.before, "value": c.value, "now": c.before} for c in changes],
@@ -75,7 +76,7 @@ def verify(args: argparse.Namespace) -> int:
     return run_verify(args)
 
 
-def _show_records(args: argparse.Namespace, key: str, recs: list[dict[str, Any]], title: str, empty: str) -> None:
+def _show_records(args: argparse.Namespace, key: str, recs: list[RecordState], title: str, empty: str) -> None:
     if args.json:
         options.print_json({key: recs})
     else:

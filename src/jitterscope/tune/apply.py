@@ -12,14 +12,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError, UsageError
 from jitterscope.journal import Journal
 from jitterscope.knobs import Knob, resolve, tasks
 from jitterscope.tune import bootloader, planfile, record
-from jitterscope.tune.planfile import PlanFile
+from jitterscope.tune.planfile import PlanFile, PlanSource
+from jitterscope.tune.records import ApplyResult, ApplyRow, KnobSource
 from jitterscope.units import format_cpulist, parse_cpulist
 
 
@@ -28,11 +28,16 @@ class Change:
     knob: Knob
     value: str
     before: str
-    sources: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[KnobSource] = field(default_factory=list)
 
     @property
     def name(self) -> str:
         return self.knob.name
+
+
+def knob_source(s: PlanSource) -> KnobSource:
+    """A plan knob's source as a change carries it."""
+    return {"source": s.source, "expect": s.expect, "factor": s.factor, "ppm": s.ppm}
 
 
 def parse_pairs(pairs: list[str]) -> list[tuple[str, str]]:
@@ -68,7 +73,7 @@ def _check_cpus(k: Knob, value: str) -> None:
         raise UsageError(f"knob {name}: CPU {format_cpulist(off)} is offline (online: {format_cpulist(online)})")
 
 
-def prepare(pairs: list[tuple[str, str, list[dict[str, Any]]]]) -> list[Change]:
+def prepare(pairs: list[tuple[str, str, list[KnobSource]]]) -> list[Change]:
     """Resolve and validate every change; nothing is changed.  One-line UsageError on the first bad one."""
     changes, seen = [], set()
     for name, value, sources in pairs:
@@ -91,7 +96,7 @@ def from_plan(plan: PlanFile) -> tuple[list[Change], list[str]]:
         if k.process is not None and not _same_process(k.knob, k.process):
             skipped.append(f"{k.knob}: process {k.process} has ended since the plan was made")
             continue
-        pairs.append((k.knob, k.value, [s.model_dump() for s in k.sources]))
+        pairs.append((k.knob, k.value, [knob_source(s) for s in k.sources]))
     return prepare(pairs), skipped
 
 
@@ -124,12 +129,16 @@ def _same_process(name: str, comm: str) -> bool:
 
 
 def apply_changes(
-    changes: list[Change], label: str, boot: list[str] | None = None, boot_root: Path | None = None, **header: Any
-) -> dict[str, Any]:
+    changes: list[Change],
+    label: str,
+    boot: list[str] | None = None,
+    boot_root: Path | None = None,
+    plan: str | None = None,
+) -> ApplyResult:
     """Make every change through one journal, then hand them to a persistent record."""
     if os.geteuid() != 0:
         raise JitterscopeError("tune apply changes kernel settings: run it as root (or use --dry-run)")
-    rows = []
+    rows: list[ApplyRow] = []
     with Journal(label) as j:
         for c in changes:
             entries = c.knob.apply(j, c.value)
@@ -144,5 +153,5 @@ def apply_changes(
                 }
             )
         boot_info = bootloader.apply(j, boot, boot_root or Path("/")) if boot else None
-        path = record.persist(j, label=label, **header)
+        path = record.persist(j, label=label, plan=plan)
     return {"record": str(path) if path else None, "rows": rows, "boot": boot_info}

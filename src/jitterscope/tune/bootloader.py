@@ -13,12 +13,12 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 from jitterscope import atomic, boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.tune import cmdline
+from jitterscope.tune.records import BootApplied, BootLoader
 
 
 def _update_command(root: Path) -> list[str] | None:
@@ -32,7 +32,7 @@ def _update_command(root: Path) -> list[str] | None:
     return None
 
 
-def detect(root: Path = Path("/")) -> dict[str, Any]:
+def detect(root: Path = Path("/")) -> BootLoader:
     """{kind, file, command (how to add PARAMS), editable} for this machine."""
     grub = root / "etc/default/grub"
     kcmd = root / "etc/kernel/cmdline"
@@ -84,11 +84,11 @@ def _edit_grub(text: str, params: list[str]) -> str:
     return text[: m.start(1)] + merged(m.group(1), params) + text[m.end(1) :]
 
 
-def apply(j: Journal, params: list[str], root: Path = Path("/")) -> dict[str, Any]:
+def apply(j: Journal, params: list[str], root: Path = Path("/")) -> BootApplied:
     """Add `params` to the boot configuration through the journal; the record says a reboot is needed."""
     root = root.absolute()  # the record is reverted from wherever `tune revert` runs
     info = detect(root)
-    if not info["editable"]:
+    if not info["editable"] or info["file"] is None:
         raise JitterscopeError(
             f"--boot: cannot edit the boot configuration here ({info['kind'] or 'none found'}); "
             f"do it by hand: {info['command'].format(params=' '.join(params))}"

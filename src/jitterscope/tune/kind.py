@@ -3,8 +3,6 @@ plan applied and the verification, registered with kinds.py."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import StrictBool, StrictStr
 
 from jitterscope import kinds
@@ -17,8 +15,8 @@ class TuneSummary(OpenModel):
 
     ok: StrictBool
     alpha: Number
-    targets: list[dict[str, Any]]
-    overall: dict[str, Any]
+    targets: list[dict[str, object]]
+    overall: dict[str, object]
     before: StrictStr
     after: StrictStr
 

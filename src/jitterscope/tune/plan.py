@@ -11,12 +11,12 @@ this machine, and sources that no knob addresses are listed as such.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import load_run
 from jitterscope.tune import bootloader, cmdline, rules, rules_threads
+from jitterscope.tune.records import Plan, PlanItem, PlanKnob, Source
 from jitterscope.tune.sources import sources, thread_pids
 from jitterscope.units import format_cpulist
 
@@ -32,17 +32,24 @@ DISPATCH = {
 }
 
 
-def _merge_knobs(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    merged: dict[str, dict[str, Any]] = {}
+def _merge_knobs(items: list[PlanItem]) -> list[PlanKnob]:
+    merged: dict[str, PlanKnob] = {}
     for it in items:
         for k in it["knobs"]:
-            m = merged.setdefault(k["knob"], {**k, "sources": []})
+            m = merged.get(k["knob"])
+            if m is None:
+                m = merged[k["knob"]] = {
+                    "knob": k["knob"],
+                    "value": k["value"],
+                    "current": k["current"],
+                    "why": k["why"],
+                    "sources": [],
+                }
+                if "process" in k:
+                    m["process"] = k["process"]
             m["sources"].append(
                 {"source": it["source"], "expect": k["expect"], "factor": k["factor"], "ppm": round(it["ppm"], 3)}
             )
-    for m in merged.values():
-        m.pop("expect", None)
-        m.pop("factor", None)
     return [m for m in merged.values() if m["current"] != m["value"]]
 
 
@@ -63,13 +70,13 @@ def merge_boot(params: list[str], current: cmdline.Cmdline | None = None) -> lis
     return list(out.values())
 
 
-def _other_task_share(srcs: list[dict[str, Any]]) -> float:
+def _other_task_share(srcs: list[Source]) -> float:
     """Fraction of the measured time other tasks (not the tool, not kernel helpers) ran on the CPUs."""
     ppm = sum(s["ppm"] for s in srcs if s["kind"] == "thread" and not rules_threads.SELF.search(s["name"]))
     return min(1.0, ppm / 1e6)
 
 
-def make_plan(run_path: str | Path, move: list[str] | None = None) -> dict[str, Any]:
+def make_plan(run_path: str | Path, move: list[str] | None = None) -> Plan:
     """The plan of a run.  User processes are moved only when they are system daemons or named in `move`
     (names or pids); the others are listed as left where they are."""
     run = load_run(run_path, kinds=("measure",), purpose="tune plan")
@@ -91,9 +98,10 @@ def make_plan(run_path: str | Path, move: list[str] | None = None) -> dict[str, 
         _other_task_share(srcs),
         set(move or []),
     )
-    items = []
+    items: list[PlanItem] = []
     for s in srcs:
-        r = DISPATCH.get(s["kind"], lambda s, c: rules.out("none", 0.0, f"no rule for kind {s['kind']}"))(s, ctx)
+        rule = DISPATCH.get(s["kind"])
+        r = rule(s, ctx) if rule else rules.out("none", 0.0, f"no rule for kind {s['kind']}")
         items.append(
             {
                 "source": f"{s['kind']}:{s['name']}",

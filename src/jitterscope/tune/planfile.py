@@ -9,8 +9,9 @@ when known) — `tune verify` checks exactly that.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 import yaml
 from pydantic import BeforeValidator, Field
@@ -57,26 +58,26 @@ class PlanFile(ConfigModel):
     housekeeping: list[int]
     knobs: list[PlanKnob] = Field(default_factory=list)
     boot: PlanBoot = PlanBoot()
-    # Explanations, not acted on:
+    # Explanations, not acted on (the user may edit or delete them: kept as written, whatever they hold):
     run: str | None = None
     run_id: str | None = None
     virtualization: str | None = None
     cpus_text: str | None = None
     duration_s: float | None = None
     total_ppm: float | None = None
-    items: list[dict[str, Any]] = Field(default_factory=list)
-    unaddressed: list[dict[str, Any]] = Field(default_factory=list)
-    tool: list[dict[str, Any]] = Field(default_factory=list)
+    items: list[dict[str, object]] = Field(default_factory=list)
+    unaddressed: list[dict[str, object]] = Field(default_factory=list)
+    tool: list[dict[str, object]] = Field(default_factory=list)
     move: list[str] = Field(default_factory=list)
-    left: list[dict[str, Any]] = Field(default_factory=list)
-    pinned: list[dict[str, Any]] = Field(default_factory=list)
+    left: list[dict[str, object]] = Field(default_factory=list)
+    pinned: list[dict[str, object]] = Field(default_factory=list)
 
 
 def load(path: str | Path) -> PlanFile:
     return load_config(path, PlanFile, what="tune plan")
 
 
-def write(plan: dict[str, Any], path: str | Path) -> Path:
+def write(plan: Mapping[str, object], path: str | Path) -> Path:
     p = check_file(path, "--out")
     atomic.write_text(
         p,

@@ -21,7 +21,6 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 from jitterscope import journal, sysinfo
 from jitterscope.errors import JitterscopeError
@@ -39,8 +38,9 @@ def records() -> list[Path]:
     return sorted(d.glob("*.jsonl"), key=lambda p: p.name) if d.is_dir() else []
 
 
-def persist(j: journal.Journal, **header: Any) -> Path | None:
-    """Hand the journal's changes over to a new record (journal.Journal.hand_over); None when nothing changed."""
+def persist(j: journal.Journal, label: str, plan: str | None = None, out: str | None = None) -> Path | None:
+    """Hand the journal's changes over to a new record (journal.Journal.hand_over); None when nothing changed.
+    `plan`: the plan file tune apply applied; `out`: tune verify's output directory."""
     d = record_dir()
     d.mkdir(parents=True, exist_ok=True)
     path = j.hand_over(
@@ -51,20 +51,22 @@ def persist(j: journal.Journal, **header: Any) -> Path | None:
         host=sysinfo.host(),
         kernel=sysinfo.kernel(),
         argv=sys.argv,
-        **header,
+        label=label,
+        plan=plan,
+        out=out,
     )
     j.undo()  # nothing left to undo: this closes and deletes the journal
     return path
 
 
-def load(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def load(path: Path) -> tuple[journal.Header, list[journal.Entry]]:
     try:
         return journal.read_journal(path)
     except OSError as err:
         raise JitterscopeError(f"{path}: cannot read the tune record ({err.strerror})") from None
 
 
-def now_value(e: dict[str, Any]) -> str | None:
+def now_value(e: journal.Entry) -> str | None:
     """The current value of what entry `e` changed (canonical), None if it is gone."""
     if e["op"] == "affinity":
         if journal.process_start_time(int(e["pid"])) != e.get("start"):
@@ -78,13 +80,13 @@ def now_value(e: dict[str, Any]) -> str | None:
     return None
 
 
-def original(e: dict[str, Any]) -> str:
+def original(e: journal.Entry) -> str:
     if e["op"] == "affinity":
         return format_cpulist(e["cpus"])
     return str(e["original"]) if e.get("form") == "text" else canonical(e.get("form", "text"), str(e["original"]))
 
 
-def shown(e: dict[str, Any], value: str | None) -> str:
+def shown(e: journal.Entry, value: str | None) -> str:
     if value is None:
         return "(gone)"
     return "(file contents)" if e.get("form") == "text" else value

@@ -6,6 +6,7 @@ import shlex
 import textwrap
 from typing import Any
 
+from jitterscope.tune.records import ApplyResult, Plan, PlanItem, RecordState
 from jitterscope.units import format_cpulist
 
 MARK = {"ok": "ok ", "not isolated": "NOT", "cannot tell": " ? "}
@@ -65,7 +66,7 @@ def _runtime_fixes(findings: list[dict[str, Any]]) -> list[str]:
     return fixes
 
 
-def render_plan(p: dict[str, Any]) -> str:
+def render_plan(p: Plan) -> str:
     acted = [i for i in p["items"] if i["knobs"] or i["boot"]]
     lines = [
         (
@@ -110,7 +111,7 @@ def render_plan(p: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _scope(p: dict[str, Any]) -> list[str]:
+def _scope(p: Plan) -> list[str]:
     """Processes pinned to the measured CPUs only that the plan moves, and those it leaves alone."""
     lines = []
     cpus = p["cpus_text"]
@@ -131,12 +132,12 @@ def _scope(p: dict[str, Any]) -> list[str]:
     return ([""] if p.get("pinned") else []) + lines
 
 
-def _unaddressed(items: list[dict[str, Any]]) -> list[str]:
+def _unaddressed(items: list[PlanItem]) -> list[str]:
     """Sources no knob addresses, those that share an explanation grouped under it."""
     if not items:
         return []
     lines = ["", "Not addressed by any knob:"]
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[PlanItem]] = {}
     for i in items:
         groups.setdefault(i.get("reason") or i["source"], []).append(i)
     for members in groups.values():
@@ -154,7 +155,7 @@ def _unaddressed(items: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
+def render_apply(r: ApplyResult, dry_run: bool = False) -> str:
     lines = ["Would change (--dry-run: nothing changed):" if dry_run else "Changed:"]
     for row in r["rows"]:
         state = "" if dry_run else ("  (re-read: ok)" if row["now"] == row["value"] else f"  (re-read: {row['now']})")
@@ -165,8 +166,8 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
         lines.append(
             f"Boot parameters {'that --boot would add' if dry_run else 'to add'}: {' '.join(r['boot_params'])}"
         )
-    if r.get("boot"):
-        b = r["boot"]
+    b = r.get("boot")
+    if b:
         lines.append(
             f"Edited {b['file']}"
             + (f" and ran {b['ran']}" if b.get("ran") else "")
@@ -179,7 +180,7 @@ def render_apply(r: dict[str, Any], dry_run: bool = False) -> str:
     return "\n".join(lines)
 
 
-def render_rows(rec: dict[str, Any], title: str) -> str:
+def render_rows(rec: RecordState, title: str) -> str:
     """A record's knobs; the threads of one process that fared alike are one line."""
     lines = [
         f"{title} {rec['record']} ({rec.get('label') or 'tune'})"

@@ -5,16 +5,17 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from jitterscope import journal, sysinfo
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Entry
 from jitterscope.tune.record import load, now_value, original, records, shown
+from jitterscope.tune.records import RecordState, RevertRow
 
 RESOLVED = ("restored", "already back", "gone", "lost at reboot", "regenerated", "not needed")
 
 
-def _row(e: dict[str, Any], before: str | None, now: str | None, result: str, note: str) -> dict[str, Any]:
+def _row(e: Entry, before: str | None, now: str | None, result: str, note: str) -> RevertRow:
     return {
         "knob": e.get("knob") or e.get("path") or " ".join(e.get("argv", [])),
         "original": shown(e, original(e)),
@@ -26,7 +27,7 @@ def _row(e: dict[str, Any], before: str | None, now: str | None, result: str, no
     }
 
 
-def _one(e: dict[str, Any], rebooted: bool, boot_restored: bool) -> dict[str, Any]:
+def _one(e: Entry, rebooted: bool, boot_restored: bool) -> RevertRow:
     if e["op"] == "argv":  # regenerating the bootloader's configuration after its file went back
         if not boot_restored:
             return _row(e, None, None, "not needed", "its file was not changed back")
@@ -56,7 +57,7 @@ def _one(e: dict[str, Any], rebooted: bool, boot_restored: bool) -> dict[str, An
     )
 
 
-def revert_record(path: Path) -> dict[str, Any]:
+def revert_record(path: Path) -> RecordState:
     header, entries = load(path)
     rebooted = bool(header.get("boot_id")) and header.get("boot_id") != sysinfo.boot_id()
     rows, keep = [], []
@@ -83,7 +84,7 @@ def revert_record(path: Path) -> dict[str, Any]:
     }
 
 
-def revert(all_records: bool, only: Path | None = None) -> list[dict[str, Any]]:
+def revert(all_records: bool, only: Path | None = None) -> list[RecordState]:
     recs = records()
     if only is not None:
         recs = [r for r in recs if r == only or r.name == only.name]
@@ -96,9 +97,9 @@ def revert(all_records: bool, only: Path | None = None) -> list[dict[str, Any]]:
     return [revert_record(p) for p in reversed(recs if all_records or only else recs[-1:])]
 
 
-def status() -> list[dict[str, Any]]:
+def status() -> list[RecordState]:
     """Each record with every knob's current state (nothing is changed)."""
-    out = []
+    out: list[RecordState] = []
     for p in reversed(records()):
         header, entries = load(p)
         rebooted = bool(header.get("boot_id")) and header.get("boot_id") != sysinfo.boot_id()

@@ -10,10 +10,10 @@ and the unexplained remainder are in rules_threads.py.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from jitterscope.knobs import FILE_KNOBS, irq
 from jitterscope.tune import kconfig
+from jitterscope.tune.records import Knob, Remedy, Source
 from jitterscope.units import format_cpulist
 
 IPIS = {"reschedule", "call_function", "call_function_single", "irq_work"}
@@ -50,7 +50,7 @@ class Ctx:
 
 def knob(
     name: str, value: str, expect: str, factor: float | None = None, why: str = "", process: str | None = None
-) -> dict[str, Any]:
+) -> Knob:
     """A runtime knob change, with its current value read now (None where it does not exist)."""
     try:
         from jitterscope.knobs import resolve
@@ -59,7 +59,7 @@ def knob(
         current = found.read() if found.exists() else None
     except Exception:  # noqa: BLE001 - a knob this machine lacks: the plan still names it
         current = None
-    entry: dict[str, Any] = {
+    entry: Knob = {
         "knob": name,
         "value": value,
         "current": current,
@@ -67,17 +67,19 @@ def knob(
         "factor": factor,
         "why": why,
     }
-    return {**entry, "process": process} if process else entry
+    if process:
+        entry["process"] = process
+    return entry
 
 
 def out(
     action: str,
     removable: float,
     why: str,
-    knobs: list[dict[str, Any]] | None = None,
+    knobs: list[Knob] | None = None,
     boot: list[str] | None = None,
     reason: str | None = None,
-) -> dict[str, Any]:
+) -> Remedy:
     """A remedy.  `reason` names a shared explanation (REASONS) when `why` is the same for many sources."""
     return {
         "action": action,
@@ -115,7 +117,7 @@ REASONS = {
 }
 
 
-def _local_timer(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def _local_timer(s: Source, ctx: Ctx) -> Remedy:
     hz = kconfig.hz() or 250
     alone = max(0.0, 1.0 - ctx.other_task_share)
     removable = s["ppm"] * (1 - 1 / hz) * alone
@@ -129,7 +131,7 @@ def _local_timer(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return out("boot", removable, why, boot=[f"nohz_full={ctx.cpus_text}", f"rcu_nocbs={ctx.cpus_text}"])
 
 
-def irq_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def irq_source(s: Source, ctx: Ctx) -> Remedy:
     name = s["name"]
     if name == "local_timer":
         return _local_timer(s, ctx)
@@ -169,7 +171,7 @@ def irq_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     )
 
 
-def softirq_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def softirq_source(s: Source, ctx: Ctx) -> Remedy:
     n, ppm = s["name"], s["ppm"]
     if n == "TIMER":
         ks = (
@@ -236,7 +238,7 @@ PER_CPU_WORK = {
 }
 
 
-def work_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def work_source(s: Source, ctx: Ctx) -> Remedy:
     fn, ppm = s["name"], s["ppm"]
     threads = sorted(ctx.origins.get(fn, set()))
     unbound = bool(threads) and all(t.startswith("kworker/u") for t in threads)
@@ -273,7 +275,7 @@ def work_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     )
 
 
-def timer_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def timer_source(s: Source, ctx: Ctx) -> Remedy:
     fn = s["name"]
     if fn == "watchdog_timer_fn":
         return out(

@@ -6,10 +6,10 @@ import os
 import pwd
 import re
 from pathlib import Path
-from typing import Any
 
 from jitterscope.knobs import FILE_KNOBS, tasks
 from jitterscope.measure.peers import OTHER_SUFFIX, SELF_SUFFIX
+from jitterscope.tune.records import Knob, LeftTask, PinnedTask, Remedy, Source
 from jitterscope.tune.rules import Ctx, knob, out
 
 # The measuring jitterscope's own threads (measure/peers.py names them `NAME (jitterscope)`) and its probe;
@@ -92,7 +92,7 @@ def scope(pid: int, comm: str, kernel: bool, ctx: Ctx) -> str | None:
     return None
 
 
-def thread_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def thread_source(s: Source, ctx: Ctx) -> Remedy:
     name, ppm = s["name"], s["ppm"]
     if SELF.search(name):
         return out("self", 0.0, "jitterscope's own measurement (probe start/stop, its tool process)")
@@ -121,12 +121,15 @@ def thread_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return _process(s, ctx)
 
 
-def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def _process(s: Source, ctx: Ctx) -> Remedy:
     name, ppm = s["name"], s["ppm"]
     live = _alive(ctx.pids.get(name, []), name)
     if not live:
         return out("none", 0.0, "", reason="short-lived")
-    ks, notes, left, held = [], [], [], []
+    ks: list[Knob] = []
+    notes: list[str] = []
+    left: list[LeftTask] = []
+    held: list[PinnedTask] = []
     for pid, comm in live:
         kernel = bool((tasks.stat_fields(pid) or ("", 0))[1] & tasks.PF_KTHREAD)
         try:
@@ -159,10 +162,14 @@ def _process(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
         why = f"{name}: move it to the housekeeping CPUs (sched_setaffinity on every thread)"
         r = out("knob", ppm, "; ".join([why] + notes), ks)
     # `left`: out of scope, not moved; `pinned`: moved although pinned to the measured CPUs only
-    return {**r, **({"left": left} if left else {}), **({"pinned": held} if held else {})}
+    if left:
+        r["left"] = left
+    if held:
+        r["pinned"] = held
+    return r
 
 
-def nmi_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def nmi_source(s: Source, ctx: Ctx) -> Remedy:
     k = FILE_KNOBS["kernel.nmi_watchdog"]
     if k.exists() and k.read() != "0":
         return out(
@@ -175,7 +182,7 @@ def nmi_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
     return out("none", 0.0, f"NMI {s['name']}: perf sampling or a hardware event")
 
 
-def unexplained_source(s: dict[str, Any], ctx: Ctx) -> dict[str, Any]:
+def unexplained_source(s: Source, ctx: Ctx) -> Remedy:
     if ctx.virtualization:
         return out(
             "host",

@@ -13,12 +13,12 @@ so `compare`'s sample and tests apply to it unchanged.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
 
 from jitterscope.rundir import Run
+from jitterscope.tune.records import Source
 
 TICK_FUNCTIONS = {
     "tick_nohz_handler",
@@ -118,7 +118,7 @@ def thread_pids(run: Run) -> dict[str, list[int]]:
     return {n: sorted(p) for n, p in out.items()}
 
 
-def sources(run: Run, origins: dict[str, set[str]] | None = None) -> list[dict[str, Any]]:
+def sources(run: Run, origins: dict[str, set[str]] | None = None) -> list[Source]:
     """Refined sources of a run: kind, name, count, total_ns, ppm (of the measured CPU-time), share, max_ns, cpus."""
     att = refine(run, origins).attribution
     if att.num_rows == 0:
@@ -129,7 +129,7 @@ def sources(run: Run, origins: dict[str, set[str]] | None = None) -> list[dict[s
     names = np.asarray(att.column("name").to_pylist(), dtype=object)
     ns, dets, cpus = att.column("ns").to_numpy(), att.column("detour").to_numpy(), att.column("cpu").to_numpy()
     keys = kinds + "\x1f" + names
-    out = []
+    out: list[Source] = []
     for key in np.unique(keys):
         m = keys == key
         kind, name = str(key).split("\x1f", 1)

@@ -26,6 +26,7 @@ from jitterscope.outpath import check_dir
 from jitterscope.rundir import Run, base_meta, load_run, new_run_path, write_json
 from jitterscope.tune import apply as ap
 from jitterscope.tune import planfile, record, render_verify
+from jitterscope.tune.apply import knob_source
 from jitterscope.tune.plan import make_plan
 from jitterscope.tune.verify_data import analyse
 
@@ -89,7 +90,7 @@ def _only(plan: planfile.PlanFile, changes: list[Any]) -> planfile.PlanFile:
         k = by.get(c.name)
         if k is None:
             continue
-        c.sources = [{**s.model_dump(), "factor": s.factor if k.value == c.value else None} for s in k.sources]
+        c.sources = [{**knob_source(s), "factor": s.factor if k.value == c.value else None} for s in k.sources]
         kept.append(k.model_copy(update={"value": c.value}))
     return plan.model_copy(update={"knobs": kept})
 

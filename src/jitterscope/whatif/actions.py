@@ -18,6 +18,7 @@ from jitterscope.whatif.dvfs import DvfsOptions
 from jitterscope.whatif.dvfs import dvfs as run_dvfs
 from jitterscope.whatif.program import load_program
 from jitterscope.whatif.render import render_dvfs
+from jitterscope.whatif.results import TraceRow
 
 
 def dvfs_options(args: argparse.Namespace) -> DvfsOptions:
@@ -111,7 +112,7 @@ def dvfs(args: argparse.Namespace) -> int:
     return 0
 
 
-def plotting_figure(trace: list[dict[str, Any]], o: DvfsOptions) -> Any:
+def plotting_figure(trace: list[TraceRow], o: DvfsOptions) -> Any:
     from jitterscope.whatif.plots import factor_trace
 
     return factor_trace(trace, list(o.ctl.table), "DVFS factor per subframe")

@@ -16,12 +16,12 @@ import os
 import subprocess
 import time
 from pathlib import Path
-from typing import Any
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.whatif import cpufreq
 from jitterscope.whatif.controller import Controller
+from jitterscope.whatif.results import DvfsApply
 
 
 def _threads(pid: int) -> dict[int, tuple[int, int]]:
@@ -89,9 +89,7 @@ def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     return time.perf_counter() - t0
 
 
-def apply(
-    cmd: list[str], cpus: list[int], ctl: Controller, subframe_ns: int, nominal_khz: int | None
-) -> dict[str, Any]:
+def apply(cmd: list[str], cpus: list[int], ctl: Controller, subframe_ns: int, nominal_khz: int | None) -> DvfsApply:
     """Run `cmd` pinned at nominal, then under the online controller; or why it cannot be done here."""
     pols, why = cpufreq.policies(cpus)
     base, stand_in = cpufreq.root()

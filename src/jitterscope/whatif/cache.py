@@ -14,13 +14,13 @@ The kernel's share (`os_slowdown`) is against the same machine without the kerne
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from jitterscope.progress import Progress
 from jitterscope.whatif import cachesim as CS
 from jitterscope.whatif import kernel as K
+from jitterscope.whatif.results import CacheResult, CacheView, SourceImpact
 
 
 @dataclass
@@ -38,7 +38,7 @@ def run_ns(misses: int, o: CacheOptions, app_ns: float) -> float:
     return app_ns + misses * o.miss_penalty_ns
 
 
-def _view(r: dict[str, int], own_alone: int, ideal: int, o: CacheOptions, app_ns: float) -> dict[str, Any]:
+def _view(r: dict[str, int], own_alone: int, ideal: int, o: CacheOptions, app_ns: float) -> CacheView:
     """One machine with the kernel: misses the kernel caused there (vs the same machine without it), and
     misses and slowdown against the ideal (unified L2, no kernel)."""
     extra, vs_ideal = r["misses_app"] - own_alone, r["misses_app"] - ideal
@@ -61,7 +61,7 @@ def _view(r: dict[str, int], own_alone: int, ideal: int, o: CacheOptions, app_ns
     }
 
 
-def whatif_cache(trace: np.ndarray, tl: K.Timeline, o: CacheOptions, progress: bool = True) -> dict[str, Any]:
+def whatif_cache(trace: np.ndarray, tl: K.Timeline, o: CacheOptions, progress: bool = True) -> CacheResult:
     n = len(trace)
     b, srcs = K.bursts(tl, n, o.access_ns, o.footprint)
     counts = np.bincount(np.asarray(b.src, np.int64), minlength=len(srcs))
@@ -76,7 +76,7 @@ def whatif_cache(trace: np.ndarray, tl: K.Timeline, o: CacheOptions, progress: b
     bar.update(3)
     app_ns = float(n) * o.access_ns
     base, rbase = alone["misses_app"], rem_alone["misses_app"]
-    per = []
+    per: list[SourceImpact] = []
     for i, s in enumerate(top):
         bs, _ = K.bursts(tl, n, o.access_ns, o.footprint, only=s)
         u = CS.run(o.unified, trace, bs, srcs)

@@ -18,9 +18,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from jitterscope.journal import Journal, Outcome
+from jitterscope.journal import Entry, Journal, Outcome
 
 SYS = Path("/sys/devices/system/cpu")
 ROOT_ENV = "JITTERSCOPE_CPUFREQ_ROOT"
@@ -91,7 +90,7 @@ def _write(d: Path, lo: int, hi: int, current_max: int) -> None:
     (d / second[0]).write_text(str(second[1]))
 
 
-def undo_limits(e: dict[str, Any]) -> Outcome:
+def undo_limits(e: Entry) -> Outcome:
     """Journal undo: the policy's original scaling_min/max_freq, in an order the kernel accepts."""
     d = Path(e["path"])
     lo, hi = int(e["min"]), int(e["max"])

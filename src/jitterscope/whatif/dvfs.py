@@ -17,6 +17,7 @@ import numpy as np
 from jitterscope.whatif.controller import Controller
 from jitterscope.whatif.program import Program
 from jitterscope.whatif.replay import Mode, Ops, compile_ops, plan_all
+from jitterscope.whatif.results import DvfsResult, DvfsRow, TraceRow
 from jitterscope.whatif.timing import place
 
 
@@ -35,8 +36,8 @@ def _replay(prog: Program, mode: Mode, ops: dict[int, Ops]) -> tuple[float, Any,
     return tl.end_ns, plans, tl
 
 
-def _trace(plans: dict[int, Any], tl: Any, k: int) -> list[dict[str, Any]]:
-    out = []
+def _trace(plans: dict[int, Any], tl: Any, k: int) -> list[TraceRow]:
+    out: list[TraceRow] = []
     for tid, p in plans.items():
         starts = np.asarray(tl.seg_start[tid], dtype=float)[p.sub_item] + p.sub_off
         for n, (start, f, t, j) in enumerate(
@@ -57,7 +58,7 @@ def _per_k(
     ideal_energy: float,
     ops: dict[int, Ops],
     want_trace: bool,
-) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+) -> tuple[DvfsRow, list[TraceRow]]:
     ctl = replace(o.ctl, k=k)
     end, plans, tl = _replay(prog, Mode(True, ctl, o.subframe_ns, o.warmup, o.evict_ns), ops)
     nsub = sum(len(p.sub_f) for p in plans.values())
@@ -66,7 +67,7 @@ def _per_k(
     changes = sum(int(np.count_nonzero(np.diff(p.sub_f))) for p in plans.values())
     energy = float((f**3 * busy).sum())
     slow = recorded - ideal
-    row = {
+    row: DvfsRow = {
         "k": k,
         "run_ns": end,
         "normalized": end / ideal if ideal else 1.0,
@@ -84,20 +85,21 @@ def _per_k(
     return row, _trace(plans, tl, k) if want_trace else []
 
 
-def dvfs(prog: Program, o: DvfsOptions, want_trace: bool = True) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+def dvfs(prog: Program, o: DvfsOptions, want_trace: bool = True) -> tuple[DvfsResult, list[TraceRow]]:
     """The what-if result and (with want_trace) the per-subframe frequency trace of every k."""
     ops = compile_ops(prog, o.subframe_ns)
     ideal, iplans, _ = _replay(prog, Mode(False, None, o.subframe_ns, o.warmup), ops)
     recorded, rplans, _ = _replay(prog, Mode(True, None, o.subframe_ns, o.warmup), ops)
     ideal_energy = sum(p.energy for p in iplans.values())
     recorded_energy = sum(p.energy for p in rplans.values())
-    rows, trace = [], []
+    rows: list[DvfsRow] = []
+    trace: list[TraceRow] = []
     for k in o.reactivity:
         row, tr = _per_k(prog, o, k, ideal, recorded, ideal_energy, ops, want_trace)
         rows.append(row)
         trace += tr
     c = o.ctl
-    res = {
+    res: DvfsResult = {
         "threads": len(prog.threads),
         "recorded_ns": prog.recorded_ns,
         "ideal_ns": ideal,

@@ -7,12 +7,13 @@ from collections import defaultdict
 from typing import Any
 
 from jitterscope import plotting
+from jitterscope.whatif.results import TraceRow
 
 WINDOW = 60  # subframes shown (Figs. 11-12 show 30)
 BEFORE = 5  # subframes before the first change of factor
 
 
-def _thread(trace: list[dict[str, Any]]) -> int:
+def _thread(trace: list[TraceRow]) -> int:
     """The thread whose factor left 1.0 most often (ties: the most subframes)."""
     moved: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for r in trace:
@@ -21,7 +22,7 @@ def _thread(trace: list[dict[str, Any]]) -> int:
     return max(moved, key=lambda t: (moved[t][0], moved[t][1], -t))
 
 
-def factor_trace(trace: list[dict[str, Any]], table: list[float], title: str) -> Any:
+def factor_trace(trace: list[TraceRow], table: list[float], title: str) -> Any:
     """One step line per k of the busiest-controlled thread, from just before its first change."""
     plt = plotting.pyplot()
     tid = _thread(trace)

@@ -2,17 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitterscope.humanize import number
 from jitterscope.units import format_ns
+from jitterscope.whatif.results import CacheResult, CacheView, DvfsApply, DvfsResult
 
 
 def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:+.1%}"
 
 
-def render_dvfs(r: dict[str, Any], path: str) -> str:
+def render_dvfs(r: DvfsResult, path: str) -> str:
     o = r["options"]
     lines = [
         f"whatif dvfs: {path}  ({r['threads']} threads; subframe {format_ns(o['subframe_ns'])} of work, "
@@ -68,7 +67,7 @@ def render_dvfs(r: dict[str, Any], path: str) -> str:
     return "\n".join(lines)
 
 
-def _apply_lines(a: dict[str, Any]) -> list[str]:
+def _apply_lines(a: DvfsApply) -> list[str]:
     if a["status"] != "applied":
         return [f"--apply: {a['status']}"]
     ratio = a["controlled_s"] / a["nominal_s"] - 1
@@ -87,14 +86,14 @@ def _apply_lines(a: dict[str, Any]) -> list[str]:
     return out
 
 
-def _cache_row(label: str, v: dict[str, Any]) -> str:
+def _cache_row(label: str, v: CacheView) -> str:
     return (
         f"  {label:<26} {number(v['app_misses']):>11} {number(v['vs_ideal']):>10} {v['slowdown']:>9.2%} "
         f"{number(v['extra_misses']):>12} {number(v['app_evicted_by_os']):>13} {number(v['other_hits']):>10}"
     )
 
 
-def render_cache(r: dict[str, Any], path: str, remedy: str) -> str:
+def render_cache(r: CacheResult, path: str, remedy: str) -> str:
     lines = [
         f"whatif cache: {path}  ({number(r['accesses'])} accesses of the program, "
         f"{number(r['bursts'])} kernel bursts ({number(r['kernel_accesses'])} accesses) from {r['os_origin']})",

@@ -1,0 +1,58 @@
+"""What `simulate --json` prints, as typed records: each (nodes, phases) point's result, and with
+--by-source each source's effect.  The model's description stays a free-form record: each kind of
+noise (trace, periodic, i.i.d., fit, LogGOPSim) states its own parameters."""
+
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class _PointBase(TypedDict):
+    nodes: int
+    phases: int
+    phase_s: float
+    runtime_s: float  # mean over replications
+    ideal_s: float
+    slowdown: float
+    ci95_s: list[float] | None
+
+
+class Point(_PointBase, total=False):
+    """One (nodes, phases) point; `expected_s` where the model's exact expectation is known."""
+
+    expected_s: float
+    expected_slowdown: float | None
+
+
+class _SourceEffectBase(TypedDict):
+    kind: str
+    name: str
+    noise_ns: float
+    share: float  # of the run's noise
+    slowdown: float  # without this source
+    reduction: float  # of the slowdown, by removing it
+    runtime_s: float
+    by_phases: dict[str, float]
+
+
+class SourceEffect(_SourceEffectBase, total=False):
+    share_rank: int
+    rank: int  # by reduction
+
+
+class BySource(TypedDict):
+    nodes: int
+    phases: int
+    baseline_slowdown: float
+    baseline_runtime_s: float
+    sources: list[SourceEffect]
+    method: str
+
+
+class _SimulationBase(TypedDict):
+    model: dict[str, Any]  # the noise model's own parameters (see the module docstring)
+    results: list[Point]
+
+
+class SimulationData(_SimulationBase, total=False):
+    by_source: BySource
