@@ -22,8 +22,7 @@ from typing import Any
 from jitterscope import atomic, options
 from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_file
-from jitterscope.protect import build, plan, runmeta, session
-from jitterscope.protect.outcome import RECORDS
+from jitterscope.protect import build, plan, session
 from jitterscope.protect.slacklaw import Calibration
 from jitterscope.units import format_ns
 
@@ -54,7 +53,7 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float 
     p = plan.build(a, calibrating=True)
     p.progress = False
     run_dir, out = session.run(p)
-    summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
+    summ = out.summary
     c = _steady(run_dir, summ["phases"]["protected"]["critical"], warmup_ns)
     if not c:
         raise JitterscopeError(

@@ -26,3 +26,4 @@ class Outcome:
     started_unix_ns: int = 0
     wall_s: float = 0.0
     controlling: bool = False  # the controller was told to go: there are records to keep
+    summary: dict[str, Any] = field(default_factory=dict)  # the built run's summary.json
