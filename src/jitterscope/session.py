@@ -57,7 +57,9 @@ class Watchdog:
         try:
             prog = native_bin(WATCHDOG)
         except JitterscopeError as err:  # an install without native programs: the journal still holds
-            print(f"jitterscope: warning: no watchdog ({err}); after a kill -9 run `jitterscope restore`", file=sys.stderr)
+            print(
+                f"jitterscope: warning: no watchdog ({err}); after a kill -9 run `jitterscope restore`", file=sys.stderr
+            )
             return self
         r, w = os.pipe()  # both ends close-on-exec: only the watchdog's stdin (dup'ed) reaches it
         restore = [sys.executable, "-m", "jitterscope", "restore", "--quiet"]

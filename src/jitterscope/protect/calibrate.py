@@ -33,7 +33,6 @@ def _steady(run_dir: Path, c: dict[str, Any] | None, warmup_ns: float) -> dict[s
     """The critical latency without the heartbeats of the first `warmup_ns` (the program's start-up)."""
     if not warmup_ns or not c:
         return c
-    from jitterscope.protect import build
     from jitterscope.rundir import load_run
 
     it = load_run(run_dir).table("iterations").to_pandas()

@@ -115,7 +115,9 @@ class ProtectSteps:
             os.sched_setaffinity(0, self._affinity)
 
     def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
-        self.out.summary = build.build(self.run_dir, runmeta.meta(self.plan, self.out, self.run_dir), self.run_dir / RECORDS)
+        self.out.summary = build.build(
+            self.run_dir, runmeta.meta(self.plan, self.out, self.run_dir), self.run_dir / RECORDS
+        )
         return self.out.summary
 
 
