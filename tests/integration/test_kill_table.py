@@ -126,7 +126,7 @@ TABLE = [
     Point("place", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("place", "capture", _stopped, rebuilt=False),
     Point("measure", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
-    Point("measure", "capture", lambda o, s, v: (o / "capture.json").exists(), rebuilt=True),
+    Point("measure", "capture", lambda o, s, v: (o / "detours.raw").exists(), rebuilt=True),
     Point("measure", "probe ended", lambda o, s, v: (o / "detours.end.json").exists(), rebuilt=True, closes=True),
     Point("measure", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
 ]
