@@ -236,3 +236,29 @@ def test_kill_9(
         _one_line(code, got.err, f"{cmd[0]} after {point}")  # compare refuses a run that measured no time
         if cmd[0] == "report" and point.rebuilt and point.mode != "protect":  # (protect has no page)
             assert code == 0, (point, got.err)
+
+
+def test_kill_9_of_check_leaves_no_scratch(tmp_path: Path) -> None:
+    """`jitterscope check` measures into a journalled scratch directory: killed mid-measurement, its
+    watchdog removes it (the raw capture is moved to the state directory's kept/, not lost)."""
+    state, tmp = tmp_path / "state", tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(state), "TMPDIR": str(tmp)}
+    tool = subprocess.Popen(
+        [sys.executable, "-m", "jitterscope", "check", "--cpus", str(CPU), "--duration", "3s", "--max-noise", "50%"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        _until(lambda: _any(tmp, "jitterscope-check-*/run/capture.json"), "check measuring", tool)
+        assert tool.poll() is None, tool.communicate()[1].decode()
+        tool.kill()
+        tool.communicate(timeout=30)
+    finally:
+        if tool.poll() is None:
+            tool.kill()
+            tool.wait()
+    _until(lambda: not _journal(state), "the killed check's journal undone by its watchdog")
+    assert not list(tmp.glob("jitterscope-check-*"))
+    assert list((state / "kept").glob("jitterscope-check-*/capture.json"))
