@@ -33,6 +33,8 @@ PROGRAMS = {
     # place: the seed-002 microbenchmarks (cachebuster, spinloop with OBS-F's marker and a pipe ping-pong)
     "jitterscope-cachebuster": ["cachebuster.c"],
     "jitterscope-spinloop": ["spinloop.c"],
+    # the session lifecycle's watchdog: undoes a killed session's changes at once (session.py)
+    "jitterscope-watchdog": ["watchdog.c"],
 }
 # Shared objects loaded with ctypes (the cluster bsp work loop runs in the rank's own thread).
 SHARED = {

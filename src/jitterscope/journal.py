@@ -474,6 +474,13 @@ class Journal:
             self._write({"op": "done", "seq": entry.get("seq")})
         return out
 
+    def forget(self, entry: Entry) -> None:
+        """Leave one change in place for good (its owner says where, e.g. a failed check's run directory
+        that its error names): recorded as done, so neither the exit nor crash recovery undoes it."""
+        if entry in self.entries:
+            self.entries.remove(entry)
+            self._write({"op": "done", "seq": entry.get("seq")})
+
     def hand_over(self, path: str | Path, **header: Unpack[Header]) -> Path | None:
         """Move every entry to a persistent record at `path` (see the module docstring); None if none."""
         if not self.entries:

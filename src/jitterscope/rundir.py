@@ -390,6 +390,11 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
     return data
 
 
+# meta.json's marker of a session not yet finished (session.py): the stage it reached.  Such a run is
+# refused here with a pointer to `jitterscope analyze`, whose recovery (the kind's) finishes it.
+INCOMPLETE = "incomplete"
+
+
 def load_run(
     path: str | os.PathLike[str],
     check_tables: bool = True,
@@ -410,6 +415,11 @@ def load_run(
             f"{p}: an unfinished run (its measurement or analysis was cut short): `jitterscope analyze {p}` finishes it"
         )
     meta = _read_json(p / "meta.json", "run metadata")
+    if INCOMPLETE in meta:
+        raise JitterscopeError(
+            f"{p}: an unfinished run (cut short while {meta[INCOMPLETE]}): `jitterscope analyze {p}` finishes it "
+            f"or says what is lost"
+        )
     if meta.get("format") != FORMAT:
         raise JitterscopeError(f"{p}: not a jitterscope run (meta.json has no format {FORMAT!r})")
     version = meta.get("format_version")

@@ -185,6 +185,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_inject_bad_input.py": ("native",),
     "test_loggopsim_oracle.py": ("native", "slow"),
     "test_loggopsim_measured.py": ("native", "tracefs", "slow"),
+    "test_kill_table.py": ("root", "native", "tracefs"),
     "test_measure_attribution.py": ("native", "tracefs", "slow"),
     "test_measure_bad_input.py": ("native",),
     "test_monitor_unit.py": ("root", "native", "tracefs"),

@@ -8,6 +8,7 @@ on its way out; then `jitterscope restore` must.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -282,8 +283,12 @@ def test_a_killed_native_controller_is_undone_by_jitterscope_itself(
     )
     t.join(5)
     got = capsys.readouterr()
-    assert code == 0 and killed, got.err
+    # a helper that dies is an interrupted run and a failed command (the run is still written)
+    assert code == 1 and killed, got.err
+    assert "the run was cut short: the controller died" in got.err
     assert "did not finish its records" in got.out
     assert alive(victim.pid) and _state(victim.pid) in "RS"
     assert (tmp_path / "run" / "samples.parquet").exists()
+    meta = json.loads((tmp_path / "run" / "meta.json").read_text())
+    assert meta["interrupted"] is True and meta["ended_by"].startswith("the controller died"), meta["ended_by"]
     assert not _leftovers()

@@ -36,6 +36,7 @@ FOUNDATION = frozenset(
         "progress",
         "runcheck",
         "rundir",
+        "session",
         "sysinfo",
         "tracing",
         "units",

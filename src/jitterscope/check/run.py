@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jitterscope import session as lifecycle
 from jitterscope.check.verdict import Limits, Verdict, judge
 from jitterscope.compare import Thresholds, compare_loaded
 from jitterscope.measure.lifecycle import measure
@@ -28,8 +28,25 @@ class CheckOptions:
 
 
 def check(opts: CheckOptions) -> Verdict:
-    scratch = None if opts.out is not None else Path(tempfile.mkdtemp(prefix="jitterscope-check-"))
-    out = opts.out if opts.out is not None else Path(str(scratch)) / "run"
+    """Measure into --out, or into a journalled scratch directory (removed once judged, and by the
+    watchdog or `restore` if this check is killed; a raw capture in it is then kept, not deleted)."""
+    if opts.out is not None:
+        verdict = _judged(opts, opts.out)
+        verdict.run = str(opts.out)
+        return verdict
+    with lifecycle.guard("check") as j:
+        scratch = j.scratch_dir("jitterscope-check-", keep="run", hint="a killed check's measurement")
+        entry = j.entries[-1]
+        try:
+            verdict = _judged(opts, scratch / "run")
+        except BaseException:  # a measurement that failed keeps its directory, which its error names
+            j.forget(entry)
+            raise
+        shutil.rmtree(scratch / "run", ignore_errors=True)  # judged: nothing to keep (undo removes the rest)
+        return verdict
+
+
+def _judged(opts: CheckOptions, out: Path) -> Verdict:
     run_dir = measure(
         cpus=opts.cpus,
         duration_ns=opts.duration_ns,
@@ -41,9 +58,4 @@ def check(opts: CheckOptions) -> Verdict:
     )
     run = load_run(run_dir)
     comparison = compare_loaded(opts.baseline, run, opts.thresholds) if opts.baseline is not None else None
-    verdict = judge(run.summary, opts.limits, comparison)
-    if scratch is None:
-        verdict.run = str(run_dir)
-    else:  # only once judged: a measurement that failed keeps its directory, which its error names
-        shutil.rmtree(scratch, ignore_errors=True)
-    return verdict
+    return judge(run.summary, opts.limits, comparison)

@@ -23,12 +23,12 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from jitterscope import session as lifecycle
 from jitterscope import sysinfo
 from jitterscope.cluster import layout
 from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal
 from jitterscope.measure.lifecycle import measure
 from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, write_json
 from jitterscope.units import MAX_CPUS_FALLBACK
@@ -191,7 +191,7 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
     # the cluster run holding it is written; if the job fails first (this rank or
     # another killed, rank 0 failing to write), the raw capture is moved next to the
     # planned output instead (kill -9: by the next jitterscope command).
-    with Journal(f"cluster measure rank {cluster.rank}") as journal:
+    with lifecycle.guard(f"cluster measure rank {cluster.rank}") as journal:
         keep_to = _keep_location(planned, cluster.rank)
         scratch = journal.scratch_dir(
             f"jitterscope-cluster-r{cluster.rank}-",

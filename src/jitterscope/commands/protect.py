@@ -34,6 +34,7 @@ EXAMPLES
 from __future__ import annotations
 
 import argparse
+import sys
 
 from jitterscope import options
 
@@ -133,8 +134,7 @@ def run(args: argparse.Namespace) -> int:
         from jitterscope.protect.calibrate import calibrate_command
 
         return calibrate_command(args)
-    from jitterscope.protect import build, plan, render, runmeta, session
-    from jitterscope.protect.outcome import RECORDS
+    from jitterscope.protect import plan, render, session
     from jitterscope.rundir import load_run
 
     a = vars(args)
@@ -142,10 +142,14 @@ def run(args: argparse.Namespace) -> int:
     p = plan.build(a)
     p.progress = not args.json
     run_dir, out = session.run(p)
-    summary = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
     run_ = load_run(run_dir)
+    if out.summary is None:  # session.run returns only once the run is built
+        raise AssertionError("protect: the run was not built")
     if args.json:
-        options.print_json(summary)
+        options.print_json(out.summary)
     else:
-        print(render.render(summary, run_.meta, str(run_dir)))  # what was built, checked by load_run
+        print(render.render(out.summary, run_.meta, str(run_dir)))  # what was built, checked by load_run
+    if out.error and out.ended_by != "interrupted":  # a helper died: the run is kept, the command fails
+        print(f"jitterscope: error: the run was cut short: {out.ended_by}", file=sys.stderr)
+        return 1
     return 0

@@ -17,6 +17,7 @@ line per item says what happened to it:
 EXAMPLES
   jitterscope restore            # undo what a killed run left behind
   jitterscope restore --json     # list what was undone, for scripts
+  jitterscope restore --quiet    # say only what could not be undone (the session watchdog runs this)
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from jitterscope import journal, mounts, options
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     options.add_json(p, "what was undone as JSON")
+    p.add_argument("--quiet", action="store_true", help="print only what could not be undone")
 
 
 # Temporary names jitterscope does not journal, or older versions did not (the random
@@ -104,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json({"undone": undone, "found": [vars(o) for o in found]})
         return 1 if failed else 0
+    if getattr(args, "quiet", False):
+        undone = [e for e in undone if e.get("result") == "failed"]
+        found = [o for o in found if o.status == "failed"]
+        if not failed:
+            return 0
     if not undone and not found:
         print("nothing to restore: no interrupted jitterscope run left changes behind")
         return 0

@@ -8,9 +8,11 @@ measured CPUs, at SCHED_FIFO if the plan's `fifo` factor says so.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -20,6 +22,7 @@ from typing import Any
 
 from jitterscope.doe.results import ResponseExtra
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import Journal
 from jitterscope.rundir import load_run
 from jitterscope.units import NUMBER
 
@@ -88,7 +91,7 @@ class MeasureResponse:
             a += ["--priority", f"fifo:{fifo}"]
         return a
 
-    def run(self, out: Path, fifo: int | None) -> tuple[float, ResponseExtra]:
+    def run(self, out: Path, fifo: int | None, journal: Journal | None = None) -> tuple[float, ResponseExtra]:
         proc = _run_gently(self.argv(out, fifo), timeout=self.duration_s * 5 + 120)
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
@@ -120,6 +123,13 @@ class MeasureResponse:
         )
 
 
+def _kill_group(child: subprocess.Popen[str]) -> None:
+    """End the response command's whole process group (what it started too) and reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(child.pid, signal.SIGKILL)
+    child.communicate()
+
+
 @dataclass
 class CommandResponse:
     command: list[str] | str  # a string runs through the shell: it is the user's own plan text
@@ -141,7 +151,9 @@ class CommandResponse:
     def estimate_s(self) -> float:
         return (self.estimate if self.estimate is not None else self.timeout_s) + 0.1
 
-    def run(self, out: Path, fifo: int | None) -> tuple[float, ResponseExtra]:
+    def run(self, out: Path, fifo: int | None, journal: Journal | None = None) -> tuple[float, ResponseExtra]:
+        """Run the command pinned (and SCHED_FIFO) in a process group of its own, journalled: a timeout,
+        Ctrl-C or a kill of jitterscope ends the whole group, never leaving it running, orphaned and pinned."""
         cpus = set(self.cpus)
 
         def setup() -> None:  # in the child, before exec: place it, then raise its policy
@@ -152,13 +164,29 @@ class CommandResponse:
         shell = isinstance(self.command, str)
         t0 = time.perf_counter()
         try:
-            proc = subprocess.run(
-                self.command, shell=shell, capture_output=True, text=True, timeout=self.timeout_s, preexec_fn=setup
+            child = subprocess.Popen(
+                self.command,
+                shell=shell,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                preexec_fn=setup,
+                start_new_session=True,
             )
-        except subprocess.TimeoutExpired:
-            raise JitterscopeError(f"response command ran longer than its timeout ({self.timeout_s:g} s)") from None
         except OSError as err:
             raise JitterscopeError(f"cannot run the response command: {err}") from None
+        if journal is not None:
+            journal.process_group(child.pid)
+        try:
+            out_text, err_text = child.communicate(timeout=self.timeout_s)
+        except BaseException as exc:
+            _kill_group(child)
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise JitterscopeError(
+                    f"response command ran longer than its timeout ({self.timeout_s:g} s); stopped it"
+                ) from None
+            raise
+        proc = subprocess.CompletedProcess(self.command, child.returncode, out_text, err_text)
         wall = time.perf_counter() - t0
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or ["no message"])[-1]

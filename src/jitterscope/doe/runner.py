@@ -188,7 +188,7 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
                         f.apply(levels[f.name], j, ctx)
                     if plan.settle_s:
                         time.sleep(plan.settle_s)
-                    y, extra = plan.response.run(run_dir, fifo)
+                    y, extra = plan.response.run(run_dir, fifo, j)
             except JitterscopeError as err:
                 raise JitterscopeError(
                     f"run {i + 1} (treatment {labels[t]}): {err}; every change was undone, "

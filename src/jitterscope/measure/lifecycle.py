@@ -20,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope import budget, outpath, sysinfo
+from jitterscope import session as lifecycle
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import seconds
-from jitterscope.journal import Journal
 from jitterscope.measure import build as analysis
 from jitterscope.measure import capture, peers
 from jitterscope.measure.probe import Probe
@@ -219,7 +219,7 @@ def _acquire(
     trace_dir = run_dir / "trace"
     # The exit stack unwinds on every path (success, error, Ctrl-C): affinity
     # back, then the trace instance stopped and removed, then the journal.
-    with Journal("measure") as journal, contextlib.ExitStack() as stack:
+    with lifecycle.guard("measure") as journal, contextlib.ExitStack() as stack:
         session = None
         if tracing_ok:
             trace_dir.mkdir()

@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope import budget, sysinfo
+from jitterscope import session as lifecycle
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.build import build_run
@@ -211,7 +211,7 @@ def _acquire(
 
     raw = run_dir / "raw"
     interrupted = False
-    with Journal("pipeline") as journal, contextlib.ExitStack() as stack:
+    with lifecycle.guard("pipeline") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
             from jitterscope.tracing.session import TraceSession
 

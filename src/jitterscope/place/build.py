@@ -163,12 +163,9 @@ def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]
     }
 
 
-def write(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int, t_start: int) -> None:
-    write_table(
-        run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS), kind="place"
-    )
-    write_table(run_dir, "decisions", pa.Table.from_pylist(eng.decisions, schema=schema.DECISIONS), kind="place")
-    meta = base_meta(
+def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[str, Any]:
+    """meta.json of a place run (the session writes it at the start, marked incomplete)."""
+    return base_meta(
         kind="place",
         host=sysinfo.host(),
         kernel=sysinfo.kernel(),
@@ -185,5 +182,13 @@ def write(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int, t_st
             "dry_run": plan.dry_run,
         },
     )
-    write_json(run_dir / "meta.json", meta)
+
+
+def write(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int, t_start: int) -> None:
+    """The tables, summary.json, and meta.json last (complete: no longer marked incomplete)."""
+    write_table(
+        run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS), kind="place"
+    )
+    write_table(run_dir, "decisions", pa.Table.from_pylist(eng.decisions, schema=schema.DECISIONS), kind="place")
     write_json(run_dir / "summary.json", summary(plan, eng, ended_by, wall))
+    write_json(run_dir / "meta.json", meta(plan, t_start, wall, ended_by))

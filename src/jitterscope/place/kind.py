@@ -3,10 +3,13 @@ registered with kinds.py."""
 
 from __future__ import annotations
 
+import argparse
+from pathlib import Path
+
 from pydantic import StrictStr
 
 from jitterscope import kinds
-from jitterscope.kinds import Lazy, RunKind, TableSpec
+from jitterscope.kinds import Lazy, Recovery, RunKind, TableSpec
 from jitterscope.place import schema
 from jitterscope.runcheck import Count, Number, OpenModel
 
@@ -37,6 +40,24 @@ class PlaceCompareSummary(OpenModel):
     policies: dict[str, dict[str, object]]
 
 
+def _finds(run_dir: Path) -> bool:
+    from jitterscope.session import started_as
+
+    return started_as(run_dir, "place")
+
+
+def _analyze(args: argparse.Namespace) -> int:
+    """A place run keeps its observations and decisions in memory until it ends: one cut short before
+    it wrote them cannot be rebuilt.  Say so in one line (exit 2); meta.json still says what ran."""
+    from jitterscope.session import cut_short
+
+    cut_short(
+        args.run,
+        "a place run killed before it wrote its tables: its observations and decisions were held in memory "
+        "and are lost (meta.json keeps its tasks' CPUs and options; its tasks were stopped and released)",
+    )
+
+
 kinds.register(
     RunKind(
         "place-compare",
@@ -57,5 +78,6 @@ kinds.register(
         "placement decision with its reason",
         order=5,
         page=Lazy("jitterscope.place.report:build_page"),
+        recovery=Recovery(_finds, _analyze),
     )
 )

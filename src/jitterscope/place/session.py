@@ -5,8 +5,9 @@ plan (plan.py) -> run directory -> journal -> pages in a scratch dir in
 weighed and placed (OBS-X) as it arrives -> the actuator set up -> the loop
 (engine.py) until --duration, the last task's end or Ctrl-C -> every task let
 run -> our commands stopped -> the journal undone (affinity, stopped or frozen
-tasks, cgroups) -> the run's tables and summary (build.py).  kill -9 leaves the
-journal: the next jitterscope command or `jitterscope restore` undoes it.
+tasks, cgroups) -> the run's tables and summary (build.py).  The steps run in
+the session lifecycle (session.py): its watchdog undoes the journal at once
+after a kill -9, and meta.json (marked incomplete) says what the directory is.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from jitterscope import session as lifecycle
 from jitterscope import sysinfo
-from jitterscope.journal import Journal
 from jitterscope.place import build, policy
 from jitterscope.place.actuate import Actuator
 from jitterscope.place.engine import Config, Engine
@@ -101,17 +102,35 @@ def _arrive(eng: Engine, plan: Plan, p: Placed, n: int) -> None:
 
 
 def run(plan: Plan, progress: bool) -> Path:
+    """One place run through the session lifecycle (session.py)."""
     run_dir = create_run_dir(plan.out or new_run_path(sysinfo.host(), "place"))
-    cfg = Config(
-        plan.policies,
-        plan.settings,
-        plan.cpus,
-        plan.dry_run,
-        on_decision=_printer() if plan.dry_run and progress else None,
-    )
-    eng = Engine(cfg, plan.topo, [], None, None)
-    ended_by, t_start = "error", time.time_ns()
-    with Journal("place") as j:
+    lifecycle.run(PlaceSteps(plan, progress, run_dir), run_dir)
+    return run_dir
+
+
+class PlaceSteps:
+    """place's steps of the session lifecycle.  Its observations and decisions are held by the engine
+    until the end: a run killed before it wrote them cannot be rebuilt (its recovery says so)."""
+
+    kind = "place"
+
+    def __init__(self, plan: Plan, progress: bool, run_dir: Path) -> None:
+        self.plan, self.run_dir = plan, run_dir
+        self.cfg = Config(
+            plan.policies,
+            plan.settings,
+            plan.cpus,
+            plan.dry_run,
+            on_decision=_printer() if plan.dry_run and progress else None,
+        )
+        self.eng = Engine(self.cfg, plan.topo, [], None, None)
+        self.ended_by, self.t_start, self.wall = "error", time.time_ns(), 0
+
+    def start_meta(self) -> dict[str, Any]:
+        return build.meta(self.plan, self.t_start)
+
+    def setup(self, s: lifecycle.Session) -> None:
+        plan, eng, j = self.plan, self.eng, s.journal
         eng.aff = Affinity(j)
         scratch = j.scratch_dir("jitterscope-place-", parent="/dev/shm" if Path("/dev/shm").is_dir() else None)
         env = {LITTLE_ENV: format_cpulist(plan.topo.little)} if plan.topo.little else {}
@@ -119,27 +138,33 @@ def run(plan: Plan, progress: bool) -> Path:
             os.mkfifo(scratch / "faults", 0o600)
             eng.fifo = os.open(scratch / "faults", os.O_RDONLY | os.O_NONBLOCK)
             env[FAULTS_ENV] = str(scratch / "faults")
-        try:
-            for n, argv in enumerate(plan.cmds):
-                _arrive(eng, plan, start(j, argv, plan.cpus, scratch, n, env), n)
-            for n, pid in enumerate(plan.pids, len(plan.cmds)):
-                _arrive(eng, plan, given(pid, "--tasks"), n)
-            if cfg.slots and not plan.dry_run:
-                eng.act = Actuator(j, plan.actuator, eng.tasks)
-            ended_by = eng.run(plan.duration_ns or float("inf"), lambda: False)
-        except KeyboardInterrupt:
-            ended_by = "interrupted"
-        finally:
-            eng.finish()
-            wall = eng.now()
-            for p in eng.tasks:
-                programs.stop(p.prog)
-                if not p.end and p.prog.returncode() == -4:
-                    eng.drop(p)
-            if eng.fifo is not None:
-                os.close(eng.fifo)
-    build.write(run_dir, plan, eng, ended_by, wall, t_start)
-    return run_dir
+        s.recorded = True  # place writes its run whenever it is stopped, even before a task started
+        for n, argv in enumerate(plan.cmds):
+            _arrive(eng, plan, start(j, argv, plan.cpus, scratch, n, env), n)
+        for n, pid in enumerate(plan.pids, len(plan.cmds)):
+            _arrive(eng, plan, given(pid, "--tasks"), n)
+        if self.cfg.slots and not plan.dry_run:
+            eng.act = Actuator(j, plan.actuator, eng.tasks)
+
+    def capture(self, s: lifecycle.Session) -> None:
+        self.ended_by = self.eng.run(self.plan.duration_ns or float("inf"), lambda: False)
+
+    def stop(self, s: lifecycle.Session) -> None:
+        eng = self.eng
+        if s.interrupted:
+            self.ended_by = "interrupted"
+        eng.finish()
+        self.wall = eng.now()
+        for p in eng.tasks:
+            programs.stop(p.prog)
+            if not p.end and p.prog.returncode() == -4:
+                eng.drop(p)
+        if eng.fifo is not None:
+            os.close(eng.fifo)
+            eng.fifo = None
+
+    def analyze(self, s: lifecycle.Session) -> None:
+        build.write(self.run_dir, self.plan, self.eng, self.ended_by, self.wall, self.t_start)
 
 
 def _printer() -> Callable[[dict[str, Any]], None]:

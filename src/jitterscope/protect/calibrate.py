@@ -22,8 +22,7 @@ from typing import Any
 from jitterscope import atomic, options
 from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_file
-from jitterscope.protect import build, plan, runmeta, session
-from jitterscope.protect.outcome import RECORDS
+from jitterscope.protect import build, plan, session
 from jitterscope.protect.results import Latency
 from jitterscope.protect.slacklaw import Calibration
 from jitterscope.units import format_ns
@@ -35,7 +34,6 @@ def _steady(run_dir: Path, c: Latency | None, warmup_ns: float) -> Latency | Non
     """The critical latency without the heartbeats of the first `warmup_ns` (the program's start-up)."""
     if not warmup_ns or not c:
         return c
-    from jitterscope.protect import build
     from jitterscope.rundir import load_run
 
     it = load_run(run_dir).table("iterations").to_pandas()
@@ -55,7 +53,9 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float 
     p = plan.build(a, calibrating=True)
     p.progress = False
     run_dir, out = session.run(p)
-    summ = build.build(run_dir, runmeta.meta(p, out, run_dir), run_dir / RECORDS)
+    summ = out.summary
+    if summ is None:  # session.run returns only once the run is built
+        raise AssertionError("protect calibrate: the run was not built")
     c = _steady(run_dir, summ["phases"]["protected"]["critical"], warmup_ns)
     if not c:
         raise JitterscopeError(

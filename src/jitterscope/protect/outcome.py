@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jitterscope.protect.results import Summary
+
 RECORDS = "raw/controller.bin"  # the controller's records, inside the run directory
 
 
@@ -26,3 +28,4 @@ class Outcome:
     started_unix_ns: int = 0
     wall_s: float = 0.0
     controlling: bool = False  # the controller was told to go: there are records to keep
+    summary: Summary | None = None  # the built run's summary.json, once built

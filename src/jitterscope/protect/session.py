@@ -12,45 +12,36 @@ Ctrl-C, kill -9 + `jitterscope restore` leaves the machine as it was found.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from jitterscope import session as lifecycle
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.progress import Progress
-from jitterscope.protect import actuators, programs, signals
+from jitterscope.protect import actuators, build, programs, runmeta, signals
 from jitterscope.protect.actuators import Unit
 from jitterscope.protect.controller import Controller
 from jitterscope.protect.outcome import RECORDS, Outcome
 from jitterscope.protect.plan import Plan, law_args
 from jitterscope.protect.report import ReportPage
+from jitterscope.protect.results import Summary
 from jitterscope.protect.slacklaw import load, suspension_for
 from jitterscope.rundir import create_run_dir
 
 
-@contextmanager
-def _own_affinity(cpus: list[int]) -> Iterator[None]:
-    """jitterscope itself stays on the best-effort CPUs, off the critical ones."""
-    before = os.sched_getaffinity(0)
-    os.sched_setaffinity(0, set(cpus) & before or before)
-    try:
-        yield
-    finally:
-        os.sched_setaffinity(0, before)
-
-
 def run(plan: Plan) -> tuple[Path, Outcome]:
-    """Run the plan; the run directory and what happened (build.py turns both into the run)."""
+    """Run the plan through the session lifecycle (session.py); the run directory and what happened
+    (`out.summary` holds the built run's summary)."""
     if plan.replay is not None:
         from jitterscope.protect.replay import run_plan
 
-        return run_plan(plan)
+        run_dir, out = run_plan(plan)
+        out.summary = build.build(run_dir, runmeta.meta(plan, out, run_dir), run_dir / RECORDS)
+        return run_dir, out
     out = Outcome(started_unix_ns=time.time_ns())
     needs_peak = (
         plan.signal in ("auto",) + signals.BANDWIDTH
@@ -64,44 +55,71 @@ def run(plan: Plan) -> tuple[Path, Outcome]:
         out.peak = (plan.peak_bps, plan.peak_bps)
     run_dir = create_run_dir(plan.out)
     (run_dir / "raw").mkdir()
-    try:
-        with _own_affinity(plan.cpus), Journal("protect") as j:
-            try:
-                _session(plan, j, run_dir, out)
-            except KeyboardInterrupt:
-                out.interrupted, out.ended_by = True, "interrupted"
-    except BaseException:
-        if not out.controlling:  # nothing was measured: leave no half-made run behind
-            shutil.rmtree(run_dir, ignore_errors=True)
-        raise
-    if not out.controlling:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise JitterscopeError("interrupted before the controller started: nothing was measured")
+    s, _ = lifecycle.run(ProtectSteps(plan, out, run_dir), run_dir)
     return run_dir, out
 
 
-def _session(plan: Plan, j: Journal, run_dir: Path, out: Outcome) -> None:
-    pages = j.scratch_dir("jitterscope-protect-", parent="/dev/shm")
-    units = [Unit(c) for c in plan.cpus]
-    started: list[programs.Program] = []
-    try:
-        crit_page = _start_programs(plan, j, run_dir, pages, units, started)
-        ctl = _controller(plan, j, run_dir, units, crit_page, out)
-        ctl.start()
-        j.process_group(ctl.pid)
-        t0 = time.monotonic()
-        ctl.go()
-        out.controlling = True
-        _supervise(plan, ctl, started, out, t0)
-        out.wall_s = time.monotonic() - t0
+class ProtectSteps:
+    """protect's steps of the session lifecycle."""
+
+    kind = "protect"
+
+    def __init__(self, plan: Plan, out: Outcome, run_dir: Path) -> None:
+        self.plan, self.out, self.run_dir = plan, out, run_dir
+        self.started: list[programs.Program] = []
+        self.ctl: Controller | None = None
+        self._affinity = os.sched_getaffinity(0)
+
+    def start_meta(self) -> dict[str, Any]:
+        return runmeta.meta(self.plan, self.out, self.run_dir)
+
+    def setup(self, s: lifecycle.Session) -> None:
+        plan, out, j = self.plan, self.out, s.journal
+        s.nothing = "interrupted before the controller started: nothing was measured"
+        # jitterscope itself stays on the best-effort CPUs, off the critical ones
+        os.sched_setaffinity(0, set(plan.cpus) & self._affinity or self._affinity)
+        pages = j.scratch_dir("jitterscope-protect-", parent="/dev/shm")
+        units = [Unit(c) for c in plan.cpus]
+        crit_page = _start_programs(plan, j, self.run_dir, pages, units, self.started)
+        self.ctl = _controller(plan, j, self.run_dir, units, crit_page, out)
+        self.ctl.start()
+        j.process_group(self.ctl.pid)
+        # everything the recovery needs to rebuild the run from raw/controller.bin, before it holds a record
+        s.stage("controlling", **runmeta.meta(plan, out, self.run_dir))
+        s.t0 = time.monotonic()
+        self.ctl.go()
+        out.controlling = s.recorded = True
+
+    def capture(self, s: lifecycle.Session) -> None:
+        assert self.ctl is not None
+        _supervise(self.plan, self.ctl, self.started, self.out, s.t0)
+
+    def stop(self, s: lifecycle.Session) -> None:
+        out = self.out
         try:
-            out.end = ctl.wait().end
-        except JitterscopeError as err:  # killed: its records up to the last drain still count
-            out.error = str(err)
-    finally:
-        for p in started:
-            programs.stop(p)
-        out.programs = [_describe(p) for p in started] + [_describe(p) for p in plan.given_programs]
+            if self.ctl is not None and out.controlling:
+                self.ctl.stop()
+                out.wall_s = time.monotonic() - s.t0
+                try:
+                    out.end = self.ctl.wait().end
+                except JitterscopeError as err:  # killed: its records up to the last drain still count
+                    out.error = str(err)
+                    if not out.interrupted:  # it died by itself: the run is cut short, and the command fails
+                        s.child_died(f"the controller died ({err})")
+                        out.interrupted, out.ended_by = True, s.ended_by
+            if s.interrupted and not out.interrupted:
+                out.interrupted, out.ended_by = True, "interrupted"
+        finally:
+            for p in self.started:
+                programs.stop(p)
+            out.programs = [_describe(p) for p in self.started] + [_describe(p) for p in self.plan.given_programs]
+            os.sched_setaffinity(0, self._affinity)
+
+    def analyze(self, s: lifecycle.Session) -> Summary:
+        self.out.summary = build.build(
+            self.run_dir, runmeta.meta(self.plan, self.out, self.run_dir), self.run_dir / RECORDS
+        )
+        return self.out.summary
 
 
 def _start_programs(
@@ -270,7 +288,6 @@ def _supervise(plan: Plan, ctl: Controller, started: list[programs.Program], out
         print("\njitterscope: interrupted; stopping the controller (it resumes everything first)", file=sys.stderr)
     finally:
         bar.close()
-        ctl.stop()
 
 
 def _describe(p: programs.Program) -> dict[str, Any]:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from jitterscope import boundedio, sysinfo
+from jitterscope import session as lifecycle
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
 from jitterscope.report.pages import write_report
@@ -174,7 +174,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     )
     write_json(raw / "meta.json", meta)  # before CMD runs: what `jitterscope analyze` needs if we are killed
     steal_before = sysinfo.steal_ticks(cpus)
-    with finish_later_on_interrupt(run_dir), Journal("sync") as journal, contextlib.ExitStack() as stack:
+    with finish_later_on_interrupt(run_dir), lifecycle.guard("sync") as journal, contextlib.ExitStack() as stack:
         if tracing_ok:
             from jitterscope.tracing.session import TraceSession
 

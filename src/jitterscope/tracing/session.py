@@ -344,8 +344,10 @@ def finish_capture(
     start, stop = marks.get("jitterscope-start"), marks.get("jitterscope-stop")
     if start and stop:
         info["window"] = [int(start["tsc"]), int(stop["tsc"])]
-        dt_ns = info["stop_mono_ns"] - info["start_mono_ns"]
-        if dt_ns > 10_000_000:  # below 10 ms the marker write latency dominates
+        # Killed between writing the stop marker and recording its time: no clock rate from the markers.
+        # Below 10 ms the marker write latency dominates.
+        dt_ns = info.get("stop_mono_ns", 0) - info.get("start_mono_ns", 0)
+        if "stop_mono_ns" in info and "start_mono_ns" in info and dt_ns > 10_000_000:
             info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
     elif start and end_tsc:
         info["window"] = [int(start["tsc"]), int(end_tsc)]

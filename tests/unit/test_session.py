@@ -1,0 +1,95 @@
+"""The session lifecycle (session.py) drives a mode's steps: meta.json marked incomplete from the first
+moment, a run kept once recorded and removed when nothing was, Ctrl-C ends the capture and keeps the run,
+a dead helper makes the run interrupted, and load_run refuses an unfinished run in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jitterscope import session
+from jitterscope.errors import JitterscopeError
+from jitterscope.rundir import base_meta, load_run
+
+
+class Fake:
+    kind = "measure"
+
+    def __init__(self, run_dir: Path, record: bool = True, capture_raises: type[BaseException] | None = None) -> None:
+        self.run_dir, self.record, self.raises = run_dir, record, capture_raises
+        self.seen: list[str] = []
+
+    def start_meta(self) -> dict[str, Any]:
+        return base_meta(kind="measure", id=self.run_dir.name)
+
+    def setup(self, s: session.Session) -> None:
+        self.seen.append(json.loads((self.run_dir / "meta.json").read_text())[session.INCOMPLETE])
+        s.journal.scratch_dir("jitterscope-session-test-", parent=self.run_dir.parent)
+        s.recorded = self.record
+
+    def capture(self, s: session.Session) -> None:
+        self.seen.append(json.loads((self.run_dir / "meta.json").read_text())[session.INCOMPLETE])
+        if self.raises is not None:
+            raise self.raises
+
+    def stop(self, s: session.Session) -> None:
+        self.seen.append("stop")
+
+    def analyze(self, s: session.Session) -> str:
+        self.seen.append(json.loads((self.run_dir / "meta.json").read_text())[session.INCOMPLETE])
+        return "built"
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
+
+
+def test_the_steps_run_in_order_with_meta_marked_at_each_stage(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    steps = Fake(run_dir)
+    s, got = session.run(steps, run_dir)
+    assert got == "built" and not s.interrupted
+    assert steps.seen == ["starting", "capturing", "stop", "analysing"]
+    assert not list(tmp_path.glob("jitterscope-session-test-*"))  # the journal was undone before analysis
+    with pytest.raises(JitterscopeError, match=f"an unfinished run .*jitterscope analyze {run_dir}"):
+        load_run(run_dir)  # the fake analysis left meta.json marked
+
+
+def test_ctrl_c_ends_the_capture_and_keeps_the_run(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    s, _ = session.run(Fake(run_dir, capture_raises=KeyboardInterrupt), run_dir)
+    assert s.interrupted and s.ended_by == "interrupted"
+    meta = json.loads((run_dir / "meta.json").read_text())
+    assert meta["interrupted"] is True and meta[session.INCOMPLETE] == "analysing"
+
+
+def test_nothing_recorded_removes_the_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with pytest.raises(JitterscopeError, match="nothing was measured"):
+        session.run(Fake(run_dir, record=False, capture_raises=KeyboardInterrupt), run_dir)
+    assert not run_dir.exists()
+    run_dir.mkdir()
+    with pytest.raises(RuntimeError):
+        session.run(Fake(run_dir, record=False, capture_raises=RuntimeError), run_dir)
+    assert not run_dir.exists()
+
+
+def test_a_failure_after_recording_keeps_the_directory(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    with pytest.raises(RuntimeError):
+        session.run(Fake(run_dir, capture_raises=RuntimeError), run_dir)
+    assert session.started_as(run_dir, "measure")
+
+
+def test_a_dead_child_makes_the_run_interrupted(tmp_path: Path) -> None:
+    s = session.Session("measure", tmp_path, {})
+    s.child_died("the probe died (killed)")
+    assert s.interrupted and s.failed and s.ended_by == "the probe died (killed)"
