@@ -11,7 +11,6 @@ import pyarrow as pa
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import write_json, write_table
-from jitterscope.simulate.fitting import fit_delays
 from jitterscope.sync import critical, model, records, subframes, symbols
 from jitterscope.sync.schema import TABLES
 
@@ -45,9 +44,7 @@ OBJ_KIND = {
 
 
 def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
-    schema = TABLES[name]
-    cols = {f.name: [r.get(f.name) for r in rows] for f in schema}
-    return pa.table({k: pa.array(v, schema.field(k).type) for k, v in cols.items()}, schema=schema)
+    return pa.Table.from_pylist(rows, schema=TABLES[name])  # keys not in the schema are left out
 
 
 def _root_end(logs: list[records.ProcessLog], meta: dict[str, Any], t0: int, hz: float) -> dict[int, int]:
@@ -307,6 +304,8 @@ def make_summary(
 
 def _fit(values: list[int]) -> dict[str, Any] | None:
     """Distribution of sync jitter above N: the candidate families and GPD tail (simulate/fitting.py)."""
+
+    from jitterscope.simulate.fitting import fit_delays  # lazy: scipy.stats, ~1 s of start-up
 
     x = np.asarray(values, dtype=float) / 1e9
     try:

@@ -21,6 +21,19 @@ class SyncTypeSummary(OpenModel):
     share: Number = 0.0
 
 
+class SyncOverhead(OpenModel):
+    """jitterscope's own share of a sync run's wall time (sync/overhead.py)."""
+
+    startup_s: Number
+    program_s: Number
+    analysis_s: Number
+    report_s: Number | None = None
+    wall_s: Number
+    own_s: Number
+    own_share: Number | None = None
+    ratio: Number | None = None
+
+
 class SyncSummary(OpenModel):
     """`jitterscope sync` (docs/run-format.md, "sync runs")."""
 
@@ -33,6 +46,7 @@ class SyncSummary(OpenModel):
     frames: dict[str, Any] = {}
     dropped: Count = 0
     lost_events: Count = 0
+    overhead: SyncOverhead | None = None  # absent when `jitterscope analyze` finished a cut-short run
 
 
 def _perfetto(run: Run, out: Path, cpu: int | None) -> Exported:

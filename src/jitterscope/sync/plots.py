@@ -3,7 +3,6 @@ distribution of T per jitter type."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -12,50 +11,59 @@ from jitterscope import plotting
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
 WAIT_COLOR = "#D9D9D9"
-MAX_BARS = 20_000  # per figure: beyond, the longest are drawn (the others are below a pixel anyway)
+# Spans of one lane and colour closer than this fraction of the run are drawn as one bar: the figure is
+# 10 inches wide, so they are within a pixel of each other anyway, and the drawing stays a few thousand
+# rectangles per lane however many waits the run had (one bar per wait cost seconds per thousand).
+RESOLUTION = 1 / 4000
+CDF_POINTS = 2000  # per distribution curve: finer than the figure's pixels
 
 
-def _longest(rows: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
-    if len(rows) <= n:
-        return rows
-    return sorted(rows, key=lambda r: r["end_ns"] - r["start_ns"], reverse=True)[:n]
+def merge_spans(start: np.ndarray, end: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the spans [start, end), with spans less than `gap` apart joined: (starts, ends), sorted."""
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum.accumulate(end[order])
+    first = np.ones(len(s), bool)
+    first[1:] = s[1:] > e[:-1] + gap
+    last = np.append(first[1:], True)
+    return s[first], e[last]
 
 
 def timeline(
     lanes: list[tuple[int, str]],
-    waits: list[dict[str, Any]],
-    jitter: list[dict[str, Any]],
-    cause_of: dict[int, str],
+    waits: tuple[np.ndarray, np.ndarray, np.ndarray],
+    bars: list[tuple[str, float, np.ndarray, np.ndarray, np.ndarray]],
     title: str,
 ) -> Any:
-    """One row per thread: its waits (grey), the synchronisation jitter inside them coloured by type
-    (upper half), the time it lost (holder delay, non-sync) coloured by the top kernel cause (lower half)."""
+    """One row per thread: its waits (grey; `waits` = tid, enter_ns, exit_ns), then `bars`: (legend key,
+    offset in the lane, tid, start_ns, end_ns) per key: the synchronisation jitter coloured by type (upper
+    half) and the time lost (holder delay, non-sync) coloured by its top kernel cause (lower half)."""
     plt = plotting.pyplot()
-    row = {tid: i for i, (tid, _) in enumerate(lanes)}
+    tids = np.array([tid for tid, _ in lanes], np.int64)
+    ends = [np.max(w, initial=0) for w in (waits[2],)] + [np.max(b[4], initial=0) for b in bars]
+    gap = max(ends, default=0) / 1e6 * RESOLUTION
+
+    def draw(ax: Any, tid: np.ndarray, start: np.ndarray, end: np.ndarray, y0: float, h: float, c: str) -> Any:
+        handle = None
+        for lane, t in enumerate(tids):
+            sel = tid == t
+            if not sel.any():
+                continue
+            s, e = merge_spans(start[sel] / 1e6, np.maximum(end[sel], start[sel] + 1) / 1e6, gap)
+            handle = ax.broken_barh(np.column_stack([s, e - s]), (lane + y0, h), color=c, linewidth=0)
+        return handle
+
     with plt.rc_context(plotting.STYLE):
         fig, ax = plt.subplots(figsize=(10, 1.0 + 0.5 * max(1, len(lanes))))
-        for w in _longest([w for w in waits if w["tid"] in row and w["exit_ns"] is not None], MAX_BARS):
-            ax.broken_barh(
-                [(w["enter_ns"] / 1e6, (w["exit_ns"] - w["enter_ns"]) / 1e6)],
-                (row[w["tid"]] - 0.4, 0.8),
-                color=WAIT_COLOR,
-                linewidth=0,
-            )
-        sync = [r for r in jitter if r["type"] not in ("hd", "ns") and r["tid"] in row]
-        lost = [r for r in jitter if r["type"] in ("hd", "ns") and r["tid"] in row]
+        draw(ax, waits[0], waits[1], waits[2], -0.4, 0.8, WAIT_COLOR)
         colors: dict[str, str] = {}
         handles: dict[str, Any] = {}
-        for rows, y0, key in ((sync, -0.4, lambda r: r["type"]), (lost, 0.0, lambda r: cause_of.get(r["id"], "?"))):
-            groups: dict[str, list[tuple[int, float, float]]] = defaultdict(list)
-            for r in _longest(rows, MAX_BARS):
-                groups[key(r)].append((row[r["tid"]], r["start_ns"] / 1e6, max(r["end_ns"] - r["start_ns"], 1) / 1e6))
-            for k, bars in sorted(groups.items(), key=lambda kv: -len(kv[1])):
-                c = colors.setdefault(k, PALETTE[len(colors) % len(PALETTE)])
-                by_lane: dict[int, list[tuple[float, float]]] = defaultdict(list)
-                for lane, s, d in bars:
-                    by_lane[lane].append((s, d))
-                for lane, spans in by_lane.items():
-                    handles[k] = ax.broken_barh(spans, (lane + y0, 0.4), color=c, linewidth=0)
+        for key, y0, tid, start, end in bars:
+            c = colors.setdefault(key, PALETTE[len(colors) % len(PALETTE)])
+            h = draw(ax, tid, start, end, y0, 0.4, c)
+            if h is not None:
+                handles[key] = h
         ax.set_yticks(range(len(lanes)), [name for _, name in lanes], fontsize=7)
         ax.set_ylim(len(lanes) - 0.5, -0.5)
         ax.set_xlabel("ms since the program started")
@@ -79,11 +87,14 @@ def type_distributions(groups: list[tuple[str, np.ndarray]], threshold_ns: int, 
     with plt.rc_context(plotting.STYLE):
         fig, ax = plt.subplots(figsize=(6.5, 3.5))
         for i, (name, v) in enumerate(groups):
-            x = np.sort(np.asarray(v, np.float64)) / 1e3
-            x = np.maximum(x, 1e-3)
+            x = np.maximum(np.sort(np.asarray(v, np.float64)) / 1e3, 1e-3)
+            y = np.arange(1, len(x) + 1) / len(x)
+            if len(x) > CDF_POINTS:  # the curve at CDF_POINTS evenly spaced fractions, the last (max) kept
+                k = np.unique(np.linspace(0, len(x) - 1, CDF_POINTS).astype(np.int64))
+                x, y = x[k], y[k]
             ax.step(
                 x,
-                np.arange(1, len(x) + 1) / len(x),
+                y,
                 where="post",
                 color=PALETTE[i % len(PALETTE)],
                 label=f"{name} ({len(x):,})",
@@ -93,6 +104,6 @@ def type_distributions(groups: list[tuple[str, np.ndarray]], threshold_ns: int, 
         ax.set_xlabel("T (us): release -> return, or the call's own time")
         ax.set_ylabel("fraction of intervals")
         ax.set_title(title)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="lower right")  # "best" searches every point of every curve
         fig.tight_layout()
     return fig

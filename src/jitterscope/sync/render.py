@@ -113,9 +113,23 @@ def render(s: dict[str, Any], path: str) -> str:
             f"Distribution: {fit['verdict']}; lognormal median {format_ns(ln['median_ns'])}, "
             f"sigma {ln['sigma']:.2f} ({'fits' if ln['fits'] else 'does not fit'})"
         )
+    oh = s.get("overhead")
+    if oh:
+        lines.append(f"jitterscope's own   {overhead_text(oh)}")
     if notes(s):
         lines += [""] + [f"note: {n}" for n in notes(s)]
     return "\n".join(lines)
+
+
+def overhead_text(oh: dict[str, Any]) -> str:
+    """jitterscope's own time around CMD: `2.1 s of 12.3 s wall (17%): start-up 0.6 s, analysis 1.2 s, ...`."""
+    parts = [f"start-up {oh['startup_s']:.2f} s", f"analysis {oh['analysis_s']:.2f} s"]
+    if oh.get("report_s") is not None:
+        parts.append(f"report {oh['report_s']:.2f} s")
+    return (
+        f"{oh['own_s']:.2f} s of {oh['wall_s']:.2f} s wall ({_pct(oh['own_share'])}; CMD {oh['program_s']:.2f} s): "
+        + ", ".join(parts)
+    )
 
 
 def notes(s: dict[str, Any]) -> list[str]:

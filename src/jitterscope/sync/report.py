@@ -7,6 +7,7 @@ from collections import defaultdict
 from typing import Any
 
 import numpy as np
+import pyarrow.compute as pc
 
 from jitterscope import plotting
 from jitterscope.report.page import Column, Figure, render_page
@@ -30,6 +31,12 @@ def _overview(s: dict[str, Any]) -> list[list[Any]]:
         rows += [
             ["non-synchronisation jitter", s["non_sync_jitter_ns"], (s["non_sync_jitter_ns"] or 0) / run_ns],
             ["holder delay", s["holder_delay_ns"], (s["holder_delay_ns"] or 0) / run_ns],
+        ]
+    oh = s.get("overhead")
+    if oh:  # the report's own time is not known yet when it is drawn
+        rows += [
+            ["jitterscope start-up (before CMD)", round(oh["startup_s"] * 1e9), None],
+            ["jitterscope analysis (after CMD)", round(oh["analysis_s"] * 1e9), None],
         ]
     return rows
 
@@ -216,14 +223,50 @@ def _threads(run: Run) -> list[list[Any]]:
     ]
 
 
+def _col(table: Any, name: str, fill: int = 0) -> np.ndarray:
+    return table.column(name).fill_null(fill).to_numpy()
+
+
+def _top_cause(causes: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per jitter interval with causes: its id and the name of its biggest cause (ties: the first)."""
+    if causes.num_rows == 0:
+        return np.zeros(0, np.int64), np.zeros(0, object)
+    jid, ns = _col(causes, "jitter"), _col(causes, "ns")
+    kind, name = causes.column("kind").to_pylist(), causes.column("name").to_pylist()
+    order = np.lexsort((np.arange(len(ns)), -ns, jid))
+    first = order[np.append(True, jid[order][1:] != jid[order][:-1])]
+    label = [kind[i] if kind[i] in ("self", "idle") else f"{kind[i]}:{name[i]}" for i in first]
+    return jid[first], np.array(label, object)
+
+
+def _bars(jitter: Any, causes: Any) -> list[tuple[str, float, np.ndarray, np.ndarray, np.ndarray]]:
+    """The timeline's coloured bars per legend key, most bars first: sync jitter by type (upper half of a
+    lane), lost time (hd, ns) by its top cause (lower half)."""
+    jitter = jitter.filter(pc.greater(jitter.column("jitter_ns"), 0))
+    types = np.array(jitter.column("type").to_pylist(), object)
+    ids, tid, start, end = (_col(jitter, c) for c in ("id", "tid", "start_ns", "end_ns"))
+    lost = (types == "hd") | (types == "ns")
+    cid, cname = _top_cause(causes)
+    label = np.full(len(ids), "?", object)
+    if len(cid):  # cid is sorted: each interval's row in it, where it has one
+        pos = np.minimum(np.searchsorted(cid, ids), len(cid) - 1)
+        hit = cid[pos] == ids
+        label[hit] = cname[pos[hit]]
+    out = []
+    for sel, keys, y0 in ((~lost, types, -0.4), (lost, label, 0.0)):
+        names, counts = np.unique(keys[sel].astype(str), return_counts=True)
+        for k in names[np.argsort(-counts, kind="stable")]:
+            s = sel & (keys == k)
+            out.append((str(k), y0, tid[s], start[s], end[s]))
+    return out
+
+
 def figures(run: Run) -> list[Figure]:
 
     s = run.summary
-    jitter = [r for r in run.table("jitter").to_pylist() if r["jitter_ns"] > 0]
-    top: dict[int, tuple[int, str]] = {}
-    for c in run.table("causes").to_pylist():
-        if c["jitter"] not in top or c["ns"] > top[c["jitter"]][0]:
-            top[c["jitter"]] = (c["ns"], c["kind"] if c["kind"] in ("self", "idle") else f"{c['kind']}:{c['name']}")
+    jitter = run.table("jitter")
+    waits = run.table("waits")
+    waits = waits.filter(pc.is_valid(waits.column("exit_ns")))
     lanes = [(t["tid"], f"{t['name'] or 'thread'} {t['tid']}") for t in run.table("threads").to_pylist()]
     figs = [
         Figure(
@@ -232,16 +275,16 @@ def figures(run: Run) -> list[Figure]:
             plotting.svg_text(
                 timeline(
                     lanes,
-                    run.table("waits").to_pylist(),
-                    jitter,
-                    {k: v[1] for k, v in top.items()},
+                    (_col(waits, "tid"), _col(waits, "enter_ns"), _col(waits, "exit_ns")),
+                    _bars(jitter, run.table("causes")),
                     "waits and jitter per thread",
                 )
             ),
         )
     ]
-    rows = run.table("jitter").to_pylist()
-    groups = [(t, np.array([r["t_ns"] for r in rows if r["type"] == t], np.int64)) for t in s["types"]]
+    types = np.array(jitter.column("type").to_pylist(), object)
+    t_ns = _col(jitter, "t_ns")
+    groups = [(t, t_ns[types == t]) for t in s["types"]]
     groups = [g for g in groups if len(g[1])]
     if groups:
         figs.append(

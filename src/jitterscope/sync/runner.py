@@ -29,6 +29,7 @@ from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
 from jitterscope.report.pages import write_report
 from jitterscope.rundir import base_meta, create_run_dir, finish_later_on_interrupt, write_json
+from jitterscope.sync import overhead
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
@@ -131,6 +132,7 @@ def run_program(cmd: list[str], env: dict[str, str], cpus: list[int] | None) -> 
 def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     """Run and analyse; return the run directory and the program's exit code."""
 
+    started = overhead.process_start_ns()
     path = check_command(opts.command)
     cpus = opts.cpus or sysinfo.online_cpus()
     sysinfo.check_cpus(cpus)
@@ -180,6 +182,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
 
             (run_dir / "trace").mkdir()
             stack.enter_context(TraceSession(cpus, run_dir / "trace", journal, buffer_kb=opts.buffer_kb))
+        begun = time.monotonic_ns()
         code, interrupted, ended = run_program(opts.command, program_env(raw, cpus), opts.cpus)
     steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - steal_before.get(c, 0) for c in cpus)
     meta.update(
@@ -192,9 +195,12 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
             f"program, or one that clears LD_PRELOAD); exit code {code}"
         )
     with finish_later_on_interrupt(run_dir):
-        build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
+        summary = build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
+        analysed = time.monotonic_ns()
+        overhead.record(run_dir, summary, overhead.measure(started, begun, ended, analysed, None))
     if opts.report:
         _report(run_dir)
+        overhead.record(run_dir, summary, overhead.measure(started, begun, ended, analysed, time.monotonic_ns()))
     return run_dir, code
 
 

@@ -1,0 +1,41 @@
+"""sync's own-time accounting (sync/overhead.py) and the timeline's span merging (sync/plots.py)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from jitterscope.sync import overhead
+from jitterscope.sync.plots import merge_spans
+
+
+def test_process_start_is_before_now_and_after_the_interpreter_began() -> None:
+    # pytest itself started this process: its start is in the past, and not before the machine booted
+    start = overhead.process_start_ns()
+    now = time.monotonic_ns()
+    assert start < now
+    assert now - start < time.clock_gettime_ns(time.CLOCK_BOOTTIME)
+
+
+def test_parts_add_up_to_the_wall_time() -> None:
+    s = 1_000_000_000
+    oh = overhead.measure(started=0, program_start=2 * s, program_end=12 * s, analysed=13 * s, reported=14 * s)
+    j = oh.to_json()
+    assert (j["startup_s"], j["program_s"], j["analysis_s"], j["report_s"], j["wall_s"]) == (2, 10, 1, 1, 14)
+    assert j["own_s"] == 4 and j["own_share"] == round(4 / 14, 4) and j["ratio"] == 1.4
+    no_report = overhead.measure(0, 2 * s, 12 * s, 13 * s, None).to_json()
+    assert no_report["report_s"] is None and no_report["wall_s"] == 13
+
+
+def test_merge_spans_joins_overlapping_and_close_spans_only() -> None:
+    start = np.array([10.0, 0.0, 2.5, 5.0, 20.0])
+    end = np.array([12.0, 2.0, 4.0, 9.0, 21.0])
+    s, e = merge_spans(start, end, gap=0.6)
+    # [0,2] and [2.5,4] are 0.5 apart (joined), [5,9] is 1.0 after (kept apart), [10,12] is 1.0 after [5,9]
+    assert s.tolist() == [0.0, 5.0, 10.0, 20.0] and e.tolist() == [4.0, 9.0, 12.0, 21.0]
+    s, e = merge_spans(start, end, gap=0.0)
+    assert s.tolist() == [0.0, 2.5, 5.0, 10.0, 20.0]
+    contained = merge_spans(np.array([0.0, 1.0]), np.array([10.0, 2.0]), 0.0)
+    assert contained[0].tolist() == [0.0] and contained[1].tolist() == [10.0]
+    assert len(merge_spans(np.zeros(0), np.zeros(0), 1.0)[0]) == 0
