@@ -322,15 +322,15 @@ def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
 
 
 @contextmanager
-def activity_writer(path: Path) -> Iterator[pq.ParquetWriter]:
+def activity_writer(path: Path, compression: str = "zstd") -> Iterator[pq.ParquetWriter]:
     """The activity table, written row group by row group (atomically: whole or not at all).
 
     No Arrow schema is stored, so the dictionary-coded columns read back as the documented strings."""
-    with atomic.atomic_path(path) as tmp:
+    with atomic.atomic_path(path, durable=compression != "none") as tmp:
         writer = pq.ParquetWriter(
             tmp,
             WRITE_SCHEMA,
-            compression="zstd",
+            compression=compression,
             store_schema=False,
             use_dictionary=["kind", "name", "detail"],
             # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
@@ -342,8 +342,9 @@ def activity_writer(path: Path) -> Iterator[pq.ParquetWriter]:
             writer.close()
 
 
-def _in_worker(job: CpuJob, part: Path) -> CpuPart:
-    with activity_writer(part) as w:
+def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
+    job, part = args
+    with activity_writer(part, compression="none") as w:  # a scratch part on tmpfs: compressed once, when copied
         return analyse_cpu(job, w)
 
 
@@ -361,12 +362,15 @@ def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[Cp
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
         paths = [Path(tmp) / f"cpu{j.cpu}.parquet" for j in jobs]
+        parts = []
         # fork: the workers need nothing re-imported, and the parent runs no other thread here
         with multiprocessing.get_context("fork").Pool(min(processes, len(jobs))) as pool:
-            parts = pool.starmap(_in_worker, zip(jobs, paths), chunksize=1)
-        with activity_writer(activity_path) as w:
-            for p in paths:
-                _copy_rows(p, w)
+            with activity_writer(activity_path) as w:
+                # in CPU order, each part copied while later CPUs are still being analysed
+                for part, path in zip(pool.imap(_in_worker, zip(jobs, paths), chunksize=1), paths):
+                    _copy_rows(path, w)
+                    path.unlink()
+                    parts.append(part)
     return parts
 
 
