@@ -72,7 +72,7 @@ class CpuJob:
     parse_window: tuple[int, int] | None
     own: frozenset[int]
     probe_tids: dict[int, int]
-    chunk_rows: int = CHUNK_ROWS
+    chunk_rows: int | None = None  # None: CHUNK_ROWS
 
 
 @dataclass
@@ -231,6 +231,7 @@ def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
         n_act = act_path.stat().st_size // ACTIVITY_DTYPE.itemsize
         n_seg = seg_path.stat().st_size // SEGMENT_DTYPE.itemsize
         t0, hz = job.t0_tsc, job.hz
+        chunk = job.chunk_rows or CHUNK_ROWS
         ds, de = job.det_start, job.det_end
         kind_first: dict[str, int] = {}
         name_first: dict[str, int] = {}
@@ -240,8 +241,8 @@ def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
         ann_start: list[np.ndarray] = []
         ann_inside: list[np.ndarray] = []
         ann_names: list[str] = []
-        for lo in range(0, n_act, job.chunk_rows):
-            a = _records(act_path, ACTIVITY_DTYPE, lo, min(n_act, lo + job.chunk_rows))
+        for lo in range(0, n_act, chunk):
+            a = _records(act_path, ACTIVITY_DTYPE, lo, min(n_act, lo + chunk))
             kind = a["kind"].astype(np.int64)
             name = naming.codes(a["name"], kind, a["pid"])
             code = sources.codes(kind, name)
@@ -284,9 +285,9 @@ def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
         ps: list[np.ndarray] = []
         pn: list[np.ndarray] = []
         pt: list[np.ndarray] = []
-        for lo in range(0, n_seg, job.chunk_rows):
-            s = _records(seg_path, SEGMENT_DTYPE, lo, min(n_seg, lo + job.chunk_rows))
-            o_kind, o_name, o_pid = _owners(act_path, s["owner"].astype(np.int64), 4 * job.chunk_rows)
+        for lo in range(0, n_seg, chunk):
+            s = _records(seg_path, SEGMENT_DTYPE, lo, min(n_seg, lo + chunk))
+            o_kind, o_name, o_pid = _owners(act_path, s["owner"].astype(np.int64), 4 * chunk)
             src = sources.codes(o_kind, naming.codes(o_name, o_kind, o_pid))
             s_start = since_ns(s["start_tsc"], t0, hz)
             s_end = since_ns(s["end_tsc"], t0, hz)
