@@ -179,9 +179,7 @@ def test_chunks_of_any_size_give_the_whole_traces_analysis(
     assert_same(reference, got)
 
 
-def test_a_detour_straddling_a_chunk_boundary_keeps_its_pieces(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_detour_straddling_a_chunk_boundary_keeps_its_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """One long detour across every chunk boundary of a tiny chunk size: one row per source, summed."""
     span = write(tmp_path / "trace", 200)
     det = (np.array([1], np.int32), np.array([10 * US], np.int64), np.array([500 * US], np.int64))
@@ -203,10 +201,10 @@ def test_cpus_in_two_processes_write_what_one_writes(two_cpu_trace, tmp_path: Pa
     assert (tmp_path / "one" / "activity.parquet").read_bytes() == (tmp_path / "two" / "activity.parquet").read_bytes()
 
 
-def _peak(fn) -> int:
+def _peak(fn, *args) -> int:
     tracemalloc.start()
     try:
-        fn()
+        fn(*args)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -223,8 +221,8 @@ def test_memory_does_not_grow_with_the_traces_length(tmp_path: Path, monkeypatch
         # detours are the run's own input and grow with it: keep their number fixed
         det = tuple(a[:200] for a in det)
         peaks[n] = (
-            _peak(lambda: streamed(d / "run", d / "trace", det, wins)),
-            _peak(lambda: whole(d / "trace", det, wins)),
+            _peak(streamed, d / "run", d / "trace", det, wins),
+            _peak(whole, d / "trace", det, wins),
         )
     (s1, w1), (s4, w4) = peaks[1], peaks[4]
     assert w4 > 2.5 * w1, f"the whole-trace path should grow with length ({w1} → {w4} B): the check is blind"

@@ -456,8 +456,8 @@ def trace_facts(trace_dir: Path) -> tuple[float | None, tuple[int, int] | None, 
     """The session's TSC rate and window, and the ring buffer's statistics."""
     info = session_info(trace_dir)
     hz = info.get("tsc_hz")
-    window = tuple(info["window"]) if info.get("window") else None
-    return (float(hz) if hz else None), window, trace_stats(trace_dir)  # type: ignore[return-value]
+    window = (int(info["window"][0]), int(info["window"][1])) if info.get("window") else None
+    return (float(hz) if hz else None), window, trace_stats(trace_dir)
 
 
 __all__ = ["CpuJob", "CpuPart", "Merged", "analyse_cpu", "lost_per_cpu", "merge", "run_jobs", "trace_cpus"]
