@@ -1127,8 +1127,18 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
         if (m == MAP_FAILED)
             die("%s: mmap: %s", path, strerror(errno));
         madvise((void *)m, n, MADV_SEQUENTIAL);
-        for (size_t off = 0; off + page_size <= n; off += page_size)
+        /* Pages already parsed are dropped from memory every few MiB (nothing points into them:
+         * strings are interned, markers copied), so the capture's size is not resident memory. */
+        const size_t drop = (size_t)16 << 20;
+        size_t dropped = 0;
+        for (size_t off = 0; off + page_size <= n; off += page_size) {
             parse_page(c, m + off, page_size);
+            size_t done = (off + page_size) & ~(drop - 1);
+            if (done > dropped) {
+                madvise((void *)(m + dropped), done - dropped, MADV_DONTNEED);
+                dropped = done;
+            }
+        }
         munmap((void *)m, n);
     }
     close(fd);
