@@ -155,8 +155,10 @@ def main() -> int:
         long_run = analyse(t / "long", t / "b", 1)
         long_rss = long_run["rss_self_mib"] + long_run["rss_child_mib"]
         two_cpus(src, t / "two")
-        one = [analyse(t / "two", t / "c", 1)["wall_s"] for _ in range(REPEATS)]
-        two = [analyse(t / "two", t / "c", 2)["wall_s"] for _ in range(REPEATS)]
+        one, two = [], []
+        for _ in range(REPEATS):  # interleaved, so a change in the machine's load hits both alike
+            one.append(analyse(t / "two", t / "c", 1)["wall_s"])
+            two.append(analyse(t / "two", t / "c", 2)["wall_s"])
     w1, w2 = min(one), min(two)
     scaling = w1 / w2
     met_rate = bench.check(
@@ -187,9 +189,10 @@ Peak RSS is the analysing process's plus its largest child's (they run at the sa
 
 The analysing process's own peak is {max(r["rss_self_mib"] for r in runs):.0f} MiB (of which ~160 MiB is
 Python with numpy and pyarrow imported); its largest child, the native parser of one CPU,
-{max(r["rss_child_mib"] for r in runs):.0f} MiB at 1x and {long_run["rss_child_mib"]:.0f} MiB at 4x: the parser still
-holds one CPU's whole capture as records (64 B per event), the one part of the path whose
-memory grows with the run."""
+{max(r["rss_child_mib"] for r in runs):.0f} MiB at 1x and {long_run["rss_child_mib"]:.0f} MiB at 4x: the parser drops the
+raw pages it has parsed but still holds one CPU's records (64 B per event) until that CPU is
+done, the one part of the path whose memory grows with the run.  Wall times on a shared
+machine: compare the load averages above before reading the scaling figure."""
     bench.section(body)
     return bench.exit_code()
 
