@@ -188,10 +188,11 @@ Peak RSS is the analysing process's plus its largest child's (they run at the sa
 | wall, two CPUs' capture, --jobs 1 / --jobs 2 (fastest) | {w1:.3f} s / {w2:.3f} s: **{scaling:.2f}x** ({met_scale}) |
 
 The analysing process's own peak is {max(r["rss_self_mib"] for r in runs):.0f} MiB (of which ~160 MiB is
-Python with numpy and pyarrow imported); its largest child, the native parser of one CPU,
-{max(r["rss_child_mib"] for r in runs):.0f} MiB at 1x and {long_run["rss_child_mib"]:.0f} MiB at 4x: the parser drops the
-raw pages it has parsed but still holds one CPU's records (64 B per event) until that CPU is
-done, the one part of the path whose memory grows with the run.  Wall times on a shared
+Python with numpy and pyarrow imported); its largest child's, {max(r["rss_child_mib"] for r in runs):.0f} MiB at 1x and
+{long_run["rss_child_mib"]:.0f} MiB at 4x, is an upper bound: a child forked from the analysing process counts that
+process's pages until it execs the parser.  The parser drops the raw pages it has parsed but
+still holds one CPU's records (64 B per event) until that CPU is done, the one part of the
+path whose memory grows with the run.  Wall times on a shared
 machine: compare the load averages above before reading the scaling figure."""
     bench.section(body)
     return bench.exit_code()
