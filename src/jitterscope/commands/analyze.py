@@ -16,6 +16,7 @@ EXAMPLES
   jitterscope analyze jitterscope-runs/20250101T120000Z-node1
   jitterscope analyze runs/killed --json     # the summary as JSON
   jitterscope analyze /var/tmp/js-kept/rank1 --no-report
+  jitterscope analyze runs/long --jobs 8     # the trace's CPUs in 8 processes
 """
 
 from __future__ import annotations
@@ -29,7 +30,24 @@ from jitterscope.errors import JitterscopeError
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("run", metavar="DIR", type=options.path_arg, help="run directory holding a raw capture")
     p.add_argument("--no-report", action="store_true", help="do not write report.html into the run")
+    p.add_argument(
+        "--jobs",
+        metavar="N",
+        type=_jobs,
+        default=None,
+        help="analyse the trace's CPUs in N processes (default: one per CPU this process may use)",
+    )
     options.add_json(p, "summary.json")
+
+
+def _jobs(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of processes, at least 1, got {text!r}")
+    return n
 
 
 def run(args: argparse.Namespace) -> int:

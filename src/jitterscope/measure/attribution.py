@@ -73,7 +73,7 @@ def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndar
     return sources, lookup[key] if len(key) else np.zeros(0, np.int32)
 
 
-def _overlaps(
+def overlaps(
     a: np.ndarray, b: np.ndarray, s_start: np.ndarray, s_end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """All (interval, segment) pairs that overlap, for sorted disjoint segments.
@@ -111,18 +111,38 @@ def attribute(
     det_cpu = np.asarray(det_cpu)
     det_start = np.asarray(det_start, dtype=np.int64)
     det_end = det_start + np.asarray(det_dur, dtype=np.int64)
-    parts_d, parts_s, parts_ns, parts_t = [], [], [], []
+    parts_d: list[np.ndarray] = []
+    parts_s: list[np.ndarray] = []
+    parts_ns: list[np.ndarray] = []
+    parts_t: list[np.ndarray] = []
     for cpu in np.unique(det_cpu):
         dsel = np.flatnonzero(det_cpu == cpu)
         ssel = np.flatnonzero(seg_cpu == cpu)
         if len(ssel) == 0:
             continue
         order = ssel[np.argsort(seg_start[ssel], kind="stable")]
-        i, j, ov, st = _overlaps(det_start[dsel], det_end[dsel], seg_start[order], seg_end[order])
+        i, j, ov, st = overlaps(det_start[dsel], det_end[dsel], seg_start[order], seg_end[order])
         parts_d.append(dsel[i])
         parts_s.append(seg_source[order][j])
         parts_ns.append(ov)
         parts_t.append(st)
+    return reduce_pairs(parts_d, parts_s, parts_ns, parts_t, det_start, det_end, sources)
+
+
+def reduce_pairs(
+    parts_d: list[np.ndarray],
+    parts_s: list[np.ndarray],
+    parts_ns: list[np.ndarray],
+    parts_t: list[np.ndarray],
+    det_start: np.ndarray,
+    det_end: np.ndarray,
+    sources: list[tuple[str, str]],
+) -> Attribution:
+    """(detour, source, ns, start) overlap pieces, in any grouping, into the attribution.
+
+    A detour's pieces may come from several batches of segments (the streaming analysis
+    overlaps one time chunk of segments at a time): the sums and earliest starts per
+    (detour, source) do not depend on how the segments were split."""
     if parts_d:
         d = np.concatenate(parts_d).astype(np.int64)
         s = np.concatenate(parts_s).astype(np.int32)
@@ -185,6 +205,6 @@ def attribute_annotations(
             ds = np.asarray(det_start)[dorder]
             de = ds + np.asarray(det_dur)[dorder]
             # Detours on one CPU are disjoint: reuse the segment-overlap routine.
-            i, _, ov, _ = _overlaps(ann_start[asel], ann_end[asel], ds, de)
+            i, _, ov, _ = overlaps(ann_start[asel], ann_end[asel], ds, de)
             np.add.at(inside, asel[i], ov)
     return container, inside

@@ -2,26 +2,25 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from jitterscope.measure import peers
+from jitterscope.errors import JitterscopeError
+from jitterscope.measure import peers, stream
 from jitterscope.measure import summary as S
 from jitterscope.measure.attribution import (
     Attribution,
     attribute,
-    attribute_annotations,
-    source_table,
 )
-from jitterscope.measure.events import SourceEvents, count_events
+from jitterscope.measure.events import SourceEvents
 from jitterscope.measure.probe import read_detours
 from jitterscope.measure.tsc import detours_ns, since_ns, to_ns
 from jitterscope.rundir import write_json, write_table
-from jitterscope.tracing.parse import parse_trace
+from jitterscope.tracing.parse import lost_per_cpu
 
 ANNOTATION_KINDS = ("work", "timer")
 
@@ -42,6 +41,7 @@ def build_run(
     trace_dir: Path | None,
     own_tids: set[int] | None = None,
     allow_incomplete: bool = False,
+    jobs: int | None = None,
 ) -> S.Summary:
     """Write detours/activity/attribution Parquet, meta.json and summary.json.
 
@@ -72,60 +72,24 @@ def build_run(
     functions: dict[int, list[str]] = {}
     events: SourceEvents | None = None
     if trace_dir is not None:
-        td = parse_trace(trace_dir)
-        lost = int(td.lost_events)
-        meta["tracing"]["events"] = int(td.n_events)
-        meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in dict(td.lost_by_cpu).items()}
-        meta["tracing"]["missed_switches"] = td.missed_switches
-        act = td.activity
-        a_cpu = act.column("cpu").to_numpy().astype(np.int32)
-        a_start = since_ns(act.column("start_tsc").to_numpy(), t0, hz)
-        a_end = since_ns(act.column("end_tsc").to_numpy(), t0, hz)
-        kinds = act.column("kind").combine_chunks()
         probe_tids = {int(s["tid"]): c for c, s in probe.per_cpu.items() if s.get("tid")}
-        names = mark_own_threads(
-            act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), own_tids or set(), probe_tids
-        )
-        sources, codes = source_table(kinds, names)
-        seg = td.segments
-        seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
-        seg_start = since_ns(np.asarray(seg["start_tsc"]), t0, hz)
-        seg_end = since_ns(np.asarray(seg["end_tsc"]), t0, hz)
-        seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
-        att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
         # each CPU's measured window: the probe's first and last reads
         edges = {
             c: since_ns(np.array([probe.per_cpu[c]["first_tsc"], probe.per_cpu[c]["last_tsc"]]), t0, hz)
             for c in measured
         }
         windows = {c: (float(e[0]), float(e[1])) for c, e in edges.items()}
-        events = count_events(
-            codes,
-            kinds.to_numpy(zero_copy_only=False),
-            a_cpu,
-            a_start,
-            act.column("entered").to_numpy(zero_copy_only=False),
-            windows,
-            len(sources),
+        traced = analyse_trace(
+            run_dir, trace_dir, det_cpu, det_start, det_dur, windows, own_tids or set(), probe_tids, t0, hz, jobs
         )
-        ann = np.flatnonzero(pc.is_in(kinds, pa.array(ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))
-        if len(ann):
-            container, inside = attribute_annotations(
-                a_cpu[ann], a_start[ann], a_end[ann], det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src
-            )
-            functions = _functions(container, inside, names.take(pa.array(ann)).to_pylist())
-        activity = pa.table(
-            {
-                "cpu": a_cpu,
-                "start_ns": a_start,
-                "end_ns": a_end,
-                "kind": act.column("kind"),
-                "name": names,
-                "depth": act.column("depth"),
-                "detail": act.column("detail"),
-            }
-        )
-        write_table(run_dir, "activity", activity)
+        lost = int(sum(traced.lost_by_cpu.values()))
+        meta["tracing"]["events"] = traced.n_events
+        meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in traced.lost_by_cpu.items()}
+        meta["tracing"]["missed_switches"] = traced.missed_switches
+        att, events = traced.merged.attribution, traced.merged.events
+        container, inside, ann_names = traced.merged.functions_in
+        if len(container):
+            functions = _functions(container, inside, ann_names)
     else:
         att = attribute(
             det_cpu,
@@ -145,7 +109,70 @@ def build_run(
     return summary
 
 
-def _functions(container: np.ndarray, inside: np.ndarray, names: np.ndarray) -> dict[int, list[str]]:
+@dataclass
+class TracedRun:
+    """What the streaming analysis of a run's trace leaves for its summary and meta.json."""
+
+    merged: stream.Merged
+    n_events: int
+    lost_by_cpu: dict[int, int]
+    missed_switches: int
+
+
+def analyse_trace(
+    run_dir: Path,
+    trace_dir: Path,
+    det_cpu: np.ndarray,
+    det_start: np.ndarray,
+    det_dur: np.ndarray,
+    windows: dict[int, tuple[float, float]],
+    own_tids: set[int],
+    probe_tids: dict[int, int],
+    t0: int,
+    hz: float,
+    jobs: int | None = None,
+) -> TracedRun:
+    """Write the activity table of `trace_dir` into `run_dir` and attribute the detours
+    (sorted by cpu, start), streaming per CPU in `jobs` processes (measure/stream.py)."""
+    if not (Path(trace_dir) / "events.txt").exists():
+        raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
+    parse_hz, parse_window, stats = stream.trace_facts(trace_dir)
+    det_end = det_start + det_dur
+    cpus = stream.trace_cpus(trace_dir)
+    offsets = {int(c): int(i) for c, i in zip(*np.unique(det_cpu, return_index=True))}
+    job_list = []
+    for c in cpus:
+        lo = offsets.get(c, 0)
+        hi = lo + int(np.count_nonzero(det_cpu == c))
+        job_list.append(
+            stream.CpuJob(
+                trace_dir=Path(trace_dir),
+                cpu=c,
+                det_start=det_start[lo:hi],
+                det_end=det_end[lo:hi],
+                window_ns=windows.get(c),
+                t0_tsc=t0,
+                hz=hz,
+                parse_hz=parse_hz,
+                parse_window=parse_window,
+                own=frozenset(own_tids),
+                probe_tids=probe_tids,
+            )
+        )
+    processes = jobs if jobs is not None else stream.default_jobs()
+    parts = stream.run_jobs(job_list, run_dir / "activity.parquet", processes)
+    merged = stream.merge(parts, det_start, det_end, offsets, windows)
+    lost = lost_per_cpu(merged.counts, stats)
+    cpu_counts = merged.counts["cpus"].values()
+    return TracedRun(
+        merged=merged,
+        n_events=int(sum(int(v["events"]) for v in cpu_counts)),
+        lost_by_cpu=lost,
+        missed_switches=int(sum(int(v.get("missed_switches", 0)) for v in cpu_counts)),
+    )
+
+
+def _functions(container: np.ndarray, inside: np.ndarray, names: list[str]) -> dict[int, list[str]]:
     """Per source, the work/timer functions it ran inside detours, most time first."""
     out: dict[int, dict[str, int]] = {}
     for c, ns, n in zip(container, inside, names):

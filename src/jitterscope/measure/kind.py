@@ -129,7 +129,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from jitterscope.measure.render import render_summary
     from jitterscope.rundir import load_run
 
-    missing = None if is_complete(args.run) else analyze(args.run)
+    missing = None if is_complete(args.run) else analyze(args.run, jobs=getattr(args, "jobs", None))
     if missing is None:  # complete already (or another jitterscope finished it meanwhile)
         run = load_run(args.run)
         if args.json:

@@ -110,19 +110,20 @@ def is_complete(run_dir: Path) -> bool:
     return (run_dir / "summary.json").exists() and not (run_dir / C.CAPTURE).exists()
 
 
-def analyze(run_dir: Path) -> list[str] | None:
+def analyze(run_dir: Path, jobs: int | None = None) -> list[str] | None:
     """Write the complete run in `run_dir` from its raw capture; return what was missing
     (None: it was already complete).
 
     One analysis at a time per run (a lock on the directory itself: nothing is added
-    to the run); a second one waits for the first, then finds the run complete."""
+    to the run); a second one waits for the first, then finds the run complete.  The trace's
+    CPUs are analysed in `jobs` processes (default: every CPU this process may use)."""
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise JitterscopeError(f"{run_dir}: no such run directory")
     fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        return None if is_complete(run_dir) else _analyze(run_dir)
+        return None if is_complete(run_dir) else _analyze(run_dir, jobs)
     except KeyboardInterrupt:  # Ctrl-C, SIGTERM, SIGHUP: the capture is only deleted once the run is whole
         raise KeyboardInterrupt(
             f"interrupted while analysing: nothing is lost, the raw capture is kept in "
@@ -132,7 +133,7 @@ def analyze(run_dir: Path) -> list[str] | None:
         os.close(fd)
 
 
-def _analyze(run_dir: Path) -> list[str]:
+def _analyze(run_dir: Path, jobs: int | None = None) -> list[str]:
     cap = C.load_capture(run_dir)
     if cap is None:
         if (run_dir / "detours.raw").exists():
@@ -165,7 +166,9 @@ def _analyze(run_dir: Path) -> list[str]:
     trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing)
     meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "missing": missing}
     try:
-        build.build_run(run_dir, meta, result, trace_dir, set(cap.get("own_tids", [])), allow_incomplete=True)
+        build.build_run(
+            run_dir, meta, result, trace_dir, set(cap.get("own_tids", [])), allow_incomplete=True, jobs=jobs
+        )
         C.finish(run_dir)
     except JitterscopeError as err:
         raise C.kept(run_dir, err, "analysing") from None

@@ -2,7 +2,7 @@
  * jitterscope-traceparse: raw tracefs ring-buffer pages -> nested kernel
  * activity intervals and exclusive segments.
  *
- *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--events FILE] TRACE_DIR OUT_DIR
+ *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE] TRACE_DIR OUT_DIR
  *   jitterscope-traceparse --layout
  *
  * TRACE_DIR holds cpuN.raw (pages copied from per_cpu/cpuN/trace_pipe_raw),
@@ -1041,12 +1041,16 @@ static void print_layout(void)
 
 static void usage(void)
 {
-    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--events FILE] TRACE_DIR OUT_DIR\n"
+    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE] TRACE_DIR OUT_DIR\n"
           "       jitterscope-traceparse --layout\n", stderr);
     exit(2);
 }
 
+/* --cpu N: parse that CPU's capture alone, so CPUs can be analysed by parallel processes. */
+static int only_cpu = -1;
+
 /* Options into the parser's globals; the input and output directories into *in, *out. */
+
 static void parse_args(int argc, char **argv, const char **in, const char **out)
 {
     double tsc_hz = 0;
@@ -1063,6 +1067,8 @@ static void parse_args(int argc, char **argv, const char **in, const char **out)
             scan_only = 1;
         } else if (!strcmp(argv[i], "--tsc-hz") && i + 1 < argc) {
             tsc_hz = atof(argv[++i]);
+        } else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
+            only_cpu = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--window") && i + 2 < argc) {
             window_start = strtoll(argv[++i], NULL, 10);
             window_end = strtoll(argv[++i], NULL, 10);
@@ -1121,8 +1127,18 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
         if (m == MAP_FAILED)
             die("%s: mmap: %s", path, strerror(errno));
         madvise((void *)m, n, MADV_SEQUENTIAL);
-        for (size_t off = 0; off + page_size <= n; off += page_size)
+        /* Pages already parsed are dropped from memory every few MiB (nothing points into them:
+         * strings are interned, markers copied), so the capture's size is not resident memory. */
+        const size_t drop = (size_t)16 << 20;
+        size_t dropped = 0;
+        for (size_t off = 0; off + page_size <= n; off += page_size) {
             parse_page(c, m + off, page_size);
+            size_t done = (off + page_size) & ~(drop - 1);
+            if (done > dropped) {
+                madvise((void *)(m + dropped), done - dropped, MADV_DONTNEED);
+                dropped = done;
+            }
+        }
         munmap((void *)m, n);
     }
     close(fd);
@@ -1207,6 +1223,15 @@ int main(int argc, char **argv)
 
     int cpus[4096];
     int ncpus = list_cpus(in, cpus, 4096);
+    if (only_cpu >= 0) {
+        int found = 0;
+        for (int k = 0; k < ncpus; k++)
+            found |= cpus[k] == only_cpu;
+        if (!found)
+            die("%s: no capture of CPU %d", in, only_cpu);
+        cpus[0] = only_cpu;
+        ncpus = 1;
+    }
     struct cpustate *states = js_calloc((size_t)ncpus, sizeof *states);
     for (int k = 0; k < ncpus; k++) {
         states[k].cpu = cpus[k];

@@ -83,11 +83,14 @@ def run_parser(
     scan: bool = False,
     tsc_hz: float | None = None,
     window: tuple[int, int] | None = None,
+    cpu: int | None = None,
 ) -> dict[str, Any]:
-    """Run jitterscope-traceparse; return its counts.json."""
+    """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json."""
     cmd = [str(native_bin(PARSER))]
     if scan:
         cmd.append("--scan")
+    if cpu is not None:
+        cmd += ["--cpu", str(int(cpu))]
     if tsc_hz:
         cmd += ["--tsc-hz", repr(float(tsc_hz))]
     if window:
@@ -100,11 +103,11 @@ def run_parser(
     return json.loads((out_dir / "counts.json").read_text())
 
 
-def _session_info(trace_dir: Path) -> dict[str, Any]:
+def session_info(trace_dir: Path) -> dict[str, Any]:
     return boundedio.read_json_or_none(trace_dir / "session.json", "trace session record") or {}
 
 
-def _stats(trace_dir: Path) -> dict[str, dict[str, int]]:
+def trace_stats(trace_dir: Path) -> dict[str, dict[str, int]]:
     return boundedio.read_json_or_none(trace_dir / "stats.json", "trace statistics") or {}
 
 
@@ -140,7 +143,7 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     trace_dir = Path(trace_dir)
     if not (trace_dir / "events.txt").exists():
         raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
-    info = _session_info(trace_dir)
+    info = session_info(trace_dir)
     hz = tsc_hz or info.get("tsc_hz")
     window = tuple(info["window"]) if info.get("window") else None
     # tmpfs when there is one: the parser's output is read back at once and deleted
@@ -175,7 +178,7 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
             schema=ACTIVITY_SCHEMA,
         )
         del acts
-    lost = lost_per_cpu(counts, _stats(trace_dir))
+    lost = lost_per_cpu(counts, trace_stats(trace_dir))
     events = {int(c): int(v["events"]) for c, v in counts.get("cpus", {}).items()}
     return TraceData(
         activity=activity,

@@ -1,0 +1,463 @@
+"""Streaming trace analysis: per CPU, in chunks of rows, CPUs in parallel processes.
+
+The native parser (jitterscope-traceparse --cpu N) turns one CPU's raw pages into
+activity and segment records on tmpfs; this module reads them a chunk at a time
+(CHUNK_ROWS records, read through a short-lived map so resident memory does not
+grow with the trace), writes the activity table as Parquet row groups, and keeps
+only what the summary needs: each source's event count, the overlap pieces of
+segments with detours (a few per detour), and work/timer annotations that took
+time in a detour.
+
+Chunking changes no result: a detour that straddles two chunks of segments gets
+one overlap piece per segment from each, and attribution.reduce_pairs sums the
+pieces per (detour, source) whatever the split; an annotation's container is the
+last segment starting at or before it, so a later chunk's answer replaces an
+earlier one's.  Thread names are worked out on the parser's string dictionary
+(a few hundred entries), never per row, and string columns are written as
+dictionary codes (Parquet's physical type stays a UTF-8 string, docs/run-format.md).
+
+Source codes are provisional per CPU (in order of discovery) and renumbered once
+all CPUs are done into the order `attribution.source_table` gives the whole
+activity table: by the first row of each kind, then of each name.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from jitterscope import atomic, journal
+from jitterscope.measure import peers
+from jitterscope.measure.attribution import Attribution, overlaps, reduce_pairs
+from jitterscope.measure.events import SourceEvents
+from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
+from jitterscope.measure.tsc import since_ns
+from jitterscope.rundir import ACTIVITY_SCHEMA
+from jitterscope.tracing.parse import lost_per_cpu, run_parser, session_info, trace_stats
+from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_START, KINDS, SEGMENT_DTYPE
+
+CHUNK_ROWS = 1 << 18  # records per chunk: ~10 MiB of activity, ~6 MiB of segments
+THREAD = KINDS.index("thread")
+ANNOTATIONS = (KINDS.index("work"), KINDS.index("timer"))
+OWNING = 4  # kinds below this own time (thread, irq, softirq, nmi): a source's events
+# the activity table as written: string columns as dictionary codes, read back as strings
+_DICT = pa.dictionary(pa.int32(), pa.string())
+WRITE_SCHEMA = pa.schema([pa.field(f.name, _DICT) if pa.types.is_string(f.type) else f for f in ACTIVITY_SCHEMA])
+_KIND_DICT = pa.array(KINDS, pa.string())
+_PROBE_COMM = re.compile(rf"{re.escape(THREAD_COMM_PREFIX)}\d+")
+
+
+@dataclass
+class CpuJob:
+    """What one CPU's analysis needs (picklable: it crosses to a worker process)."""
+
+    trace_dir: Path
+    cpu: int
+    det_start: np.ndarray  # this CPU's detours (ns since t0), sorted, disjoint
+    det_end: np.ndarray
+    window_ns: tuple[float, float] | None  # the probe's measured window: events count inside it
+    t0_tsc: int
+    hz: float
+    parse_hz: float | None
+    parse_window: tuple[int, int] | None
+    own: frozenset[int]
+    probe_tids: dict[int, int]
+    chunk_rows: int | None = None  # None: CHUNK_ROWS
+
+
+@dataclass
+class CpuPart:
+    """One CPU's result: small, whatever the trace's length."""
+
+    cpu: int
+    rows: int
+    counts: dict[str, Any]
+    kind_first: dict[str, int]  # first activity row of each kind / name (row order of this CPU)
+    name_first: dict[str, int]
+    sources: list[tuple[str, str]]  # provisional code → (kind, name); 0 is unexplained
+    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # local detour, code, ns, start
+    events: np.ndarray  # per provisional code
+    ann_container: np.ndarray  # per annotation that took time in a detour, in row order
+    ann_inside: np.ndarray
+    ann_names: list[str] = field(default_factory=list)
+
+
+class _Naming:
+    """Thread names as the run shows them (measure/peers.py), on the string dictionary.
+
+    Final name code = base code + n·variant, variant 0 plain, 1 ours, 2 another jitterscope's."""
+
+    def __init__(self, strings: list[str], own: frozenset[int], probe_tids: dict[int, int]) -> None:
+        base = list(strings)
+        index = {s: i for i, s in enumerate(base)}
+        self.active = bool(own)  # as peers.name_threads: nothing renamed without own threads
+        self.own = np.array(sorted(own), np.int64)
+        self.tids = np.array(sorted(probe_tids), np.int64)
+        tid_codes = []
+        for t in self.tids:
+            name = f"{THREAD_COMM_PREFIX}{probe_tids[int(t)]}"
+            if name not in index:
+                index[name] = len(base)
+                base.append(name)
+            tid_codes.append(index[name])
+        self.tid_codes = np.array(tid_codes, np.int64)
+        self.n = len(base)
+        self.strings = base + [s + peers.SELF_SUFFIX for s in base] + [s + peers.OTHER_SUFFIX for s in base]
+        self.dictionary = pa.array(self.strings, pa.string())
+        self.is_probe = np.array([peers.PROBE_THREAD.search(s) is not None for s in base], bool)
+        self.is_tool = np.array([re.search(peers.TOOL_COMMS, s) is not None for s in base], bool)
+        # source_table sends the probe's own threads to `unexplained`
+        self.excluded = np.array([_PROBE_COMM.fullmatch(s) is not None for s in self.strings], bool)
+
+    def codes(self, name: np.ndarray, kind: np.ndarray, pid: np.ndarray) -> np.ndarray:
+        codes = name.astype(np.int64)
+        if not self.active or len(codes) == 0:
+            return codes
+        thread = kind == THREAD
+        if len(self.tids):
+            mapped = thread & _member(pid, self.tids)
+            if mapped.any():
+                codes[mapped] = self.tid_codes[np.searchsorted(self.tids, pid[mapped])]
+        ours = thread & _member(pid, self.own)
+        mine = ours & ~self.is_probe[codes]
+        other = thread & ~ours & self.is_tool[codes]
+        return codes + self.n * mine + 2 * self.n * other
+
+
+class _Sources:
+    """Provisional source codes of (kind, final name code), in order of discovery."""
+
+    def __init__(self, naming: _Naming) -> None:
+        self.naming = naming
+        self.width = len(naming.strings)
+        self.lookup = np.full(len(KINDS) * self.width, -1, np.int64)
+        self.sources: list[tuple[str, str]] = [("unexplained", "unexplained")]
+
+    def codes(self, kind: np.ndarray, name: np.ndarray) -> np.ndarray:
+        key = kind.astype(np.int64) * self.width + name
+        code = self.lookup[key]
+        new = code < 0
+        if new.any():
+            for k in np.unique(key[new]):
+                kk, nn = divmod(int(k), self.width)
+                if kk == THREAD and self.naming.excluded[nn]:
+                    self.lookup[k] = 0
+                else:
+                    self.lookup[k] = len(self.sources)
+                    self.sources.append((KINDS[kk], self.naming.strings[nn]))
+            code = self.lookup[key]
+        return code
+
+
+def _first_rows(codes: np.ndarray, seen: np.ndarray, offset: int, labels: list[str], out: dict[str, int]) -> None:
+    """Record the first row of each code not seen in earlier chunks."""
+    fresh = np.flatnonzero(~seen[codes])
+    if len(fresh) == 0:
+        return
+    uniq, first = np.unique(codes[fresh], return_index=True)
+    for u, f in zip(uniq.tolist(), first.tolist()):
+        out[labels[u]] = offset + int(fresh[f])
+    seen[uniq] = True
+
+
+def _records(path: Path, dtype: np.dtype, lo: int, hi: int) -> np.ndarray:
+    """Records lo..hi of a parser file, read into a fresh array (no map: resident memory stays bounded)."""
+    if hi <= lo:
+        return np.zeros(0, dtype)
+    return np.fromfile(path, dtype=dtype, count=hi - lo, offset=lo * dtype.itemsize)
+
+
+def _owners(path: Path, rows: np.ndarray, span: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Kind, name and pid of the activities segments name as owners: nearly all recent (read as
+    one range), a few long-open ones (a thread slice that began long ago) read one by one."""
+    if len(rows) == 0:
+        z = np.zeros(0, np.int64)
+        return z, z, z
+    hi = int(rows.max()) + 1
+    lo = max(int(rows.min()), hi - span)
+    near = _records(path, ACTIVITY_DTYPE, lo, hi)
+    far = rows < lo
+    idx = np.where(far, 0, rows - lo)
+    kind, name, pid = near["kind"][idx], near["name"][idx], near["pid"][idx]
+    if far.any():
+        with open(path, "rb") as f:
+            for r in np.unique(rows[far]).tolist():
+                f.seek(r * ACTIVITY_DTYPE.itemsize)
+                rec = np.frombuffer(f.read(ACTIVITY_DTYPE.itemsize), ACTIVITY_DTYPE)[0]
+                at = rows == r
+                kind[at], name[at], pid[at] = rec["kind"], rec["name"], rec["pid"]
+    return kind, name, pid
+
+
+def _member(values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """np.isin for the handful of thread ids a run names (a few comparisons beat a sort)."""
+    if len(wanted) > 16:
+        return np.isin(values, wanted)
+    out = np.zeros(len(values), bool)
+    for w in wanted.tolist():
+        out |= values == w
+    return out
+
+
+def _cat(parts: list[np.ndarray]) -> np.ndarray:
+    return np.concatenate(parts).astype(np.int64) if parts else np.zeros(0, np.int64)
+
+
+def _dict_column(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
+
+
+def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
+    """Parse one CPU's capture and analyse it chunk by chunk; its activity rows go to `writer`."""
+    tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
+        out = Path(tmp)
+        counts = run_parser(job.trace_dir, out, tsc_hz=job.parse_hz, window=job.parse_window, cpu=job.cpu)
+        strings = [s.decode("utf-8", "replace") for s in (out / "strings.bin").read_bytes().split(b"\0")[:-1]]
+        naming = _Naming(strings, job.own, job.probe_tids)
+        sources = _Sources(naming)
+        detail_dict = pa.array(strings, pa.string())
+        act_path, seg_path = out / "activity.bin", out / "segments.bin"
+        n_act = act_path.stat().st_size // ACTIVITY_DTYPE.itemsize
+        n_seg = seg_path.stat().st_size // SEGMENT_DTYPE.itemsize
+        t0, hz = job.t0_tsc, job.hz
+        chunk = job.chunk_rows or CHUNK_ROWS
+        ds, de = job.det_start, job.det_end
+        kind_first: dict[str, int] = {}
+        name_first: dict[str, int] = {}
+        kind_seen = np.zeros(len(KINDS), bool)
+        name_seen = np.zeros(len(naming.strings), bool)
+        events = np.zeros(1, np.int64)
+        ann_start: list[np.ndarray] = []
+        ann_inside: list[np.ndarray] = []
+        ann_names: list[str] = []
+        for lo in range(0, n_act, chunk):
+            a = _records(act_path, ACTIVITY_DTYPE, lo, min(n_act, lo + chunk))
+            kind = a["kind"].astype(np.int64)
+            name = naming.codes(a["name"], kind, a["pid"])
+            code = sources.codes(kind, name)
+            start = since_ns(a["start_tsc"], t0, hz)
+            end = since_ns(a["end_tsc"], t0, hz)
+            _first_rows(kind, kind_seen, lo, KINDS, kind_first)
+            _first_rows(name, name_seen, lo, naming.strings, name_first)
+            if job.window_ns is not None:
+                w0, w1 = job.window_ns
+                sel = (code != 0) & ((a["flags"] & CLIPPED_START) == 0) & (kind < OWNING)
+                sel &= (start >= w0) & (start <= w1)
+                got = np.bincount(code[sel], minlength=len(sources.sources))
+                events = np.pad(events, (0, len(got) - len(events))) + got
+            ann = np.flatnonzero((kind == ANNOTATIONS[0]) | (kind == ANNOTATIONS[1]))
+            if len(ann) and len(ds):
+                i, _, ov, _ = overlaps(start[ann], end[ann], ds, de)
+                inside = np.bincount(i, weights=ov, minlength=len(ann)).astype(np.int64)
+                took = np.flatnonzero(inside > 0)
+                ann_start.append(start[ann[took]])
+                ann_inside.append(inside[took])
+                ann_names += [naming.strings[c] for c in name[ann[took]].tolist()]
+            writer.write_table(
+                pa.table(
+                    [
+                        pa.array(a["cpu"]),
+                        pa.array(start),
+                        pa.array(end),
+                        _dict_column(kind, _KIND_DICT),
+                        _dict_column(name, naming.dictionary),
+                        pa.array(a["depth"]),
+                        _dict_column(a["detail"], detail_dict),
+                    ],
+                    schema=WRITE_SCHEMA,
+                )
+            )
+            del a, kind, name, code, start, end
+        a_start = np.concatenate(ann_start) if ann_start else np.zeros(0, np.int64)
+        container = np.zeros(len(a_start), np.int64)
+        pd: list[np.ndarray] = []
+        ps: list[np.ndarray] = []
+        pn: list[np.ndarray] = []
+        pt: list[np.ndarray] = []
+        for lo in range(0, n_seg, chunk):
+            s = _records(seg_path, SEGMENT_DTYPE, lo, min(n_seg, lo + chunk))
+            o_kind, o_name, o_pid = _owners(act_path, s["owner"].astype(np.int64), 4 * chunk)
+            src = sources.codes(o_kind, naming.codes(o_name, o_kind, o_pid))
+            s_start = since_ns(s["start_tsc"], t0, hz)
+            s_end = since_ns(s["end_tsc"], t0, hz)
+            if len(a_start):
+                k = np.searchsorted(s_start, a_start, side="right") - 1
+                ok = k >= 0
+                container[ok] = src[k[ok]]
+            # only the detours this chunk's time can touch
+            d0 = int(np.searchsorted(de, s_start[0], side="right"))
+            d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
+            if d1 > d0:
+                i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
+                keep = src[j] != 0
+                pd.append(i[keep] + d0)
+                ps.append(src[j][keep])
+                pn.append(ov[keep])
+                pt.append(st[keep])
+        events = np.pad(events, (0, len(sources.sources) - len(events)))
+
+        return CpuPart(
+            cpu=job.cpu,
+            rows=int(n_act),
+            counts=counts,
+            kind_first=kind_first,
+            name_first=name_first,
+            sources=sources.sources,
+            pairs=(_cat(pd), _cat(ps), _cat(pn), _cat(pt)),
+            events=events,
+            ann_container=container,
+            ann_inside=_cat(ann_inside),
+            ann_names=ann_names,
+        )
+
+
+@contextmanager
+def activity_writer(path: Path, compression: str = "zstd") -> Iterator[pq.ParquetWriter]:
+    """The activity table, written row group by row group (atomically: whole or not at all).
+
+    No Arrow schema is stored, so the dictionary-coded columns read back as the documented strings."""
+    with atomic.atomic_path(path, durable=compression != "none") as tmp:
+        writer = pq.ParquetWriter(
+            tmp,
+            WRITE_SCHEMA,
+            compression=compression,
+            store_schema=False,
+            use_dictionary=["kind", "name", "detail"],
+            # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
+            column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"},
+        )
+        try:
+            yield writer
+        finally:
+            writer.close()
+
+
+def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
+    job, part = args
+    with activity_writer(part, compression="none") as w:  # a scratch part on tmpfs: compressed once, when copied
+        return analyse_cpu(job, w)
+
+
+def _copy_rows(part: Path, writer: pq.ParquetWriter) -> None:
+    f = pq.ParquetFile(part, read_dictionary=["kind", "name", "detail"])
+    for g in range(f.num_row_groups):
+        writer.write_table(f.read_row_group(g).cast(WRITE_SCHEMA))
+
+
+def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
+    """Analyse every CPU (in `processes` worker processes when more than one) into one activity table."""
+    if processes <= 1 or len(jobs) <= 1:
+        with activity_writer(activity_path) as w:
+            return [analyse_cpu(j, w) for j in jobs]
+    tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
+        paths = [Path(tmp) / f"cpu{j.cpu}.parquet" for j in jobs]
+        parts = []
+        # fork: the workers need nothing re-imported, and the parent runs no other thread here
+        with multiprocessing.get_context("fork").Pool(min(processes, len(jobs))) as pool:
+            with activity_writer(activity_path) as w:
+                # in CPU order, each part copied while later CPUs are still being analysed
+                for part, path in zip(pool.imap(_in_worker, zip(jobs, paths), chunksize=1), paths):
+                    _copy_rows(path, w)
+                    path.unlink()
+                    parts.append(part)
+    return parts
+
+
+@dataclass
+class Merged:
+    """All CPUs' parts, in the numbering of the whole run."""
+
+    attribution: Attribution
+    events: SourceEvents | None
+    functions_in: tuple[np.ndarray, np.ndarray, list[str]]  # container, ns inside detours, name
+    counts: dict[str, Any]
+
+
+def merge(
+    parts: list[CpuPart],
+    det_start: np.ndarray,
+    det_end: np.ndarray,
+    det_offset: dict[int, int],
+    windows: dict[int, tuple[float, float]] | None,
+) -> Merged:
+    """One run's attribution, event counts and annotations from its CPUs' parts (in CPU order)."""
+    parts = sorted(parts, key=lambda p: p.cpu)
+    kind_first: dict[str, int] = {}
+    name_first: dict[str, int] = {}
+    offset = 0
+    for p in parts:
+        for k, r in p.kind_first.items():
+            kind_first.setdefault(k, offset + r)
+        for n, r in p.name_first.items():
+            name_first.setdefault(n, offset + r)
+        offset += p.rows
+    found = {s for p in parts for s in p.sources[1:]}
+    order = sorted(found, key=lambda s: (kind_first[s[0]], name_first[s[1]]))
+    sources: list[tuple[str, str]] = [("unexplained", "unexplained"), *order]
+    final = {s: i for i, s in enumerate(sources)}
+    pd, ps, pn, pt = [], [], [], []
+    counts = np.zeros(len(sources), np.int64)
+    cpus: list[list[int]] = [[] for _ in sources]
+    containers, inside, names = [], [], []
+    for p in parts:
+        remap = np.array([final[s] for s in p.sources], np.int64)
+        d, s, ns, t = p.pairs
+        pd.append(d + det_offset.get(p.cpu, 0))
+        ps.append(remap[s])
+        pn.append(ns)
+        pt.append(t)
+        np.add.at(counts, remap, p.events)
+        for code in remap[np.flatnonzero(p.events)]:
+            cpus[int(code)].append(p.cpu)
+        containers.append(remap[p.ann_container])
+        inside.append(p.ann_inside)
+        names += p.ann_names
+    att = reduce_pairs(pd, ps, pn, pt, det_start, det_end, sources)
+    events = None
+    if windows is not None:
+        exposure = sum(max(0.0, hi - lo) for lo, hi in windows.values()) / 1e9
+        events = SourceEvents(counts, cpus, exposure)
+    merged_counts: dict[str, Any] = {
+        "cpus": {k: v for p in parts for k, v in p.counts.get("cpus", {}).items()},
+        "markers": [m for p in parts for m in p.counts.get("markers", [])],
+    }
+    return Merged(att, events, (_cat(containers), _cat(inside), names), merged_counts)
+
+
+def trace_cpus(trace_dir: Path) -> list[int]:
+    """The CPUs with a raw capture in `trace_dir`, ascending."""
+    out = []
+    for p in Path(trace_dir).glob("cpu*.raw"):
+        tail = p.name[3:-4]
+        if tail.isdigit():
+            out.append(int(tail))
+    return sorted(out)
+
+
+def default_jobs(probed: list[int] | None = None) -> int:
+    """Every CPU this process may use, less the ones being probed (when a probe still runs)."""
+    mine = os.sched_getaffinity(0)
+    return max(1, len(mine - set(probed or ())))
+
+
+def trace_facts(trace_dir: Path) -> tuple[float | None, tuple[int, int] | None, dict[str, dict[str, int]]]:
+    """The session's TSC rate and window, and the ring buffer's statistics."""
+    info = session_info(trace_dir)
+    hz = info.get("tsc_hz")
+    window = (int(info["window"][0]), int(info["window"][1])) if info.get("window") else None
+    return (float(hz) if hz else None), window, trace_stats(trace_dir)
+
+
+__all__ = ["CpuJob", "CpuPart", "Merged", "analyse_cpu", "lost_per_cpu", "merge", "run_jobs", "trace_cpus"]

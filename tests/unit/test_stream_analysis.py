@@ -1,0 +1,229 @@
+"""The streaming analysis (measure/stream.py) against the whole-trace analysis, on hand-built traces.
+
+A storm of context switches with timer ticks, softirqs, work items and hrtimer callbacks
+inside them, on two CPUs; detours of 3 us every 10 us and a few long ones spanning many
+segments.  Cut into chunks of a few records, every detour and annotation straddles chunk
+boundaries: the tables, attribution, event counts and functions must equal those of the
+whole trace analysed at once (what build_run did before streaming), also with the CPUs in
+two processes.  Memory: the streaming path's peak (tracemalloc) must not grow with the
+trace's length while the whole-trace path's, measured side by side, does.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from jitterscope.measure import build, stream
+from jitterscope.measure.attribution import attribute, attribute_annotations, source_table
+from jitterscope.measure.events import count_events
+from jitterscope.rundir import ACTIVITY_SCHEMA
+from jitterscope.tracing.parse import parse_trace
+from tests.support import synth as S
+
+pytestmark = S.needs_parser()
+
+T0 = 1_000_000_000
+US = 1_000
+FN_WORK, FN_TICK = 0xFFFFFFFF81000100, 0xFFFFFFFF81000200
+SYMBOLS = {FN_WORK: "flush_to_ldisc", FN_TICK: "tick_nohz_handler"}
+OWN = {300}  # "our" Python thread: its slices are named apart
+PROBE_TIDS = {50: 1}  # the probe thread of CPU 1 (pid 50), switched in under the binary's comm
+
+
+def storm(cycles: int, cpu: int) -> list[tuple[int, bytes]]:
+    """Two tasks ping-ponging, a tick with a softirq every 25 cycles, a work item and an
+    hrtimer callback in some, our own thread and the probe thread switched in now and then."""
+    ev: list[tuple[int, bytes]] = []
+    t = T0 + 100
+    tasks = [("python", 100 + cpu), ("python", 200 + cpu), ("jitterscope", 300), ("jitterscope-pro", 50)]
+    prev = tasks[0]
+    for k in range(cycles):
+        nxt = tasks[3] if k % 97 == 5 else tasks[2] if k % 41 == 7 else tasks[1 - (k % 2)]
+        if nxt == prev:
+            nxt = tasks[k % 2]
+        ev.append((t, S.switch(*prev, *nxt)))
+        pid = nxt[1]
+        if k % 25 == 3:
+            ev += [(t + 300, S.local_timer_entry(pid)), (t + 900, S.local_timer_exit(pid))]
+            ev += [(t + 950, S.softirq_entry(1, pid)), (t + 1400, S.softirq_exit(1, pid))]
+        if k % 60 == 11:
+            ev += [(t + 1500, S.work_start(0xAB, FN_WORK, pid)), (t + 2600, S.work_end(0xAB, FN_WORK, pid))]
+        if k % 45 == 9:
+            ev += [(t + 400, S.hrtimer_entry(0xCD, FN_TICK, pid)), (t + 800, S.hrtimer_exit(0xCD, pid))]
+        if k % 33 == 20:
+            ev += [(t + 2000, S.irq_entry(11, "virtio0", pid)), (t + 2400, S.irq_exit(11, pid))]
+        prev = nxt
+        t += 3 * US
+    return sorted(ev, key=lambda e: e[0])
+
+
+def write(trace: Path, cycles: int, cpus: tuple[int, ...] = (1,)) -> tuple[int, int]:
+    S.write_trace(trace, {c: S.paginate(storm(cycles, c)) for c in cpus}, symbols=SYMBOLS)
+    return T0, T0 + cycles * 3 * US + 100
+
+
+def detours(cpus: tuple[int, ...], span: tuple[int, int]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """3 us every 10 us and one 400 us detour every 2 ms, per CPU (ns since T0), sorted by cpu, start."""
+    lo, hi = span[0] - T0, span[1] - T0
+    starts = np.arange(lo + 1_000, hi - 500 * US, 10 * US, dtype=np.int64)
+    dur = np.full(len(starts), 3 * US, np.int64)
+    long = (starts % (2000 * US)) < 10 * US
+    dur[long] = 400 * US
+    keep = np.ones(len(starts), bool)  # a long detour swallows the short ones it overlaps
+    for i in np.flatnonzero(long):
+        keep[(starts > starts[i]) & (starts < starts[i] + dur[i])] = False
+    starts, dur = starts[keep], dur[keep]
+    cpu = np.concatenate([np.full(len(starts), c, np.int32) for c in cpus])
+    return cpu, np.tile(starts, len(cpus)), np.tile(dur, len(cpus))
+
+
+def windows(cpus: tuple[int, ...], span: tuple[int, int]) -> dict[int, tuple[float, float]]:
+    return {c: (float(50 * US), float(span[1] - T0 - 200 * US)) for c in cpus}
+
+
+def whole(trace: Path, det, wins):
+    """The analysis of the whole trace at once: what build_run did before streaming."""
+    det_cpu, det_start, det_dur = det
+    td = parse_trace(trace)
+    act = td.activity
+    a_cpu = act.column("cpu").to_numpy().astype(np.int32)
+    a_start = act.column("start_tsc").to_numpy() - T0
+    a_end = act.column("end_tsc").to_numpy() - T0
+    kinds = act.column("kind").combine_chunks()
+    names = build.mark_own_threads(
+        act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), OWN, PROBE_TIDS
+    )
+    sources, codes = source_table(kinds, names)
+    seg = td.segments
+    seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
+    seg_start, seg_end = np.asarray(seg["start_tsc"]) - T0, np.asarray(seg["end_tsc"]) - T0
+    seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
+    att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
+    events = count_events(
+        codes,
+        kinds.to_numpy(zero_copy_only=False),
+        a_cpu,
+        a_start,
+        act.column("entered").to_numpy(zero_copy_only=False),
+        wins,
+        len(sources),
+    )
+    ann = np.flatnonzero(pc.is_in(kinds, pa.array(build.ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))
+    container, inside = attribute_annotations(
+        a_cpu[ann], a_start[ann], a_end[ann], det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src
+    )
+    functions = build._functions(container, inside, names.take(pa.array(ann)).to_pylist())
+    table = pa.table(
+        {
+            "cpu": a_cpu,
+            "start_ns": a_start,
+            "end_ns": a_end,
+            "kind": kinds,
+            "name": names,
+            "depth": act.column("depth"),
+            "detail": act.column("detail"),
+        }
+    )
+    return table, att, events, functions
+
+
+def streamed(run: Path, trace: Path, det, wins, jobs: int = 1):
+    run.mkdir(exist_ok=True)
+    t = build.analyse_trace(run, trace, *det, wins, OWN, PROBE_TIDS, T0, 1e9, jobs)
+    container, inside, names = t.merged.functions_in
+    functions = build._functions(container, inside, names) if len(container) else {}
+    return pq.read_table(run / "activity.parquet"), t.merged.attribution, t.merged.events, functions, t
+
+
+def assert_same(a, b) -> None:
+    table_a, att_a, ev_a, fn_a = a[:4]
+    table_b, att_b, ev_b, fn_b = b[:4]
+    assert table_b.schema == ACTIVITY_SCHEMA  # dictionary-coded when written, strings when read
+    assert table_a.cast(table_b.schema).equals(table_b)
+    assert att_a.sources == att_b.sources
+    for f in ("detour", "source", "ns", "offset_ns"):
+        np.testing.assert_array_equal(getattr(att_a, f), getattr(att_b, f))
+    np.testing.assert_array_equal(ev_a.counts, ev_b.counts)
+    assert ev_a.cpus == ev_b.cpus and ev_a.exposure_s == ev_b.exposure_s
+    assert fn_a == fn_b
+
+
+@pytest.fixture(scope="module")
+def two_cpu_trace(tmp_path_factory: pytest.TempPathFactory):
+    d = tmp_path_factory.mktemp("stream")
+    cpus = (1, 3)
+    span = write(d / "trace", 3000, cpus)
+    det, wins = detours(cpus, span), windows(cpus, span)
+    return d, det, wins, whole(d / "trace", det, wins)
+
+
+@pytest.mark.parametrize("chunk", [50, 1 << 20])
+def test_chunks_of_any_size_give_the_whole_traces_analysis(
+    two_cpu_trace, chunk: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    d, det, wins, reference = two_cpu_trace
+    monkeypatch.setattr(stream, "CHUNK_ROWS", chunk)
+    got = streamed(tmp_path / "run", d / "trace", det, wins)
+    att = got[1]
+    # the trace exercises what chunking could break: detours over many segments, functions, our threads
+    assert (np.bincount(att.detour) >= 3).any()
+    assert got[3] and any(n.endswith(" (jitterscope)") for _, n in att.sources)
+    assert ("thread", "js-probe/1") not in att.sources  # the probe's own thread is unexplained time
+    assert_same(reference, got)
+
+
+def test_a_detour_straddling_a_chunk_boundary_keeps_its_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One long detour across every chunk boundary of a tiny chunk size: one row per source, summed."""
+    span = write(tmp_path / "trace", 200)
+    det = (np.array([1], np.int32), np.array([10 * US], np.int64), np.array([500 * US], np.int64))
+    wins = windows((1,), span)
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 5)
+    got = streamed(tmp_path / "run", tmp_path / "trace", det, wins)
+    att = got[1]
+    assert len(np.unique(att.source)) == len(att.source)  # pieces of one source summed into one row
+    assert int(att.ns.sum()) == 500 * US
+    assert_same(whole(tmp_path / "trace", det, wins), got)
+
+
+def test_cpus_in_two_processes_write_what_one_writes(two_cpu_trace, tmp_path: Path) -> None:
+    d, det, wins, _ = two_cpu_trace
+    one = streamed(tmp_path / "one", d / "trace", det, wins, jobs=1)
+    two = streamed(tmp_path / "two", d / "trace", det, wins, jobs=2)
+    assert_same(one, two)
+    assert one[4].n_events == two[4].n_events > 0
+    assert (tmp_path / "one" / "activity.parquet").read_bytes() == (tmp_path / "two" / "activity.parquet").read_bytes()
+
+
+def _peak(fn, *args) -> int:
+    tracemalloc.start()
+    try:
+        fn(*args)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_memory_does_not_grow_with_the_traces_length(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Peak Python memory of 1x and 4x the trace, side by side with the whole-trace path's."""
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 500)
+    peaks = {}
+    for n in (1, 4):
+        d = tmp_path / f"x{n}"
+        span = write(d / "trace", 3000 * n)
+        det, wins = detours((1,), span), windows((1,), span)
+        # detours are the run's own input and grow with it: keep their number fixed
+        det = tuple(a[:200] for a in det)
+        peaks[n] = (
+            _peak(streamed, d / "run", d / "trace", det, wins),
+            _peak(whole, d / "trace", det, wins),
+        )
+    (s1, w1), (s4, w4) = peaks[1], peaks[4]
+    assert w4 > 2.5 * w1, f"the whole-trace path should grow with length ({w1} → {w4} B): the check is blind"
+    assert s4 < 1.3 * s1, f"streaming peak grew with the trace's length: {s1} → {s4} B"
