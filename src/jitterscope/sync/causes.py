@@ -32,8 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jitterscope import boundedio
-from jitterscope.measure.attribution import _overlaps as overlaps
-from jitterscope.measure.attribution import attribute, source_table
+from jitterscope.measure.attribution import attribute, overlaps, source_table
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
 from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
