@@ -242,14 +242,16 @@ def analyse(run: Path) -> Analysis:
 
 
 def _hwm(pid: int) -> int:
+    """The process's peak RSS in bytes; 0 once it has gone (its last sample stands)."""
+    hwm = 0
     try:
         with open(f"/proc/{pid}/status") as f:
             for line in f:
                 if line.startswith("VmHWM:"):
-                    return int(line.split()[1]) * 1024
+                    hwm = int(line.split()[1]) * 1024
     except OSError:
         pass
-    return 0
+    return hwm
 
 
 def efficiency(run: Path, work: Path) -> float:

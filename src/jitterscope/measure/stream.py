@@ -217,6 +217,105 @@ def _dict_column(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
     return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
 
 
+@dataclass
+class _ActivityPass:
+    """What the pass over one CPU's activity rows keeps: first rows, event counts and the annotations
+    that took time inside a detour (everything else has gone to the Parquet writer)."""
+
+    kind_first: dict[str, int] = field(default_factory=dict)
+    name_first: dict[str, int] = field(default_factory=dict)
+    events: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
+    ann_start: list[np.ndarray] = field(default_factory=list)
+    ann_inside: list[np.ndarray] = field(default_factory=list)
+    ann_names: list[str] = field(default_factory=list)
+
+
+def _activity_pass(
+    job: CpuJob, act_path: Path, naming: _Naming, sources: _Sources, detail_dict: pa.Array, writer: pq.ParquetWriter
+) -> _ActivityPass:
+    """Name, code, count and write the activity rows chunk by chunk."""
+    st = _ActivityPass()
+    n_act = act_path.stat().st_size // ACTIVITY_DTYPE.itemsize
+    chunk = job.chunk_rows or CHUNK_ROWS
+    ds, de = job.det_start, job.det_end
+    kind_seen = np.zeros(len(KINDS), bool)
+    name_seen = np.zeros(len(naming.strings), bool)
+    for lo in range(0, n_act, chunk):
+        a = _records(act_path, ACTIVITY_DTYPE, lo, min(n_act, lo + chunk))
+        kind = a["kind"].astype(np.int64)
+        name = naming.codes(a["name"], kind, a["pid"])
+        code = sources.codes(kind, name)
+        start = since_ns(a["start_tsc"], job.t0_tsc, job.hz)
+        end = since_ns(a["end_tsc"], job.t0_tsc, job.hz)
+        _first_rows(kind, kind_seen, lo, KINDS, st.kind_first)
+        _first_rows(name, name_seen, lo, naming.strings, st.name_first)
+        if job.window_ns is not None:
+            w0, w1 = job.window_ns
+            sel = (code != 0) & ((a["flags"] & CLIPPED_START) == 0) & (kind < OWNING)
+            sel &= (start >= w0) & (start <= w1)
+            got = np.bincount(code[sel], minlength=len(sources.sources))
+            st.events = np.pad(st.events, (0, len(got) - len(st.events))) + got
+        ann = np.flatnonzero((kind == ANNOTATIONS[0]) | (kind == ANNOTATIONS[1]))
+        if len(ann) and len(ds):
+            i, _, ov, _ = overlaps(start[ann], end[ann], ds, de)
+            inside = np.bincount(i, weights=ov, minlength=len(ann)).astype(np.int64)
+            took = np.flatnonzero(inside > 0)
+            st.ann_start.append(start[ann[took]])
+            st.ann_inside.append(inside[took])
+            st.ann_names += [naming.strings[c] for c in name[ann[took]].tolist()]
+        writer.write_table(
+            pa.table(
+                [
+                    pa.array(a["cpu"]),
+                    pa.array(start),
+                    pa.array(end),
+                    _dict_column(kind, _KIND_DICT),
+                    _dict_column(name, naming.dictionary),
+                    pa.array(a["depth"]),
+                    _dict_column(a["detail"], detail_dict),
+                ],
+                schema=WRITE_SCHEMA,
+            )
+        )
+        del a, kind, name, code, start, end
+    return st
+
+
+def _segment_pass(
+    job: CpuJob, act_path: Path, seg_path: Path, naming: _Naming, sources: _Sources, a_start: np.ndarray
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+    """The (detour, source, ns, start) pieces of every segment inside a detour, and each annotation's container."""
+    n_seg = seg_path.stat().st_size // SEGMENT_DTYPE.itemsize
+    chunk = job.chunk_rows or CHUNK_ROWS
+    ds, de = job.det_start, job.det_end
+    container = np.zeros(len(a_start), np.int64)
+    pd: list[np.ndarray] = []
+    ps: list[np.ndarray] = []
+    pn: list[np.ndarray] = []
+    pt: list[np.ndarray] = []
+    for lo in range(0, n_seg, chunk):
+        s = _records(seg_path, SEGMENT_DTYPE, lo, min(n_seg, lo + chunk))
+        o_kind, o_name, o_pid = _owners(act_path, s["owner"].astype(np.int64), 4 * chunk)
+        src = sources.codes(o_kind, naming.codes(o_name, o_kind, o_pid))
+        s_start = since_ns(s["start_tsc"], job.t0_tsc, job.hz)
+        s_end = since_ns(s["end_tsc"], job.t0_tsc, job.hz)
+        if len(a_start):
+            k = np.searchsorted(s_start, a_start, side="right") - 1
+            ok = k >= 0
+            container[ok] = src[k[ok]]
+        # only the detours this chunk's time can touch
+        d0 = int(np.searchsorted(de, s_start[0], side="right"))
+        d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
+        if d1 > d0:
+            i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
+            keep = src[j] != 0
+            pd.append(i[keep] + d0)
+            ps.append(src[j][keep])
+            pn.append(ov[keep])
+            pt.append(st[keep])
+    return (_cat(pd), _cat(ps), _cat(pn), _cat(pt)), container
+
+
 def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
     """Parse one CPU's capture and analyse it chunk by chunk; its activity rows go to `writer`."""
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
@@ -226,99 +325,22 @@ def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:
         strings = [s.decode("utf-8", "replace") for s in (out / "strings.bin").read_bytes().split(b"\0")[:-1]]
         naming = _Naming(strings, job.own, job.probe_tids)
         sources = _Sources(naming)
-        detail_dict = pa.array(strings, pa.string())
         act_path, seg_path = out / "activity.bin", out / "segments.bin"
-        n_act = act_path.stat().st_size // ACTIVITY_DTYPE.itemsize
-        n_seg = seg_path.stat().st_size // SEGMENT_DTYPE.itemsize
-        t0, hz = job.t0_tsc, job.hz
-        chunk = job.chunk_rows or CHUNK_ROWS
-        ds, de = job.det_start, job.det_end
-        kind_first: dict[str, int] = {}
-        name_first: dict[str, int] = {}
-        kind_seen = np.zeros(len(KINDS), bool)
-        name_seen = np.zeros(len(naming.strings), bool)
-        events = np.zeros(1, np.int64)
-        ann_start: list[np.ndarray] = []
-        ann_inside: list[np.ndarray] = []
-        ann_names: list[str] = []
-        for lo in range(0, n_act, chunk):
-            a = _records(act_path, ACTIVITY_DTYPE, lo, min(n_act, lo + chunk))
-            kind = a["kind"].astype(np.int64)
-            name = naming.codes(a["name"], kind, a["pid"])
-            code = sources.codes(kind, name)
-            start = since_ns(a["start_tsc"], t0, hz)
-            end = since_ns(a["end_tsc"], t0, hz)
-            _first_rows(kind, kind_seen, lo, KINDS, kind_first)
-            _first_rows(name, name_seen, lo, naming.strings, name_first)
-            if job.window_ns is not None:
-                w0, w1 = job.window_ns
-                sel = (code != 0) & ((a["flags"] & CLIPPED_START) == 0) & (kind < OWNING)
-                sel &= (start >= w0) & (start <= w1)
-                got = np.bincount(code[sel], minlength=len(sources.sources))
-                events = np.pad(events, (0, len(got) - len(events))) + got
-            ann = np.flatnonzero((kind == ANNOTATIONS[0]) | (kind == ANNOTATIONS[1]))
-            if len(ann) and len(ds):
-                i, _, ov, _ = overlaps(start[ann], end[ann], ds, de)
-                inside = np.bincount(i, weights=ov, minlength=len(ann)).astype(np.int64)
-                took = np.flatnonzero(inside > 0)
-                ann_start.append(start[ann[took]])
-                ann_inside.append(inside[took])
-                ann_names += [naming.strings[c] for c in name[ann[took]].tolist()]
-            writer.write_table(
-                pa.table(
-                    [
-                        pa.array(a["cpu"]),
-                        pa.array(start),
-                        pa.array(end),
-                        _dict_column(kind, _KIND_DICT),
-                        _dict_column(name, naming.dictionary),
-                        pa.array(a["depth"]),
-                        _dict_column(a["detail"], detail_dict),
-                    ],
-                    schema=WRITE_SCHEMA,
-                )
-            )
-            del a, kind, name, code, start, end
-        a_start = np.concatenate(ann_start) if ann_start else np.zeros(0, np.int64)
-        container = np.zeros(len(a_start), np.int64)
-        pd: list[np.ndarray] = []
-        ps: list[np.ndarray] = []
-        pn: list[np.ndarray] = []
-        pt: list[np.ndarray] = []
-        for lo in range(0, n_seg, chunk):
-            s = _records(seg_path, SEGMENT_DTYPE, lo, min(n_seg, lo + chunk))
-            o_kind, o_name, o_pid = _owners(act_path, s["owner"].astype(np.int64), 4 * chunk)
-            src = sources.codes(o_kind, naming.codes(o_name, o_kind, o_pid))
-            s_start = since_ns(s["start_tsc"], t0, hz)
-            s_end = since_ns(s["end_tsc"], t0, hz)
-            if len(a_start):
-                k = np.searchsorted(s_start, a_start, side="right") - 1
-                ok = k >= 0
-                container[ok] = src[k[ok]]
-            # only the detours this chunk's time can touch
-            d0 = int(np.searchsorted(de, s_start[0], side="right"))
-            d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
-            if d1 > d0:
-                i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
-                keep = src[j] != 0
-                pd.append(i[keep] + d0)
-                ps.append(src[j][keep])
-                pn.append(ov[keep])
-                pt.append(st[keep])
-        events = np.pad(events, (0, len(sources.sources) - len(events)))
-
+        acts = _activity_pass(job, act_path, naming, sources, pa.array(strings, pa.string()), writer)
+        a_start = np.concatenate(acts.ann_start) if acts.ann_start else np.zeros(0, np.int64)
+        pairs, container = _segment_pass(job, act_path, seg_path, naming, sources, a_start)
         return CpuPart(
             cpu=job.cpu,
-            rows=int(n_act),
+            rows=int(act_path.stat().st_size // ACTIVITY_DTYPE.itemsize),
             counts=counts,
-            kind_first=kind_first,
-            name_first=name_first,
+            kind_first=acts.kind_first,
+            name_first=acts.name_first,
             sources=sources.sources,
-            pairs=(_cat(pd), _cat(ps), _cat(pn), _cat(pt)),
-            events=events,
+            pairs=pairs,
+            events=np.pad(acts.events, (0, len(sources.sources) - len(acts.events))),
             ann_container=container,
-            ann_inside=_cat(ann_inside),
-            ann_names=ann_names,
+            ann_inside=_cat(acts.ann_inside),
+            ann_names=acts.ann_names,
         )
 
 
