@@ -22,6 +22,7 @@ from jitterscope.measure.probe import read_detours
 from jitterscope.measure.tsc import detours_ns, since_ns, to_ns
 from jitterscope.rundir import write_json, write_table
 from jitterscope.tracing.parse import parse_trace
+from jitterscope.tracing.session import reader_info
 
 ANNOTATION_KINDS = ("work", "timer")
 
@@ -77,6 +78,7 @@ def build_run(
         meta["tracing"]["events"] = int(td.n_events)
         meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in dict(td.lost_by_cpu).items()}
         meta["tracing"]["missed_switches"] = td.missed_switches
+        meta["tracing"]["reader"] = reader_info(trace_dir)
         act = td.activity
         a_cpu = act.column("cpu").to_numpy().astype(np.int32)
         a_start = since_ns(act.column("start_tsc").to_numpy(), t0, hz)

@@ -75,6 +75,11 @@ def drain_record(name: str) -> Path:
     return DRAIN_RECORDS / f"{name}.json"
 
 
+def drain_lock(name: str) -> Path:
+    """Held by the instance's reader while it runs and by whoever removes a dead run's instance."""
+    return DRAIN_RECORDS / f"{name}.lock"
+
+
 def record_drain(name: str, drain: dict[str, Any]) -> None:
     """Say where instance `name` (made by this process) drains to: {drain_to, cpus}."""
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
@@ -127,7 +132,7 @@ def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
     remove it; return the pages saved.  One process at a time per instance: two that
     drained together would interleave its pages in the capture."""
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
-    with open(DRAIN_RECORDS / f"{inst.name}.lock", "a") as lock:
+    with open(drain_lock(inst.name), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not inst.exists():
             return 0  # the other one finished it
@@ -137,7 +142,7 @@ def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
             pages = _drain_instance(inst, out, [int(c) for c in cpus])
         rmdir_retry(inst, timeout_s=2.0)
         drain_record(inst.name).unlink(missing_ok=True)
-        (DRAIN_RECORDS / f"{inst.name}.lock").unlink(missing_ok=True)
+        drain_lock(inst.name).unlink(missing_ok=True)
     return pages
 
 
