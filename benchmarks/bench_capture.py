@@ -23,6 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(ROOT))  # tests.support: the context-switch storm
 
+import numpy as np  # noqa: E402
 from benchlib import Bench  # noqa: E402
 
 from jitterscope.sysinfo import online_cpus  # noqa: E402
@@ -31,6 +32,14 @@ from tests.support.loadgen import switch_storm  # noqa: E402
 
 SECONDS = float(os.environ.get("BENCH_SECONDS", "8"))
 MAX_BYTES_PER_EVENT = 64
+COMMIT_MASK = (1 << 30) - 1  # the page header's commit word: its top bits flag missed events
+
+
+def committed_bytes(raw: Path, page_size: int) -> tuple[int, int]:
+    """(pages, bytes of kernel records in them) of a cpuN.raw, from each page header's commit word."""
+    words = np.memmap(raw, dtype="<u8", mode="r")
+    commits = words[1 :: page_size // 8] & COMMIT_MASK
+    return len(commits), int(commits.sum())
 
 
 def storm_capture(cpu: int, out: Path) -> tuple[dict, float]:
@@ -59,6 +68,8 @@ def main() -> int:
         meta, wall = storm_capture(cpu, run)
         raw = sum(p.stat().st_size for p in (run / "trace").glob("cpu*.raw"))
         session = json.loads((run / "trace" / "session.json").read_text())
+        per_file = [committed_bytes(p, int(session["page_size"])) for p in (run / "trace").glob("cpu*.raw")]
+        npages, records = sum(n for n, _ in per_file), sum(b for _, b in per_file)
     tracing = meta["tracing"]
     reader = tracing.get("reader") or session.get("reader") or {}
     events = int(tracing["events"])
@@ -69,6 +80,11 @@ def main() -> int:
     bench.log(f"storm on CPU {cpu}: `jitterscope measure --cpus {cpu} --duration {SECONDS:g}s` ({wall:.1f} s wall)")
     bench.log(f"kernel events traced:      {events:,} ({events / seconds / 1e6:.2f} M/s over {seconds:.1f} s)")
     bench.log(f"raw capture:               {raw:,} bytes = {per_event:.1f} bytes per kernel event")
+    fill = records / (npages * (int(session["page_size"]) - 16)) if npages else 0.0
+    bench.log(
+        f"kernel's own records:      {records / events:.1f} bytes per event (pages {fill:.1%} filled with them; "
+        f"a sched_switch record alone is 68 B)"
+    )
     bench.log(
         f"pages:                     {reader.get('full_pages', 0):,} full, {reader.get('partial_pages', 0)} partial "
         f"(the last of each CPU), {reader.get('wakeups', 0):,} reader wake-ups"

@@ -8,7 +8,9 @@ whatever its journal directory.  Whoever removes the instance of a process that
 died (the journal's recovery through `undo_instance`, or the next session's
 `clean_stale_instances`) first stops it, copies the pages still in the kernel's
 ring buffer into the capture and saves the ring statistics, so `analyze` gets
-everything the run recorded.
+everything the run recorded.  It takes the instance's drain lock first, which
+the session's reader holds for as long as it runs: a reader still draining the
+instance of its dead jitterscope finishes before anyone appends after it.
 """
 
 from __future__ import annotations

@@ -2,20 +2,22 @@
 
 Lifecycle (rtla's shape): clean instances left by dead jitterscope processes →
 journal the instance's removal → mkdir `instances/jitterscope-<pid>` →
-configure it while `tracing_on` is 0 (x86-tsc clock, CPU mask, buffer size,
-events) → start one reader thread, off the probed CPUs, copying every CPU's
-`trace_pipe_raw` pages into `out_dir/cpuN.raw` → `tracing_on` = 1.  Stop:
-`tracing_on` = 0, drain, save the ring-buffer statistics, event formats, the
-kernel symbols and comms the trace needs, then remove the instance.  The
-top-level buffer and other instances are never touched.
+configure it while `tracing_on` is 0 (x86-tsc clock, CPU mask, events, a ring
+sized from the rate just measured, the reader's `buffer_percent` watermark) →
+start the native reader (tracing/reader.py), off the probed CPUs, splicing every
+CPU's full `trace_pipe_raw` pages into `out_dir/cpuN.raw` → `tracing_on` = 1.
+Stop: `tracing_on` = 0, the reader drains and reports, save the ring-buffer
+statistics, event formats, the kernel symbols and comms the trace needs, then
+remove the instance.  The top-level buffer and other instances are never touched.
 
 A start and a stop marker (`jitterscope-start <CLOCK_MONOTONIC ns>`) are
 written into the instance from the first probed CPU: they bound the capture
 window in TSC and give the TSC rate, so the trace directory is self-contained.
 
-Nothing captured is lost to a crash: pages go to the files unbuffered as they
-are read, the event formats and session.json are written before tracing
-starts, and the instance's journal entry (`trace_instance`) names the
+Nothing captured is lost to a crash: pages go to the files as they are read
+(the reader, seeing jitterscope gone, stops the instance and drains it), the
+event formats and session.json are written before tracing starts, and the
+instance's journal entry (`trace_instance`) names the
 directory it drains into, so recovery after `kill -9` (`undo_instance`) first
 saves the pages still in the kernel's buffer and the ring statistics, then
 removes the instance.  `finish_capture` completes such a directory offline.
