@@ -21,11 +21,12 @@
  * "stop" on stdin after setting tracing_on to 0: every CPU is drained, full
  * pages and then the partial page the kernel was writing (read()), and the
  * report (JSON: CPU time, pages, bytes) goes to OUTDIR/reader.json and stdout.
- * EOF on stdin without "stop" (jitterscope died: its end of the pipe closed),
- * or SIGTERM, means nobody will stop the capture: the reader stops tracing in
- * the instance, drains the same way and exits, so what it wrote stays whole
- * pages.  (Not PR_SET_PDEATHSIG: it fires when the thread that started the
- * reader ends, which need not be the end of jitterscope.)
+ * EOF on stdin without "stop" (jitterscope died: its end of the pipe closed)
+ * means nobody will stop the capture: the reader stops tracing in the
+ * instance, drains the same way and exits, so what it wrote stays whole pages.
+ * (Not PR_SET_PDEATHSIG: it fires when the thread that started the reader
+ * ends, which need not be the end of jitterscope.)  SIGINT, SIGHUP and SIGTERM
+ * are ignored: jitterscope gets them too and ends the capture itself.
  * Errors: one line "jitterscope-tracereader: ..." on stderr, exit code 2.
  */
 #define _GNU_SOURCE
@@ -42,7 +43,6 @@
 #include <sys/epoll.h>
 #include <sys/file.h>
 #include <sys/resource.h>
-#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -54,7 +54,7 @@
 #define BATCH_PAGES 64u       /* pages moved per splice: the pipe's size, 256 KiB of 4 KiB pages */
 #define SPIN_PAUSE_NS 10000000L /* a wake-up that moved nothing: wait this long before looking again */
 
-enum { TAG_STDIN = -1, TAG_SIGNAL = -2 };
+enum { TAG_STDIN = -1 };
 enum ending { RUNNING, STOP, PARENT_GONE };
 
 struct cpu {
@@ -228,17 +228,12 @@ int main(int argc, char **argv)
     if (!ncpus)
         die("no CPUs to read");
 
-    /* Ctrl-C reaches the whole process group: jitterscope handles it and then says "stop". */
+    /* Ctrl-C, a closed terminal or a SIGTERM to the whole process group: jitterscope handles them, finishes
+     * its run and then says "stop"; ended here, the pages still in the rings would be lost. */
     signal(SIGINT, SIG_IGN);
     signal(SIGHUP, SIG_IGN);
+    signal(SIGTERM, SIG_IGN);
     signal(SIGPIPE, SIG_IGN);
-    sigset_t term;
-    sigemptyset(&term);
-    sigaddset(&term, SIGTERM);
-    sigprocmask(SIG_BLOCK, &term, NULL);
-    int sfd = signalfd(-1, &term, SFD_CLOEXEC | SFD_NONBLOCK);
-    if (sfd < 0)
-        die("signalfd: %s", strerror(errno));
 
     int lock = open(argv[6], O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (lock < 0 || flock(lock, LOCK_EX))
@@ -273,9 +268,8 @@ int main(int argc, char **argv)
     if (fcntl(pipe_w, F_SETPIPE_SZ, (int)(BATCH_PAGES * page_size)) < 0)
         die("cannot size the splice pipe to %zu bytes: %s", BATCH_PAGES * page_size, strerror(errno));
     struct epoll_event ev_in = {.events = EPOLLIN | EPOLLHUP, .data.u64 = (uint64_t)(int64_t)TAG_STDIN};
-    struct epoll_event ev_sig = {.events = EPOLLIN, .data.u64 = (uint64_t)(int64_t)TAG_SIGNAL};
-    if (epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev_in) || epoll_ctl(ep, EPOLL_CTL_ADD, sfd, &ev_sig))
-        die("epoll on stdin/signalfd: %s", strerror(errno));
+    if (epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev_in))
+        die("epoll on stdin: %s", strerror(errno));
     char *buf = js_malloc(page_size);
     fputs("ready\n", stdout);
     fflush(stdout);
@@ -294,8 +288,6 @@ int main(int argc, char **argv)
             int64_t tag = (int64_t)evs[k].data.u64;
             if (tag == TAG_STDIN) {
                 how = read_command();
-            } else if (tag == TAG_SIGNAL) {
-                how = PARENT_GONE;
             } else {
                 cpu_events++;
                 moved += move_full_pages(&cpus[tag]);
