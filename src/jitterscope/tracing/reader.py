@@ -152,6 +152,7 @@ class ReaderReport:
     wakeups: int
     idle_wakeups: int
     page_size: int
+    priority: str
     affinity: list[int]
 
     @property
