@@ -36,7 +36,7 @@ EVENTS_PER_INTERRUPT = 4  # handler entry/exit, and the softirq or timer callbac
 MEMORY_SHARE = 1 / 16
 MOST_KB = 256 * 1024
 SAMPLE_S = 0.05  # the least time between the two /proc readings of the rate
-READY_TIMEOUT_S = 10.0
+READY_TIMEOUT_S = 60.0  # a machine loaded 8 times over its CPUs took more than 10 s to start it
 STOP_TIMEOUT_S = 60.0
 
 
@@ -200,8 +200,12 @@ class NativeReader:
         ready, _, _ = select.select([self.proc.stdout], [], [], READY_TIMEOUT_S)
         line = self.proc.stdout.readline() if ready else b""
         if line.strip() != b"ready":
+            ended = self.proc.poll()
             self._kill()
-            raise JitterscopeError(f"trace reader did not start: {self._error() or 'no answer'}")
+            why = self._error() or (
+                f"it ended with exit code {ended}" if ended is not None else f"no answer within {READY_TIMEOUT_S:.0f} s"
+            )
+            raise JitterscopeError(f"trace reader did not start: {why}")
 
     @property
     def pid(self) -> int:
