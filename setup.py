@@ -25,6 +25,8 @@ PROGRAMS = {
     "jitterscope-probe": ["probe.c"],
     "jitterscope-inject": ["inject.c"],
     "jitterscope-traceparse": ["traceparse.c"],
+    # the trace capture: every traced CPU's ring buffer spliced, whole pages, into trace/cpuN.raw
+    "jitterscope-tracereader": ["tracereader.c"],
     "jitterscope-pipeline": ["pipeline.c"],
     # protect: the duty-cycling controller and its load generators (Syn 'C', pointer chase)
     "jitterscope-protect": ["protect.c", "protect_loop.c", "protect_io.c"],

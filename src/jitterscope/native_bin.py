@@ -13,6 +13,7 @@ _BIN_DIR = Path(__file__).resolve().parent / "native" / "bin"
 PROBE_PROGRAM = "jitterscope-probe"
 INJECT_PROGRAM = "jitterscope-inject"
 TRACEPARSE_PROGRAM = "jitterscope-traceparse"
+TRACEREADER_PROGRAM = "jitterscope-tracereader"
 
 
 def native_bin(name: str) -> Path:

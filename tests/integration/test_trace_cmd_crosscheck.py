@@ -13,14 +13,13 @@ in the page or event format is caught here before it silently misattributes nois
 
 from __future__ import annotations
 
-import ctypes
 import itertools
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -195,26 +194,25 @@ def test_gaps_longer_than_an_event_delta_decode_the_same(tmp_path: Path, head: P
 
 
 def test_lost_events_are_counted_as_libtraceevent_counts_them(tmp_path: Path, head: Path) -> None:
-    """Markers flooded into an 8 KiB buffer while the session's reader thread cannot run: libc's
-    write called through ctypes.PyDLL keeps the GIL, and a long switch interval keeps it with us,
-    so the ring overwrites pages and the pages we read carry missed-event counts."""
+    """Markers flooded into an 8 KiB ring (not grown for the rate) while the session's reader is stopped
+    (SIGSTOP), so the ring overwrites pages and the pages read afterwards carry missed-event counts."""
     cpu = probed_cpu()
     trace = tmp_path / "trace"
-    libc = ctypes.PyDLL(None)
-    old, switch = os.sched_getaffinity(0), sys.getswitchinterval()
-    with Journal("test-crosscheck") as journal, TraceSession([cpu], trace, journal, buffer_kb=8) as session:
+    old = os.sched_getaffinity(0)
+    with Journal("test-crosscheck") as journal, TraceSession([cpu], trace, journal, buffer_kb=8, grow=False) as session:
         assert session.instance is not None
+        reader = int(session.info["reader_pid"])
         fd = os.open(session.instance / "trace_marker", os.O_WRONLY)
+        os.kill(reader, signal.SIGSTOP)
         try:
             os.sched_setaffinity(0, {cpu})
-            sys.setswitchinterval(1.0)
             msg = b"x" * 1000
             for _ in range(300):
-                libc.write(fd, msg, len(msg))
+                os.write(fd, msg)
         finally:
-            sys.setswitchinterval(switch)
             os.sched_setaffinity(0, old)
             os.close(fd)
+            os.kill(reader, signal.SIGCONT)
     assert_same_decoding(trace, tmp_path, head)
     counts = json.loads((tmp_path / "parsed" / "counts.json").read_text())["cpus"][str(cpu)]
     assert counts["missed_pages"] >= 1 and counts["missed_stored"] > 0

@@ -144,22 +144,17 @@ def test_instance_of_killed_run_is_removed_by_the_next_start(tmp_path: Path, tra
 @needs_tracing
 def test_tiny_buffer_reports_lost_events(tmp_path: Path, tracefs: Path) -> None:
     cpu = probed_cpu()
-    # The reader is a thread of this process: holding the GIL for the whole storm (no thread switch for
-    # 60 s, and a busy wait that never blocks) keeps it from draining, so the 4 KiB ring must overflow, on a
-    # quiet machine as on a busy one.
+    # A 4 KiB ring (not grown for the rate) and its reader stopped (SIGSTOP) through a storm: the ring must
+    # overflow, on a quiet machine as on a busy one.
     out = tmp_path / "trace"
-    interval = sys.getswitchinterval()
     with Journal("test") as journal:
-        with TraceSession([cpu], out, journal, buffer_kb=4) as session:
-            storm = busy_cpu(cpu, 1.0)
-            sys.setswitchinterval(60)
+        with TraceSession([cpu], out, journal, buffer_kb=4, grow=False) as session:
+            reader = int(session.info["reader_pid"])
+            os.kill(reader, signal.SIGSTOP)
             try:
-                end = time.monotonic() + 0.8
-                while time.monotonic() < end:
-                    pass
+                busy_cpu(cpu, 0.8).wait(timeout=20)
             finally:
-                sys.setswitchinterval(interval)
-            storm.wait(timeout=20)
+                os.kill(reader, signal.SIGCONT)
     td = parse_trace(out)
     assert session.lost_events > 0
     assert td.lost_events == session.lost_events

@@ -21,6 +21,7 @@ from jitterscope.measure.probe import read_detours
 from jitterscope.measure.tsc import detours_ns, since_ns, to_ns
 from jitterscope.rundir import write_json, write_table
 from jitterscope.tracing.parse import lost_per_cpu
+from jitterscope.tracing.session import reader_info
 
 ANNOTATION_KINDS = ("work", "timer")
 
@@ -86,6 +87,7 @@ def build_run(
         meta["tracing"]["events"] = traced.n_events
         meta["tracing"]["lost_by_cpu"] = {str(k): int(v) for k, v in traced.lost_by_cpu.items()}
         meta["tracing"]["missed_switches"] = traced.missed_switches
+        meta["tracing"]["reader"] = reader_info(trace_dir)
         att, events = traced.merged.attribution, traced.merged.events
         container, inside, ann_names = traced.merged.functions_in
         if len(container):

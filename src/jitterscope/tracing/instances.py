@@ -8,7 +8,9 @@ whatever its journal directory.  Whoever removes the instance of a process that
 died (the journal's recovery through `undo_instance`, or the next session's
 `clean_stale_instances`) first stops it, copies the pages still in the kernel's
 ring buffer into the capture and saves the ring statistics, so `analyze` gets
-everything the run recorded.
+everything the run recorded.  It takes the instance's drain lock first, which
+the session's reader holds for as long as it runs: a reader still draining the
+instance of its dead jitterscope finishes before anyone appends after it.
 """
 
 from __future__ import annotations
@@ -82,6 +84,11 @@ def drain_record(name: str) -> Path:
     return DRAIN_RECORDS / f"{name}.json"
 
 
+def drain_lock(name: str) -> Path:
+    """Held by the instance's reader while it runs and by whoever removes a dead run's instance."""
+    return DRAIN_RECORDS / f"{name}.lock"
+
+
 def record_drain(name: str, drain: Drain) -> None:
     """Say where instance `name` (made by this process) drains to: {drain_to, cpus}."""
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
@@ -134,7 +141,7 @@ def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
     remove it; return the pages saved.  One process at a time per instance: two that
     drained together would interleave its pages in the capture."""
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
-    with open(DRAIN_RECORDS / f"{inst.name}.lock", "a") as lock:
+    with open(drain_lock(inst.name), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if not inst.exists():
             return 0  # the other one finished it
@@ -144,7 +151,7 @@ def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
             pages = _drain_instance(inst, out, [int(c) for c in cpus])
         rmdir_retry(inst, timeout_s=2.0)
         drain_record(inst.name).unlink(missing_ok=True)
-        (DRAIN_RECORDS / f"{inst.name}.lock").unlink(missing_ok=True)
+        drain_lock(inst.name).unlink(missing_ok=True)
     return pages
 
 

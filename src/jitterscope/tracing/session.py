@@ -2,20 +2,22 @@
 
 Lifecycle (rtla's shape): clean instances left by dead jitterscope processes →
 journal the instance's removal → mkdir `instances/jitterscope-<pid>` →
-configure it while `tracing_on` is 0 (x86-tsc clock, CPU mask, buffer size,
-events) → start one reader thread, off the probed CPUs, copying every CPU's
-`trace_pipe_raw` pages into `out_dir/cpuN.raw` → `tracing_on` = 1.  Stop:
-`tracing_on` = 0, drain, save the ring-buffer statistics, event formats, the
-kernel symbols and comms the trace needs, then remove the instance.  The
-top-level buffer and other instances are never touched.
+configure it while `tracing_on` is 0 (x86-tsc clock, CPU mask, events, a ring
+sized from the rate just measured, the reader's `buffer_percent` watermark) →
+start the native reader (tracing/reader.py), off the probed CPUs, splicing every
+CPU's full `trace_pipe_raw` pages into `out_dir/cpuN.raw` → `tracing_on` = 1.
+Stop: `tracing_on` = 0, the reader drains and reports, save the ring-buffer
+statistics, event formats, the kernel symbols and comms the trace needs, then
+remove the instance.  The top-level buffer and other instances are never touched.
 
 A start and a stop marker (`jitterscope-start <CLOCK_MONOTONIC ns>`) are
 written into the instance from the first probed CPU: they bound the capture
 window in TSC and give the TSC rate, so the trace directory is self-contained.
 
-Nothing captured is lost to a crash: pages go to the files unbuffered as they
-are read, the event formats and session.json are written before tracing
-starts, and the instance's journal entry (`trace_instance`) names the
+Nothing captured is lost to a crash: pages go to the files as they are read
+(the reader, seeing jitterscope gone, stops the instance and drains it), the
+event formats and session.json are written before tracing starts, and the
+instance's journal entry (`trace_instance`) names the
 directory it drains into, so recovery after `kill -9` (`undo_instance`) first
 saves the pages still in the kernel's buffer and the ring statistics, then
 removes the instance.  `finish_capture` completes such a directory offline.
@@ -23,12 +25,9 @@ removes the instance.  `finish_capture` completes such a directory offline.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import select
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -36,12 +35,12 @@ from typing import Any
 from jitterscope import atomic, journal, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
-from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing import formats, symbols
 from jitterscope.tracing.instances import (
     INSTANCE_PREFIX,
     Drain,
     clean_stale_instances,
+    drain_lock,
     drain_record,
     read_stats,
     record_drain,
@@ -49,74 +48,34 @@ from jitterscope.tracing.instances import (
     save_stats,
 )
 from jitterscope.tracing.parse import lost_per_cpu, run_parser
+from jitterscope.tracing.reader import BUFFER_PERCENT, NativeReader, RateSample, ReaderReport, ring_kb
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
 from jitterscope.units import format_cpumask
-
-POLL_MS = 250  # how often the reader looks at the stop flag when nothing arrives
-
-
-class _Reader(threading.Thread):
-    """Copies trace_pipe_raw pages to files.  One thread for all CPUs: it sleeps in
-    poll() until a CPU's buffer is `buffer_percent` full, then reads pages."""
-
-    def __init__(self, fds: dict[int, int], files: dict[int, Any], page_size: int, avoid_cpus: list[int]) -> None:
-        super().__init__(name="js-trace-reader", daemon=True)
-        self.fds, self.files, self.page_size = fds, files, page_size
-        self.avoid = set(avoid_cpus)
-        self.stop_flag = threading.Event()
-        self.error: BaseException | None = None
-        self.pages = 0
-
-    def drain(self, cpu: int) -> None:
-        fd, fh = self.fds[cpu], self.files[cpu]
-        while True:
-            try:
-                data = os.read(fd, self.page_size)
-            except BlockingIOError:
-                return
-            except OSError as err:
-                if err.errno in (errno.EAGAIN, errno.EINTR):
-                    return
-                raise
-            if not data:
-                return
-            fh.write(data)
-            self.pages += 1
-
-    def run(self) -> None:
-        try:
-            others = set(online_cpus()) - self.avoid
-            if others:
-                os.sched_setaffinity(0, others)  # this thread only: stay off the probed CPUs
-            poller = select.poll()
-            by_fd = {fd: cpu for cpu, fd in self.fds.items()}
-            for fd in by_fd:
-                poller.register(fd, select.POLLIN)
-            while not self.stop_flag.is_set():
-                for fd, _ev in poller.poll(POLL_MS):
-                    self.drain(by_fd[fd])
-        except BaseException as err:  # noqa: BLE001 - reported by stop(); the capture must not die silently
-            self.error = err
 
 
 class TraceSession:
     """A private trace instance on `cpus`, captured raw into `out_dir`.  Use as a context manager."""
 
-    def __init__(self, cpus: list[int], out_dir: Path, journal: Journal, buffer_kb: int = 4096) -> None:
+    def __init__(
+        self, cpus: list[int], out_dir: Path, journal: Journal, buffer_kb: int = 4096, grow: bool = True
+    ) -> None:
+        """`buffer_kb` is each CPU's ring; with `grow` it is the least, larger where the rate
+        measured before tracing needs more (tracing/reader.py's rule)."""
         if not cpus:
             raise JitterscopeError("no CPUs to trace")
         self.cpus = sorted({int(c) for c in cpus})
         self.out_dir = Path(out_dir)
         self.journal = journal
         self.buffer_kb = int(buffer_kb)
+        self.grow = grow
         self.root: Path | None = None
         self.instance: Path | None = None
         self.events: list[tuple[str, str]] = []
         self.missing: list[str] = []
         self.stale_removed: list[str] = []
-        self._fds: dict[int, int] = {}
-        self._files: dict[int, Any] = {}
-        self._reader: _Reader | None = None
+        self._rate: RateSample | None = None
+        self._reader: NativeReader | None = None
+        self._report: ReaderReport | None = None
         self._info: dict[str, Any] = {}
         self._stats: dict[str, dict[str, int]] = {}
         self._lost: int | None = None
@@ -153,6 +112,7 @@ class TraceSession:
     def start(self) -> None:
         if self._started:
             raise JitterscopeError("trace session already started")
+        self._rate = RateSample.now()  # the ring is sized from the rate until tracing starts (tracing/reader.py)
         root = ensure_tracefs(self.journal)
         if root is None:
             raise JitterscopeError("tracefs not mounted and cannot be mounted")
@@ -184,19 +144,25 @@ class TraceSession:
         self._w("tracing_on", "0")
         self._w("trace_clock", TRACE_CLOCK)
         self._w("tracing_cpumask", format_cpumask(self.cpus))
-        self._w("buffer_size_kb", str(max(1, self.buffer_kb)))
         for sub, ev in self.events:
             self._w(f"events/{sub}/{ev}/enable", "1")
         info = formats.collect(self.root, self.events)
         formats.save(self.out_dir, info)
         hp = info["header_page"]
         self.page_size = hp["data"][0] + hp["data"][1]
+        rate = self._rate.events_per_s(self.cpus) if self._rate and self.grow else 0.0
+        ring = ring_kb(max(1, self.buffer_kb), rate, len(self.cpus))
+        self._w("buffer_size_kb", str(ring))
+        self._w("buffer_percent", str(BUFFER_PERCENT))
         self._info.update(
             {
                 "instance": self.instance.name if self.instance else None,
                 "pid": os.getpid(),
                 "cpus": self.cpus,
-                "buffer_kb": self.buffer_kb,
+                "buffer_kb": ring,
+                "buffer_kb_requested": self.buffer_kb,
+                "buffer_percent": BUFFER_PERCENT,
+                "expected_events_per_s": round(rate),
                 "clock": TRACE_CLOCK,
                 "page_size": self.page_size,
                 "events": [f"{s}/{e}" for s, e in self.events],
@@ -208,16 +174,11 @@ class TraceSession:
 
     def _open_readers(self) -> None:
         assert self.instance is not None
-        for cpu in self.cpus:
-            path = self.instance / "per_cpu" / f"cpu{cpu}" / "trace_pipe_raw"
-            try:
-                self._fds[cpu] = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-            except OSError as err:
-                raise JitterscopeError(f"cannot open {path}: {err.strerror}") from None
-            # unbuffered: a page read is a page on disk, whatever happens to this process
-            self._files[cpu] = open(self.out_dir / f"cpu{cpu}.raw", "wb", buffering=0)  # noqa: SIM115 - closed by _teardown
-        self._reader = _Reader(self._fds, self._files, self.page_size, self.cpus)
-        self._reader.start()
+        self._reader = NativeReader(
+            self.instance, self.out_dir, self.page_size, self.cpus, drain_lock(self.instance.name)
+        )
+        self._info["reader_pid"] = self._reader.pid
+        self._write_info()
 
     def stop(self) -> None:
         """End the capture, save everything re-analysis needs, remove the instance."""
@@ -229,17 +190,17 @@ class TraceSession:
             self._info["stop_mono_ns"] = self._marker("stop")
             self._w("tracing_on", "0")
             if self._reader is not None:
-                self._reader.stop_flag.set()
-                self._reader.join()
-                for cpu in self.cpus:
-                    self._reader.drain(cpu)  # what was left below the wake-up threshold
-                error = self._reader.error
+                try:
+                    self._report = self._reader.stop()  # drains what was left below the watermark
+                except JitterscopeError as err:
+                    error = err
+                self._reader = None
             self._save_stats()
         finally:
             self._teardown()
         self._finish_offline()
         if error is not None:
-            raise JitterscopeError(f"trace reader failed: {error}")
+            raise error
 
     def _save_stats(self) -> None:
         assert self.instance is not None
@@ -252,32 +213,21 @@ class TraceSession:
 
     def _teardown(self) -> None:
         """Close readers and remove the instance, whatever state we are in."""
-        if self._reader is not None and self._reader.is_alive():
-            self._reader.stop_flag.set()
-            self._reader.join(timeout=2 * POLL_MS / 1000 + 1)
-        for fd in self._fds.values():
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-        self._fds.clear()
-        for fh in self._files.values():
-            try:
-                fh.close()
-            except OSError:
-                pass
-        self._files.clear()
+        if self._reader is not None:
+            self._reader.abandon()
+            self._reader = None
         if self.instance is not None:
             try:
                 rmdir_retry(self.instance)
                 drain_record(self.instance.name).unlink(missing_ok=True)
+                drain_lock(self.instance.name).unlink(missing_ok=True)
             except OSError as err:
                 # the journal retries at exit; say so rather than fail the measurement
                 print(f"jitterscope: warning: could not remove {self.instance} yet: {err.strerror}", file=sys.stderr)
         self._stopped = True
 
     def _finish_offline(self) -> None:
-        self._info = finish_capture(self.out_dir, self._info, self._stats)
+        self._info = finish_capture(self.out_dir, self._info, self._stats, report=self._report)
         if "lost_events" in self._info:
             self._lost = int(self._info["lost_events"])
 
@@ -323,8 +273,22 @@ def write_session_info(out_dir: Path, info: dict[str, Any]) -> None:
     atomic.write_text(out_dir / "session.json", json.dumps(info, indent=1) + "\n")
 
 
+def reader_info(out_dir: Path) -> dict[str, Any] | None:
+    """session.json's `reader` block (its cost and density), None for a capture without one."""
+    try:
+        info = json.loads((out_dir / "session.json").read_text())
+    except (OSError, ValueError):
+        return None
+    reader = info.get("reader") if isinstance(info, dict) else None
+    return reader if isinstance(reader, dict) else None
+
+
 def finish_capture(
-    out_dir: Path, info: dict[str, Any], stats: dict[str, dict[str, int]], end_tsc: int | None = None
+    out_dir: Path,
+    info: dict[str, Any],
+    stats: dict[str, dict[str, int]],
+    end_tsc: int | None = None,
+    report: ReaderReport | None = None,
 ) -> dict[str, Any]:
     """Markers → capture window and TSC rate; symbols and comms the trace needs;
     lost events.  Return the completed session info (also saved as session.json).
@@ -364,5 +328,9 @@ def finish_capture(
                 continue
         atomic.write_text(out_dir / "comms.txt", "".join(comms))
     info["lost_events"] = int(sum(lost_per_cpu(counts, stats).values()))
+    report = report or ReaderReport.load(out_dir / "reader.json")  # a killed run's reader wrote it on its way out
+    if report is not None:
+        events = sum(int(c.get("events", 0)) for c in counts.get("cpus", {}).values())
+        info["reader"] = report.summary(events)
     write_session_info(out_dir, info)
     return info
