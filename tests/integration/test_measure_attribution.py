@@ -6,7 +6,9 @@ this is that validation, with the injector's exact busy intervals as truth.
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -151,11 +153,13 @@ def test_without_tracing_it_still_measures_and_says_why(tmp_path):
 
 
 @needs_tracing
-def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path):
+def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path, tracefs):
     cpu = probed_cpu()
-    # A reader that falls behind loses events: the trace reader (in the measuring process)
-    # is stopped for a second while context switches fill a 4 KiB buffer.  Stopping it,
-    # rather than hoping the switches outrun it, makes the loss certain on a loaded machine.
+    # A reader that falls behind loses events: the trace reader (its own process, named in
+    # trace/session.json) is stopped while context switches fill the ring, until the kernel's own
+    # overrun counter for the instance says events were overwritten.  Stopping it, rather than
+    # hoping the switches outrun it, makes the loss certain on a loaded machine; the counter makes
+    # it known, so every output must then report it.
     inj = busy_cpu(cpu, 10.0)
     run_dir = tmp_path / "run"
     try:
@@ -183,9 +187,19 @@ def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path):
         deadline = time.monotonic() + 60
         while not (run_dir / "detours.raw").exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
-        os.kill(proc.pid, signal.SIGSTOP)
-        time.sleep(1.0)
-        os.kill(proc.pid, signal.SIGCONT)
+        info = json.loads((run_dir / "trace" / "session.json").read_text())
+        stats = tracefs / "instances" / info["instance"] / "per_cpu" / f"cpu{cpu}" / "stats"
+        reader = int(info["reader_pid"])
+        os.kill(reader, signal.SIGSTOP)
+        try:
+            overrun = 0
+            deadline = time.monotonic() + 30
+            while overrun == 0 and time.monotonic() < deadline:
+                time.sleep(0.05)
+                overrun = int(re.search(r"^overrun: (\d+)", stats.read_text(), re.M)[1])
+        finally:
+            os.kill(reader, signal.SIGCONT)
+        assert overrun > 0, f"the kernel overwrote nothing in 30 s with the reader stopped ({stats})"
         out, err = proc.communicate(timeout=120)
         assert proc.returncode == 0, err
     finally:
