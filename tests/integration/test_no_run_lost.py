@@ -96,23 +96,23 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = start_measure(out, "30s", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     lines: queue.Queue[str] = queue.Queue()
-    threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True).start()
+    reader = threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True)
+    reader.start()
     try:
         wait_for_probe(out, proc)
-        # A context-switch storm: hundreds of thousands of events, so that the analysis lasts seconds and the
-        # second Ctrl-C finds it running even on a fast or lightly loaded machine (3 quiet seconds analysed
-        # before it came, on a CI host).
+        # A context-switch storm: hundreds of thousands of events, so that the analysis lasts seconds, far
+        # longer than this test takes to answer the line that says it has started.
         switch_storm(probed_cpu(), 3.0).wait(timeout=60)
         os.killpg(proc.pid, signal.SIGINT)  # first Ctrl-C: finish with what was measured
         seen = ""
-        while "interrupted" not in seen:  # it has taken the first one: now it stops and analyses
+        while "analysing the capture" not in seen:  # the capture is complete and its analysis has begun
             seen = lines.get(timeout=60)
-        os.killpg(proc.pid, signal.SIGINT)  # second: during the stop / analysis
+        os.killpg(proc.pid, signal.SIGINT)  # second: during the analysis
         proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    time.sleep(0.2)
+    reader.join(10)  # the rest of its stderr
     err = "".join(lines.queue)
     assert proc.returncode == 130, err
     assert "Traceback" not in err

@@ -315,7 +315,7 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
                 "--compare",
                 "stock,L",
                 "--repeat",
-                "2",
+                "1",
                 "--duration",
                 "1s",
                 "--tasks",
@@ -345,8 +345,13 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
 
 @contextlib.contextmanager
 def _left_as_found(n: int = 3) -> Iterator[list[subprocess.Popen]]:
-    """n spinloops to give place; afterwards none may be stopped and each has its CPUs back."""
-    procs = [subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL) for _ in range(n)]
+    """n spinloops to give place; afterwards none may be stopped and each has its CPUs back.  At nice 19: three
+    busy loops at nice 0 on two CPUs (and a busy host's load) left place itself a fraction of a CPU, and its
+    start-up alone took minutes; placing and stopping them does not depend on their nice value."""
+    procs = [
+        subprocess.Popen([str(native_bin(SL))], stdout=subprocess.DEVNULL, preexec_fn=lambda: os.nice(19))
+        for _ in range(n)
+    ]
     try:
         before = [os.sched_getaffinity(p.pid) for p in procs]
         yield procs

@@ -8,6 +8,7 @@ on its way out; then `jitterscope restore` must.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -16,12 +17,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
+from jitterscope.protect.outcome import RECORDS
+from jitterscope.protect.records import read_records
 from jitterscope.sysinfo import online_cpus
 from tests.integration.conftest import alive, jitterscope
 
@@ -133,13 +137,30 @@ def _controller(tool: subprocess.Popen) -> list[int]:
     return []
 
 
+@contextlib.contextmanager
+def _off_the_best_effort_cpu() -> Iterator[None]:
+    """This thread on the other CPUs: on the best-effort CPU it would run only when the SCHED_FIFO controller
+    sleeps, which is when the program has just been told to stop and has not yet, so it would look at the
+    same phase of every cycle and could miss the stop every time (the controller spins the end of each
+    suspension since the early wake-up, leaving the poller only that phase)."""
+    before = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, before - {BE_CPU} or before)
+    try:
+        yield
+    finally:
+        os.sched_setaffinity(0, before)
+
+
 def _caught(cond: Callable[[], bool], seconds: float = 60) -> bool:
-    """Poll `cond` until it holds (the program is suspended 90% of the time once the controller goes)."""
+    """Whether `cond` held at some look, looking without pause (a read of /proc every few microseconds) from
+    off the best-effort CPU: the program is suspended most of every cycle, and a look that does not share
+    its CPU with the controller sees that at once; `seconds` is only how long a broken actuator may take
+    to show itself broken."""
     deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if cond():
-            return True
-        time.sleep(0.0005)
+    with _off_the_best_effort_cpu():
+        while time.monotonic() < deadline:
+            if cond():
+                return True
     return False
 
 
@@ -247,19 +268,27 @@ def test_a_killed_native_controller_is_undone_by_jitterscope_itself(
     from jitterscope.cli import main
 
     killed: list[int] = []
+    records = tmp_path / "run" / RECORDS
+
+    def suspended_on_record() -> bool:  # the controller's own record of a suspension, drained to its file
+        try:
+            return records.stat().st_size > 0 and len(read_records(records)[1]["suspensions"]) > 0
+        except (OSError, JitterscopeError):  # not yet written, or its header not yet
+            return False
 
     def killer() -> None:
-        deadline = time.monotonic() + 60
-        while not killed and time.monotonic() < deadline:
-            for c in _children(os.getpid()):
-                try:
-                    if Path(f"/proc/{c}/comm").read_text().startswith("jitterscope-pro"):
-                        killed.append(c)
-                except OSError:
-                    pass
-            time.sleep(0.05)
-        if killed and _caught(lambda: _state(victim.pid) == "T"):
-            time.sleep(0.5)  # let it drain some records
+        with _off_the_best_effort_cpu():
+            deadline = time.monotonic() + 60
+            while not killed and time.monotonic() < deadline:
+                for c in _children(os.getpid()):
+                    try:
+                        if Path(f"/proc/{c}/comm").read_text().startswith("jitterscope-pro"):
+                            killed.append(c)
+                    except OSError:
+                        pass
+                time.sleep(0.01)
+        # some records drained (the run is still written from them), then mid-suspension: kill it
+        if killed and _caught(suspended_on_record) and _caught(lambda: _state(victim.pid) == "T"):
             os.kill(killed[0], signal.SIGKILL)
 
     t = threading.Thread(target=killer, daemon=True)

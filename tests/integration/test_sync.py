@@ -39,6 +39,16 @@ def gold(tmp_path_factory) -> str:
     return str(out)
 
 
+@pytest.fixture(scope="module")
+def hold40(gold, tmp_path_factory) -> Path:
+    """40 rounds of "hold" (the holder keeps the mutex 200 us, then releases at once), at N = 20 us: the
+    waits test and the compare base share it (a sync run costs seconds of start-up on a busy machine)."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (SCHED_FIFO in the golden programs)")
+    tmp = tmp_path_factory.mktemp("hold")
+    return sync(tmp, gold, "hold", str(cpu()), "40", opts=("--no-trace", "--threshold", "20us"), name="hold")[1]
+
+
 def cpu() -> int:
     from jitterscope.sysinfo import online_cpus
 
@@ -76,11 +86,10 @@ def test_lock_unlock_golden(gold, tmp_path):
 
 
 @root_only
-def test_holder_keeping_the_mutex_is_a_wait_not_lu(gold, tmp_path):
-    _, run = sync(tmp_path, gold, "hold", str(cpu()), "3")
+def test_holder_keeping_the_mutex_is_a_wait_not_lu(hold40):
     # the main thread's pthread_join is a wait too when the worker has not exited yet (a loaded run)
-    waits = [w for w in pq.read_table(run / "waits.parquet").to_pylist() if w["op"] != "join"]
-    assert len(waits) == 3 and all(w["releaser_tid"] for w in waits)
+    waits = [w for w in pq.read_table(hold40 / "waits.parquet").to_pylist() if w["op"] != "join"]
+    assert len(waits) == 40 and all(w["releaser_tid"] for w in waits)
     for w in waits:  # blocked while the holder held it 200 us more
         assert w["release_ns"] - w["enter_ns"] >= 195 * US
 
@@ -255,13 +264,13 @@ def test_frame_api_from_python(tmp_path):
 
 @pytest.mark.slow
 @root_only
-def test_report_perfetto_and_compare(gold, tmp_path):
-    """One traced run (report on) gives the HTML page, a Perfetto timeline of threads, waits and kernel
-    causes, and compares equal with itself; against the same waits with the holder releasing at once
+def test_report_perfetto_and_compare(gold, hold40, tmp_path):
+    """One traced run of 40 rounds (report on) gives the HTML page, a Perfetto timeline of threads, waits and
+    kernel causes, and compares equal with itself; against the same waits with the holder releasing at once
     ("hold": lu of a wake-up, a few us), its 200 us lock-unlock intervals are a regression."""
     traced = () if tracing_reason() is None else ("--no-trace",)
     run = tmp_path / "lu"
-    p = jitterscope("sync", "--out", str(run), *traced, "--", gold, "lu", str(cpu()), "12", timeout=120)
+    p = jitterscope("sync", "--out", str(run), *traced, "--", gold, "lu", str(cpu()), "40", timeout=120)
     assert p.returncode == 0, p.stderr
     html = (run / "report.html").read_text()
     assert 'data-figure="timeline"' in html and 'data-figure="types"' in html and "lu lock-unlock" in html
@@ -274,13 +283,13 @@ def test_report_perfetto_and_compare(gold, tmp_path):
     joins = [e for e in ev if e.get("cat") == "wait" and e["name"].startswith("wait join")]
     waits = [e for e in ev if e.get("cat") == "wait" and e not in joins]
     lu = [e for e in ev if e.get("cat") == "jitter" and e["args"]["type"] == "lock-unlock"]
-    assert len(waits) == 12 and len(lu) == 12 and len(joins) <= 1
+    assert len(waits) == 40 and len(lu) == 40 and len(joins) <= 1
     for j in lu:  # each lu sits inside its wait, on the waiter's track
         assert any(
             w["tid"] == j["tid"] and w["ts"] <= j["ts"] and j["ts"] + j["dur"] <= w["ts"] + w["dur"] + 0.002
             for w in waits
         )
-    arrows = 12 + sum(j["args"]["releaser_tid"] is not None for j in joins)  # release -> wait arrows
+    arrows = 40 + sum(j["args"]["releaser_tid"] is not None for j in joins)  # release -> wait arrows
     assert sum(e["ph"] == "s" for e in ev) == sum(e["ph"] == "f" for e in ev) == arrows
     if not traced:  # what ran on the CPUs during the jitter
         assert any(e.get("args", {}).get("name") == "kernel (per CPU)" for e in ev)
@@ -293,9 +302,7 @@ def test_report_perfetto_and_compare(gold, tmp_path):
     assert res["kind"] == "sync" and not res["regression"] and res["total"]["ratio"] == 1.0
 
     # 40 rounds a side: with 12, a busy host's few contended hold rounds left q near 0.03 (alpha is 0.01)
-    _, base = sync(tmp_path, gold, "hold", str(cpu()), "40", opts=("--no-trace", "--threshold", "20us"), name="hold")
-    _, lu40 = sync(tmp_path, gold, "lu", str(cpu()), "40", name="lu40")
-    worse = jitterscope("compare", str(base), str(lu40), "--fail-on-regression")
+    worse = jitterscope("compare", str(hold40), str(run), "--fail-on-regression")
     assert worse.returncode == 1, worse.stdout + worse.stderr
     assert "REGRESSION: " in worse.stdout and "lu" in worse.stdout.split("REGRESSION: ")[1]
     assert "re-thresholded at N = 20000 ns" in worse.stdout

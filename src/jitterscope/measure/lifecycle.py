@@ -194,6 +194,8 @@ def run_measurement(
     cap.captured(result, interrupted, steal_ns, own_tids)
     meta["interrupted"] = interrupted
     meta["steal_ns"] = steal_ns
+    if opts.progress:  # the capture is complete on disk: a Ctrl-C from here loses nothing; a long analysis is no hang
+        print("analysing the capture (Ctrl-C keeps it for `jitterscope analyze`)", file=sys.stderr, flush=True)
     try:
         analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None, own_tids)
         capture.finish(run_dir)
