@@ -232,6 +232,74 @@ static enum ending read_command(void)
     return strstr(buf, "stop") ? STOP : RUNNING;
 }
 
+/* Every traced CPU's trace_pipe_raw (non-blocking, in the epoll set) and its output file. */
+static struct cpu *open_cpus(const char *instance, const char *outdir, const int *cpu_ids, int ncpus, int ep)
+{
+    struct cpu *cpus = js_calloc((size_t)ncpus, sizeof *cpus);
+    for (int i = 0; i < ncpus; i++) {
+        struct cpu *c = &cpus[i];
+        c->cpu = cpu_ids[i];
+        char in[PATH_MAX];
+        snprintf(in, sizeof in, "%s/per_cpu/cpu%d/trace_pipe_raw", instance, c->cpu);
+        c->in = open(in, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+        if (c->in < 0)
+            die("cannot open %s: %s", in, strerror(errno));
+        snprintf(c->path, sizeof c->path, "%s/cpu%d.raw", outdir, c->cpu);
+        c->out = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+        if (c->out < 0)
+            die("cannot create %s: %s", c->path, strerror(errno));
+        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
+        if (epoll_ctl(ep, EPOLL_CTL_ADD, c->in, &ev))
+            die("epoll on %s: %s", in, strerror(errno));
+    }
+    return cpus;
+}
+
+/* The pipe whole pages are spliced through, sized for a batch of them. */
+static void open_splice_pipe(void)
+{
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC))
+        die("pipe: %s", strerror(errno));
+    pipe_r = fds[0];
+    pipe_w = fds[1];
+    if (fcntl(pipe_w, F_SETPIPE_SZ, (int)(BATCH_PAGES * page_size)) < 0)
+        die("cannot size the splice pipe to %zu bytes: %s", BATCH_PAGES * page_size, strerror(errno));
+}
+
+/* Move full pages as the rings reach their watermark, until jitterscope says stop or goes away. */
+static enum ending read_until_told(int ep, struct cpu *cpus)
+{
+    enum ending how = RUNNING;
+    struct epoll_event evs[64];
+    while (how == RUNNING) {
+        int n = epoll_wait(ep, evs, 64, -1);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            die("epoll_wait: %s", strerror(errno));
+        uint64_t moved = 0;
+        int cpu_events = 0;
+        for (int k = 0; k < n; k++) {
+            int64_t tag = (int64_t)evs[k].data.u64;
+            if (tag == TAG_STDIN) {
+                how = read_command();
+            } else {
+                cpu_events++;
+                moved += move_full_pages(&cpus[tag]);
+            }
+        }
+        wakeups += cpu_events > 0;
+        if (cpu_events && !moved) {
+            /* ready but no full page (a tiny ring): do not spin on it */
+            idle_wakeups++;
+            struct timespec pause = {0, SPIN_PAUSE_NS};
+            nanosleep(&pause, NULL);
+        }
+    }
+    return how;
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 7)
@@ -262,30 +330,8 @@ int main(int argc, char **argv)
     int ep = epoll_create1(EPOLL_CLOEXEC);
     if (ep < 0)
         die("epoll_create1: %s", strerror(errno));
-    struct cpu *cpus = js_calloc((size_t)ncpus, sizeof *cpus);
-    for (int i = 0; i < ncpus; i++) {
-        struct cpu *c = &cpus[i];
-        c->cpu = cpu_ids[i];
-        char in[PATH_MAX];
-        snprintf(in, sizeof in, "%s/per_cpu/cpu%d/trace_pipe_raw", instance, c->cpu);
-        c->in = open(in, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-        if (c->in < 0)
-            die("cannot open %s: %s", in, strerror(errno));
-        snprintf(c->path, sizeof c->path, "%s/cpu%d.raw", outdir, c->cpu);
-        c->out = open(c->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-        if (c->out < 0)
-            die("cannot create %s: %s", c->path, strerror(errno));
-        struct epoll_event ev = {.events = EPOLLIN, .data.u64 = (uint64_t)i};
-        if (epoll_ctl(ep, EPOLL_CTL_ADD, c->in, &ev))
-            die("epoll on %s: %s", in, strerror(errno));
-    }
-    int fds[2];
-    if (pipe2(fds, O_CLOEXEC))
-        die("pipe: %s", strerror(errno));
-    pipe_r = fds[0];
-    pipe_w = fds[1];
-    if (fcntl(pipe_w, F_SETPIPE_SZ, (int)(BATCH_PAGES * page_size)) < 0)
-        die("cannot size the splice pipe to %zu bytes: %s", BATCH_PAGES * page_size, strerror(errno));
+    struct cpu *cpus = open_cpus(instance, outdir, cpu_ids, ncpus, ep);
+    open_splice_pipe();
     struct epoll_event ev_in = {.events = EPOLLIN | EPOLLHUP, .data.u64 = (uint64_t)(int64_t)TAG_STDIN};
     if (epoll_ctl(ep, EPOLL_CTL_ADD, 0, &ev_in))
         die("epoll on stdin: %s", strerror(errno));
@@ -293,33 +339,7 @@ int main(int argc, char **argv)
     fputs("ready\n", stdout);
     fflush(stdout);
 
-    enum ending how = RUNNING;
-    struct epoll_event evs[64];
-    while (how == RUNNING) {
-        int n = epoll_wait(ep, evs, 64, -1);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            die("epoll_wait: %s", strerror(errno));
-        uint64_t moved = 0;
-        int cpu_events = 0;
-        for (int k = 0; k < n; k++) {
-            int64_t tag = (int64_t)evs[k].data.u64;
-            if (tag == TAG_STDIN) {
-                how = read_command();
-            } else {
-                cpu_events++;
-                moved += move_full_pages(&cpus[tag]);
-            }
-        }
-        wakeups += cpu_events > 0;
-        if (cpu_events && !moved) {
-            /* ready but no full page (a tiny ring): do not spin on it */
-            idle_wakeups++;
-            struct timespec pause = {0, SPIN_PAUSE_NS};
-            nanosleep(&pause, NULL);
-        }
-    }
+    enum ending how = read_until_told(ep, cpus);
     if (how == PARENT_GONE)
         stop_tracing(instance);
     for (int i = 0; i < ncpus; i++)
