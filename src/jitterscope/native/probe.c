@@ -586,8 +586,10 @@ static int64_t release(struct probe_thread *th, int n, int fd, struct js_file_he
     js_write_all(fd, hdr, sizeof *hdr, a->out);
     int64_t start_ns = js_ns(CLOCK_MONOTONIC);
     atomic_store(&g_go, 1);
+    /* A thread stopped before its first loop (jitterscope died at start-up: PR_SET_PDEATHSIG) never
+     * loops: waiting for it alone would keep this process sleeping for ever, orphaned. */
     for (int i = 0; i < n; i++)
-        while (!atomic_load(&th[i].looping))
+        while (!atomic_load(&th[i].looping) && !atomic_load(&g_stop))
             usleep(100);
 
     printf("{\"event\": \"ready\", \"pid\": %d, \"t0_tsc\": %" PRIu64 ", \"mlocked\": %s, "

@@ -347,6 +347,10 @@ class Engine:
         """Observe the tasks still in a quantum and let every task run again."""
         for c in list(self.slot):
             self.end_slot(c)
+        for p in self.live():
+            # gone (or a zombie) since its last quantum, e.g. killed while stopped: not "running at the end"
+            if not p.prog.alive() or observe.snapshot(p.pid, p.page, p.report, p.pmu) is None:
+                self.drop(p)
         observe.forget()
         if self.act is not None:
             for p in self.tasks:
