@@ -120,6 +120,7 @@ def test_tracefs_tests_set_up_tracefs_themselves(tmp_path: Path, state: dict[str
             "pytest",
             "-q",
             "-x",
+            "-rs",  # a skip names its reason in the failure
             "-p",
             "no:cacheprovider",
             "--basetemp",
