@@ -16,6 +16,7 @@ Experiment directory:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -40,6 +41,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import count
 from jitterscope.humanize import seconds as fmt_s
 from jitterscope.journal import Journal
+from jitterscope.session import Watchdog
 
 EXPERIMENT_FORMAT = "jitterscope-doe"
 
@@ -169,7 +171,10 @@ def execute(plan: Plan, out: Path, resume: bool = False, stream: TextIO = sys.st
         print(f"resuming: {len(done)} of {len(order)} runs already done", file=stream)
     t_start = time.monotonic()
     per_run = plan.run_estimate_s()
-    with open(out / "runs.jsonl", "a") as log:
+    # One watchdog for the whole experiment: a kill -9 mid-treatment undoes that treatment's journal at once.
+    dog = Watchdog().arm()
+    with contextlib.ExitStack() as stack, open(out / "runs.jsonl", "a") as log:
+        stack.callback(dog.disarm)
         for n_new, i in enumerate(todo):
             t, rep = order[i]
             signs = {f.letter: int(lv[t, j]) for j, f in enumerate(plan.factors)}
