@@ -114,12 +114,25 @@ def js(*args: str) -> str:
 # --- the tool as an unprivileged user ----------------------------------------------
 
 
+def _private(d: Path) -> bool:
+    return not os.stat(d).st_mode & 0o001
+
+
 def _blocking_ancestor(p: Path) -> Path | None:
-    """The highest directory above `p` that others cannot enter, or None."""
-    for a in reversed(p.parents):
-        if not os.stat(a).st_mode & 0o001:
+    """The highest directory on the way to `p`, `p` included, that others cannot enter, or None."""
+    for a in [*reversed(p.parents), p]:
+        if _private(a):
             return a
     return None
+
+
+def _what_to_show(block: Path) -> list[Path]:
+    """What uid 65534 must see below `block`: the checkout (its directories, if the checkout itself is private:
+    a directory keeps its mode when mounted back) and the interpreter's installation."""
+    root = [d for d in ROOT.iterdir() if d.is_dir()] if _private(ROOT) else [ROOT]
+    tops = (*root, Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve())
+    shown = sorted({p for p in tops if p.is_relative_to(block) and p != block})
+    return [p for p in shown if not any(p != q and p.is_relative_to(q) for q in shown)]
 
 
 def _nobody_imports(wrap: list[str], python: str = sys.executable) -> subprocess.CompletedProcess[str]:
@@ -143,7 +156,7 @@ def run_as_nobody(
     """Run this Python (or `python`, e.g. another venv's) with `python_args` (e.g. -m
     jitterscope ...) as uid 65534 (skip, naming why, if impossible).
 
-    In a private checkout (an ancestor of mode 0700, e.g. /root) that user cannot
+    In a private checkout (itself or an ancestor of mode 0700, e.g. /root) that user cannot
     read the installed package; then, in a private mount namespace, the blocking
     directory is covered by an empty world-readable tmpfs and the checkout (and
     the interpreter and this environment's packages, if they live there too)
@@ -159,11 +172,9 @@ def run_as_nobody(
         pytest.skip(f"uid 65534 cannot import jitterscope with {python}: {_nobody_imports([], python).stderr.strip()}")
     if namespace_reason() is not None:
         pytest.skip(f"the checkout {ROOT} is private to root, and {namespace_reason()} to show it to uid 65534")
-    # what must stay visible below it: the checkout and the interpreter's installation, each mounted back at
-    # its own path (not its first directory below `block`, which may be private too, as in /root/ci-0700/js)
-    tops = (ROOT, Path(sys.base_prefix).resolve(), Path(sys.prefix).resolve())
-    shown = sorted({p for p in tops if p.is_relative_to(block) and p != block})
-    shown = [p for p in shown if not any(p != q and p.is_relative_to(q) for q in shown)]
+    # each mounted back at its own path (not its first directory below `block`, which may be private too, as in
+    # /root/ci-0700/js): the directories the tmpfs needs on the way are made there, world-readable
+    shown = _what_to_show(block)
     children = [p.relative_to(block) for p in shown]
     holds = [tempfile.mkdtemp(prefix="jitterscope-show-") for _ in children]
     binds = " && ".join(f"mount --bind {block / c} {h}" for c, h in zip(children, holds))

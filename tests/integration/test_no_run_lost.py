@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.loadgen import switch_storm
+from tests.support.throttle import cpu_quota
 
 from .conftest import jitterscope, needs_tracing, probed_cpu
 from .machine import in_namespace, js, needs_namespace, started
@@ -100,15 +101,19 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
     reader.start()
     try:
         wait_for_probe(out, proc)
-        # A context-switch storm: hundreds of thousands of events, so that the analysis lasts seconds, far
-        # longer than this test takes to answer the line that says it has started.
-        switch_storm(probed_cpu(), 3.0).wait(timeout=60)
-        os.killpg(proc.pid, signal.SIGINT)  # first Ctrl-C: finish with what was measured
-        seen = ""
-        while "analysing the capture" not in seen:  # the capture is complete and its analysis has begun
-            seen = lines.get(timeout=60)
-        os.killpg(proc.pid, signal.SIGINT)  # second: during the analysis
-        proc.wait(timeout=60)
+        switch_storm(probed_cpu(), 1.0).wait(timeout=60)  # something to analyse
+        with cpu_quota(proc.pid) as quota:
+            # From the first Ctrl-C on, measure gets 5% of a CPU: its analysis then lasts 20 times its CPU
+            # time, however fast the machine or the analysis, far longer than this test takes to answer the
+            # line that says it has started.
+            quota.set(0.05)
+            os.killpg(proc.pid, signal.SIGINT)  # first Ctrl-C: finish with what was measured
+            seen = ""
+            while "analysing the capture" not in seen:  # the capture is complete and its analysis has begun
+                seen = lines.get(timeout=120)
+            os.killpg(proc.pid, signal.SIGINT)  # second: during the analysis
+            quota.set(None)
+            proc.wait(timeout=60)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
