@@ -7,7 +7,8 @@ The steps (rtla's `struct tool_ops` is the model): a mode supplies a `Steps` obj
     steps.setup(session)      start children, apply config     (every change through session.journal)
     steps.capture(session)    the main loop; a first Ctrl-C (SIGINT, SIGTERM, SIGHUP: cli.py turns them
                               into KeyboardInterrupt) ends it early and the run is kept, interrupted
-    steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run
+    steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run;
+                              then what the session owns for the mode (`session.trace`) is stopped
     undo the journal, disarm the watchdog
     steps.analyze(session)    build tables and summary from the raw files; a second Ctrl-C here keeps the
                               raw run, which `jitterscope analyze DIR` finishes (the kind's Recovery)
@@ -35,13 +36,16 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from jitterscope import atomic, boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
 from jitterscope.rundir import INCOMPLETE
+
+if TYPE_CHECKING:
+    from jitterscope.tracing.session import TraceSession
 
 WATCHDOG = "jitterscope-watchdog"
 
@@ -163,6 +167,15 @@ class Session:
     nothing: str = "interrupted before anything was recorded: nothing was measured"
     t0: float = field(default_factory=time.monotonic)
     _dog: Watchdog = field(default_factory=Watchdog, init=False)
+    _owned: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
+
+    def trace(self, cpus: list[int], out_dir: Path, buffer_kb: int) -> TraceSession:
+        """A private trace instance on `cpus`, captured raw into `out_dir`, owned by the session: its changes
+        are journalled, and it is stopped (its raw capture completed) after `steps.stop`, before the journal
+        is undone, on every path."""
+        from jitterscope.tracing.session import TraceSession  # only a traced session pays for its import
+
+        return self._owned.enter_context(TraceSession(cpus, out_dir, self.journal, buffer_kb=buffer_kb))
 
     def stage(self, name: str, **fields: Any) -> None:
         """Record (in meta.json, fsynced) how far the session got, with what the recovery will need."""
@@ -221,18 +234,26 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
     s._dog.arm()
     try:
         with Journal(journal_label or steps.kind) as s.journal:
+            stopped = False
             try:
-                try:
-                    steps.setup(s)
-                    s.stage("capturing")
-                    steps.capture(s)
-                except KeyboardInterrupt:
-                    s.interrupt()
-                    if s.recorded:
-                        print("\njitterscope: interrupted; finishing the run with what was recorded", file=sys.stderr)
+                with s._owned:  # what the session owns for the mode (the trace) stops after the mode's children
+                    try:
+                        try:
+                            steps.setup(s)
+                            s.stage("capturing")
+                            steps.capture(s)
+                        except KeyboardInterrupt:
+                            s.interrupt()
+                            if s.recorded:
+                                print(
+                                    "\njitterscope: interrupted; finishing the run with what was recorded",
+                                    file=sys.stderr,
+                                )
+                    finally:
+                        steps.stop(s)
+                        stopped = True
             finally:
-                steps.stop(s)
-                if s.recorded:
+                if s.recorded and stopped:
                     fsync_tree(run_dir)
                     s.stage("analysing", interrupted=s.interrupted, ended_by=s.ended_by)
     except BaseException:
