@@ -68,12 +68,13 @@ def _cgroup(pid: int) -> str:
     return Path(f"/proc/{pid}/cgroup").read_text()
 
 
-def _our_cgroups() -> list[str]:
-    """jitterscope's own cgroups (freezer, cpu.max) of a process that is gone."""
+def _our_cgroups(pid: int) -> list[str]:
+    """The cgroups (freezer, cpu.max) of the jitterscope `pid`, which is gone: they are named
+    jitterscope-MODE-PID-...; another jitterscope on this shared machine has its own."""
     out = []
     for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/freezer"), Path("/sys/fs/cgroup/cpu")):
         if root.is_dir():
-            out += [str(p) for p in root.glob("jitterscope-*") if p.is_dir()]
+            out += [str(p) for p in root.glob(f"jitterscope-*-{pid}-*") if p.is_dir()]
     return out
 
 
@@ -271,7 +272,7 @@ def test_kill_9(
     for p in pids:
         assert _alive(p) and _state(p) != "T", (point, p, _state(p))
         assert (os.sched_getaffinity(p), _cgroup(p)) == before[p], (point, p)
-    assert not _our_cgroups(), point
+    assert not _our_cgroups(tool.pid), point
     assert not _our_trace_instance(tool.pid), point
     # analyze: a complete run, or one line saying what is lost
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(state))
