@@ -28,6 +28,7 @@ from jitterscope import boundedio, sysinfo
 from jitterscope import session as lifecycle
 from jitterscope.atomic import sweep_temporaries
 from jitterscope.errors import JitterscopeError
+from jitterscope.measure.capture import kept
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
 from jitterscope.report.pages import write_report
@@ -176,7 +177,12 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
         tsc_hz=hz,
     )
     steps = SyncSteps(opts, run_dir, meta, cpus, tracing_ok, started)
-    _, summary = lifecycle.run(steps, run_dir)
+    try:
+        _, summary = lifecycle.run(steps, run_dir)
+    except (JitterscopeError, OSError) as err:
+        if not run_dir.exists():  # the session removed it: nothing was recorded
+            raise
+        raise kept(run_dir, err, steps.doing) from None
     if opts.report:
         _report(run_dir)
         overhead.record(run_dir, summary, steps.overhead(time.monotonic_ns()))
@@ -197,6 +203,7 @@ class SyncSteps:
         self.begun = self.ended = self.analysed = 0
         self.code = 0
         self.ran = False
+        self.doing = "running CMD"  # what a failure interrupted
         self.steal_before: dict[int, int] = {}
 
     def start_meta(self) -> dict[str, Any]:
@@ -223,6 +230,7 @@ class SyncSteps:
     def stop(self, s: lifecycle.Session) -> None:
         """CMD has ended (it is not ours to stop: a killed jitterscope leaves it to run to its end)."""
         s.recorded = any(self.raw.glob("sync-*.raw"))
+        self.doing = "finishing the capture"
         if not self.ran:
             return
         cpus = self.cpus
@@ -241,6 +249,7 @@ class SyncSteps:
         )
 
     def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
+        self.doing = "analysing"
         trace = self.run_dir / "trace" if self.tracing_ok else None
         summary = build(self.run_dir, self.meta, float(self.meta["tsc_hz"]), self.opts.analysis, trace)
         self.analysed = time.monotonic_ns()
@@ -273,11 +282,15 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
         warmup_subframes=o.get("warmup_subframes", 90),
     )
     trace = run_dir / "trace"
-    traced = bool(meta["tracing"]["enabled"]) and (trace / "events.txt").exists()
+    # a trace whose pages were never written (a full disk) is no trace, however it was set up
+    pages = sum(p.stat().st_size for p in trace.glob("cpu*.raw")) if trace.is_dir() else 0
+    traced = bool(meta["tracing"]["enabled"]) and (trace / "events.txt").exists() and pages > 0
     missing = [] if ended else ["CMD's exit code (jitterscope was not there to see it end)", "steal time over the run"]
     if meta["tracing"]["enabled"] and not traced:
-        missing.append("the kernel trace (no causes, holder delay or non-sync jitter)")
-        meta["tracing"]["enabled"] = False
+        missing.append("the kernel trace: no page of it was kept (no causes, holder delay or non-sync jitter)")
+        meta["tracing"].update(enabled=False, reason="trace lost: no page of it was kept (a full disk, or a kill)")
+    elif traced and not (trace / "stats.json").exists():
+        missing.append("the trace's ring-buffer statistics: kernel events lost in the ring are not counted")
     meta.update(exit_code=None, interrupted=True, steal_ns=None)
     meta.update(ended, recovered={"missing": missing})
     build(run_dir, meta, float(meta["tsc_hz"]), opts, trace if traced else None)
