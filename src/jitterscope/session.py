@@ -7,10 +7,12 @@ The steps (rtla's `struct tool_ops` is the model): a mode supplies a `Steps` obj
     steps.setup(session)      start children, apply config     (every change through session.journal)
     steps.capture(session)    the main loop; a first Ctrl-C (SIGINT, SIGTERM, SIGHUP: cli.py turns them
                               into KeyboardInterrupt) ends it early and the run is kept, interrupted
-    steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run
-    undo the journal, disarm the watchdog
+    steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run;
+                              then what the session owns for the mode (`session.trace`) is stopped
+    undo the journal
     steps.analyze(session)    build tables and summary from the raw files; a second Ctrl-C here keeps the
                               raw run, which `jitterscope analyze DIR` finishes (the kind's Recovery)
+    disarm the watchdog       (armed through the analysis: the parser's journalled scratch goes if killed)
 
 Child supervision: `Session.child_died(what)` records that a native helper the mode depends on ended
 by itself (killed, crashed): the run is then interrupted and the command exits non-zero.
@@ -35,13 +37,16 @@ import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from jitterscope import atomic, boundedio
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
 from jitterscope.rundir import INCOMPLETE
+
+if TYPE_CHECKING:
+    from jitterscope.tracing.session import TraceSession
 
 WATCHDOG = "jitterscope-watchdog"
 
@@ -163,6 +168,15 @@ class Session:
     nothing: str = "interrupted before anything was recorded: nothing was measured"
     t0: float = field(default_factory=time.monotonic)
     _dog: Watchdog = field(default_factory=Watchdog, init=False)
+    _owned: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
+
+    def trace(self, cpus: list[int], out_dir: Path, buffer_kb: int) -> TraceSession:
+        """A private trace instance on `cpus`, captured raw into `out_dir`, owned by the session: its changes
+        are journalled, and it is stopped (its raw capture completed) after `steps.stop`, before the journal
+        is undone, on every path."""
+        from jitterscope.tracing.session import TraceSession  # only a traced session pays for its import
+
+        return self._owned.enter_context(TraceSession(cpus, out_dir, self.journal, buffer_kb=buffer_kb))
 
     def stage(self, name: str, **fields: Any) -> None:
         """Record (in meta.json, fsynced) how far the session got, with what the recovery will need."""
@@ -221,29 +235,39 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
     s._dog.arm()
     try:
         with Journal(journal_label or steps.kind) as s.journal:
+            stopped = False
             try:
-                try:
-                    steps.setup(s)
-                    s.stage("capturing")
-                    steps.capture(s)
-                except KeyboardInterrupt:
-                    s.interrupt()
-                    if s.recorded:
-                        print("\njitterscope: interrupted; finishing the run with what was recorded", file=sys.stderr)
+                with s._owned:  # what the session owns for the mode (the trace) stops after the mode's children
+                    try:
+                        try:
+                            steps.setup(s)
+                            s.stage("capturing")
+                            steps.capture(s)
+                        except KeyboardInterrupt:
+                            s.interrupt()
+                            if s.recorded:
+                                print(
+                                    "\njitterscope: interrupted; finishing the run with what was recorded",
+                                    file=sys.stderr,
+                                )
+                    finally:
+                        steps.stop(s)
+                        stopped = True
             finally:
-                steps.stop(s)
-                if s.recorded:
+                if s.recorded and stopped:
                     fsync_tree(run_dir)
                     s.stage("analysing", interrupted=s.interrupted, ended_by=s.ended_by)
     except BaseException:
+        s._dog.disarm()
         if not s.recorded:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    finally:
-        s._dog.disarm()
     if not s.recorded:
+        s._dog.disarm()
         shutil.rmtree(run_dir, ignore_errors=True)
         raise JitterscopeError(s.nothing)
+    # The watchdog stays armed through the analysis: what it journals (the parser's scratch directories in
+    # /dev/shm) is removed at once if jitterscope is killed there, not by "the next jitterscope command".
     try:
         result = steps.analyze(s)
     except KeyboardInterrupt as err:
@@ -253,4 +277,6 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
             f"interrupted while building the run: what was recorded is kept in {run_dir}; "
             f"`jitterscope analyze {run_dir}` finishes it"
         ) from None
+    finally:
+        s._dog.disarm()
     return s, result

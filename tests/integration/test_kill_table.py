@@ -68,13 +68,22 @@ def _cgroup(pid: int) -> str:
     return Path(f"/proc/{pid}/cgroup").read_text()
 
 
-def _our_cgroups() -> list[str]:
-    """jitterscope's own cgroups (freezer, cpu.max) of a process that is gone."""
+def _our_cgroups(pid: int) -> list[str]:
+    """The cgroups (freezer, cpu.max) of the jitterscope `pid`, which is gone: they are named
+    jitterscope-MODE-PID-...; another jitterscope on this shared machine has its own."""
     out = []
     for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/freezer"), Path("/sys/fs/cgroup/cpu")):
         if root.is_dir():
-            out += [str(p) for p in root.glob("jitterscope-*") if p.is_dir()]
+            out += [str(p) for p in root.glob(f"jitterscope-*-{pid}-*") if p.is_dir()]
     return out
+
+
+def _our_trace_instance(pid: int) -> bool:
+    """The killed jitterscope's private trace instance is still there."""
+    return any(Path(root, "instances", f"jitterscope-{pid}").exists() for root in TRACEFS)
+
+
+TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
 
 def _journal(state: Path) -> list[Path]:
@@ -134,6 +143,28 @@ TABLE = [
 ]
 
 
+def _cmd_started(out: Path) -> list[int]:
+    """The pids of the sync run's CMD processes: the interposer opens sync-PID-TSC.raw as CMD starts."""
+    return [int(p.name.split("-")[1]) for p in (out / "sync-raw").glob("sync-*.raw")]
+
+
+def _cmd_ended(out: Path) -> bool:
+    pids = _cmd_started(out)
+    return bool(pids) and not any(_alive(p) for p in pids)
+
+
+# sync: CMD is `sleep`, traced.  A killed jitterscope leaves CMD to run to its end (sync/runner.py), so a
+# row waits for it: it sleeps a second, long enough for the capture row to see it running.
+TABLE += [
+    Point("sync", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
+    Point("sync", "capture", lambda o, s, v: bool(_cmd_started(o)), rebuilt=True),
+    Point("sync", "workload ended", lambda o, s, v: _cmd_ended(o), rebuilt=True, closes=True),
+    Point("sync", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
+    Point("sync", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
+]
+SYNC_CMD = ["sleep", "1"]
+
+
 # A row that waits for the end (`closes`) of protect or place runs as briefly as the mode allows: most
 # of its time is the wait.  A row killed mid-run has time to spare.  Measure keeps 1.5 s in every row:
 # its probe outlives a killed parent until its own duration ends (the row waits for every child), and
@@ -153,6 +184,8 @@ def _argv(point: Point, victims: list[int]) -> list[str]:
     if point.mode == "place":
         tasks = ",".join(map(str, victims))
         return ["place", "--policy", "L", "--quantum", "50ms", "--tasks", tasks, "--duration", duration]
+    if point.mode == "sync":
+        return ["sync", "--cpus", str(CPU), "--no-report", "--", *SYNC_CMD]
     return ["measure", "--cpus", str(CPU), "--duration", duration, "--no-report"]
 
 
@@ -213,8 +246,11 @@ def test_kill_9(
     before = {p: (os.sched_getaffinity(p), _cgroup(p)) for p in pids}
     env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(state)}
 
+    argv = _argv(point, pids)
+    opts_end = argv.index("--") if "--" in argv else len(argv)  # options before a CMD
+    argv[opts_end:opts_end] = ["--out", str(out)]
     tool = subprocess.Popen(
-        [sys.executable, "-m", "jitterscope", *_argv(point, pids), "--out", str(out)],
+        [sys.executable, "-m", "jitterscope", *argv],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -236,7 +272,8 @@ def test_kill_9(
     for p in pids:
         assert _alive(p) and _state(p) != "T", (point, p, _state(p))
         assert (os.sched_getaffinity(p), _cgroup(p)) == before[p], (point, p)
-    assert not _our_cgroups(), point
+    assert not _our_cgroups(tool.pid), point
+    assert not _our_trace_instance(tool.pid), point
     # analyze: a complete run, or one line saying what is lost
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(state))
     capsys.readouterr()

@@ -22,6 +22,7 @@ import pytest
 from jitterscope.native_bin import native_bin
 from jitterscope.sync import records as R
 from tests.integration.conftest import jitterscope, needs_tracing, tracing_reason
+from tests.integration.machine import in_namespace, js, needs_namespace
 from tests.support import svg
 
 SRC = Path(__file__).parent / "sync_programs" / "syncgold.c"
@@ -351,3 +352,38 @@ def test_killed_jitterscope_then_restore_and_analyze(gold, tmp_path):
     s = json.loads(a.stdout)
     assert s["run"]["exit_code"] is None and s["waits"] >= 5 and s["types"]["lu"]["intervals"] >= 5
     assert "exit code" in " ".join(json.loads((run / "meta.json").read_text())["recovered"]["missing"])
+
+
+@needs_namespace
+@needs_tracing
+@root_only
+def test_disk_full_keeps_the_run_and_analyze_says_the_trace_is_lost(gold, tmp_path):
+    """A sync run whose disk fills while CMD runs: one line naming `jitterscope analyze`, the raw logs kept;
+    rebuilt with space again, it does not claim a trace it could not keep (issue 23)."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    run = disk / "run"
+    script = (
+        f"mount -t tmpfs -o size=8m jitterscope-test {disk} || exit 97\n"
+        f"{js('sync', '--no-report', '--out', str(run), '--', gold, 'frames', '1500')} > /dev/null "
+        f"2> {tmp_path}/sync.err & pid=$!\n"
+        f"for i in $(seq 600); do ls {run}/sync-raw/sync-*.raw > /dev/null 2>&1 && break; sleep 0.1; done\n"
+        f"dd if=/dev/zero of={disk}/filler bs=64k 2> /dev/null\n"
+        f'wait $pid; echo "sync-rc=$?" >&2\n'
+        f"rm -f {disk}/filler\n"
+        f"{js('analyze', '--no-report', str(run))} > /dev/null || exit 3\n"
+        f"cp -r {run} {tmp_path / 'kept'}\n"
+    )
+    proc = in_namespace(script, tracefs="theirs")
+    err = (tmp_path / "sync.err").read_text()
+    assert proc.returncode == 0 and "sync-rc=2" in proc.stderr, proc.stderr + err
+    lines = [ln for ln in err.splitlines() if ln.startswith("jitterscope: error")]
+    assert len(lines) == 1 and "disk full" in lines[0] and f"jitterscope analyze {run}" in lines[0], err
+    meta = json.loads((tmp_path / "kept" / "meta.json").read_text())
+    pages = sum(p.stat().st_size for p in (tmp_path / "kept" / "trace").glob("cpu*.raw"))
+    # tracing enabled only with pages kept, and a trace kept without its statistics says so
+    assert meta["tracing"]["enabled"] == (pages > 0), (meta["tracing"], pages)
+    missing = " ".join(meta["recovered"]["missing"])
+    assert meta["tracing"]["enabled"] or "kernel trace" in missing, meta
+    if pages and not (tmp_path / "kept" / "trace" / "stats.json").exists():
+        assert "ring-buffer statistics" in missing, meta

@@ -93,3 +93,40 @@ def test_a_dead_child_makes_the_run_interrupted(tmp_path: Path) -> None:
     s = session.Session("measure", tmp_path, {})
     s.child_died("the probe died (killed)")
     assert s.interrupted and s.failed and s.ended_by == "the probe died (killed)"
+
+
+class Watched(Fake):
+    """Sees the session's watchdog during the analysis (it journals the parser's scratch there)."""
+
+    dog: tuple[int | None, str] = (None, "")
+
+    def analyze(self, s: session.Session) -> str:
+        pid = s._dog.pid
+        self.dog = (pid, Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] if pid else "")
+        return super().analyze(s)
+
+
+def test_the_watchdog_is_armed_through_the_analysis_and_gone_after(tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    steps = Watched(run_dir)
+    session.run(steps, run_dir)
+    pid, state = steps.dog
+    if pid is None:
+        pytest.skip("no watchdog: the native programs are not built (make native)")
+    assert state in ("S", "R"), state  # alive, waiting on this process
+    assert not Path(f"/proc/{pid}").exists()  # disarmed and reaped once the run was built
+
+
+@pytest.mark.parametrize("kind, says", [("measure", "before the probe started"), ("sync", "CMD left no sync records")])
+def test_a_session_killed_at_start_up_is_one_line_for_analyze(
+    tmp_path: Path, kind: str, says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from jitterscope.cli import main
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    session.write_meta(run_dir, {**base_meta(kind=kind, id="run"), session.INCOMPLETE: "starting"})
+    assert main(["analyze", str(run_dir)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and says in err and "(the session reached: starting)" in err, err

@@ -1,6 +1,7 @@
 """The measurement pipeline: probe + private kernel trace -> detours attributed to sources -> run directory.
 
-lifecycle  check, journal, trace, probe, main loop, stop (the one entry point: `measure`)
+lifecycle  check, then the session (session.py) with measure's steps (the one entry point: `measure`)
+steps      the probe and its main loop, stop, analysis: measure's steps of the session lifecycle
 probe      the native selfish-detour probe and its record format (probe_format)
 inject     the synthetic daemon used as ground truth
 build      raw capture -> Parquet tables -> summary.json

@@ -1,15 +1,15 @@
-"""One measurement, start to finish: the lifecycle every mode shares.
+"""One measurement, start to finish, through the session lifecycle (session.py).
 
-parse → check → create the run directory → set up tracing (private instance,
-journalled) → start the probe → main loop (progress, Ctrl-C ends early) →
-stop → analyse (attribution, summary) → write → free.  `measure` is also the
-library entry point for `monitor` and `cluster`; `doe` runs `jitterscope
-measure` in a subprocess (doe/response.py).
+parse → check → create the run directory → the session: journal and watchdog,
+measure's steps (measure/steps.py: a private trace instance the session owns,
+the probe, the main loop, stop, the raw capture written) → analyse
+(attribution, summary) → write.  `measure` is also the library entry point for
+`monitor` and `cluster`; `doe` runs `jitterscope measure` in a subprocess
+(doe/response.py).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
@@ -23,12 +23,9 @@ from jitterscope import budget, outpath, sysinfo
 from jitterscope import session as lifecycle
 from jitterscope.errors import JitterscopeError
 from jitterscope.humanize import seconds
-from jitterscope.measure import build as analysis
 from jitterscope.measure import capture, peers
-from jitterscope.measure.probe import Probe
-from jitterscope.progress import Progress
+from jitterscope.measure.steps import MeasureSteps
 from jitterscope.rundir import base_meta, create_run_dir, new_run_path
-from jitterscope.tracing.session import TraceSession
 from jitterscope.tracing.tracefs import tracing_available
 
 
@@ -44,13 +41,6 @@ class MeasureOptions:
     progress: bool = False
     command_line: list[str] = field(default_factory=lambda: list(sys.argv))
     note: str | None = None  # shown on stderr once the run has started
-
-
-def _keep_tool_off(cpus: list[int]) -> None:
-    """Keep the tool's own thread off the probed CPUs (when another CPU is allowed)."""
-    allowed = os.sched_getaffinity(0) - set(cpus)
-    if allowed:
-        os.sched_setaffinity(0, allowed)
 
 
 def measure(
@@ -179,128 +169,22 @@ def run_measurement(
             "buffer_kb": opts.buffer_kb if tracing_ok else None,
         },
     )
+    steps = MeasureSteps(opts, run_dir, meta, tracing_ok, on_tick, before_probe)
     try:
-        cap = capture.Capture(run_dir, meta)
-    except BaseException:
-        capture.discard(run_dir)
-        raise
-    try:
-        result, interrupted, steal_ns, own_tids = _acquire(opts, run_dir, tracing_ok, on_tick, before_probe, cap)
-    except BaseException as err:  # noqa: BLE001 - as below
-        if not cap.probe_started and not capture.has_raw(run_dir):
-            capture.discard(run_dir)  # nothing was measured: leave no half-made run behind
+        lifecycle.run(steps, run_dir)
+    except BaseException as err:  # noqa: BLE001 - any failure once the probe started keeps the raw capture, and says so
+        if not run_dir.exists():  # the session removed it: nothing was measured
             raise
-        raise capture.kept(run_dir, err, "measuring", kept_as) from None
-    cap.captured(result, interrupted, steal_ns, own_tids)
-    meta["interrupted"] = interrupted
-    meta["steal_ns"] = steal_ns
-    if opts.progress:  # the capture is complete on disk: a Ctrl-C from here loses nothing; a long analysis is no hang
-        print("analysing the capture (Ctrl-C keeps it for `jitterscope analyze`)", file=sys.stderr, flush=True)
-    try:
-        analysis.build_run(run_dir, meta, result, run_dir / "trace" if tracing_ok else None, own_tids)
-        capture.finish(run_dir)
-    except BaseException as err:  # noqa: BLE001 - any failure keeps the raw capture, and says so
-        raise capture.kept(run_dir, err, "analysing", kept_as) from None
+        raise capture.kept(run_dir, err, steps.doing, kept_as) from None
     if opts.report:
         write_report_or_warn(run_dir)
     return run_dir
-
-
-def _acquire(
-    opts: MeasureOptions,
-    run_dir: Path,
-    tracing_ok: bool,
-    on_tick: Callable[[float], None] | None,
-    before_probe: Callable[[], None] | None,
-    cap: capture.Capture,
-) -> tuple[Any, bool, float, set[int]]:
-    """Trace and probe; return the probe's result, whether Ctrl-C ended it, steal ns,
-    and the thread ids of this jitterscope (to show its own overhead apart)."""
-    steal_before = sysinfo.steal_ticks(opts.cpus)
-    interrupted = False
-    trace_dir = run_dir / "trace"
-    # The exit stack unwinds on every path (success, error, Ctrl-C): affinity
-    # back, then the trace instance stopped and removed, then the journal.
-    with lifecycle.guard("measure") as journal, contextlib.ExitStack() as stack:
-        session = None
-        if tracing_ok:
-            trace_dir.mkdir()
-            session = stack.enter_context(TraceSession(opts.cpus, trace_dir, journal, buffer_kb=opts.buffer_kb))
-        if before_probe is not None:  # outside the try: on failure there is no probe to wait for
-            before_probe()
-        probe = Probe(
-            opts.cpus,
-            opts.threshold_ns,
-            run_dir / "detours.raw",
-            duration_ns=int(opts.duration_ns),
-            fifo_priority=opts.priority,
-            end_path=run_dir / "detours.end.json",
-            trace_off=session.instance / "tracing_on" if session and session.instance else None,
-        )
-        # The probe inherits this process's CPUs (it refuses a CPU it may not use); this process then
-        # leaves the probed CPUs before the probe's threads start measuring, not after: its start-up
-        # work showed as 1-2 ms of "jitterscope" on the probed CPU in the first milliseconds of a run.
-        stack.callback(os.sched_setaffinity, 0, os.sched_getaffinity(0))
-        probe.start(spawned=lambda: _keep_tool_off(opts.cpus))
-        # Our threads by id, at the start (every probe thread exists, some still under the probe
-        # binary's name) and again at the end: a run recognises only its own (measure/peers.py).
-        started_tids = sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(probe.pid)
-        cap.probe_running(probe.tsc_hz, probe.t0_tsc, started_tids, probe.thread_tids, steal_before)
-        try:
-            interrupted = _main_loop(probe, opts, on_tick)
-        except KeyboardInterrupt:
-            interrupted = True
-        finally:
-            if probe.running():
-                probe.stop()
-            own_tids = started_tids | sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(probe.pid)
-            result = probe.wait(timeout=30)
-        interrupted = interrupted or _ended_early(opts, result)  # (a failed probe raised its error instead)
-    steal_after = sysinfo.steal_ticks(opts.cpus)
-    steal_ns = sum(steal_after.get(c, 0) - steal_before.get(c, 0) for c in opts.cpus) * 1e9 / sysinfo.user_hz()
-    return result, interrupted, steal_ns, own_tids
 
 
 def _tracing_state(opts: MeasureOptions) -> tuple[bool, str | None]:
     if not opts.trace:
         return False, "disabled with --no-trace"
     return tracing_available()
-
-
-def _main_loop(probe: Any, opts: MeasureOptions, on_tick: Callable[[float], None] | None) -> bool:
-    """Wait for the probe, showing progress; True if ended early by Ctrl-C."""
-    total_s = opts.duration_ns / 1e9
-    bar = Progress("measuring", total_s, unit="s", enabled=opts.progress)
-    t0 = time.monotonic()
-    try:
-        while probe.running():
-            elapsed = time.monotonic() - t0
-            bar.update(min(elapsed, total_s))
-            if on_tick:
-                on_tick(elapsed)
-            time.sleep(0.1 if total_s < 30 else 0.5)
-    except KeyboardInterrupt:
-        bar.close("interrupted: finishing the run with what was measured")
-        return True
-    bar.close()
-    return False
-
-
-def _ended_early(opts: MeasureOptions, result: Any) -> bool:
-    """The probe ends itself when its own clock reaches the duration; a clean end well before
-    it means something signalled it (e.g. Ctrl-C in a script that started us in the background:
-    our SIGINT is ignored, the probe's is not).  Say so, and record the run as ended early
-    rather than as run in full.  (The probe's clock, not ours: a slow start under load is no end.)"""
-    total_s = opts.duration_ns / 1e9
-    elapsed_s = (result.end_tsc - result.t0_tsc) / result.tsc_hz if result.tsc_hz else total_s
-    if elapsed_s >= total_s * 0.95:
-        return False
-    print(
-        f"jitterscope: warning: the probe stopped after {seconds(elapsed_s)} of {seconds(total_s)} "
-        f"(it was signalled): the run covers the time measured",
-        file=sys.stderr,
-    )
-    return True
 
 
 def write_report_or_warn(run_dir: Path) -> None:

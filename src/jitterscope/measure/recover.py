@@ -29,6 +29,7 @@ from jitterscope.measure.probe import (
     read_header,
     result_from_end,
 )
+from jitterscope.session import cut_short, started_as
 from jitterscope.sysinfo import boot_id
 from jitterscope.tracing.session import finish_capture
 
@@ -141,6 +142,8 @@ def _analyze(run_dir: Path, jobs: int | None = None) -> list[str]:
                 f"{run_dir}: capture.json is missing or corrupt, so the raw records cannot "
                 f"be placed (which CPUs, options, host): the run cannot be rebuilt"
             )
+        if started_as(run_dir, "measure"):  # meta.json as the session wrote it at the start (session.py)
+            cut_short(run_dir, "killed before the probe started: nothing was measured")
         raise JitterscopeError(f"{run_dir}: nothing to analyse (no raw capture: capture.json, detours.raw)")
     busy = C.owner_alive(cap)
     if busy is not None:

@@ -64,8 +64,12 @@ def _describe_export(res: Exported) -> str:
 
 
 def _finds(run_dir: Path) -> bool:
-    # a sync run whose jitterscope was killed while CMD ran (sync/runner.py)
-    return (run_dir / "sync-raw" / "meta.json").exists() and not (run_dir / "summary.json").exists()
+    # a sync run whose jitterscope was killed (sync/runner.py): from start-up (meta.json marked incomplete)
+    # to the last table written (summary.json, the last file, missing)
+    from jitterscope.session import started_as
+
+    raw_kept = (run_dir / "sync-raw" / "meta.json").exists() and not (run_dir / "summary.json").exists()
+    return raw_kept or started_as(run_dir, "sync")
 
 
 def _analyze(args: argparse.Namespace) -> int:

@@ -1,11 +1,13 @@
-"""`jitterscope sync -- CMD`: the lifecycle (measure's shape, with a program instead of the probe).
+"""`jitterscope sync -- CMD`: its steps of the session lifecycle (session.py), with a program instead of the probe.
 
-check the command → create the run directory → journal → private trace
-instance on the program's CPUs → run CMD with libjssync.so preloaded (its
-stdin/stdout/stderr are the user's; Ctrl-C and SIGTERM reach it, not us) →
-wait → stop the trace → analyse (sync/build.py) → the program's exit code.
-The raw logs (`sync-raw/`) and trace (`trace/`) are written before any
-analysis and kept, so a crash of the program or of the analysis loses nothing.
+check the command → create the run directory → the session (journal, watchdog) →
+setup: sync-raw/meta.json, the private trace instance the session owns on the
+program's CPUs → capture: run CMD with libjssync.so preloaded (its
+stdin/stdout/stderr are the user's; Ctrl-C and SIGTERM reach it, not us) and
+wait → stop: what CMD's end tells (exit code, steal) → the trace stopped, the
+journal undone → analyse (sync/build.py) → the program's exit code.  The raw
+logs (`sync-raw/`) and trace (`trace/`) are written before any analysis and
+kept, so a crash of the program or of the analysis loses nothing.
 """
 
 from __future__ import annotations
@@ -24,11 +26,13 @@ from typing import Any
 
 from jitterscope import boundedio, sysinfo
 from jitterscope import session as lifecycle
+from jitterscope.atomic import sweep_temporaries
 from jitterscope.errors import JitterscopeError
+from jitterscope.measure.capture import kept
 from jitterscope.measure.tsc import tsc_hz
 from jitterscope.native_bin import native_bin
 from jitterscope.report.pages import write_report
-from jitterscope.rundir import base_meta, create_run_dir, finish_later_on_interrupt, write_json
+from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.sync import overhead
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
@@ -139,8 +143,6 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     tracing_ok, reason = _tracing_state(opts.trace)
     hz = tsc_hz()
     run_dir = create_run_dir(opts.out_dir)
-    raw = run_dir / "sync-raw"
-    raw.mkdir()
     meta: dict[str, Any] = base_meta(
         kind="sync",
         id=run_dir.name,
@@ -174,43 +176,102 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
         duration_s=0.0,
         tsc_hz=hz,
     )
-    write_json(raw / "meta.json", meta)  # before CMD runs: what `jitterscope analyze` needs if we are killed
-    steal_before = sysinfo.steal_ticks(cpus)
-    with finish_later_on_interrupt(run_dir), lifecycle.guard("sync") as journal, contextlib.ExitStack() as stack:
-        if tracing_ok:
-            from jitterscope.tracing.session import TraceSession
-
-            (run_dir / "trace").mkdir()
-            stack.enter_context(TraceSession(cpus, run_dir / "trace", journal, buffer_kb=opts.buffer_kb))
-        begun = time.monotonic_ns()
-        code, interrupted, ended = run_program(opts.command, program_env(raw, cpus), opts.cpus)
-    steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - steal_before.get(c, 0) for c in cpus)
-    meta.update(
-        exit_code=code, interrupted=interrupted, steal_ns=steal * 1e9 / sysinfo.user_hz(), program_end_mono_ns=ended
-    )
-    if not any(raw.glob("sync-*.raw")):
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise JitterscopeError(
-            f"{opts.command[0]} left no sync records: the interposer did not load (a setuid "
-            f"program, or one that clears LD_PRELOAD); exit code {code}"
-        )
-    with finish_later_on_interrupt(run_dir):
-        summary = build(run_dir, meta, hz, opts.analysis, run_dir / "trace" if tracing_ok else None)
-        analysed = time.monotonic_ns()
-        overhead.record(run_dir, summary, overhead.measure(started, begun, ended, analysed, None))
+    steps = SyncSteps(opts, run_dir, meta, cpus, tracing_ok, started)
+    try:
+        _, summary = lifecycle.run(steps, run_dir)
+    except (JitterscopeError, OSError) as err:
+        if not run_dir.exists():  # the session removed it: nothing was recorded
+            raise
+        raise kept(run_dir, err, steps.doing) from None
     if opts.report:
         _report(run_dir)
-        overhead.record(run_dir, summary, overhead.measure(started, begun, ended, analysed, time.monotonic_ns()))
-    return run_dir, code
+        overhead.record(run_dir, summary, steps.overhead(time.monotonic_ns()))
+    return run_dir, steps.code
+
+
+class SyncSteps:
+    """sync's steps of the session lifecycle (session.py): CMD instead of measure's probe."""
+
+    kind = "sync"
+
+    def __init__(
+        self, opts: SyncOptions, run_dir: Path, meta: dict[str, Any], cpus: list[int], tracing_ok: bool, started: int
+    ) -> None:
+        self.opts, self.run_dir, self.meta, self.cpus, self.tracing_ok = opts, run_dir, meta, cpus, tracing_ok
+        self.raw = run_dir / "sync-raw"
+        self.started = started  # when this jitterscope started (its own share of the wall time: sync/overhead.py)
+        self.begun = self.ended = self.analysed = 0
+        self.code = 0
+        self.ran = False
+        self.doing = "running CMD"  # what a failure interrupted
+        self.steal_before: dict[int, int] = {}
+
+    def start_meta(self) -> dict[str, Any]:
+        return self.meta
+
+    def setup(self, s: lifecycle.Session) -> None:
+        self.raw.mkdir()
+        write_json(
+            self.raw / "meta.json", self.meta
+        )  # before CMD runs: what `jitterscope analyze` needs if we are killed
+        self.steal_before = sysinfo.steal_ticks(self.cpus)
+        if self.tracing_ok:
+            s.trace(self.cpus, self.run_dir / "trace", self.opts.buffer_kb)
+
+    def capture(self, s: lifecycle.Session) -> None:
+        self.begun = time.monotonic_ns()
+        self.code, interrupted, self.ended = run_program(
+            self.opts.command, program_env(self.raw, self.cpus), self.opts.cpus
+        )
+        self.ran = True
+        if interrupted:
+            s.interrupt()
+
+    def stop(self, s: lifecycle.Session) -> None:
+        """CMD has ended (it is not ours to stop: a killed jitterscope leaves it to run to its end)."""
+        s.recorded = any(self.raw.glob("sync-*.raw"))
+        self.doing = "finishing the capture"
+        if not self.ran:
+            return
+        cpus = self.cpus
+        steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - self.steal_before.get(c, 0) for c in cpus)
+        ended = dict(
+            exit_code=self.code,
+            interrupted=s.interrupted,
+            steal_ns=steal * 1e9 / sysinfo.user_hz(),
+            program_end_mono_ns=self.ended,
+        )
+        self.meta.update(ended)
+        s.meta.update(ended)  # in meta.json from here: a recovery after a kill during analysis knows them
+        s.nothing = (
+            f"{self.opts.command[0]} left no sync records: the interposer did not load (a setuid "
+            f"program, or one that clears LD_PRELOAD); exit code {self.code}"
+        )
+
+    def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
+        self.doing = "analysing"
+        trace = self.run_dir / "trace" if self.tracing_ok else None
+        summary = build(self.run_dir, self.meta, float(self.meta["tsc_hz"]), self.opts.analysis, trace)
+        self.analysed = time.monotonic_ns()
+        overhead.record(self.run_dir, summary, self.overhead(None))
+        return summary
+
+    def overhead(self, reported: int | None) -> overhead.Overhead:
+        return overhead.measure(self.started, self.begun, self.ended, self.analysed, reported)
 
 
 def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
-    """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran: the analysis from
-    the raw logs and trace kept in the run directory.  Returns what could not be recovered."""
+    """Finish a sync run whose jitterscope was killed (kill -9, SIGHUP) while CMD ran or while the run was
+    built: the analysis from the raw logs and trace kept in the run directory.  Returns what could not be
+    recovered; a run killed before CMD wrote a record is one line saying so."""
 
-    meta = boundedio.read_json(run_dir / "sync-raw" / "meta.json", "raw run metadata")
     if not any((run_dir / "sync-raw").glob("sync-*.raw")):
-        raise JitterscopeError(f"{run_dir}: nothing to analyse (CMD left no sync records in sync-raw/)")
+        lifecycle.cut_short(run_dir, "nothing to analyse (CMD left no sync records in sync-raw/)")
+    sweep_temporaries(run_dir)
+    meta = boundedio.read_json(run_dir / "sync-raw" / "meta.json", "raw run metadata")
+    # what the session recorded once CMD had ended (SyncSteps.stop), if it got that far
+    session_meta = lifecycle.read_meta(run_dir)
+    ended = {k: session_meta.get(k) for k in _ENDED} if "exit_code" in session_meta else {}
     o = meta["options"]
     opts = Options(
         threshold_ns=o["threshold_ns"],
@@ -221,16 +282,25 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
         warmup_subframes=o.get("warmup_subframes", 90),
     )
     trace = run_dir / "trace"
-    traced = bool(meta["tracing"]["enabled"]) and (trace / "events.txt").exists()
-    missing = ["CMD's exit code (jitterscope was not there to see it end)", "steal time over the run"]
+    # a trace whose pages were never written (a full disk) is no trace, however it was set up
+    pages = sum(p.stat().st_size for p in trace.glob("cpu*.raw")) if trace.is_dir() else 0
+    traced = bool(meta["tracing"]["enabled"]) and (trace / "events.txt").exists() and pages > 0
+    missing = [] if ended else ["CMD's exit code (jitterscope was not there to see it end)", "steal time over the run"]
     if meta["tracing"]["enabled"] and not traced:
-        missing.append("the kernel trace (no causes, holder delay or non-sync jitter)")
-        meta["tracing"]["enabled"] = False
-    meta.update(exit_code=None, interrupted=True, steal_ns=None, recovered={"missing": missing})
+        missing.append("the kernel trace: no page of it was kept (no causes, holder delay or non-sync jitter)")
+        meta["tracing"].update(enabled=False, reason="trace lost: no page of it was kept (a full disk, or a kill)")
+    elif traced and not (trace / "stats.json").exists():
+        missing.append("the trace's ring-buffer statistics: kernel events lost in the ring are not counted")
+    meta.update(exit_code=None, interrupted=True, steal_ns=None)
+    meta.update(ended, recovered={"missing": missing})
     build(run_dir, meta, float(meta["tsc_hz"]), opts, trace if traced else None)
     if report:
         _report(run_dir)
     return missing
+
+
+# meta fields known once CMD has ended (SyncSteps.stop)
+_ENDED = ("exit_code", "interrupted", "steal_ns", "program_end_mono_ns")
 
 
 def _report(run_dir: Path) -> None:
