@@ -4,11 +4,11 @@ The steps (rtla's `struct tool_ops` is the model): a mode supplies a `Steps` obj
 
     create the run directory, meta.json marked incomplete        (self-describing from the first moment)
     open the journal, arm the watchdog                          (Session.__enter__)
-    steps.setup(session)      start children, apply config     (every change through session.journal;
-                              the kernel trace through session.trace, which ends it after `stop`)
+    steps.setup(session)      start children, apply config     (every change through session.journal)
     steps.capture(session)    the main loop; a first Ctrl-C (SIGINT, SIGTERM, SIGHUP: cli.py turns them
                               into KeyboardInterrupt) ends it early and the run is kept, interrupted
-    steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run
+    steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run;
+                              then what the session owns for the mode (`session.trace`) is stopped
     undo the journal, disarm the watchdog
     steps.analyze(session)    build tables and summary from the raw files; a second Ctrl-C here keeps the
                               raw run, which `jitterscope analyze DIR` finishes (the kind's Recovery)
@@ -164,19 +164,18 @@ class Session:
     ended_by: str = ""
     failed: str | None = None  # a child that died: the run is interrupted and the command fails
     recorded: bool = False  # set by a step once there is raw data worth keeping
-    stopped: bool = False  # `steps.stop` has returned
     nothing: str = "interrupted before anything was recorded: nothing was measured"
     t0: float = field(default_factory=time.monotonic)
     _dog: Watchdog = field(default_factory=Watchdog, init=False)
-    _held: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
+    _owned: contextlib.ExitStack = field(default_factory=contextlib.ExitStack, init=False)
 
-    def trace(self, cpus: list[int], trace_dir: Path, buffer_kb: int) -> TraceSession:
-        """The session's kernel trace into `trace_dir` (tracing/session.py), its instance journalled:
-        it ends after `steps.stop`, before the raw run is fsynced."""
-        from jitterscope.tracing.session import TraceSession
+    def trace(self, cpus: list[int], out_dir: Path, buffer_kb: int) -> TraceSession:
+        """A private trace instance on `cpus`, captured raw into `out_dir`, owned by the session: its changes
+        are journalled, and it is stopped (its raw capture completed) after `steps.stop`, before the journal
+        is undone, on every path."""
+        from jitterscope.tracing.session import TraceSession  # only a traced session pays for its import
 
-        trace_dir.mkdir(exist_ok=True)
-        return self._held.enter_context(TraceSession(cpus, trace_dir, self.journal, buffer_kb=buffer_kb))
+        return self._owned.enter_context(TraceSession(cpus, out_dir, self.journal, buffer_kb=buffer_kb))
 
     def stage(self, name: str, **fields: Any) -> None:
         """Record (in meta.json, fsynced) how far the session got, with what the recovery will need."""
@@ -224,24 +223,6 @@ class Steps(Protocol[R]):
         ...
 
 
-def _record(steps: Steps[R], s: Session) -> None:
-    """setup, capture (a first Ctrl-C ends it: the run is interrupted) and stop, then end what the session
-    holds for the steps (its trace).  `s.stopped` once `stop` has returned, even if an error follows."""
-    with s._held:
-        try:
-            try:
-                steps.setup(s)
-                s.stage("capturing")
-                steps.capture(s)
-            except KeyboardInterrupt:
-                s.interrupt()
-                if s.recorded:
-                    print("\njitterscope: interrupted; finishing the run with what was recorded", file=sys.stderr)
-        finally:
-            steps.stop(s)
-            s.stopped = True
-
-
 def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tuple[Session, R]:
     """Drive one session of `steps` in the new directory `run_dir` (already created, empty).
 
@@ -253,10 +234,26 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
     s._dog.arm()
     try:
         with Journal(journal_label or steps.kind) as s.journal:
+            stopped = False
             try:
-                _record(steps, s)
+                with s._owned:  # what the session owns for the mode (the trace) stops after the mode's children
+                    try:
+                        try:
+                            steps.setup(s)
+                            s.stage("capturing")
+                            steps.capture(s)
+                        except KeyboardInterrupt:
+                            s.interrupt()
+                            if s.recorded:
+                                print(
+                                    "\njitterscope: interrupted; finishing the run with what was recorded",
+                                    file=sys.stderr,
+                                )
+                    finally:
+                        steps.stop(s)
+                        stopped = True
             finally:
-                if s.recorded and s.stopped:
+                if s.recorded and stopped:
                     fsync_tree(run_dir)
                     s.stage("analysing", interrupted=s.interrupted, ended_by=s.ended_by)
     except BaseException:
