@@ -9,9 +9,10 @@ The steps (rtla's `struct tool_ops` is the model): a mode supplies a `Steps` obj
                               into KeyboardInterrupt) ends it early and the run is kept, interrupted
     steps.stop(session)       stop the children, write and fsync everything needed to rebuild the run;
                               then what the session owns for the mode (`session.trace`) is stopped
-    undo the journal, disarm the watchdog
+    undo the journal
     steps.analyze(session)    build tables and summary from the raw files; a second Ctrl-C here keeps the
                               raw run, which `jitterscope analyze DIR` finishes (the kind's Recovery)
+    disarm the watchdog       (armed through the analysis: the parser's journalled scratch goes if killed)
 
 Child supervision: `Session.child_died(what)` records that a native helper the mode depends on ended
 by itself (killed, crashed): the run is then interrupted and the command exits non-zero.
@@ -257,14 +258,16 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
                     fsync_tree(run_dir)
                     s.stage("analysing", interrupted=s.interrupted, ended_by=s.ended_by)
     except BaseException:
+        s._dog.disarm()
         if not s.recorded:
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
-    finally:
-        s._dog.disarm()
     if not s.recorded:
+        s._dog.disarm()
         shutil.rmtree(run_dir, ignore_errors=True)
         raise JitterscopeError(s.nothing)
+    # The watchdog stays armed through the analysis: what it journals (the parser's scratch directories in
+    # /dev/shm) is removed at once if jitterscope is killed there, not by "the next jitterscope command".
     try:
         result = steps.analyze(s)
     except KeyboardInterrupt as err:
@@ -274,4 +277,6 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
             f"interrupted while building the run: what was recorded is kept in {run_dir}; "
             f"`jitterscope analyze {run_dir}` finishes it"
         ) from None
+    finally:
+        s._dog.disarm()
     return s, result
