@@ -70,12 +70,13 @@ def _cgroup(pid: int) -> str:
     return Path(f"/proc/{pid}/cgroup").read_text()
 
 
-def _our_cgroups() -> list[str]:
-    """jitterscope's own cgroups (freezer, cpu.max) of a process that is gone."""
+def _our_cgroups(pid: int) -> list[str]:
+    """The cgroups (freezer, cpu.max) jitterscope process `pid` made (named for it: other jitterscope
+    tests running on the machine make their own)."""
     out = []
     for root in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/freezer"), Path("/sys/fs/cgroup/cpu")):
         if root.is_dir():
-            out += [str(p) for p in root.glob("jitterscope-*") if p.is_dir()]
+            out += [str(p) for p in root.glob(f"jitterscope-*-{pid}*") if p.is_dir()]
     return out
 
 
@@ -128,7 +129,7 @@ TABLE = [
     Point("protect", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
     Point("place", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("place", "capture", _stopped, rebuilt=False),
-    Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=False, closes=True),
+    Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("measure", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("measure", "capture", lambda o, s, v: (o / "detours.raw").exists(), rebuilt=True),
     Point("measure", "probe ended", lambda o, s, v: (o / "detours.end.json").exists(), rebuilt=True, closes=True),
@@ -138,6 +139,11 @@ TABLE = [
 
 def _writing(d: Path) -> bool:
     return _any(d, "*.parquet") or _any(d, ".*.tmp")
+
+
+# place writes its tables and summary as it stops, before the session marks it "analysing" (raw first):
+# killed while it writes them, the run is lost (one line); after, `analyze` finishes it (the row above).
+TABLE += [Point("place", "writing", lambda o, s, v: _writing(o) and _stage(o) != "analysing", False, closes=True)]
 
 
 # pipeline run --trace: the trace instance is its first journal entry; the runtime's heartbeat says it
@@ -157,9 +163,10 @@ def _rank(out: Path) -> Path:
 
 
 # cluster measure as a one-rank job (MPI singleton): the rank's run is a measurement in <out>.rank0 until
-# rank 0 has written the cluster run <out>; the last row kills it while it writes <out>.
+# rank 0 has written the cluster run <out>; the last row kills it while it writes <out>.  Untraced: the
+# rank's session is measure's, whose trace the measure rows kill; so start-up is its raw capture begun.
 TABLE += [
-    Point("cluster", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
+    Point("cluster", "start-up", lambda o, s, v: (_rank(o) / "capture.json").exists(), rebuilt=False),
     Point("cluster", "capture", lambda o, s, v: (_rank(o) / "detours.raw").exists(), rebuilt=True),
     Point(
         "cluster", "probe ended", lambda o, s, v: (_rank(o) / "detours.end.json").exists(), rebuilt=True, closes=True
@@ -193,7 +200,7 @@ def _argv(point: Point, victims: list[int]) -> list[str]:
             "--no-report",
         ]
     if point.mode == "cluster":
-        return ["cluster", "measure", "--cpu-map", str(CPU), "--duration", duration]
+        return ["cluster", "measure", "--cpu-map", str(CPU), "--duration", duration, "--no-trace"]
     if point.mode == "protect":
         return ["protect", "--best-effort", str(victims[0]), "--cpus", str(CPU), "--actuator", "sigstop"] + [
             "--signal",
@@ -296,7 +303,7 @@ def test_kill_9(
     for p in pids:
         assert _alive(p) and _state(p) != "T", (point, p, _state(p))
         assert (os.sched_getaffinity(p), _cgroup(p)) == before[p], (point, p)
-    assert not _our_cgroups(), point
+    assert not _our_cgroups(tool.pid), point
     # analyze: a complete run, or one line saying what is lost
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(state))
     for run, complete in _left_runs(point, out, ended=tool.returncode == 0):
