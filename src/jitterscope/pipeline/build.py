@@ -19,6 +19,7 @@ from jitterscope.pipeline.runtime import read_result
 from jitterscope.pipeline.stats import latency_stats
 from jitterscope.rundir import INCOMPLETE, write_json, write_table
 from jitterscope.session import cut_short, read_meta
+from jitterscope.tracing.session import complete_cut_short
 
 KIND = "pipeline"
 
@@ -164,6 +165,8 @@ def rebuild(run_dir: Path) -> list[str]:
     own = meta.pop("own_tids", None)
     if traced and own is None:
         missing.append("jitterscope's own thread ids (the trace shows the pipeline's threads by name)")
+    if traced:  # the session never stopped it: window, symbols, comms, lost events completed offline
+        missing += complete_cut_short(trace, None, "the trace's last event")
     meta["recovered"] = {"by": "jitterscope analyze", "missing": missing}
     build_run(run_dir, meta, sched, trace if traced else None, set(own or ()))
     return missing
