@@ -25,7 +25,7 @@ from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.build import build_run
 from jitterscope.pipeline.compiler import Schedule
 from jitterscope.pipeline.plan import RunOptions, build_plan, user_library
-from jitterscope.pipeline.runtime import Runtime, RuntimeEnd, heartbeat_done
+from jitterscope.pipeline.runtime import Runtime, RuntimeEnd, heartbeat_done, result_written
 from jitterscope.progress import Progress
 from jitterscope.rundir import INCOMPLETE, base_meta, create_run_dir
 from jitterscope.tracing.tracefs import tracing_available
@@ -173,8 +173,11 @@ class PipelineSteps:
         self.own |= sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(rt.pid)
         try:
             self.end = end = rt.wait(timeout=rt.exit_timeout())
-        except JitterscopeError as err:  # it failed (a kernel's error) or was killed: what it wrote still counts
-            s.child_died(str(err))
+        except JitterscopeError as err:  # it failed (a kernel's error) or was killed
+            if not result_written(self.raw / "result.bin"):  # nothing to keep: the session removes the run
+                s.recorded = False
+                raise JitterscopeError(f"{err}; it wrote no result: nothing was recorded", exit_code=1) from None
+            s.child_died(str(err))  # what it wrote still counts: the run is built, the command fails
             return
         if end.interrupted:
             s.interrupt()
@@ -188,12 +191,7 @@ class PipelineSteps:
     def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
         meta = finished_meta(s.meta)
         trace = self.run_dir / "trace" if meta["tracing"]["enabled"] else None
-        try:
-            return build_run(self.run_dir, meta, self.sched, trace, self.own, self.late_percentile)
-        except JitterscopeError as err:
-            if s.failed:  # what it wrote is unusable too: its own failure is the news
-                raise JitterscopeError(f"{s.failed} ({err})") from None
-            raise
+        return build_run(self.run_dir, meta, self.sched, trace, self.own, self.late_percentile)
 
 
 def finished_meta(meta: dict[str, Any]) -> dict[str, Any]:
