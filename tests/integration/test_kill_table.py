@@ -146,11 +146,12 @@ def _writing(d: Path) -> bool:
 TABLE += [Point("place", "writing", lambda o, s, v: _writing(o) and _stage(o) != "analysing", False, closes=True)]
 
 
-# pipeline run --trace: the trace instance is its first journal entry; the runtime's heartbeat says it
-# iterates; it writes raw/result.bin as it ends (also when jitterscope is killed: it ends with its parent).
+# pipeline run --trace: the trace instance is its first journal entry; meta.json's stage says the runtime
+# runs (its heartbeat file comes earlier: killed then, it may die before its first iteration, and nothing
+# was run); it writes raw/result.bin as it ends (also when jitterscope is killed: it ends with its parent).
 TABLE += [
     Point("pipeline", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
-    Point("pipeline", "capture", lambda o, s, v: (o / "raw" / "heartbeat.bin").exists(), rebuilt=True),
+    Point("pipeline", "capture", lambda o, s, v: _stage(o) in ("running", "capturing"), rebuilt=True),
     Point("pipeline", "runtime ended", lambda o, s, v: (o / "raw" / "result.bin").exists(), rebuilt=True, closes=True),
     Point("pipeline", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("pipeline", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True),
