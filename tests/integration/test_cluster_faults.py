@@ -1,10 +1,10 @@
 """A killed MPI rank loses nothing recoverable and leaves nothing in /tmp.
 
-Each rank measures in a journalled scratch directory; when the job dies before
-the cluster run is written (here: rank 1 killed with SIGKILL, after which
-mpiexec kills the rest), recovery moves each rank's raw capture next to the
-planned output as <out>.rank<N>, and `jitterscope analyze` turns each into a
-complete run.
+Each rank measures in its own run next to the planned output, <out>.rank<N>,
+removed once the cluster run is written; when the job dies before (here: rank 1
+killed with SIGKILL, after which mpiexec kills the rest), each stays there, its
+watchdog undoes what the rank changed, and `jitterscope analyze` turns each
+into a complete run.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None
             mpi.kill()
     assert mpi.returncode != 0
     assert not out.exists()  # no cluster run: the job failed
-    # the killed rank's watchdog undoes its journal at once (no later command needed): its scratch
-    # directory goes, and its raw capture is kept beside the output, not lost
+    # the killed rank's watchdog undoes its journal at once (no later command needed), and its raw
+    # capture is kept beside the output, not lost
     journals = tmp_path / "state" / "journal"
     deadline = time.monotonic() + 60
     while any(journals.glob("*.jsonl")) if journals.is_dir() else False:

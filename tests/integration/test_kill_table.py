@@ -23,6 +23,7 @@ import pytest
 
 from jitterscope.native_bin import native_bin
 from jitterscope.sysinfo import online_cpus
+from jitterscope.tracing.tracefs import tracing_available
 
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="protect and place stop and move tasks: needs root"),
@@ -30,6 +31,7 @@ pytestmark = [
 ]
 
 CPU = online_cpus()[-1]
+PIPELINE = str(Path(__file__).resolve().parents[2] / "examples" / "pipeline" / "appendix.yaml")
 WAIT_S = 60.0  # the longest any observable state may take on a loaded machine
 
 
@@ -135,12 +137,16 @@ TABLE = [
     Point("protect", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
     Point("place", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("place", "capture", _stopped, rebuilt=False),
-    Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=False, closes=True),
+    Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("measure", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("measure", "capture", lambda o, s, v: (o / "detours.raw").exists(), rebuilt=True),
     Point("measure", "probe ended", lambda o, s, v: (o / "detours.end.json").exists(), rebuilt=True, closes=True),
-    Point("measure", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
+    Point("measure", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True),
 ]
+
+
+def _writing(d: Path) -> bool:
+    return _any(d, "*.parquet") or _any(d, ".*.tmp")
 
 
 def _cmd_started(out: Path) -> list[int]:
@@ -160,9 +166,45 @@ TABLE += [
     Point("sync", "capture", lambda o, s, v: bool(_cmd_started(o)), rebuilt=True),
     Point("sync", "workload ended", lambda o, s, v: _cmd_ended(o), rebuilt=True, closes=True),
     Point("sync", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
-    Point("sync", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
+    Point("sync", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True),
 ]
 SYNC_CMD = ["sleep", "1"]
+
+
+# place writes its tables and summary as it stops, before the session marks it "analysing" (raw first):
+# killed while it writes them, the run is lost (one line); after, `analyze` finishes it (the row above).
+TABLE += [Point("place", "writing", lambda o, s, v: _writing(o) and _stage(o) != "analysing", False, closes=True)]
+
+
+# pipeline run --trace: the trace instance is its first journal entry; meta.json's stage says the runtime
+# runs (its heartbeat file comes earlier: killed then, it may die before its first iteration, and nothing
+# was run); it writes raw/result.bin as it ends (also when jitterscope is killed: it ends with its parent).
+TABLE += [
+    Point("pipeline", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
+    Point("pipeline", "capture", lambda o, s, v: _stage(o) in ("running", "capturing"), rebuilt=True),
+    Point("pipeline", "runtime ended", lambda o, s, v: (o / "raw" / "result.bin").exists(), rebuilt=True, closes=True),
+    Point("pipeline", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
+    Point("pipeline", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True),
+]
+
+
+def _rank(out: Path) -> Path:
+    """A one-rank cluster job's own run (a measurement), next to the cluster run it plans."""
+    return out.with_name(f"{out.name}.rank0")
+
+
+# cluster measure as a one-rank job (MPI singleton): the rank's run is a measurement in <out>.rank0 until
+# rank 0 has written the cluster run <out>; the last row kills it while it writes <out>.  Untraced: the
+# rank's session is measure's, whose trace the measure rows kill; so start-up is its raw capture begun.
+TABLE += [
+    Point("cluster", "start-up", lambda o, s, v: (_rank(o) / "capture.json").exists(), rebuilt=False),
+    Point("cluster", "capture", lambda o, s, v: (_rank(o) / "detours.raw").exists(), rebuilt=True),
+    Point(
+        "cluster", "probe ended", lambda o, s, v: (_rank(o) / "detours.end.json").exists(), rebuilt=True, closes=True
+    ),
+    Point("cluster", "analysis", lambda o, s, v: _writing(_rank(o)), rebuilt=True, closes=True),
+    Point("cluster", "writing", lambda o, s, v: o.exists(), rebuilt=True, closes=True),
+]
 
 
 # A row that waits for the end (`closes`) of protect or place runs as briefly as the mode allows: most
@@ -173,7 +215,23 @@ LONG, SHORT, MEASURE = "10s", "300ms", "1500ms"
 
 
 def _argv(point: Point, victims: list[int]) -> list[str]:
-    duration = MEASURE if point.mode == "measure" else SHORT if point.closes else LONG
+    duration = MEASURE if point.mode in ("measure", "cluster") else SHORT if point.closes else LONG
+    if point.mode == "pipeline":  # 300 iterations take about as long as SHORT; a million, far longer than LONG
+        iterations = "300" if point.closes else "1000000"
+        return [
+            "pipeline",
+            "run",
+            PIPELINE,
+            "--iterations",
+            iterations,
+            "--wait",
+            "futex",
+            "--no-timers",
+            "--trace",
+            "--no-report",
+        ]
+    if point.mode == "cluster":
+        return ["cluster", "measure", "--cpu-map", str(CPU), "--duration", duration, "--no-trace"]
     if point.mode == "protect":
         return ["protect", "--best-effort", str(victims[0]), "--cpus", str(CPU), "--actuator", "sigstop"] + [
             "--signal",
@@ -231,6 +289,14 @@ def _one_line(code: int, err: str, what: str) -> None:
         assert len(lines) == 1 and lines[0].startswith("jitterscope: error: "), (what, err)
 
 
+def _needs(mode: str) -> None:
+    """Skip, naming it, a row whose mode needs what this machine lacks."""
+    if mode == "cluster":
+        pytest.importorskip("mpi4py", reason="cluster measure needs mpi4py (make mpi)")
+    if mode == "pipeline" and not tracing_available()[0]:
+        pytest.skip(f"pipeline rows trace the kernel (their first journal entry): {tracing_available()[1]}")
+
+
 @pytest.mark.parametrize("point", TABLE, ids=[f"{p.mode}-{p.when.replace(' ', '-')}" for p in TABLE])
 def test_kill_9(
     point: Point,
@@ -241,6 +307,7 @@ def test_kill_9(
 ) -> None:
     from jitterscope.cli import main
 
+    _needs(point.mode)
     state, out = tmp_path / "state", tmp_path / "run"
     pids = [v.pid for v in victims]
     before = {p: (os.sched_getaffinity(p), _cgroup(p)) for p in pids}
@@ -276,20 +343,30 @@ def test_kill_9(
     assert not _our_trace_instance(tool.pid), point
     # analyze: a complete run, or one line saying what is lost
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(state))
-    capsys.readouterr()
-    code = main(["analyze", str(out), "--no-report"])
-    got = capsys.readouterr()
-    if point.rebuilt or tool.returncode == 0:
-        assert code == 0, (point, got.err)
-        assert "Traceback" not in got.err
-    else:
-        _one_line(code, got.err, f"analyze after {point}")
-    for cmd in (["report", str(out), "--out", str(tmp_path / "r.html")], ["compare", str(out), str(out)]):
-        code = main(cmd)
+    for run, complete in _left_runs(point, out, ended=tool.returncode == 0):
+        capsys.readouterr()
+        code = main(["analyze", str(run), "--no-report"])
         got = capsys.readouterr()
-        _one_line(code, got.err, f"{cmd[0]} after {point}")  # compare refuses a run that measured no time
-        if cmd[0] == "report" and point.rebuilt and point.mode != "protect":  # (protect has no page)
-            assert code == 0, (point, got.err)
+        if complete:
+            assert code == 0, (point, run, got.err)
+            assert "Traceback" not in got.err
+        else:
+            _one_line(code, got.err, f"analyze {run.name} after {point}")
+        for cmd in (["report", str(run), "--out", str(tmp_path / "r.html")], ["compare", str(run), str(run)]):
+            code = main(cmd)
+            got = capsys.readouterr()
+            _one_line(code, got.err, f"{cmd[0]} {run.name} after {point}")  # compare refuses a run of no time
+            if cmd[0] == "report" and complete and point.mode != "protect":  # (protect has no page)
+                assert code == 0, (point, run, got.err)
+
+
+def _left_runs(point: Point, out: Path, ended: bool) -> list[tuple[Path, bool]]:
+    """The run directories a killed (or ended) mode left, each with whether `analyze` must make it a
+    complete run.  A cluster job killed before its end leaves its rank's run, and <out> if rank 0 had
+    begun writing it (an unfinished cluster run: one line)."""
+    if point.mode != "cluster" or ended:
+        return [(out, point.rebuilt or ended)]
+    return [(_rank(out), point.rebuilt)] + ([(out, False)] if out.exists() else [])
 
 
 def test_kill_9_of_check_leaves_no_scratch(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -289,11 +290,7 @@ def test_kill_9_loses_nothing_the_runtime_recorded(tmp_path):
 
     out = tmp_path / "r"
     p = _start_long_run(out, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    runtime = [
-        int(c.parent.name)
-        for c in Path("/proc").glob("[0-9]*/comm")
-        if _read(c).startswith("jitterscope-pip") and _ppid(c.parent) == p.pid
-    ]
+    runtime = _runtime_of(p)
     p.kill()
     p.wait()
     deadline = time.monotonic() + 10
@@ -304,6 +301,31 @@ def test_kill_9_loses_nothing_the_runtime_recorded(tmp_path):
     s = json.loads(a.stdout)
     assert s["run"]["interrupted"] and s["latency"]["n"] > 0
     assert json.loads((out / "meta.json").read_text())["recovered"]
+
+
+def _runtime_of(p: subprocess.Popen) -> list[int]:
+    return [
+        int(c.parent.name)
+        for c in Path("/proc").glob("[0-9]*/comm")
+        if _read(c).startswith("jitterscope-pip") and _ppid(c.parent) == p.pid
+    ]
+
+
+def test_a_runtime_that_dies_fails_the_run_in_one_line(tmp_path):
+    """Child supervision (session.py): the runtime killed by someone else is no clean end.  Killed with
+    SIGKILL it writes no result, so nothing was recorded: exit 1, one line, no run directory left."""
+    out = tmp_path / "r"
+    p = _start_long_run(out, "--no-report", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    runtime = _runtime_of(p)
+    assert runtime, "the runtime was not found among the run's children"
+    for r in runtime:
+        os.kill(r, signal.SIGKILL)
+    _, stderr = p.communicate(timeout=120)
+    lines = [ln for ln in stderr.splitlines() if ln.strip()]
+    assert p.returncode == 1, stderr
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    assert "pipeline runtime failed" in lines[0] and "nothing was recorded" in lines[0], lines[0]
+    assert not out.exists()
 
 
 def _read(p: Path) -> str:

@@ -5,9 +5,11 @@ wait at a barrier, start the probe (so every node measures the same interval),
 analyse locally, then hand the node's tables and summary to rank 0, which
 writes the cluster run directory (cluster/layout.py) and its summary
 (cluster/summary.py).  Every step that waits for other ranks has a deadline
-(cluster/mpi.py).  A rank's own run lives in a journalled scratch directory
-until the cluster run is written; if the job fails before, each rank's raw
-capture is kept as `<out>.rank<N>` for `jitterscope analyze`, never lost.
+(cluster/mpi.py).  A rank's own run is a measurement through the session
+lifecycle (session.py), written raw first as `<out>.rank<N>`, and removed once
+the cluster run holding it is written; if the job fails before (a rank killed
+at any moment, rank 0 failing to write), it stays there for `jitterscope
+analyze`, never lost.
 """
 
 from __future__ import annotations
@@ -23,14 +25,15 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from jitterscope import session as lifecycle
 from jitterscope import sysinfo
 from jitterscope.cluster import layout
 from jitterscope.cluster.mpi import Cluster
 from jitterscope.cluster.summary import build_summary, node_key
 from jitterscope.errors import JitterscopeError
+from jitterscope.journal import state_dir
 from jitterscope.measure.lifecycle import measure
-from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, write_json
+from jitterscope.rundir import INCOMPLETE, base_meta, create_run_dir, load_run, new_run_path, write_json
+from jitterscope.session import write_meta
 from jitterscope.units import MAX_CPUS_FALLBACK
 
 
@@ -187,55 +190,57 @@ def measure_rank(cluster: Cluster, opts: ClusterMeasureOptions) -> Path | None:
         cluster.checkpoint("probe start")
         start_unix_ns = time.time_ns()
 
-    # The rank's own run is measured in a journalled scratch directory: removed once
-    # the cluster run holding it is written; if the job fails first (this rank or
-    # another killed, rank 0 failing to write), the raw capture is moved next to the
-    # planned output instead (kill -9: by the next jitterscope command).
-    with lifecycle.guard(f"cluster measure rank {cluster.rank}") as journal:
-        keep_to = _keep_location(planned, cluster.rank)
-        scratch = journal.scratch_dir(
-            f"jitterscope-cluster-r{cluster.rank}-",
-            keep="run",
-            keep_to=keep_to,
-            hint="`jitterscope analyze` it to finish this rank's run",
-        )
-        run_dir = measure(
-            [cpu],
-            opts.duration_ns,
-            opts.threshold_ns,
-            scratch / "run",
-            trace=opts.trace,
-            priority=opts.priority,
-            report=False,
-            progress=False,
-            buffer_kb=opts.buffer_kb,
-            before_probe=at_barrier,
-            kept_as=keep_to,
-        )
-        payload = _node_payload(run_dir, cluster, cpu, start_unix_ns)
-        got = cluster.gather_bytes(payload, "its measurement", timeout_s=measure_limit)
-        if cluster.rank == 0:
-            assert out is not None and got is not None
-            create_run_dir(out)
-            write_cluster_run(out, [pickle.loads(b) for b in got], opts, peers)
-        cluster.checkpoint("the cluster run written")
-        shutil.rmtree(run_dir)  # it is in the cluster run now: nothing left to keep
+    # The rank's own run is a measurement (measure's session: journal, watchdog, raw first) in the place
+    # it is kept if the job fails before the cluster run holding it is written (this rank or another
+    # killed, rank 0 failing to write): no move is then needed, so a kill at any moment keeps it.  It is
+    # removed once the cluster run is written.
+    run_dir = _rank_dir(planned, cluster.rank)
+    run_dir = measure(
+        [cpu],
+        opts.duration_ns,
+        opts.threshold_ns,
+        run_dir,
+        trace=opts.trace,
+        priority=opts.priority,
+        report=False,
+        progress=False,
+        buffer_kb=opts.buffer_kb,
+        before_probe=at_barrier,
+    )
+    payload = _node_payload(run_dir, cluster, cpu, start_unix_ns)
+    got = cluster.gather_bytes(payload, "its measurement", timeout_s=measure_limit)
+    if cluster.rank == 0:
+        assert out is not None and got is not None
+        create_run_dir(out)
+        write_cluster_run(out, [pickle.loads(b) for b in got], opts, peers)
+    cluster.checkpoint("the cluster run written")
+    shutil.rmtree(run_dir)  # it is in the cluster run now: nothing left to keep
     return out if cluster.rank == 0 else None
 
 
-def _keep_location(planned: Path, rank: int) -> Path | None:
-    """Where a failed rank keeps its capture: next to the planned cluster run if that
-    directory exists on this host and is writable, else (None) the state dir's kept/."""
+def _rank_dir(planned: Path, rank: int) -> Path:
+    """Where a rank measures, and where its run stays if the job fails: next to the planned cluster
+    run if that directory exists on this host and is writable, else the state dir's kept/."""
     parent = planned.parent if str(planned.parent) else Path(".")
-    if parent.is_dir() and os.access(parent, os.W_OK):
-        return (parent / f"{planned.name}.rank{rank}").absolute()
-    return None
+    if not (parent.is_dir() and os.access(parent, os.W_OK)):
+        parent = state_dir() / "kept"
+        parent.mkdir(parents=True, exist_ok=True)
+    rank_dir = (parent / f"{planned.name}.rank{rank}").absolute()
+    if rank_dir.exists():
+        raise JitterscopeError(
+            f"{rank_dir}: already exists (a failed job's rank run: `jitterscope analyze` it, or remove it); "
+            f"choose a new --out directory"
+        )
+    return rank_dir
 
 
 def write_cluster_run(
     out: Path, nodes: list[dict[str, Any]], opts: ClusterMeasureOptions, peers: list[dict[str, Any]]
 ) -> None:
-    """Rank 0: the cluster run directory from every node's payload."""
+    """Rank 0: the cluster run directory from every node's payload.  meta.json says, from the first
+    moment, that it is being written (a kill leaves a directory `analyze` names, in one line); it is
+    written complete last, after summary.json."""
+    write_meta(out, base_meta(kind="cluster", id=out.name, **{INCOMPLETE: "writing"}))
     t0 = min(int(n["meta"]["barrier_unix_ns"]) for n in nodes)
     node_meta = []
     for n in nodes:
@@ -307,7 +312,6 @@ def write_cluster_run(
         submitted_from=socket.gethostname(),
         pid=os.getpid(),
     )
-    write_json(out / "meta.json", meta)
     info = {
         "id": out.name,
         "kind": "cluster",
@@ -323,3 +327,4 @@ def write_cluster_run(
             info, [{"host": n["host"], "cpu": n["cpu"], "rank": n["rank"], "summary": n["summary"]} for n in nodes]
         ),
     )
+    write_json(out / "meta.json", meta)

@@ -30,8 +30,7 @@ from jitterscope.measure.probe import (
     result_from_end,
 )
 from jitterscope.session import cut_short, started_as
-from jitterscope.sysinfo import boot_id
-from jitterscope.tracing.session import finish_capture
+from jitterscope.tracing.session import complete_cut_short
 
 
 def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> ProbeResult:
@@ -92,17 +91,7 @@ def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[
         missing.append("the kernel trace (it had not started): no attribution")
         meta["tracing"].update(enabled=False, reason="trace lost: the run was interrupted before it started")
         return None
-    info = boundedio.read_json_or_none(td / "session.json", "trace session record") or {}
-    stats = boundedio.read_json_or_none(td / "stats.json", "trace statistics")
-    if stats is None:
-        stats = {}
-        missing.append("the trace's ring-buffer statistics: lost kernel events are counted from the pages alone")
-    if "window" not in info or not (td / "symbols.txt").exists():
-        if info.get("boot_id") not in (None, boot_id()):
-            missing.append("kernel function names and thread names (the machine rebooted since)")
-        if "stop_mono_ns" not in info:
-            missing.append("the trace's stop marker: its window ends at the probe's end")
-        finish_capture(td, info, stats, end_tsc=end_tsc)
+    missing += complete_cut_short(td, end_tsc, "the probe's end")
     return td
 
 

@@ -688,7 +688,9 @@ static void parse_args(int argc, char **argv, const char **plan, const char **ou
         usage();
 }
 
-/* SIGINT, SIGTERM and SIGHUP ask for a stop after the iterations already started. */
+/* SIGINT, SIGTERM and SIGHUP ask for a stop after the iterations already started.  SIGPIPE is
+ * ignored: once jitterscope is killed, a line to it (ready, a warning) fails with EPIPE rather
+ * than killing us before the result file holds what ran. */
 static void install_signals(void)
 {
     struct sigaction sa = {0};
@@ -696,6 +698,7 @@ static void install_signals(void)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGTERM, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 /* Whether every page is locked in memory (asked for by the plan; a failure is a warning). */

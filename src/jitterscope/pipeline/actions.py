@@ -265,10 +265,11 @@ def do_synth(args: argparse.Namespace) -> int:
 
 def do_analyze(args: argparse.Namespace) -> int:
     """`jitterscope analyze` of a pipeline run cut short (called by commands/analyze.py)."""
+    from jitterscope.humanize import count
     from jitterscope.pipeline.build import rebuild
     from jitterscope.rundir import load_run
 
-    rebuild(args.run)
+    missing = rebuild(args.run)
     if not args.no_report:
         from jitterscope.report.pages import write_report
 
@@ -278,5 +279,6 @@ def do_analyze(args: argparse.Namespace) -> int:
         options.print_json(run.summary)
     else:
         print(render.run_text(run.summary, run.meta, str(args.run)))
-        print(f"\nRecovered a cut-short pipeline run: {run.summary['run']['iterations']:,} iterations kept.")
+        kept = f"Recovered a cut-short pipeline run: {count(run.summary['run']['iterations'], 'iteration')} kept"
+        print(f"\n{kept}; not recovered: {'; '.join(missing)}." if missing else f"\n{kept}; nothing was lost.")
     return 0

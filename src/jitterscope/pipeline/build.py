@@ -10,8 +10,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from jitterscope import boundedio
-from jitterscope.errors import JitterscopeError
 from jitterscope.measure.tsc import since_ns, to_int_ns
 from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.compiler import Schedule
@@ -19,7 +17,9 @@ from jitterscope.pipeline.graph import load_graph
 from jitterscope.pipeline.late import attribute_iterations, late_summary
 from jitterscope.pipeline.runtime import read_result
 from jitterscope.pipeline.stats import latency_stats
-from jitterscope.rundir import write_json, write_table
+from jitterscope.rundir import INCOMPLETE, write_json, write_table
+from jitterscope.session import cut_short, read_meta
+from jitterscope.tracing.session import complete_cut_short
 
 KIND = "pipeline"
 
@@ -144,21 +144,29 @@ def _digest_of(digests: np.ndarray) -> str:
     return hashlib.sha256(np.ascontiguousarray(digests, dtype="<u8").tobytes()).hexdigest()[:16]
 
 
-def rebuild(run_dir: Path) -> dict[str, Any]:
-    """Finish a run whose jitterscope was killed: the runtime wrote raw/result.bin as it stopped
-    (it ends with its parent, finishing the iterations it had started), and the run directory
-    holds the graph, the schedule and raw/meta.json.  Late iterations are attributed if traced."""
-
-    raw = Path(run_dir) / "raw"
-    if not (raw / "result.bin").exists():
-        raise JitterscopeError(f"{run_dir}: the runtime left no result (raw/result.bin): nothing to rebuild")
-    meta = boundedio.read_json(raw / "meta.json", "raw run metadata")
-    sched = SF.load(Path(run_dir) / "schedule.yaml", load_graph(Path(run_dir) / "graph.yaml"))
-    meta["interrupted"] = True
-    meta["recovered"] = {
-        "by": "jitterscope analyze",
-        "missing": [("per-thread ids (the trace shows the pipeline's threads by name)")],
-    }
-    trace = Path(run_dir) / "trace"
+def rebuild(run_dir: Path) -> list[str]:
+    """Finish a run whose jitterscope was killed; return what could not be recovered.  The session
+    wrote meta.json (marked incomplete), graph.yaml, schedule.yaml and raw/plan.bin before the runtime
+    started, and the runtime wrote raw/result.bin as it stopped (it ends with its parent, finishing the
+    iterations it had started).  Late iterations are attributed if traced."""
+    meta = read_meta(run_dir)
+    stage = str(meta.pop(INCOMPLETE, ""))
+    if not (run_dir / "raw" / "result.bin").exists():
+        if stage in ("", "starting"):
+            cut_short(run_dir, "killed before the pipeline runtime started: nothing was run")
+        cut_short(run_dir, "the pipeline runtime left no result (raw/result.bin): nothing to rebuild")
+    sched = SF.load(run_dir / "schedule.yaml", load_graph(run_dir / "graph.yaml"))
+    trace = run_dir / "trace"
     traced = bool(meta.get("tracing", {}).get("enabled")) and trace.is_dir()
-    return build_run(Path(run_dir), meta, sched, trace if traced else None, set())
+    missing = []
+    if stage != "analysing":  # killed while it ran: the runtime ended early, with its parent
+        meta["interrupted"] = True
+        missing.append("the runtime's end line (its warnings and first guard violation)")
+    own = meta.pop("own_tids", None)
+    if traced and own is None:
+        missing.append("jitterscope's own thread ids (the trace shows the pipeline's threads by name)")
+    if traced:  # the session never stopped it: window, symbols, comms, lost events completed offline
+        missing += complete_cut_short(trace, None, "the trace's last event")
+    meta["recovered"] = {"by": "jitterscope analyze", "missing": missing}
+    build_run(run_dir, meta, sched, trace if traced else None, set(own or ()))
+    return missing

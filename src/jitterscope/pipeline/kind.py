@@ -35,7 +35,10 @@ class PipelineSummary(OpenModel):
 
 
 def _finds(run_dir: Path) -> bool:
-    return (run_dir / "raw" / "meta.json").exists()  # a pipeline run cut short (pipeline/build.py)
+    """A pipeline run cut short: meta.json, written at the start, still marked incomplete (session.py)."""
+    from jitterscope.session import started_as
+
+    return started_as(run_dir, "pipeline")
 
 
 kinds.register(

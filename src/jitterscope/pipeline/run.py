@@ -1,18 +1,16 @@
-"""`pipeline run`: one run of a schedule, start to finish (the lifecycle measure uses).
+"""`pipeline run`: one run of a schedule, start to finish, through the session lifecycle (session.py).
 
-check → create the run directory (graph.yaml, schedule.yaml, raw/plan.bin) →
-kernel tracing if asked (private instance, journalled) → the native runtime
-(pinned threads, heartbeat) → main loop (progress; Ctrl-C ends after the
-iterations already started) → read the result → tables, attribution of late
-iterations, summary.json, meta.json.  The raw result (raw/) is kept until the
-tables are written, then removed.
+check → create the run directory (meta.json marked incomplete) → graph.yaml, schedule.yaml,
+raw/plan.bin → kernel tracing if asked (the session's, journalled) → the native runtime (pinned
+threads, heartbeat) → main loop (progress; Ctrl-C ends after the iterations already started) →
+the runtime's raw/result.bin, fsynced → tables, attribution of late iterations, summary.json,
+meta.json complete.  The raw result (raw/) is kept until the run is built, then removed; a run cut
+short before that is finished by `jitterscope analyze` (build.rebuild).
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import sys
 import time
 from datetime import datetime, timezone
@@ -27,9 +25,9 @@ from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.build import build_run
 from jitterscope.pipeline.compiler import Schedule
 from jitterscope.pipeline.plan import RunOptions, build_plan, user_library
-from jitterscope.pipeline.runtime import Runtime, heartbeat_done
+from jitterscope.pipeline.runtime import Runtime, RuntimeEnd, heartbeat_done, result_written
 from jitterscope.progress import Progress
-from jitterscope.rundir import base_meta, create_run_dir, finish_later_on_interrupt, write_json
+from jitterscope.rundir import INCOMPLETE, base_meta, create_run_dir
 from jitterscope.tracing.tracefs import tracing_available
 
 TIMERS_AUTO_LIMIT = 5_000_000  # sub-box x iteration records kept by default (80 MB in the runtime)
@@ -90,48 +88,115 @@ def run_pipeline(
     late_percentile: float = 99.0,
     command_line: list[str] | None = None,
 ) -> Path:
-
+    """One run through the session lifecycle (session.py); the run directory."""
     warnings = check_run(sched, ro)
     for w in warnings:
         print(f"jitterscope: warning: {w}", file=sys.stderr)
     tracing_ok, reason = _tracing_state(trace)
     hz = tsc_hz()
     run_dir = create_run_dir(out_dir)
-    raw = run_dir / "raw"
-    try:
-        raw.mkdir()
-        (run_dir / "graph.yaml").write_text(sched.graph.text)
-        SF.write(sched, run_dir / "schedule.yaml")
-        (raw / "plan.bin").write_bytes(build_plan(sched, ro, hz))
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)
-        raise
     meta = _meta(run_dir, sched, ro, hz, tracing_ok, reason, buffer_kb, command_line)
-    write_json(raw / "meta.json", meta)  # kept with the raw result until the run is built
-    try:
-        end, own, interrupted, runtime = _acquire(sched, ro, run_dir, tracing_ok, buffer_kb, progress)
-    except BaseException:
-        shutil.rmtree(run_dir, ignore_errors=True)  # nothing was recorded
-        raise
-    meta.update(
-        interrupted=interrupted,
-        t0_tsc=runtime.t0_tsc,
-        mlocked=runtime.mlocked,
-        threads=runtime.threads,
-        warnings=warnings + end.warnings,
-        first_violation=end.first_violation,
-        hung=end.hung,
-    )
-    with finish_later_on_interrupt(run_dir):
-        build_run(run_dir, meta, sched, run_dir / "trace" if tracing_ok else None, own, late_percentile)
-    if end.hung:
-        hang = next((w for w in end.warnings if w.startswith("hang:")), "hang")
+    meta["warnings"] = warnings
+    steps = PipelineSteps(sched, ro, run_dir, meta, progress, late_percentile)
+    s, _ = lifecycle.run(steps, run_dir)
+    if s.failed:
+        raise JitterscopeError(f"{s.failed}; the iterations before it are in {run_dir}", exit_code=1)
+    if steps.end is not None and steps.end.hung:
+        hang = next((w for w in steps.end.warnings if w.startswith("hang:")), "hang")
         raise JitterscopeError(
             f"the pipeline stopped: {hang}; the iterations before it are in {run_dir} "
             f"(a longer --hang-timeout if it was only slow)",
             exit_code=1,
         )
     return run_dir
+
+
+class PipelineSteps:
+    """`pipeline run`'s steps of the session lifecycle.  The raw run is graph.yaml, schedule.yaml,
+    raw/plan.bin and meta.json (written before the runtime starts), then raw/result.bin, which the
+    runtime writes as it ends, also when jitterscope is killed (it ends with its parent)."""
+
+    kind = "pipeline"
+
+    def __init__(
+        self, sched: Schedule, ro: RunOptions, run_dir: Path, meta: dict[str, Any], progress: bool, late: float
+    ) -> None:
+        self.sched, self.ro, self.run_dir, self.meta = sched, ro, run_dir, meta
+        self.progress, self.late_percentile = progress, late
+        self.raw = run_dir / "raw"
+        self.rt: Runtime | None = None
+        self.end: RuntimeEnd | None = None
+        self.own: set[int] = set()
+
+    def start_meta(self) -> dict[str, Any]:
+        return self.meta
+
+    def setup(self, s: lifecycle.Session) -> None:
+        sched, ro, raw = self.sched, self.ro, self.raw
+        s.nothing = "interrupted before the pipeline runtime started: nothing was run"
+        raw.mkdir()
+        (self.run_dir / "graph.yaml").write_text(sched.graph.text)
+        SF.write(sched, self.run_dir / "schedule.yaml")
+        (raw / "plan.bin").write_bytes(build_plan(sched, ro, float(s.meta["tsc_hz"])))
+        if s.meta["tracing"]["enabled"]:
+            s.trace(list(ro.cpus), self.run_dir / "trace", int(s.meta["tracing"]["buffer_kb"]))
+        self.rt = Runtime(
+            raw / "plan.bin", raw / "result.bin", raw / "heartbeat.bin", exit_timeout_s=max(60.0, 3 * ro.hang_s)
+        )
+        self.rt.start()
+        # from here the runtime writes raw/result.bin whatever happens to us: the run is kept
+        s.recorded = True
+        self.own = sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(self.rt.pid)
+        s.stage(  # with what the recovery needs (own_tids: our threads, told apart in the trace)
+            "running",
+            t0_tsc=self.rt.t0_tsc,
+            mlocked=self.rt.mlocked,
+            threads=self.rt.threads,
+            own_tids=sorted(self.own),
+        )
+
+    def capture(self, s: lifecycle.Session) -> None:
+        assert self.rt is not None
+        bar = Progress("running", self.ro.iterations, enabled=self.progress)
+        try:
+            while self.rt.running():
+                bar.update(heartbeat_done(self.raw / "heartbeat.bin"))
+                time.sleep(0.1)
+        finally:
+            bar.close()
+
+    def stop(self, s: lifecycle.Session) -> None:
+        rt = self.rt
+        if rt is None:
+            return
+        rt.stop()  # (if still running) it finishes the iterations already started
+        self.own |= sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(rt.pid)
+        try:
+            self.end = end = rt.wait(timeout=rt.exit_timeout())
+        except JitterscopeError as err:  # it failed (a kernel's error) or was killed
+            if not result_written(self.raw / "result.bin"):  # nothing to keep: the session removes the run
+                s.recorded = False
+                raise JitterscopeError(f"{err}; it wrote no result: nothing was recorded", exit_code=1) from None
+            s.child_died(str(err))  # what it wrote still counts: the run is built, the command fails
+            return
+        if end.interrupted:
+            s.interrupt()
+        s.meta.update(
+            warnings=s.meta["warnings"] + end.warnings,
+            first_violation=end.first_violation,
+            hung=end.hung,
+            own_tids=sorted(self.own),
+        )
+
+    def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
+        meta = finished_meta(s.meta)
+        trace = self.run_dir / "trace" if meta["tracing"]["enabled"] else None
+        return build_run(self.run_dir, meta, self.sched, trace, self.own, self.late_percentile)
+
+
+def finished_meta(meta: dict[str, Any]) -> dict[str, Any]:
+    """meta.json as the built run keeps it: no stage marker, no recovery-only fields."""
+    return {k: v for k, v in meta.items() if k not in (INCOMPLETE, "own_tids")}
 
 
 def _tracing_state(trace: bool) -> tuple[bool, str | None]:
@@ -203,35 +268,3 @@ def _meta(
             "buffer_kb": buffer_kb if tracing_ok else None,
         },
     )
-
-
-def _acquire(
-    sched: Schedule, ro: RunOptions, run_dir: Path, tracing_ok: bool, buffer_kb: int, progress: bool
-) -> tuple[Any, set[int], bool, Any]:
-
-    raw = run_dir / "raw"
-    interrupted = False
-    with lifecycle.guard("pipeline") as journal, contextlib.ExitStack() as stack:
-        if tracing_ok:
-            from jitterscope.tracing.session import TraceSession
-
-            (run_dir / "trace").mkdir()
-            stack.enter_context(TraceSession(list(ro.cpus), run_dir / "trace", journal, buffer_kb=buffer_kb))
-        rt = Runtime(
-            raw / "plan.bin", raw / "result.bin", raw / "heartbeat.bin", exit_timeout_s=max(60.0, 3 * ro.hang_s)
-        )
-        rt.start()
-        bar = Progress("running", ro.iterations, enabled=progress)
-        try:
-            while rt.running():
-                bar.update(heartbeat_done(raw / "heartbeat.bin"))
-                time.sleep(0.1)
-        except KeyboardInterrupt:
-            interrupted = True
-            bar.close("interrupted: finishing the iterations already started")
-            rt.stop()
-        finally:
-            own = sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(rt.pid)
-            end = rt.wait(timeout=rt.exit_timeout())
-        bar.close()
-    return end, own, interrupted or end.interrupted, rt

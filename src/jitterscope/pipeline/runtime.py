@@ -98,6 +98,18 @@ class Result:
     timers: np.ndarray | None  # RESULT_TIMER [iterations, sub-boxes]
 
 
+def result_written(path: Path) -> bool:
+    """The runtime finished its result file (the header's complete flag, which it sets last)."""
+    try:
+        with open(path, "rb") as f:
+            data = f.read(F.RESULT_HEADER.itemsize)
+    except OSError:
+        return False
+    if len(data) < F.RESULT_HEADER.itemsize:
+        return False
+    return bool(int(np.frombuffer(data, F.RESULT_HEADER, count=1)[0]["flags"]) & F.RESULT_COMPLETE)
+
+
 def read_result(path: Path) -> Result:
     """The runtime's result file, checked (one-line error if unusable)."""
     data = boundedio.read_bytes(path, "pipeline result", boundedio.table_cap())

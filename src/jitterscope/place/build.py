@@ -184,11 +184,12 @@ def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[st
     )
 
 
-def write(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int, t_start: int) -> None:
-    """The tables, summary.json, and meta.json last (complete: no longer marked incomplete)."""
+def write_records(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int) -> None:
+    """The tables and summary.json: all of the run but its final meta.json.  Written when the run stops,
+    before the session fsyncs it and marks it "analysing": what the engine held in memory is then on
+    disk, and a kill from there on loses nothing (`analyze` finishes the run: kind.py)."""
     write_table(
         run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS), kind="place"
     )
     write_table(run_dir, "decisions", pa.Table.from_pylist(eng.decisions, schema=schema.DECISIONS), kind="place")
     write_json(run_dir / "summary.json", summary(plan, eng, ended_by, wall))
-    write_json(run_dir / "meta.json", meta(plan, t_start, wall, ended_by))

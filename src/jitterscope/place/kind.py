@@ -47,15 +47,32 @@ def _finds(run_dir: Path) -> bool:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    """A place run keeps its observations and decisions in memory until it ends: one cut short before
-    it wrote them cannot be rebuilt.  Say so in one line (exit 2); meta.json still says what ran."""
-    from jitterscope.session import cut_short
+    """A place run writes its tables and summary when it stops, before the session marks it "analysing":
+    killed after that, only meta.json is left to write.  Killed before, what the engine held in memory is
+    lost: one line (exit 2); meta.json still says what ran."""
+    from jitterscope import options
+    from jitterscope.place import render
+    from jitterscope.rundir import INCOMPLETE, load_run
+    from jitterscope.session import cut_short, read_meta, write_meta
 
-    cut_short(
-        args.run,
-        "a place run killed before it wrote its tables: its observations and decisions were held in memory "
-        "and are lost (meta.json keeps its tasks' CPUs and options; its tasks were stopped and released)",
-    )
+    run_dir: Path = args.run
+    meta = read_meta(run_dir)
+    written = all((run_dir / f).exists() for f in ("observations.parquet", "decisions.parquet", "summary.json"))
+    if meta.pop(INCOMPLETE, None) != "analysing" or not written:
+        cut_short(
+            run_dir,
+            "a place run killed before it wrote its tables: its observations and decisions were held in memory "
+            "and are lost (meta.json keeps its tasks' CPUs and options; its tasks were stopped and released)",
+        )
+    meta.pop("ended_by", None)
+    write_meta(run_dir, {**meta, "recovered": {"by": "jitterscope analyze", "missing": []}})
+    run = load_run(run_dir, kinds=("place",))
+    if args.json:
+        options.print_json(run.summary)
+    else:
+        print(render.render(run.summary, str(run_dir)))
+        print("recovered a place run killed after it wrote its tables; nothing was lost")
+    return 0
 
 
 kinds.register(

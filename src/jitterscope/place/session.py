@@ -4,8 +4,9 @@ plan (plan.py) -> run directory -> journal -> pages in a scratch dir in
 /dev/shm (and the fault FIFO with OBS-F) -> tasks started one at a time, each
 weighed and placed (OBS-X) as it arrives -> the actuator set up -> the loop
 (engine.py) until --duration, the last task's end or Ctrl-C -> every task let
-run -> our commands stopped -> the journal undone (affinity, stopped or frozen
-tasks, cgroups) -> the run's tables and summary (build.py).  The steps run in
+run -> our commands stopped -> the run's tables and summary (build.py), fsynced
+-> the journal undone (affinity, stopped or frozen tasks, cgroups) -> meta.json
+complete.  The steps run in
 the session lifecycle (session.py): its watchdog undoes the journal at once
 after a kill -9, and meta.json (marked incomplete) says what the directory is.
 """
@@ -110,7 +111,8 @@ def run(plan: Plan, progress: bool) -> Path:
 
 class PlaceSteps:
     """place's steps of the session lifecycle.  Its observations and decisions are held by the engine
-    until the end: a run killed before it wrote them cannot be rebuilt (its recovery says so)."""
+    until the run stops, then written with the summary before the session marks the run "analysing":
+    a run killed before that cannot be rebuilt (its recovery says so), one killed after it can."""
 
     kind = "place"
 
@@ -162,9 +164,12 @@ class PlaceSteps:
         if eng.fifo is not None:
             os.close(eng.fifo)
             eng.fifo = None
+        # raw first: what the engine holds in memory goes to disk now, with what meta.json will say
+        build.write_records(self.run_dir, self.plan, eng, self.ended_by, self.wall)
+        s.meta.update(build.meta(self.plan, self.t_start, self.wall, self.ended_by))
 
     def analyze(self, s: lifecycle.Session) -> None:
-        build.write(self.run_dir, self.plan, self.eng, self.ended_by, self.wall, self.t_start)
+        lifecycle.write_meta(self.run_dir, build.meta(self.plan, self.t_start, self.wall, self.ended_by))
 
 
 def _printer() -> Callable[[dict[str, Any]], None]:

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from jitterscope import atomic, journal, sysinfo
+from jitterscope import atomic, boundedio, journal, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.tracing import formats, symbols
@@ -334,3 +334,22 @@ def finish_capture(
         info["reader"] = report.summary(events)
     write_session_info(out_dir, info)
     return info
+
+
+def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str) -> list[str]:
+    """Complete offline the capture of a run cut short (its session never stopped: window, symbols,
+    comms, lost events); return what could not be recovered.  `ended` names what closes the window
+    when the stop marker is missing ("the probe's end", at `end_tsc`)."""
+    missing = []
+    info = boundedio.read_json_or_none(out_dir / "session.json", "trace session record") or {}
+    stats = boundedio.read_json_or_none(out_dir / "stats.json", "trace statistics")
+    if stats is None:
+        stats = {}
+        missing.append("the trace's ring-buffer statistics: lost kernel events are counted from the pages alone")
+    if "window" not in info or not (out_dir / "symbols.txt").exists():
+        if info.get("boot_id") not in (None, sysinfo.boot_id()):
+            missing.append("kernel function names and thread names (the machine rebooted since)")
+        if "stop_mono_ns" not in info:
+            missing.append(f"the trace's stop marker: its window ends at {ended}")
+        finish_capture(out_dir, info, stats, end_tsc=end_tsc)
+    return missing
