@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 import yaml
 from pydantic import Field
@@ -32,7 +32,7 @@ from pydantic import Field
 from jitterscope.atomic import write_text
 from jitterscope.config import ConfigModel, load_config
 from jitterscope.pipeline import heuristics as H
-from jitterscope.pipeline.compiler import Options, Schedule
+from jitterscope.pipeline.compiler import Options, OptionsDict, Schedule
 from jitterscope.pipeline.graph import Graph
 from jitterscope.pipeline.memory import MemoryMap
 from jitterscope.pipeline.order import Order
@@ -78,9 +78,54 @@ class ScheduleFile(ConfigModel):
     notes: list[str] = Field(default_factory=list)
 
 
-def to_dict(s: Schedule) -> dict[str, Any]:
+class _GraphRefDoc(TypedDict):
+    name: str
+    digest: str
+    file: str | None
+
+
+class _SignalDoc(TypedDict):
+    tokens: int
+    kind: str
+
+
+class _MemoryDoc(TypedDict):
+    allocator: str
+    total: int
+    buffers: dict[str, list[int]]
+
+
+class _SosDoc(TypedDict):
+    order: list[str]
+    peak_bytes: int
+    greedy_peak_bytes: int
+    proven: bool
+    states: int
+
+
+class _DocBase(TypedDict):
+    format: str
+    version: int
+    graph: _GraphRefDoc
+    options: OptionsDict
+    subboxes: dict[str, list[int]]
+    edges: list[str]
+    threads: dict[str, list[str]]
+    signals: dict[str, _SignalDoc]
+    memory: _MemoryDoc
+    simulated: dict[str, list[float]]
+
+
+class ScheduleDoc(_DocBase, total=False):
+    """schedule.yaml as written (ScheduleFile reads it back); `sos` for the reduced heuristic."""
+
+    sos: _SosDoc
+    notes: list[str]
+
+
+def to_dict(s: Schedule) -> ScheduleDoc:
     subs, g = s.inst.subboxes, s.graph
-    doc: dict[str, Any] = {
+    doc: ScheduleDoc = {
         "format": FORMAT,
         "version": VERSION,
         "graph": {"name": g.name, "digest": g.digest(), "file": str(g.path) if g.path else None},

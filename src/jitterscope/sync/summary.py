@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from functools import cache
 from typing import TYPE_CHECKING
 
-from pydantic import TypeAdapter, ValidationError
 from typing_extensions import TypedDict  # pydantic validates these (typing's own only on 3.12+)
 
-from jitterscope.errors import JitterscopeError
+from jitterscope.runcheck import read_record
 from jitterscope.sync.subframes import Stats
 
 if TYPE_CHECKING:
@@ -151,16 +149,6 @@ class Summary(_SummaryBase, total=False):
     overhead: OverheadJson  # absent when `jitterscope analyze` finished a cut-short run
 
 
-@cache
-def _adapter() -> TypeAdapter[Summary]:
-    return TypeAdapter(Summary)
-
-
 def read(run: Run) -> Summary:
-    """The run's summary.json as a `Summary`, checked once here (keys not named above are left out)."""
-    try:
-        return _adapter().validate_python(run.summary)
-    except ValidationError as err:
-        e = err.errors()[0]
-        where = ".".join(str(x) for x in e["loc"])
-        raise JitterscopeError(f"{run.path / 'summary.json'}: {where}: {e['msg']}") from None
+    """The run's summary.json as a `Summary` (keys not named above are left out)."""
+    return read_record(run.summary, Summary, run.path / "summary.json")
