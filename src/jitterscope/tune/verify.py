@@ -28,7 +28,7 @@ from jitterscope.tune import apply as ap
 from jitterscope.tune import planfile, record, render_verify
 from jitterscope.tune.apply import knob_source
 from jitterscope.tune.plan import make_plan
-from jitterscope.tune.verify_data import analyse
+from jitterscope.tune.verify_data import Applied, analyse
 
 SETTLE_S = 0.3  # an IRQ moves at its next interrupt, a task at once
 SETTLE_KNOBS = {"vm.stat_interval": lambda before: float(before) + 0.3}  # work already queued keeps its old delay
@@ -129,7 +129,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if not changes:
         raise JitterscopeError("nothing to verify: the plan has no runtime knob to change (see `tune plan`)")
     with Journal("tune verify") as j:
-        rows = [
+        rows: list[Applied] = [
             {
                 "knob": c.name,
                 "before": c.before,
@@ -156,7 +156,12 @@ def run_verify(args: argparse.Namespace) -> int:
             "applied": rows,
             "skipped": skipped,
             "record": str(rec) if rec else None,
-            "boot": plan_file.boot.model_dump(),
+            "boot": {
+                "params": plan_file.boot.params,
+                "cmdline": plan_file.boot.cmdline,
+                "bootloader": plan_file.boot.bootloader,
+                "command": plan_file.boot.command,
+            },
             "unaddressed": plan_file.unaddressed,
         }
     )
