@@ -85,14 +85,15 @@ T = TypeVar("T")
 _ADAPTERS: dict[object, TypeAdapter[Any]] = {}  # building one costs ~1 ms: once per record type
 
 
-def read_record(data: Any, record: type[T], path: Path) -> T:
-    """A run file's data as `record`, a TypedDict of its kind (typing_extensions' on Python < 3.12), checked
-    once here where it is read: keys the record does not name are left out; a mistake is one line."""
+def read_record(data: Any, record: type[T], where: Path | str) -> T:
+    """A run file's data (or a native program's JSON line) as `record`, a TypedDict of its kind
+    (typing_extensions' on Python < 3.12), checked once here where it is read: keys the record does not name
+    are left out; a mistake is one line starting with `where`."""
     try:
         adapter = _ADAPTERS.get(record) or _ADAPTERS.setdefault(record, TypeAdapter(record))
         return cast(T, adapter.validate_python(data))
     except ValidationError as err:
-        raise JitterscopeError(one_line(err, str(path), data)) from None
+        raise JitterscopeError(one_line(err, str(where), data)) from None
 
 
 # Table columns that are lengths of time, never negative (time stamps such as start_ns may be: before t0; so may
