@@ -30,7 +30,7 @@ from jitterscope.measure.probe import (
     result_from_end,
 )
 from jitterscope.sysinfo import boot_id
-from jitterscope.tracing.session import finish_capture
+from jitterscope.tracing.session import SessionInfo, finish_capture
 
 
 def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> ProbeResult:
@@ -91,7 +91,8 @@ def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[
         missing.append("the kernel trace (it had not started): no attribution")
         meta["tracing"].update(enabled=False, reason="trace lost: the run was interrupted before it started")
         return None
-    info = boundedio.read_json_or_none(td / "session.json", "trace session record") or {}
+    saved = boundedio.read_json_or_none(td / "session.json", "trace session record")
+    info: SessionInfo = saved if saved else {}
     stats = boundedio.read_json_or_none(td / "stats.json", "trace statistics")
     if stats is None:
         stats = {}
