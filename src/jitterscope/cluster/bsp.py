@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from jitterscope import sysinfo
 from jitterscope.atomic import atomic_path
 from jitterscope.cluster import layout
-from jitterscope.cluster.bsp_results import Analysis, BspNode, Measured, PredictionJson, RankTimings
+from jitterscope.cluster.bsp_results import Analysis, BspNode, BspSummary, Measured, PredictionJson, RankTimings
 from jitterscope.cluster.bspwork import WorkLoop, calibrate, rdtsc
 from jitterscope.cluster.measure import check_out, choose_cpu, shared_cpu_warnings
 from jitterscope.cluster.mpi import Cluster, ClusterTimeout
@@ -404,7 +404,7 @@ def write_bsp_run(out: Path, ranks: list[RankTimings], opts: BspOptions, peers: 
         submitted_from=socket.gethostname(),
     )
     write_json(out / "meta.json", meta)
-    summary = {
+    summary: BspSummary = {
         "run": {
             "id": out.name,
             "kind": "cluster",

@@ -3,9 +3,8 @@ analysis of all of them, and the predictions it sets against the measured runtim
 
 from __future__ import annotations
 
-from typing import TypedDict
-
 import numpy as np
+from typing_extensions import TypedDict  # pydantic reads the summary back (report/cluster.py)
 
 from jitterscope.simulate.results import DelayJson
 
@@ -100,3 +99,25 @@ class Analysis(TypedDict):
     nodes: list[BspNode]
     work_ns: float
     sync_ns: float
+
+
+class BspRunHeader(TypedDict):
+    id: str
+    kind: str
+    mode: str
+    nodes: int
+    phases: int
+    phase_ns: float
+    work_ns: float
+    sync: str
+    sync_ns: float
+    threshold_ns: float
+
+
+class BspSummary(TypedDict):
+    """summary.json of a `cluster bsp` run."""
+
+    run: BspRunHeader
+    measured: Measured
+    predictions: dict[str, PredictionJson]
+    nodes: list[BspNode]

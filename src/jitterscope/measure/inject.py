@@ -187,7 +187,8 @@ class Injector(NativeChild[InjectResult]):
         self.priority = priority
         self.truth_path = None if truth_path is None else Path(truth_path)
         self.used_policy = ""
-        self._ready: dict[str, Any] = {}
+        self._priority = 0  # what it got (from its ready line)
+        self._tsc_hz = 0.0
 
     def start(self) -> Injector:
         cmd = [
@@ -211,8 +212,9 @@ class Injector(NativeChild[InjectResult]):
             cmd += ["--duration-ns", str(self.duration_ns)]
         if self.truth_path is not None:
             cmd += ["--truth", str(self.truth_path)]
-        self._ready = self._launch(cmd, 10.0)
-        self.used_policy = str(self._ready["policy"])
+        ready = self._launch(cmd, 10.0)
+        self.used_policy = str(ready["policy"])
+        self._priority, self._tsc_hz = int(ready.get("priority", 0)), float(ready["tsc_hz"])
         return self
 
     def exit_timeout(self) -> float | None:
@@ -225,8 +227,8 @@ class Injector(NativeChild[InjectResult]):
             missed=int(end["missed"]),
             interrupted=bool(end["interrupted"]),
             policy=self.used_policy,
-            priority=int(self._ready.get("priority", 0)),
-            tsc_hz=float(self._ready["tsc_hz"]),
+            priority=self._priority,
+            tsc_hz=self._tsc_hz,
             warnings=self._warnings(err_text),
         )
 

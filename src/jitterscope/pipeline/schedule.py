@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Annotated, Any
 
 import yaml
 from pydantic import Field
+from typing_extensions import TypedDict  # ScheduleFile (pydantic) reads the sos block back
 
 from jitterscope.atomic import write_text
 from jitterscope.config import ConfigModel, load_config
@@ -74,7 +75,7 @@ class ScheduleFile(ConfigModel):
     signals: dict[str, SignalSpec] = Field(default_factory=dict)
     memory: MemorySpec
     simulated: dict[str, list[float]] = Field(default_factory=dict)
-    sos: dict[str, Any] | None = None
+    sos: SosDoc | None = None
     notes: list[str] = Field(default_factory=list)
 
 
@@ -95,7 +96,9 @@ class _MemoryDoc(TypedDict):
     buffers: dict[str, list[int]]
 
 
-class _SosDoc(TypedDict):
+class SosDoc(TypedDict):
+    """The reduced heuristic's search: the order it chose, its peak memory and the greedy order's."""
+
     order: list[str]
     peak_bytes: int
     greedy_peak_bytes: int
@@ -119,7 +122,7 @@ class _DocBase(TypedDict):
 class ScheduleDoc(_DocBase, total=False):
     """schedule.yaml as written (ScheduleFile reads it back); `sos` for the reduced heuristic."""
 
-    sos: _SosDoc
+    sos: SosDoc
     notes: list[str]
 
 

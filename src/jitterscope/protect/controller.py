@@ -44,12 +44,11 @@ class Controller(NativeChild[ControllerResult]):
         self.out = out
         self.duration_ns = duration_ns
         self.writer_cpus = writer_cpus
-        self.ready: dict[str, Any] = {}
 
     def start(self) -> Controller:
         # its control threads pin themselves; the writer inherits jitterscope's own CPUs (the best-effort ones)
         cmd = [str(native_bin(PROGRAM)), "--wait-go", "--out", str(self.out), *self.args]
-        self.ready = self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, new_session=True)
+        self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, new_session=True)  # its ready line: a handshake
         return self
 
     def go(self) -> None:

@@ -12,9 +12,11 @@ from typing import Any, TypedDict
 import numpy as np
 
 from jitterscope import plotting
+from jitterscope.cluster.bsp_results import BspSummary
 from jitterscope.cluster.layout import ClusterRun
 from jitterscope.cluster.summary import node_key, source_matrix
 from jitterscope.report.page import Column, Figure, PageTable, render_page
+from jitterscope.runcheck import read_record
 from jitterscope.rundir import Run
 
 TOP_SOURCES = 15
@@ -80,7 +82,7 @@ def heatmap_svg(data: Heatmap) -> str:
     return plotting.svg_text(fig)
 
 
-def _bsp_tables(s: dict[str, Any]) -> list[PageTable]:
+def _bsp_tables(s: BspSummary) -> list[PageTable]:
     m = s["measured"]
     rows = [["measured", m["runtime_s"], m["slowdown"], None]]
     rows += [
@@ -182,7 +184,7 @@ def cluster_page_data(run: ClusterRun) -> ClusterPage:
         "nodes": len(run.nodes),
         "start": run.meta.get("start"),
         "command_line": " ".join(run.meta.get("command_line", [])),
-        "tables": _bsp_tables(s) if bsp else _measure_tables(s),
+        "tables": _bsp_tables(read_record(s, BspSummary, run.path / "summary.json")) if bsp else _measure_tables(s),
         "heatmap": {"nodes": [], "sources": [], "ppm": []} if bsp else heatmap_data(run),
     }
 

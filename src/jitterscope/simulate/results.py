@@ -4,7 +4,9 @@ noise (trace, periodic, i.i.d., fit, LogGOPSim) states its own parameters."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict  # pydantic validates some (cluster/bsp_results.py)
 
 
 class _PointBase(TypedDict):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pyarrow as pa
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import write_json, write_table
 from jitterscope.sync import critical, model, records, subframes, symbols
-from jitterscope.sync.rows import Cause, Event, Frame, Interval, Object, Step, Thread, Wait
+from jitterscope.sync.rows import Cause, Event, Frame, Interval, Object, Step, Table, Thread, Wait
 from jitterscope.sync.schema import TABLES
 from jitterscope.sync.summary import CauseShare, Dist, Fit, RunHeader, Summary, TopObject, TypeStats
 
@@ -46,7 +45,7 @@ OBJ_KIND = {
 }
 
 
-def _table(rows: Sequence[Mapping[str, object]], name: str) -> pa.Table:
+def _table(rows: Table, name: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=TABLES[name])  # keys not in the schema are left out
 
 
@@ -91,7 +90,7 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, t
     frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
     objects = _objects(run_dir, ev, m.waits, intervals)
     subs = subframes.subframes(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
-    tables: dict[str, Sequence[Mapping[str, object]]] = {
+    tables: dict[str, Table] = {
         "threads": rows,
         "waits": m.waits,
         "jitter": intervals,

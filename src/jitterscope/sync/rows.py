@@ -139,3 +139,18 @@ class Event(TypedDict):
     cpu: int
     flags: int
     result: int
+
+
+# One of the tables above, as its rows (build.py writes each with its schema).
+Table = (
+    list[Thread]
+    | list[Wait]
+    | list[Interval]
+    | list[Cause]
+    | list[Segment]
+    | list[Step]
+    | list[Frame]
+    | list[Object]
+    | list[Event]
+    | list[Subframe]
+)
