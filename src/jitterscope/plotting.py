@@ -34,8 +34,8 @@ from typing import Any
 from jitterscope.atomic import atomic_path
 
 # Saved with every SVG: no "Date" (files differ between runs otherwise) and no "Creator" (matplotlib's version).
-SVG_METADATA: dict[str, Any] = {"Date": None, "Creator": None}
-STYLE: dict[str, Any] = {
+SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None}
+STYLE: dict[str, str | float | bool | list[str]] = {  # matplotlib rcParams
     "svg.fonttype": "none",
     "font.size": 9,
     "axes.spines.top": False,

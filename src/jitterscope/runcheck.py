@@ -15,7 +15,7 @@ per-source numbers may be absent (read as 0), as in the synthetic runs tests wri
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar, cast
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -26,9 +26,12 @@ from pydantic import (
     StrictBool,
     StrictInt,
     StrictStr,
+    TypeAdapter,
+    ValidationError,
 )
 
-from jitterscope.config import validate
+from jitterscope.config import one_line, validate
+from jitterscope.errors import JitterscopeError
 
 # Lax int: a count written as 142660465.0 by an older writer still reads; "high" or 1.5 do not.
 Count = Annotated[int, Field(ge=0)]
@@ -74,6 +77,23 @@ def check_meta(meta: Any, path: Path, model: type[M] = Meta) -> M:  # type: igno
 def check_summary(summary: Any, model: type[M], path: Path) -> M:
     """summary.json against its kind's model (its kind's `summary` in kinds.py)."""
     return validate(summary, model, str(path))
+
+
+T = TypeVar("T")
+
+
+_ADAPTERS: dict[object, TypeAdapter[Any]] = {}  # building one costs ~1 ms: once per record type
+
+
+def read_record(data: Any, record: type[T], where: Path | str) -> T:
+    """A run file's data (or a native program's JSON line) as `record`, a TypedDict of its kind
+    (typing_extensions' on Python < 3.12), checked once here where it is read: keys the record does not name
+    are left out; a mistake is one line starting with `where`."""
+    try:
+        adapter = _ADAPTERS.get(record) or _ADAPTERS.setdefault(record, TypeAdapter(record))
+        return cast(T, adapter.validate_python(data))
+    except ValidationError as err:
+        raise JitterscopeError(one_line(err, str(where), data)) from None
 
 
 # Table columns that are lengths of time, never negative (time stamps such as start_ns may be: before t0; so may

@@ -13,7 +13,7 @@ import pytest
 from prometheus_client.core import CollectorRegistry, GaugeMetricFamily
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.monitor.metrics import MonitorState, registry_for
+from jitterscope.monitor.metrics import LastWindow, MonitorState, WindowCpu, registry_for
 from jitterscope.monitor.server import start_server
 
 
@@ -53,7 +53,7 @@ def test_client_that_disconnects_is_one_line(capfd):
 
 
 def test_serves_the_monitor_state_on_localhost_only():
-    state = MonitorState(windows_total=4, last={"cpus": {"1": {"noise_ppm": 12.5, "detours": 3, "max_ns": 9}}})
+    state = MonitorState(windows_total=4, last=LastWindow({"1": WindowCpu(12.5, 3, 9)}, 0, 0.0))
     srv = start_server(0, registry_for(lambda: state))
     try:
         host, port = srv.server_address[:2]

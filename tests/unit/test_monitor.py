@@ -14,7 +14,7 @@ from jitterscope.monitor import Monitor, MonitorOptions
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History
 from jitterscope.monitor.labels import LabelCap
-from jitterscope.monitor.metrics import MonitorState, render_metrics
+from jitterscope.monitor.metrics import LastWindow, MonitorState, render_metrics
 from jitterscope.monitor.sources import CpuSource, cpu_sources
 from jitterscope.rundir import load_run
 from tests.fixtures_runs import Injector, build_run
@@ -53,7 +53,7 @@ def test_metrics_are_valid_prometheus_text(tmp_path):
         lost_events_total=3,
         window_s=1,
         interval_s=10,
-        last=s,
+        last=LastWindow.of(run),
         sources=cpu_sources(run, LabelCap()),
     )
     seen = _exposition(render_metrics(st))
@@ -120,7 +120,7 @@ def test_label_values_are_escaped():
         period_s=None,
         duration_s=1,
     )
-    st = MonitorState(last={"cpus": {}, "sources": []}, sources=[weird])
+    st = MonitorState(last=LastWindow({}, 0, 0.0), sources=[weird])
     text = render_metrics(st)
     assert 'name="we\\"ird\\\\na\\nme"' in text
     assert next(iter(_exposition(text)["jitterscope_source_noise_ns"]))[2] == ("name", weird.name)

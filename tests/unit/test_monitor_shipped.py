@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from jitterscope.cli import main
 from jitterscope.monitor import shipped
 from jitterscope.monitor.labels import LabelCap
-from jitterscope.monitor.metrics import MonitorState, render_metrics
+from jitterscope.monitor.metrics import LastWindow, MonitorState, render_metrics
 from jitterscope.monitor.sources import cpu_sources
 from jitterscope.rundir import load_run
 from tests.fixtures_runs import Injector, build_run
@@ -24,7 +24,7 @@ def _exposed(tmp_path) -> tuple[set[str], set[str]]:
     run = load_run(build_run(tmp_path / "r", cpus=[1], seed=2, injector=Injector(cpu=1)))
     st = MonitorState(
         windows_total=2,
-        last=run.summary,
+        last=LastWindow.of(run),
         last_end_unix=1.0,
         sources=cpu_sources(run, LabelCap()),
         changes=[("thread", "jitterscope-inj", "new")],

@@ -110,7 +110,7 @@ def test_counter_rule_is_max_on_join():
         {"tid": 1, "end_ns": 70, "jitter_ns": 3, "type": "u"},
     ]
     res = critical.counter_rule(rows, iv, root=1)
-    assert res["jitter_ns"] == 25 and res["per_thread"][3] == 12
+    assert res.jitter_ns == 25 and res.per_thread[3] == 12
 
 
 def test_walk_follows_the_releaser():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from jitterscope.compare.results import Comparison
 from jitterscope.humanize import duration_ns, percent
 
 
@@ -55,7 +56,7 @@ def _worst(cpus: dict[int, CpuFigures], attr: str) -> tuple[int, float]:
     return cpu, float(getattr(cpus[cpu], attr))
 
 
-def judge(summary: dict[str, Any], limits: Limits, comparison: dict[str, Any] | None = None) -> Verdict:
+def judge(summary: dict[str, Any], limits: Limits, comparison: Comparison | None = None) -> Verdict:
     """The verdict on one run's summary.json, with `compare_loaded`'s result against the baseline if any."""
     cpus = {
         int(c): CpuFigures(
@@ -99,7 +100,7 @@ def judge(summary: dict[str, Any], limits: Limits, comparison: dict[str, Any] | 
         baseline = str(comparison["runs"]["base"]["path"])
         regressions = list(comparison["regressions"])
         problems += [f"{r} vs baseline" for r in regressions]
-        notes += list(comparison.get("not_compared", []))
+        notes += list(comparison["not_compared"])
     return Verdict(
         healthy=not problems,
         cpus=cpus,

@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 from jitterscope import sysinfo
 from jitterscope.atomic import atomic_path
 from jitterscope.cluster import layout
+from jitterscope.cluster.bsp_results import Analysis, BspNode, BspSummary, Measured, PredictionJson, RankTimings
 from jitterscope.cluster.bspwork import WorkLoop, calibrate, rdtsc
 from jitterscope.cluster.measure import check_out, choose_cpu, shared_cpu_warnings
 from jitterscope.cluster.mpi import Cluster, ClusterTimeout
@@ -133,7 +134,21 @@ class _Sync:
         return float(statistics.median(costs))
 
 
-def _phases(loop: WorkLoop, iterations: int, sync: _Sync, phases: int, hz: float) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Phases:
+    """One rank's P phases in cycles: each phase's work (first and last iteration), its gaps, its sync's end."""
+
+    t0: int
+    first: np.ndarray
+    last: np.ndarray
+    ngaps: np.ndarray
+    gap_cycles: np.ndarray
+    sync_end: np.ndarray
+    gap_start: np.ndarray
+    gap_len: np.ndarray
+
+
+def _phases(loop: WorkLoop, iterations: int, sync: _Sync, phases: int, hz: float) -> _Phases:
     """P times: the calibrated work, then the synchronization.  Cycle counts relative to t0, the
     end of a first tight synchronization every rank leaves within a few microseconds."""
     first, last, ngaps, gap_cycles, sync_end = (np.zeros(phases, dtype=np.int64) for _ in range(5))
@@ -152,16 +167,7 @@ def _phases(loop: WorkLoop, iterations: int, sync: _Sync, phases: int, hz: float
         gs, gl = np.concatenate([gs, sg[:, 0]]), np.concatenate([gl, sg[:, 1]])
         order = np.argsort(gs, kind="stable")
         gs, gl = gs[order], gl[order]
-    return {
-        "t0": t0,
-        "first": first,
-        "last": last,
-        "ngaps": ngaps,
-        "gap_cycles": gap_cycles,
-        "sync_end": sync_end,
-        "gap_start": gs.astype(np.int64),
-        "gap_len": gl.astype(np.int64),
-    }
+    return _Phases(t0, first, last, ngaps, gap_cycles, sync_end, gs.astype(np.int64), gl.astype(np.int64))
 
 
 def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
@@ -175,35 +181,34 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     cluster.checkpoint("sync calibration")
     sync_cycles = sync.cost()
     ph = _phases(loop, cal.iterations, sync, opts.phases, hz)
-    t0 = ph["t0"]
+    t0 = ph.t0
 
     def ns(cycles: np.ndarray) -> np.ndarray:  # whole ns, like every time in the run
         return tsc.to_int_ns(cycles, hz)
 
-    payload = pickle.dumps(
-        {
-            "rank": cluster.rank,
-            "host": cluster.node,
-            "cpu": cpu,
-            "real_host": cluster.real_host,
-            "tsc_hz": hz,
-            "iterations": cal.iterations,
-            "cycles_per_iter": cal.cycles_per_iter,
-            "sync_ns": tsc.to_ns(sync_cycles, hz),
-            "dropped": loop.dropped,
-            "compute_start_ns": ns(ph["first"] - t0),
-            "compute_end_ns": ns(ph["last"] - t0),
-            "gaps": ph["ngaps"],
-            "gap_ns": ns(ph["gap_cycles"]),
-            "sync_end_ns": ns(ph["sync_end"] - t0),
-            "gap_start_ns": ns(ph["gap_start"] - t0),
-            "gap_len_ns": ns(ph["gap_len"]),
-            "sync_gaps": len(sync.gaps),
-            "sync_threshold_ns": tsc.to_ns(sync.threshold, hz),
-            "kernel": os.uname().release,
-            "start_unix_ns": time.time_ns() - int(ns(ph["sync_end"][-1:] - t0)[0]),
-        }
-    )
+    timings: RankTimings = {
+        "rank": cluster.rank,
+        "host": cluster.node,
+        "cpu": cpu,
+        "real_host": cluster.real_host,
+        "tsc_hz": hz,
+        "iterations": cal.iterations,
+        "cycles_per_iter": cal.cycles_per_iter,
+        "sync_ns": tsc.to_ns(sync_cycles, hz),
+        "dropped": loop.dropped,
+        "compute_start_ns": ns(ph.first - t0),
+        "compute_end_ns": ns(ph.last - t0),
+        "gaps": ph.ngaps,
+        "gap_ns": ns(ph.gap_cycles),
+        "sync_end_ns": ns(ph.sync_end - t0),
+        "gap_start_ns": ns(ph.gap_start - t0),
+        "gap_len_ns": ns(ph.gap_len),
+        "sync_gaps": len(sync.gaps),
+        "sync_threshold_ns": tsc.to_ns(sync.threshold, hz),
+        "kernel": os.uname().release,
+        "start_unix_ns": time.time_ns() - int(ns(ph.sync_end[-1:] - t0)[0]),
+    }
+    payload = pickle.dumps(timings)
     got = cluster.gather_bytes(payload, "its phase timings")
     if cluster.rank != 0:
         return None
@@ -214,7 +219,7 @@ def bsp_rank(cluster: Cluster, opts: BspOptions) -> Path | None:
     return out
 
 
-def timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
+def timeline(r: RankTimings) -> tuple[np.ndarray, np.ndarray, float]:
     """A rank's noise timeline over the whole run: the gaps its work loop saw
     (above --threshold) and those its synchronization waits saw (above
     SYNC_THRESHOLD_NS), in ns since the run's start."""
@@ -222,7 +227,7 @@ def timeline(r: dict[str, Any]) -> tuple[np.ndarray, np.ndarray, float]:
     return s, ln, float(r["sync_end_ns"][-1])
 
 
-def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
+def analyse(ranks: list[RankTimings], opts: BspOptions) -> Analysis:
     """The measured side and the simulator's predictions, as plain data."""
     # lazy: the simulator brings scipy (~0.5 s), and only rank 0 analyses
     from jitterscope.cluster import predict
@@ -241,7 +246,7 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
     ideal_s = P * (work_ns + sync_ns) / 1e9
     phase_total = np.diff(np.concatenate([np.zeros((len(ranks), 1)), ends], axis=1), axis=1).mean(axis=0)
     slowest = compute.argmax(axis=0)
-    measured = {
+    measured: Measured = {
         "runtime_s": runtime_s,
         "ideal_s": ideal_s,
         "slowdown": runtime_s / ideal_s - 1,
@@ -258,7 +263,7 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
         s, ln, span = timeline(r)
         timelines.append(Timeline(span, s, ln, label=node_key(r["host"], r["cpu"])))
     job = predict.bsp_job(len(ranks), P, work_ns, opts.sync, sync_ns, opts.replications, opts.seed)
-    preds: dict[str, Any] = {}
+    preds: dict[str, PredictionJson] = {}
     for key, fn in (
         ("trace_driven", lambda: predict.trace_driven(timelines, job)),
         ("fitted", lambda: predict.fitted(timelines, job)),
@@ -280,7 +285,7 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
             "runtime_rel_error": p.runtime_s / runtime_s - 1,
             **p.detail,
         }
-    nodes = []
+    nodes: list[BspNode] = []
     for i, r in enumerate(ranks):
         nodes.append(
             {
@@ -302,7 +307,7 @@ def analyse(ranks: list[dict[str, Any]], opts: BspOptions) -> dict[str, Any]:
     return {"measured": measured, "predictions": preds, "nodes": nodes, "work_ns": work_ns, "sync_ns": sync_ns}
 
 
-def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peers: list[dict[str, Any]]) -> None:
+def write_bsp_run(out: Path, ranks: list[RankTimings], opts: BspOptions, peers: list[dict[str, Any]]) -> None:
     result = analyse(ranks, opts)
     P = opts.phases
     rows: dict[str, list[Any]] = {
@@ -399,7 +404,7 @@ def write_bsp_run(out: Path, ranks: list[dict[str, Any]], opts: BspOptions, peer
         submitted_from=socket.gethostname(),
     )
     write_json(out / "meta.json", meta)
-    summary = {
+    summary: BspSummary = {
         "run": {
             "id": out.name,
             "kind": "cluster",

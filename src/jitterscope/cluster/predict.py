@@ -30,10 +30,10 @@ real job's calibrated loops differ by `measured.work_spread`, about 0.05%).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
+from jitterscope.cluster.bsp_results import PredictionDetail
 from jitterscope.simulate import distributions as D
 from jitterscope.simulate.fitting import MIN_POSITIVE, fit_delays
 from jitterscope.simulate.job import Job, Result
@@ -54,7 +54,7 @@ class Prediction:
     ideal_s: float
     ci95_s: float | None  # half-width of the 95% confidence interval of the mean
     sd_s: float | None
-    detail: dict[str, Any]
+    detail: PredictionDetail
 
     @property
     def slowdown(self) -> float:
@@ -86,7 +86,7 @@ def bsp_job(
     )
 
 
-def _from_result(res: Result, detail: dict[str, Any]) -> Prediction:
+def _from_result(res: Result, detail: PredictionDetail) -> Prediction:
     ci = res.ci95_s
     sd = float(np.std(res.runtimes_s, ddof=1)) if len(res.runtimes_s) > 1 else None
     return Prediction(res.runtime_s, res.ideal_s, None if ci is None else (ci[1] - ci[0]) / 2, sd, detail)
@@ -97,7 +97,7 @@ def trace_driven(timelines: list[Timeline], job: Job, placement: str = "own") ->
     if placement == "recorded":  # every replication would be the same
         job = Job(job.nodes, job.phases, job.phase_s, job.sync, job.link_latency_s, job.cosched, 1, job.seed)
     sim = simulate_timelines(timelines, job, {}, placement=placement)
-    detail: dict[str, Any] = {"replications": job.replications, "seed": job.seed, "placement": placement}
+    detail: PredictionDetail = {"replications": job.replications, "seed": job.seed, "placement": placement}
     if placement == "random":
         detail["assignment"] = "random measured timeline per node (jitterscope simulate)"
     return _from_result(sim.results[0], detail)

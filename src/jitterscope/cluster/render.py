@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
+from jitterscope.cluster.bsp_results import BspSummary
 from jitterscope.cluster.summary import Summary
 from jitterscope.humanize import count, percent, ppm, seconds
 from jitterscope.humanize import duration_ns as format_ns
@@ -68,7 +68,7 @@ def _signed_percent(x: float) -> str:
     return ("+" if x >= 0 else "") + percent(x)
 
 
-def render_bsp(s: dict[str, Any], out: Path) -> str:
+def render_bsp(s: BspSummary, out: Path) -> str:
     r = s["run"]
     m = s["measured"]
     lines = [

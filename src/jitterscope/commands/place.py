@@ -168,6 +168,7 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from jitterscope.place import plan, render, session
+    from jitterscope.place.results import read_compare_summary, read_summary
     from jitterscope.rundir import load_run
 
     if args.overhead:
@@ -187,15 +188,16 @@ def run(args: argparse.Namespace) -> int:
         if not 1 <= args.repeat <= 100:
             raise UsageError(f"--repeat {args.repeat}: give 1 to 100 repetitions")
         run_dir = compare.run(p, sets, args.repeat, progress=not args.json)
-        s = load_run(run_dir).summary
-        options.print_json(s) if args.json else print(render.render_compare(s, str(run_dir)))
+        run = load_run(run_dir)
+        s = run.summary
+        options.print_json(s) if args.json else print(render.render_compare(read_compare_summary(run), str(run_dir)))
         return 130 if s["ended_by"] == "interrupted" else 0
     run_dir = session.run(p, progress=not args.json)
-    summary = load_run(run_dir).summary
+    run = load_run(run_dir)
     if args.json:
-        options.print_json(summary)
+        options.print_json(run.summary)
     else:
-        print(render.render(summary, str(run_dir)))
+        print(render.render(read_summary(run), str(run_dir)))
     return 0
 
 

@@ -91,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     from jitterscope.sync.model import Options
     from jitterscope.sync.render import render
     from jitterscope.sync.runner import SyncOptions, check_command, run_sync
+    from jitterscope.sync.summary import read
 
     cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
     threshold = parse_duration_ns(args.threshold, what="--threshold")
@@ -125,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(r.summary)
     else:
-        print(render(r.summary, str(run_dir)), file=sys.stderr)
+        print(render(read(r), str(run_dir)), file=sys.stderr)
         if (run_dir / "report.html").exists():
             print(f"Report: {run_dir / 'report.html'}", file=sys.stderr)
     return code

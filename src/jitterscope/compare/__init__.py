@@ -9,11 +9,10 @@ a `Sample` of each (sample.py) and diffs them (diff.py, statistics in stats.py).
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitterscope.compare.comparable import as_json, basis
-from jitterscope.compare.diff import Thresholds, diff
+from jitterscope.compare.diff import Thresholds, diff, every_source
 from jitterscope.compare.events import add_event_rates
+from jitterscope.compare.results import Comparison, RunInfo
 from jitterscope.compare.sample import Sample, from_run, pool, source_key
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
@@ -21,7 +20,7 @@ from jitterscope.rundir import Run
 __all__ = ["Sample", "Thresholds", "compare_loaded", "diff", "from_run", "pool", "source_key"]
 
 
-def _run_info(run: Run) -> dict[str, Any]:
+def _run_info(run: Run) -> RunInfo:
     return {
         "id": run.meta.get("id"),
         "path": str(run.path),
@@ -36,7 +35,7 @@ def _run_info(run: Run) -> dict[str, Any]:
 
 def compare_loaded(
     base: Run, new: Run, th: Thresholds | None = None, only: set[tuple[str, str]] | None = None
-) -> dict[str, Any]:
+) -> Comparison:
     """Compare two loaded runs.  `only` restricts the sources (source_key keys) to a family of hypotheses
     named in advance (`tune verify`'s targets): the tests and their Benjamini-Hochberg family are then those."""
     cpus = sorted(set(base.cpus) & set(new.cpus))
@@ -60,7 +59,7 @@ def compare_loaded(
         for s in (b, n):
             s.occurrences = {k: v for k, v in s.occurrences.items() if k in only}
     result = diff(b, n, th, frozenset(on.untested_kinds), on.test_totals)
-    add_event_rates(base, new, cpus, [r for part in ("new", "gone", "changed", "unchanged") for r in result[part]])
+    add_event_rates(base, new, cpus, every_source(result))
     return {
         "runs": {"base": _run_info(base), "new": _run_info(new)},
         "compared_cpus": cpus,

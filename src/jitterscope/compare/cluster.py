@@ -3,20 +3,50 @@ sources by nodes hit before and after.  Data (`compare_clusters`), then text (`r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 from jitterscope.compare.diff import Thresholds
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
 
 
-def compare_clusters(base: Run, new: Run, th: Thresholds | None = None) -> dict[str, Any]:
+class NodeChange(TypedDict):
+    node: str
+    base_ppm: float
+    new_ppm: float
+    delta_ppm: float
+    ratio: float | None
+
+
+class SourceNodes(TypedDict):
+    """A source's reach: how many nodes it hit and its mean noise there, before and after."""
+
+    kind: str
+    name: str
+    base_nodes: int
+    new_nodes: int
+    base_mean_ppm: float
+    new_mean_ppm: float
+
+
+class ClusterComparison(TypedDict):
+    kind: str
+    runs: dict[str, str]  # base, new: their directories
+    nodes: list[NodeChange]
+    only_in_base: list[str]
+    only_in_new: list[str]
+    sources: list[SourceNodes]
+    outliers: dict[str, list[str]]  # base, new: the outlier nodes
+    median_ppm: dict[str, float]  # base, new
+
+
+def compare_clusters(base: Run, new: Run, th: Thresholds | None = None) -> ClusterComparison:
     """`th` is accepted for a uniform signature: nodes are compared by their noise, not tested."""
     if "measured" in base.summary or "measured" in new.summary:
         raise JitterscopeError("compare reads cluster measure runs; for cluster bsp runs compare their summary.json")
     b = {r["node"]: r for r in base.summary["nodes"]}
     n = {r["node"]: r for r in new.summary["nodes"]}
-    nodes = []
+    nodes: list[NodeChange] = []
     for key in sorted(set(b) & set(n)):
         bp, np_ = b[key]["noise_ppm"], n[key]["noise_ppm"]
         nodes.append(
@@ -31,7 +61,7 @@ def compare_clusters(base: Run, new: Run, th: Thresholds | None = None) -> dict[
     nodes.sort(key=lambda x: -x["delta_ppm"])
     bs = {(s["kind"], s["name"]): s for s in base.summary["sources"]}
     ns = {(s["kind"], s["name"]): s for s in new.summary["sources"]}
-    sources = [
+    sources: list[SourceNodes] = [
         {
             "kind": k,
             "name": nm,
@@ -58,7 +88,7 @@ def compare_clusters(base: Run, new: Run, th: Thresholds | None = None) -> dict[
     }
 
 
-def render_compare(c: dict[str, Any]) -> str:
+def render_compare(c: ClusterComparison) -> str:
     lines = [
         f"cluster compare: {c['runs']['base']} -> {c['runs']['new']}",
         f"median noise per node: {c['median_ppm']['base']:,.0f} -> {c['median_ppm']['new']:,.0f} ppm",

@@ -24,8 +24,8 @@ A difference in how two runs were measured is not a change in the machine, so
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
+from jitterscope.compare.results import BasisJson
 from jitterscope.humanize import duration_ns as fmt_ns
 from jitterscope.humanize import seconds as fmt_s
 from jitterscope.rundir import Run
@@ -98,7 +98,7 @@ def basis(base: Run, new: Run) -> Basis:
     return b
 
 
-def as_json(b: Basis) -> dict[str, Any]:
+def as_json(b: Basis) -> BasisJson:
     return {
         "threshold_ns": b.threshold_ns,
         "block_ns": b.block_ns,

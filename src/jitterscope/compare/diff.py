@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from jitterscope.compare import stats as S
+from jitterscope.compare.results import Diff, DurationTest, RateTest, Side, SourceRow, Total
 from jitterscope.compare.sample import Key, Sample
 
 
@@ -30,7 +30,7 @@ class Thresholds:
     min_ratio: float = 1.5
 
 
-def _side(sample: Sample, key: Key) -> dict[str, Any]:
+def _side(sample: Sample, key: Key) -> Side:
     v = sample.occurrences.get(key, np.zeros(0, np.int64))
     t_s = sample.exposure_ns / 1e9
     return {
@@ -43,6 +43,17 @@ def _side(sample: Sample, key: Key) -> dict[str, Any]:
     }
 
 
+def every_source(d: Diff) -> list[SourceRow]:
+    """Every source row of a diff: new, gone, changed and unchanged."""
+    return d["new"] + d["gone"] + d["changed"] + d["unchanged"]
+
+
+def smallest_q(r: SourceRow) -> float:
+    """The source's smallest q-value of its tests (rate, and duration when there is one)."""
+    qs = [x["q"] for x in ([r["rate"]] + ([r["duration"]] if r["duration"] else [])) if x["q"] is not None]
+    return min(qs, default=1.0)
+
+
 def _finite(x: float) -> float | None:
     return None if x is None or not math.isfinite(x) else float(x)
 
@@ -53,7 +64,7 @@ def diff(
     th: Thresholds | None = None,
     untested_kinds: frozenset[str] = frozenset(),
     test_totals: bool = True,
-) -> dict[str, Any]:
+) -> Diff:
     """Compare two samples of the same CPUs (see the module docstring).
 
     Sources of `untested_kinds`, and the totals unless `test_totals`, are shown but never
@@ -62,47 +73,53 @@ def diff(
     th = th or Thresholds()
     keys = sorted(set(base.occurrences) | set(new.occurrences))
     tests: list[float] = []  # every p-value, for one BH adjustment
-    rows: list[dict[str, Any]] = []
+    tested: list[RateTest | DurationTest | Total] = []  # what each p-value's q goes to
+    rows: list[SourceRow] = []
     for key in keys:
         b, n = _side(base, key), _side(new, key)
         rate, phi = S.rate_test(
             b["count"], base.exposure_ns, n["count"], new.exposure_ns, base.block_counts(key), new.block_counts(key)
         )
         dur = S.duration_test(base.occurrences.get(key, np.zeros(0)), new.occurrences.get(key, np.zeros(0)))
-        row: dict[str, Any] = {
+        rate_t: RateTest = {
+            "ratio": _finite(rate.ratio),
+            "ci95": [_finite(rate.ci[0]), _finite(rate.ci[1])],
+            "p": rate.p,
+            "q": None,
+            "dispersion": round(phi, 3),
+        }
+        row: SourceRow = {
             "kind": key[0],
             "name": key[1],
             "names": sorted(base.names.get(key, set()) | new.names.get(key, set())),
             "base": b,
             "new": n,
-            "rate": {
-                "ratio": _finite(rate.ratio),
-                "ci95": [_finite(rate.ci[0]), _finite(rate.ci[1])],
-                "p": rate.p,
-                "q": None,
-                "dispersion": round(phi, 3),
-                "_i": len(tests),
-            },
+            "rate": rate_t,
             "duration": None,
             "delta_ppm": n["ppm"] - b["ppm"],
             "ppm_ratio": _finite(n["ppm"] / b["ppm"]) if b["ppm"] > 0 else None,
+            "significant": False,
+            "tested": True,
+            "regression": False,
         }
         tests.append(rate.p)
+        tested.append(rate_t)
         if dur is not None:
-            row["duration"] = {
+            dur_t: DurationTest = {
                 "median_ratio": _finite(dur.median_ratio),
                 "cliffs_delta": dur.cliffs_delta,
                 "p": dur.p,
                 "q": None,
-                "_i": len(tests),
             }
+            row["duration"] = dur_t
             tests.append(dur.p)
+            tested.append(dur_t)
         rows.append(row)
-    totals: dict[str, Any] = {}
+    totals: dict[str, Total] = {}
     for c in sorted(set(base.cpus) & set(new.cpus)):
         bp, np_ = base.ppm(c), new.ppm(c)
         p = S.block_test(base.blocks_ppm[c], new.blocks_ppm[c])
-        totals[str(c)] = {
+        t: Total = {
             "base_ppm": bp,
             "new_ppm": np_,
             "delta_ppm": np_ - bp,
@@ -111,16 +128,19 @@ def diff(
             "new_detours": new.detours.get(c, 0),
             "p": p,
             "q": None,
-            "_i": len(tests),
+            "significant": False,
+            "tested": test_totals,
+            "regression": False,
         }
+        totals[str(c)] = t
         tests.append(p)
-    q = S.bh_adjust(tests)
-    for part in [r["rate"] for r in rows] + [r["duration"] for r in rows if r["duration"]] + list(totals.values()):
-        part["q"] = q[part.pop("_i")]
+        tested.append(t)
+    for part, q in zip(tested, S.bh_adjust(tests)):
+        part["q"] = q
 
     out_new, out_gone, out_changed, out_same = [], [], [], []
     for r in rows:
-        q_min = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
+        q_min = smallest_q(r)
         r["significant"] = q_min < th.alpha and r["kind"] not in untested_kinds
         r["tested"] = r["kind"] not in untested_kinds
         ratio_ok = r["base"]["ppm"] == 0 or r["new"]["ppm"] >= th.min_ratio * r["base"]["ppm"]
@@ -135,12 +155,11 @@ def diff(
         else:
             out_same.append(r)
     for t in totals.values():
-        t["significant"] = t["q"] < th.alpha and test_totals
-        t["tested"] = test_totals
+        t["significant"] = t["q"] is not None and t["q"] < th.alpha and test_totals
         ratio_ok = t["base_ppm"] == 0 or t["new_ppm"] >= th.min_ratio * t["base_ppm"]
         t["regression"] = bool(t["significant"] and t["delta_ppm"] >= th.min_ppm and ratio_ok)
 
-    def order(r: dict[str, Any]) -> float:
+    def order(r: SourceRow) -> float:
         return -abs(r["delta_ppm"])
 
     regressions = [

@@ -10,8 +10,7 @@ only where both runs counted events and measured exactly the compared CPUs
 
 from __future__ import annotations
 
-from typing import Any
-
+from jitterscope.compare.results import SourceRow
 from jitterscope.compare.sample import Key, source_key
 from jitterscope.rundir import Run
 
@@ -28,7 +27,7 @@ def event_counts(run: Run) -> dict[Key, int] | None:
     return out
 
 
-def add_event_rates(base: Run, new: Run, cpus: list[int], rows: list[dict[str, Any]]) -> None:
+def add_event_rates(base: Run, new: Run, cpus: list[int], rows: list[SourceRow]) -> None:
     """Give each compare row `events`: {base_per_s, new_per_s, ratio} (None where not comparable)."""
     counts = [event_counts(r) if sorted(r.cpus) == cpus else None for r in (base, new)]
     for row in rows:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
+from jitterscope.compare.results import Comparison, SourceRow
 from jitterscope.humanize import count, number, seconds
 from jitterscope.humanize import duration_ns as format_ns
 
@@ -13,13 +13,13 @@ def _q(q: float | None) -> str:
     return "q=–" if q is None else f"q={q:.2g}"
 
 
-def _label(r: dict[str, Any]) -> str:
+def _label(r: SourceRow) -> str:
     names = r.get("names") or []
     extra = f" ({', '.join(names)})" if names and names != [r["name"]] else ""
     return f"{r['kind']}:{r['name']}{extra}"
 
 
-def _events(r: dict[str, Any]) -> str:
+def _events(r: SourceRow) -> str:
     """The source's own event rate, beside the detour rate compare tests (compare/events.py)."""
     e = r.get("events")
     if not e:
@@ -28,12 +28,12 @@ def _events(r: dict[str, Any]) -> str:
     return f"; its events {number(e['base_per_s'])} -> {number(e['new_per_s'])}/s{ratio}"
 
 
-def render_compare(res: dict[str, Any]) -> str:
+def render_compare(res: Comparison) -> str:
     b, n = res["runs"]["base"], res["runs"]["new"]
     th = res["thresholds"]
     lines = [
-        f"BASE {b['id']} ({b['host']}, {seconds(b['duration_s'])})",
-        f"NEW  {n['id']} ({n['host']}, {seconds(n['duration_s'])})",
+        f"BASE {b['id']} ({b['host']}, {seconds(b['duration_s'] or 0.0)})",
+        f"NEW  {n['id']} ({n['host']}, {seconds(n['duration_s'] or 0.0)})",
         f"compared CPUs: {', '.join(map(str, res['compared_cpus']))}",
     ]
     lines += [f"not compared: {x}" for x in res["not_compared"]]
@@ -49,7 +49,7 @@ def render_compare(res: dict[str, Any]) -> str:
             f"({'+' if t['delta_ppm'] >= 0 else ''}{number(t['delta_ppm'])} ppm, {ratio}, {_q(t['q'])}){flag}"
         )
 
-    def block(title: str, rows: list[dict[str, Any]], fmt: Callable[[dict[str, Any]], str]) -> None:
+    def block(title: str, rows: list[SourceRow], fmt: Callable[[SourceRow], str]) -> None:
         lines.append("")
         lines.append(f"{title} ({len(rows)})" if rows else f"{title}: none")
         for r in rows:
@@ -76,7 +76,7 @@ def render_compare(res: dict[str, Any]) -> str:
         ),
     )
 
-    def changed(r: dict[str, Any]) -> str:
+    def changed(r: SourceRow) -> str:
         parts = [f"{_label(r)} {r['direction']}: {number(r['base']['ppm'])} -> {number(r['new']['ppm'])} ppm"]
         rr = r["rate"]
         if rr["ratio"] is not None:

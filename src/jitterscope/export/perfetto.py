@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -22,14 +22,50 @@ from jitterscope.rundir import Run
 
 PID = 1
 
+ArgValue = str | int | float | None | dict[str, int]  # an event's args: numbers, names, ns per source
+
+
+class _EventBase(TypedDict):
+    ph: str  # X complete, M metadata, s/f flow start/end
+    pid: int
+    name: str
+
+
+class TraceEvent(_EventBase, total=False):
+    """One trace event (the Trace Event Format's keys that jitterscope writes)."""
+
+    tid: int
+    ts: float  # microseconds
+    dur: float
+    cat: str
+    args: dict[str, ArgValue]
+    id: int  # a flow's
+    bp: str  # a flow end's binding point
+
+
+class TraceInfo(TypedDict, total=False):
+    kind: str
+    host: str | None
+    kernel: str | None
+    run: str | None
+    command: list[str] | None
+    start: str | None
+    lost_events: int
+
+
+class Trace(TypedDict):
+    traceEvents: list[TraceEvent]
+    displayTimeUnit: str
+    otherData: TraceInfo
+
 
 def _us(ns: np.ndarray | int) -> Any:
     return np.round(np.asarray(ns, dtype=np.float64) / 1000.0, 3)
 
 
-def build_trace(run: Run) -> dict[str, Any]:
+def build_trace(run: Run) -> Trace:
     nodes = run.node_runs()
-    events: list[dict[str, Any]] = []
+    events: list[TraceEvent] = []
     for i, (label, r) in enumerate(nodes):
         name = f"jitterscope run {run.meta.get('id')}" if r is run else label
         events += _node_events(r, PID + i, name)
@@ -49,10 +85,10 @@ def build_trace(run: Run) -> dict[str, Any]:
     }
 
 
-def _node_events(run: Run, pid: int, process: str) -> list[dict[str, Any]]:
+def _node_events(run: Run, pid: int, process: str) -> list[TraceEvent]:
     d_cpu, d_start, d_dur = run.detour_arrays()
     d_end = d_start + d_dur
-    events: list[dict[str, Any]] = [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]
+    events: list[TraceEvent] = [{"ph": "M", "pid": pid, "name": "process_name", "args": {"name": process}}]
     for i, c in enumerate(run.cpus):
         events.append({"ph": "M", "pid": pid, "tid": int(c), "name": "thread_name", "args": {"name": f"CPU {c}"}})
         events.append({"ph": "M", "pid": pid, "tid": int(c), "name": "thread_sort_index", "args": {"sort_index": i}})

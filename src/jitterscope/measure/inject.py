@@ -25,7 +25,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -42,13 +42,55 @@ DEFAULT_PRIORITY = 50
 POLICIES = ("auto", "fifo", "other")
 
 
+class TruthHeader(TypedDict, total=False):
+    """A truth file's first line: `key=value` after the format name."""
+
+    tsc_hz: float
+    pid: int
+    cpu: int
+    period_ns: int
+    busy_ns: int
+    name: str
+    policy: str
+
+
+class PeriodStats(TypedDict):
+    """Measured period and busy time, ns (period_stats)."""
+
+    period_mean_ns: float
+    period_overall_ns: float
+    period_p99_dev_ns: float
+    period_max_dev_ns: float
+    busy_mean_ns: float
+    busy_max_ns: float
+    busy_total_ns: float
+
+
+class Injected(TypedDict):
+    """What `jitterscope inject` did (`--json` prints it)."""
+
+    cpu: int
+    name: str
+    pid: int
+    policy: str
+    priority: int
+    period_ns: int
+    busy_ns: int
+    wakeups: int
+    missed_deadlines: int
+    interrupted: bool
+    tsc_hz: float
+    truth: str | None  # the truth file kept, if one was asked for
+    measured: PeriodStats | None  # None: fewer than two wake-ups
+
+
 @dataclass
 class Truth:
     """Busy intervals from a truth file; `truth["start_tsc"]` works like a table."""
 
     start_tsc: np.ndarray
     end_tsc: np.ndarray
-    meta: dict[str, Any] = field(default_factory=dict)
+    meta: TruthHeader = field(default_factory=lambda: TruthHeader())
 
     def __getitem__(self, key: str) -> np.ndarray:
         if key not in ("start_tsc", "end_tsc"):
@@ -73,10 +115,25 @@ def read_truth(path: Path) -> Truth:
         or lines[1].strip() != "start_tsc,end_tsc"
     ):
         raise JitterscopeError(f"{path}: not a jitterscope-inject truth file")
-    meta: dict[str, Any] = {}
-    for item in lines[0].split()[4:]:
-        k, _, v = item.partition("=")
-        meta[k] = v if k in ("name", "policy") else float(v) if k == "tsc_hz" else int(v)
+    raw = dict(item.partition("=")[::2] for item in lines[0].split()[4:])
+    meta: TruthHeader = {}
+    try:
+        if "tsc_hz" in raw:
+            meta["tsc_hz"] = float(raw["tsc_hz"])
+        if "pid" in raw:
+            meta["pid"] = int(raw["pid"])
+        if "cpu" in raw:
+            meta["cpu"] = int(raw["cpu"])
+        if "period_ns" in raw:
+            meta["period_ns"] = int(raw["period_ns"])
+        if "busy_ns" in raw:
+            meta["busy_ns"] = int(raw["busy_ns"])
+    except ValueError:
+        raise JitterscopeError(f"{path}: malformed header in truth file") from None
+    if "name" in raw:
+        meta["name"] = raw["name"]
+    if "policy" in raw:
+        meta["policy"] = raw["policy"]
     rows = [ln for ln in lines[2:] if ln.strip()]
     try:
         data = np.array([[int(x) for x in ln.split(",")] for ln in rows], dtype=np.int64).reshape(-1, 2)
@@ -130,7 +187,8 @@ class Injector(NativeChild[InjectResult]):
         self.priority = priority
         self.truth_path = None if truth_path is None else Path(truth_path)
         self.used_policy = ""
-        self._ready: dict[str, Any] = {}
+        self._priority = 0  # what it got (from its ready line)
+        self._tsc_hz = 0.0
 
     def start(self) -> Injector:
         cmd = [
@@ -154,8 +212,9 @@ class Injector(NativeChild[InjectResult]):
             cmd += ["--duration-ns", str(self.duration_ns)]
         if self.truth_path is not None:
             cmd += ["--truth", str(self.truth_path)]
-        self._ready = self._launch(cmd, 10.0)
-        self.used_policy = str(self._ready["policy"])
+        ready = self._launch(cmd, 10.0)
+        self.used_policy = str(ready["policy"])
+        self._priority, self._tsc_hz = int(ready.get("priority", 0)), float(ready["tsc_hz"])
         return self
 
     def exit_timeout(self) -> float | None:
@@ -168,8 +227,8 @@ class Injector(NativeChild[InjectResult]):
             missed=int(end["missed"]),
             interrupted=bool(end["interrupted"]),
             policy=self.used_policy,
-            priority=int(self._ready.get("priority", 0)),
-            tsc_hz=float(self._ready["tsc_hz"]),
+            priority=self._priority,
+            tsc_hz=self._tsc_hz,
             warnings=self._warnings(err_text),
         )
 
@@ -200,7 +259,7 @@ def validate(
         raise JitterscopeError(f"SCHED_FIFO priority {priority} out of range 1-99")
 
 
-def period_stats(truth: Truth) -> dict[str, float]:
+def period_stats(truth: Truth) -> PeriodStats:
     """Measured period and busy time from a truth file, in ns."""
     hz = truth.tsc_hz
     if len(truth) < 2:
@@ -234,7 +293,7 @@ def inject(
     priority: int,
     truth_path: Path | None,
     on_start: Callable[[Injector], None] | None = None,
-) -> dict[str, Any]:
+) -> Injected:
     """Run the injector until its duration is over (or Ctrl-C) and return what it did, measured from
     its truth file (a private, journalled one when `truth_path` is None).  `on_start` is called once
     it runs (to say so)."""

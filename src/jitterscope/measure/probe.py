@@ -12,7 +12,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -31,6 +31,41 @@ def _last_line(text: str) -> str:
     return last_line(text, PROBE_PROGRAM)
 
 
+class _CpuStatsBase(TypedDict):
+    iterations: int
+    resolution_ns: float  # the loop's mean iteration outside detours: the smallest gap it can see
+    loop_ns_min: float
+    min_loop_cycles: int
+    detours: int
+    dropped: int
+    detour_cycles: int
+    first_tsc: int
+    last_tsc: int
+    tid: int  # the probe thread
+
+
+class CpuStats(_CpuStatsBase, total=False):
+    """One CPU's probe loop as its end line reports it."""
+
+    estimated: bool  # rebuilt from the detours after the probe was killed (measure/recover.py)
+
+
+class ProbeHeader(TypedDict):
+    """A probe output's header (probe_format.HEADER_DTYPE), checked, and what the file holds."""
+
+    version: int
+    header_size: int
+    record_size: int
+    flags: int
+    tsc_hz: int
+    t0_tsc: int
+    n_records: int
+    dropped: int
+    complete: bool  # the probe finished the file
+    records_in_file: int  # whole records
+    partial_bytes: int  # of a record cut short
+
+
 @dataclass
 class ProbeResult:
     """What the probe reported when it stopped; per_cpu is keyed by CPU number."""
@@ -38,7 +73,7 @@ class ProbeResult:
     tsc_hz: float
     t0_tsc: int
     end_tsc: int
-    per_cpu: dict[int, dict[str, Any]]
+    per_cpu: dict[int, CpuStats]
     records: int = 0
     dropped: int = 0
     threshold_cycles: int = 0
@@ -132,7 +167,7 @@ def result_from_end(
     end: dict[str, Any], hz: float, t0_tsc: int, mlocked: bool = True, warnings: list[str] | None = None
 ) -> ProbeResult:
     """The probe's result from its end line (printed, or saved in its --end-file)."""
-    per_cpu: dict[int, dict[str, Any]] = {}
+    per_cpu: dict[int, CpuStats] = {}
     for cpu_s, s in end["cpus"].items():
         it = int(s["iterations"])
         span = int(s["last_tsc"]) - int(s["first_tsc"])
@@ -166,7 +201,7 @@ def result_from_end(
 # -- reading the output ----------------------------------------------------------
 
 
-def read_header(path: Path) -> dict[str, Any]:
+def read_header(path: Path) -> ProbeHeader:
     """The checked file header as a dict (raises JitterscopeError if unusable)."""
     path = Path(path)
     size = boundedio.check_file(path, "probe output", boundedio.table_cap()).st_size
@@ -182,11 +217,19 @@ def read_header(path: Path) -> dict[str, Any]:
             f"{path}: corrupt probe output (header {int(h['header_size'])} B, record {int(h['record_size'])} B)"
         )
     body = size - HEADER_DTYPE.itemsize
-    out = {name: (h[name].item() if name != "reserved" else None) for name in HEADER_DTYPE.names or ()}
-    out["complete"] = bool(int(h["flags"]) & FLAG_COMPLETE)
-    out["records_in_file"] = body // DETOUR_DTYPE.itemsize
-    out["partial_bytes"] = body % DETOUR_DTYPE.itemsize
-    return out
+    return {
+        "version": int(h["version"]),
+        "header_size": int(h["header_size"]),
+        "record_size": int(h["record_size"]),
+        "flags": int(h["flags"]),
+        "tsc_hz": int(h["tsc_hz"]),
+        "t0_tsc": int(h["t0_tsc"]),
+        "n_records": int(h["n_records"]),
+        "dropped": int(h["dropped"]),
+        "complete": bool(int(h["flags"]) & FLAG_COMPLETE),
+        "records_in_file": body // DETOUR_DTYPE.itemsize,
+        "partial_bytes": body % DETOUR_DTYPE.itemsize,
+    }
 
 
 def read_detours(path: Path, allow_incomplete: bool = False) -> np.ndarray:

@@ -24,6 +24,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.measure import build
 from jitterscope.measure import capture as C
 from jitterscope.measure.probe import (
+    CpuStats,
     ProbeResult,
     read_detours,
     read_header,
@@ -54,7 +55,7 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
     raw = read_detours(run_dir / "detours.raw", allow_incomplete=True)
     ends = raw["start_tsc"].astype(np.int64) + raw["duration_tsc"].astype(np.int64)
     end_tsc = int(ends.max()) if len(raw) else t0
-    per_cpu = {}
+    per_cpu: dict[int, CpuStats] = {}
     for c in cap["meta"]["cpus"]:
         mine = raw["cpu"] == int(c)
         per_cpu[int(c)] = {

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from jitterscope.humanize import count, number, seconds
 from jitterscope.humanize import duration_ns as format_ns
 from jitterscope.units import format_cpulist
+
+if TYPE_CHECKING:
+    from jitterscope.measure.inject import Injected
 
 TOP_SOURCES = 10
 TOP_CHAINS = 5
@@ -94,7 +97,7 @@ def render_summary(summary: dict[str, Any], run_dir: str | None = None, meta: di
     return "\n".join(lines)
 
 
-def render_injection(r: dict[str, Any]) -> str:
+def render_injection(r: Injected) -> str:
     """What `jitterscope inject` did (measure.inject.inject's result)."""
     lines = [
         f"done: {r['wakeups']} wake-ups, {r['missed_deadlines']} missed deadlines"

@@ -30,7 +30,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -43,7 +42,7 @@ from jitterscope.measure.events import SourceEvents
 from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
 from jitterscope.measure.tsc import since_ns
 from jitterscope.rundir import ACTIVITY_SCHEMA
-from jitterscope.tracing.parse import lost_per_cpu, run_parser, session_info, trace_stats
+from jitterscope.tracing.parse import ParserCounts, lost_per_cpu, run_parser, session_info, trace_stats
 from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_START, KINDS, SEGMENT_DTYPE
 
 CHUNK_ROWS = 1 << 18  # records per chunk: ~10 MiB of activity, ~6 MiB of segments
@@ -81,7 +80,7 @@ class CpuPart:
 
     cpu: int
     rows: int
-    counts: dict[str, Any]
+    counts: ParserCounts
     kind_first: dict[str, int]  # first activity row of each kind / name (row order of this CPU)
     name_first: dict[str, int]
     sources: list[tuple[str, str]]  # provisional code → (kind, name); 0 is unexplained
@@ -404,7 +403,7 @@ class Merged:
     attribution: Attribution
     events: SourceEvents | None
     functions_in: tuple[np.ndarray, np.ndarray, list[str]]  # container, ns inside detours, name
-    counts: dict[str, Any]
+    counts: ParserCounts
 
 
 def merge(
@@ -451,7 +450,7 @@ def merge(
     if windows is not None:
         exposure = sum(max(0.0, hi - lo) for lo, hi in windows.values()) / 1e9
         events = SourceEvents(counts, cpus, exposure)
-    merged_counts: dict[str, Any] = {
+    merged_counts: ParserCounts = {
         "cpus": {k: v for p in parts for k, v in p.counts.get("cpus", {}).items()},
         "markers": [m for p in parts for m in p.counts.get("markers", [])],
     }

@@ -8,9 +8,9 @@ and again when it recovers, so a persistent change is reported once.
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitterscope.compare import Thresholds, diff, from_run, pool
+from jitterscope.compare.diff import smallest_q
+from jitterscope.compare.results import Diff
 from jitterscope.compare.sample import Sample
 from jitterscope.humanize import count, number, ppm
 from jitterscope.rundir import Run
@@ -54,14 +54,14 @@ class Detector:
         res = diff(self.baseline, sample, self.th)
         return self._transitions(res)
 
-    def _transitions(self, res: dict[str, Any]) -> list[str]:
+    def _transitions(self, res: Diff) -> list[str]:
         now: dict[str, str] = {}
         changes: dict[tuple[str, str], str] = {}
         for r in res["new"] + res["changed"]:
             if r["regression"]:
                 what = "NEW SOURCE" if r["base"]["count"] == 0 else "REGRESSED"
                 changes[(r["kind"], r["name"])] = "new" if r["base"]["count"] == 0 else "worse"
-                q = min([r["rate"]["q"]] + ([r["duration"]["q"]] if r["duration"] else []))
+                q = smallest_q(r)
                 now[f"{r['kind']}:{r['name']}"] = (
                     f"{what} {r['kind']}:{r['name']}: {number(r['base']['ppm'])} -> {ppm(r['new']['ppm'])} "
                     f"({count(r['new']['count'], 'time')}, q={q:.2g})"
@@ -69,7 +69,8 @@ class Detector:
         for c, t in res["total"].items():
             if t["regression"]:
                 now[f"cpu{c}"] = (
-                    f"REGRESSED CPU {c} total noise: {number(t['base_ppm'])} -> {ppm(t['new_ppm'])} (q={t['q']:.2g})"
+                    f"REGRESSED CPU {c} total noise: {number(t['base_ppm'])} -> {ppm(t['new_ppm'])} "
+                    f"(q={t['q'] or 0:.2g})"
                 )
         lines = [desc for label, desc in now.items() if label not in self.flagged]
         lines += [f"RECOVERED {label}" for label in self.flagged if label not in now]

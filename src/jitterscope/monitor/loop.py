@@ -25,7 +25,7 @@ from jitterscope.measure.lifecycle import measure
 from jitterscope.monitor.detect import Detector
 from jitterscope.monitor.history import History
 from jitterscope.monitor.labels import LabelCap, identity
-from jitterscope.monitor.metrics import MonitorState, registry_for
+from jitterscope.monitor.metrics import LastWindow, MonitorState, registry_for
 from jitterscope.monitor.server import ADDR, start_server
 from jitterscope.monitor.sources import cpu_sources
 from jitterscope.rundir import load_run
@@ -118,7 +118,7 @@ class Monitor:
             return
         s = run.summary
         self.state.windows_total += 1
-        self.state.last = s
+        self.state.last = LastWindow.of(run)
         self.state.sources = cpu_sources(run, self.labels)
         self.state.folded_total = dict(self.labels.folded_total)
         self.state.lost_events_total += int(s.get("lost_events", 0) or 0)

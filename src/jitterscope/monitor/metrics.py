@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from prometheus_client.core import (
     CollectorRegistry,
@@ -24,6 +23,36 @@ from prometheus_client.exposition import generate_latest
 
 from jitterscope.monitor.labels import KINDS
 from jitterscope.monitor.sources import CpuSource
+from jitterscope.rundir import Run
+
+
+@dataclass(frozen=True)
+class WindowCpu:
+    noise_ppm: float
+    detours: int
+    max_ns: float
+
+
+@dataclass(frozen=True)
+class LastWindow:
+    """What the gauges show of the latest window's summary.json."""
+
+    cpus: dict[str, WindowCpu]  # by CPU number, in CPU order
+    lost_events: int
+    unexplained_share: float
+
+    @classmethod
+    def of(cls, run: Run) -> LastWindow:
+        s = run.summary
+        cpus = sorted((s.get("cpus") or {}).items(), key=lambda kv: int(kv[0]))
+        return cls(
+            {
+                c: WindowCpu(float(v.get("noise_ppm", 0.0)), int(v.get("detours", 0)), float(v.get("max_ns", 0)))
+                for c, v in cpus
+            },
+            int(s.get("lost_events", 0) or 0),
+            float((s.get("unexplained") or {}).get("share", 0.0)),
+        )
 
 
 @dataclass
@@ -35,7 +64,7 @@ class MonitorState:
     window_s: float = 0.0
     interval_s: float = 0.0
     last_end_unix: float = 0.0
-    last: dict[str, Any] | None = None  # summary.json of the latest window
+    last: LastWindow | None = None
     sources: list[CpuSource] = field(default_factory=list)  # the latest window's, per CPU, labelled
     changes: list[tuple[str, str, str]] = field(default_factory=list)  # (kind, name, "new" / "worse"), labelled
     folded_total: dict[str, int] = field(default_factory=lambda: dict.fromkeys(KINDS, 0))
@@ -80,33 +109,30 @@ class MonitorCollector:
         s = st.last
         if s is None:
             return
-        cpus = sorted((s.get("cpus") or {}).items(), key=lambda kv: int(kv[0]))
         yield _gauge("jitterscope_last_window_end_seconds", "Unix time the latest window ended.", st.last_end_unix)
         yield _gauge(
             "jitterscope_noise_ppm",
             "Noise in the latest window: detour time per measured time, ppm.",
             labels=("cpu",),
-            samples=[([c], v.get("noise_ppm", 0.0)) for c, v in cpus],
+            samples=[([c], v.noise_ppm) for c, v in s.cpus.items()],
         )
         yield _gauge(
             "jitterscope_detours",
             "Detours in the latest window.",
             labels=("cpu",),
-            samples=[([c], v.get("detours", 0)) for c, v in cpus],
+            samples=[([c], v.detours) for c, v in s.cpus.items()],
         )
         yield _gauge(
             "jitterscope_max_detour_ns",
             "Longest detour in the latest window, ns.",
             labels=("cpu",),
-            samples=[([c], v.get("max_ns", 0)) for c, v in cpus],
+            samples=[([c], v.max_ns) for c, v in s.cpus.items()],
         )
-        yield _gauge(
-            "jitterscope_lost_events", "Kernel trace events lost in the latest window.", s.get("lost_events", 0)
-        )
+        yield _gauge("jitterscope_lost_events", "Kernel trace events lost in the latest window.", s.lost_events)
         yield _gauge(
             "jitterscope_unexplained_share",
             "Share of the latest window's noise no traced activity explains (0-1).",
-            (s.get("unexplained") or {}).get("share", 0.0),
+            s.unexplained_share,
         )
         yield from _source_metrics(st)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
 
 from jitterscope import options, sysinfo
 from jitterscope.errors import UsageError
@@ -14,6 +13,8 @@ from jitterscope.pipeline import render
 from jitterscope.pipeline.compiler import Options, Schedule, compile_graph
 from jitterscope.pipeline.graph import Graph, graph_from_dict, load_graph
 from jitterscope.pipeline.plan import RunOptions
+from jitterscope.pipeline.results import BenchRow, read_summary
+from jitterscope.pipeline.stats import fmt_us
 from jitterscope.rundir import new_run_path
 from jitterscope.units import parse_cpulist, parse_duration_ns
 
@@ -139,7 +140,7 @@ def do_run(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(run.summary)
     else:
-        print(render.run_text(run.summary, run.meta, str(d)))
+        print(render.run_text(read_summary(run), run.meta, str(d)))
     return 1 if run.summary["guard"]["violations"] else 0
 
 
@@ -176,11 +177,11 @@ def do_bench(args: argparse.Namespace) -> int:
     opts = compile_options(args, cpus)
     make_dir(out, "--out")
 
-    def progress(row: dict[str, Any]) -> None:
+    def progress(row: BenchRow) -> None:
         s = row["latency"]
         print(
-            f"  {row['graph']:16} {row['heuristic']:12} {row['memory']:7} mean {s['mean'] / 1e3:10,.1f} us  "
-            f"σ {s['sd'] / 1e3:9,.1f} us",
+            f"  {row['graph']:16} {row['heuristic']:12} {row['memory']:7} mean {fmt_us(s['mean']):>10} us  "
+            f"σ {fmt_us(s['sd']):>9} us",  # `-` when no iteration finished
             file=sys.stderr if args.json else sys.stdout,
             flush=True,
         )
@@ -278,7 +279,7 @@ def do_analyze(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(run.summary)
     else:
-        print(render.run_text(run.summary, run.meta, str(args.run)))
+        print(render.run_text(read_summary(run), run.meta, str(args.run)))
         kept = f"Recovered a cut-short pipeline run: {count(run.summary['run']['iterations'], 'iteration')} kept"
         print(f"\n{kept}; not recovered: {'; '.join(missing)}." if missing else f"\n{kept}; nothing was lost.")
     return 0

@@ -25,6 +25,7 @@ from jitterscope.pipeline.graph import Graph
 from jitterscope.pipeline.memory import ALLOCATORS
 from jitterscope.pipeline.plan import RunOptions
 from jitterscope.pipeline.plots import boxplots
+from jitterscope.pipeline.results import BenchResult, BenchRow, SigmaOrder
 from jitterscope.pipeline.run import run_pipeline
 from jitterscope.pipeline.stats import latency_stats
 from jitterscope.rundir import load_run
@@ -46,7 +47,7 @@ def run_config(
     progress: bool,
     trace: bool = False,
     suffix: str = "",
-) -> dict[str, Any]:
+) -> BenchRow:
     sched = compile_graph(g, replace(opts, heuristic=heuristic, memory=memory))
     d = run_pipeline(sched, ro, out / f"{g.name}-{heuristic}-{memory}{suffix}", trace=trace, progress=progress)
     run = load_run(d, kinds=("pipeline",))
@@ -66,7 +67,9 @@ def run_config(
         "latency": run.summary["latency"],
         "digest": run.summary["outputs"]["digest"],
         "_lat": lat,
-        "late_top": None if top is None else {k: top[k] for k in ("kind", "name", "late_ns", "typical_ns")},
+        "late_top": None
+        if top is None
+        else {"kind": top["kind"], "name": top["name"], "late_ns": top["late_ns"], "typical_ns": top["typical_ns"]},
     }
 
 
@@ -80,7 +83,7 @@ def bench(
     on_row: Any = None,
     trace: bool = False,
     rounds: int = 1,
-) -> dict[str, Any]:
+) -> BenchResult:
     """Run the table on graphs[0] and, when there are more graphs, reduced+reuse on every graph.
     With `trace`, each configuration's late iterations are attributed (the table's "why").  With
     `rounds` > 1 the configurations take turns, each round running ro.iterations / rounds of each, so a
@@ -95,7 +98,7 @@ def bench(
             if on_row and r is not first:
                 on_row(r)
     digests = {r["digest"] for r in rows}
-    result = {
+    result: BenchResult = {
         "graph": graphs[0].name,
         "threads": opts.threads,
         "iterations": ro.iterations,
@@ -119,7 +122,7 @@ def _interleaved(
     trace: bool,
     rounds: int,
     on_row: Any,
-) -> list[dict[str, Any]]:
+) -> list[BenchRow]:
     if rounds <= 1:
         rows = []
         for h, m in configs:
@@ -128,7 +131,7 @@ def _interleaved(
                 on_row(rows[-1])
         return rows
     per = replace(ro, iterations=max(1, ro.iterations // rounds))
-    parts: dict[tuple[str, str], list[dict[str, Any]]] = {c: [] for c in configs}
+    parts: dict[tuple[str, str], list[BenchRow]] = {c: [] for c in configs}
     for r in range(rounds):
         for h, m in configs:
             parts[(h, m)].append(run_config(g, h, m, opts, per, out, progress, trace, f"-r{r}"))
@@ -139,7 +142,7 @@ def _interleaved(
         rows.append(
             {
                 **first,
-                "run": [p["run"] for p in parts[c]],
+                "run": [str(p["run"]) for p in parts[c]],
                 "_lat": lat,
                 "latency": latency_stats(lat),
                 "digest": first["digest"] if len({p["digest"] for p in parts[c]}) == 1 else "differs",
@@ -150,7 +153,7 @@ def _interleaved(
     return rows
 
 
-def sigma_order(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def sigma_order(rows: list[BenchRow]) -> SigmaOrder:
     """The thesis's expected ordering: sigma(simple) >> sigma(barrier) >= fixed ~ predictable ~ reduced."""
     by: dict[str, list[float]] = {}
     for r in rows:
@@ -165,8 +168,7 @@ def sigma_order(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"sigma_by_heuristic_ns": sd, "checks": checks, "holds": all(checks.values()) if checks else None}
 
 
-def _write(result: dict[str, Any], out: Path) -> None:
-
+def _write(result: BenchResult, out: Path) -> None:
     clean = {
         **result,
         "rows": [{k: v for k, v in r.items() if k != "_lat"} for r in result["rows"]],
@@ -175,8 +177,7 @@ def _write(result: dict[str, Any], out: Path) -> None:
     write_text(out / "bench.json", json.dumps(clean, indent=2) + "\n")
 
 
-def figures(result: dict[str, Any], out: Path) -> list[Path]:
-
+def figures(result: BenchResult, out: Path) -> list[Path]:
     paths = [
         plotting.save(
             boxplots(

@@ -15,6 +15,7 @@ from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.compiler import Schedule
 from jitterscope.pipeline.graph import load_graph
 from jitterscope.pipeline.late import attribute_iterations, late_summary
+from jitterscope.pipeline.results import SubBox, Summary
 from jitterscope.pipeline.runtime import read_result
 from jitterscope.pipeline.stats import latency_stats
 from jitterscope.rundir import INCOMPLETE, write_json, write_table
@@ -31,7 +32,7 @@ def build_run(
     trace_dir: Path | None,
     own_tids: set[int],
     late_percentile: float = 99.0,
-) -> dict[str, Any]:
+) -> Summary:
     raw = run_dir / "raw"
     res = read_result(raw / "result.bin")
     hz, t0 = float(res.header["tsc_hz"]), int(res.header["t0_tsc"])
@@ -66,7 +67,7 @@ def build_run(
     meta["duration_s"] = round(float(end.max() - min(0, int(release.min()))) / 1e9, 6) if n else 0.0
     meta["iterations"] = n
     meta["guard_violations"] = int(res.header["guard_violations"])
-    summary: dict[str, Any] = {
+    summary: Summary = {
         "run": {
             "id": meta["id"],
             "host": meta["host"],
@@ -98,7 +99,7 @@ def build_run(
 
 def _subbox_table(
     run_dir: Path, sched: Schedule, timers: np.ndarray | None, release: np.ndarray, t0: int, hz: float
-) -> list[dict[str, Any]]:
+) -> list[SubBox]:
     """Write subboxes.parquet (with timers) and return per-sub-box statistics for the summary."""
     if timers is None:
         return []
@@ -122,7 +123,7 @@ def _subbox_table(
         ),
         kind=KIND,
     )
-    out = []
+    out: list[SubBox] = []
     for j, x in enumerate(subs):
         d = d_ns[:, j].astype(np.float64)
         out.append(

@@ -16,16 +16,67 @@ with q < alpha and by at least --min-ratio.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy import stats
 
+from jitterscope.pipeline.results import Latency
 from jitterscope.pipeline.stats import KEYS, fmt_us, latency_stats
 from jitterscope.rundir import Run
 
 
-def _info(run: Run) -> dict[str, Any]:
+class RunInfo(TypedDict):
+    path: str
+    graph: str
+    heuristic: str
+    memory: str
+    threads: int
+    iterations: int
+    host: str | None
+    digest: str | None
+
+
+class _TestBase(TypedDict):
+    test: str
+    p: float
+    q: float
+
+
+class Test(_TestBase, total=False):
+    cliffs_delta: float
+
+
+class Comparison(TypedDict):
+    """`compare --json` of two pipeline runs."""
+
+    kind: str
+    runs: dict[str, RunInfo]  # base, new
+    latency: dict[str, Latency]  # base, new
+    ratio: dict[str, float | None]  # NEW/BASE per statistic
+    tests: dict[str, Test]  # location, spread (both runs with at least 3 iterations)
+    alpha: float
+    min_ratio: float
+    notes: list[str]
+    same_outputs: bool
+    regression: bool
+    worse: list[str]
+
+
+def _values(s: Latency) -> dict[str, float | None]:
+    """The statistics by name (stats.KEYS)."""
+    return {
+        "mean": s["mean"],
+        "sd": s["sd"],
+        "min": s["min"],
+        "p50": s["p50"],
+        "p99": s["p99"],
+        "p999": s["p999"],
+        "max": s["max"],
+    }
+
+
+def _info(run: Run) -> RunInfo:
     r = run.summary["run"]
     return {
         "path": str(run.path),
@@ -39,7 +90,7 @@ def _info(run: Run) -> dict[str, Any]:
     }
 
 
-def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
+def compare_pipelines(base: Run, new: Run, th: Any = None) -> Comparison:
     alpha = getattr(th, "alpha", 0.01)
     min_ratio = getattr(th, "min_ratio", 1.5)
     a, b = (r.table("iterations").column("latency_ns").to_numpy().astype(np.float64) for r in (base, new))
@@ -49,7 +100,7 @@ def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
         notes.append("different graphs: the latencies are of different work")
     if base.meta.get("host") != new.meta.get("host"):
         notes.append(f"different hosts: {base.meta.get('host')} vs {new.meta.get('host')}")
-    tests: dict[str, Any] = {}
+    tests: dict[str, Test] = {}
     if len(a) >= 3 and len(b) >= 3:
         u = stats.mannwhitneyu(b, a, alternative="two-sided")
         bf = stats.levene(b, a, center="median")
@@ -63,7 +114,12 @@ def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
             },
             "spread": {"test": "brown-forsythe", "p": float(bf.pvalue), "q": float(q[1])},
         }
-    ratio = {k: (sb[k] / sa[k] if sa[k] else None) for k in KEYS if sa[k] is not None and sb[k] is not None}
+    va, vb = _values(sa), _values(sb)
+    ratio: dict[str, float | None] = {}
+    for k in KEYS:
+        x, y = va[k], vb[k]
+        if x is not None and y is not None:
+            ratio[k] = y / x if x else None
     worse = []
     if tests:
         if tests["location"]["q"] < alpha and (ratio.get("mean") or 0) >= min_ratio:
@@ -85,7 +141,7 @@ def compare_pipelines(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
     }
 
 
-def render_compare(res: dict[str, Any]) -> str:
+def render_compare(res: Comparison) -> str:
     b, n = res["runs"]["base"], res["runs"]["new"]
     lines = [
         f"BASE {b['path']}: {b['heuristic']} + {b['memory']} on {b['threads']} threads",
@@ -95,7 +151,7 @@ def render_compare(res: dict[str, Any]) -> str:
     for k in KEYS:
         r = res["ratio"].get(k)
         lines.append(
-            f"{k:14} {fmt_us(res['latency']['base'][k]):>10} {fmt_us(res['latency']['new'][k]):>10} "
+            f"{k:14} {fmt_us(_values(res['latency']['base'])[k]):>10} {fmt_us(_values(res['latency']['new'])[k]):>10} "
             f"{'-' if r is None else f'{r:.3f}':>9}"
         )
     t = res["tests"]

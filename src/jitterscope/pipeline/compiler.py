@@ -11,7 +11,7 @@ same safety check (verify.py) before it runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from jitterscope.errors import UsageError
 from jitterscope.pipeline import heuristics as H
@@ -33,6 +33,18 @@ MAX_THREADS = 1024
 MAX_SUBBOXES = 100_000
 
 
+class OptionsDict(TypedDict):
+    """The compiler's options as schedule.yaml and meta.json write them (`split` resolved)."""
+
+    threads: int
+    heuristic: str
+    memory: str
+    split: int
+    cache_slack: float
+    max_states: int
+    max_time_s: float
+
+
 @dataclass
 class Options:
     threads: int = 2
@@ -47,7 +59,7 @@ class Options:
     def parts(self) -> int:
         return self.split or self.threads
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> OptionsDict:
         return {
             "threads": self.threads,
             "heuristic": self.heuristic,

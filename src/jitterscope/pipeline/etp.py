@@ -12,16 +12,45 @@ model using it needs the same resolution or one that divides it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
 from jitterscope.atomic import write_text
 from jitterscope.errors import UsageError
 from jitterscope.ptts.model import UNITS_NS, parse_time_ns
-from jitterscope.rundir import load_run
+from jitterscope.rundir import Run, load_run
+
+
+@dataclass(frozen=True)
+class Profile:
+    """A run's latencies binned up to whole ticks of `resolution`: each tick count and how often it occurred."""
+
+    run: Run
+    resolution: str  # as given, e.g. "10us"
+    resolution_ns: Fraction
+    ticks: np.ndarray
+    counts: np.ndarray
+    n: int
+    unit: str  # the CSV's time unit
+
+
+class Written(TypedDict):
+    """What `pipeline etp` wrote (`--json` prints it)."""
+
+    file: str
+    run: str
+    iterations: int
+    resolution: str
+    values: int
+    min_ns: float
+    max_ns: float
+    mean_ns: float
+    snippet: str  # the ptts model line that uses the file
+
 
 DEFAULT_RESOLUTION = "10us"
 
@@ -48,7 +77,7 @@ def _unit_of(text: str) -> str:
     return "ns"
 
 
-def profile(run_path: str | Path, resolution: str = DEFAULT_RESOLUTION) -> dict[str, Any]:
+def profile(run_path: str | Path, resolution: str = DEFAULT_RESOLUTION) -> Profile:
     """Binned latency profile of a pipeline run: times (Fraction ns), probabilities, and what it came from."""
     res_ns = parse_time_ns(resolution, "--resolution")
     if res_ns <= 0:
@@ -60,21 +89,12 @@ def profile(run_path: str | Path, resolution: str = DEFAULT_RESOLUTION) -> dict[
     num, den = res_ns.numerator, res_ns.denominator  # ticks = ceil(lat * den / num)
     ticks = -((-lat * den) // num)
     vals, counts = np.unique(ticks, return_counts=True)
-    return {
-        "run": run,
-        "resolution": resolution,
-        "resolution_ns": res_ns,
-        "ticks": vals,
-        "counts": counts,
-        "n": len(lat),
-        "unit": _unit_of(resolution),
-    }
+    return Profile(run, resolution, res_ns, vals, counts, len(lat), _unit_of(resolution))
 
 
-def write_csv(prof: dict[str, Any], out: Path) -> dict[str, Any]:
-
-    unit, res_ns, n = prof["unit"], prof["resolution_ns"], prof["n"]
-    run = prof["run"]
+def write_csv(prof: Profile, out: Path) -> Written:
+    unit, res_ns, n = prof.unit, prof.resolution_ns, prof.n
+    run = prof.run
     r = run.summary["run"]
     lines = [
         (
@@ -82,23 +102,23 @@ def write_csv(prof: dict[str, Any], out: Path) -> dict[str, Any]:
             f"memory, {r['threads']} threads) from {run.path}"
         ),
         (
-            f"# latency rounded up to whole ticks of {prof['resolution']}; use a ptts model with this resolution "
+            f"# latency rounded up to whole ticks of {prof.resolution}; use a ptts model with this resolution "
             f"or one that divides it"
         ),
         "time,probability",
     ]
-    probs = prof["counts"] / float(n)
-    for t, p in zip(prof["ticks"].tolist(), probs.tolist()):
+    probs = prof.counts / float(n)
+    for t, p in zip(prof.ticks.tolist(), probs.tolist()):
         lines.append(f"{_exact(Fraction(int(t)) * res_ns / UNITS_NS[unit])}{unit},{p!r}")
     write_text(out, "\n".join(lines) + "\n")
-    lo, hi = int(prof["ticks"][0]), int(prof["ticks"][-1])
-    mean = float(np.dot(prof["ticks"], probs)) * float(res_ns)
+    lo, hi = int(prof.ticks[0]), int(prof.ticks[-1])
+    mean = float(np.dot(prof.ticks, probs)) * float(res_ns)
     return {
         "file": str(out),
         "run": str(run.path),
         "iterations": n,
-        "resolution": prof["resolution"],
-        "values": len(prof["ticks"]),
+        "resolution": prof.resolution,
+        "values": len(prof.ticks),
         "min_ns": float(lo * res_ns),
         "max_ns": float(hi * res_ns),
         "mean_ns": mean,

@@ -249,7 +249,7 @@ def kernel_spec(b: BoxSpec, where: str, pixel: str) -> K.KernelSpec:
     if kernel == "user":
         return _user_spec(b, where, parallel)
     counted = K.COUNTED.get(kernel)
-    opts: dict[str, Any] = {"size": b.size or 3}
+    opts: K.KernelOptions = {"size": b.size or 3}
     for side in ("inputs", "outputs"):
         v = getattr(b, side)
         if isinstance(v, int):
@@ -260,7 +260,7 @@ def kernel_spec(b: BoxSpec, where: str, pixel: str) -> K.KernelSpec:
             opts[side] = v
         elif v is not None and side == counted:
             opts[side] = len(v)
-    if counted and opts.get(counted, 2) < 2:
+    if counted and (opts.get("inputs", 2) if counted == "inputs" else opts.get("outputs", 2)) < 2:
         raise GraphError(f"{where}.{counted}: a {kernel} box needs at least 2")
     ins, outs = K.builtin_ports(kernel, opts)
     _match_ports(b.inputs, ins, f"{where}.inputs", kernel)

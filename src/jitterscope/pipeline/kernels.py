@@ -16,7 +16,7 @@ rows above and one below.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 # Kernel ids shared with native/pipeline_kernels.h (JS_K_*).
 KERNEL_IDS = {"source": 1, "sink": 2, "dup": 3, "gain": 4, "add": 5, "average": 6, "copy": 7, "conv": 8, "user": 9}
@@ -67,11 +67,19 @@ class KernelSpec:
         return float(pixels) * _COST[self.kernel]
 
 
+class KernelOptions(TypedDict, total=False):
+    """A built-in box's options that shape its ports."""
+
+    size: int  # conv: its kernel is size x size
+    inputs: int  # add, average
+    outputs: int  # dup
+
+
 def default_parallel(kernel: str) -> bool:
     return kernel not in ("source", "sink")
 
 
-def builtin_ports(kernel: str, opts: dict[str, Any]) -> tuple[list[Port], list[Port]]:
+def builtin_ports(kernel: str, opts: KernelOptions) -> tuple[list[Port], list[Port]]:
     """A built-in kernel's ports given its options (size, inputs, outputs)."""
     if kernel == "source":
         return [], [Port("out")]

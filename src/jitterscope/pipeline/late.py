@@ -17,7 +17,6 @@ source: what late iterations suffered that typical ones did not.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -25,6 +24,7 @@ import pyarrow as pa
 from jitterscope.measure.attribution import attribute, source_table
 from jitterscope.measure.build import mark_own_threads
 from jitterscope.measure.tsc import since_ns
+from jitterscope.pipeline.results import Late, LateSource
 from jitterscope.pipeline.runtime import THREAD_COMM_PREFIX
 from jitterscope.tracing.parse import parse_trace
 
@@ -76,7 +76,7 @@ def attribute_iterations(
     return table, int(td.lost_events)
 
 
-def late_summary(latency_ns: np.ndarray, attribution: pa.Table, percentile: float = 99.0) -> dict[str, Any]:
+def late_summary(latency_ns: np.ndarray, attribution: pa.Table, percentile: float = 99.0) -> Late:
     """Late iterations (latency >= the percentile) against typical ones (<= the median), per source."""
     lat = np.asarray(latency_ns, np.float64)
     if len(lat) == 0:
@@ -97,7 +97,7 @@ def late_summary(latency_ns: np.ndarray, attribution: pa.Table, percentile: floa
     for c, lab in enumerate(labels):
         mask = code == c
         per[str(lab)] = np.bincount(it[mask], weights=ns[mask], minlength=len(lat))[: len(lat)]
-    rows: list[dict[str, Any]] = []
+    rows: list[LateSource] = []
     for lab, v in per.items():
         late_mean = float(v[late].mean()) if len(late) else 0.0
         typ_mean = float(v[typical].mean()) if len(typical) else 0.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from jitterscope.pipeline.compiler import Schedule
+from jitterscope.pipeline.results import BenchRow, Late, Summary
 from jitterscope.pipeline.stats import fmt_us
 from jitterscope.units import format_cpulist
 
@@ -82,7 +83,7 @@ def explain(s: Schedule) -> str:
     return "\n".join(out)
 
 
-def run_text(summary: dict[str, Any], meta: dict[str, Any], path: str) -> str:
+def run_text(summary: Summary, meta: dict[str, Any], path: str) -> str:
     r, lat = summary["run"], summary["latency"]
     opts = meta.get("options", {})
     period = opts.get("period_ns") or 0
@@ -128,7 +129,7 @@ def run_text(summary: dict[str, Any], meta: dict[str, Any], path: str) -> str:
     return "\n".join(lines)
 
 
-def late_text(late: dict[str, Any]) -> list[str]:
+def late_text(late: Late) -> list[str]:
     if not late.get("count"):
         return ["  late iterations: none"]
     out = [
@@ -154,7 +155,7 @@ def late_text(late: dict[str, Any]) -> list[str]:
     return out
 
 
-def bench_table(rows: list[dict[str, Any]], title: str) -> str:
+def bench_table(rows: list[BenchRow], title: str) -> str:
     """The thesis's result-table layout: one row per configuration, times in us."""
     head = f"{'configuration':24} {'mean':>10} {'σ':>9} {'max':>10} {'p50':>10} {'p99':>10} {'p99.9':>10}"
     out = [title, head, "-" * len(head)]
@@ -172,6 +173,8 @@ def bench_table(rows: list[dict[str, Any]], title: str) -> str:
         )
         for r in why:
             t = r["late_top"]
+            if t is None:
+                continue
             out.append(
                 f"  {r['heuristic'] + ' + ' + r['memory']:22} {t['kind']}:{t['name']} {fmt_us(t['late_ns'])} us "
                 f"({fmt_us(t['typical_ns'])})"

@@ -2,27 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from jitterscope import plotting
 from jitterscope.humanize import duration_ns
 from jitterscope.pipeline.plots import gantt, latency_histogram, latency_series
-from jitterscope.report.page import Column, Figure, render_page
+from jitterscope.report.page import Column, Figure, PageData, PageTable, render_page
 from jitterscope.rundir import Run
 
 NS = "ns"
 
 
-def page_data(run: Run) -> dict[str, Any]:
+def page_data(run: Run) -> PageData:
     s, m = run.summary, run.meta
     r, lat = s["run"], s["latency"]
     headline = (
         f"{r['graph']}: {r['heuristic']} on {r['threads']} threads, {r['memory']} memory, "
         f"{r['iterations']:,} iterations on CPUs {', '.join(map(str, r['cpus']))}; started {m.get('start')}"
     )
-    tables = [
+    tables: list[PageTable] = [
         {
             "id": "latency",
             "title": "Latency per iteration",

@@ -25,6 +25,7 @@ from jitterscope.pipeline import schedule as SF
 from jitterscope.pipeline.build import build_run
 from jitterscope.pipeline.compiler import Schedule
 from jitterscope.pipeline.plan import RunOptions, build_plan, user_library
+from jitterscope.pipeline.results import Summary
 from jitterscope.pipeline.runtime import Runtime, RuntimeEnd, heartbeat_done, result_written
 from jitterscope.progress import Progress
 from jitterscope.rundir import INCOMPLETE, base_meta, create_run_dir
@@ -188,7 +189,7 @@ class PipelineSteps:
             own_tids=sorted(self.own),
         )
 
-    def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
+    def analyze(self, s: lifecycle.Session) -> Summary:
         meta = finished_meta(s.meta)
         trace = self.run_dir / "trace" if meta["tracing"]["enabled"] else None
         return build_run(self.run_dir, meta, self.sched, trace, self.own, self.late_percentile)

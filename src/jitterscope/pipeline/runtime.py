@@ -15,7 +15,7 @@ from __future__ import annotations
 import signal
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -41,6 +41,33 @@ class RuntimeEnd:
     hung: bool = False  # the watchdog stopped it (the hang line is among the warnings)
 
 
+class WorkerThread(TypedDict):
+    """One worker thread in the runtime's ready line (native/pipeline.c)."""
+
+    thread: int
+    tid: int
+    cpu: int
+    comm: str
+
+
+class ResultHeader(TypedDict):
+    """result.bin's header (plan_format.RESULT_HEADER) without its magic and padding."""
+
+    version: int
+    header_size: int
+    iter_size: int
+    timer_size: int
+    flags: int
+    n_subboxes: int
+    n_sinks: int
+    n_threads: int
+    tsc_hz: int
+    t0_tsc: int
+    iterations_requested: int
+    iterations_done: int
+    guard_violations: int
+
+
 class Runtime(NativeChild[RuntimeEnd]):
     WHAT = "pipeline runtime"
     PROGRAM = PROGRAM
@@ -54,7 +81,7 @@ class Runtime(NativeChild[RuntimeEnd]):
         self.duration_ns = 0  # it ends by itself after its iterations: leaving the block waits, not stops
         self.t0_tsc = 0
         self.mlocked = False
-        self.threads: list[dict[str, Any]] = []
+        self.threads: list[WorkerThread] = []
 
     def exit_timeout(self) -> float | None:
         return self._exit_timeout
@@ -66,7 +93,10 @@ class Runtime(NativeChild[RuntimeEnd]):
         ready = self._launch(cmd, READY_TIMEOUT_S)
         self.t0_tsc = int(ready["t0_tsc"])
         self.mlocked = bool(ready["mlocked"])
-        self.threads = list(ready["threads"])
+        self.threads = [
+            {"thread": int(t["thread"]), "tid": int(t["tid"]), "cpu": int(t["cpu"]), "comm": str(t["comm"])}
+            for t in ready["threads"]
+        ]
         return self
 
     def _finish(self, end: dict[str, Any], err_text: str) -> RuntimeEnd:
@@ -92,7 +122,7 @@ def heartbeat_done(path: Path) -> int:
 
 @dataclass
 class Result:
-    header: dict[str, Any]
+    header: ResultHeader
     iters: np.ndarray  # RESULT_ITER per completed iteration
     digests: np.ndarray  # uint64 [iterations, sinks]
     timers: np.ndarray | None  # RESULT_TIMER [iterations, sub-boxes]
@@ -132,5 +162,19 @@ def read_result(path: Path) -> Result:
     digests = np.frombuffer(data, "<u8", count=n * sinks, offset=off).reshape(n, sinks)
     off += n * sinks * 8
     tm = np.frombuffer(data, F.RESULT_TIMER, count=n * subs, offset=off).reshape(n, subs) if timers else None
-    header = {name: h[name].item() for name in (hd.names or ()) if name not in ("magic", "reserved")}
+    header: ResultHeader = {
+        "version": int(h["version"]),
+        "header_size": int(h["header_size"]),
+        "iter_size": int(h["iter_size"]),
+        "timer_size": int(h["timer_size"]),
+        "flags": int(h["flags"]),
+        "n_subboxes": subs,
+        "n_sinks": sinks,
+        "n_threads": int(h["n_threads"]),
+        "tsc_hz": int(h["tsc_hz"]),
+        "t0_tsc": int(h["t0_tsc"]),
+        "iterations_requested": int(h["iterations_requested"]),
+        "iterations_done": n,
+        "guard_violations": int(h["guard_violations"]),
+    }
     return Result(header, iters, digests, tm)

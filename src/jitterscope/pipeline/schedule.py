@@ -28,11 +28,12 @@ from typing import Annotated, Any
 
 import yaml
 from pydantic import Field
+from typing_extensions import TypedDict  # ScheduleFile (pydantic) reads the sos block back
 
 from jitterscope.atomic import write_text
 from jitterscope.config import ConfigModel, load_config
 from jitterscope.pipeline import heuristics as H
-from jitterscope.pipeline.compiler import Options, Schedule
+from jitterscope.pipeline.compiler import Options, OptionsDict, Schedule
 from jitterscope.pipeline.graph import Graph
 from jitterscope.pipeline.memory import MemoryMap
 from jitterscope.pipeline.order import Order
@@ -74,13 +75,60 @@ class ScheduleFile(ConfigModel):
     signals: dict[str, SignalSpec] = Field(default_factory=dict)
     memory: MemorySpec
     simulated: dict[str, list[float]] = Field(default_factory=dict)
-    sos: dict[str, Any] | None = None
+    sos: SosDoc | None = None
     notes: list[str] = Field(default_factory=list)
 
 
-def to_dict(s: Schedule) -> dict[str, Any]:
+class _GraphRefDoc(TypedDict):
+    name: str
+    digest: str
+    file: str | None
+
+
+class _SignalDoc(TypedDict):
+    tokens: int
+    kind: str
+
+
+class _MemoryDoc(TypedDict):
+    allocator: str
+    total: int
+    buffers: dict[str, list[int]]
+
+
+class SosDoc(TypedDict):
+    """The reduced heuristic's search: the order it chose, its peak memory and the greedy order's."""
+
+    order: list[str]
+    peak_bytes: int
+    greedy_peak_bytes: int
+    proven: bool
+    states: int
+
+
+class _DocBase(TypedDict):
+    format: str
+    version: int
+    graph: _GraphRefDoc
+    options: OptionsDict
+    subboxes: dict[str, list[int]]
+    edges: list[str]
+    threads: dict[str, list[str]]
+    signals: dict[str, _SignalDoc]
+    memory: _MemoryDoc
+    simulated: dict[str, list[float]]
+
+
+class ScheduleDoc(_DocBase, total=False):
+    """schedule.yaml as written (ScheduleFile reads it back); `sos` for the reduced heuristic."""
+
+    sos: SosDoc
+    notes: list[str]
+
+
+def to_dict(s: Schedule) -> ScheduleDoc:
     subs, g = s.inst.subboxes, s.graph
-    doc: dict[str, Any] = {
+    doc: ScheduleDoc = {
         "format": FORMAT,
         "version": VERSION,
         "graph": {"name": g.name, "digest": g.digest(), "file": str(g.path) if g.path else None},

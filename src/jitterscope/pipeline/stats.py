@@ -9,18 +9,18 @@ interpolation (Hyndman and Fan type 7).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+
+from jitterscope.pipeline.results import Latency
 
 KEYS = ("mean", "sd", "min", "p50", "p99", "p999", "max")
 
 
-def latency_stats(latency_ns: np.ndarray) -> dict[str, Any]:
+def latency_stats(latency_ns: np.ndarray) -> Latency:
     """n, mean, sd, min, p50, p99, p999 (99.9th percentile), max, in ns."""
     x = np.asarray(latency_ns, dtype=np.float64)
     if len(x) == 0:
-        return {"n": 0, **{k: None for k in KEYS}}
+        return {"n": 0, "mean": None, "sd": None, "min": None, "p50": None, "p99": None, "p999": None, "max": None}
     p50, p99, p999 = np.percentile(x, [50, 99, 99.9])
     return {
         "n": len(x),

@@ -18,7 +18,7 @@ The same (seed, boxes) gives the same graph on every machine (numpy's PCG64).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -27,13 +27,37 @@ P_KINDS = (0.40, 0.35, 0.25)
 RECENT = 8
 
 
+class _BoxBase(TypedDict):
+    kernel: str
+
+
+class Box(_BoxBase, total=False):
+    size: int  # a conv box's kernel size
+
+
+class Image(TypedDict):
+    width: int
+    height: int
+    pixel: str
+
+
+class GraphDoc(TypedDict):
+    """A graph file as a dict (graph.graph_from_dict reads it; `pipeline synthetic` writes it as YAML)."""
+
+    name: str
+    description: str
+    image: Image
+    boxes: dict[str, Box]
+    edges: list[str]
+
+
 def generate(
     seed: int, boxes: int = 100, width: int = 256, height: int = 256, pixel: str = "int32", name: str | None = None
-) -> dict[str, Any]:
+) -> GraphDoc:
     """A graph file (as a dict) with about `boxes` boxes (at least 4)."""
     rng = np.random.default_rng([seed, boxes])
     n_src, n_sink = int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    spec: dict[str, Any] = {}
+    spec: dict[str, Box] = {}
     edges: list[str] = []
     unread: list[str] = []  # outputs nobody reads yet, oldest first
     outputs: list[str] = []
@@ -46,7 +70,7 @@ def generate(
         kind = KINDS[int(rng.choice(len(KINDS), p=P_KINDS))]
         name_i = f"b{i}"
         ports = ["in"] if kind == "conv" else ["in0", "in1"]
-        box: dict[str, Any] = {"kernel": kind}
+        box: Box = {"kernel": kind}
         if kind == "conv":
             box["size"] = int(rng.choice([3, 5]))
         taken: list[str] = []

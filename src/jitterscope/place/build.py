@@ -23,12 +23,13 @@ from jitterscope import sysinfo
 from jitterscope.place import schema
 from jitterscope.place.engine import Engine
 from jitterscope.place.plan import Plan
+from jitterscope.place.results import Latency, Observation, Summary, Task
 from jitterscope.place.tasks import Placed
 from jitterscope.place.topology import Topology
 from jitterscope.rundir import base_meta, write_json, write_table
 
 
-def _co_exact(rows: list[dict[str, Any]], topo: Topology, heavy: float) -> float:
+def _co_exact(rows: list[Observation], topo: Topology, heavy: float) -> float:
     """Time with two or more heavy tasks in one group / time with at least one."""
     events: dict[int, list[tuple[int, int]]] = {}
     for r in rows:
@@ -46,7 +47,7 @@ def _co_exact(rows: list[dict[str, Any]], topo: Topology, heavy: float) -> float
     return both / anyh if anyh > 0 else 0.0
 
 
-def _co_estimated(rows: list[dict[str, Any]], topo: Topology, heavy: float, quantum: float) -> float:
+def _co_estimated(rows: list[Observation], topo: Topology, heavy: float, quantum: float) -> float:
     """Per quantum and group: each CPU's chance to be running a heavy task when it runs one of ours (its heavy
     run time / our run time there), CPUs independent; P(two or more heavy) / P(at least one), over the run."""
     win: dict[tuple[int, int], dict[int, list[float]]] = {}
@@ -67,54 +68,60 @@ def _co_estimated(rows: list[dict[str, Any]], topo: Topology, heavy: float, quan
     return both / anyh if anyh > 0 else 0.0
 
 
-def _tasks(eng: Engine, wall: int) -> list[dict[str, Any]]:
-    out = []
+def _tasks(eng: Engine, wall: int) -> list[Task]:
+    out: list[Task] = []
     for p in eng.tasks:
         a, b = p.first, p.snap
         ws = [r["weight"] for r in eng.observations if r["pid"] == p.pid]
         srcs = Counter(r["source"] for r in eng.observations if r["pid"] == p.pid)
-        d = {k: (getattr(b, k) - getattr(a, k)) if a and b else 0 for k in ("run_ns", "wait_ns", "ivcsw", "ops")}
-        # the counts above cover the task's first to last observation, not the run: rates over that window
-        window = p.snap_ns - p.first_ns if a and b else wall
-        d.update({k: getattr(b, k) if b else 0 for k in ("specials", "faults")})  # since the task's start
-        out.append(
-            {
-                "pid": p.pid,
-                "name": p.t.name,
-                "command": p.prog.argv,
-                "home": p.t.home,
-                "weight_source": srcs.most_common(1)[0][0] if srcs else "none",
-                "declared": p.declared,
-                "mean_weight": float(np.mean(ws)) if ws else p.t.weight,
-                **d,
-                "window_ns": window,
-                "ops_per_s": d["ops"] / (window / 1e9) if window > 0 else 0.0,
-                "quanta": len(ws),
-                "faulting_quanta": p.t.f.faulting_quanta,
-                "banned": p.t.f.banned,
-                "credit_ns": p.t.credit_ns,
-                "end": p.end or "running at the end",
-                "protected": p.protected,
-                **_latency(p),
-            }
+        # these counts cover the task's first to last observation, not the run: rates over that window
+        run_ns, wait_ns, ivcsw, ops = (
+            (b.run_ns - a.run_ns, b.wait_ns - a.wait_ns, b.ivcsw - a.ivcsw, b.ops - a.ops) if a and b else (0, 0, 0, 0)
         )
+        window = p.snap_ns - p.first_ns if a and b else wall
+        task: Task = {
+            "pid": p.pid,
+            "name": p.t.name,
+            "command": p.prog.argv,
+            "home": p.t.home,
+            "weight_source": srcs.most_common(1)[0][0] if srcs else "none",
+            "declared": p.declared,
+            "mean_weight": float(np.mean(ws)) if ws else p.t.weight,
+            "run_ns": run_ns,
+            "wait_ns": wait_ns,
+            "ivcsw": ivcsw,
+            "ops": ops,
+            "specials": b.specials if b else 0,  # since the task's start
+            "faults": b.faults if b else 0,
+            "window_ns": window,
+            "ops_per_s": ops / (window / 1e9) if window > 0 else 0.0,
+            "quanta": len(ws),
+            "faulting_quanta": p.t.f.faulting_quanta,
+            "banned": p.t.f.banned,
+            "credit_ns": p.t.credit_ns,
+            "end": p.end or "running at the end",
+            "protected": p.protected,
+            "beats": 0,
+            "latency_ns": None,
+        }
+        _latency(p, task)
+        out.append(task)
     return out
 
 
-def _latency(p: Placed) -> dict[str, Any]:
+def _latency(p: Placed, task: Task) -> None:
     """The task's heartbeat latencies in the run (report API), if it publishes any: its measured noise."""
     lat = p.beats.all() if p.beats is not None else np.zeros(0)
     if not len(lat):
-        return {"beats": 0, "latency_ns": None}
+        return
     q = np.percentile(lat, [50, 99])
-    return {
-        "beats": int(len(lat)),
-        "beats_lost": p.beats.lost if p.beats else 0,
-        "latency_ns": {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())},
-    }
+    task["beats"] = int(len(lat))
+    task["beats_lost"] = p.beats.lost if p.beats else 0
+    lat_ns: Latency = {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())}
+    task["latency_ns"] = lat_ns
 
 
-def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> dict[str, Any]:
+def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> Summary:
     s, rows = plan.settings, eng.observations
     wmax = max([r["weight"] for r in rows] + [1e-12])
     heavy = s.heavy * wmax

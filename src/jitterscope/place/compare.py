@@ -35,7 +35,6 @@ import dataclasses
 import re
 import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -45,6 +44,17 @@ from jitterscope import sysinfo
 from jitterscope.errors import UsageError
 from jitterscope.place import session
 from jitterscope.place.plan import Plan, parse_policies
+from jitterscope.place.results import (
+    CompareSummary,
+    Metrics,
+    Noise,
+    PolicySet,
+    Result,
+    Spread,
+    Summary,
+    TaskCompared,
+    read_summary,
+)
 from jitterscope.place.schema import RESULTS
 from jitterscope.progress import Progress
 from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, write_json, write_table
@@ -63,9 +73,9 @@ def parse_sets(text: str) -> list[tuple[str, frozenset[str]]]:
     return [(lb, parse_policies(lb.replace("+", ","))) for lb in labels]
 
 
-def _rows(s: dict[str, Any], rep: int, label: str, name: str) -> list[dict[str, Any]]:
+def _rows(s: Summary, rep: int, label: str, name: str) -> list[Result]:
     wall = s["run"]["wall_ns"]
-    out = []
+    out: list[Result] = []
     for i, t in enumerate(s["tasks"]):
         cpu_s = t["run_ns"] / 1e9
         lat = t.get("latency_ns")
@@ -104,7 +114,7 @@ def run(plan: Plan, sets: list[tuple[str, frozenset[str]]], repeat: int, progres
     out = create_run_dir(plan.out or new_run_path(sysinfo.host(), "place-compare"))
     (out / "runs").mkdir()  # the comparison's own layout: each policy's run goes in it
     t0, w0 = time.time_ns(), time.monotonic_ns()
-    rows: list[dict[str, Any]] = []
+    rows: list[Result] = []
     bar = Progress("place compare", repeat * len(sets), enabled=progress)
     ended_by = "complete"
     try:
@@ -113,7 +123,7 @@ def run(plan: Plan, sets: list[tuple[str, frozenset[str]]], repeat: int, progres
                 label, pol = sets[(k + rep) % len(sets)]
                 name = f"{rep:02d}-{re.sub(r'[^A-Za-z0-9]+', '_', label)}"
                 d = session.run(dataclasses.replace(plan, policies=pol, out=out / "runs" / name), progress=False)
-                s = load_run(d).summary
+                s = read_summary(load_run(d))
                 if s["run"]["ended_by"] == "interrupted":
                     raise KeyboardInterrupt
                 rows += _rows(s, rep, label, name)
@@ -150,7 +160,7 @@ def _ratio(a: float | None, b: float | None) -> float | None:
     return None if a is None or b is None or b <= 0 else a / b
 
 
-def _spread(ratios: list[float | None]) -> dict[str, Any] | None:
+def _spread(ratios: list[float | None]) -> Spread | None:
     """Geometric mean over tasks (0 if a task got nothing), with the worst and best task."""
     r = np.array([x for x in ratios if x is not None], dtype=float)
     if not len(r):
@@ -159,50 +169,74 @@ def _spread(ratios: list[float | None]) -> dict[str, Any] | None:
     return {"gmean": g, "min": float(r.min()), "max": float(r.max()), "tasks": int(len(r))}
 
 
-def _mean(rows: list[dict[str, Any]], key: str) -> float | None:
-    v = [r[key] for r in rows if r[key] is not None]
+def _mean(values: list[float | None]) -> float | None:
+    v = [x for x in values if x is not None]
     return float(np.mean(v)) if v else None
 
 
+def _noise(rows: list[Result]) -> Noise:
+    return {
+        "wait_per_cpu_s": _mean([r["wait_per_cpu_s"] for r in rows]),
+        "preempt_per_cpu_s": _mean([r["preempt_per_cpu_s"] for r in rows]),
+        "latency_p99_ns": _mean([r["latency_p99_ns"] for r in rows]),
+    }
+
+
+def _metrics(rows: list[Result]) -> Metrics:
+    """Means over one task's repetitions under one policy set."""
+    return {
+        "ops_per_s": _mean([r["ops_per_s"] for r in rows]),
+        "ops_per_cpu_s": _mean([r["ops_per_cpu_s"] for r in rows]),
+        **_noise(rows),
+        "repetitions": len(rows),
+        "died": sum(not r["alive"] for r in rows),
+    }
+
+
+def _noise_of(tasks: list[Metrics]) -> Noise:
+    """The mean over tasks of each task's mean noise."""
+    return {
+        "wait_per_cpu_s": _mean([t["wait_per_cpu_s"] for t in tasks]),
+        "preempt_per_cpu_s": _mean([t["preempt_per_cpu_s"] for t in tasks]),
+        "latency_p99_ns": _mean([t["latency_p99_ns"] for t in tasks]),
+    }
+
+
 def summarise(
-    rows: list[dict[str, Any]], labels: list[str], repeat: int, duration_ns: float | None, ended_by: str
-) -> dict[str, Any]:
+    rows: list[Result], labels: list[str], repeat: int, duration_ns: float | None, ended_by: str
+) -> CompareSummary:
     """summary.json of a comparison (docs/run-format.md, "place compare directories") from its results rows."""
     base = labels[0]
     done = [lb for lb in labels if any(r["policies"] == lb for r in rows)]
     ntasks = max([r["task"] + 1 for r in rows] + [0])
-    tasks: list[dict[str, Any]] = []
+    tasks: list[TaskCompared] = []
     for i in range(ntasks):
         mine = [r for r in rows if r["task"] == i]
-        by = {
-            lb: {
-                **{m: _mean([r for r in mine if r["policies"] == lb], m) for m in METRICS},
-                "repetitions": sum(r["policies"] == lb for r in mine),
-                "died": sum(not r["alive"] for r in mine if r["policies"] == lb),
-            }
-            for lb in done
-        }
+        by = {lb: _metrics([r for r in mine if r["policies"] == lb]) for lb in done}
         tasks.append(
             {"task": i, "name": mine[0]["name"], "protected": any(r["protected"] for r in mine), "by_policy": by}
         )
     prot = [t for t in tasks if t["protected"]] or tasks
-    policies: dict[str, Any] = {}
+    policies: dict[str, PolicySet] = {}
     for lb in done:
         per = [t["by_policy"][lb] for t in tasks]
         bas = [t["by_policy"].get(base) for t in tasks]
-        noise = {m: _mean([t["by_policy"][lb] for t in prot], m) for m in METRICS[2:]}
+        noise = _noise_of([t["by_policy"][lb] for t in prot])
         policies[lb] = {
             "speedup_wall": _spread([_ratio(p["ops_per_s"], b["ops_per_s"] if b else None) for p, b in zip(per, bas)]),
             "speedup_cpu": _spread(
                 [_ratio(p["ops_per_cpu_s"], b["ops_per_cpu_s"] if b else None) for p, b in zip(per, bas)]
             ),
             "noise": noise,
-            "coheavy_fraction": _mean([r for r in rows if r["policies"] == lb and r["task"] == 0], "coheavy_fraction"),
+            "coheavy_fraction": _mean([r["coheavy_fraction"] for r in rows if r["policies"] == lb and r["task"] == 0]),
+            "noise_ratio": noise,  # against the baseline's, below
         }
     for lb in done:
+        n, b = policies[lb]["noise"], policies[base]["noise"] if base in policies else None
         policies[lb]["noise_ratio"] = {
-            m: _ratio(policies[lb]["noise"][m], policies[base]["noise"][m]) if base in policies else None
-            for m in METRICS[2:]
+            "wait_per_cpu_s": _ratio(n["wait_per_cpu_s"], b["wait_per_cpu_s"]) if b else None,
+            "preempt_per_cpu_s": _ratio(n["preempt_per_cpu_s"], b["preempt_per_cpu_s"]) if b else None,
+            "latency_p99_ns": _ratio(n["latency_p99_ns"], b["latency_p99_ns"]) if b else None,
         }
     return {
         "baseline": base,

@@ -19,10 +19,10 @@ import select
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from jitterscope.place import observe, policy
 from jitterscope.place.actuate import Actuator
+from jitterscope.place.results import Decision, Observation
 from jitterscope.place.tasks import Affinity, Placed
 from jitterscope.place.topology import Topology
 
@@ -33,7 +33,7 @@ class Config:
     settings: policy.Settings
     cpus: list[int]
     dry_run: bool = False
-    on_decision: Callable[[dict[str, Any]], None] | None = None
+    on_decision: Callable[[Decision], None] | None = None
 
     @property
     def slots(self) -> bool:
@@ -56,8 +56,8 @@ class Engine:
     act: Actuator | None
     fifo: int | None = None
     t0: int = field(default_factory=time.monotonic_ns)
-    observations: list[dict[str, Any]] = field(default_factory=list)
-    decisions: list[dict[str, Any]] = field(default_factory=list)
+    observations: list[Observation] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
     slot: dict[int, Slot] = field(default_factory=dict)
     observe_ns: list[int] = field(default_factory=list)  # the cost of each snapshot (OBS-M's overhead)
     splits: list[tuple[int, bool]] = field(default_factory=list)  # OBS-X: (time, balanced) after each step
@@ -70,7 +70,7 @@ class Engine:
         return [p for p in self.tasks if not p.end]
 
     def decide(self, policy_: str, p: Placed | None, action: str, cpu: int, reason: str, value: float = 0.0) -> None:
-        d = {
+        d: Decision = {
             "t_ns": self.now(),
             "policy": policy_,
             "pid": p.pid if p else -1,
@@ -107,7 +107,7 @@ class Engine:
         return self.group_cpus(g) if policy.overweight(p.t, mates) else list(self.cfg.cpus)
 
     # --- observation ----------------------------------------------------------------------------------------
-    def observe(self, p: Placed, cpu: int | None = None) -> dict[str, Any] | None:
+    def observe(self, p: Placed, cpu: int | None = None) -> Observation | None:
         """The task's last quantum as an observation row (weight updated); None if it is gone (dropped)."""
         t = time.perf_counter_ns()
         snap = observe.snapshot(p.pid, p.page, p.report, p.pmu) if p.prog.alive() else None
@@ -166,7 +166,7 @@ class Engine:
         if running is not None:
             self.next_slot(running)
 
-    def f_quantum(self, p: Placed, row: dict[str, Any]) -> None:
+    def f_quantum(self, p: Placed, row: Observation) -> None:
         if "F" not in self.cfg.policies:
             return
         act = policy.f_quantum(p.t, row["faults"] > 0, self.cfg.settings)

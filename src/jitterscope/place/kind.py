@@ -52,6 +52,7 @@ def _analyze(args: argparse.Namespace) -> int:
     lost: one line (exit 2); meta.json still says what ran."""
     from jitterscope import options
     from jitterscope.place import render
+    from jitterscope.place.results import read_summary
     from jitterscope.rundir import INCOMPLETE, load_run
     from jitterscope.session import cut_short, read_meta, write_meta
 
@@ -70,7 +71,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if args.json:
         options.print_json(run.summary)
     else:
-        print(render.render(run.summary, str(run_dir)))
+        print(render.render(read_summary(run), str(run_dir)))
         print("recovered a place run killed after it wrote its tables; nothing was lost")
     return 0
 

@@ -31,6 +31,7 @@ import numpy as np
 
 from jitterscope.place.pmu import Counters
 from jitterscope.place.records import NO_WEIGHT, PlacePage
+from jitterscope.place.results import Observation
 from jitterscope.protect.records import REPORT_BEATS, REPORT_DTYPE
 from jitterscope.protect.report import ReportPage
 
@@ -183,12 +184,8 @@ def weight(a: Snap, b: Snap, declared: float | None, source: str = "declared") -
 
 def row(
     pid: int, name: str, start_ns: int, end_ns: int, a: Snap, b: Snap, w: float, source: str, cpu: int
-) -> dict[str, object]:
+) -> Observation:
     """One observation (a row of the run's observations table)."""
-    d = {
-        k: getattr(b, k) - getattr(a, k)
-        for k in ("run_ns", "wait_ns", "slices", "vcsw", "ivcsw", "minflt", "majflt", "ops", "specials", "faults")
-    }
     hw = [y - x for x, y in zip(a.pmu, b.pmu)] if a.pmu and b.pmu else [-1, -1, -1, -1]
     return {
         "pid": pid,
@@ -197,7 +194,16 @@ def row(
         "end_ns": end_ns,
         "cpu": cpu,
         "last_cpu": b.cpu,
-        **d,
+        "run_ns": b.run_ns - a.run_ns,
+        "wait_ns": b.wait_ns - a.wait_ns,
+        "slices": b.slices - a.slices,
+        "vcsw": b.vcsw - a.vcsw,
+        "ivcsw": b.ivcsw - a.ivcsw,
+        "minflt": b.minflt - a.minflt,
+        "majflt": b.majflt - a.majflt,
+        "ops": b.ops - a.ops,
+        "specials": b.specials - a.specials,
+        "faults": b.faults - a.faults,
         "avx512_ms": b.avx512_ms,
         "cycles": hw[0],
         "llc_misses": hw[1],

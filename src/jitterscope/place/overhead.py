@@ -20,7 +20,7 @@ import os
 import subprocess
 import threading
 import time
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -67,7 +67,23 @@ def _children(pid: int) -> list[int]:
         return []
 
 
-def measure(cpu: int | None = None, rounds: int = 20000, repeats: int = 3, quantum_s: float = 0.1) -> dict[str, Any]:
+class Overhead(TypedDict):
+    """OBS-M's cost (`place --overhead`): context switches with and without the observer."""
+
+    cpu: int
+    amortised_ns_per_switch: float
+    rounds: int
+    repeats: int
+    quantum_s: float
+    ns_per_switch: dict[str, float]  # without, quantum, stress
+    increase_ns: dict[str, float]  # quantum, stress
+    snapshot_ns: float
+    snapshots: int
+    paper_bound_ns_at_2_6ghz: float
+    text: str
+
+
+def measure(cpu: int | None = None, rounds: int = 20000, repeats: int = 3, quantum_s: float = 0.1) -> Overhead:
     cpu = sorted(os.sched_getaffinity(0))[-1] if cpu is None else cpu
     cases: dict[str, list[float]] = {"without": [], "quantum": [], "stress": []}
     snaps: list[int] = []
@@ -80,7 +96,7 @@ def measure(cpu: int | None = None, rounds: int = 20000, repeats: int = 3, quant
     snap_ns = float(np.median(snaps)) if snaps else 0.0
     # two tasks snapshotted every quantum, spread over the switches the ping-pong makes in that time
     amortised = snap_ns * 2 / quantum_s / (1e9 / med["without"]) if med["without"] > 0 else 0.0
-    res = {
+    res: Overhead = {
         "cpu": cpu,
         "amortised_ns_per_switch": amortised,
         "rounds": rounds,
@@ -91,6 +107,7 @@ def measure(cpu: int | None = None, rounds: int = 20000, repeats: int = 3, quant
         "snapshot_ns": snap_ns,
         "snapshots": len(snaps),
         "paper_bound_ns_at_2_6ghz": 1000 / 2.6,
+        "text": "",  # below, from these figures
     }
     res["text"] = (
         f"pipe ping-pong on CPU {cpu}, {rounds} round trips x {repeats} (median):\n"

@@ -28,7 +28,7 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -73,6 +73,37 @@ def parse_cachegrind(path: Path) -> dict[str, int]:
     raise JitterscopeError(f"{path}: no summary in cachegrind's output (did the program start?)")
 
 
+class _LabelBase(TypedDict):
+    weight: float
+    source: str  # profiled (cachegrind) or probe
+    method: str
+
+
+class CachegrindLabel(_LabelBase):
+    """A program's stand-in weight from cachegrind: LL misses per instruction x the assumed IPC."""
+
+    ll_misses: int
+    instructions: int
+    ll_bytes: int
+    ll_ways: int
+    ipc: float
+    seconds: float
+
+
+class ProbeLabel(_LabelBase):
+    """A program's stand-in weight from the interference probe: the slowdown it causes the probe."""
+
+    slowdown: float
+    noise: float
+    calibration_slowdown: float | None
+    calibration_noise: float | None
+    within_noise: bool
+    cpu: int
+    probe_cpu: int
+    phases: int
+    phase_s: float
+
+
 def cachegrind(
     j: Journal,
     argv: list[str],
@@ -82,7 +113,7 @@ def cachegrind(
     duration_s: float,
     ll: tuple[int, int, int],
     ipc: float,
-) -> dict[str, Any]:
+) -> CachegrindLabel:
     out = scratch / f"cachegrind-{n}.out"
     print(
         f"place --profile: {Path(argv[0]).name} under cachegrind for {duration_s:g} s (LL {ll[0] >> 20} MiB, "
@@ -189,7 +220,7 @@ def probe(
     phases: int,
     phase_s: float,
     calibrate: bool,
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, ProbeLabel]:
     a, b = _pair(topo, cpus)
     rp = scratch / "probe.page"
 
@@ -201,7 +232,7 @@ def probe(
     try:
         cb = [str(native_bin("jitterscope-cachebuster"))]
         ref, ref_noise = slowdown(j, cb, scratch, 999, a, beats, phases, phase_s) if calibrate else (None, None)
-        out = {}
+        out: dict[str, ProbeLabel] = {}
         for n, argv in enumerate(cmds):
             s, noise = slowdown(j, argv, scratch, n, a, beats, phases, phase_s)
             w = max(0.0, s) / ref if ref and ref > 0 else max(0.0, s)
@@ -224,7 +255,7 @@ def probe(
         programs.stop(chase)
 
 
-def labels_yaml(entries: dict[str, dict[str, Any]], method: str) -> str:
+def labels_yaml(entries: dict[str, CachegrindLabel] | dict[str, ProbeLabel], method: str) -> str:
     """The labels file (`--labels`): one entry per program, weight and source first, the evidence after."""
     import yaml
 
@@ -267,7 +298,7 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
                 )
             if not any((Path(d) / "valgrind").exists() for d in os.environ.get("PATH", "").split(":")):
                 raise JitterscopeError("--profile cachegrind needs valgrind (apt-get install valgrind)")
-            entries = {
+            entries: dict[str, CachegrindLabel] | dict[str, ProbeLabel] = {
                 Path(argv[0]).name: cachegrind(j, argv, scratch, n, cpus, dur, ll, a.get("ipc") or 1.0)
                 for n, argv in enumerate(cmds)
             }

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from jitterscope.humanize import duration_ns as fmt_ns
 from jitterscope.humanize import percent
+from jitterscope.place.results import CompareSummary, Spread, Summary
 
 
-def render(s: dict[str, Any], run_dir: str) -> str:
+def render(s: Summary, run_dir: str) -> str:
     r = s["run"]
     topo = r["topology"]
     groups = " ".join("[" + ",".join(map(str, g)) + "]" for g in topo["llc_groups"])
@@ -53,11 +52,11 @@ def _num(v: float | None, fmt: str = "{:,.1f}") -> str:
     return "-" if v is None else fmt.format(v)
 
 
-def _x(sp: dict[str, Any] | None) -> str:
+def _x(sp: Spread | None) -> str:
     return "-" if sp is None else f"x{sp['gmean']:.3f} ({sp['min']:.3f} .. {sp['max']:.3f})"
 
 
-def render_compare(s: dict[str, Any], run_dir: str) -> str:
+def render_compare(s: CompareSummary, run_dir: str) -> str:
     """The side-by-side table of a comparison (compare.py's summary): per task and policy set, then the sets."""
     base, done = s["baseline"], list(s["policies"])
     dur = f" x {fmt_ns(s['duration_ns'])}" if s["duration_ns"] else ""
@@ -69,16 +68,13 @@ def render_compare(s: dict[str, Any], run_dir: str) -> str:
         f"{'wait/CPU-s':>10} {'preempt/CPU-s':>13} {'p99 latency':>11}",
     ]
     for t in s["tasks"]:
-        b = t["by_policy"].get(base, {})
+        b = t["by_policy"].get(base)
+        bw, bc = (b["ops_per_s"], b["ops_per_cpu_s"]) if b else (None, None)
         for k, lb in enumerate(done):
             m = t["by_policy"][lb]
             name = (f"{t['name'][:18]}#{t['task']}" + ("*" if t["protected"] else "")) if k == 0 else ""
-            rw = m["ops_per_s"] / b["ops_per_s"] if b.get("ops_per_s") and m["ops_per_s"] is not None else None
-            rc = (
-                m["ops_per_cpu_s"] / b["ops_per_cpu_s"]
-                if b.get("ops_per_cpu_s") and m["ops_per_cpu_s"] is not None
-                else None
-            )
+            rw = m["ops_per_s"] / bw if bw and m["ops_per_s"] is not None else None
+            rc = m["ops_per_cpu_s"] / bc if bc and m["ops_per_cpu_s"] is not None else None
             died = f"  died in {m['died']}/{m['repetitions']}" if m["died"] else ""
             lines.append(
                 f"  {name:<24} {lb:<8} {_num(m['ops_per_s']):>10} {_num(rw, '{:.3f}'):>8} "

@@ -3,11 +3,24 @@ and the paper's figure 3: a timeline of which task ran where, shaded by its weig
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 from jitterscope import plotting
+from jitterscope.place.results import TopologyInfo, read_summary
 from jitterscope.report.page import Column, Figure, render_page
 from jitterscope.rundir import Run
+
+
+class PageData(TypedDict):
+    """What place.html.j2 reads as `data`."""
+
+    headline: str
+    sources: str  # where the weights came from
+    pmu: str
+    topology: TopologyInfo
+    tasks: list[list[Any]]  # TASK_COLUMNS' cells
+    decisions: list[list[Any]]  # DECISION_COLUMNS' cells
+
 
 TASK_COLUMNS = [
     Column("task"),
@@ -67,7 +80,7 @@ def _timeline(run: Run) -> Figure:
 
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:
-    s = run.summary
+    s = read_summary(run)
     r = s["run"]
     rows = [
         [
@@ -90,7 +103,7 @@ def build_page(run: Run) -> tuple[str, list[Figure]]:
         for d in run.table("decisions").to_pylist()
         if d["action"] != "run"
     ][:500]
-    data: dict[str, Any] = {
+    data: PageData = {
         "headline": f"policies {','.join(r['policies'])}, quantum {r['quantum_ns'] / 1e6:g} ms, "
         f"{r['wall_ns'] / 1e9:.2f} s ({r['ended_by']}); heavy tasks co-running "
         f"{s['coheavy_fraction']:.1%} of their time ({s['coheavy_method']})",

@@ -28,6 +28,7 @@ from jitterscope.place.engine import Config, Engine
 from jitterscope.place.plan import Plan
 from jitterscope.place.pmu import Counters
 from jitterscope.place.records import FAULTS_ENV, LITTLE_ENV
+from jitterscope.place.results import Decision
 from jitterscope.place.tasks import Affinity, Placed, given, start
 from jitterscope.protect import programs
 from jitterscope.rundir import create_run_dir, new_run_path
@@ -172,8 +173,8 @@ class PlaceSteps:
         lifecycle.write_meta(self.run_dir, build.meta(self.plan, self.t_start, self.wall, self.ended_by))
 
 
-def _printer() -> Callable[[dict[str, Any]], None]:
-    def show(d: dict[str, Any]) -> None:
+def _printer() -> Callable[[Decision], None]:
+    def show(d: Decision) -> None:
         print(
             f"{d['t_ns'] / 1e9:8.3f}s  {d['policy']:<5} {d['action']:<8} {d['name']}[{d['pid']}] cpu {d['cpu']}: "
             f"{d['reason']}",

@@ -30,6 +30,7 @@ from pydantic import field_validator
 from jitterscope import sysinfo
 from jitterscope.config import ConfigModel, CpuList, load_config
 from jitterscope.errors import JitterscopeError
+from jitterscope.place.results import TopologyInfo
 from jitterscope.units import format_cpulist, parse_cpulist
 
 SYS_CPU = Path("/sys/devices/system/cpu")
@@ -64,7 +65,7 @@ class Topology:
         little = f", LITTLE {format_cpulist(self.little)}" if self.little else ""
         return f"LLC groups {groups}{little} ({self.source})"
 
-    def as_dict(self) -> dict[str, object]:
+    def as_dict(self) -> TopologyInfo:
         return {
             "llc_groups": self.groups,
             "little": self.little,

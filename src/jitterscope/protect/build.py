@@ -24,7 +24,17 @@ import pyarrow as pa
 
 from jitterscope.protect import records as rec
 from jitterscope.protect.delivery import delivery
-from jitterscope.protect.results import CpuRow, Dist, EventBudget, Latency, Phase, Summary
+from jitterscope.protect.results import (
+    ControllerEnd,
+    CpuRow,
+    Dist,
+    EventBudget,
+    Latency,
+    Options,
+    Phase,
+    ProgramInfo,
+    Summary,
+)
 from jitterscope.protect.schema import ITERATIONS, SAMPLES, SUSPENSIONS
 from jitterscope.rundir import write_json, write_table
 
@@ -149,15 +159,15 @@ def phase(
 
 
 def per_cpu(
-    recs: dict[str, np.ndarray], end: dict[str, Any], duration_s: float, protected_s: float
+    recs: dict[str, np.ndarray], end: ControllerEnd, duration_s: float, protected_s: float
 ) -> dict[str, CpuRow]:
     s, x = recs["samples"], recs["suspensions"]
     ends = {int(u["cpu"]): u for u in end.get("units", [])}
     out: dict[str, CpuRow] = {}
     for cpu in sorted({int(c) for c in s["cpu"]} | set(ends)):
-        ss, xx, u = s[s["cpu"] == cpu], x[x["cpu"] == cpu], ends.get(cpu, {})
+        ss, xx, u = s[s["cpu"] == cpu], x[x["cpu"] == cpu], ends.get(cpu)
         stop = xx["stopped_ns"][xx["stopped_ns"] != rec.STOP_UNKNOWN]
-        spin, thread = float(u.get("spin_ns", 0)), float(u.get("thread_cpu_ns", 0))
+        spin, thread = (float(u.get("spin_ns", 0)), float(u.get("thread_cpu_ns", 0))) if u else (0.0, 0.0)
         out[str(cpu)] = {
             "samples": len(ss),
             "over": int(np.count_nonzero(ss["pressure_ppm"] >= 1_000_000)),
@@ -166,7 +176,7 @@ def per_cpu(
             "suspensions": len(xx),
             "clipped": int(np.count_nonzero(xx["flags"] & rec.X_CLIPPED)),
             "unconfirmed": int(np.count_nonzero(xx["flags"] & rec.X_UNCONFIRMED)),
-            "dropped": int(u.get("dropped", 0)),
+            "dropped": int(u.get("dropped", 0)) if u else 0,
             "sampling_ns": dist(ss["window_ns"]),
             "suspension_ns": dist(xx["end_ns"] - xx["t_ns"]),
             "stop_latency_ns": dist(stop),
@@ -178,7 +188,7 @@ def per_cpu(
     return out
 
 
-def _event_budget(opts: dict[str, Any], end: dict[str, Any]) -> EventBudget | None:
+def _event_budget(opts: Options, end: ControllerEnd) -> EventBudget | None:
     """What each counter overflowed at (--sampling event): LLC lines per direction, or task-clock ns."""
     b = end.get("event_budget")
     if opts.get("sampling") != "event" or not b:
@@ -188,7 +198,7 @@ def _event_budget(opts: dict[str, Any], end: dict[str, Any]) -> EventBudget | No
     return {"unit": "ns of CPU time", "cpu_ns": b[0]}
 
 
-def _expected_share(opts: dict[str, Any], end: dict[str, Any]) -> float | None:
+def _expected_share(opts: Options, end: ControllerEnd) -> float | None:
     """The best-effort share under persistent excess: Ts/(Ts+S) with a timer; with event-based sampling
     on CPU time budget/(budget+S) (it runs its budget, then S); on LLC lines it depends on the rate (None)."""
     budget = _event_budget(opts, end)
@@ -199,9 +209,9 @@ def _expected_share(opts: dict[str, Any], end: dict[str, Any]) -> float | None:
     return None
 
 
-def _critical_source(meta: dict[str, Any], beats: int) -> str:
+def _critical_source(programs: list[ProgramInfo], beats: int) -> str:
     """Where the critical latency comes from, or why there is none (never silently absent)."""
-    if not any(p.get("role") == "critical" for p in meta.get("programs", [])):
+    if not any(p["role"] == "critical" for p in programs):
         return "no critical program was given"
     if beats:
         return "heartbeats the critical program published (report API)"
@@ -213,7 +223,7 @@ def _critical_source(meta: dict[str, Any], beats: int) -> str:
 
 
 def summarize(recs: dict[str, np.ndarray], header: rec.Header, meta: dict[str, Any]) -> Summary:
-    opts = meta["options"]
+    opts: Options = meta["options"]
     phase_ns = opts.get("compare_ns")
     duration_ns = meta["duration_s"] * 1e9
     deadline = opts.get("deadline_ns")
@@ -251,7 +261,7 @@ def summarize(recs: dict[str, np.ndarray], header: rec.Header, meta: dict[str, A
         "phases": phases,
         "progress_ratio": ratio,
         "critical": latency(recs["beats"]["latency_ns"], deadline),
-        "critical_latency": _critical_source(meta, len(recs["beats"])),
+        "critical_latency": _critical_source(meta.get("programs", []), len(recs["beats"])),
         "cpus": per_cpu(recs, end, meta["duration_s"], phases["protected"]["seconds"]),
         "controller": {
             "records": int(header["records_in_file"]),

@@ -24,7 +24,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.outpath import check_file
 from jitterscope.protect import build, plan, session
 from jitterscope.protect.results import Latency
-from jitterscope.protect.slacklaw import Calibration
+from jitterscope.protect.slacklaw import Calibration, Point
 from jitterscope.units import format_ns
 
 DEFAULT_SHARES = (1.0, 0.5, 0.25, 0.1, 0.0)
@@ -40,7 +40,7 @@ def _steady(run_dir: Path, c: Latency | None, warmup_ns: float) -> Latency | Non
     return build.latency(it.latency_ns[it.t_ns >= it.t_ns.min() + warmup_ns].to_numpy(), None)
 
 
-def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float = 0) -> dict[str, Any]:
+def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float = 0) -> Point:
 
     a = dict(plan_args, out=str(tmp / f"share-{share:.3f}"), compare=None)
     if share >= 1.0:
@@ -64,15 +64,15 @@ def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float 
             "uses it); one that starts slowly needs a longer --duration"
         )
     be = summ["phases"]["protected"]["best_effort"]
-    return {
-        "share": share,
-        "count": c["count"],
-        "mean_ns": c["mean_ns"],
-        "p99_ns": c["p99_ns"],
-        "max_ns": c["max_ns"],
-        "progress_bytes_per_s": be["progress_bytes_per_s"],
-        "cpu_share": be["cpu_share"],
-    }
+    return Point(
+        share=share,
+        count=c["count"],
+        mean_ns=c["mean_ns"],
+        p99_ns=c["p99_ns"],
+        max_ns=c["max_ns"],
+        progress_bytes_per_s=be["progress_bytes_per_s"],
+        cpu_share=be["cpu_share"],
+    )
 
 
 def calibrate_command(args: argparse.Namespace) -> int:
@@ -100,8 +100,8 @@ def calibrate_command(args: argparse.Namespace) -> int:
             if not args.json:
                 p = points[-1]
                 print(
-                    f"share {s:4.2f}: critical mean {format_ns(p['mean_ns'])}, p99 {format_ns(p['p99_ns'])}, "
-                    f"max {format_ns(p['max_ns'])}",
+                    f"share {s:4.2f}: critical mean {format_ns(p.mean_ns)}, p99 {format_ns(p.p99_ns)}, "
+                    f"max {format_ns(p.max_ns)}",
                     flush=True,
                 )
     cal = {
@@ -112,7 +112,7 @@ def calibrate_command(args: argparse.Namespace) -> int:
         "critical": probe.critical_cmd,
         "best_effort": probe.be_cmds,
         "warmup_ns": warmup,
-        "points": points,
+        "points": [p.model_dump() for p in points],
     }
     Calibration.model_validate(cal)
     atomic.write_text(out, json.dumps(cal, indent=2) + "\n")

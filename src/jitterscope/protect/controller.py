@@ -19,6 +19,8 @@ from typing import Any
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
 from jitterscope.native_child import NativeChild
+from jitterscope.protect.results import ControllerEnd
+from jitterscope.runcheck import read_record
 
 PROGRAM = "jitterscope-protect"
 READY_TIMEOUT_S = 20.0
@@ -26,7 +28,7 @@ READY_TIMEOUT_S = 20.0
 
 @dataclass
 class ControllerResult:
-    end: dict[str, Any]
+    end: ControllerEnd
     warnings: list[str] = field(default_factory=list)
 
 
@@ -42,12 +44,11 @@ class Controller(NativeChild[ControllerResult]):
         self.out = out
         self.duration_ns = duration_ns
         self.writer_cpus = writer_cpus
-        self.ready: dict[str, Any] = {}
 
     def start(self) -> Controller:
         # its control threads pin themselves; the writer inherits jitterscope's own CPUs (the best-effort ones)
         cmd = [str(native_bin(PROGRAM)), "--wait-go", "--out", str(self.out), *self.args]
-        self.ready = self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, new_session=True)
+        self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, new_session=True)  # its ready line: a handshake
         return self
 
     def go(self) -> None:
@@ -63,10 +64,15 @@ class Controller(NativeChild[ControllerResult]):
         return 30.0 if self.duration_ns is None else self.duration_ns / 1e9 + 30
 
     def _finish(self, end: dict[str, Any], err_text: str) -> ControllerResult:
-        return ControllerResult(end=end, warnings=self._warnings(err_text))
+        return ControllerResult(end=_end(end), warnings=self._warnings(err_text))
 
 
-def run_replay(args: list[str], out: Path) -> dict[str, Any]:
+def _end(line: dict[str, Any]) -> ControllerEnd:
+    """The end line, checked against what the controller writes (native/protect.c, print_end)."""
+    return read_record(line, ControllerEnd, f"{PROGRAM}'s end line")
+
+
+def run_replay(args: list[str], out: Path) -> ControllerEnd:
     """The controller on replayed counters (virtual time: no threads, no actuator); its end line."""
     proc = subprocess.run(
         [str(native_bin(PROGRAM)), "--out", str(out), *args], capture_output=True, text=True, timeout=600, check=False
@@ -78,4 +84,4 @@ def run_replay(args: list[str], out: Path) -> dict[str, Any]:
     lines = [json.loads(ln) for ln in proc.stdout.splitlines() if '"event": "end"' in ln]
     if not lines:
         raise JitterscopeError("controller ended without reporting")
-    return dict(lines[-1])
+    return _end(lines[-1])

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
-from jitterscope.protect.results import Summary
+from jitterscope.protect.results import ControllerEnd, ProgramInfo, Summary, ThresholdInfo
 
 RECORDS = "raw/controller.bin"  # the controller's records, inside the run directory
 
@@ -16,10 +15,10 @@ class Outcome:
 
     signal: str = ""
     signal_reason: str = ""
-    threshold: dict[str, Any] = field(default_factory=dict)
+    threshold: ThresholdInfo = field(default_factory=lambda: ThresholdInfo())
     s_ns: float = 0.0
-    end: dict[str, Any] = field(default_factory=dict)
-    programs: list[dict[str, Any]] = field(default_factory=list)
+    end: ControllerEnd = field(default_factory=lambda: ControllerEnd())
+    programs: list[ProgramInfo] = field(default_factory=list)
     interrupted: bool = False
     ended_by: str = ""
     error: str | None = None

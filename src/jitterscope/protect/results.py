@@ -4,7 +4,7 @@ schema (protect/kind.py) validates the same file when a run is loaded."""
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing_extensions import TypedDict  # pydantic validates the controller's end line (controller.py)
 
 
 class Dist(TypedDict):
@@ -116,7 +116,7 @@ class Summary(TypedDict):
     event_budget: EventBudget | None
     sample_ns: float
     suspend_ns: float
-    threshold: dict[str, object]  # the options' threshold as the plan stated it
+    threshold: ThresholdInfo  # the options' threshold as the plan stated it
     expected_share: float | None
     phases: dict[str, Phase]  # "protected", and "unprotected" with --compare
     progress_ratio: float | None
@@ -125,3 +125,82 @@ class Summary(TypedDict):
     cpus: dict[str, CpuRow]  # keyed by CPU number as text (JSON keys)
     controller: ControllerInfo
     delivery: Delivery | None
+
+
+class _UnitEndBase(TypedDict):
+    cpu: int
+
+
+class UnitEnd(_UnitEndBase, total=False):
+    """One control unit (CPU) in the controller's end line (native/protect.c, print_end)."""
+
+    samples: int
+    over: int
+    suspensions: int
+    clipped: int
+    unconfirmed: int
+    dropped: int
+    spin_ns: int
+    suspended_ns: int
+    thread_cpu_ns: int
+    task_counters: int
+
+
+class ControllerEnd(TypedDict, total=False):
+    """The controller's end line; empty when it never reported (killed, or never started)."""
+
+    event: str
+    records: int
+    beats_lost: int
+    interrupted: bool
+    duration_ns: int
+    units: list[UnitEnd]
+    writer_cpu_ns: int
+    sampling: str
+    event_budget: list[int]  # what each counter overflowed at, --sampling event
+
+
+class ProgramInfo(TypedDict):
+    """A program the run started or was given (meta.json "programs")."""
+
+    role: str  # critical or best-effort
+    name: str
+    pid: int
+    argv: list[str]
+    cpus: list[int]
+    started: bool
+    exit_code: int | None
+    log: str | None
+
+
+class ThresholdInfo(TypedDict, total=False):
+    """The threshold as the controller was given it: its text, and what it came to for the signal."""
+
+    text: str
+    read_bps: float | None
+    write_bps: float | None
+    slack_ns: float
+    deadline_ns: float
+    ratio: float | None
+
+
+class Options(TypedDict, total=False):
+    """meta.json "options" of a protect run, as build.py reads them (runmeta.py writes them)."""
+
+    signal: str
+    actuator: str
+    law: str
+    sampling: str
+    sample_ns: float
+    suspend_ns: float
+    compare_ns: float | None
+    deadline_ns: float | None
+    threshold: ThresholdInfo
+
+
+class HostFacts(TypedDict):
+    host: str
+    kernel: str
+    cpu_model: str
+    clocksource: str
+    virtualization: str | None

@@ -28,7 +28,7 @@ from jitterscope.protect.controller import Controller
 from jitterscope.protect.outcome import RECORDS, Outcome
 from jitterscope.protect.plan import Plan, law_args
 from jitterscope.protect.report import ReportPage
-from jitterscope.protect.results import Summary
+from jitterscope.protect.results import HostFacts, ProgramInfo, Summary
 from jitterscope.protect.slacklaw import load, suspension_for
 from jitterscope.rundir import create_run_dir
 
@@ -236,16 +236,16 @@ def _threshold_args(plan: Plan, out: Outcome, deadline: float | None, crit_page:
             if out.peak is None:
                 raise JitterscopeError(f"--threshold {text}: a percentage needs the peak bandwidth (--peak BW)")
             t.read_bps, t.write_bps = t.percent * out.peak[0], t.percent * out.peak[1]
-        out.threshold.update(read_bps=t.read_bps, write_bps=t.write_bps)
+        out.threshold.update({"read_bps": t.read_bps, "write_bps": t.write_bps})
         return [f"--threshold-{k}={int(v)}" for k, v in (("read", t.read_bps), ("write", t.write_bps)) if v]
     if sig == "slack":
         if deadline is None:
             raise JitterscopeError("the slack signal needs a deadline: --deadline or the critical program's own")
         slack_ns = t.ns if t.ns is not None else (t.percent or 0.0) * deadline
-        out.threshold.update(slack_ns=slack_ns, deadline_ns=deadline)
+        out.threshold.update({"slack_ns": slack_ns, "deadline_ns": deadline})
         return ["--threshold-slack-ns", str(int(slack_ns)), "--deadline-ns", str(int(deadline))]
     if sig in ("noise", "cputime"):
-        out.threshold.update(ratio=t.percent)
+        out.threshold.update({"ratio": t.percent})
         args = ["--threshold-ratio-ppm", str(int((t.percent or 0) * 1e6))]
         if sig == "noise":
             args += ["--noise-cpu", str(plan.critical_cpus[0]), "--noise-bytes", str(8 << 20), "--noise-steps", "32"]
@@ -290,7 +290,7 @@ def _supervise(plan: Plan, ctl: Controller, started: list[programs.Program], out
         bar.close()
 
 
-def _describe(p: programs.Program) -> dict[str, Any]:
+def _describe(p: programs.Program) -> ProgramInfo:
     return {
         "role": p.role,
         "name": p.name,
@@ -303,7 +303,7 @@ def _describe(p: programs.Program) -> dict[str, Any]:
     }
 
 
-def host_facts() -> dict[str, Any]:
+def host_facts() -> HostFacts:
     return {
         "host": sysinfo.host(),
         "kernel": sysinfo.kernel(),

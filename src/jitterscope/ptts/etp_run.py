@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from jitterscope.errors import JitterscopeError
-from jitterscope.ptts.etp import ETP, ModelError, parse_time_ns
+from jitterscope.ptts.etp import ETP, EtpSpec, ModelError, parse_time_ns
 from jitterscope.rundir import Run, load_run
 
 
@@ -89,32 +89,33 @@ def _one_machine(run: Run, node: Any, where: str) -> Run:
     return dict(nodes)[str(node)]
 
 
-def etp_from_run(path: Path, opts: dict[str, Any], res_ns: Fraction, where: str) -> ETP:
+def etp_from_run(path: Path, opts: EtpSpec, res_ns: Fraction, where: str) -> ETP:
     try:
         run = load_run(path, kinds=("measure", "cluster"), purpose="a ptts run profile")
     except JitterscopeError as err:
         raise ModelError(f"{where}.run: {err}") from None
-    if "base" not in opts:
+    given = opts.model_fields_set
+    if "base" not in given:
         raise ModelError(
             f"{where}.base: missing; a run gives the noise, the base is the component's "
             f"own execution time without it (e.g. base: 11ms)"
         )
-    base = parse_time_ns(opts["base"], f"{where}.base")
+    base = parse_time_ns(opts.base, f"{where}.base")
     if base <= 0:
         raise ModelError(f"{where}.base: must be positive")
-    run = _one_machine(run, opts.get("node"), where)
+    run = _one_machine(run, opts.node, where)
     cpus = run.cpus
-    cpu = opts.get("cpu")
+    cpu = opts.cpu
     if cpu is None:
         if len(cpus) != 1:
             raise ModelError(f"{where}.cpu: the run measured CPUs {cpus}; say which one (cpu: N)")
         cpu = cpus[0]
     if isinstance(cpu, bool) or not isinstance(cpu, int) or cpu not in cpus:
         raise ModelError(f"{where}.cpu: {cpu!r} is not a CPU of the run (measured: {cpus})")
-    samples = opts.get("samples", 100_000)
+    samples = opts.samples if "samples" in given else 100_000
     if isinstance(samples, bool) or not isinstance(samples, int) or not 1 <= samples <= 10_000_000:
         raise ModelError(f"{where}.samples: give a whole number of start instants in 1..10000000")
-    rounding = opts.get("round", "nearest")
+    rounding = opts.round if "round" in given else "nearest"
     if rounding not in ("nearest", "up"):
         raise ModelError(f"{where}.round: give nearest or up")
     _, starts, durs = run.detour_arrays(cpu=cpu)

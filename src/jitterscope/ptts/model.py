@@ -16,7 +16,7 @@ Errors are one line naming the component and the field, exit code 2.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 from typing import Any
@@ -61,7 +61,6 @@ class Model:
     components: list[Component]
     path: Path | None = None
     name: str = ""
-    notes: dict[str, Any] = field(default_factory=dict)
 
     @property
     def unit_ns(self) -> Fraction:
@@ -205,5 +204,5 @@ def parse_etp(spec: EtpSpec | Any, res_ns: Fraction, label: str, base_dir: Path)
         spec = validate(spec, EtpSpec, where, error=ModelError)
     if spec.kind == "run":
         d = resolve_path(base_dir, spec.run, f"{where}.run")
-        return etp_from_run(d, spec.model_dump(exclude_unset=True), res_ns, where)
+        return etp_from_run(d, spec, res_ns, where)
     return given_profile(spec, res_ns, where, base_dir)

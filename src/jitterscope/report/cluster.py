@@ -7,14 +7,16 @@ its measured runtime against the predictions instead of the heatmap.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from jitterscope import plotting
+from jitterscope.cluster.bsp_results import BspSummary
 from jitterscope.cluster.layout import ClusterRun
 from jitterscope.cluster.summary import node_key, source_matrix
-from jitterscope.report.page import Column, Figure, render_page
+from jitterscope.report.page import Column, Figure, PageTable, render_page
+from jitterscope.runcheck import read_record
 from jitterscope.rundir import Run
 
 TOP_SOURCES = 15
@@ -22,7 +24,26 @@ MAX_NODES_IN_HEATMAP = 200
 SOURCE_ROWS = 30
 
 
-def heatmap_data(run: ClusterRun) -> dict[str, Any]:
+class Heatmap(TypedDict):
+    """Nodes (noisiest first) x sources, ppm; empty for a `cluster bsp` run."""
+
+    nodes: list[str]
+    sources: list[str]
+    ppm: list[list[float]]
+
+
+class ClusterPage(TypedDict):
+    """What cluster.html.j2 reads as `data`."""
+
+    id: str | None
+    nodes: int
+    start: str | None
+    command_line: str
+    tables: list[PageTable]
+    heatmap: Heatmap
+
+
+def heatmap_data(run: ClusterRun) -> Heatmap:
     """Nodes (noisiest first) x the sources with most total noise, in ppm."""
     nodes = [
         {"host": n["host"], "cpu": n["cpu"], "rank": n["rank"], "summary": run.node_summary(n["host"], n["cpu"])}
@@ -41,7 +62,7 @@ def heatmap_data(run: ClusterRun) -> dict[str, Any]:
     }
 
 
-def heatmap_svg(data: dict[str, Any]) -> str:
+def heatmap_svg(data: Heatmap) -> str:
     from matplotlib.colors import LogNorm  # lazy, as in plotting.pyplot
 
     plt = plotting.pyplot()
@@ -61,7 +82,7 @@ def heatmap_svg(data: dict[str, Any]) -> str:
     return plotting.svg_text(fig)
 
 
-def _bsp_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
+def _bsp_tables(s: BspSummary) -> list[PageTable]:
     m = s["measured"]
     rows = [["measured", m["runtime_s"], m["slowdown"], None]]
     rows += [
@@ -100,7 +121,7 @@ def _bsp_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def _measure_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
+def _measure_tables(s: dict[str, Any]) -> list[PageTable]:
     return [
         {
             "id": "nodes",
@@ -155,7 +176,7 @@ def _measure_tables(s: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
-def cluster_page_data(run: ClusterRun) -> dict[str, Any]:
+def cluster_page_data(run: ClusterRun) -> ClusterPage:
     """What the cluster page shows: the run line, its tables and (cluster measure) the heatmap's data."""
     s, bsp = run.summary, "measured" in run.summary
     return {
@@ -163,7 +184,7 @@ def cluster_page_data(run: ClusterRun) -> dict[str, Any]:
         "nodes": len(run.nodes),
         "start": run.meta.get("start"),
         "command_line": " ".join(run.meta.get("command_line", [])),
-        "tables": _bsp_tables(s) if bsp else _measure_tables(s),
+        "tables": _bsp_tables(read_record(s, BspSummary, run.path / "summary.json")) if bsp else _measure_tables(s),
         "heatmap": {"nodes": [], "sources": [], "ppm": []} if bsp else heatmap_data(run),
     }
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import jinja2
 from markupsafe import Markup
@@ -59,6 +59,34 @@ class Column:
     @property
     def num(self) -> bool:
         return self.fmt is not None
+
+
+class _PageTableBase(TypedDict):
+    id: str
+    title: str
+    columns: list[Column]
+    rows: list[list[Any]]  # one cell per column: text, a number shown with its column's fmt, or None
+
+
+class PageTable(_PageTableBase, total=False):
+    """One table of a kind's page (the templates' `table` macro): figures shown beside it, a note under
+    it, what to say when it has no rows."""
+
+    figures: list[str]
+    note: str
+    empty: str
+
+
+class _PageDataBase(TypedDict):
+    id: str | None
+    headline: str
+    tables: list[PageTable]
+
+
+class PageData(_PageDataBase, total=False):
+    """What a kind's page template reads as `data`: the run's id, one line about it, its tables, notes."""
+
+    notes: list[str]
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 from scipy import integrate, stats
 
+from jitterscope.simulate.results import DelayJson
+
 Array = np.ndarray
 
 
@@ -74,7 +76,7 @@ class Delay:
         inner = ", ".join(f"{k}={_fmt_param(k, v)}" for k, v in self.params.items())
         return f"{self.family}({inner})"
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> DelayJson:
         return {"family": self.family, "params": dict(self.params)}
 
 

@@ -25,13 +25,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from scipy import special, stats
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import distributions as D
+from jitterscope.simulate.results import FamilyJson, FitData, TailFit
 
 FAMILIES = ("normal", "lognormal", "gamma", "exponential", "weibull")
 ALPHA = 0.05
@@ -200,7 +200,7 @@ class FamilyFit:
             "weibull": lambda: D.weibull(p["shape"], p["scale"]),
         }[self.family]()
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FamilyJson:
         return {
             "family": self.family,
             "params": self.params,
@@ -219,7 +219,7 @@ class Fit:
     phase_s: float
     zero_fraction: float
     families: list[FamilyFit]
-    tail: dict[str, Any] | None
+    tail: TailFit | None
     replicates: int
     gof_sample: int
     best: D.Delay
@@ -229,7 +229,7 @@ class Fit:
     source: str = ""
     cpus: list[int] | list[str] = field(default_factory=list)  # CPUs, or host:cpu nodes of a cluster run
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> FitData:
         d = self.delays_s
         pos = d[d > 0]
         return {
@@ -330,7 +330,7 @@ def fit_family(
 
 def _fit_tail(
     x: np.ndarray, replicates: int, rng: np.random.Generator, gof_cap: int, tick: Callable[[int], None] | None = None
-) -> dict[str, Any] | None:
+) -> TailFit | None:
     """GPD on exceedances over the 90th percentile (at least 30 of them), or None."""
     if len(x) < 60:
         return None

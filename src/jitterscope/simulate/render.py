@@ -6,7 +6,7 @@ from typing import Any
 
 from jitterscope.humanize import count, number, percent, plural
 from jitterscope.humanize import seconds as _t
-from jitterscope.simulate.results import SimulationData
+from jitterscope.simulate.results import FitData, SimulationData
 
 
 def _n(n: int) -> str:
@@ -66,7 +66,7 @@ def simulate_text(data: SimulationData, notes: list[str]) -> str:
     return "\n".join(lines)
 
 
-def fit_text(data: dict[str, Any]) -> str:
+def fit_text(data: FitData) -> str:
     d = data["delays"]
     where = "nodes" if any(isinstance(c, str) for c in d["cpus"]) else plural(len(d["cpus"]), "CPU")
     lines = [

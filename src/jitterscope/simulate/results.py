@@ -4,7 +4,9 @@ noise (trace, periodic, i.i.d., fit, LogGOPSim) states its own parameters."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any
+
+from typing_extensions import TypedDict  # pydantic validates some (cluster/bsp_results.py)
 
 
 class _PointBase(TypedDict):
@@ -56,3 +58,79 @@ class _SimulationBase(TypedDict):
 
 class SimulationData(_SimulationBase, total=False):
     by_source: BySource
+
+
+class DelayJson(TypedDict):
+    """A delay distribution as `simulate` and `fit` state it: its family and parameters (seconds)."""
+
+    family: str
+    params: dict[str, float]
+
+
+class Statistic(TypedDict):
+    statistic: float
+    p_value: float
+
+
+class FamilyJson(TypedDict):
+    family: str
+    params: dict[str, float]
+    ks: Statistic
+    ad: Statistic
+    fits: bool
+    rank: int
+
+
+class TailFit(TypedDict):
+    """A generalized Pareto tail over the delays' upper quantile (fitting._fit_tail)."""
+
+    threshold_s: float
+    quantile: float
+    exceedances: int
+    xi: float
+    scale_s: float
+    ks: Statistic
+    ad: Statistic
+    fits: bool
+
+
+class DelaysJson(TypedDict):
+    count: int
+    zero_fraction: float
+    mean_s: float
+    sd_s: float
+    p50_s: float
+    p99_s: float
+    max_s: float
+    positive: int
+    cpus: list[int] | list[str]
+
+
+class GofJson(TypedDict):
+    method: str
+    replicates: int
+    sample: int
+    alpha: float
+    subsample: bool
+    tested_on: str
+    fitted_to: str
+
+
+class BestJson(TypedDict):
+    family: str
+    model: str
+    fits: bool
+    noise: DelayJson
+
+
+class FitData(TypedDict):
+    """What `fit --json` prints."""
+
+    run: str
+    phase_s: float
+    delays: DelaysJson
+    gof: GofJson
+    families: list[FamilyJson]
+    tail: TailFit | None
+    best: BestJson
+    verdict: str

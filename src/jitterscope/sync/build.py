@@ -12,7 +12,9 @@ import pyarrow as pa
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import write_json, write_table
 from jitterscope.sync import critical, model, records, subframes, symbols
+from jitterscope.sync.rows import Cause, Event, Frame, Interval, Object, Step, Table, Thread, Wait
 from jitterscope.sync.schema import TABLES
+from jitterscope.sync.summary import CauseShare, Dist, Fit, RunHeader, Summary, TopObject, TypeStats
 
 TOP_OBJECTS = 10
 TOP_CAUSES = 5
@@ -43,14 +45,13 @@ OBJ_KIND = {
 }
 
 
-def _table(rows: list[dict[str, Any]], name: str) -> pa.Table:
+def _table(rows: Table, name: str) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=TABLES[name])  # keys not in the schema are left out
 
 
-def _root_end(logs: list[records.ProcessLog], meta: dict[str, Any], t0: int, hz: float) -> dict[int, int]:
+def _root_end(logs: list[records.ProcessLog], end: int | None, t0: int, hz: float) -> dict[int, int]:
     """The program's own process, if it did not end through exit(): its end as the tool saw it (its records stop
     at the last drain, up to 10 ms and any number of operations before a crash), in ns since t0."""
-    end = meta.get("program_end_mono_ns")
     if not logs or logs[0].complete or end is None:
         return {}
     h = logs[0].header
@@ -58,18 +59,16 @@ def _root_end(logs: list[records.ProcessLog], meta: dict[str, Any], t0: int, hz:
     return {logs[0].pid: round((tsc - t0) * 1e9 / hz)}
 
 
-def build(
-    run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, trace_dir: Path | None
-) -> dict[str, Any]:
+def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, trace_dir: Path | None) -> Summary:
     """Analyse `run_dir/sync-raw` (and the trace); write every table, meta.json and summary.json."""
     logs = records.read_logs(run_dir / "sync-raw")
     t0 = min((int(lg.header["start_tsc"]) for lg in logs), default=int(meta.get("t0_tsc") or 0))
     meta["t0_tsc"], meta["tsc_hz"] = t0, hz
     ev = model.load_events(logs, t0, hz)
-    rows = model.threads(ev, _root_end(logs, meta, t0, hz))
+    rows = model.threads(ev, _root_end(logs, meta.get("program_end_mono_ns"), t0, hz))
     m = model.match(ev, rows, opts)
-    intervals: list[dict[str, Any]] = list(m.intervals)
-    causes: list[dict[str, Any]] = []
+    intervals: list[Interval] = list(m.intervals)
+    causes: list[Cause] = []
     root = logs[0].pid if logs else 0
     tids = {r["tid"] for r in rows}
     if trace_dir is not None and logs:
@@ -91,7 +90,7 @@ def build(
     frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
     objects = _objects(run_dir, ev, m.waits, intervals)
     subs = subframes.subframes(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
-    tables = {
+    tables: dict[str, Table] = {
         "threads": rows,
         "waits": m.waits,
         "jitter": intervals,
@@ -109,7 +108,21 @@ def build(
     meta["processes"] = ev.processes
     meta["dropped"] = int(sum(p["dropped"] for p in ev.processes))
     summary = make_summary(
-        meta, opts, rows, m, intervals, causes, counter, steps, path_j, frames, objects, run_end - run_start
+        _header(meta, opts),
+        opts,
+        len(ev.processes),
+        rows,
+        m,
+        intervals,
+        causes,
+        counter,
+        steps,
+        path_j,
+        frames,
+        objects,
+        run_end - run_start,
+        int(meta.get("dropped", 0)),
+        int(meta.get("lost_events", 0)),
     )
     summary["subframes"] = subframes.summary(subs, opts.subframe_ns, opts.warmup_subframes)
     write_json(run_dir / "meta.json", meta)
@@ -117,7 +130,7 @@ def build(
     return summary
 
 
-def _events(ev: model.Events) -> list[dict[str, Any]]:
+def _events(ev: model.Events) -> list[Event]:
     names = records.TYPE_NAMES
     return [
         {
@@ -137,9 +150,7 @@ def _events(ev: model.Events) -> list[dict[str, Any]]:
     ]
 
 
-def _objects(
-    run_dir: Path, ev: model.Events, waits: list[dict[str, Any]], intervals: list[dict[str, Any]]
-) -> list[dict[str, Any]]:
+def _objects(run_dir: Path, ev: model.Events, waits: list[Wait], intervals: list[Interval]) -> list[Object]:
     """Every object that had jitter or a wait, named from the process's saved address space."""
     kinds: dict[tuple[int, int], str] = {}
     site_of: dict[tuple[int, int], int] = {}
@@ -156,7 +167,7 @@ def _objects(
     for (pid, _), s in site_of.items():
         by_pid[pid].append(s)
     names = {pid: symbols.sites(maps.get(pid, []), sorted(set(v))) for pid, v in by_pid.items()}
-    out = []
+    out: list[Object] = []
     for (pid, obj), kind in kinds.items():
         sym = f"thread {obj}" if kind == "thread" else symbols.object_name(maps.get(pid, []), obj)
         out.append(
@@ -171,7 +182,7 @@ def _objects(
     return out
 
 
-def _dist(v: np.ndarray) -> dict[str, float]:
+def _dist(v: np.ndarray) -> Dist:
     if not len(v):
         return {"count": 0, "p50_ns": 0.0, "p99_ns": 0.0, "max_ns": 0.0, "mean_ns": 0.0}
     return {
@@ -183,7 +194,7 @@ def _dist(v: np.ndarray) -> dict[str, float]:
     }
 
 
-def _cause_list(causes: list[dict[str, Any]], ids: set[int], total: int) -> list[dict[str, Any]]:
+def _cause_list(causes: list[Cause], ids: set[int], total: int) -> list[CauseShare]:
     agg: dict[tuple[str, str, str], int] = defaultdict(int)
     for c in causes:
         if c["jitter"] in ids:
@@ -195,26 +206,47 @@ def _cause_list(causes: list[dict[str, Any]], ids: set[int], total: int) -> list
     ]
 
 
+def _header(meta: dict[str, Any], opts: model.Options) -> RunHeader:
+    """summary.json "run": from meta.json and the analysis options."""
+    return {
+        "id": meta["id"],
+        "host": meta["host"],
+        "kernel": meta["kernel"],
+        "start": meta["start"],
+        "command": meta["command"],
+        "exit_code": meta["exit_code"],
+        "duration_s": meta["duration_s"],
+        "threshold_ns": opts.threshold_ns,
+        "mode": opts.mode,
+        "tracing": bool(meta["tracing"]["enabled"]),
+        "cpus": meta["cpus"],
+        "interrupted": meta.get("interrupted", False),
+    }
+
+
 def make_summary(
-    meta: dict[str, Any],
+    run: RunHeader,
     opts: model.Options,
-    rows: list[dict[str, Any]],
+    processes: int,
+    rows: list[Thread],
     m: model.Matched,
-    intervals: list[dict[str, Any]],
-    causes: list[dict[str, Any]],
-    counter: dict[str, Any],
-    steps: list[dict[str, Any]],
+    intervals: list[Interval],
+    causes: list[Cause],
+    counter: critical.Counts,
+    steps: list[Step],
     path_j: int,
-    frames: list[dict[str, Any]],
-    objects: list[dict[str, Any]],
+    frames: list[Frame],
+    objects: list[Object],
     run_ns: int,
-) -> dict[str, Any]:
+    dropped: int,
+    lost_events: int,
+) -> Summary:
     jit = [r for r in intervals if r["jitter_ns"] > 0]
     sync = [r for r in jit if r["type"] in model.SYNC_TYPES]
     sync_ns = int(sum(r["jitter_ns"] for r in sync))
     ns_ns = int(sum(r["jitter_ns"] for r in jit if r["type"] == "ns"))
-    tracing = bool(meta["tracing"]["enabled"])
-    types = {}
+    tracing = run["tracing"]
+    types: dict[str, TypeStats] = {}
     for t in model.SYNC_TYPES + ("hd", "ns"):
         allt = np.array([r["t_ns"] for r in intervals if r["type"] == t], dtype=np.int64)
         js = [r for r in jit if r["type"] == t]
@@ -228,14 +260,14 @@ def make_summary(
             "jitter": _dist(jv),
             "causes": _cause_list(causes, {r["id"] for r in js}, int(jv.sum())) if tracing else [],
         }
-    per_obj: dict[tuple[int, int], list[dict[str, Any]]] = defaultdict(list)
+    per_obj: dict[tuple[int, int], list[Interval]] = defaultdict(list)
     for r in jit:
         if r["type"] not in ("ns",):
             per_obj[(r["pid"], r["obj"])].append(r)
     names = {(o["pid"], o["obj"]): o for o in objects}
-    top = []
+    top: list[TopObject] = []
     for key, rs in sorted(per_obj.items(), key=lambda kv: -sum(r["jitter_ns"] for r in kv[1]))[:TOP_OBJECTS]:
-        o = names.get(key, {})
+        o = names.get(key)
         tot = int(sum(r["jitter_ns"] for r in rs))
         by_type: dict[str, int] = defaultdict(int)
         for r in rs:
@@ -244,9 +276,9 @@ def make_summary(
             {
                 "pid": key[0],
                 "obj": f"0x{key[1]:x}",
-                "kind": o.get("kind", ""),
-                "symbol": o.get("symbol", ""),
-                "site": o.get("site", ""),
+                "kind": o["kind"] if o else "",
+                "symbol": o["symbol"] if o else "",
+                "site": o["site"] if o else "",
                 "count": len(rs),
                 "jitter_ns": tot,
                 "types": dict(by_type),
@@ -257,21 +289,8 @@ def make_summary(
     fj = np.array([f["jitter_ns"] for f in frames], dtype=np.int64)
     path_len = int(sum(s["end_ns"] - s["start_ns"] for s in steps))
     return {
-        "run": {
-            "id": meta["id"],
-            "host": meta["host"],
-            "kernel": meta["kernel"],
-            "start": meta["start"],
-            "command": meta["command"],
-            "exit_code": meta["exit_code"],
-            "duration_s": meta["duration_s"],
-            "threshold_ns": opts.threshold_ns,
-            "mode": opts.mode,
-            "tracing": tracing,
-            "cpus": meta["cpus"],
-            "interrupted": meta.get("interrupted", False),
-        },
-        "processes": len(meta["processes"]),
+        "run": run,
+        "processes": processes,
         "unseen": list(records.UNSEEN),
         "threads": len(rows),
         "waits": len(m.waits),
@@ -285,24 +304,24 @@ def make_summary(
         "objects": top,
         "causes": _cause_list(causes, {r["id"] for r in sync}, sync_ns) if tracing else [],
         "critical_path": {
-            "counter_jitter_ns": counter["jitter_ns"],
+            "counter_jitter_ns": counter.jitter_ns,
             "path_jitter_ns": int(path_j),
             "length_ns": path_len,
             "steps": len(steps),
-            "share": counter["jitter_ns"] / run_ns if run_ns > 0 else 0.0,
+            "share": counter.jitter_ns / run_ns if run_ns > 0 else 0.0,
             "threads": sorted({s["tid"] for s in steps}),
             "merge_at_barrier": opts.merge_at_barrier,
-            "per_thread": {str(k): v for k, v in sorted(counter["per_thread"].items())},
+            "per_thread": {str(k): v for k, v in sorted(counter.per_thread.items())},
         },
         "frames": {"count": len(frames), "time": _dist(fd), "jitter": _dist(fj)},
         "fit": _fit([r["jitter_ns"] for r in sync]),
         "unmatched": m.unmatched,
-        "dropped": int(meta.get("dropped", 0)),
-        "lost_events": int(meta.get("lost_events", 0)),
+        "dropped": dropped,
+        "lost_events": lost_events,
     }
 
 
-def _fit(values: list[int]) -> dict[str, Any] | None:
+def _fit(values: list[int]) -> Fit | None:
     """Distribution of sync jitter above N: the candidate families and GPD tail (simulate/fitting.py)."""
 
     from jitterscope.simulate.fitting import fit_delays  # lazy: scipy.stats, ~1 s of start-up

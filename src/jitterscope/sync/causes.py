@@ -25,7 +25,6 @@ import bisect
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -36,6 +35,7 @@ from jitterscope.measure.attribution import attribute, overlaps, source_table
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
 from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
+from jitterscope.sync.rows import Cause, Interval, Thread, Wait
 from jitterscope.tracing.parse import parse_trace
 
 SELF = ("self", "self")
@@ -152,6 +152,9 @@ def lost_pieces(tl: Timeline, tid: int) -> list[tuple[int, int, int]]:
     return [(int(c), int(a), int(b)) for c, a, b in p[:, 1:4].tolist()]
 
 
+_Booked = tuple[Interval, list[tuple[int, int, int]], str]  # an interval, its (cpu, start, end) pieces, its side
+
+
 def _attribute(tl: Timeline, cpu: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[list[tuple[str, str, int]]]:
     """Per interval, [(kind, name, ns)] of the sources that owned its time."""
     att = attribute(cpu, start, end - start, tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources)
@@ -168,19 +171,19 @@ def _self(name: str, tid: int) -> bool:
 
 def explain(
     tl: Timeline,
-    intervals: list[dict[str, Any]],
-    waits: list[dict[str, Any]],
-    threads: list[dict[str, Any]],
+    intervals: list[Interval],
+    waits: list[Wait],
+    threads: list[Thread],
     threshold_ns: int,
     mode: str,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[Interval], list[Cause]]:
     """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
     causes = _call_causes(tl, intervals)
     # a thread's lost time within its life (before exec the main thread's pid was still jitterscope's child)
-    life = {r["tid"]: (r["start_ns"], r["end_ns"] if r["end_ns"] is not None else 1 << 62) for r in threads}
+    life = {r["tid"]: (r["start_ns"], r["end_ns"]) for r in threads}
     pieces = {t: sorted(_clip(lost_pieces(tl, t), *life[t]), key=lambda x: x[1]) for t in life}
-    rows: list[tuple[dict[str, Any], list[tuple[int, int, int]], str]] = []
-    for w, inside in _holder_pieces(waits, pieces):
+    rows: list[_Booked] = []
+    for w, release, inside in _holder_pieces(waits, pieces):
         rows.append(
             (
                 {
@@ -189,7 +192,7 @@ def explain(
                     "tid": w["tid"],
                     "obj": w["obj"],
                     "start_ns": w["enter_ns"],
-                    "end_ns": w["release_ns"],
+                    "end_ns": release,
                     "wait": w["wait"],
                     "releaser_tid": w["releaser_tid"],
                 },
@@ -216,20 +219,22 @@ def explain(
             )
         )
     t = np.array([sum(e - b for _, b, e in p) for _, p, _ in rows], dtype=np.int64)
-    new: list[dict[str, Any]] = []
-    booked: list[tuple[dict[str, Any], list[tuple[int, int, int]], str]] = []
+    new: list[Interval] = []
+    booked: list[_Booked] = []
     for (row, p, side), tt, j in zip(rows, t, jitter_of(t, threshold_ns, mode)):
         if j > 0:
-            row.update(id=len(intervals) + len(new), t_ns=int(tt), jitter_ns=int(j), cpu=p[0][0], site=0)
+            row.update(
+                {"id": len(intervals) + len(new), "t_ns": int(tt), "jitter_ns": int(j), "cpu": p[0][0], "site": 0}
+            )
             new.append(row)
             booked.append((row, p, side))
     causes += _book(tl, booked)
     return new, causes
 
 
-def _call_causes(tl: Timeline, intervals: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _call_causes(tl: Timeline, intervals: list[Interval]) -> list[Cause]:
     """Waiter side: what ran on the waiter's CPU from the release to its return; caller side: during the call."""
-    causes: list[dict[str, Any]] = []
+    causes: list[Cause] = []
     sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
     if not sel:
         return causes
@@ -248,16 +253,17 @@ def _call_causes(tl: Timeline, intervals: list[dict[str, Any]]) -> list[dict[str
 
 
 def _holder_pieces(
-    waits: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
-) -> list[tuple[dict[str, Any], list[tuple[int, int, int]]]]:
-    """Holder delay: per wait with a known releaser, the releaser's lost pieces while the waiter waited."""
+    waits: list[Wait], pieces: dict[int, list[tuple[int, int, int]]]
+) -> list[tuple[Wait, int, list[tuple[int, int, int]]]]:
+    """Holder delay: per wait with a known releaser, its release and the releaser's lost pieces while the waiter
+    waited."""
     ends = {t: [e for _, _, e in p] for t, p in pieces.items()}  # disjoint per thread: sorted too
     out = []
     for w in waits:
-        r = w["releaser_tid"]
-        if not r or w["release_ns"] is None or r not in pieces:
+        r, b = w["releaser_tid"], w["release_ns"]
+        if not r or b is None or r not in pieces:
             continue
-        a, b = w["enter_ns"], w["release_ns"]
+        a = w["enter_ns"]
         lst = pieces[r]
         k = bisect.bisect_right(ends[r], a)
         inside = []
@@ -267,12 +273,12 @@ def _holder_pieces(
                 inside.append((c, max(s0, a), min(e0, b)))
             k += 1
         if inside:
-            out.append((w, inside))
+            out.append((w, b, inside))
     return out
 
 
 def _non_sync_pieces(
-    intervals: list[dict[str, Any]], pieces: dict[int, list[tuple[int, int, int]]]
+    intervals: list[Interval], pieces: dict[int, list[tuple[int, int, int]]]
 ) -> list[tuple[int, tuple[int, int, int]]]:
     """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside every interval it books itself
     (its wake-ups, and its own unlock/signal/broadcast/barrier/post calls: time lost there is already that
@@ -309,7 +315,7 @@ def _clip(pieces: list[tuple[int, int, int]], lo: int, hi: int) -> list[tuple[in
     return [(c, max(s, lo), min(e, hi)) for c, s, e in pieces if min(e, hi) > max(s, lo)]
 
 
-def _book(tl: Timeline, rows: list[tuple[dict[str, Any], list[tuple[int, int, int]], str]]) -> list[dict[str, Any]]:
+def _book(tl: Timeline, rows: list[_Booked]) -> list[Cause]:
     """The causes of each (interval, its pieces, side): the sources owning its pieces' time, summed per source.
     One attribution call for every piece of every interval (one call per interval cost a millisecond each)."""
     if not rows:
@@ -325,7 +331,7 @@ def _book(tl: Timeline, rows: list[tuple[dict[str, Any], list[tuple[int, int, in
     uniq, first = np.unique(key[order], return_index=True)
     sums = np.add.reduceat(att.ns[order], first) if len(order) else np.zeros(0, np.int64)
     first_at = order[first]
-    out = []
+    out: list[Cause] = []
     for k in np.argsort(first_at, kind="stable"):  # each row's causes in the order its pieces met them
         r, s = divmod(int(uniq[k]), len(att.sources))
         row, _, side = rows[r]

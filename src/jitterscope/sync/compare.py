@@ -24,15 +24,94 @@ second, by at least --min-ppm of the run time.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, TypedDict
 
 import numpy as np
 
 from jitterscope.compare.stats import bh_adjust, duration_test, rate_test
 from jitterscope.rundir import Run
 from jitterscope.sync.model import SYNC_TYPES, jitter_of
+from jitterscope.sync.rows import Object
 
 TOP = 10
+
+
+@dataclass(frozen=True)
+class _Side:
+    """One run's jitter per type, object and cause on the common basis."""
+
+    run_s: float
+    types: dict[str, list[int]]
+    objects: dict[str, list[int]]
+    causes: dict[str, int]
+    critical_path_ns: int
+    tracing: bool
+
+
+class Stats(TypedDict):
+    count: int
+    jitter_ns: int
+    rate_hz: float
+    ppm: float
+    median_ns: float
+    p99_ns: float
+
+
+class Test(TypedDict, total=False):
+    """A rate test (ratio, p) or a per-event test (median_ratio, cliffs_delta, p); q once adjusted."""
+
+    ratio: float | None
+    median_ratio: float | None
+    cliffs_delta: float
+    p: float
+    q: float
+
+
+class Row(TypedDict):
+    name: str
+    base: Stats
+    new: Stats
+    tests: dict[str, Test]
+    ratio: float | None  # NEW/BASE jitter per second of run time; None: new
+
+
+class CauseChange(TypedDict):
+    name: str
+    base_ns: int
+    new_ns: int
+
+
+class RunInfo(TypedDict):
+    path: str
+    command: list[str]
+    run_ns: int
+    threads: int
+    critical_path_ns: int
+    host: str | None
+
+
+class Basis(TypedDict):
+    threshold_ns: int
+    mode: str
+
+
+class Comparison(TypedDict):
+    """`compare --json` of two sync runs."""
+
+    kind: str
+    runs: dict[str, RunInfo]  # base, new
+    basis: Basis
+    total: Row
+    types: list[Row]
+    objects: list[Row]
+    causes: list[CauseChange]
+    notes: list[str]
+    alpha: float
+    min_ppm: float
+    min_ratio: float
+    regression: bool
+    worse: list[str]
 
 
 def basis(base: Run, new: Run) -> tuple[int, str, list[str]]:
@@ -52,8 +131,7 @@ def basis(base: Run, new: Run) -> tuple[int, str, list[str]]:
     return threshold, mode, notes
 
 
-def _side(run: Run, threshold: int, mode: str) -> dict[str, Any]:
-    """One run's jitter per type, object and cause on the common basis."""
+def _side(run: Run, threshold: int, mode: str) -> _Side:
     rows = run.table("jitter").to_pylist()
     t = np.array([r["t_ns"] for r in rows], dtype=np.int64)
     j = jitter_of(t, threshold, mode) if len(rows) else np.zeros(0, np.int64)
@@ -71,24 +149,24 @@ def _side(run: Run, threshold: int, mode: str) -> dict[str, Any]:
     for c in run.table("causes").to_pylist():
         if c["jitter"] in kept:
             causes[f"{c['side']}: {c['kind']}:{c['name']}"] += c["ns"]
-    return {
-        "run_s": max(run.summary["run_ns"], 1) / 1e9,
-        "types": types,
-        "objects": objects,
-        "causes": causes,
-        "critical_path_ns": run.summary["critical_path"]["counter_jitter_ns"],
-        "tracing": bool(run.summary["run"]["tracing"]),
-    }
+    return _Side(
+        max(run.summary["run_ns"], 1) / 1e9,
+        types,
+        objects,
+        causes,
+        int(run.summary["critical_path"]["counter_jitter_ns"]),
+        bool(run.summary["run"]["tracing"]),
+    )
 
 
-def _object_name(o: dict[str, Any]) -> str:
+def _object_name(o: Object) -> str:
     """An object's name that holds across runs (addresses and thread ids do not)."""
     if o["kind"] == "thread":
         return "thread joins"
     return f"{o['kind']} {o['symbol'] or o['site'] or hex(o['obj'])}"
 
 
-def _stats(v: list[int], run_s: float) -> dict[str, Any]:
+def _stats(v: list[int], run_s: float) -> Stats:
     a = np.asarray(v, dtype=np.int64)
     return {
         "count": len(a),
@@ -100,9 +178,8 @@ def _stats(v: list[int], run_s: float) -> dict[str, Any]:
     }
 
 
-def _row(name: str, b: list[int], n: list[int], sb: float, sn: float, rate: bool = True) -> dict[str, Any]:
-
-    row: dict[str, Any] = {"name": name, "base": _stats(b, sb), "new": _stats(n, sn), "tests": {}}
+def _row(name: str, b: list[int], n: list[int], sb: float, sn: float, rate: bool = True) -> Row:
+    row: Row = {"name": name, "base": _stats(b, sb), "new": _stats(n, sn), "tests": {}, "ratio": None}
     if rate:
         rt, _ = rate_test(len(b), sb, len(n), sn)
         row["tests"]["rate"] = {"ratio": _finite(rt.ratio), "p": rt.p}
@@ -119,45 +196,41 @@ def _finite(x: float) -> float | None:
     return float(x) if np.isfinite(x) else None
 
 
-def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
+def compare_syncs(base: Run, new: Run, th: Any = None) -> Comparison:
 
     alpha, min_ppm, min_ratio = (getattr(th, k, d) for k, d in (("alpha", 0.01), ("min_ppm", 20.0), ("min_ratio", 1.5)))
     threshold, mode, notes = basis(base, new)
     b, n = _side(base, threshold, mode), _side(new, threshold, mode)
-    sb, sn = b["run_s"], n["run_s"]
-    kinds = list(SYNC_TYPES) + (["hd", "ns"] if b["tracing"] and n["tracing"] else [])
-    if b["tracing"] != n["tracing"]:
+    sb, sn = b.run_s, n.run_s
+    kinds = list(SYNC_TYPES) + (["hd", "ns"] if b.tracing and n.tracing else [])
+    if b.tracing != n.tracing:
         notes.append("one run was traced, the other not: holder delay, non-sync jitter and causes not compared")
-    types = [
-        _row(k, b["types"].get(k, []), n["types"].get(k, []), sb, sn)
-        for k in kinds
-        if b["types"].get(k) or n["types"].get(k)
-    ]
-    pooled = [[v for k in SYNC_TYPES for v in s["types"].get(k, [])] for s in (b, n)]
+    types = [_row(k, b.types.get(k, []), n.types.get(k, []), sb, sn) for k in kinds if b.types.get(k) or n.types.get(k)]
+    pooled = [[v for k in SYNC_TYPES for v in s.types.get(k, [])] for s in (b, n)]
     pool = _row("all sync", pooled[0], pooled[1], sb, sn)
     objs = sorted(
-        set(b["objects"]) | set(n["objects"]),
-        key=lambda k: -abs(sum(n["objects"].get(k, [])) / sn - sum(b["objects"].get(k, [])) / sb),
+        set(b.objects) | set(n.objects),
+        key=lambda k: -abs(sum(n.objects.get(k, [])) / sn - sum(b.objects.get(k, [])) / sb),
     )
-    objects = [_row(k, b["objects"].get(k, []), n["objects"].get(k, []), sb, sn, rate=False) for k in objs[:TOP]]
+    objects = [_row(k, b.objects.get(k, []), n.objects.get(k, []), sb, sn, rate=False) for k in objs[:TOP]]
     tests = [t for r in [pool, *types, *objects] for t in r["tests"].values()]
     for t, q in zip(tests, bh_adjust([t["p"] for t in tests])):
         t["q"] = q
     worse = [r["name"] for r in [pool, *types] if _worse(r, alpha, min_ppm, min_ratio)]
-    causes = []
-    if b["tracing"] and n["tracing"]:
+    causes: list[CauseChange] = []
+    if b.tracing and n.tracing:
         for k in sorted(
-            set(b["causes"]) | set(n["causes"]),
-            key=lambda k: -abs(n["causes"].get(k, 0) / sn - b["causes"].get(k, 0) / sb),
+            set(b.causes) | set(n.causes),
+            key=lambda k: -abs(n.causes.get(k, 0) / sn - b.causes.get(k, 0) / sb),
         )[:TOP]:
-            causes.append({"name": k, "base_ns": b["causes"].get(k, 0), "new_ns": n["causes"].get(k, 0)})
-    info = {
+            causes.append({"name": k, "base_ns": b.causes.get(k, 0), "new_ns": n.causes.get(k, 0)})
+    info: dict[str, RunInfo] = {
         w: {
             "path": str(r.path),
             "command": r.summary["run"]["command"],
             "run_ns": r.summary["run_ns"],
             "threads": r.summary["threads"],
-            "critical_path_ns": s["critical_path_ns"],
+            "critical_path_ns": s.critical_path_ns,
             "host": r.meta.get("host"),
         }
         for w, r, s in (("base", base, b), ("new", new, n))
@@ -179,7 +252,7 @@ def compare_syncs(base: Run, new: Run, th: Any = None) -> dict[str, Any]:
     }
 
 
-def _worse(row: dict[str, Any], alpha: float, min_ppm: float, min_ratio: float) -> bool:
+def _worse(row: Row, alpha: float, min_ppm: float, min_ratio: float) -> bool:
     sig = any(
         t.get("q", 1.0) < alpha and ((t.get("ratio", 0) or np.inf) > 1 or t.get("cliffs_delta", 0) > 0)
         for t in row["tests"].values()

@@ -17,30 +17,38 @@ Two readings of "the critical path's jitter":
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from jitterscope.sync.model import latest_before, releaser_of
+from jitterscope.sync.rows import Frame, Interval, Step, Thread, Wait
 
 MAX_STEPS = 1_000_000
 
 
-def barrier_rounds(intervals: list[dict[str, Any]]) -> list[tuple[int, list[int]]]:
+@dataclass(frozen=True)
+class Counts:
+    """The counter rule's result: the root thread's jitter count at its end, and every thread's."""
+
+    jitter_ns: int
+    per_thread: dict[int, int]
+
+
+def barrier_rounds(intervals: list[Interval]) -> list[tuple[int, list[int]]]:
     """(release time, participants) of every complete barrier round."""
     rounds: dict[tuple[int, int, int], set[int]] = defaultdict(set)
     ends: dict[tuple[int, int, int], int] = {}
     for r in intervals:
         if r["type"] == "barw":
             key = (r["pid"], r["obj"], r["start_ns"])
-            rounds[key] |= {r["tid"], r["releaser_tid"]}
+            rounds[key] |= {r["tid"]} | ({r["releaser_tid"]} if r["releaser_tid"] is not None else set())
             ends[key] = max(ends.get(key, r["end_ns"]), r["end_ns"])
     return [(ends[k], sorted(v)) for k, v in rounds.items()]
 
 
-def counter_rule(
-    rows: list[dict[str, Any]], intervals: list[dict[str, Any]], root: int, merge_at_barrier: bool = False
-) -> dict[str, Any]:
+def counter_rule(rows: list[Thread], intervals: list[Interval], root: int, merge_at_barrier: bool = False) -> Counts:
     """The paper's jitter-count propagation; returns the root thread's count and every thread's."""
     ops: list[tuple[int, int, str, Any]] = []
     for r in intervals:
@@ -56,7 +64,7 @@ def counter_rule(
                     (t["creator_tid"], t["tid"]),
                 )
             )
-        if t["joined_by"]:
+        if t["joined_by"] and t["join_ns"] is not None:
             ops.append((t["join_ns"], 2, "join", (t["joined_by"], t["tid"])))
     if merge_at_barrier:
         for end, tids in barrier_rounds(intervals):
@@ -74,33 +82,34 @@ def counter_rule(
             top = max(count[t] for t in arg)
             for t in arg:
                 count[t] = top
-    return {"jitter_ns": int(count.get(root, 0)), "per_thread": {int(k): int(v) for k, v in count.items()}}
+    return Counts(int(count.get(root, 0)), {int(k): int(v) for k, v in count.items()})
 
 
-def walk(rows: list[dict[str, Any]], waits: list[dict[str, Any]], root: int) -> list[dict[str, Any]]:
+def walk(rows: list[Thread], waits: list[Wait], root: int) -> list[Step]:
     """The happens-before critical path, from the root thread's end back to its start."""
     by_tid = {r["tid"]: r for r in rows}
     per = releaser_of(waits)
     if root not in by_tid:
         return []
     cur, t = root, int(by_tid[root]["end_ns"])
-    steps: list[dict[str, Any]] = []
+    steps: list[Step] = []
     for _ in range(MAX_STEPS):
         th = by_tid[cur]
         start = int(th["start_ns"])
         w = latest_before(per.get(cur, []), t)
+        rel, by = (w["release_ns"], w["releaser_tid"]) if w is not None else (None, None)
         if (
             w is not None
+            and rel is not None
+            and by is not None
             and w["exit_ns"] > start
-            and w["releaser_tid"] in by_tid
-            and w["release_ns"] >= by_tid[w["releaser_tid"]]["start_ns"]
-            and w["release_ns"] < t
+            and by in by_tid
+            and rel >= by_tid[by]["start_ns"]
+            and rel < t
         ):
             steps.append({"tid": cur, "kind": "run", "start_ns": w["exit_ns"], "end_ns": t, "wait": -1})
-            steps.append(
-                {"tid": cur, "kind": "wake", "start_ns": w["release_ns"], "end_ns": w["exit_ns"], "wait": w["wait"]}
-            )
-            cur, t = w["releaser_tid"], int(w["release_ns"])
+            steps.append({"tid": cur, "kind": "wake", "start_ns": rel, "end_ns": w["exit_ns"], "wait": w["wait"]})
+            cur, t = by, int(rel)
             continue
         steps.append({"tid": cur, "kind": "run", "start_ns": start, "end_ns": t, "wait": -1})
         creator = th["creator_tid"]
@@ -115,11 +124,11 @@ def walk(rows: list[dict[str, Any]], waits: list[dict[str, Any]], root: int) -> 
     return steps
 
 
-def path_jitter(steps: list[dict[str, Any]], intervals: list[dict[str, Any]]) -> int:
+def path_jitter(steps: list[Step], intervals: list[Interval]) -> int:
     """Book each step's jitter: a wake step carries its wait's jitter; a run step the
     jitter of its thread's own intervals inside it (pro rata where they straddle it)."""
     by_wait = {r["wait"]: r for r in intervals if r.get("wait") is not None and r["type"] != "hd"}
-    own: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    own: dict[int, list[Interval]] = defaultdict(list)
     for r in intervals:
         if r["jitter_ns"] > 0 and r.get("wait") is None:
             own[r["tid"]].append(r)
@@ -145,9 +154,9 @@ def frames(
     frame_ids: np.ndarray,
     run_start: int,
     run_end: int,
-    intervals: list[dict[str, Any]],
-    steps: list[dict[str, Any]],
-) -> list[dict[str, Any]]:
+    intervals: list[Interval],
+    steps: list[Step],
+) -> list[Frame]:
     """Frames between consecutive marks (any thread); without marks, the whole run is one frame."""
     order = np.argsort(events_frame_times, kind="stable")
     marks = events_frame_times[order]
@@ -158,7 +167,7 @@ def frames(
         bounds = [(int(ids[k]), int(marks[k]), int(marks[k + 1])) for k in range(len(marks) - 1)]
     ends = np.array([r["end_ns"] for r in intervals if r["jitter_ns"] > 0], dtype=np.int64)
     jit = np.array([r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0], dtype=np.int64)
-    out = []
+    out: list[Frame] = []
     for k, (fid, a, b) in enumerate(bounds):
         sel = (ends > a) & (ends <= b)
         pj = 0.0

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
 
 from jitterscope import kinds, options
 from jitterscope.humanize import count
@@ -13,6 +12,7 @@ from jitterscope.kinds import Comparison, Exported, Exporter, Lazy, Recovery, Ru
 from jitterscope.runcheck import Count, Number, OpenModel
 from jitterscope.rundir import Run
 from jitterscope.sync import schema
+from jitterscope.sync.summary import CriticalPath, Frames, RunHeader, TopObject
 
 
 class SyncTypeSummary(OpenModel):
@@ -37,13 +37,13 @@ class SyncOverhead(OpenModel):
 class SyncSummary(OpenModel):
     """`jitterscope sync` (docs/run-format.md, "sync runs")."""
 
-    run: dict[str, Any]
+    run: RunHeader
     run_ns: Count = 0
     sync_jitter_ns: Count = 0
     types: dict[str, SyncTypeSummary] = {}
-    objects: list[dict[str, Any]] = []
-    critical_path: dict[str, Any] = {}
-    frames: dict[str, Any] = {}
+    objects: list[TopObject] = []
+    critical_path: CriticalPath | None = None
+    frames: Frames | None = None
     dropped: Count = 0
     lost_events: Count = 0
     overhead: SyncOverhead | None = None  # absent when `jitterscope analyze` finished a cut-short run
@@ -76,13 +76,14 @@ def _analyze(args: argparse.Namespace) -> int:
     from jitterscope.rundir import load_run
     from jitterscope.sync.render import render
     from jitterscope.sync.runner import analyze_cut_short
+    from jitterscope.sync.summary import read
 
     missing = analyze_cut_short(args.run, report=not args.no_report)
     run = load_run(args.run, kinds=("sync",))
     if args.json:
         options.print_json(run.summary)
         return 0
-    print(render(run.summary, str(args.run)))
+    print(render(read(run), str(args.run)))
     print("\nRecovered from a cut-short sync run; not recovered:\n" + "\n".join(f"  - {m}" for m in missing))
     return 0
 

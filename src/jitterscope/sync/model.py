@@ -34,6 +34,7 @@ import numpy as np
 
 from jitterscope.measure.tsc import since_ns
 from jitterscope.sync import records as R
+from jitterscope.sync.rows import Interval, Process, Segment, Thread, Wait
 
 MODES = ("excess", "whole")
 WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw", "pw")
@@ -77,7 +78,7 @@ class Events:
     cpu: np.ndarray
     flags: np.ndarray
     result: np.ndarray
-    processes: list[dict[str, Any]] = field(default_factory=list)
+    processes: list[Process] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.enter)
@@ -95,7 +96,7 @@ def load_events(logs: list[R.ProcessLog], t0_tsc: int, hz: float) -> Events:
 
     enter, exit_ = ns(rec["enter_tsc"]), ns(rec["exit_tsc"])
     order = np.lexsort((exit_, enter))
-    procs = [
+    procs: list[Process] = [
         {
             "pid": lg.pid,
             "ppid": int(lg.header["ppid"]),
@@ -131,11 +132,11 @@ def _comm(obj: int, aux: int) -> str:
     return raw.split(b"\0")[0].decode(errors="replace")
 
 
-def threads(ev: Events, ended: dict[int, int] | None = None) -> list[dict[str, Any]]:
+def threads(ev: Events, ended: dict[int, int] | None = None) -> list[Thread]:
     """One row per thread: creator, create/start/end times, who joined it when.  `ended`: per process that did not
     end through exit(), when it was seen to end (its threads without an exit record ended then, not at their last
     record)."""
-    rows: dict[int, dict[str, Any]] = {}
+    rows: dict[int, Thread] = {}
     last: dict[int, int] = {}
     for i in range(len(ev)):
         t = int(ev.tid[i])
@@ -148,7 +149,7 @@ def threads(ev: Events, ended: dict[int, int] | None = None) -> list[dict[str, A
             "creator_tid": 0,
             "create_ns": None,
             "start_ns": p["start_ns"],
-            "end_ns": None,
+            "end_ns": 0,  # set below
             "joined_by": 0,
             "join_ns": None,
         }
@@ -170,14 +171,15 @@ def threads(ev: Events, ended: dict[int, int] | None = None) -> list[dict[str, A
             "creator_tid": int(ev.obj[i]),
             "create_ns": int(ev.enter[c]) if c is not None else None,
             "start_ns": int(ev.enter[i]),
-            "end_ns": None,
+            "end_ns": 0,  # set below
             "joined_by": 0,
             "join_ns": None,
         }
+    exited: dict[int, int] = {}
     for i in np.flatnonzero(ev.op == R.EXIT).tolist():
         r = rows.get(int(ev.tid[i]))
-        if r is not None and r["end_ns"] is None:
-            r["end_ns"] = int(ev.enter[i])
+        if r is not None and r["tid"] not in exited:
+            exited[r["tid"]] = int(ev.enter[i])
             r["name"] = _comm(int(ev.obj[i]), int(ev.aux[i])) or r["name"]
     for i in np.flatnonzero(ev.op == R.JOIN).tolist():
         child = join_target(ev, int(i), handles, seq_tid)
@@ -185,7 +187,9 @@ def threads(ev: Events, ended: dict[int, int] | None = None) -> list[dict[str, A
             rows[child]["joined_by"] = int(ev.tid[i])
             rows[child]["join_ns"] = int(ev.exit[i])
     for t, r in rows.items():
-        if r["end_ns"] is None:  # crashed, exec'd or killed: when the tool saw it end, else its last record
+        if t in exited:
+            r["end_ns"] = exited[t]
+        else:  # crashed, exec'd or killed: when the tool saw it end, else its last record
             seen = (ended or {}).get(r["pid"])
             r["end_ns"] = max(seen, last.get(t, r["start_ns"])) if seen is not None else last.get(t, r["start_ns"])
     return sorted(rows.values(), key=lambda r: (r["start_ns"], r["tid"]))
@@ -205,16 +209,16 @@ def join_target(
 
 @dataclass
 class Matched:
-    waits: list[dict[str, Any]]
-    intervals: list[dict[str, Any]]  # every T, jitter or not
+    waits: list[Wait]
+    intervals: list[Interval]  # every T, jitter or not
     unmatched: dict[str, int]
 
 
 class _Builder:
     def __init__(self, ev: Events, opts: Options) -> None:
         self.ev, self.opts = ev, opts
-        self.waits: list[dict[str, Any]] = []
-        self.intervals: list[dict[str, Any]] = []
+        self.waits: list[Wait] = []
+        self.intervals: list[Interval] = []
         self.unmatched: dict[str, int] = defaultdict(int)
 
     def wait(
@@ -419,7 +423,7 @@ def _barriers(b: _Builder) -> None:
             b.interval("bar", last, int(ev.enter[last]), int(ev.exit[last]), None, None)
 
 
-def _joins(b: _Builder, rows: list[dict[str, Any]]) -> None:
+def _joins(b: _Builder, rows: list[Thread]) -> None:
     ev = b.ev
     by_tid = {r["tid"]: r for r in rows}
     handles: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
@@ -433,14 +437,14 @@ def _joins(b: _Builder, rows: list[dict[str, Any]]) -> None:
         if child is None or child not in by_tid or ev.result[i] != 0:
             b.unmatched["join_unknown_thread"] += 1
             continue
-        end = int(by_tid[child]["end_ns"])
-        if end <= ev.enter[i]:
+        end = by_tid[child]["end_ns"]
+        if end is None or end <= ev.enter[i]:
             continue  # the thread had ended: the join did not wait
         w = b.wait(i, "join", end, child, None, obj=child)  # a thread is one object: its tid, as its jw rows
         b.interval("jw", i, end, int(ev.exit[i]), w, child, obj=child)
 
 
-def match(ev: Events, rows: list[dict[str, Any]], opts: Options) -> Matched:
+def match(ev: Events, rows: list[Thread], opts: Options) -> Matched:
     """Waits (with their releaser) and every interval T of the paper's types."""
     b = _Builder(ev, opts)
     _locks(b)
@@ -458,12 +462,12 @@ def match(ev: Events, rows: list[dict[str, Any]], opts: Options) -> Matched:
     return Matched(b.waits, b.intervals, dict(b.unmatched))
 
 
-def segments(rows: list[dict[str, Any]], waits: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def segments(rows: list[Thread], waits: list[Wait]) -> list[Segment]:
     """Per thread, the stretches between its blocking waits: what it computed (wall time)."""
-    per: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    per: dict[int, list[Wait]] = defaultdict(list)
     for w in waits:
         per[w["tid"]].append(w)
-    out = []
+    out: list[Segment] = []
     for r in rows:
         t, at, after = r["start_ns"], r["start_ns"], -1
         for w in sorted(per.get(r["tid"], []), key=lambda w: w["enter_ns"]):
@@ -478,9 +482,9 @@ def segments(rows: list[dict[str, Any]], waits: list[dict[str, Any]]) -> list[di
     return out
 
 
-def releaser_of(waits: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
+def releaser_of(waits: list[Wait]) -> dict[int, list[Wait]]:
     """Waits by waiting thread, sorted by exit (for the critical-path walk)."""
-    per: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    per: dict[int, list[Wait]] = defaultdict(list)
     for w in waits:
         per[w["tid"]].append(w)
     for v in per.values():
@@ -488,7 +492,7 @@ def releaser_of(waits: list[dict[str, Any]]) -> dict[int, list[dict[str, Any]]]:
     return per
 
 
-def latest_before(waits: list[dict[str, Any]], t: int) -> dict[str, Any] | None:
+def latest_before(waits: list[Wait], t: int) -> Wait | None:
     """The last wait (by exit) ending at or before t with a known releaser."""
     exits = [w["exit_ns"] for w in waits]
     k = bisect.bisect_right(exits, t) - 1

@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jitterscope.rundir import write_json
+
+if TYPE_CHECKING:
+    from jitterscope.sync.summary import OverheadJson, Summary
 
 
 @dataclass
@@ -25,10 +28,18 @@ class Overhead:
     report_s: float | None  # report.html (None: not yet written, or --no-report)
     wall_s: float  # jitterscope started -> its work done
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> OverheadJson:
         own = self.wall_s - self.program_s
+
+        def r4(v: float | None) -> float | None:
+            return round(v, 4) if v is not None else None
+
         return {
-            **{k: round(v, 4) if v is not None else None for k, v in asdict(self).items()},
+            "startup_s": round(self.startup_s, 4),
+            "program_s": round(self.program_s, 4),
+            "analysis_s": round(self.analysis_s, 4),
+            "report_s": r4(self.report_s),
+            "wall_s": round(self.wall_s, 4),
             "own_s": round(own, 4),
             "own_share": round(own / self.wall_s, 4) if self.wall_s > 0 else None,
             "ratio": round(self.wall_s / self.program_s, 4) if self.program_s > 0 else None,
@@ -60,7 +71,7 @@ def measure(started: int, program_start: int, program_end: int, analysed: int, r
     )
 
 
-def record(run_dir: Path, summary: dict[str, Any], overhead: Overhead) -> None:
+def record(run_dir: Path, summary: Summary, overhead: Overhead) -> None:
     """Put `overhead` into the run's summary.json (written by the analysis before the times were known)."""
     summary["overhead"] = overhead.to_json()
     write_json(run_dir / "summary.json", summary)

@@ -19,11 +19,11 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from jitterscope import atomic
+from jitterscope.export.perfetto import ArgValue, Trace, TraceEvent
 from jitterscope.kinds import Exported
 from jitterscope.measure.tsc import since_ns
 from jitterscope.rundir import Run
@@ -40,7 +40,7 @@ def _us(ns: int) -> float:
     return round(ns / 1000.0, 3)
 
 
-def _x(pid: int, tid: int, start: int, end: int, name: str, cat: str, args: dict[str, Any]) -> dict[str, Any]:
+def _x(pid: int, tid: int, start: int, end: int, name: str, cat: str, args: dict[str, ArgValue]) -> TraceEvent:
     return {
         "ph": "X",
         "pid": pid,
@@ -53,19 +53,19 @@ def _x(pid: int, tid: int, start: int, end: int, name: str, cat: str, args: dict
     }
 
 
-def _meta(pid: int, tid: int | None, what: str, name: str, order: int | None = None) -> list[dict[str, Any]]:
-    e: dict[str, Any] = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
+def _meta(pid: int, tid: int | None, what: str, name: str, order: int | None = None) -> list[TraceEvent]:
+    e: TraceEvent = {"ph": "M", "pid": pid, "name": what, "args": {"name": name}}
     if tid is not None:
         e["tid"] = tid
     out = [e]
-    if order is not None:
+    if order is not None and tid is not None:
         out.append({"ph": "M", "pid": pid, "tid": tid, "name": "thread_sort_index", "args": {"sort_index": order}})
     return out
 
 
-def _thread_events(run: Run) -> tuple[list[dict[str, Any]], list[tuple[int, int, int]]]:
+def _thread_events(run: Run) -> tuple[list[TraceEvent], list[tuple[int, int, int]]]:
     """Thread tracks: waits, jitter intervals, flows; and the (cpu, start, end) windows of every jitter."""
-    ev: list[dict[str, Any]] = []
+    ev: list[TraceEvent] = []
     names = {(o["pid"], o["obj"]): o["symbol"] or hex(o["obj"]) for o in run.table("objects").to_pylist()}
     for p in run.meta.get("processes", []):
         ev += _meta(p["pid"], None, "process_name", f"{p['comm']} (pid {p['pid']})")
@@ -89,9 +89,30 @@ def _thread_events(run: Run) -> tuple[list[dict[str, Any]], list[tuple[int, int,
             )
         )
         if w["releaser_tid"] and w["release_ns"] is not None:
-            flow = {"cat": "release", "name": "release", "id": int(w["wait"]), "pid": w["pid"]}
-            ev.append({**flow, "ph": "s", "tid": w["releaser_tid"], "ts": _us(w["release_ns"])})
-            ev.append({**flow, "ph": "f", "bp": "e", "tid": w["tid"], "ts": _us(w["exit_ns"])})
+            fid, pid, rel, ret = int(w["wait"]), w["pid"], _us(w["release_ns"]), _us(w["exit_ns"])
+            ev.append(
+                {
+                    "ph": "s",
+                    "cat": "release",
+                    "name": "release",
+                    "id": fid,
+                    "pid": pid,
+                    "tid": w["releaser_tid"],
+                    "ts": rel,
+                }
+            )
+            ev.append(
+                {
+                    "ph": "f",
+                    "bp": "e",
+                    "cat": "release",
+                    "name": "release",
+                    "id": fid,
+                    "pid": pid,
+                    "tid": w["tid"],
+                    "ts": ret,
+                }
+            )
     causes: dict[int, dict[str, int]] = defaultdict(dict)
     for c in run.table("causes").to_pylist():
         key = cause_label(c) if c["kind"] == "self" else f"{c['side']} {cause_label(c)}"
@@ -125,7 +146,7 @@ def _thread_events(run: Run) -> tuple[list[dict[str, Any]], list[tuple[int, int,
     return ev, windows
 
 
-def _kernel_events(run: Run, windows: list[tuple[int, int, int]]) -> list[dict[str, Any]]:
+def _kernel_events(run: Run, windows: list[tuple[int, int, int]]) -> list[TraceEvent]:
     """What ran on each CPU inside the jitter windows, from the run's trace (clipped to the windows)."""
     td = parse_trace(run.path / "trace")
     act = td.activity
@@ -133,7 +154,7 @@ def _kernel_events(run: Run, windows: list[tuple[int, int, int]]) -> list[dict[s
     cpu = act.column("cpu").to_numpy()
     a_s, a_e = since_ns(act.column("start_tsc").to_numpy(), t0, hz), since_ns(act.column("end_tsc").to_numpy(), t0, hz)
     kinds, names, pids = act.column("kind").to_pylist(), act.column("name").to_pylist(), act.column("pid").to_numpy()
-    ev: list[dict[str, Any]] = _meta(KERNEL_PID, None, "process_name", "kernel (per CPU)")
+    ev: list[TraceEvent] = _meta(KERNEL_PID, None, "process_name", "kernel (per CPU)")
     by_cpu: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for c, s, e in windows:
         by_cpu[c].append((s, e))
@@ -165,7 +186,7 @@ def _merge(spans: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
     return np.array([s for s, _ in out], np.int64), np.array([e for _, e in out], np.int64)
 
 
-def build_sync_trace(run: Run) -> dict[str, Any]:
+def build_sync_trace(run: Run) -> Trace:
     events, windows = _thread_events(run)
     if run.summary["run"]["tracing"] and (run.path / "trace").is_dir():
         events += _kernel_events(run, windows)

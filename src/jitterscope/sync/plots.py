@@ -3,11 +3,14 @@ distribution of T per jitter type."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from jitterscope import plotting
+
+if TYPE_CHECKING:
+    from matplotlib.artist import Artist
 
 PALETTE = ["#4C72B0", "#DD8452", "#55A868", "#C44E52", "#8172B3", "#937860", "#DA8BC3", "#8C8C8C", "#CCB974", "#64B5CD"]
 WAIT_COLOR = "#D9D9D9"
@@ -44,8 +47,10 @@ def timeline(
     ends = [np.max(w, initial=0) for w in (waits[2],)] + [np.max(b[4], initial=0) for b in bars]
     gap = max(ends, default=0) / 1e6 * RESOLUTION
 
-    def draw(ax: Any, tid: np.ndarray, start: np.ndarray, end: np.ndarray, y0: float, h: float, c: str) -> Any:
-        handle = None
+    def draw(
+        ax: Any, tid: np.ndarray, start: np.ndarray, end: np.ndarray, y0: float, h: float, c: str
+    ) -> Artist | None:
+        handle: Artist | None = None
         for lane, t in enumerate(tids):
             sel = tid == t
             if not sel.any():
@@ -58,7 +63,7 @@ def timeline(
         fig, ax = plt.subplots(figsize=(10, 1.0 + 0.5 * max(1, len(lanes))))
         draw(ax, waits[0], waits[1], waits[2], -0.4, 0.8, WAIT_COLOR)
         colors: dict[str, str] = {}
-        handles: dict[str, Any] = {}
+        handles: dict[str, Artist] = {}  # a legend entry per key
         for key, y0, tid, start, end in bars:
             c = colors.setdefault(key, PALETTE[len(colors) % len(PALETTE)])
             h = draw(ax, tid, start, end, y0, 0.4, c)

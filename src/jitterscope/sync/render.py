@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jitterscope.units import format_ns
+
+if TYPE_CHECKING:
+    from jitterscope.sync.compare import Comparison, Row, Stats
+    from jitterscope.sync.rows import Cause
+    from jitterscope.sync.summary import CauseShare, OverheadJson, Summary
 
 TYPE_LABELS = {
     "lu": "lock-unlock",
@@ -25,12 +30,12 @@ def _pct(x: float | None) -> str:
     return "–" if x is None else f"{x:.1%}"
 
 
-def cause_label(c: dict[str, Any]) -> str:
+def cause_label(c: Cause | CauseShare) -> str:
     """`irq:local_timer`; the thread's own time as `self (waiter)` (its wake-up path) or `self (caller)`."""
     return f"self ({c['side']})" if c["kind"] == "self" else f"{c['kind']}:{c['name']}"
 
 
-def causes_text(cs: list[dict[str, Any]]) -> str:
+def causes_text(cs: list[CauseShare]) -> str:
     """The three largest causes; one thread taking the waiter's and the caller's CPU is one entry."""
     shares: dict[str, float] = {}
     for c in cs:
@@ -39,7 +44,7 @@ def causes_text(cs: list[dict[str, Any]]) -> str:
     return ", ".join(f"{label} {share:.0%}" for label, share in top)
 
 
-def render(s: dict[str, Any], path: str) -> str:
+def render(s: Summary, path: str) -> str:
     r = s["run"]
     run_ns = s["run_ns"]
     code = "unknown (recovered run)" if r["exit_code"] is None else r["exit_code"]
@@ -121,7 +126,7 @@ def render(s: dict[str, Any], path: str) -> str:
     return "\n".join(lines)
 
 
-def overhead_text(oh: dict[str, Any]) -> str:
+def overhead_text(oh: OverheadJson) -> str:
     """jitterscope's own time around CMD: `2.1 s of 12.3 s wall (17%): start-up 0.6 s, analysis 1.2 s, ...`."""
     parts = [f"start-up {oh['startup_s']:.2f} s", f"analysis {oh['analysis_s']:.2f} s"]
     if oh.get("report_s") is not None:
@@ -132,7 +137,7 @@ def overhead_text(oh: dict[str, Any]) -> str:
     )
 
 
-def notes(s: dict[str, Any]) -> list[str]:
+def notes(s: Summary) -> list[str]:
     """What the reader must know to trust the numbers (dropped records, lost events, no trace...)."""
     out = []
     if s["dropped"]:
@@ -149,7 +154,7 @@ def notes(s: dict[str, Any]) -> list[str]:
     return out
 
 
-def _q(row: dict[str, Any]) -> str:
+def _q(row: Row) -> str:
     qs = [t["q"] for t in row["tests"].values() if "q" in t]
     return f"{min(qs):.2g}" if qs else "-"
 
@@ -158,7 +163,7 @@ def _ratio(x: float | None) -> str:
     return "new" if x is None else f"{x:.2f}"
 
 
-def render_compare(res: dict[str, Any]) -> str:
+def render_compare(res: Comparison) -> str:
     """Terminal text of a sync comparison (sync/compare.py)."""
     b, n = res["runs"]["base"], res["runs"]["new"]
     lines = [
@@ -171,7 +176,7 @@ def render_compare(res: dict[str, Any]) -> str:
         f"{'':22}{'BASE':>24}{'NEW':>24}{'ratio':>8}{'q':>9}",
     ]
 
-    def side(s: dict[str, Any]) -> str:
+    def side(s: Stats) -> str:
         return f"{s['count']:>6} {format_ns(s['jitter_ns']):>9} {s['ppm'] / 1e4:>6.2f}%"
 
     for r in [res["total"], *res["types"]]:

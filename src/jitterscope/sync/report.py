@@ -10,16 +10,17 @@ import numpy as np
 import pyarrow.compute as pc
 
 from jitterscope import plotting
-from jitterscope.report.page import Column, Figure, render_page
+from jitterscope.report.page import Column, Figure, PageData, PageTable, render_page
 from jitterscope.rundir import Run
 from jitterscope.sync.plots import timeline, type_distributions
 from jitterscope.sync.render import TYPE_LABELS, causes_text, notes
+from jitterscope.sync.summary import Summary, read
 
 NS = "ns"
 LABELS = {**TYPE_LABELS, "hd": "holder-delay", "ns": "non-sync"}
 
 
-def _overview(s: dict[str, Any]) -> list[list[Any]]:
+def _overview(s: Summary) -> list[list[Any]]:
     cp, run_ns = s["critical_path"], max(s["run_ns"], 1)
     rows = [
         ["run time", s["run_ns"], None],
@@ -41,15 +42,15 @@ def _overview(s: dict[str, Any]) -> list[list[Any]]:
     return rows
 
 
-def page_data(run: Run) -> dict[str, Any]:
-    s, m = run.summary, run.meta
+def page_data(run: Run) -> PageData:
+    s, m = read(run), run.meta
     r = s["run"]
     headline = (
         f"{' '.join(r['command'])}: exit code {r['exit_code']}, {s['processes']} process(es), "
         f"{s['threads']} threads, {s['waits']} contended waits; N = {r['threshold_ns']:,} ns ({r['mode']} "
         f"mode); CPUs {', '.join(map(str, r['cpus']))}; started {r['start']}"
     )
-    tables = [
+    tables: list[PageTable] = [
         {
             "id": "overview",
             "title": "Overview",

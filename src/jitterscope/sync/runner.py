@@ -37,6 +37,7 @@ from jitterscope.sync import overhead
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
+from jitterscope.sync.summary import Summary
 from jitterscope.tracing.tracefs import tracing_available
 
 
@@ -248,7 +249,7 @@ class SyncSteps:
             f"program, or one that clears LD_PRELOAD); exit code {self.code}"
         )
 
-    def analyze(self, s: lifecycle.Session) -> dict[str, Any]:
+    def analyze(self, s: lifecycle.Session) -> Summary:
         self.doing = "analysing"
         trace = self.run_dir / "trace" if self.tracing_ok else None
         summary = build(self.run_dir, self.meta, float(self.meta["tsc_hz"]), self.opts.analysis, trace)

@@ -20,9 +20,11 @@ jitter a controller at the end of that subframe would see.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
+from typing_extensions import TypedDict  # pydantic validates it (sync/summary.py)
+
+from jitterscope.sync.rows import Interval, Subframe, Thread
 
 DEFAULT_LENGTH_NS = 330_000
 DEFAULT_WARMUP = 90
@@ -40,11 +42,11 @@ def bounds(start: int, end: int, length: int, forced: list[int]) -> list[tuple[i
 
 
 def subframes(
-    threads: list[dict[str, Any]],
-    intervals: list[dict[str, Any]],
+    threads: list[Thread],
+    intervals: list[Interval],
     length: int = DEFAULT_LENGTH_NS,
     warmup: int = DEFAULT_WARMUP,
-) -> list[dict[str, Any]]:
+) -> list[Subframe]:
     """One row per (thread, subframe): tid, index, start_ns, end_ns, jitter_ns, warmup, forced (ended at a
     create/join deadline rather than by its length)."""
     forced: dict[int, list[int]] = defaultdict(list)
@@ -57,7 +59,7 @@ def subframes(
     for r in intervals:
         if r["jitter_ns"] > 0 and r["type"] != "hd":
             own[r["tid"]].append((int(r["start_ns"]), int(r["end_ns"]), int(r["jitter_ns"])))
-    rows: list[dict[str, Any]] = []
+    rows: list[Subframe] = []
     for t in threads:
         if t["start_ns"] is None or t["end_ns"] is None or len(rows) >= MAX_SUBFRAMES:
             continue
@@ -102,7 +104,22 @@ def _booked(bs: list[tuple[int, int]], own: list[tuple[int, int, int]]) -> np.nd
     return out
 
 
-def summary(rows: list[dict[str, Any]], length: int, warmup: int) -> dict[str, Any]:
+class Stats(TypedDict):
+    """summary.json "subframes"."""
+
+    length_ns: int
+    warmup: int
+    count: int
+    measured: int
+    with_jitter: int
+    forced: int
+    jitter_p50_ns: float
+    jitter_p99_ns: float
+    jitter_max_ns: int
+    jitter_ns: int
+
+
+def summary(rows: list[Subframe], length: int, warmup: int) -> Stats:
     """Statistics of the measured (after warm-up) subframes: how many, how many had jitter, per-subframe
     jitter distribution."""
     m = [r for r in rows if not r["warmup"]]

@@ -23,7 +23,7 @@ import os
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,9 @@ import pyarrow as pa
 from jitterscope import boundedio, journal
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import TRACEPARSE_PROGRAM, native_bin
+
+if TYPE_CHECKING:  # session.py runs the parser: a type only, no import cycle
+    from jitterscope.tracing.session import SessionInfo
 from jitterscope.tracing.records import (
     ACTIVITY_DTYPE,
     CLIPPED_END,
@@ -58,6 +61,42 @@ ACTIVITY_SCHEMA = pa.schema(
 )
 
 
+class CpuCounts(TypedDict, total=False):
+    """One CPU's entry in the parser's counts.json (traceparse.c write_counts)."""
+
+    events: int
+    pages: int
+    missed_pages: int
+    missed_stored: int
+    missed_unknown_pages: int
+    unmatched: int
+    truncated: int
+    missed_switches: int
+    first_tsc: int
+    last_tsc: int
+
+
+class Marker(TypedDict):
+    """A trace_marker line the parser found (jitterscope-start, jitterscope-stop, ...)."""
+
+    cpu: int
+    tsc: int
+    text: str
+
+
+class ParserCounts(TypedDict, total=False):
+    """counts.json as jitterscope-traceparse writes it (keyed by CPU number as text); a merged analysis
+    holds only `cpus` and `markers`."""
+
+    page_size: int
+    activity: int
+    segments: int
+    cpus: dict[str, CpuCounts]
+    markers: list[Marker]
+    addresses: list[str]
+    unknown_pids: list[int]
+
+
 @dataclass
 class TraceData:
     activity: pa.Table  # ACTIVITY_SCHEMA; row order is what segments' owner indexes
@@ -66,10 +105,10 @@ class TraceData:
     lost_by_cpu: dict[int, int]
     n_events: int
     events_by_cpu: dict[int, int] = field(default_factory=dict)
-    markers: list[dict[str, Any]] = field(default_factory=list)
+    markers: list[Marker] = field(default_factory=list)
     window: tuple[int, int] | None = None  # capture start/stop TSC, when known
     tsc_hz: float | None = None
-    counts: dict[str, Any] = field(default_factory=dict)  # the parser's raw counters
+    counts: ParserCounts = field(default_factory=lambda: ParserCounts())  # the parser's raw counters
 
     @property
     def missed_switches(self) -> int:
@@ -84,7 +123,7 @@ def run_parser(
     tsc_hz: float | None = None,
     window: tuple[int, int] | None = None,
     cpu: int | None = None,
-) -> dict[str, Any]:
+) -> ParserCounts:
     """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json."""
     cmd = [str(native_bin(PARSER))]
     if scan:
@@ -100,18 +139,21 @@ def run_parser(
     if proc.returncode != 0:
         msg = (proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
         raise JitterscopeError(f"trace parser failed on {trace_dir}: {msg}")
-    return json.loads((out_dir / "counts.json").read_text())
+    counts: ParserCounts = json.loads((out_dir / "counts.json").read_text())
+    return counts
 
 
-def session_info(trace_dir: Path) -> dict[str, Any]:
-    return boundedio.read_json_or_none(trace_dir / "session.json", "trace session record") or {}
+def session_info(trace_dir: Path) -> SessionInfo:
+    saved = boundedio.read_json_or_none(trace_dir / "session.json", "trace session record")
+    info: SessionInfo = saved if saved else {}
+    return info
 
 
 def trace_stats(trace_dir: Path) -> dict[str, dict[str, int]]:
     return boundedio.read_json_or_none(trace_dir / "stats.json", "trace statistics") or {}
 
 
-def lost_per_cpu(counts: dict[str, Any], stats: dict[str, dict[str, int]]) -> dict[int, int]:
+def lost_per_cpu(counts: ParserCounts, stats: dict[str, dict[str, int]]) -> dict[int, int]:
     """Lost events per CPU (see the module docstring for why this is no double count)."""
     out: dict[int, int] = {}
     cpus = set(counts.get("cpus", {})) | set(stats)
@@ -145,7 +187,8 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
         raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
     info = session_info(trace_dir)
     hz = tsc_hz or info.get("tsc_hz")
-    window = tuple(info["window"]) if info.get("window") else None
+    w = info.get("window")
+    window = (int(w[0]), int(w[1])) if w else None
     # tmpfs when there is one: the parser's output is read back at once and deleted
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing

@@ -24,7 +24,8 @@ import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from typing_extensions import TypedDict  # pydantic reads it back (tracing/session.reader_info)
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import TRACEREADER_PROGRAM, native_bin
@@ -139,6 +140,27 @@ def ring_kb(least_kb: int, events_per_s: float, ncpus: int) -> int:
 # -- the reader process ----------------------------------------------------------------------------------------
 
 
+class ReaderSummary(TypedDict, total=False):
+    """session.json's `reader` block: the reader's report, with its cost and density per kernel event (all
+    of it written by ReaderReport.summary; an older capture's block may lack some)."""
+
+    ended: str
+    cpu_user_s: float
+    cpu_sys_s: float
+    full_pages: int
+    partial_pages: int
+    bytes: int
+    wakeups: int
+    idle_wakeups: int
+    page_size: int
+    priority: str
+    affinity: list[int]
+    cpu_s: float
+    events: int
+    cpu_s_per_m_events: float | None
+    bytes_per_event: float | None
+
+
 @dataclass
 class ReaderReport:
     """What the reader says about itself when it ends (its reader.json)."""
@@ -159,14 +181,25 @@ class ReaderReport:
     def cpu_s(self) -> float:
         return self.cpu_user_s + self.cpu_sys_s
 
-    def summary(self, events: int) -> dict[str, Any]:
+    def summary(self, events: int) -> ReaderSummary:
         """session.json's `reader` block: the report with its cost and density per kernel event."""
-        out: dict[str, Any] = dict(self.__dict__)
-        out["cpu_s"] = round(self.cpu_s, 6)
-        out["events"] = events
-        out["cpu_s_per_m_events"] = round(self.cpu_s / (events / 1e6), 6) if events else None
-        out["bytes_per_event"] = round(self.bytes / events, 2) if events else None
-        return out
+        return {
+            "ended": self.ended,
+            "cpu_user_s": self.cpu_user_s,
+            "cpu_sys_s": self.cpu_sys_s,
+            "full_pages": self.full_pages,
+            "partial_pages": self.partial_pages,
+            "bytes": self.bytes,
+            "wakeups": self.wakeups,
+            "idle_wakeups": self.idle_wakeups,
+            "page_size": self.page_size,
+            "priority": self.priority,
+            "affinity": self.affinity,
+            "cpu_s": round(self.cpu_s, 6),
+            "events": events,
+            "cpu_s_per_m_events": round(self.cpu_s / (events / 1e6), 6) if events else None,
+            "bytes_per_event": round(self.bytes / events, 2) if events else None,
+        }
 
     @classmethod
     def load(cls, path: Path) -> ReaderReport | None:

@@ -30,11 +30,12 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from jitterscope import atomic, boundedio, journal, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
+from jitterscope.runcheck import read_record
 from jitterscope.tracing import formats, symbols
 from jitterscope.tracing.instances import (
     INSTANCE_PREFIX,
@@ -47,10 +48,43 @@ from jitterscope.tracing.instances import (
     rmdir_retry,
     save_stats,
 )
-from jitterscope.tracing.parse import lost_per_cpu, run_parser
-from jitterscope.tracing.reader import BUFFER_PERCENT, NativeReader, RateSample, ReaderReport, ring_kb
+from jitterscope.tracing.parse import lost_per_cpu, run_parser, session_info
+from jitterscope.tracing.reader import (
+    BUFFER_PERCENT,
+    NativeReader,
+    RateSample,
+    ReaderReport,
+    ReaderSummary,
+    ring_kb,
+)
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
 from jitterscope.units import format_cpumask
+
+
+class SessionInfo(TypedDict, total=False):
+    """session.json: how the capture was set up, its markers and window, and what it lost.  Written as the
+    session goes (a killed run keeps what it had), completed by finish_capture."""
+
+    instance: str | None
+    pid: int
+    cpus: list[int]
+    buffer_kb: int
+    buffer_kb_requested: int
+    buffer_percent: int
+    expected_events_per_s: int
+    clock: str
+    page_size: int
+    events: list[str]
+    missing_events: list[str]
+    boot_id: str | None
+    reader_pid: int
+    start_mono_ns: int
+    stop_mono_ns: int
+    lost_events: int
+    window: list[int]  # [start TSC, end TSC] of the capture
+    tsc_hz: float
+    scan_error: str
+    reader: ReaderSummary
 
 
 class TraceSession:
@@ -76,7 +110,7 @@ class TraceSession:
         self._rate: RateSample | None = None
         self._reader: NativeReader | None = None
         self._report: ReaderReport | None = None
-        self._info: dict[str, Any] = {}
+        self._info: SessionInfo = {}
         self._stats: dict[str, dict[str, int]] = {}
         self._lost: int | None = None
         self._started = False
@@ -251,8 +285,8 @@ class TraceSession:
         return 0
 
     @property
-    def info(self) -> dict[str, Any]:
-        return dict(self._info)
+    def info(self) -> SessionInfo:
+        return self._info.copy()
 
     def __enter__(self) -> TraceSession:  # noqa: PYI034 - typing.Self needs Python 3.11
         self.start()
@@ -269,34 +303,39 @@ class TraceSession:
                 self._teardown()
 
 
-def write_session_info(out_dir: Path, info: dict[str, Any]) -> None:
+def write_session_info(out_dir: Path, info: SessionInfo) -> None:
     atomic.write_text(out_dir / "session.json", json.dumps(info, indent=1) + "\n")
 
 
-def reader_info(out_dir: Path) -> dict[str, Any] | None:
+def reader_info(out_dir: Path) -> ReaderSummary | None:
     """session.json's `reader` block (its cost and density), None for a capture without one."""
     try:
         info = json.loads((out_dir / "session.json").read_text())
     except (OSError, ValueError):
         return None
     reader = info.get("reader") if isinstance(info, dict) else None
-    return reader if isinstance(reader, dict) else None
+    if not isinstance(reader, dict):
+        return None
+    try:
+        return read_record(reader, ReaderSummary, out_dir / "session.json")
+    except JitterscopeError:  # not what a reader writes: left out, as a capture without one
+        return None
 
 
 def finish_capture(
     out_dir: Path,
-    info: dict[str, Any],
+    info: SessionInfo,
     stats: dict[str, dict[str, int]],
     end_tsc: int | None = None,
     report: ReaderReport | None = None,
-) -> dict[str, Any]:
+) -> SessionInfo:
     """Markers → capture window and TSC rate; symbols and comms the trace needs;
     lost events.  Return the completed session info (also saved as session.json).
 
     Run at stop, and by `analyze` on the capture of a killed run: then the stop
     marker is missing and `end_tsc` (the probe's end) closes the window, and the
     kernel symbols are only looked up if the machine has not rebooted since."""
-    info = dict(info)
+    info = info.copy()
     try:
         with journal.scratch("jitterscope-scan-") as tmp:  # journalled: kill -9 leaves nothing
             counts = run_parser(out_dir, Path(tmp), scan=True)
@@ -341,7 +380,7 @@ def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str) -> list[s
     comms, lost events); return what could not be recovered.  `ended` names what closes the window
     when the stop marker is missing ("the probe's end", at `end_tsc`)."""
     missing = []
-    info = boundedio.read_json_or_none(out_dir / "session.json", "trace session record") or {}
+    info = session_info(out_dir)
     stats = boundedio.read_json_or_none(out_dir / "stats.json", "trace statistics")
     if stats is None:
         stats = {}

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import shlex
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jitterscope.tune.records import ApplyResult, Plan, PlanItem, RecordState
 from jitterscope.units import format_cpulist
+
+if TYPE_CHECKING:
+    from jitterscope.tune.audit import Audit, FindingJson
 
 MARK = {"ok": "ok ", "not isolated": "NOT", "cannot tell": " ? "}
 WIDTH = 118
@@ -18,7 +21,7 @@ def _wrap(text: str, indent: int) -> str:
     return textwrap.fill(text, WIDTH, initial_indent=" " * indent, subsequent_indent=" " * indent)
 
 
-def render_audit(a: dict[str, Any]) -> str:
+def render_audit(a: Audit) -> str:
     virt = f", {a['virtualization']} guest" if a.get("virtualization") else ""
     lines = [
         (
@@ -49,16 +52,16 @@ def render_audit(a: dict[str, Any]) -> str:
             _wrap("jitterscope tune apply " + " ".join(f"--knob {shlex.quote(k)}" for k in runtime), 2),
         ]
     boot = [
-        f["fix"] for f in a["findings"] if f.get("fix") and f["setting"] == "boot" and f["verdict"] == "not isolated"
+        fix for f in a["findings"] if (fix := f["fix"]) and f["setting"] == "boot" and f["verdict"] == "not isolated"
     ]
     if boot:
         lines += ["Boot parameters (reboot): " + " ".join(dict.fromkeys(boot))]
     return "\n".join(lines)
 
 
-def _runtime_fixes(findings: list[dict[str, Any]]) -> list[str]:
+def _runtime_fixes(findings: list[FindingJson]) -> list[str]:
     """`--knob` values of the fixes; several IRQs to the same CPUs become irq.*.affinity."""
-    fixes = [f["fix"].split("--knob ", 1)[1] for f in findings if f.get("fix") and "tune apply --knob" in f["fix"]]
+    fixes = [fix.split("--knob ", 1)[1] for f in findings if (fix := f["fix"]) and "tune apply --knob" in fix]
     fixes = [k for k in fixes if not k.startswith("task.PID")]
     irqs = [k for k in fixes if k.startswith("irq.") and not k.startswith("irq.default")]
     if len(irqs) > 1 and len({k.split("=", 1)[1] for k in irqs}) == 1:

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from jitterscope import plotting
 from jitterscope.report.page import Column, Figure, render_page
 from jitterscope.report.page import write_page as write_html
 from jitterscope.units import format_ns
+
+if TYPE_CHECKING:
+    from jitterscope.tune.verify_data import Analysis
 
 
 def _ci(ci: list[float | None]) -> str:
@@ -19,7 +22,7 @@ def _q(q: float | None) -> str:
     return "q=–" if q is None else f"q={q:.2g}"
 
 
-def render_text(r: dict[str, Any]) -> str:
+def render_text(r: Analysis) -> str:
     lines = [
         (
             f"Targeted sources (before -> after, compare's tests, Benjamini-Hochberg over {r['tests']} tests, "
@@ -64,7 +67,7 @@ def render_text(r: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _kept(r: dict[str, Any]) -> str:
+def _kept(r: Analysis) -> str:
     if r.get("reverted") is not None:
         back = all(x["back"] for x in r["reverted"])
         return (
@@ -76,7 +79,7 @@ def _kept(r: dict[str, Any]) -> str:
     return f"The changes stay, recorded in {r['record']}: `jitterscope tune revert` undoes them"
 
 
-def _figure(r: dict[str, Any]) -> Figure | None:
+def _figure(r: Analysis) -> Figure | None:
     if not r["targets"]:
         return None
     plt = plotting.pyplot()
@@ -94,7 +97,7 @@ def _figure(r: dict[str, Any]) -> Figure | None:
         return Figure("targets", "Targeted sources before and after", plotting.svg_text(fig))
 
 
-def write_page(r: dict[str, Any], path: Path) -> Path:
+def write_page(r: Analysis, path: Path) -> Path:
     data = {
         "headline": f"{'VERIFIED' if r['ok'] else 'NOT VERIFIED'}: {sum(t['down'] for t in r['targets'])} of "
         f"{sum(t['testable'] for t in r['targets'])} testable targeted sources went down significantly"

@@ -11,9 +11,11 @@ revert`), or, with --revert, undone and re-read to prove it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,51 +30,62 @@ from jitterscope.tune import apply as ap
 from jitterscope.tune import planfile, record, render_verify
 from jitterscope.tune.apply import knob_source
 from jitterscope.tune.plan import make_plan
-from jitterscope.tune.verify_data import analyse
+from jitterscope.tune.verify_data import Applied, analyse
 
 SETTLE_S = 0.3  # an IRQ moves at its next interrupt, a task at once
 SETTLE_KNOBS = {"vm.stat_interval": lambda before: float(before) + 0.3}  # work already queued keeps its old delay
 
 
-def _measure_opts(args: argparse.Namespace, before: Run | None, plan_cpus: list[int] | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Measure:
+    """How the before and after runs are measured: as --before was, else from the options."""
+
+    cpus: list[int]
+    duration_ns: float
+    threshold_ns: float
+    priority: int | None
+    buffer_kb: int
+
+
+def _measure_opts(args: argparse.Namespace, before: Run | None, plan_cpus: list[int] | None) -> _Measure:
     if before is not None:
         o = before.meta.get("options", {})
         if not before.tracing:
             raise UsageError(
                 f"--before {before.path}: measured without tracing; verify compares sources, so it needs a traced run"
             )
-        return {
-            "cpus": before.cpus,
-            "duration_ns": float(o.get("duration_ns") or before.duration_ns),
-            "threshold_ns": float(o.get("threshold_ns", 1000.0)),
-            "priority": o.get("priority"),
-            "buffer_kb": int(o.get("buffer_kb", 4096)),
-        }
+        return _Measure(
+            cpus=before.cpus,
+            duration_ns=float(o.get("duration_ns") or before.duration_ns),
+            threshold_ns=float(o.get("threshold_ns", 1000.0)),
+            priority=o.get("priority"),
+            buffer_kb=int(o.get("buffer_kb", 4096)),
+        )
     cpus = options.cpus(args) if args.cpus is not None or not plan_cpus else plan_cpus
     sysinfo.check_cpus(cpus)
-    return {
-        "cpus": cpus,
-        "duration_ns": options.duration_ns(args),
-        "threshold_ns": options.threshold_ns(args),
-        "priority": options.priority(args),
-        "buffer_kb": options.buffer_kb(args),
-    }
+    return _Measure(
+        cpus=cpus,
+        duration_ns=options.duration_ns(args),
+        threshold_ns=options.threshold_ns(args),
+        priority=options.priority(args),
+        buffer_kb=options.buffer_kb(args),
+    )
 
 
-def _run(opts: dict[str, Any], out: Path, label: str) -> Run:
+def _run(opts: _Measure, out: Path, label: str) -> Run:
     print(
-        f"measuring {label}: CPU {','.join(map(str, opts['cpus']))} for {opts['duration_ns'] / 1e9:g} s ...",
+        f"measuring {label}: CPU {','.join(map(str, opts.cpus))} for {opts.duration_ns / 1e9:g} s ...",
         file=sys.stderr,
         flush=True,
     )
     path = measure(
-        opts["cpus"],
-        opts["duration_ns"],
-        opts["threshold_ns"],
+        opts.cpus,
+        opts.duration_ns,
+        opts.threshold_ns,
         out,
         trace=True,
-        priority=opts["priority"],
-        buffer_kb=opts["buffer_kb"],
+        priority=opts.priority,
+        buffer_kb=opts.buffer_kb,
         progress=True,
     )
     run = load_run(path)
@@ -129,7 +142,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if not changes:
         raise JitterscopeError("nothing to verify: the plan has no runtime knob to change (see `tune plan`)")
     with Journal("tune verify") as j:
-        rows = [
+        rows: list[Applied] = [
             {
                 "knob": c.name,
                 "before": c.before,
@@ -156,7 +169,12 @@ def run_verify(args: argparse.Namespace) -> int:
             "applied": rows,
             "skipped": skipped,
             "record": str(rec) if rec else None,
-            "boot": plan_file.boot.model_dump(),
+            "boot": {
+                "params": plan_file.boot.params,
+                "cmdline": plan_file.boot.cmdline,
+                "bootloader": plan_file.boot.bootloader,
+                "command": plan_file.boot.command,
+            },
             "unaddressed": plan_file.unaddressed,
         }
     )
@@ -172,8 +190,8 @@ def run_verify(args: argparse.Namespace) -> int:
             command_line=sys.argv,
             start=after.meta.get("start"),
             duration_s=after.meta["duration_s"],
-            cpus=opts["cpus"],
-            options={**opts, "alpha": args.alpha, "revert": args.revert},
+            cpus=opts.cpus,
+            options={**dataclasses.asdict(opts), "alpha": args.alpha, "revert": args.revert},
             before=str(before.path),
             after=str(after.path),
             virtualization=after.meta.get("virtualization"),

@@ -24,21 +24,101 @@ Bootstrap"; scipy.stats.bootstrap, BCa), clipped to what a CPU can lose.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from scipy import stats
 
 from jitterscope.compare import Thresholds, compare_loaded, from_run, source_key
+from jitterscope.compare.diff import every_source, smallest_q
+from jitterscope.compare.results import SourceRow, Total
 from jitterscope.rundir import Run
+from jitterscope.tune.records import PlanBoot
 from jitterscope.tune.sources import refine
 
-PARTS = ("new", "gone", "changed", "unchanged")
+
+class Target(TypedDict):
+    """A source the plan targets: what it expects of it (gone, or fewer by `factor`) and the knobs that should."""
+
+    source: str
+    expect: str
+    factor: float | None
+    knobs: list[str]
 
 
-def targets_of(changes: list[Any]) -> dict[tuple[str, str], dict[str, Any]]:
+class Side(TypedDict):
+    count: int
+    ppm: float
+    p99_ns: float
+    median_ns: float
+
+
+class Verdict(TypedDict):
+    before: Side
+    after: Side
+    q: float | None
+    rate_ratio: float | None
+    ci95: list[float | None]
+    down: bool
+    as_planned: bool
+    testable: bool
+    verdict: str
+    short: str
+
+
+class TargetResult(Target, Verdict):
+    predicted_ppm: float | None
+
+
+class CpuOverall(Total):
+    base_ci95: list[float | None]
+    new_ci95: list[float | None]
+
+
+class Applied(TypedDict):
+    knob: str
+    before: str | None
+    value: str
+    changed: bool
+    now: str | None
+
+
+class Reverted(TypedDict):
+    knob: str
+    original: str | None
+    now: str | None
+    back: bool
+
+
+class _AnalysisBase(TypedDict):
+    alpha: float
+    targets: list[TargetResult]
+    overall: dict[int, CpuOverall]
+    side_effects: list[str]
+    ok: bool
+    untestable: int
+    notes: list[str]
+    not_compared: list[str]
+    tests: int
+
+
+class Analysis(_AnalysisBase, total=False):
+    """`analyse`'s result; `tune verify` adds what it did and where (summary.json of its directory)."""
+
+    reverted: list[Reverted]
+    before: str
+    after: str
+    out: str
+    applied: list[Applied]
+    skipped: list[str]
+    record: str | None
+    boot: PlanBoot
+    unaddressed: list[dict[str, object]]  # as plan.yaml holds them (free-form, see tune/planfile.py)
+
+
+def targets_of(changes: list[Any]) -> dict[tuple[str, str], Target]:
     """Source key -> what the plan expects of it and which knobs should do it."""
-    out: dict[tuple[str, str], dict[str, Any]] = {}
+    out: dict[tuple[str, str], Target] = {}
     for c in changes:
         for s in c.sources:
             kind, _, name = s["source"].partition(":")
@@ -64,10 +144,10 @@ def _ci(blocks: np.ndarray) -> list[float | None]:
     return [float(max(lo, 0.0)) if np.isfinite(lo) else None, float(min(hi, 1e6)) if np.isfinite(hi) else None]
 
 
-def _side(row: dict[str, Any] | None, which: str) -> dict[str, Any]:
+def _side(row: SourceRow | None, which: str) -> Side:
     if row is None:
         return {"count": 0, "ppm": 0.0, "p99_ns": 0.0, "median_ns": 0.0}
-    s = row[which]
+    s = row["base"] if which == "base" else row["new"]
     return {"count": s["count"], "ppm": s["ppm"], "p99_ns": s["p99_ns"], "median_ns": s["median_ns"]}
 
 
@@ -79,11 +159,9 @@ def can_test(k_before: int, t_before: float, t_after: float, alpha: float) -> bo
     return float(stats.binomtest(0, k_before, t_after / (t_before + t_after)).pvalue) < alpha
 
 
-def _verdict(
-    t: dict[str, Any], row: dict[str, Any] | None, alpha: float, exposure: tuple[float, float]
-) -> dict[str, Any]:
+def _verdict(t: Target, row: SourceRow | None, alpha: float, exposure: tuple[float, float]) -> Verdict:
     b, n = _side(row, "base"), _side(row, "new")
-    empty = {
+    empty: Verdict = {
         "before": b,
         "after": n,
         "q": None,
@@ -92,25 +170,28 @@ def _verdict(
         "down": False,
         "as_planned": False,
         "testable": False,
+        "verdict": "absent before: nothing to verify",
+        "short": "absent before",
     }
     if row is None or b["count"] == 0:
-        return {**empty, "verdict": "absent before: nothing to verify", "short": "absent before"}
+        return empty
     if not can_test(b["count"], *exposure, alpha):
-        return {
-            **empty,
-            "q": row["rate"]["q"],
-            "as_planned": t["expect"] == "gone" and n["count"] == 0,
-            "verdict": f"too rare to test ({b['count']} before, {n['count']} after): no drop of so few "
-            f"occurrences can be significant at {alpha:g}; measure longer",
-            "short": "too rare to test",
-        }
-    qs = [row["rate"]["q"]] + ([row["duration"]["q"]] if row.get("duration") else [])
-    q = min(x for x in qs if x is not None)
+        empty.update(
+            {
+                "q": row["rate"]["q"],
+                "as_planned": t["expect"] == "gone" and n["count"] == 0,
+                "verdict": f"too rare to test ({b['count']} before, {n['count']} after): no drop of so few "
+                f"occurrences can be significant at {alpha:g}; measure longer",
+                "short": "too rare to test",
+            }
+        )
+        return empty
+    q = smallest_q(row)
     down = q < alpha and n["ppm"] < b["ppm"]
     ratio, ci = row["rate"]["ratio"], row["rate"]["ci95"]
     if t["expect"] == "gone":
         planned = n["count"] == 0
-    elif t.get("factor") is not None:
+    elif t["factor"] is not None:
         planned = down and ci[0] is not None and ci[0] <= t["factor"]
     else:
         planned = down
@@ -151,33 +232,32 @@ def _verdict(
     }
 
 
-def analyse(before: Run, after: Run, changes: list[Any], alpha: float) -> dict[str, Any]:
+def analyse(before: Run, after: Run, changes: list[Any], alpha: float) -> Analysis:
     rb, ra = refine(before), refine(after)
     th = Thresholds(alpha=alpha)
     targets = targets_of(changes)
     full = compare_loaded(rb, ra, th)
     exposure = (float(before.duration_ns), float(after.duration_ns))
-    every = {(r["kind"], r["name"]): r for part in PARTS for r in full[part]}
+    every = {(r["kind"], r["name"]): r for r in every_source(full)}
     family = {k for k in targets if k in every and can_test(every[k]["base"]["count"], *exposure, alpha)}
     fam = compare_loaded(rb, ra, th, only=family) if family else None
-    rows = {**every, **{(r["kind"], r["name"]): r for part in PARTS for r in (fam or {}).get(part, [])}}
-    results = []
+    rows = {**every, **{(r["kind"], r["name"]): r for r in (every_source(fam) if fam else [])}}
+    results: list[TargetResult] = []
     for key, t in targets.items():
         row = rows.get(key)
-        predicted = None
-        if row is not None and t.get("factor") is not None:
-            predicted = row["base"]["ppm"] * t["factor"]
+        factor = t["factor"]
+        predicted = row["base"]["ppm"] * factor if row is not None and factor is not None else None
         results.append({**t, **_verdict(t, row, alpha, exposure), "predicted_ppm": predicted})
     results.sort(key=lambda r: -r["before"]["ppm"])
     cpus = full["compared_cpus"]
     sb, sa = from_run(before, cpus), from_run(after, cpus)
-    overall = {
+    overall: dict[int, CpuOverall] = {
         c: {**full["total"][str(c)], "base_ci95": _ci(sb.blocks_ppm[c]), "new_ci95": _ci(sa.blocks_ppm[c])}
         for c in cpus
     }
     side_effects = [
         f"{r['kind']}:{r['name']} ({'new' if r['base']['count'] == 0 else 'worse'}, "
-        f"{r['delta_ppm']:+,.1f} ppm, q={min(x for x in [r['rate']['q']] if x is not None):.2g})"
+        f"{r['delta_ppm']:+,.1f} ppm, q={r['rate']['q'] or 0:.2g})"
         for r in full["new"] + full["changed"]
         if (r["kind"], r["name"]) not in targets and r["significant"] and r["delta_ppm"] > 0
     ]

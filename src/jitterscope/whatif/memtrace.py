@@ -11,7 +11,7 @@ import shutil
 import signal
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 
@@ -49,7 +49,21 @@ def load(path: Path) -> np.ndarray:
     return words
 
 
-def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[str, Any]:
+class Captured(TypedDict):
+    """The trace's sidecar (OUT.json), also what `whatif capture --json` prints."""
+
+    format: str
+    version: int
+    command: list[str]
+    exit_code: int
+    accesses: int  # kept in the trace
+    recorded: int  # seen (instruction fetches included)
+    truncated: bool  # cut at the limit
+    instructions: bool
+    lines: int  # distinct lines touched
+
+
+def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> Captured:
     """Run CMD under lackey, write the trace (first `limit` accesses) and its sidecar; the program's exit code."""
     vg = shutil.which("valgrind")
     if vg is None:
@@ -81,7 +95,7 @@ def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> dict[s
     with atomic_path(out) as tmp:
         with open(tmp, "wb") as f:
             np.save(f, words)
-    info = {
+    info: Captured = {
         "format": "jitterscope-memtrace",
         "version": 1,
         "command": cmd,

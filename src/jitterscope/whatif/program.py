@@ -22,10 +22,10 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import Run
+from jitterscope.sync import rows as sync_rows
 from jitterscope.sync.model import WAITER_TYPES
 
 
@@ -73,10 +73,6 @@ class Program:
     missed_switches: int = 0  # context switches the trace lost: off-CPU time there is not seen as lost
 
 
-def _rows(run: Run, name: str) -> list[dict[str, Any]]:
-    return run.table(name).to_pylist()
-
-
 def _merge(spans: list[tuple[int, int]], lo: int, hi: int) -> list[tuple[int, int]]:
     out: list[tuple[int, int]] = []
     for s, e in sorted((max(s, lo), min(e, hi)) for s, e in spans):
@@ -104,7 +100,7 @@ class _Spans:
         return _merge([x for x in self.spans[a:b] if x[1] > lo], lo, hi)
 
 
-def _lost_by_thread(jitter: list[dict[str, Any]]) -> tuple[dict[int, list[tuple[int, int]]], dict[int, int]]:
+def _lost_by_thread(jitter: list[sync_rows.Interval]) -> tuple[dict[int, list[tuple[int, int]]], dict[int, int]]:
     lost: dict[int, list[tuple[int, int]]] = defaultdict(list)
     wake: dict[int, int] = defaultdict(int)
     for r in jitter:
@@ -131,17 +127,18 @@ def _link_polls(items: list[Segment | Wait]) -> None:
 
 def load_program(run: Run) -> Program:
     """The replay's input from a sync run; one-line error when it has nothing to replay."""
-    segs = _rows(run, "segments")
+    segs: list[sync_rows.Segment] = run.table("segments").to_pylist()
     if not segs:
         raise JitterscopeError(
             f"{run.path}: the sync run has no compute segments (no thread ran to completion "
             "under the interposer): nothing to replay"
         )
-    by_tid, wake = _lost_by_thread(_rows(run, "jitter"))
+    by_tid, wake = _lost_by_thread(run.table("jitter").to_pylist())
     lost = {tid: _Spans(spans) for tid, spans in by_tid.items()}
     creates: dict[int, list[tuple[int, int]]] = defaultdict(list)
     threads: dict[int, Thread] = {}
-    for t in _rows(run, "threads"):
+    threads_rows: list[sync_rows.Thread] = run.table("threads").to_pylist()
+    for t in threads_rows:
         if t["start_ns"] is None or t["end_ns"] is None:
             continue
         threads[t["tid"]] = Thread(
@@ -157,7 +154,8 @@ def load_program(run: Run) -> Program:
         total_lost += sum(e - x for x, e in spans)
         c = [x for x in creates.get(s["tid"], []) if a <= x[0] <= b]
         per[s["tid"]].append((a, 0, Segment(a, b, spans, c)))
-    for w in _rows(run, "waits"):
+    waits: list[sync_rows.Wait] = run.table("waits").to_pylist()
+    for w in waits:
         rel = w["release_ns"] if w["releaser_tid"] else None
         per[w["tid"]].append(
             (

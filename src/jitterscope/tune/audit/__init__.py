@@ -14,15 +14,52 @@ machine   SMT siblings, cpufreq, idle states, clocksource, the kernel's build
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
+from typing import TypedDict
 
 from jitterscope import sysinfo
 from jitterscope.tune.audit import boot, machine, runtime, tasks
 from jitterscope.tune.audit.finding import NOT, OK, UNKNOWN, Finding, make_context
 
 
-def audit(cpus: list[int]) -> dict[str, Any]:
+class FindingJson(TypedDict):
+    """A Finding as `tune audit --json` prints it."""
+
+    group: str
+    knob: str
+    value: str
+    recommended: str
+    setting: str
+    source: str
+    verdict: str
+    why: str
+    fix: str | None
+
+
+class Audit(TypedDict):
+    host: str
+    kernel: str
+    virtualization: str | None
+    cpus: list[int]
+    housekeeping: list[int]
+    counts: dict[str, int]  # findings per verdict
+    findings: list[FindingJson]
+
+
+def _json(f: Finding) -> FindingJson:
+    return {
+        "group": f.group,
+        "knob": f.knob,
+        "value": f.value,
+        "recommended": f.recommended,
+        "setting": f.setting,
+        "source": f.source,
+        "verdict": f.verdict,
+        "why": f.why,
+        "fix": f.fix,
+    }
+
+
+def audit(cpus: list[int]) -> Audit:
     """Every finding for `cpus`, as plain data."""
     ctx = make_context(cpus)
     findings: list[Finding] = []
@@ -36,5 +73,5 @@ def audit(cpus: list[int]) -> dict[str, Any]:
         "cpus": ctx.cpus,
         "housekeeping": ctx.housekeeping,
         "counts": counts,
-        "findings": [asdict(f) for f in findings],
+        "findings": [_json(f) for f in findings],
     }
