@@ -38,7 +38,7 @@ import pyarrow.parquet as pq
 
 from jitterscope import atomic, journal
 from jitterscope.measure import peers
-from jitterscope.measure.attribution import Attribution, overlaps, reduce_pairs
+from jitterscope.measure.attribution import Attribution, Pairs, overlaps, reduce_pairs, sum_pairs
 from jitterscope.measure.events import SourceEvents
 from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
 from jitterscope.measure.tsc import since_ns
@@ -85,7 +85,7 @@ class CpuPart:
     kind_first: dict[str, int]  # first activity row of each kind / name (row order of this CPU)
     name_first: dict[str, int]
     sources: list[tuple[str, str]]  # provisional code → (kind, name); 0 is unexplained
-    pairs: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]  # local detour, code, ns, start
+    pairs: Pairs  # local detour, code, ns, start: summed per (detour, code)
     events: np.ndarray  # per provisional code
     ann_container: np.ndarray  # per annotation that took time in a detour, in row order
     ann_inside: np.ndarray
@@ -283,7 +283,7 @@ def _activity_pass(
 
 def _segment_pass(
     job: CpuJob, act_path: Path, seg_path: Path, naming: _Naming, sources: _Sources, a_start: np.ndarray
-) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], np.ndarray]:
+) -> tuple[Pairs, np.ndarray]:
     """The (detour, source, ns, start) pieces of every segment inside a detour, and each annotation's container."""
     n_seg = seg_path.stat().st_size // SEGMENT_DTYPE.itemsize
     chunk = job.chunk_rows or CHUNK_ROWS
@@ -308,12 +308,12 @@ def _segment_pass(
         d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
         if d1 > d0:
             i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
-            keep = src[j] != 0
-            pd.append(i[keep] + d0)
-            ps.append(src[j][keep])
-            pn.append(ov[keep])
-            pt.append(st[keep])
-    return (_cat(pd), _cat(ps), _cat(pn), _cat(pt)), container
+            d, c, n, t = sum_pairs([i + d0], [src[j]], [ov], [st])  # this chunk's, per detour and source
+            pd.append(d)
+            ps.append(c)
+            pn.append(n)
+            pt.append(t)
+    return sum_pairs(pd, ps, pn, pt), container  # a detour cut by a chunk's edge summed whole
 
 
 def analyse_cpu(job: CpuJob, writer: pq.ParquetWriter) -> CpuPart:

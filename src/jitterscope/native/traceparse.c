@@ -1118,29 +1118,32 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         die("%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb))
-        die("%s: %s", path, strerror(errno));
-    size_t n = (size_t)sb.st_size;
-    if (n >= page_size) {
-        const uint8_t *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED)
-            die("%s: mmap: %s", path, strerror(errno));
-        madvise((void *)m, n, MADV_SEQUENTIAL);
-        /* Pages already parsed are dropped from memory every few MiB (nothing points into them:
-         * strings are interned, markers copied), so the capture's size is not resident memory. */
-        const size_t drop = (size_t)16 << 20;
-        size_t dropped = 0;
-        for (size_t off = 0; off + page_size <= n; off += page_size) {
-            parse_page(c, m + off, page_size);
-            size_t done = (off + page_size) & ~(drop - 1);
-            if (done > dropped) {
-                madvise((void *)(m + dropped), done - dropped, MADV_DONTNEED);
-                dropped = done;
-            }
+    /* Read in blocks into one reused buffer rather than mapped: no page fault per 4 KiB page and
+     * nothing of the capture stays resident (nothing points into a page once parsed: strings are
+     * interned, markers copied). */
+    const size_t pages_per_block = 256;
+    size_t block = page_size * pages_per_block;
+    uint8_t *buf = js_malloc(block);
+    size_t have = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + have, block - have);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            die("%s: %s", path, strerror(errno));
         }
-        munmap((void *)m, n);
+        have += (size_t)r;
+        size_t whole = have - have % page_size;
+        if (r == 0 || have == block) {
+            for (size_t off = 0; off < whole; off += page_size)
+                parse_page(c, buf + off, page_size);
+            memmove(buf, buf + whole, have - whole);
+            have -= whole;
+        }
+        if (r == 0)
+            break;
     }
+    free(buf);
     close(fd);
     if (c->open)
         span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
