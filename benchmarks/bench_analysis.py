@@ -174,7 +174,9 @@ Python with numpy and pyarrow imported); its largest child's, {max(r["rss_child_
 {long_run["rss_child_mib"]:.0f} MiB at 4x, is an upper bound: a child forked from the analysing process counts that
 process's pages until it execs the parser.  The parser drops the raw pages it has parsed but
 still holds one CPU's records (64 B per event) until that CPU is done, the one part of the
-path whose memory grows with the run.  Wall times on a shared
+path whose memory grows with the run.  With --jobs N the workers hand each CPU's rows to the
+analysing process as Arrow IPC streams on tmpfs; the Parquet encoding of every row stays in that one
+process, the part of the work that does not scale.  Wall times on a shared
 machine: compare the load averages above before reading the scaling figure."""
     bench.section(body)
     return bench.exit_code()

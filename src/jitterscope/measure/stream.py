@@ -177,28 +177,56 @@ def _first_rows(codes: np.ndarray, seen: np.ndarray, offset: int, labels: list[s
     seen[uniq] = True
 
 
-def _records(path: Path, dtype: np.dtype, lo: int, hi: int) -> np.ndarray:
-    """Records lo..hi of a parser file, read into a fresh array (no map: resident memory stays bounded)."""
-    if hi <= lo:
-        return np.zeros(0, dtype)
-    return np.fromfile(path, dtype=dtype, count=hi - lo, offset=lo * dtype.itemsize)
+class _Records:
+    """Records lo..hi of a parser file, read into one buffer reused from chunk to chunk: resident memory
+    stays bounded (no map of the whole file) and no chunk pays for fresh pages.  A chunk is valid until
+    the next read."""
+
+    def __init__(self, path: Path, dtype: np.dtype) -> None:
+        self.file = open(path, "rb", buffering=0)  # noqa: SIM115 (closed by close(), in a finally)
+        self.dtype = dtype
+        self.n = os.fstat(self.file.fileno()).st_size // dtype.itemsize
+        self.buf = np.zeros(0, dtype)
+
+    def read(self, lo: int, hi: int) -> np.ndarray:
+        k = max(0, min(hi, self.n) - lo)
+        if k > len(self.buf):
+            self.buf = np.zeros(k, self.dtype)
+        out = self.buf[:k]
+        self.file.seek(lo * self.dtype.itemsize)
+        view = memoryview(out).cast("B")
+        got = 0
+        while got < len(view):
+            r = self.file.readinto(view[got:])
+            if not r:
+                raise OSError(f"{self.file.name}: ends before record {hi}")
+            got += r
+        return out
+
+    def close(self) -> None:
+        self.file.close()
 
 
-def _owner_codes(path: Path, rows: np.ndarray, span: int) -> np.ndarray:
+@contextmanager
+def _reading(path: Path, dtype: np.dtype) -> Iterator[_Records]:
+    r = _Records(path, dtype)
+    try:
+        yield r
+    finally:
+        r.close()
+
+
+def _owner_codes(codes: _Records, rows: np.ndarray, span: int) -> np.ndarray:
     """The source codes of the activities segments name as owners: nearly all recent (read as one
     range), a few long-open ones (a thread slice that began long ago) read one by one."""
     if len(rows) == 0:
         return np.zeros(0, np.int32)
     hi = int(rows.max()) + 1
     lo = max(int(rows.min()), hi - span)
-    near = _records(path, _CODE, lo, hi)
     far = rows < lo
-    out = near[np.where(far, 0, rows - lo)]
-    if far.any():
-        with open(path, "rb") as f:
-            for r in np.unique(rows[far]).tolist():
-                f.seek(r * _CODE.itemsize)
-                out[rows == r] = np.frombuffer(f.read(_CODE.itemsize), _CODE)[0]
+    out = codes.read(lo, hi)[np.where(far, 0, rows - lo)]
+    for r in np.unique(rows[far]).tolist():
+        out[rows == r] = codes.read(r, r + 1)[0]
     return out
 
 
@@ -245,14 +273,13 @@ def _activity_pass(
     """Name, code, count and write the activity rows chunk by chunk; each row's source code goes to
     `code_path` for the segment pass (4 bytes a row, not the 64 of the record it would re-read)."""
     st = _ActivityPass()
-    n_act = act_path.stat().st_size // ACTIVITY_DTYPE.itemsize
     chunk = job.chunk_rows or CHUNK_ROWS
     ds, de = job.det_start, job.det_end
     kind_seen = np.zeros(len(KINDS), bool)
     name_seen = np.zeros(len(naming.strings), bool)
-    with open(code_path, "wb") as codes_out:
-        for lo in range(0, n_act, chunk):
-            a = _records(act_path, ACTIVITY_DTYPE, lo, min(n_act, lo + chunk))
+    with open(code_path, "wb") as codes_out, _reading(act_path, ACTIVITY_DTYPE) as acts:
+        for lo in range(0, acts.n, chunk):
+            a = acts.read(lo, lo + chunk)
             kind = a["kind"].astype(np.int64)
             name = naming.codes(a["name"], kind, a["pid"])
             code = sources.codes(kind, name)
@@ -297,7 +324,6 @@ def _segment_pass(
     job: CpuJob, code_path: Path, seg_path: Path, a_start: np.ndarray
 ) -> tuple[Pairs, np.ndarray]:
     """The (detour, source, ns, start) pieces of every segment inside a detour, and each annotation's container."""
-    n_seg = seg_path.stat().st_size // SEGMENT_DTYPE.itemsize
     chunk = job.chunk_rows or CHUNK_ROWS
     ds, de = job.det_start, job.det_end
     container = np.zeros(len(a_start), np.int64)
@@ -305,26 +331,41 @@ def _segment_pass(
     ps: list[np.ndarray] = []
     pn: list[np.ndarray] = []
     pt: list[np.ndarray] = []
-    for lo in range(0, n_seg, chunk):
-        s = _records(seg_path, SEGMENT_DTYPE, lo, min(n_seg, lo + chunk))
-        src = _owner_codes(code_path, s["owner"].astype(np.int64), 4 * chunk)
-        s_start = since_ns(s["start_tsc"], job.t0_tsc, job.hz)
-        s_end = since_ns(s["end_tsc"], job.t0_tsc, job.hz)
-        if len(a_start):
-            k = np.searchsorted(s_start, a_start, side="right") - 1
-            ok = k >= 0
-            container[ok] = src[k[ok]]
-        # only the detours this chunk's time can touch
-        d0 = int(np.searchsorted(de, s_start[0], side="right"))
-        d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
-        if d1 > d0:
-            i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
-            d, c, n, t = sum_pairs([i + d0], [src[j]], [ov], [st])  # this chunk's, per detour and source
-            pd.append(d)
-            ps.append(c)
-            pn.append(n)
-            pt.append(t)
+    with _reading(seg_path, SEGMENT_DTYPE) as segs, _reading(code_path, _CODE) as codes:
+        for lo in range(0, segs.n, chunk):
+            pieces = _segment_chunk(segs.read(lo, lo + chunk), codes, chunk, ds, de, a_start, container, job)
+            if pieces is not None:
+                for acc, x in zip((pd, ps, pn, pt), pieces):
+                    acc.append(x)
     return sum_pairs(pd, ps, pn, pt), container  # a detour cut by a chunk's edge summed whole
+
+
+def _segment_chunk(
+    s: np.ndarray,
+    codes: _Records,
+    chunk: int,
+    ds: np.ndarray,
+    de: np.ndarray,
+    a_start: np.ndarray,
+    container: np.ndarray,
+    job: CpuJob,
+) -> Pairs | None:
+    """One chunk of segments: its pieces inside detours (summed per detour and source), and the
+    container of each annotation that starts in it (written into `container`)."""
+    src = _owner_codes(codes, s["owner"].astype(np.int64), 4 * chunk)
+    s_start = since_ns(s["start_tsc"], job.t0_tsc, job.hz)
+    s_end = since_ns(s["end_tsc"], job.t0_tsc, job.hz)
+    if len(a_start):
+        k = np.searchsorted(s_start, a_start, side="right") - 1
+        ok = k >= 0
+        container[ok] = src[k[ok]]
+    # only the detours this chunk's time can touch
+    d0 = int(np.searchsorted(de, s_start[0], side="right"))
+    d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
+    if d1 <= d0:
+        return None
+    i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
+    return sum_pairs([i + d0], [src[j]], [ov], [st])  # this chunk's, per detour and source
 
 
 def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:

@@ -1149,12 +1149,14 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
         span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
 }
 
-/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (returned, for
- * jitterscope to look up while the process may still exist). */
-static int32_t *name_unknown_threads(size_t *nunknown)
+/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (their pids kept in
+ * `unknown`, for jitterscope to look up while the process may still exist).  Names the placeholders
+ * marked so far: a thread's comm is learnt on its own CPU only, so this can run CPU by CPU. */
+static int32_t *unknown;
+static size_t nunknown;
+
+static void name_unknown_threads(void)
 {
-    int32_t *unknown = NULL;
-    *nunknown = 0;
     for (size_t i = 0; i < nunnamed; i++) {
         struct js_activity *a = &acts[unnamed[i]];
         if (a->name != S_EMPTY)
@@ -1168,23 +1170,23 @@ static int32_t *name_unknown_threads(size_t *nunknown)
             char b[32];
             snprintf(b, sizeof b, "pid %d", a->pid);
             a->name = intern(b);
-            unknown = js_realloc(unknown, (*nunknown + 1) * sizeof *unknown);
-            unknown[(*nunknown)++] = a->pid;
+            unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
+            unknown[nunknown++] = a->pid;
         }
     }
-    return unknown;
+    nunnamed = 0;
 }
 
 /* counts.json: per-CPU event, page and loss counts, markers, addresses to symbolize, unknown pids. */
 static void write_counts(const char *out, const struct cpustate *states, int ncpus, size_t page_size,
-                         const int32_t *unknown, size_t nunknown)
+                         size_t nacts_all, size_t nsegs_all)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/counts.json", out);
     FILE *f = fopen(path, "w");
     if (!f)
         die("%s: %s", path, strerror(errno));
-    fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts, nsegs);
+    fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts_all, nsegs_all);
     for (int k = 0; k < ncpus; k++) {
         const struct cpustate *c = &states[k];
         fprintf(f, "%s\"%d\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"missed_pages\": %" PRIu64
@@ -1236,21 +1238,31 @@ int main(int argc, char **argv)
         ncpus = 1;
     }
     struct cpustate *states = js_calloc((size_t)ncpus, sizeof *states);
+    size_t nacts_all = 0, nsegs_all = 0;
     for (int k = 0; k < ncpus; k++) {
         states[k].cpu = cpus[k];
         states[k].first_ts = INT64_MIN;
         states[k].last_ts = INT64_MIN;
         parse_cpu(&states[k], in, page_size);
+        if (scan_only) {
+            /* a scan keeps counts, not records: a CPU's are dropped once it is parsed (its spans are
+             * closed, nothing refers to them), so a scan's memory does not grow with the CPUs */
+            name_unknown_threads();
+            nacts_all += nacts;
+            nsegs_all += nsegs;
+            nacts = nsegs = 0;
+        }
     }
-    size_t nunknown;
-    int32_t *unknown = name_unknown_threads(&nunknown);
+    name_unknown_threads();
+    nacts_all += nacts;
+    nsegs_all += nsegs;
 
     if (!scan_only) {
         write_file(out, "activity.bin", acts, nacts * sizeof *acts);
         write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
         write_file(out, "strings.bin", str_buf, str_len);
     }
-    write_counts(out, states, ncpus, page_size, unknown, nunknown);
+    write_counts(out, states, ncpus, page_size, nacts_all, nsegs_all);
     if (events_out && fclose(events_out))
         die("--events: %s", strerror(errno));
     return 0;
