@@ -194,7 +194,7 @@ class _Records:
             self.buf = np.zeros(k, self.dtype)
         out = self.buf[:k]
         self.file.seek(lo * self.dtype.itemsize)
-        view = memoryview(out).cast("B")
+        view = out.data.cast("B")
         got = 0
         while got < len(view):
             r = self.file.readinto(view[got:])
@@ -320,9 +320,7 @@ def _activity_pass(
     return st
 
 
-def _segment_pass(
-    job: CpuJob, code_path: Path, seg_path: Path, a_start: np.ndarray
-) -> tuple[Pairs, np.ndarray]:
+def _segment_pass(job: CpuJob, code_path: Path, seg_path: Path, a_start: np.ndarray) -> tuple[Pairs, np.ndarray]:
     """The (detour, source, ns, start) pieces of every segment inside a detour, and each annotation's container."""
     chunk = job.chunk_rows or CHUNK_ROWS
     ds, de = job.det_start, job.det_end
