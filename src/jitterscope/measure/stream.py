@@ -2,15 +2,17 @@
 
 The native parser (jitterscope-traceparse --cpu N) turns one CPU's raw pages into
 activity and segment records on tmpfs; this module reads them a chunk at a time
-(CHUNK_ROWS records, read through a short-lived map so resident memory does not
-grow with the trace), writes the activity table as Parquet row groups, and keeps
-only what the summary needs: each source's event count, the overlap pieces of
-segments with detours (a few per detour), and work/timer annotations that took
-time in a detour.
+(CHUNK_ROWS records, read into one reused buffer so resident memory does not
+grow with the trace), writes the activity table as Parquet row groups (a worker
+process hands its rows to the writing process as an Arrow IPC stream), and keeps
+only what the summary needs: each source's event count, the time each source took
+in each detour (one sum per detour and source, summed chunk by chunk, so memory
+follows the detours, not the segments or the CPUs), and work/timer annotations
+that took time in a detour.
 
 Chunking changes no result: a detour that straddles two chunks of segments gets
-one overlap piece per segment from each, and attribution.reduce_pairs sums the
-pieces per (detour, source) whatever the split; an annotation's container is the
+a sum from each, and attribution.sum_pairs sums them again per (detour, source)
+whatever the split; an annotation's container is the
 last segment starting at or before it, so a later chunk's answer replaces an
 earlier one's.  Thread names are worked out on the parser's string dictionary
 (a few hundred entries), never per row, and string columns are written as
