@@ -21,7 +21,6 @@ import json
 import os
 import resource
 import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -47,34 +46,17 @@ def capture(out: Path, cpu: int) -> bool:
     """A storm measured on `cpu`, its measure killed once the raw capture is whole; False without root."""
     if os.geteuid() != 0:
         return False
-    from tests.support.loadgen import switch_storm
+    from tests.support.loadgen import killed_measure
 
-    js = [str(Path(sys.executable).parent / "jitterscope")]
-    m = subprocess.Popen(
-        [*js, "measure", "--cpus", str(cpu), "--duration", f"{SECONDS:g}s", "--out", str(out), "--no-report"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    time.sleep(1.0)  # the probe and trace start before the storm does
-    storm = switch_storm(cpu, SECONDS + 1)
-    try:
-        while m.poll() is None:
-            cap = out / "capture.json"
-            if cap.exists() and '"captured"' in cap.read_text(errors="replace"):
-                m.send_signal(signal.SIGKILL)  # before its own analysis can finish
-                break
-            time.sleep(0.02)
-        m.wait()
-    finally:
-        storm.wait(timeout=SECONDS + 30)
-    subprocess.run([*js, "restore"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
-    return (out / "detours.raw").exists() and (out / "trace").is_dir()
+    return killed_measure(out, cpu, SECONDS)
 
 
 def child(run: str, jobs: int) -> None:
     """One analysis, start-up excluded: prints its CPU time, wall time and peak RSS as JSON."""
+    from jitterscope import kinds
     from jitterscope.measure import recover
 
+    kinds.all()  # the run kinds' modules, imported on the first table written: start-up, not analysis
     r0, c0 = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     recover.analyze(Path(run), jobs=jobs)
@@ -192,7 +174,9 @@ Python with numpy and pyarrow imported); its largest child's, {max(r["rss_child_
 {long_run["rss_child_mib"]:.0f} MiB at 4x, is an upper bound: a child forked from the analysing process counts that
 process's pages until it execs the parser.  The parser drops the raw pages it has parsed but
 still holds one CPU's records (64 B per event) until that CPU is done, the one part of the
-path whose memory grows with the run.  Wall times on a shared
+path whose memory grows with the run.  With --jobs N the workers hand each CPU's rows to the
+analysing process as Arrow IPC streams on tmpfs; the Parquet encoding of every row stays in that one
+process, the part of the work that does not scale.  Wall times on a shared
 machine: compare the load averages above before reading the scaling figure."""
     bench.section(body)
     return bench.exit_code()

@@ -220,8 +220,9 @@ class Analysis:
 
 
 def analyse(run: Path) -> Analysis:
-    """`jitterscope analyze --no-report RUN`: its wall time, CPU time and peak RSS (VmHWM, polled), stopped
-    at MEM_CAP."""
+    """`jitterscope analyze --no-report RUN`: its wall time, CPU time and peak memory, stopped at MEM_CAP:
+    the larger of its own peak RSS (VmHWM) and the peak, polled, of its process tree's PSS (its workers
+    and parsers count too)."""
     t = time.monotonic()
     before = os.times()
     proc = subprocess.Popen(
@@ -229,7 +230,7 @@ def analyse(run: Path) -> Analysis:
     )
     peak, capped = 0, False
     while proc.poll() is None:
-        peak = max(peak, _hwm(proc.pid))
+        peak = max(peak, _hwm(proc.pid), _tree_pss(proc.pid))
         if peak > MEM_CAP:
             proc.kill()
             capped = True
@@ -252,6 +253,23 @@ def _hwm(pid: int) -> int:
     except OSError:
         pass
     return hwm
+
+
+def _tree_pss(pid: int) -> int:
+    """The proportional set size (bytes) of `pid` and every process below it (the analysis's worker
+    processes and their parsers): pages shared since a fork counted once, not once per process."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/smaps_rollup") as f:
+                total += sum(int(line.split()[1]) * 1024 for line in f if line.startswith("Pss:"))
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo += [int(c) for c in f.read().split()]
+        except (OSError, ValueError):
+            continue  # gone while being read
+    return total
 
 
 def efficiency(run: Path, work: Path) -> float:
@@ -345,10 +363,14 @@ def main() -> int:
         bench.check("256 CPUs: peak RSS <= 512 MiB", False, "not run: the 256-CPU capture was not generated")
     body = f"""Template: a real 3 s `measure` capture of one CPU under a pipe ping-pong (kept raw, as a cut-short run
 keeps it), {t.events:,} kernel events at {r0:,.0f}/s; replicated per CPU for {SECONDS:g} s, page header timestamps
-shifted (a rate above the template's own is capped at it). Analysis: `jitterscope analyze --no-report`, one
-process; events per core-second = events / its CPU time. Projection on a {HOST_CORES}-core host: events / (rate
+shifted (a rate above the template's own is capped at it). Analysis: `jitterscope analyze --no-report` (its
+default --jobs: a worker process per CPU here, the CPUs' traces handed out in order); events per core-second =
+events / the CPU time of the command and its workers, start-up included (about 1 s here, so the small
+captures' rates say little). Peak RSS: the larger of the command's own peak and the polled peak of its
+process tree's PSS (workers and parsers included). Projection on a {HOST_CORES}-core host: events / (rate
 per core x min(N, {HOST_CORES}) x e), e = {e:.2f} the efficiency measured here at 2 cores (two analyses
-side by side vs one alone; at most 1) -- what a per-CPU parallel analysis would reach; today's analysis is one process.
+side by side vs one alone; at most 1) -- what a per-CPU parallel analysis would reach (the
+command's own Parquet writing is not parallel: see "Streaming analysis").
 
 {chr(10).join(table)}
 

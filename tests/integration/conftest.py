@@ -220,6 +220,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "test_sync_primitives.py": ("native",),
     "test_sync.py": ("root", "native", "tracefs", "slow"),
     "test_trace_capture.py": ("root", "native", "tracefs"),
+    "test_stream_real_capture.py": ("root", "native", "tracefs"),
     "test_trace_cmd_crosscheck.py": ("native", "tracefs", "slow"),
     "test_trace_layout.py": ("native",),
     "test_trace_session.py": ("root", "tracefs"),

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
+import time
+from pathlib import Path
 
 _PINGPONG = """
 import os, time
@@ -32,3 +35,28 @@ def switch_storm(cpu: int, seconds: float) -> subprocess.Popen:
     """
     code = textwrap.dedent(_PINGPONG.format(cpu=int(cpu), seconds=float(seconds)))
     return subprocess.Popen([sys.executable, "-c", code])
+
+
+def killed_measure(out: Path, cpu: int, seconds: float) -> bool:
+    """A storm on `cpu` under `jitterscope measure`, the measure killed (kill -9) once its raw capture is
+    whole: the run directory `jitterscope analyze` rebuilds.  False when no capture was kept."""
+    js = [sys.executable, "-m", "jitterscope"]
+    m = subprocess.Popen(
+        [*js, "measure", "--cpus", str(cpu), "--duration", f"{seconds:g}s", "--out", str(out), "--no-report"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    time.sleep(1.0)  # the probe and trace start before the storm does
+    storm = switch_storm(cpu, seconds + 1)
+    try:
+        while m.poll() is None:
+            cap = out / "capture.json"
+            if cap.exists() and '"captured"' in cap.read_text(errors="replace"):
+                m.send_signal(signal.SIGKILL)  # before its own analysis can finish
+                break
+            time.sleep(0.02)
+        m.wait()
+    finally:
+        storm.wait(timeout=seconds + 30)
+    subprocess.run([*js, "restore"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+    return (out / "detours.raw").exists() and (out / "trace").is_dir()

@@ -15,17 +15,12 @@ import tracemalloc
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
 from jitterscope.measure import build, stream
-from jitterscope.measure.attribution import attribute, attribute_annotations, source_table
-from jitterscope.measure.events import count_events
-from jitterscope.rundir import ACTIVITY_SCHEMA
-from jitterscope.tracing.parse import parse_trace
 from tests.support import synth as S
+from tests.support import whole_trace as W
 
 pytestmark = S.needs_parser()
 
@@ -88,71 +83,18 @@ def windows(cpus: tuple[int, ...], span: tuple[int, int]) -> dict[int, tuple[flo
     return {c: (float(50 * US), float(span[1] - T0 - 200 * US)) for c in cpus}
 
 
-def whole(trace: Path, det, wins):
+def whole(trace: Path, det, wins) -> W.Analysis:
     """The analysis of the whole trace at once: what build_run did before streaming."""
-    det_cpu, det_start, det_dur = det
-    td = parse_trace(trace)
-    act = td.activity
-    a_cpu = act.column("cpu").to_numpy().astype(np.int32)
-    a_start = act.column("start_tsc").to_numpy() - T0
-    a_end = act.column("end_tsc").to_numpy() - T0
-    kinds = act.column("kind").combine_chunks()
-    names = build.mark_own_threads(
-        act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), OWN, PROBE_TIDS
-    )
-    sources, codes = source_table(kinds, names)
-    seg = td.segments
-    seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
-    seg_start, seg_end = np.asarray(seg["start_tsc"]) - T0, np.asarray(seg["end_tsc"]) - T0
-    seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
-    att = attribute(det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
-    events = count_events(
-        codes,
-        kinds.to_numpy(zero_copy_only=False),
-        a_cpu,
-        a_start,
-        act.column("entered").to_numpy(zero_copy_only=False),
-        wins,
-        len(sources),
-    )
-    ann = np.flatnonzero(pc.is_in(kinds, pa.array(build.ANNOTATION_KINDS)).to_numpy(zero_copy_only=False))
-    container, inside = attribute_annotations(
-        a_cpu[ann], a_start[ann], a_end[ann], det_cpu, det_start, det_dur, seg_cpu, seg_start, seg_end, seg_src
-    )
-    functions = build._functions(container, inside, names.take(pa.array(ann)).to_pylist())
-    table = pa.table(
-        {
-            "cpu": a_cpu,
-            "start_ns": a_start,
-            "end_ns": a_end,
-            "kind": kinds,
-            "name": names,
-            "depth": act.column("depth"),
-            "detail": act.column("detail"),
-        }
-    )
-    return table, att, events, functions
+    return W.whole(trace, det, wins, OWN, PROBE_TIDS, T0, 1e9)
 
 
-def streamed(run: Path, trace: Path, det, wins, jobs: int = 1):
+def streamed(run: Path, trace: Path, det, wins, jobs: int = 1) -> tuple[W.Analysis, build.TracedRun]:
     run.mkdir(exist_ok=True)
     t = build.analyse_trace(run, trace, *det, wins, OWN, PROBE_TIDS, T0, 1e9, jobs)
     container, inside, names = t.merged.functions_in
     functions = build._functions(container, inside, names) if len(container) else {}
-    return pq.read_table(run / "activity.parquet"), t.merged.attribution, t.merged.events, functions, t
-
-
-def assert_same(a, b) -> None:
-    table_a, att_a, ev_a, fn_a = a[:4]
-    table_b, att_b, ev_b, fn_b = b[:4]
-    assert table_b.schema == ACTIVITY_SCHEMA  # dictionary-coded when written, strings when read
-    assert table_a.cast(table_b.schema).equals(table_b)
-    assert att_a.sources == att_b.sources
-    for f in ("detour", "source", "ns", "offset_ns"):
-        np.testing.assert_array_equal(getattr(att_a, f), getattr(att_b, f))
-    np.testing.assert_array_equal(ev_a.counts, ev_b.counts)
-    assert ev_a.cpus == ev_b.cpus and ev_a.exposure_s == ev_b.exposure_s
-    assert fn_a == fn_b
+    got = W.Analysis(pq.read_table(run / "activity.parquet"), t.merged.attribution, t.merged.events, functions)
+    return got, t
 
 
 @pytest.fixture(scope="module")
@@ -170,13 +112,13 @@ def test_chunks_of_any_size_give_the_whole_traces_analysis(
 ) -> None:
     d, det, wins, reference = two_cpu_trace
     monkeypatch.setattr(stream, "CHUNK_ROWS", chunk)
-    got = streamed(tmp_path / "run", d / "trace", det, wins)
-    att = got[1]
+    got, _ = streamed(tmp_path / "run", d / "trace", det, wins)
+    att = got.attribution
     # the trace exercises what chunking could break: detours over many segments, functions, our threads
     assert (np.bincount(att.detour) >= 3).any()
-    assert got[3] and any(n.endswith(" (jitterscope)") for _, n in att.sources)
+    assert got.functions and any(n.endswith(" (jitterscope)") for _, n in att.sources)
     assert ("thread", "js-probe/1") not in att.sources  # the probe's own thread is unexplained time
-    assert_same(reference, got)
+    W.assert_same(reference, got)
 
 
 def test_a_detour_straddling_a_chunk_boundary_keeps_its_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -185,19 +127,19 @@ def test_a_detour_straddling_a_chunk_boundary_keeps_its_pieces(tmp_path: Path, m
     det = (np.array([1], np.int32), np.array([10 * US], np.int64), np.array([500 * US], np.int64))
     wins = windows((1,), span)
     monkeypatch.setattr(stream, "CHUNK_ROWS", 5)
-    got = streamed(tmp_path / "run", tmp_path / "trace", det, wins)
-    att = got[1]
+    got, _ = streamed(tmp_path / "run", tmp_path / "trace", det, wins)
+    att = got.attribution
     assert len(np.unique(att.source)) == len(att.source)  # pieces of one source summed into one row
     assert int(att.ns.sum()) == 500 * US
-    assert_same(whole(tmp_path / "trace", det, wins), got)
+    W.assert_same(whole(tmp_path / "trace", det, wins), got)
 
 
 def test_cpus_in_two_processes_write_what_one_writes(two_cpu_trace, tmp_path: Path) -> None:
     d, det, wins, _ = two_cpu_trace
-    one = streamed(tmp_path / "one", d / "trace", det, wins, jobs=1)
-    two = streamed(tmp_path / "two", d / "trace", det, wins, jobs=2)
-    assert_same(one, two)
-    assert one[4].n_events == two[4].n_events > 0
+    one, t1 = streamed(tmp_path / "one", d / "trace", det, wins, jobs=1)
+    two, t2 = streamed(tmp_path / "two", d / "trace", det, wins, jobs=2)
+    W.assert_same(one, two)
+    assert t1.n_events == t2.n_events > 0
     assert (tmp_path / "one" / "activity.parquet").read_bytes() == (tmp_path / "two" / "activity.parquet").read_bytes()
 
 

@@ -129,6 +129,37 @@ def attribute(
     return reduce_pairs(parts_d, parts_s, parts_ns, parts_t, det_start, det_end, sources)
 
 
+Pairs = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def sum_pairs(
+    parts_d: list[np.ndarray], parts_s: list[np.ndarray], parts_ns: list[np.ndarray], parts_t: list[np.ndarray]
+) -> Pairs:
+    """The explained (detour, source, ns, start) pieces summed per (detour, source), earliest start kept,
+    sorted by (detour, source).  Summing sums again gives the same pairs, so a stream of pieces can be
+    summed chunk by chunk and its sums summed once more: memory follows the detours, not the segments."""
+    if parts_d:
+        d = np.concatenate(parts_d).astype(np.int64)
+        s = np.concatenate(parts_s).astype(np.int32)
+        ns = np.concatenate(parts_ns).astype(np.int64)
+        t = np.concatenate(parts_t).astype(np.int64)
+    else:
+        d, s, ns, t = np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
+    explained = s != 0
+    if not explained.all():
+        d, s, ns, t = d[explained], s[explained], ns[explained], t[explained]
+    order = np.lexsort((t, s, d))
+    d, s, ns, t = d[order], s[order], ns[order], t[order]
+    if len(d):
+        new = np.ones(len(d), dtype=bool)
+        new[1:] = (d[1:] != d[:-1]) | (s[1:] != s[:-1])
+        starts = np.flatnonzero(new)
+        if len(starts) < len(d):
+            d, s, t = d[starts], s[starts], t[starts]
+            ns = np.add.reduceat(ns, starts)
+    return d, s, ns, t
+
+
 def reduce_pairs(
     parts_d: list[np.ndarray],
     parts_s: list[np.ndarray],
@@ -143,24 +174,7 @@ def reduce_pairs(
     A detour's pieces may come from several batches of segments (the streaming analysis
     overlaps one time chunk of segments at a time): the sums and earliest starts per
     (detour, source) do not depend on how the segments were split."""
-    if parts_d:
-        d = np.concatenate(parts_d).astype(np.int64)
-        s = np.concatenate(parts_s).astype(np.int32)
-        ns = np.concatenate(parts_ns).astype(np.int64)
-        t = np.concatenate(parts_t).astype(np.int64)
-    else:
-        d, s, ns, t = np.zeros(0, np.int64), np.zeros(0, np.int32), np.zeros(0, np.int64), np.zeros(0, np.int64)
-    # Sum the pieces of each (detour, source) pair; keep the earliest start.
-    explained = s != 0
-    d, s, ns, t = d[explained], s[explained], ns[explained], t[explained]
-    order = np.lexsort((t, s, d))
-    d, s, ns, t = d[order], s[order], ns[order], t[order]
-    if len(d):
-        new = np.ones(len(d), dtype=bool)
-        new[1:] = (d[1:] != d[:-1]) | (s[1:] != s[:-1])
-        starts = np.flatnonzero(new)
-        d, s, t = d[starts], s[starts], t[starts]
-        ns = np.add.reduceat(ns, starts)
+    d, s, ns, t = sum_pairs(parts_d, parts_s, parts_ns, parts_t)
     offset = t - det_start[d] if len(d) else t
     # Whatever no source covered is unexplained.
     covered = np.bincount(d, weights=ns, minlength=len(det_start)).astype(np.int64)

@@ -1118,40 +1118,45 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
     int fd = open(path, O_RDONLY);
     if (fd < 0)
         die("%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb))
-        die("%s: %s", path, strerror(errno));
-    size_t n = (size_t)sb.st_size;
-    if (n >= page_size) {
-        const uint8_t *m = mmap(NULL, n, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (m == MAP_FAILED)
-            die("%s: mmap: %s", path, strerror(errno));
-        madvise((void *)m, n, MADV_SEQUENTIAL);
-        /* Pages already parsed are dropped from memory every few MiB (nothing points into them:
-         * strings are interned, markers copied), so the capture's size is not resident memory. */
-        const size_t drop = (size_t)16 << 20;
-        size_t dropped = 0;
-        for (size_t off = 0; off + page_size <= n; off += page_size) {
-            parse_page(c, m + off, page_size);
-            size_t done = (off + page_size) & ~(drop - 1);
-            if (done > dropped) {
-                madvise((void *)(m + dropped), done - dropped, MADV_DONTNEED);
-                dropped = done;
-            }
+    /* Read in blocks into one reused buffer rather than mapped: no page fault per 4 KiB page and
+     * nothing of the capture stays resident (nothing points into a page once parsed: strings are
+     * interned, markers copied). */
+    const size_t pages_per_block = 256;
+    size_t block = page_size * pages_per_block;
+    uint8_t *buf = js_malloc(block);
+    size_t have = 0;
+    for (;;) {
+        ssize_t r = read(fd, buf + have, block - have);
+        if (r < 0) {
+            if (errno == EINTR)
+                continue;
+            die("%s: %s", path, strerror(errno));
         }
-        munmap((void *)m, n);
+        have += (size_t)r;
+        size_t whole = have - have % page_size;
+        if (r == 0 || have == block) {
+            for (size_t off = 0; off < whole; off += page_size)
+                parse_page(c, buf + off, page_size);
+            memmove(buf, buf + whole, have - whole);
+            have -= whole;
+        }
+        if (r == 0)
+            break;
     }
+    free(buf);
     close(fd);
     if (c->open)
         span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
 }
 
-/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (returned, for
- * jitterscope to look up while the process may still exist). */
-static int32_t *name_unknown_threads(size_t *nunknown)
+/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (their pids kept in
+ * `unknown`, for jitterscope to look up while the process may still exist).  Names the placeholders
+ * marked so far: a thread's comm is learnt on its own CPU only, so this can run CPU by CPU. */
+static int32_t *unknown;
+static size_t nunknown;
+
+static void name_unknown_threads(void)
 {
-    int32_t *unknown = NULL;
-    *nunknown = 0;
     for (size_t i = 0; i < nunnamed; i++) {
         struct js_activity *a = &acts[unnamed[i]];
         if (a->name != S_EMPTY)
@@ -1165,23 +1170,23 @@ static int32_t *name_unknown_threads(size_t *nunknown)
             char b[32];
             snprintf(b, sizeof b, "pid %d", a->pid);
             a->name = intern(b);
-            unknown = js_realloc(unknown, (*nunknown + 1) * sizeof *unknown);
-            unknown[(*nunknown)++] = a->pid;
+            unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
+            unknown[nunknown++] = a->pid;
         }
     }
-    return unknown;
+    nunnamed = 0;
 }
 
 /* counts.json: per-CPU event, page and loss counts, markers, addresses to symbolize, unknown pids. */
 static void write_counts(const char *out, const struct cpustate *states, int ncpus, size_t page_size,
-                         const int32_t *unknown, size_t nunknown)
+                         size_t nacts_all, size_t nsegs_all)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/counts.json", out);
     FILE *f = fopen(path, "w");
     if (!f)
         die("%s: %s", path, strerror(errno));
-    fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts, nsegs);
+    fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts_all, nsegs_all);
     for (int k = 0; k < ncpus; k++) {
         const struct cpustate *c = &states[k];
         fprintf(f, "%s\"%d\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"missed_pages\": %" PRIu64
@@ -1233,21 +1238,31 @@ int main(int argc, char **argv)
         ncpus = 1;
     }
     struct cpustate *states = js_calloc((size_t)ncpus, sizeof *states);
+    size_t nacts_all = 0, nsegs_all = 0;
     for (int k = 0; k < ncpus; k++) {
         states[k].cpu = cpus[k];
         states[k].first_ts = INT64_MIN;
         states[k].last_ts = INT64_MIN;
         parse_cpu(&states[k], in, page_size);
+        if (scan_only) {
+            /* a scan keeps counts, not records: a CPU's are dropped once it is parsed (its spans are
+             * closed, nothing refers to them), so a scan's memory does not grow with the CPUs */
+            name_unknown_threads();
+            nacts_all += nacts;
+            nsegs_all += nsegs;
+            nacts = nsegs = 0;
+        }
     }
-    size_t nunknown;
-    int32_t *unknown = name_unknown_threads(&nunknown);
+    name_unknown_threads();
+    nacts_all += nacts;
+    nsegs_all += nsegs;
 
     if (!scan_only) {
         write_file(out, "activity.bin", acts, nacts * sizeof *acts);
         write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
         write_file(out, "strings.bin", str_buf, str_len);
     }
-    write_counts(out, states, ncpus, page_size, unknown, nunknown);
+    write_counts(out, states, ncpus, page_size, nacts_all, nsegs_all);
     if (events_out && fclose(events_out))
         die("--events: %s", strerror(errno));
     return 0;

@@ -1,0 +1,69 @@
+"""`jitterscope-traceparse --scan` (run when a capture is finished, on every CPU at once) keeps no
+CPU's records once that CPU is parsed: its peak memory does not grow with the number of CPUs, while
+a full parse of the same trace, measured side by side, does; and its counts are the full parse's."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jitterscope.native_bin import native_bin
+from tests.support import synth as S
+
+pytestmark = S.needs_parser()
+
+EVENTS = 100_000  # per CPU: ~6 MB of records (64 B per event) a full parse keeps
+CPUS = 8
+T0 = 1_000_000_000
+
+
+# Spawned from a small Python, not from pytest: a process started by vfork (posix_spawn) inherits its
+# parent's peak RSS until it execs, and pytest's would hide the parser's.
+_SPAWN = """
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ))
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def _peak_kib(trace: Path, out: Path, *flags: str) -> int:
+    """Run the parser; its own peak RSS (KiB), read from its rusage when reaped."""
+    out.mkdir()
+    exe = str(native_bin("jitterscope-traceparse"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPAWN, exe, *flags, str(trace), str(out)], capture_output=True, text=True, check=True
+    )
+    code, peak = proc.stdout.split()
+    assert code == "0", proc.stderr
+    return int(peak)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
+    """The same storm of context switches on 1 CPU and on CPUS CPUs."""
+    d = tmp_path_factory.mktemp("scan")
+    a, b = S.switch("a", 100, "b", 101), S.switch("b", 101, "a", 100)
+    one = S.write_trace(d / "one", {0: S.paginate([(T0 + k * 1000, a if k % 2 else b) for k in range(EVENTS)])})
+    many = d / "many"
+    shutil.copytree(one, many)
+    for c in range(1, CPUS):
+        shutil.copyfile(many / "cpu0.raw", many / f"cpu{c}.raw")
+    return {1: one, CPUS: many}
+
+
+def test_scan_memory_does_not_grow_with_the_cpus(traces: dict[int, Path], tmp_path: Path) -> None:
+    scan = {n: _peak_kib(t, tmp_path / f"scan{n}", "--scan") for n, t in traces.items()}
+    full = {n: _peak_kib(t, tmp_path / f"full{n}") for n, t in traces.items()}
+    grown = full[CPUS] - full[1]
+    # the full parse keeps every CPU's records: (CPUS - 1) x ~6 MB more; the check is not blind
+    assert grown > (CPUS - 1) * EVENTS * 64 / 1024 * 0.8, f"full parse grew only {grown} KiB"
+    assert scan[CPUS] - scan[1] < 0.1 * grown, f"scan peak {scan[1]} -> {scan[CPUS]} KiB with {CPUS} CPUs"
+    counts = {m: json.loads((tmp_path / f"{m}{CPUS}" / "counts.json").read_text()) for m in ("scan", "full")}
+    assert counts["scan"] == counts["full"]
+    assert counts["scan"]["activity"] >= CPUS * EVENTS * 0.9  # every CPU parsed, its activity counted
