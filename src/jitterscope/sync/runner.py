@@ -33,6 +33,7 @@ from jitterscope.sync import overhead
 from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
+from jitterscope.sync.warmup import Warmup
 from jitterscope.tracing.tracefs import tracing_available
 
 
@@ -183,7 +184,9 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
             (run_dir / "trace").mkdir()
             stack.enter_context(TraceSession(cpus, run_dir / "trace", journal, buffer_kb=opts.buffer_kb))
         begun = time.monotonic_ns()
+        warm = Warmup().start()  # the analysis's imports while CMD runs
         code, interrupted, ended = run_program(opts.command, program_env(raw, cpus), opts.cpus)
+        warm.finish()
     steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - steal_before.get(c, 0) for c in cpus)
     meta.update(
         exit_code=code, interrupted=interrupted, steal_ns=steal * 1e9 / sysinfo.user_hz(), program_end_mono_ns=ended
