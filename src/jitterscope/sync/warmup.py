@@ -1,8 +1,9 @@
 """The analysis's and the report's imports, done while CMD runs rather than after it.
 
 A sync run waits for CMD with nothing to do, then needs scipy.stats (the fit), matplotlib (the report),
-the trace parser and pyarrow's pandas shim: about a second of imports on this kind of machine, all of
-it added to the user's wall time when done after CMD.  A background thread imports them during CMD at
+the trace parser and pyarrow's pandas shim (about a second of imports on this kind of machine) and the
+kernel's symbol table (0.3 s to read /proc/kallsyms): all of it added to the user's wall time when done
+after CMD.  A background thread imports them during CMD at
 the lowest priority (nice 19 for that thread only), so a program that keeps every CPU busy is not
 slowed by it; when CMD ends the thread is raised back to normal priority (`finish`) so that, on a busy
 machine, the analysis does not wait on a starved import.  An import that fails here fails again, with
@@ -52,8 +53,10 @@ class Warmup:
             except Exception:  # noqa: BLE001 (the analysis imports it again and reports the error)
                 return
         from jitterscope import kinds
+        from jitterscope.tracing import symbols
 
         kinds.all()
+        symbols.table()  # the trace's stop names kernel addresses from it
 
     def finish(self) -> None:
         """CMD has ended: whatever is left to import is now on the analysis's path, so at normal priority
