@@ -100,7 +100,7 @@ def build(
         fsel = ev.op == records.FRAME
         frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
         objects = _objects(run_dir, ev, m.waits, intervals)
-        subs = subframes.subframes(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
+        subs = subframes.table(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
         tables: dict[str, list[dict[str, Any]] | pa.Table] = {
             "threads": rows,
             "waits": m.waits,
