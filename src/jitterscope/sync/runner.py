@@ -184,7 +184,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
             (run_dir / "trace").mkdir()
             stack.enter_context(TraceSession(cpus, run_dir / "trace", journal, buffer_kb=opts.buffer_kb))
         begun = time.monotonic_ns()
-        warm = Warmup().start()  # the analysis's imports while CMD runs
+        warm = Warmup(tracing_ok, opts.report).start()  # the analysis's imports while CMD runs
         code, interrupted, ended = run_program(opts.command, program_env(raw, cpus), opts.cpus)
         warm.finish()
     steal = sum(sysinfo.steal_ticks(cpus).get(c, 0) - steal_before.get(c, 0) for c in cpus)
