@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -172,6 +173,8 @@ class Lazy:
 
 _KINDS: dict[str, RunKind] = {}
 _found = False
+_done = False
+_discovering = threading.RLock()
 
 
 def register(kind: RunKind) -> RunKind:
@@ -188,17 +191,22 @@ def unregister(name: str) -> None:
 
 
 def _discover() -> None:
-    """Import every `jitterscope.<package>.kind` module: each registers its kinds."""
-    global _found
-    if _found:
+    """Import every `jitterscope.<package>.kind` module: each registers its kinds.  Another thread asking
+    meanwhile waits for the whole registry; a kind module asking during its own import gets what is there."""
+    global _found, _done
+    if _done:
         return
-    _found = True
-    import jitterscope
+    with _discovering:
+        if _found:
+            return
+        _found = True
+        import jitterscope
 
-    for root in jitterscope.__path__:
-        for pkg in sorted(Path(root).iterdir()):
-            if (pkg / "kind.py").is_file():
-                importlib.import_module(f"jitterscope.{pkg.name}.kind")
+        for root in jitterscope.__path__:
+            for pkg in sorted(Path(root).iterdir()):
+                if (pkg / "kind.py").is_file():
+                    importlib.import_module(f"jitterscope.{pkg.name}.kind")
+        _done = True
 
 
 def all() -> list[RunKind]:  # noqa: A001 (the registry's own name: kinds.all())

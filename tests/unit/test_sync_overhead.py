@@ -1,7 +1,11 @@
-"""sync's own-time accounting (sync/overhead.py) and the timeline's span merging (sync/plots.py)."""
+"""sync's own-time accounting (sync/overhead.py), the timeline's span merging (sync/plots.py) and the warm-up
+during CMD (sync/warmup.py)."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -39,3 +43,25 @@ def test_merge_spans_joins_overlapping_and_close_spans_only() -> None:
     contained = merge_spans(np.array([0.0, 1.0]), np.array([10.0, 2.0]), 0.0)
     assert contained[0].tolist() == [0.0] and contained[1].tolist() == [10.0]
     assert len(merge_spans(np.zeros(0), np.zeros(0), 1.0)[0]) == 0
+
+
+def _warmed(trace: bool, report: bool) -> dict[str, bool]:
+    """Which modules a warm-up left imported, in a fresh interpreter (this one's are shared by every test)."""
+    names = ["jitterscope.simulate.fitting", "jitterscope.sync.causes", "matplotlib.pyplot"]
+    code = (
+        "import json, sys\n"
+        "from jitterscope.sync.warmup import Warmup\n"
+        f"assert Warmup(trace={trace}, report={report}).start().wait(120)\n"
+        f"print(json.dumps({{n: n in sys.modules for n in {names!r}}}))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=180)
+    return json.loads(out.stdout)
+
+
+def test_warmup_imports_what_the_run_will_need_and_nothing_more() -> None:
+    assert _warmed(trace=False, report=False) == {
+        "jitterscope.simulate.fitting": True,
+        "jitterscope.sync.causes": False,
+        "matplotlib.pyplot": False,
+    }
+    assert all(_warmed(trace=True, report=True).values())

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,7 @@ import pyarrow as pa
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import write_json, write_table
 from jitterscope.sync import critical, model, records, subframes, symbols
-from jitterscope.sync.rows import Cause, Event, Frame, Interval, Object, Step, Table, Thread, Wait
+from jitterscope.sync.rows import Cause, Frame, Interval, Object, Step, Table, Thread, Wait
 from jitterscope.sync.schema import TABLES
 from jitterscope.sync.summary import CauseShare, Dist, Fit, RunHeader, Summary, TopObject, TypeStats
 
@@ -66,88 +67,105 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, t
     meta["t0_tsc"], meta["tsc_hz"] = t0, hz
     ev = model.load_events(logs, t0, hz)
     rows = model.threads(ev, _root_end(logs, meta.get("program_end_mono_ns"), t0, hz))
-    m = model.match(ev, rows, opts)
-    intervals: list[Interval] = list(m.intervals)
-    causes: list[Cause] = []
     root = logs[0].pid if logs else 0
     tids = {r["tid"] for r in rows}
-    if trace_dir is not None and logs:
-        from jitterscope.sync.causes import explain, load_timeline
+    # Two helpers beside the main thread: the trace's parser (a native process) and the fit (numpy over
+    # arrays) release the GIL for most of their time, so they overlap the matching and the critical path.
+    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="js-sync-build") as pool:
+        timeline = None
+        if trace_dir is not None and logs:
+            from jitterscope.sync.causes import explain, load_timeline
 
-        tl = load_timeline(trace_dir, t0, hz, tids)
-        meta["lost_events"] = tl.lost_events
-        meta["tracing"]["events"] = tl.events
-        meta["tracing"]["missed_switches"] = tl.missed_switches
-        new, causes = explain(tl, intervals, m.waits, rows, opts.threshold_ns, opts.mode)
-        intervals += new
-    steps = critical.walk(rows, m.waits, root)
-    path_j = critical.path_jitter(steps, intervals)
-    counter = critical.counter_rule(rows, [r for r in intervals if r["type"] != "hd"], root, opts.merge_at_barrier)
-    root_row = next((r for r in rows if r["tid"] == root), None)
-    run_start = root_row["start_ns"] if root_row else 0
-    run_end = root_row["end_ns"] if root_row else 0
-    fsel = ev.op == records.FRAME
-    frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
-    objects = _objects(run_dir, ev, m.waits, intervals)
-    subs = subframes.subframes(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
-    tables: dict[str, Table] = {
-        "threads": rows,
-        "waits": m.waits,
-        "jitter": intervals,
-        "causes": causes,
-        "segments": model.segments(rows, m.waits),
-        "critical_path": steps,
-        "frames": frames,
-        "objects": objects,
-        "events": _events(ev),
-        "subframes": subs,
-    }
-    for name, data in tables.items():
-        write_table(run_dir, name, _table(data, name), kind="sync")
-    meta["duration_s"] = round(max(run_end - run_start, 0) / 1e9, 6)
-    meta["processes"] = ev.processes
-    meta["dropped"] = int(sum(p["dropped"] for p in ev.processes))
-    summary = make_summary(
-        _header(meta, opts),
-        opts,
-        len(ev.processes),
-        rows,
-        m,
-        intervals,
-        causes,
-        counter,
-        steps,
-        path_j,
-        frames,
-        objects,
-        run_end - run_start,
-        int(meta.get("dropped", 0)),
-        int(meta.get("lost_events", 0)),
-    )
-    summary["subframes"] = subframes.summary(subs, opts.subframe_ns, opts.warmup_subframes)
+            timeline = pool.submit(load_timeline, trace_dir, t0, hz, tids)
+        m = model.match(ev, rows, opts)
+        intervals: list[Interval] = list(m.intervals)
+        fit = pool.submit(
+            _fit, [r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0 and r["type"] in model.SYNC_TYPES]
+        )
+        causes: list[Cause] = []
+        if timeline is not None:
+            tl = timeline.result()
+            meta["lost_events"] = tl.lost_events
+            meta["tracing"]["events"] = tl.events
+            meta["tracing"]["missed_switches"] = tl.missed_switches
+            new, causes = explain(tl, intervals, m.waits, rows, opts.threshold_ns, opts.mode)
+            intervals += new
+        steps = critical.walk(rows, m.waits, root)
+        path_j = critical.path_jitter(steps, intervals)
+        counter = critical.counter_rule(rows, [r for r in intervals if r["type"] != "hd"], root, opts.merge_at_barrier)
+        root_row = next((r for r in rows if r["tid"] == root), None)
+        run_start = root_row["start_ns"] if root_row else 0
+        run_end = root_row["end_ns"] if root_row else 0
+        fsel = ev.op == records.FRAME
+        frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
+        objects = _objects(run_dir, ev, m.waits, intervals)
+        subs = subframes.table(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
+        tables: dict[str, Table | pa.Table] = {
+            "threads": rows,
+            "waits": m.waits,
+            "jitter": intervals,
+            "causes": causes,
+            "segments": model.segments(rows, m.waits),
+            "critical_path": steps,
+            "frames": frames,
+            "objects": objects,
+            "events": _events(ev),
+            "subframes": subs,
+        }
+        # pyarrow writes without the GIL: the tables are written while the summary is computed
+        written = [
+            pool.submit(write_table, run_dir, name, data if isinstance(data, pa.Table) else _table(data, name), "sync")
+            for name, data in tables.items()
+        ]
+        meta["duration_s"] = round(max(run_end - run_start, 0) / 1e9, 6)
+        meta["processes"] = ev.processes
+        meta["dropped"] = int(sum(p["dropped"] for p in ev.processes))
+        summary = make_summary(
+            _header(meta, opts),
+            opts,
+            len(ev.processes),
+            rows,
+            m,
+            intervals,
+            causes,
+            counter,
+            steps,
+            path_j,
+            frames,
+            objects,
+            run_end - run_start,
+            int(meta.get("dropped", 0)),
+            int(meta.get("lost_events", 0)),
+            fit=fit.result(),
+        )
+        for w in written:
+            w.result()
+        summary["subframes"] = subframes.summary(subs, opts.subframe_ns, opts.warmup_subframes)
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return summary
 
 
-def _events(ev: model.Events) -> list[Event]:
+def _events(ev: model.Events) -> pa.Table:
+    """Every record as the events table, straight from the arrays (a row dict per record cost seconds)."""
     names = records.TYPE_NAMES
-    return [
-        {
-            "pid": int(ev.pid[i]),
-            "tid": int(ev.tid[i]),
-            "op": names.get(int(ev.op[i]), str(int(ev.op[i]))),
-            "obj": int(ev.obj[i]),
-            "aux": int(ev.aux[i]),
-            "site": int(ev.site[i]),
-            "enter_ns": int(ev.enter[i]),
-            "exit_ns": int(ev.exit[i]),
-            "cpu": int(ev.cpu[i]),
-            "flags": int(ev.flags[i]),
-            "result": int(ev.result[i]),
-        }
-        for i in range(len(ev))
-    ]
+    codes, where = np.unique(np.asarray(ev.op, np.int64), return_inverse=True)
+    op = np.array([names.get(int(c), str(int(c))) for c in codes], object)[where]
+    cols = {
+        "pid": ev.pid,
+        "tid": ev.tid,
+        "op": op,
+        "obj": ev.obj,
+        "aux": ev.aux,
+        "site": ev.site,
+        "enter_ns": ev.enter,
+        "exit_ns": ev.exit,
+        "cpu": ev.cpu,
+        "flags": ev.flags,
+        "result": ev.result,
+    }
+    schema = TABLES["events"]
+    return pa.Table.from_arrays([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
 
 
 def _objects(run_dir: Path, ev: model.Events, waits: list[Wait], intervals: list[Interval]) -> list[Object]:
@@ -194,11 +212,23 @@ def _dist(v: np.ndarray) -> Dist:
     }
 
 
-def _cause_list(causes: list[Cause], ids: set[int], total: int) -> list[CauseShare]:
+class _Causes:
+    """The causes table, indexed once by jitter interval: each top-causes list reads only its own rows."""
+
+    def __init__(self, causes: list[Cause]) -> None:
+        self.rows = causes
+        self.jitter = np.array([c["jitter"] for c in causes], np.int64)
+
+    def of(self, ids: set[int]) -> list[Cause]:
+        """The rows of intervals `ids`, in table order."""
+        sel = np.flatnonzero(np.isin(self.jitter, np.fromiter(ids, np.int64, len(ids))))
+        return [self.rows[k] for k in sel]
+
+
+def _cause_list(causes: _Causes, ids: set[int], total: int) -> list[CauseShare]:
     agg: dict[tuple[str, str, str], int] = defaultdict(int)
-    for c in causes:
-        if c["jitter"] in ids:
-            agg[(c["side"], c["kind"], c["name"])] += c["ns"]
+    for c in causes.of(ids):
+        agg[(c["side"], c["kind"], c["name"])] += c["ns"]
     covered = sum(agg.values())  # the intervals' time: shares of it, not of the (thresholded) jitter
     top = sorted(agg.items(), key=lambda kv: -kv[1])[:TOP_CAUSES]
     return [
@@ -240,6 +270,7 @@ def make_summary(
     run_ns: int,
     dropped: int,
     lost_events: int,
+    fit: Fit | None = None,
 ) -> Summary:
     jit = [r for r in intervals if r["jitter_ns"] > 0]
     sync = [r for r in jit if r["type"] in model.SYNC_TYPES]
@@ -247,9 +278,16 @@ def make_summary(
     ns_ns = int(sum(r["jitter_ns"] for r in jit if r["type"] == "ns"))
     tracing = run["tracing"]
     types: dict[str, TypeStats] = {}
+    t_of: dict[str, list[int]] = defaultdict(list)
+    jit_of: dict[str, list[Interval]] = defaultdict(list)
+    for r in intervals:
+        t_of[r["type"]].append(r["t_ns"])
+    for r in jit:
+        jit_of[r["type"]].append(r)
+    by_jitter = _Causes(causes)
     for t in model.SYNC_TYPES + ("hd", "ns"):
-        allt = np.array([r["t_ns"] for r in intervals if r["type"] == t], dtype=np.int64)
-        js = [r for r in jit if r["type"] == t]
+        allt = np.array(t_of[t], dtype=np.int64)
+        js = jit_of[t]
         jv = np.array([r["jitter_ns"] for r in js], dtype=np.int64)
         types[t] = {
             "intervals": int(len(allt)),
@@ -258,7 +296,7 @@ def make_summary(
             "share": float(jv.sum()) / sync_ns if sync_ns and t in model.SYNC_TYPES else 0.0,
             "t": _dist(allt),
             "jitter": _dist(jv),
-            "causes": _cause_list(causes, {r["id"] for r in js}, int(jv.sum())) if tracing else [],
+            "causes": _cause_list(by_jitter, {r["id"] for r in js}, int(jv.sum())) if tracing else [],
         }
     per_obj: dict[tuple[int, int], list[Interval]] = defaultdict(list)
     for r in jit:
@@ -282,7 +320,7 @@ def make_summary(
                 "count": len(rs),
                 "jitter_ns": tot,
                 "types": dict(by_type),
-                "causes": _cause_list(causes, {r["id"] for r in rs}, tot) if tracing else [],
+                "causes": _cause_list(by_jitter, {r["id"] for r in rs}, tot) if tracing else [],
             }
         )
     fd = np.array([f["end_ns"] - f["start_ns"] for f in frames], dtype=np.int64)
@@ -302,7 +340,7 @@ def make_summary(
         "holder_delay_ns": types["hd"]["jitter_ns"] if tracing else None,
         "types": types,
         "objects": top,
-        "causes": _cause_list(causes, {r["id"] for r in sync}, sync_ns) if tracing else [],
+        "causes": _cause_list(by_jitter, {r["id"] for r in sync}, sync_ns) if tracing else [],
         "critical_path": {
             "counter_jitter_ns": counter.jitter_ns,
             "path_jitter_ns": int(path_j),
@@ -314,7 +352,7 @@ def make_summary(
             "per_thread": {str(k): v for k, v in sorted(counter.per_thread.items())},
         },
         "frames": {"count": len(frames), "time": _dist(fd), "jitter": _dist(fj)},
-        "fit": _fit([r["jitter_ns"] for r in sync]),
+        "fit": fit if fit is not None else _fit([r["jitter_ns"] for r in sync]),
         "unmatched": m.unmatched,
         "dropped": dropped,
         "lost_events": lost_events,

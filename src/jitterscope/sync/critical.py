@@ -132,18 +132,24 @@ def path_jitter(steps: list[Step], intervals: list[Interval]) -> int:
     for r in intervals:
         if r["jitter_ns"] > 0 and r.get("wait") is None:
             own[r["tid"]].append(r)
+    # Each thread's own intervals as arrays, only to find the few that overlap a step; the booking itself
+    # stays in Python integers (exact products, the same float sum in the same order).
+    bounds = {
+        tid: (np.array([r["start_ns"] for r in rs], np.int64), np.array([r["end_ns"] for r in rs], np.int64))
+        for tid, rs in own.items()
+    }
     total = 0
     for s in steps:
         j = 0.0
         if s["kind"] == "wake":
             woken = by_wait.get(s["wait"])
             j = woken["jitter_ns"] if woken else 0
-        elif s["kind"] == "run":
-            for r in own.get(s["tid"], []):
+        elif s["kind"] == "run" and s["tid"] in bounds and s["end_ns"] > s["start_ns"]:
+            rs, (rs_start, rs_end) = own[s["tid"]], bounds[s["tid"]]
+            for k in np.flatnonzero((rs_end > s["start_ns"]) & (rs_start < s["end_ns"]) & (rs_end > rs_start)):
+                r = rs[k]
                 ov = min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])
-                span = r["end_ns"] - r["start_ns"]
-                if ov > 0 and span > 0:
-                    j += r["jitter_ns"] * ov / span
+                j += r["jitter_ns"] * ov / (r["end_ns"] - r["start_ns"])
         s["jitter_ns"] = int(round(j))
         total += s["jitter_ns"]
     return total

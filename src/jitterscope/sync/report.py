@@ -3,7 +3,6 @@ tables), then figures (sync/plots.py)."""
 
 from __future__ import annotations
 
-from collections import defaultdict
 from typing import Any
 
 import numpy as np
@@ -205,9 +204,12 @@ def page_data(run: Run) -> PageData:
 
 
 def _threads(run: Run) -> list[list[Any]]:
-    per: dict[int, int] = defaultdict(int)
-    for r in run.table("jitter").to_pylist():
-        per[r["tid"]] += r["jitter_ns"] if r["type"] != "hd" else 0
+    jitter = run.table("jitter")
+    own = ~np.asarray(pc.equal(jitter.column("type"), "hd").fill_null(False))  # hd re-counts a wait
+    tids, where = np.unique(_col(jitter, "tid")[own], return_inverse=True)
+    sums = np.zeros(len(tids), np.int64)
+    np.add.at(sums, where, _col(jitter, "jitter_ns")[own])
+    per = dict(zip(tids.tolist(), sums.tolist()))
     counters = run.summary["critical_path"].get("per_thread", {})
     return [
         [
@@ -233,10 +235,10 @@ def _top_cause(causes: Any) -> tuple[np.ndarray, np.ndarray]:
     if causes.num_rows == 0:
         return np.zeros(0, np.int64), np.zeros(0, object)
     jid, ns = _col(causes, "jitter"), _col(causes, "ns")
-    kind, name = causes.column("kind").to_pylist(), causes.column("name").to_pylist()
     order = np.lexsort((np.arange(len(ns)), -ns, jid))
     first = order[np.append(True, jid[order][1:] != jid[order][:-1])]
-    label = [kind[i] if kind[i] in ("self", "idle") else f"{kind[i]}:{name[i]}" for i in first]
+    kind, name = (causes.column(c).take(first).to_pylist() for c in ("kind", "name"))
+    label = [k if k in ("self", "idle") else f"{k}:{n}" for k, n in zip(kind, name)]
     return jid[first], np.array(label, object)
 
 

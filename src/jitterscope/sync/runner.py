@@ -38,6 +38,7 @@ from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
 from jitterscope.sync.summary import Summary
+from jitterscope.sync.warmup import Warmup
 from jitterscope.tracing.tracefs import tracing_available
 
 
@@ -221,9 +222,13 @@ class SyncSteps:
 
     def capture(self, s: lifecycle.Session) -> None:
         self.begun = time.monotonic_ns()
-        self.code, interrupted, self.ended = run_program(
-            self.opts.command, program_env(self.raw, self.cpus), self.opts.cpus
-        )
+        warm = Warmup(self.tracing_ok, self.opts.report).start()  # the analysis's imports while CMD runs
+        try:
+            self.code, interrupted, self.ended = run_program(
+                self.opts.command, program_env(self.raw, self.cpus), self.opts.cpus
+            )
+        finally:
+            warm.finish()
         self.ran = True
         if interrupted:
             s.interrupt()

@@ -22,33 +22,43 @@ from __future__ import annotations
 from collections import defaultdict
 
 import numpy as np
+import pyarrow as pa
 from typing_extensions import TypedDict  # pydantic validates it (sync/summary.py)
 
 from jitterscope.sync.rows import Interval, Subframe, Thread
+from jitterscope.sync.schema import SUBFRAMES
 
 DEFAULT_LENGTH_NS = 330_000
 DEFAULT_WARMUP = 90
 MAX_SUBFRAMES = 5_000_000  # a table, not a time series of a day-long run: longer runs are cut
 
 
+def _edges(start: int, end: int, length: int, forced: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of one thread's subframes: every `length` from its start, restarted at each forced
+    deadline."""
+    cuts = sorted({t for t in forced if start < t < end})
+    a = np.array([start, *cuts], np.int64)
+    b = np.array([*cuts, end], np.int64)
+    starts = [np.arange(x, y, length, dtype=np.int64) for x, y in zip(a.tolist(), b.tolist())]
+    ends = [np.minimum(s + length, y) for s, y in zip(starts, b.tolist())]
+    return np.concatenate(starts), np.concatenate(ends)
+
+
 def bounds(start: int, end: int, length: int, forced: list[int]) -> list[tuple[int, int]]:
     """Subframes [a, b) of one thread's life: every `length` from its start, restarted at each forced deadline."""
-    cuts = sorted({t for t in forced if start < t < end})
-    out: list[tuple[int, int]] = []
-    for a, b in zip([start, *cuts], [*cuts, end]):
-        edges = np.arange(a, b, length, dtype=np.int64)
-        out += [(int(x), int(min(x + length, b))) for x in edges]
-    return out
+    a, b = _edges(start, end, length, forced)
+    return list(zip(a.tolist(), b.tolist()))
 
 
-def subframes(
+def table(
     threads: list[Thread],
     intervals: list[Interval],
     length: int = DEFAULT_LENGTH_NS,
     warmup: int = DEFAULT_WARMUP,
-) -> list[Subframe]:
-    """One row per (thread, subframe): tid, index, start_ns, end_ns, jitter_ns, warmup, forced (ended at a
-    create/join deadline rather than by its length)."""
+) -> pa.Table:
+    """The subframes table (schema.SUBFRAMES): one row per (thread, subframe): tid, index, start_ns, end_ns,
+    jitter_ns, warmup, forced (ended at a create/join deadline rather than by its length).  Built as
+    columns: a long run has hundreds of thousands of subframes."""
     forced: dict[int, list[int]] = defaultdict(list)
     for t in threads:
         if t["creator_tid"] and t["create_ns"] is not None:
@@ -59,46 +69,60 @@ def subframes(
     for r in intervals:
         if r["jitter_ns"] > 0 and r["type"] != "hd":
             own[r["tid"]].append((int(r["start_ns"]), int(r["end_ns"]), int(r["jitter_ns"])))
-    rows: list[Subframe] = []
+    cols: dict[str, list[np.ndarray]] = defaultdict(list)
+    n = 0
     for t in threads:
-        if t["start_ns"] is None or t["end_ns"] is None or len(rows) >= MAX_SUBFRAMES:
+        if t["start_ns"] is None or t["end_ns"] is None or n >= MAX_SUBFRAMES:
             continue
-        bs = bounds(int(t["start_ns"]), int(t["end_ns"]), length, forced.get(t["tid"], []))
-        jit = _booked(bs, own.get(t["tid"], []))
-        cuts = set(forced.get(t["tid"], []))
-        for k, ((a, b), j) in enumerate(zip(bs, jit)):
-            rows.append(
-                {
-                    "pid": t["pid"],
-                    "tid": t["tid"],
-                    "subframe": k,
-                    "start_ns": a,
-                    "end_ns": b,
-                    "jitter_ns": int(round(j)),
-                    "warmup": k < warmup,
-                    "forced": b in cuts,
-                }
-            )
-    return rows[:MAX_SUBFRAMES]
+        a, b = _edges(int(t["start_ns"]), int(t["end_ns"]), length, forced.get(t["tid"], []))
+        k = np.arange(len(a), dtype=np.int64)
+        cols["pid"].append(np.full(len(a), t["pid"], np.int64))
+        cols["tid"].append(np.full(len(a), t["tid"], np.int64))
+        cols["subframe"].append(k)
+        cols["start_ns"].append(a)
+        cols["end_ns"].append(b)
+        cols["jitter_ns"].append(np.round(_booked(a, b, own.get(t["tid"], []))).astype(np.int64))
+        cols["warmup"].append(k < warmup)
+        cols["forced"].append(np.isin(b, np.array(sorted(set(forced.get(t["tid"], []))), np.int64)))
+        n += len(a)
+    return pa.Table.from_arrays(
+        [
+            pa.array(np.concatenate(cols[f.name])[:MAX_SUBFRAMES] if cols[f.name] else [], type=f.type)
+            for f in SUBFRAMES
+        ],
+        schema=SUBFRAMES,
+    )
 
 
-def _booked(bs: list[tuple[int, int]], own: list[tuple[int, int, int]]) -> np.ndarray:
-    """Jitter of each subframe: every interval's jitter spread evenly over its span (a point interval
+def subframes(
+    threads: list[Thread],
+    intervals: list[Interval],
+    length: int = DEFAULT_LENGTH_NS,
+    warmup: int = DEFAULT_WARMUP,
+) -> list[Subframe]:
+    """`table` as rows."""
+    rows: list[Subframe] = table(threads, intervals, length, warmup).to_pylist()
+    return rows
+
+
+def _booked(a: np.ndarray, b: np.ndarray, own: list[tuple[int, int, int]]) -> np.ndarray:
+    """Jitter of each subframe [a, b): every interval's jitter spread evenly over its span (a point interval
     goes whole to the subframe holding its end)."""
-    out = np.zeros(len(bs))
-    if not bs or not own:
+    out = np.zeros(len(a))
+    if not len(a) or not own:
         return out
-    starts = np.array([a for a, _ in bs], dtype=np.int64)
+    ends = b.tolist()
+    starts = a.tolist()
     for s, e, j in own:
         if e <= s:
-            k = int(np.searchsorted(starts, e, side="right")) - 1
+            k = int(np.searchsorted(a, e, side="right")) - 1
             if k >= 0:
                 out[k] += j
             continue
-        k0 = max(int(np.searchsorted(starts, s, side="right")) - 1, 0)
-        k1 = int(np.searchsorted(starts, e, side="left"))
+        k0 = max(int(np.searchsorted(a, s, side="right")) - 1, 0)
+        k1 = int(np.searchsorted(a, e, side="left"))
         for k in range(k0, k1):
-            ov = min(e, bs[k][1]) - max(s, bs[k][0])
+            ov = min(e, ends[k]) - max(s, starts[k])
             if ov > 0:
                 out[k] += j * ov / (e - s)
     return out
@@ -119,18 +143,19 @@ class Stats(TypedDict):
     jitter_ns: int
 
 
-def summary(rows: list[Subframe], length: int, warmup: int) -> Stats:
+def summary(rows: list[Subframe] | pa.Table, length: int, warmup: int) -> Stats:
     """Statistics of the measured (after warm-up) subframes: how many, how many had jitter, per-subframe
     jitter distribution."""
-    m = [r for r in rows if not r["warmup"]]
-    j = np.array([r["jitter_ns"] for r in m], dtype=np.int64)
+    t = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=SUBFRAMES)
+    warm = t.column("warmup").to_numpy(zero_copy_only=False).astype(bool)
+    j = t.column("jitter_ns").to_numpy()[~warm].astype(np.int64)
     return {
         "length_ns": length,
         "warmup": warmup,
-        "count": len(rows),
-        "measured": len(m),
+        "count": t.num_rows,
+        "measured": len(j),
         "with_jitter": int((j > 0).sum()),
-        "forced": sum(1 for r in rows if r["forced"]),
+        "forced": int(t.column("forced").to_numpy(zero_copy_only=False).sum()),
         "jitter_p50_ns": float(np.percentile(j, 50)) if len(j) else 0.0,
         "jitter_p99_ns": float(np.percentile(j, 99)) if len(j) else 0.0,
         "jitter_max_ns": int(j.max()) if len(j) else 0,
