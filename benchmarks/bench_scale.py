@@ -78,8 +78,8 @@ def capture_template(work: Path) -> Path:
         deadline = time.monotonic() + 120
         while not (out / "detours.end.json").exists() and proc.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
-        # the trace is stopped before the probe's end record is written (measure/lifecycle.py); the raw files
-        # are complete, the analysis has not removed them yet
+        # the probe's end record is written as it ends (measure/steps.py), before the analysis: the raw files
+        # are complete and kept, and what the session had not stopped is completed offline (complete_cut_short)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
     finally:
