@@ -154,6 +154,10 @@ def finish(run_dir: Path) -> None:
             finally:
                 os.close(fd)
     atomic.fsync_dir(run_dir)
+    # capture.json first: while it exists the run waits for analysis (recover.is_complete), so a kill
+    # between these unlinks must never leave it beside a raw capture already gone
+    (run_dir / CAPTURE).unlink(missing_ok=True)
+    atomic.fsync_dir(run_dir)
     for name in RAW_FILES:
         (run_dir / name).unlink(missing_ok=True)
     atomic.fsync_dir(run_dir)
