@@ -136,7 +136,7 @@ TABLE = [
     Point("protect", "controller ended", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("protect", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
     Point("place", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
-    Point("place", "capture", _stopped, rebuilt=False),
+    Point("place", "capture", _stopped, rebuilt=True),
     Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("measure", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("measure", "capture", lambda o, s, v: (o / "detours.raw").exists(), rebuilt=True),
@@ -171,9 +171,9 @@ TABLE += [
 SYNC_CMD = ["sleep", "1"]
 
 
-# place writes its tables and summary as it stops, before the session marks it "analysing" (raw first):
-# killed while it writes them, the run is lost (one line); after, `analyze` finishes it (the row above).
-TABLE += [Point("place", "writing", lambda o, s, v: _writing(o) and _stage(o) != "analysing", False, closes=True)]
+# place appends what it sees to place.raw as it runs (raw first) and builds its tables from it as it
+# analyses: killed while it writes them, `analyze` rebuilds them from place.raw.
+TABLE += [Point("place", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True)]
 
 
 # pipeline run --trace: the trace instance is its first journal entry; meta.json's stage says the runtime

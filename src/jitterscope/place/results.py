@@ -94,6 +94,38 @@ class Task(_TaskBase, total=False):
     latency_ns: Latency | None  # None: the task publishes no heartbeats
 
 
+class TaskState(TypedDict):
+    """What the engine holds of a task (the raw stream's `t` records, raw.py): its counters cover
+    window_ns, its first to last observation; specials and faults count since its start."""
+
+    pid: int
+    name: str
+    command: list[str]
+    home: int
+    declared: float | None
+    weight: float  # its weight now (a task never observed: its weight on arrival)
+    run_ns: int
+    wait_ns: int
+    ivcsw: int
+    ops: int
+    specials: int
+    faults: int
+    window_ns: int
+    faulting_quanta: int
+    banned: bool
+    credit_ns: float
+    end: str
+    protected: bool
+
+
+class TaskEnd(TaskState):
+    """A task's state as the run ends, with its heartbeats (known only then: the raw stream's `end`)."""
+
+    beats: int
+    beats_lost: int
+    latency_ns: Latency | None
+
+
 class TopologyInfo(TypedDict):
     llc_groups: list[list[int]]
     little: list[int]
@@ -119,17 +151,22 @@ class Settings(TypedDict):
     heavy: float
 
 
-class RunHeader(TypedDict):
+class RunFacts(TypedDict):
+    """What the run header says before the run ends (the raw stream's first record, raw.py)."""
+
     policies: list[str]
     quantum_ns: float
-    wall_ns: int
-    ended_by: str
     dry_run: bool
     actuator: str | None
     cpus: list[int]
     topology: TopologyInfo
     pmu: Pmu
     settings: Settings
+
+
+class RunHeader(RunFacts):
+    wall_ns: int
+    ended_by: str
 
 
 class Credit(TypedDict):
