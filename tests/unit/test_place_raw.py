@@ -27,7 +27,7 @@ STATE = cast(
     {
         **{"pid": 1, "name": "w", "command": ["w"], "home": 0, "declared": None, "weight": 0.5, "run_ns": 5},
         **{"wait_ns": 0, "ivcsw": 0, "ops": 0, "specials": 0, "faults": 0, "window_ns": 8, "faulting_quanta": 0},
-        **{"banned": False, "credit_ns": 0.0, "end": "", "protected": False},
+        **{"banned": False, "credit_ns": 0.0, "end": "", "protected": False, "heartbeats": True},
     },
 )
 
@@ -52,6 +52,11 @@ def test_the_stream_reads_back_whole(tmp_path: Path) -> None:
     assert raw.splits == [(4, True), (6, False)]
     assert raw.states == [STATE] and raw.states_ns == 3 and raw.end is None and raw.torn == 0
     assert raw.last_ns == 9
+    assert [m.split(" (")[0] for m in build.missing(raw)] == [
+        "its end: wall_ns and duration_s are those of its last record",
+        "the heartbeat latencies",
+        "the tasks' counters after their last state",
+    ]
     (task,) = raw.tasks  # the last states stand in for the end a kill took
     assert task["end"] == "running when the run was cut short" and task["latency_ns"] is None
 

@@ -28,8 +28,8 @@ from jitterscope.place.plan import Plan
 from jitterscope.place.raw import RAW, Raw, read_raw
 from jitterscope.place.results import Observation, RunFacts, RunHeader, Summary, Task
 from jitterscope.place.topology import Topology
-from jitterscope.rundir import base_meta, write_json, write_table
-from jitterscope.session import write_meta
+from jitterscope.rundir import INCOMPLETE, base_meta, write_json, write_table
+from jitterscope.session import read_meta, write_meta
 
 
 def _co_exact(rows: list[Observation], topo: Topology, heavy: float) -> float:
@@ -166,8 +166,9 @@ def summary(raw: Raw, facts: RunFacts, wall: int, ended_by: str) -> Summary:
     }
 
 
-def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[str, Any]:
-    """meta.json of a place run (the session writes it at the start, marked incomplete)."""
+def meta(plan: Plan, t_start: int) -> dict[str, Any]:
+    """meta.json of a place run (the session writes it at the start, marked incomplete; `finish` adds
+    duration_s and interrupted)."""
     return base_meta(
         kind="place",
         host=sysinfo.host(),
@@ -175,8 +176,8 @@ def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[st
         cpus=plan.cpus,
         command_line=plan.argv,
         start_unix_ns=t_start,
-        duration_s=wall / 1e9,
-        interrupted=ended_by == "interrupted",
+        duration_s=0.0,
+        interrupted=False,
         options={
             "policies": sorted(plan.policies),
             "quantum_ns": plan.settings.quantum_ns,
@@ -192,19 +193,27 @@ def missing(raw: Raw) -> list[str]:
     out = [f"its last record ({raw.torn} bytes, cut by the kill)"] if raw.torn else []
     if raw.end is None:
         at = f"{raw.last_ns / 1e9:.3f} s"
-        out += [
-            f"its end: wall_ns and duration_s are those of its last record ({at}), ended_by is 'interrupted'",
-            "the tasks' heartbeat latencies (beats, latency_ns)",
-            f"the tasks' counters after their last state ({(raw.states_ns or 0) / 1e9:.3f} s; written once a second)",
-        ]
+        out.append(f"its end: wall_ns and duration_s are those of its last record ({at}), ended_by 'interrupted'")
+        beating = [f"{t['name']}[{t['pid']}]" for t in raw.states if t.get("heartbeats")]
+        if beating:
+            out.append(f"the heartbeat latencies (beats, latency_ns) of {', '.join(beating)}")
+        if raw.states:
+            out.append(
+                f"the tasks' counters after their last state ({(raw.states_ns or 0) / 1e9:.3f} s; written once a "
+                "second): run_ns, wait_ns, ivcsw, ops, window_ns, specials, faults, credit_ns"
+            )
     return out
 
 
-def finish(run_dir: Path, meta: dict[str, Any], recovered: bool = False) -> Raw:
+def finish(run_dir: Path, recovered: bool = False) -> Raw:
     """The run from its raw stream (raw.py), after a normal stop and after a kill alike: its tables,
-    summary.json and, complete, `meta` (with duration_s and interrupted; `recovered`: what is missing),
-    then the raw stream goes.  Raises when the stream holds no run: killed before its loop started."""
+    summary.json and meta.json complete (the session's, with duration_s and interrupted; `recovered`:
+    what is missing), then the raw stream goes.  Raises when the stream holds no run: killed before its
+    loop started."""
     raw = read_raw(run_dir / RAW)
+    meta = read_meta(run_dir)
+    meta.pop(INCOMPLETE, None)
+    meta.pop("ended_by", None)  # the session's note for a recovery; summary.json's run says it
     if raw.run is None or (raw.states_ns is None and raw.end is None):
         raise JitterscopeError(
             f"{run_dir}: a place run killed as it started its tasks, before observing any: nothing was recorded "
@@ -216,7 +225,7 @@ def finish(run_dir: Path, meta: dict[str, Any], recovered: bool = False) -> Raw:
     )
     write_table(run_dir, "decisions", pa.Table.from_pylist(raw.decisions, schema=schema.DECISIONS), kind="place")
     write_json(run_dir / "summary.json", summary(raw, raw.run, wall, ended_by))
-    meta = {**meta, "duration_s": wall / 1e9, "interrupted": bool(meta.get("interrupted")) or ended_by == "interrupted"}
+    meta.update(duration_s=wall / 1e9, interrupted=bool(meta.get("interrupted")) or ended_by == "interrupted")
     if recovered:
         meta["recovered"] = {
             "by": "jitterscope analyze",

@@ -56,17 +56,14 @@ def _analyze(args: argparse.Namespace) -> int:
     from jitterscope.place import build, render
     from jitterscope.place.raw import RAW
     from jitterscope.place.results import read_summary
-    from jitterscope.rundir import INCOMPLETE, load_run
-    from jitterscope.session import cut_short, read_meta
+    from jitterscope.rundir import load_run
+    from jitterscope.session import cut_short
 
     run_dir: Path = args.run
-    meta = read_meta(run_dir)
     if not (run_dir / RAW).exists():
         cut_short(run_dir, "a place run killed before it recorded anything (no place.raw): nothing to rebuild")
-    meta.pop(INCOMPLETE, None)
-    meta.pop("ended_by", None)
     try:
-        raw = build.finish(run_dir, meta, recovered=True)
+        raw = build.finish(run_dir, recovered=True)
     except JitterscopeError as err:
         cut_short(run_dir, str(err).removeprefix(f"{run_dir}: "))
     run = load_run(run_dir, kinds=("place",))

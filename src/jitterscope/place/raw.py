@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from typing_extensions import TypedDict
+
 from jitterscope.place.results import Decision, Observation, RunFacts, TaskEnd, TaskState
 
 RAW = "place.raw"
@@ -39,18 +41,18 @@ class RawWriter:
         self._balanced: bool | None = None
         self.state_ns = -STATE_EVERY_NS  # when the tasks' states were last written
 
-    def _put(self, rec: dict[str, Any]) -> None:
+    def _put(self, **rec: object) -> None:
         if self._f is not None:
             self._f.write(json.dumps(rec, separators=(",", ":")) + "\n")
 
     def run(self, facts: RunFacts) -> None:
-        self._put({"k": "run", "run": facts})
+        self._put(k="run", run=facts)
 
     def observation(self, row: Observation) -> None:
-        self._put({"k": "o", "r": row})
+        self._put(k="o", r=row)
 
     def decision(self, d: Decision) -> None:
-        self._put({"k": "d", "r": d})
+        self._put(k="d", r=d)
 
     def cost(self, ns: int) -> None:
         self._costs.append(ns)
@@ -59,19 +61,19 @@ class RawWriter:
         """OBS-X's balance at `t_ns`: only its changes are written (the fraction weighs each by its span)."""
         if balanced != self._balanced:
             self._balanced = balanced
-            self._put({"k": "s", "v": [t_ns, balanced]})
+            self._put(k="s", v=[t_ns, balanced])
 
     def states(self, t_ns: int, tasks: list[TaskState]) -> None:
         self.state_ns = t_ns
-        self._put({"k": "t", "t_ns": t_ns, "tasks": tasks})
+        self._put(k="t", t_ns=t_ns, tasks=tasks)
 
     def end(self, wall_ns: int, ended_by: str, tasks: list[TaskEnd]) -> None:
-        self._put({"k": "end", "wall_ns": wall_ns, "ended_by": ended_by, "tasks": tasks})
+        self._put(k="end", wall_ns=wall_ns, ended_by=ended_by, tasks=tasks)
 
     def flush(self) -> None:
         """Hand what is buffered to the kernel: it survives a kill of this process from here on."""
         if self._costs:
-            self._put({"k": "c", "ns": self._costs})
+            self._put(k="c", ns=self._costs)
             self._costs = []
         if self._f is not None:
             self._f.flush()
@@ -85,6 +87,12 @@ class RawWriter:
             self._f = None
 
 
+class RawEnd(TypedDict):
+    wall_ns: int
+    ended_by: str
+    tasks: list[TaskEnd]
+
+
 @dataclass
 class Raw:
     """What a run's `place.raw` holds, read back."""
@@ -96,7 +104,7 @@ class Raw:
     splits: list[tuple[int, bool]] = field(default_factory=list)
     states: list[TaskState] = field(default_factory=list)  # the last `t` record's
     states_ns: int | None = None  # its time; None: the loop never started
-    end: dict[str, Any] | None = None  # wall_ns, ended_by, tasks (TaskEnd); None: killed before the end
+    end: RawEnd | None = None  # None: killed before the end
     torn: int = 0  # bytes of a last record cut by a kill (dropped)
     last_ns: int = 0  # the latest time any record carries
 
@@ -135,7 +143,8 @@ def read_raw(path: Path) -> Raw:
     return raw
 
 
-def _add(raw: Raw, rec: dict[str, Any]) -> None:
+def _add(raw: Raw, rec: Any) -> None:
+    """One record (a JSON object as json.loads gives it); a malformed one raises (a torn tail)."""
     k = rec["k"]
     if k == "o":
         raw.observations.append(rec["r"])

@@ -62,26 +62,31 @@ class Latency(TypedDict):
     mean: float
 
 
-class _TaskBase(TypedDict):
+class _Counted(TypedDict):
+    """What a task's summary and its state in the raw stream share."""
+
     pid: int
     name: str
     command: list[str]
     home: int
-    weight_source: str
     declared: float | None
-    mean_weight: float
     run_ns: int
     wait_ns: int
     ivcsw: int
     ops: int
     specials: int
     faults: int
-    ops_per_s: float
-    quanta: int
     faulting_quanta: int
     banned: bool
     credit_ns: float
     end: str
+
+
+class _TaskBase(_Counted):
+    weight_source: str
+    mean_weight: float
+    ops_per_s: float
+    quanta: int
 
 
 class Task(_TaskBase, total=False):
@@ -94,28 +99,14 @@ class Task(_TaskBase, total=False):
     latency_ns: Latency | None  # None: the task publishes no heartbeats
 
 
-class TaskState(TypedDict):
+class TaskState(_Counted):
     """What the engine holds of a task (the raw stream's `t` records, raw.py): its counters cover
     window_ns, its first to last observation; specials and faults count since its start."""
 
-    pid: int
-    name: str
-    command: list[str]
-    home: int
-    declared: float | None
     weight: float  # its weight now (a task never observed: its weight on arrival)
-    run_ns: int
-    wait_ns: int
-    ivcsw: int
-    ops: int
-    specials: int
-    faults: int
     window_ns: int
-    faulting_quanta: int
-    banned: bool
-    credit_ns: float
-    end: str
     protected: bool
+    heartbeats: bool  # it may publish heartbeats (report API): a command place started
 
 
 class TaskEnd(TaskState):

@@ -175,7 +175,7 @@ class PlaceSteps:
         eng.raw.close()  # fsynced: the run can be rebuilt from here on
 
     def analyze(self, s: lifecycle.Session) -> None:
-        build.finish(self.run_dir, build.meta(self.plan, self.t_start))
+        build.finish(self.run_dir)
 
 
 def _printer() -> Callable[[Decision], None]:

@@ -78,6 +78,7 @@ class Placed:
             "credit_ns": self.t.credit_ns,
             "end": self.end,  # "" while it runs
             "protected": self.protected,
+            "heartbeats": self.beats is not None,
         }
 
     def final(self) -> TaskEnd:
