@@ -358,6 +358,19 @@ def test_kill_9(
             _one_line(code, got.err, f"{cmd[0]} {run.name} after {point}")  # compare refuses a run of no time
             if cmd[0] == "report" and complete and point.mode != "protect":  # (protect has no page)
                 assert code == 0, (point, run, got.err)
+        if point.mode == "place" and point.when == "capture":
+            _place_rebuilt(run)
+
+
+def _place_rebuilt(run: Path) -> None:
+    """A place run killed mid-capture keeps what it saw (place.raw): its decisions, its tasks' states, and
+    meta.json says it was interrupted and what only its end knew."""
+    from jitterscope.rundir import load_run
+
+    r = load_run(run)
+    assert r.table("decisions").num_rows > 0  # killed as the first tasks stop: no quantum need have ended
+    assert len(r.summary["tasks"]) == 3 and not (run / "place.raw").exists()
+    assert r.meta["interrupted"] and any(m.startswith("its end") for m in r.meta["recovered"]["missing"]), r.meta
 
 
 def _left_runs(point: Point, out: Path, ended: bool) -> list[tuple[Path, bool]]:
