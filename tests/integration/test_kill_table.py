@@ -136,7 +136,7 @@ TABLE = [
     Point("protect", "controller ended", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("protect", "writing", lambda o, s, v: _any(o, "*.parquet") or _any(o, ".*.tmp"), rebuilt=True, closes=True),
     Point("place", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
-    Point("place", "capture", _stopped, rebuilt=False),
+    Point("place", "capture", _stopped, rebuilt=True),
     Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("measure", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
     Point("measure", "capture", lambda o, s, v: (o / "detours.raw").exists(), rebuilt=True),
@@ -171,9 +171,9 @@ TABLE += [
 SYNC_CMD = ["sleep", "1"]
 
 
-# place writes its tables and summary as it stops, before the session marks it "analysing" (raw first):
-# killed while it writes them, the run is lost (one line); after, `analyze` finishes it (the row above).
-TABLE += [Point("place", "writing", lambda o, s, v: _writing(o) and _stage(o) != "analysing", False, closes=True)]
+# place appends what it sees to place.raw as it runs (raw first) and builds its tables from it as it
+# analyses: killed while it writes them, `analyze` rebuilds them from place.raw.
+TABLE += [Point("place", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True)]
 
 
 # pipeline run --trace: the trace instance is its first journal entry; meta.json's stage says the runtime
@@ -358,6 +358,19 @@ def test_kill_9(
             _one_line(code, got.err, f"{cmd[0]} {run.name} after {point}")  # compare refuses a run of no time
             if cmd[0] == "report" and complete and point.mode != "protect":  # (protect has no page)
                 assert code == 0, (point, run, got.err)
+        if point.mode == "place" and point.when == "capture":
+            _place_rebuilt(run)
+
+
+def _place_rebuilt(run: Path) -> None:
+    """A place run killed mid-capture keeps what it saw (place.raw): its decisions, its tasks' states, and
+    meta.json says it was interrupted and what only its end knew."""
+    from jitterscope.rundir import load_run
+
+    r = load_run(run)
+    assert r.table("decisions").num_rows > 0  # killed as the first tasks stop: no quantum need have ended
+    assert len(r.summary["tasks"]) == 3 and not (run / "place.raw").exists()
+    assert r.meta["interrupted"] and any(m.startswith("its end") for m in r.meta["recovered"]["missing"]), r.meta
 
 
 def _left_runs(point: Point, out: Path, ended: bool) -> list[tuple[Path, bool]]:

@@ -10,6 +10,7 @@ import pytest
 from jitterscope.place.build import _tasks
 from jitterscope.place.observe import Snap
 from jitterscope.place.policy import Task
+from jitterscope.place.raw import Raw
 from jitterscope.place.tasks import Placed
 
 
@@ -22,7 +23,6 @@ def test_rate_is_over_the_observed_window():
     # observed from 0.2 s to 0.9 s of a 1 s run, 70,000 ops in between: 100,000 ops/s
     p = Placed(Task(1, "w"), prog, first=_snap(5_000, 0), snap=_snap(75_000, 700_000_000))  # type: ignore[arg-type]
     p.first_ns, p.snap_ns, p.end = 200_000_000, 900_000_000, "ended (exit code 0)"
-    eng = SimpleNamespace(tasks=[p], observations=[])
-    (t,) = _tasks(eng, 1_000_000_000)  # type: ignore[arg-type]
+    (t,) = _tasks(Raw(end={"wall_ns": 1_000_000_000, "ended_by": "duration", "tasks": [p.final()]}))
     assert t["window_ns"] == 700_000_000
     assert t["ops_per_s"] == pytest.approx(100_000.0)

@@ -1,4 +1,5 @@
-"""A place run's tables, summary.json and meta.json, from what the engine recorded.
+"""A place run's tables, summary.json and meta.json, from its raw record stream (raw.py): one path
+after a normal stop and after a kill (`jitterscope analyze`, kind.py).
 
 Co-scheduling of heavy tasks (the OBS-L test's measure, spec B.3): of the time
 a heavy task (normalised weight >= 0.5) runs, the share during which another
@@ -12,6 +13,7 @@ binomial): it says "estimated".
 
 from __future__ import annotations
 
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,13 +22,14 @@ import numpy as np
 import pyarrow as pa
 
 from jitterscope import sysinfo
+from jitterscope.errors import JitterscopeError
 from jitterscope.place import schema
-from jitterscope.place.engine import Engine
 from jitterscope.place.plan import Plan
-from jitterscope.place.results import Latency, Observation, Summary, Task
-from jitterscope.place.tasks import Placed
+from jitterscope.place.raw import RAW, Raw, read_raw
+from jitterscope.place.results import Observation, RunFacts, RunHeader, Summary, Task
 from jitterscope.place.topology import Topology
-from jitterscope.rundir import base_meta, write_json, write_table
+from jitterscope.rundir import INCOMPLETE, base_meta, write_json, write_table
+from jitterscope.session import read_meta, write_meta
 
 
 def _co_exact(rows: list[Observation], topo: Topology, heavy: float) -> float:
@@ -68,110 +71,104 @@ def _co_estimated(rows: list[Observation], topo: Topology, heavy: float, quantum
     return both / anyh if anyh > 0 else 0.0
 
 
-def _tasks(eng: Engine, wall: int) -> list[Task]:
+def _tasks(raw: Raw) -> list[Task]:
+    """Each task's final state (raw.py) with what its observations say: its weights and their sources."""
+    ws: dict[int, list[float]] = {}
+    srcs: dict[int, Counter[str]] = {}
+    for r in raw.observations:
+        ws.setdefault(r["pid"], []).append(r["weight"])
+        srcs.setdefault(r["pid"], Counter())[r["source"]] += 1
     out: list[Task] = []
-    for p in eng.tasks:
-        a, b = p.first, p.snap
-        ws = [r["weight"] for r in eng.observations if r["pid"] == p.pid]
-        srcs = Counter(r["source"] for r in eng.observations if r["pid"] == p.pid)
-        # these counts cover the task's first to last observation, not the run: rates over that window
-        run_ns, wait_ns, ivcsw, ops = (
-            (b.run_ns - a.run_ns, b.wait_ns - a.wait_ns, b.ivcsw - a.ivcsw, b.ops - a.ops) if a and b else (0, 0, 0, 0)
+    for st in raw.tasks:
+        w, src, window = ws.get(st["pid"], []), srcs.get(st["pid"]), st["window_ns"]
+        out.append(
+            {
+                "pid": st["pid"],
+                "name": st["name"],
+                "command": st["command"],
+                "home": st["home"],
+                "weight_source": src.most_common(1)[0][0] if src else "none",
+                "declared": st["declared"],
+                "mean_weight": float(np.mean(w)) if w else st["weight"],
+                "run_ns": st["run_ns"],
+                "wait_ns": st["wait_ns"],
+                "ivcsw": st["ivcsw"],
+                "ops": st["ops"],
+                "specials": st["specials"],
+                "faults": st["faults"],
+                "window_ns": window,
+                "ops_per_s": st["ops"] / (window / 1e9) if window > 0 else 0.0,
+                "quanta": len(w),
+                "faulting_quanta": st["faulting_quanta"],
+                "banned": st["banned"],
+                "credit_ns": st["credit_ns"],
+                "end": st["end"],
+                "protected": st["protected"],
+                "beats": st["beats"],
+                "beats_lost": st["beats_lost"],
+                "latency_ns": st["latency_ns"],
+            }
         )
-        window = p.snap_ns - p.first_ns if a and b else wall
-        task: Task = {
-            "pid": p.pid,
-            "name": p.t.name,
-            "command": p.prog.argv,
-            "home": p.t.home,
-            "weight_source": srcs.most_common(1)[0][0] if srcs else "none",
-            "declared": p.declared,
-            "mean_weight": float(np.mean(ws)) if ws else p.t.weight,
-            "run_ns": run_ns,
-            "wait_ns": wait_ns,
-            "ivcsw": ivcsw,
-            "ops": ops,
-            "specials": b.specials if b else 0,  # since the task's start
-            "faults": b.faults if b else 0,
-            "window_ns": window,
-            "ops_per_s": ops / (window / 1e9) if window > 0 else 0.0,
-            "quanta": len(ws),
-            "faulting_quanta": p.t.f.faulting_quanta,
-            "banned": p.t.f.banned,
-            "credit_ns": p.t.credit_ns,
-            "end": p.end or "running at the end",
-            "protected": p.protected,
-            "beats": 0,
-            "latency_ns": None,
-        }
-        _latency(p, task)
-        out.append(task)
     return out
 
 
-def _latency(p: Placed, task: Task) -> None:
-    """The task's heartbeat latencies in the run (report API), if it publishes any: its measured noise."""
-    lat = p.beats.all() if p.beats is not None else np.zeros(0)
-    if not len(lat):
-        return
-    q = np.percentile(lat, [50, 99])
-    task["beats"] = int(len(lat))
-    task["beats_lost"] = p.beats.lost if p.beats else 0
-    lat_ns: Latency = {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())}
-    task["latency_ns"] = lat_ns
-
-
-def summary(plan: Plan, eng: Engine, ended_by: str, wall: int) -> Summary:
-    s, rows = plan.settings, eng.observations
-    wmax = max([r["weight"] for r in rows] + [1e-12])
-    heavy = s.heavy * wmax
-    co = _co_exact(rows, plan.topo, heavy) if eng.cfg.slots else _co_estimated(rows, plan.topo, heavy, s.quantum_ns)
-    bal = None
-    if eng.splits:
-        t = np.array([x[0] for x in eng.splits] + [wall], dtype=float)
-        bal = float(np.sum(np.diff(t) * np.array([x[1] for x in eng.splits])) / max(t[-1] - t[0], 1))
-    credits = [d["value"] for d in eng.decisions if d["action"] == "credit"]
-    obs = np.array(eng.observe_ns or [0])
-    srcs = Counter(r["source"] for r in rows)
+def run_facts(plan: Plan, slots: bool) -> RunFacts:
+    """The run header's facts known from its start (the raw stream's first record)."""
+    s = plan.settings
     return {
-        "run": {
-            "policies": sorted(plan.policies),
-            "quantum_ns": s.quantum_ns,
-            "wall_ns": wall,
-            "ended_by": ended_by,
-            "dry_run": plan.dry_run,
-            "actuator": plan.actuator if eng.cfg.slots else None,
-            "cpus": plan.cpus,
-            "topology": plan.topo.as_dict(),
-            "pmu": {"available": plan.pmu_ok, "why": plan.pmu_why},
-            "settings": {
-                "bins": s.bins,
-                "period_ns": s.period_ns,
-                "credit": s.credit,
-                "credit_norm": s.norm,
-                "obs_f": f"F{s.f_variant}",
-                "release_after": s.release_after,
-                "ban_after": s.ban_after,
-                "heavy": s.heavy,
-            },
+        "policies": sorted(plan.policies),
+        "quantum_ns": s.quantum_ns,
+        "dry_run": plan.dry_run,
+        "actuator": plan.actuator if slots else None,
+        "cpus": plan.cpus,
+        "topology": plan.topo.as_dict(),
+        "pmu": {"available": plan.pmu_ok, "why": plan.pmu_why},
+        "settings": {
+            "bins": s.bins,
+            "period_ns": s.period_ns,
+            "credit": s.credit,
+            "credit_norm": s.norm,
+            "obs_f": f"F{s.f_variant}",
+            "release_after": s.release_after,
+            "ban_after": s.ban_after,
+            "heavy": s.heavy,
         },
-        "weight_sources": dict(srcs),
-        "tasks": _tasks(eng, wall),
+    }
+
+
+def summary(raw: Raw, facts: RunFacts, wall: int, ended_by: str) -> Summary:
+    rows = raw.observations
+    exact = facts["actuator"] is not None  # OBS-L or worst: jitterscope decided who ran when
+    topo = Topology(facts["topology"]["llc_groups"])
+    heavy = facts["settings"]["heavy"] * max([r["weight"] for r in rows] + [1e-12])
+    co = _co_exact(rows, topo, heavy) if exact else _co_estimated(rows, topo, heavy, facts["quantum_ns"])
+    bal = None
+    if raw.splits:
+        t = np.array([x[0] for x in raw.splits] + [max(wall, raw.splits[-1][0])], dtype=float)
+        bal = float(np.sum(np.diff(t) * np.array([x[1] for x in raw.splits])) / max(t[-1] - t[0], 1))
+    credits = [d["value"] for d in raw.decisions if d["action"] == "credit"]
+    obs = np.array(raw.costs or [0])
+    header: RunHeader = {**facts, "wall_ns": wall, "ended_by": ended_by}
+    return {
+        "run": header,
+        "weight_sources": dict(Counter(r["source"] for r in rows)),
+        "tasks": _tasks(raw),
         "coheavy_fraction": co,
-        "coheavy_method": "exact" if eng.cfg.slots else "estimated",
+        "coheavy_method": "exact" if exact else "estimated",
         "balanced_fraction": bal,
         "credit": {"count": len(credits), "moved_ns": float(sum(credits))},
-        "decisions": dict(Counter(d["action"] for d in eng.decisions)),
+        "decisions": dict(Counter(d["action"] for d in raw.decisions)),
         "observer": {
-            "snapshots": len(eng.observe_ns),
+            "snapshots": len(raw.costs),
             "mean_ns": float(obs.mean()),
             "p99_ns": float(np.percentile(obs, 99)),
         },
     }
 
 
-def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[str, Any]:
-    """meta.json of a place run (the session writes it at the start, marked incomplete)."""
+def meta(plan: Plan, t_start: int) -> dict[str, Any]:
+    """meta.json of a place run (the session writes it at the start, marked incomplete; `finish` adds
+    duration_s and interrupted)."""
     return base_meta(
         kind="place",
         host=sysinfo.host(),
@@ -179,8 +176,8 @@ def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[st
         cpus=plan.cpus,
         command_line=plan.argv,
         start_unix_ns=t_start,
-        duration_s=wall / 1e9,
-        interrupted=ended_by == "interrupted",
+        duration_s=0.0,
+        interrupted=False,
         options={
             "policies": sorted(plan.policies),
             "quantum_ns": plan.settings.quantum_ns,
@@ -191,12 +188,50 @@ def meta(plan: Plan, t_start: int, wall: int = 0, ended_by: str = "") -> dict[st
     )
 
 
-def write_records(run_dir: Path, plan: Plan, eng: Engine, ended_by: str, wall: int) -> None:
-    """The tables and summary.json: all of the run but its final meta.json.  Written when the run stops,
-    before the session fsyncs it and marks it "analysing": what the engine held in memory is then on
-    disk, and a kill from there on loses nothing (`analyze` finishes the run: kind.py)."""
+def missing(raw: Raw) -> list[str]:
+    """What a run's raw stream lacks, in words (a killed run's `meta.recovered.missing`)."""
+    out = [f"its last record ({raw.torn} bytes, cut by the kill)"] if raw.torn else []
+    if raw.end is None:
+        at = f"{raw.last_ns / 1e9:.3f} s"
+        out.append(f"its end: wall_ns and duration_s are those of its last record ({at}), ended_by 'interrupted'")
+        beating = [f"{t['name']}[{t['pid']}]" for t in raw.states if t.get("heartbeats")]
+        if beating:
+            out.append(f"the heartbeat latencies (beats, latency_ns) of {', '.join(beating)}")
+        if raw.states:
+            out.append(
+                f"the tasks' counters after their last state ({(raw.states_ns or 0) / 1e9:.3f} s; written once a "
+                "second): run_ns, wait_ns, ivcsw, ops, window_ns, specials, faults, credit_ns"
+            )
+    return out
+
+
+def finish(run_dir: Path, recovered: bool = False) -> Raw:
+    """The run from its raw stream (raw.py), after a normal stop and after a kill alike: its tables,
+    summary.json and meta.json complete (the session's, with duration_s and interrupted; `recovered`:
+    what is missing), then the raw stream goes.  Raises when the stream holds no run: killed before its
+    loop started."""
+    raw = read_raw(run_dir / RAW)
+    meta = read_meta(run_dir)
+    meta.pop(INCOMPLETE, None)
+    meta.pop("ended_by", None)  # the session's note for a recovery; summary.json's run says it
+    if raw.run is None or (raw.states_ns is None and raw.end is None):
+        raise JitterscopeError(
+            f"{run_dir}: a place run killed as it started its tasks, before observing any: nothing was recorded "
+            "(meta.json keeps its tasks' CPUs and options; its tasks were stopped and released)"
+        )
+    wall, ended_by = (raw.end["wall_ns"], raw.end["ended_by"]) if raw.end else (raw.last_ns, "interrupted")
     write_table(
-        run_dir, "observations", pa.Table.from_pylist(eng.observations, schema=schema.OBSERVATIONS), kind="place"
+        run_dir, "observations", pa.Table.from_pylist(raw.observations, schema=schema.OBSERVATIONS), kind="place"
     )
-    write_table(run_dir, "decisions", pa.Table.from_pylist(eng.decisions, schema=schema.DECISIONS), kind="place")
-    write_json(run_dir / "summary.json", summary(plan, eng, ended_by, wall))
+    write_table(run_dir, "decisions", pa.Table.from_pylist(raw.decisions, schema=schema.DECISIONS), kind="place")
+    write_json(run_dir / "summary.json", summary(raw, raw.run, wall, ended_by))
+    meta.update(duration_s=wall / 1e9, interrupted=bool(meta.get("interrupted")) or ended_by == "interrupted")
+    if recovered:
+        meta["recovered"] = {
+            "by": "jitterscope analyze",
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+            "missing": missing(raw),
+        }
+    write_meta(run_dir, meta)
+    (run_dir / RAW).unlink()
+    return raw

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from jitterscope.place import observe, policy
 from jitterscope.place.actuate import Actuator
+from jitterscope.place.raw import STATE_EVERY_NS, RawWriter
 from jitterscope.place.results import Decision, Observation
 from jitterscope.place.tasks import Affinity, Placed
 from jitterscope.place.topology import Topology
@@ -56,11 +57,8 @@ class Engine:
     act: Actuator | None
     fifo: int | None = None
     t0: int = field(default_factory=time.monotonic_ns)
-    observations: list[Observation] = field(default_factory=list)
-    decisions: list[Decision] = field(default_factory=list)
+    raw: RawWriter = field(default_factory=lambda: RawWriter(None))  # what it sees goes there, not to memory
     slot: dict[int, Slot] = field(default_factory=dict)
-    observe_ns: list[int] = field(default_factory=list)  # the cost of each snapshot (OBS-M's overhead)
-    splits: list[tuple[int, bool]] = field(default_factory=list)  # OBS-X: (time, balanced) after each step
 
     # --- bookkeeping ----------------------------------------------------------------------------------------
     def now(self) -> int:
@@ -80,7 +78,7 @@ class Engine:
             "value": float(value),
             "reason": reason,
         }
-        self.decisions.append(d)
+        self.raw.decision(d)
         if self.cfg.on_decision:
             self.cfg.on_decision(d)
 
@@ -111,7 +109,7 @@ class Engine:
         """The task's last quantum as an observation row (weight updated); None if it is gone (dropped)."""
         t = time.perf_counter_ns()
         snap = observe.snapshot(p.pid, p.page, p.report, p.pmu) if p.prog.alive() else None
-        self.observe_ns.append(time.perf_counter_ns() - t)
+        self.raw.cost(time.perf_counter_ns() - t)  # OBS-M's overhead
         if p.beats is not None:
             p.beats.read()
         if snap is None or p.snap is None:
@@ -122,7 +120,7 @@ class Engine:
         now = self.now()
         row = observe.row(p.pid, p.t.name, p.snap_ns, now, p.snap, snap, w, src, snap.cpu if cpu is None else cpu)
         p.t.weight, p.t.prio, p.snap, p.snap_ns = w, snap.nice, snap, now
-        self.observations.append(row)
+        self.raw.observation(row)
         return row
 
     def drop(self, p: Placed) -> None:
@@ -292,6 +290,12 @@ class Engine:
                 p.base_cpus = want
 
     # --- the loop -------------------------------------------------------------------------------------------
+    def record(self, now: int, every_ns: int = STATE_EVERY_NS) -> None:
+        """The loop turn's records to the kernel (a kill loses no more), the tasks' states once a second."""
+        if now - self.raw.state_ns >= every_ns:
+            self.raw.states(now, [p.state() for p in self.tasks])
+        self.raw.flush()
+
     def run(self, duration_ns: float, stopping: Callable[[], bool]) -> str:
         """Until the duration, the last task's end or `stopping()`; says which."""
         s = self.cfg.settings
@@ -307,6 +311,7 @@ class Engine:
                     self.act.stop(p)
             for c in self.cfg.cpus:
                 self.next_slot(c)
+        self.record(self.now(), every_ns=0)
         tick, rebal = self.now() + s.quantum_ns, self.now() + s.period_ns
         while True:
             now = self.now()
@@ -341,7 +346,8 @@ class Engine:
                 self.rebalance()
                 rebal += s.period_ns
             if "X" in self.cfg.policies:
-                self.splits.append((now, policy.balanced([[p.t for p in g] for g in self.groups()])))
+                self.raw.split(now, policy.balanced([[p.t for p in g] for g in self.groups()]))
+            self.record(now)
 
     def finish(self) -> None:
         """Observe the tasks still in a quantum and let every task run again."""

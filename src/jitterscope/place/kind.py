@@ -47,32 +47,32 @@ def _finds(run_dir: Path) -> bool:
 
 
 def _analyze(args: argparse.Namespace) -> int:
-    """A place run writes its tables and summary when it stops, before the session marks it "analysing":
-    killed after that, only meta.json is left to write.  Killed before, what the engine held in memory is
-    lost: one line (exit 2); meta.json still says what ran."""
+    """A place run appends what it sees to `place.raw` as it runs (raw first, raw.py): killed at any moment
+    after its tasks were started, the run is rebuilt from it the way a normal stop builds it (build.finish),
+    interrupted, with what could not be recovered in `meta.recovered.missing`.  Killed before, one line
+    (exit 2); meta.json still says what ran."""
     from jitterscope import options
-    from jitterscope.place import render
+    from jitterscope.errors import JitterscopeError
+    from jitterscope.place import build, render
+    from jitterscope.place.raw import RAW
     from jitterscope.place.results import read_summary
-    from jitterscope.rundir import INCOMPLETE, load_run
-    from jitterscope.session import cut_short, read_meta, write_meta
+    from jitterscope.rundir import load_run
+    from jitterscope.session import cut_short
 
     run_dir: Path = args.run
-    meta = read_meta(run_dir)
-    written = all((run_dir / f).exists() for f in ("observations.parquet", "decisions.parquet", "summary.json"))
-    if meta.pop(INCOMPLETE, None) != "analysing" or not written:
-        cut_short(
-            run_dir,
-            "a place run killed before it wrote its tables: its observations and decisions were held in memory "
-            "and are lost (meta.json keeps its tasks' CPUs and options; its tasks were stopped and released)",
-        )
-    meta.pop("ended_by", None)
-    write_meta(run_dir, {**meta, "recovered": {"by": "jitterscope analyze", "missing": []}})
+    if not (run_dir / RAW).exists():
+        cut_short(run_dir, "a place run killed before it recorded anything (no place.raw): nothing to rebuild")
+    try:
+        raw = build.finish(run_dir, recovered=True)
+    except JitterscopeError as err:
+        cut_short(run_dir, str(err).removeprefix(f"{run_dir}: "))
     run = load_run(run_dir, kinds=("place",))
     if args.json:
         options.print_json(run.summary)
     else:
         print(render.render(read_summary(run), str(run_dir)))
-        print("recovered a place run killed after it wrote its tables; nothing was lost")
+        lost = build.missing(raw)
+        print("recovered a killed place run; " + ("missing: " + "; ".join(lost) if lost else "nothing was lost"))
     return 0
 
 

@@ -62,26 +62,31 @@ class Latency(TypedDict):
     mean: float
 
 
-class _TaskBase(TypedDict):
+class _Counted(TypedDict):
+    """What a task's summary and its state in the raw stream share."""
+
     pid: int
     name: str
     command: list[str]
     home: int
-    weight_source: str
     declared: float | None
-    mean_weight: float
     run_ns: int
     wait_ns: int
     ivcsw: int
     ops: int
     specials: int
     faults: int
-    ops_per_s: float
-    quanta: int
     faulting_quanta: int
     banned: bool
     credit_ns: float
     end: str
+
+
+class _TaskBase(_Counted):
+    weight_source: str
+    mean_weight: float
+    ops_per_s: float
+    quanta: int
 
 
 class Task(_TaskBase, total=False):
@@ -92,6 +97,24 @@ class Task(_TaskBase, total=False):
     beats: int
     beats_lost: int
     latency_ns: Latency | None  # None: the task publishes no heartbeats
+
+
+class TaskState(_Counted):
+    """What the engine holds of a task (the raw stream's `t` records, raw.py): its counters cover
+    window_ns, its first to last observation; specials and faults count since its start."""
+
+    weight: float  # its weight now (a task never observed: its weight on arrival)
+    window_ns: int
+    protected: bool
+    heartbeats: bool  # it may publish heartbeats (report API): a command place started
+
+
+class TaskEnd(TaskState):
+    """A task's state as the run ends, with its heartbeats (known only then: the raw stream's `end`)."""
+
+    beats: int
+    beats_lost: int
+    latency_ns: Latency | None
 
 
 class TopologyInfo(TypedDict):
@@ -119,17 +142,22 @@ class Settings(TypedDict):
     heavy: float
 
 
-class RunHeader(TypedDict):
+class RunFacts(TypedDict):
+    """What the run header says before the run ends (the raw stream's first record, raw.py)."""
+
     policies: list[str]
     quantum_ns: float
-    wall_ns: int
-    ended_by: str
     dry_run: bool
     actuator: str | None
     cpus: list[int]
     topology: TopologyInfo
     pmu: Pmu
     settings: Settings
+
+
+class RunHeader(RunFacts):
+    wall_ns: int
+    ended_by: str
 
 
 class Credit(TypedDict):

@@ -3,10 +3,11 @@
 plan (plan.py) -> run directory -> journal -> pages in a scratch dir in
 /dev/shm (and the fault FIFO with OBS-F) -> tasks started one at a time, each
 weighed and placed (OBS-X) as it arrives -> the actuator set up -> the loop
-(engine.py) until --duration, the last task's end or Ctrl-C -> every task let
-run -> our commands stopped -> the run's tables and summary (build.py), fsynced
--> the journal undone (affinity, stopped or frozen tasks, cgroups) -> meta.json
-complete.  The steps run in
+(engine.py) until --duration, the last task's end or Ctrl-C, every observation
+and decision appended to place.raw as it is made (raw.py) -> every task let run
+-> our commands stopped -> place.raw's end record, fsynced -> the journal undone
+(affinity, stopped or frozen tasks, cgroups) -> the run's tables, summary and
+meta.json complete, built from place.raw (build.py), which then goes.  The steps run in
 the session lifecycle (session.py): its watchdog undoes the journal at once
 after a kill -9, and meta.json (marked incomplete) says what the directory is.
 """
@@ -27,6 +28,7 @@ from jitterscope.place.actuate import Actuator
 from jitterscope.place.engine import Config, Engine
 from jitterscope.place.plan import Plan
 from jitterscope.place.pmu import Counters
+from jitterscope.place.raw import RAW, RawWriter
 from jitterscope.place.records import FAULTS_ENV, LITTLE_ENV
 from jitterscope.place.results import Decision
 from jitterscope.place.tasks import Affinity, Placed, given, start
@@ -111,9 +113,10 @@ def run(plan: Plan, progress: bool) -> Path:
 
 
 class PlaceSteps:
-    """place's steps of the session lifecycle.  Its observations and decisions are held by the engine
-    until the run stops, then written with the summary before the session marks the run "analysing":
-    a run killed before that cannot be rebuilt (its recovery says so), one killed after it can."""
+    """place's steps of the session lifecycle.  Raw first: from its setup on, what the engine sees (its
+    observations, decisions, the tasks' states) is appended to `place.raw` (raw.py), handed to the kernel
+    at every loop turn; `stop` adds the run's end and fsyncs it; `analyze` builds the run from it, the
+    same way `jitterscope analyze` does after a kill at any moment (build.finish)."""
 
     kind = "place"
 
@@ -141,6 +144,9 @@ class PlaceSteps:
             os.mkfifo(scratch / "faults", 0o600)
             eng.fifo = os.open(scratch / "faults", os.O_RDONLY | os.O_NONBLOCK)
             env[FAULTS_ENV] = str(scratch / "faults")
+        eng.raw = RawWriter(self.run_dir / RAW)
+        eng.raw.run(build.run_facts(plan, self.cfg.slots))
+        eng.raw.flush()
         s.recorded = True  # place writes its run whenever it is stopped, even before a task started
         for n, argv in enumerate(plan.cmds):
             _arrive(eng, plan, start(j, argv, plan.cpus, scratch, n, env), n)
@@ -165,12 +171,11 @@ class PlaceSteps:
         if eng.fifo is not None:
             os.close(eng.fifo)
             eng.fifo = None
-        # raw first: what the engine holds in memory goes to disk now, with what meta.json will say
-        build.write_records(self.run_dir, self.plan, eng, self.ended_by, self.wall)
-        s.meta.update(build.meta(self.plan, self.t_start, self.wall, self.ended_by))
+        eng.raw.end(self.wall, self.ended_by, [p.final() for p in eng.tasks])
+        eng.raw.close()  # fsynced: the run can be rebuilt from here on
 
     def analyze(self, s: lifecycle.Session) -> None:
-        lifecycle.write_meta(self.run_dir, build.meta(self.plan, self.t_start, self.wall, self.ended_by))
+        build.finish(self.run_dir)
 
 
 def _printer() -> Callable[[Decision], None]:

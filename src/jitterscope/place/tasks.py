@@ -14,6 +14,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import numpy as np
+
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.knobs.tasks import set_affinity, stat_fields, threads
@@ -21,6 +23,7 @@ from jitterscope.place.observe import Beats, Snap
 from jitterscope.place.pmu import Counters
 from jitterscope.place.policy import Task
 from jitterscope.place.records import PlacePage
+from jitterscope.place.results import Latency, TaskEnd, TaskState
 from jitterscope.protect import programs
 from jitterscope.protect.report import ReportPage
 from jitterscope.units import format_cpulist
@@ -51,6 +54,47 @@ class Placed:
     @property
     def pid(self) -> int:
         return self.prog.pid
+
+    def state(self) -> TaskState:
+        """What the run keeps of the task now (raw.py's `t` records): counts from its first to its last
+        observation, the window they cover (a rate over the whole run would undercount)."""
+        a, b = self.first, self.snap
+        return {
+            "pid": self.pid,
+            "name": self.t.name,
+            "command": self.prog.argv,
+            "home": self.t.home,
+            "declared": self.declared,
+            "weight": self.t.weight,
+            "run_ns": b.run_ns - a.run_ns if a and b else 0,
+            "wait_ns": b.wait_ns - a.wait_ns if a and b else 0,
+            "ivcsw": b.ivcsw - a.ivcsw if a and b else 0,
+            "ops": b.ops - a.ops if a and b else 0,
+            "specials": b.specials if b else 0,  # since the task's start
+            "faults": b.faults if b else 0,
+            "window_ns": self.snap_ns - self.first_ns if a and b else 0,
+            "faulting_quanta": self.t.f.faulting_quanta,
+            "banned": self.t.f.banned,
+            "credit_ns": self.t.credit_ns,
+            "end": self.end,  # "" while it runs
+            "protected": self.protected,
+            "heartbeats": self.beats is not None,
+        }
+
+    def final(self) -> TaskEnd:
+        """The task's state as the run ends, with its heartbeat latencies (report API), if it publishes any."""
+        lat = self.beats.all() if self.beats is not None else np.zeros(0)
+        latency: Latency | None = None
+        if len(lat):
+            q = np.percentile(lat, [50, 99])
+            latency = {"p50": float(q[0]), "p99": float(q[1]), "max": float(lat.max()), "mean": float(lat.mean())}
+        return {
+            **self.state(),
+            "end": self.end or "running at the end",
+            "beats": int(len(lat)),
+            "beats_lost": self.beats.lost if self.beats is not None and len(lat) else 0,
+            "latency_ns": latency,
+        }
 
 
 class Affinity:
