@@ -209,7 +209,7 @@ def _kill_mid_suspension(victim: subprocess.Popen, actuator: str, out: Path) -> 
     tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
     try:
         ctl = _controller(tool)
-        assert ctl, f"the controller never started: {tool.stderr.read().decode() if tool.poll() else ''}"
+        assert ctl, f"{actuator}: the controller never started: {tool.stderr.read().decode() if tool.poll() else ''}"
         assert _caught(lambda: _suspended(victim.pid, actuator)), f"{actuator}: never caught the program suspended"
         # together (controller first): nothing gets to resume it on its way out; the RT blocker alone is
         # left to die with jitterscope (it must not keep spinning)
