@@ -41,9 +41,12 @@ RT_RUNTIME = Path("/proc/sys/kernel/sched_rt_runtime_us")
 @pytest.fixture
 def no_rt_throttling():
     """SCHED_FIFO without real-time throttling, for these few seconds: the probe (FIFO 10) and the injector
-    (FIFO 50) then own the probed CPU, and no other task of a busy host (the suite's other worker, a CPU hog)
-    runs there in the 50 ms a second throttling would hand it, so what changes between the runs is the
-    injection and the kernel's own work."""
+    (FIFO 50) then own the probed CPU but for the kernel's fair server.  Since Linux 6.12 (this machine runs
+    6.18) it runs the ordinary tasks queued on a CPU that real-time tasks keep busy for 50 ms of each second,
+    whatever sched_rt_runtime_us says; on a busy host the scheduler places new ordinary tasks on the probed CPU
+    (it has no ordinary load), so 20-90 ms of `python` (other sessions' `python -m jitterscope ...`, another
+    worker's tests, a pinned CPU hog) showed in runs here, and a CI run saw one new at 18,787 ppm.  The test
+    cannot turn it off: debugfs's sched/fair_server/cpuN/runtime refuses even a read here (EPERM)."""
     before = RT_RUNTIME.read_text()
     RT_RUNTIME.write_text("-1")
     try:
@@ -61,8 +64,11 @@ def test_an_injected_daemon_alone_is_found(tmp_path, no_rt_throttling):
     busy host's `bash` came out new at 5,061 ppm, 15 ms of fork and exec in 3 s.)"""
     cpu = probed_cpu()
     _measure(tmp_path / "quiet", cpu)
+    # The injector runs until the noisy run is over, however long measure takes to start: with a 6 s duration
+    # it ended before the window under a load of 12 (3, 22 and 0 of its 150 wake-ups measured).  60 s only
+    # bounds it if this test is killed.
     inj = subprocess.Popen(
-        inject_argv(cpu, "20ms", "500us", "--duration", "6s", "--name", INJ),
+        inject_argv(cpu, "20ms", "500us", "--duration", "60s", "--name", INJ),
         stdout=subprocess.DEVNULL,
     )
     try:

@@ -10,9 +10,10 @@ A difference in how two runs were measured is not a change in the machine, so
   (the event writes), and only a traced run has sources.  A traced run against
   an untraced one compares no sources and tests no totals: the totals are
   shown, not tested.
-* **priority** — a probe at a real-time priority cannot be preempted by normal
-  threads, so thread sources appear or vanish with the setting: thread sources
-  are not tested, nor are the totals.
+* **priority** — normal threads preempt a probe at a real-time priority only
+  through RT throttling or the kernel's fair server (Linux 6.12+: 50 ms of each
+  second for the normal tasks queued there), so thread sources appear or vanish
+  with the setting: thread sources are not tested, nor are the totals.
 * **duration** — rates are per second of measured time, so runs of different
   lengths compare; the per-CPU total test uses blocks of one length in both
   runs (block noise spreads differently in blocks of different lengths).  A
