@@ -164,6 +164,16 @@ def kernel() -> str:
     return platform.release()
 
 
+def fair_server() -> bool:
+    """Whether this kernel has the fair server (Linux 6.12 on): ordinary tasks waiting on a CPU that real-time
+    tasks keep busy run for up to 50 ms a second (sched/fair_server/cpuN in debugfs), whatever
+    sched_rt_runtime_us says."""
+    m = re.match(r"(\d+)\.(\d+)", os.uname().release)
+    if m is None:
+        return False
+    return (int(m.group(1)), int(m.group(2))) >= (6, 12)
+
+
 def rt_throttle_us() -> tuple[int, int] | None:
     """(runtime, period) of the kernel's real-time throttling, or None when it is off or unreadable.
 

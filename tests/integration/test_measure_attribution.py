@@ -22,7 +22,7 @@ import pytest
 
 from jitterscope.humanize import number
 
-from .conftest import inject_argv, jitterscope, load_json, needs_tracing, probed_cpu
+from .conftest import inject_argv, jitterscope, load_json, needs_tracing, probed_cpu, wait_for_comm
 from .machine import run_as_nobody
 from .test_trace_session import busy_cpu
 
@@ -38,20 +38,24 @@ def test_injected_daemon_is_attributed_with_its_period(tmp_path):
 
     cpu = probed_cpu()
     truth_file = tmp_path / "truth.csv"
+    # The injector runs until the measurement is over, however long measure takes to start on a busy host (a
+    # 9 s injector could end before a slow measure's window began); Ctrl-C then ends it and writes its truth.
     inj = subprocess.Popen(
-        inject_argv(cpu, f"{PERIOD_MS}ms", f"{BUSY_MS}ms", "--duration", "9s", "--truth", str(truth_file)),
+        inject_argv(cpu, f"{PERIOD_MS}ms", f"{BUSY_MS}ms", "--duration", "60s", "--truth", str(truth_file)),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
     try:
-        time.sleep(0.5)
+        wait_for_comm("jitterscope-inj")
         run_dir = tmp_path / "run"
         proc = jitterscope(
             "measure", "--cpus", str(cpu), "--duration", "6s", "--out", str(run_dir), "--no-report", "--json"
         )
         assert proc.returncode == 0, proc.stderr
     finally:
-        inj.wait(timeout=30)
+        inj.send_signal(signal.SIGINT)
+        _, err = inj.communicate(timeout=30)
+    assert inj.returncode == 0, err
     summary = load_json(proc.stdout)
     meta = load_json((run_dir / "meta.json").read_text())
     hz, t0 = meta["tsc_hz"], meta["t0_tsc"]

@@ -142,6 +142,13 @@ def run_measurement(
             f"swapper/N or whatever ran.  Set kernel.sched_rt_runtime_us=-1 to measure without it.",
             file=sys.stderr,
         )
+    elif opts.priority is not None and sysinfo.fair_server():  # throttling off, yet not free of ordinary tasks
+        print(
+            "jitterscope: note: since Linux 6.12 the fair server runs ordinary tasks waiting on a CPU that "
+            "real-time tasks keep busy for up to 50 ms a second, whatever sched_rt_runtime_us says: they show "
+            "as noise on the probed CPUs (keep other tasks off them, e.g. with a cpuset).",
+            file=sys.stderr,
+        )
     start = datetime.now(timezone.utc)
     meta: dict[str, Any] = base_meta(
         kind="measure",
