@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
+from jitterscope.childgroup import own_group
 from jitterscope.errors import JitterscopeError
 
 R = TypeVar("R")
@@ -64,16 +65,16 @@ class NativeChild(Generic[R]):
         cmd: list[str],
         ready_timeout: float,
         stdin: int = subprocess.DEVNULL,
-        new_session: bool = False,
+        grouped: bool = False,
         spawned: Callable[[], None] | None = None,
     ) -> dict[str, Any]:
         """Start `cmd` and return its ready line; kill it if it does not say it is ready in time.
 
         `stdin=subprocess.PIPE` keeps a line to the program (e.g. a "go" after its ready line);
-        `new_session`: its own process group, which a journal can kill as a whole; `spawned`: called
+        `grouped`: its own process group (childgroup.py), which a journal can kill as a whole; `spawned`: called
         once the program is started, before its ready line (it has inherited this process's state)."""
         self._proc = subprocess.Popen(
-            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=new_session
+            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **(own_group() if grouped else {})
         )
         self.pid = self._proc.pid
         if spawned is not None:

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from jitterscope import atomic, boundedio
+from jitterscope.childgroup import own_group
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
@@ -73,7 +74,7 @@ class Watchdog:
                 [str(prog), "--pid", str(os.getpid()), "--", *restore],
                 stdin=r,
                 stdout=subprocess.DEVNULL,
-                start_new_session=True,  # a terminal's Ctrl-C or hang-up is for us, not for it
+                **own_group(),  # a terminal's Ctrl-C or hang-up is for us, not for it
             )
         except OSError as err:
             os.close(w)

@@ -398,7 +398,7 @@ def test_kill_9_of_check_leaves_no_scratch(tmp_path: Path) -> None:
         _until(lambda: _any(tmp, "jitterscope-check-*/run/capture.json"), "check measuring", tool)
         assert tool.poll() is None, tool.communicate()[1].decode()
         tool.kill()
-        tool.communicate(timeout=30)
+        tool.wait(timeout=30)  # not communicate(): its children (the watchdog's restore) hold stderr open
     finally:
         if tool.poll() is None:
             tool.kill()

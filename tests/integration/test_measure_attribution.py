@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
+from jitterscope.childgroup import own_group
 from jitterscope.humanize import number
 
 from .conftest import inject_argv, jitterscope, load_json, needs_tracing, probed_cpu, wait_for_comm
@@ -171,7 +172,7 @@ def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path, tr
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,
+        **own_group(),
     )
     inj = None
     try:

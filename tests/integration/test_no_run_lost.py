@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterscope.childgroup import own_group
 from tests.support.loadgen import switch_storm
 from tests.support.throttle import cpu_quota
 
@@ -34,7 +35,7 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
-    """measure in its own session, as a terminal would run it (signals go to its group)."""
+    """measure in its own process group, as a terminal would run it (signals go to its group)."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -49,7 +50,7 @@ def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
             str(out),
             "--no-report",
         ],
-        start_new_session=True,
+        **own_group(),
         text=True,
         **kw,
     )  # type: ignore[call-overload]

@@ -20,6 +20,7 @@ import numpy as np
 import pytest
 import yaml
 
+from jitterscope.childgroup import own_group
 from jitterscope.native_bin import native_bin
 from jitterscope.place.records import PAGE_DTYPE
 from jitterscope.rundir import load_run
@@ -326,7 +327,7 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            start_new_session=True,
+            **own_group(),
         )
         # the first set (stock) is done, and OBS-L (the second) has started: it stops tasks
         deadline = time.monotonic() + 120

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterscope.childgroup import own_group
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import native_bin
 from jitterscope.protect.outcome import RECORDS
@@ -206,7 +207,7 @@ def _kill_mid_suspension(victim: subprocess.Popen, actuator: str, out: Path) -> 
         "--out",
         str(out),
     ]
-    tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True)
+    tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **own_group())
     try:
         ctl = _controller(tool)
         assert ctl, f"{actuator}: the controller never started: {tool.stderr.read().decode() if tool.poll() else ''}"

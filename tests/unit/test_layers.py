@@ -21,6 +21,7 @@ FOUNDATION = frozenset(
         "boundedio",
         "budget",
         "buildinfo",
+        "childgroup",
         "config",
         "errors",
         "humanize",

@@ -29,6 +29,7 @@ import sys
 import time
 from pathlib import Path
 
+from jitterscope.childgroup import own_group
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 
@@ -146,7 +147,7 @@ def start_load(journal: Journal, argv: list[str], timeout: float = 30.0) -> subp
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        start_new_session=True,
+        **own_group(),
     )
     assert proc.stdin and proc.stdout
     if _readline(proc, timeout) != "armed":

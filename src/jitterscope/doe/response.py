@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jitterscope.childgroup import own_group
 from jitterscope.doe.results import ResponseExtra
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
@@ -170,8 +171,7 @@ class CommandResponse:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                preexec_fn=setup,
-                start_new_session=True,
+                **own_group(setup),
             )
         except OSError as err:
             raise JitterscopeError(f"cannot run the response command: {err}") from None

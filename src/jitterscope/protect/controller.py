@@ -48,7 +48,7 @@ class Controller(NativeChild[ControllerResult]):
     def start(self) -> Controller:
         # its control threads pin themselves; the writer inherits jitterscope's own CPUs (the best-effort ones)
         cmd = [str(native_bin(PROGRAM)), "--wait-go", "--out", str(self.out), *self.args]
-        self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, new_session=True)  # its ready line: a handshake
+        self._launch(cmd, READY_TIMEOUT_S, stdin=subprocess.PIPE, grouped=True)  # its ready line: a handshake
         return self
 
     def go(self) -> None:

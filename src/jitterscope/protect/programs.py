@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jitterscope.childgroup import own_group
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, process_start_time
 from jitterscope.native_bin import native_bin
@@ -89,7 +90,7 @@ def start(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=full_env,
-                start_new_session=True,
+                **own_group(),
             )
     except OSError as err:
         raise JitterscopeError(f"cannot start {argv[0]}: {err.strerror}") from None

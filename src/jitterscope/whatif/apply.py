@@ -17,6 +17,7 @@ import subprocess
 import time
 from pathlib import Path
 
+from jitterscope.childgroup import own_group
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.whatif import cpufreq
@@ -72,7 +73,7 @@ class Online:
 def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, start_new_session=True)
+        proc = subprocess.Popen(cmd, **own_group())
     except OSError as err:
         raise JitterscopeError(
             f"--apply: cannot run the recorded program {cmd[0]!r} ({err.strerror or err}); "
