@@ -74,7 +74,11 @@ class NativeChild(Generic[R]):
         `grouped`: its own process group (childgroup.py), which a journal can kill as a whole; `spawned`: called
         once the program is started, before its ready line (it has inherited this process's state)."""
         self._proc = subprocess.Popen(
-            cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **(own_group() if grouped else {})
+            cmd,
+            stdin=stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            preexec_fn=own_group() if grouped else None,
         )
         self.pid = self._proc.pid
         if spawned is not None:

@@ -74,7 +74,7 @@ class Watchdog:
                 [str(prog), "--pid", str(os.getpid()), "--", *restore],
                 stdin=r,
                 stdout=subprocess.DEVNULL,
-                **own_group(),  # a terminal's Ctrl-C or hang-up is for us, not for it
+                preexec_fn=own_group(),  # a terminal's Ctrl-C or hang-up is for us, not for it
             )
         except OSError as err:
             os.close(w)

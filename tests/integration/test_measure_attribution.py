@@ -172,7 +172,7 @@ def test_too_small_trace_buffer_reports_lost_events_in_every_output(tmp_path, tr
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        **own_group(),
+        preexec_fn=own_group(),
     )
     inj = None
     try:

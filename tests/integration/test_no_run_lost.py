@@ -50,7 +50,7 @@ def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
             str(out),
             "--no-report",
         ],
-        **own_group(),
+        preexec_fn=own_group(),
         text=True,
         **kw,
     )  # type: ignore[call-overload]

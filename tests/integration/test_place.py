@@ -327,7 +327,7 @@ def test_ctrl_c_during_compare_keeps_the_runs_done_and_leaves_nothing_changed(tm
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            **own_group(),
+            preexec_fn=own_group(),
         )
         # the first set (stock) is done, and OBS-L (the second) has started: it stops tasks
         deadline = time.monotonic() + 120

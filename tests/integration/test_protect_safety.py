@@ -207,7 +207,7 @@ def _kill_mid_suspension(victim: subprocess.Popen, actuator: str, out: Path) -> 
         "--out",
         str(out),
     ]
-    tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, **own_group())
+    tool = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, preexec_fn=own_group())
     try:
         ctl = _controller(tool)
         assert ctl, f"{actuator}: the controller never started: {tool.stderr.read().decode() if tool.poll() else ''}"

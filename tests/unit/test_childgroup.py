@@ -18,10 +18,10 @@ def _child(**kw: object) -> tuple[int, list[int]]:
 
 
 def test_own_group_same_session():
-    _, (pgid, sid, _) = _child(**own_group())
+    _, (pgid, sid, _) = _child(preexec_fn=own_group())
     assert pgid != os.getpgid(0) and sid == os.getsid(0)
 
 
 def test_with_the_callers_preexec():
-    _, (pgid, sid, nice) = _child(**own_group(lambda: os.nice(5)))
+    _, (pgid, sid, nice) = _child(preexec_fn=own_group(lambda: os.nice(5)))
     assert pgid != os.getpgid(0) and sid == os.getsid(0) and nice == os.nice(0) + 5

@@ -147,7 +147,7 @@ def start_load(journal: Journal, argv: list[str], timeout: float = 30.0) -> subp
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
-        **own_group(),
+        preexec_fn=own_group(),
     )
     assert proc.stdin and proc.stdout
     if _readline(proc, timeout) != "armed":

@@ -171,7 +171,7 @@ class CommandResponse:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 text=True,
-                **own_group(setup),
+                preexec_fn=own_group(setup),
             )
         except OSError as err:
             raise JitterscopeError(f"cannot run the response command: {err}") from None

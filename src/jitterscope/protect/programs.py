@@ -90,7 +90,7 @@ def start(
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=full_env,
-                **own_group(),
+                preexec_fn=own_group(),
             )
     except OSError as err:
         raise JitterscopeError(f"cannot start {argv[0]}: {err.strerror}") from None

@@ -73,7 +73,7 @@ class Online:
 def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, **own_group())
+        proc = subprocess.Popen(cmd, preexec_fn=own_group())
     except OSError as err:
         raise JitterscopeError(
             f"--apply: cannot run the recorded program {cmd[0]!r} ({err.strerror or err}); "
