@@ -90,7 +90,10 @@ def test_kill_9_mid_treatment_is_undone_by_the_watchdog(tmp_path):
         assert loads, "no background load running"
         if levels["B"] < 0:  # tasks kept away from the measured CPU
             assert any(k.startswith("affinity ") for k in changed(before, mid))
-        journals = list(journal_dir().glob("*.jsonl"))
+        # the runner's own journal (named by its pid): other tests' jitterscope commands running beside
+        # this one journal their scratch directories too
+        ours = f"{runner.pid}-*.jsonl"
+        journals = list(journal_dir().glob(ours))
         assert journals
         runner.send_signal(signal.SIGKILL)
         runner.wait(timeout=10)
@@ -101,9 +104,9 @@ def test_kill_9_mid_treatment_is_undone_by_the_watchdog(tmp_path):
     # The runner's watchdog undoes the treatment's journal at once, without waiting for a next command:
     # the journal goes once every change in it is undone (the observable end of the undoing).
     deadline = time.monotonic() + 60
-    while list(journal_dir().glob("*.jsonl")) and time.monotonic() < deadline:
+    while list(journal_dir().glob(ours)) and time.monotonic() < deadline:
         time.sleep(0.1)
-    assert not list(journal_dir().glob("*.jsonl")), "the watchdog left the journal"
+    assert not list(journal_dir().glob(ours)), "the watchdog left the journal"
     assert changed(before, snapshot()) == []
     assert not marker.exists()
     assert not Path(f"/proc/{workload}").exists() or _state(workload) == "Z", "the measured workload survived"
