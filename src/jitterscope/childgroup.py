@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 
 
-def own_group(preexec: Callable[[], None] | None = None) -> Callable[[], None]:
+def own_group(preexec: Callable[[], object] | None = None) -> Callable[[], None]:
     """A subprocess.Popen `preexec_fn`: the child leads a new process group, then runs `preexec`.  (Popen's
     process_group= would do the first part, but not on Python 3.10.)"""
 

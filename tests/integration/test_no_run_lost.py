@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -34,8 +35,11 @@ def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
 
 
-def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
-    """measure in its own process group, as a terminal would run it (signals go to its group)."""
+def start_measure(
+    out: Path, seconds: str, preexec: Callable[[], object] | None = None, **kw: object
+) -> subprocess.Popen:
+    """measure in its own process group, as a terminal would run it (signals go to its group); `preexec` runs
+    in the child first."""
     return subprocess.Popen(
         [
             sys.executable,
@@ -50,7 +54,7 @@ def start_measure(out: Path, seconds: str, **kw: object) -> subprocess.Popen:
             str(out),
             "--no-report",
         ],
-        preexec_fn=own_group(),
+        preexec_fn=own_group(preexec),
         text=True,
         **kw,
     )  # type: ignore[call-overload]
@@ -216,7 +220,7 @@ def test_a_probe_signalled_from_outside_is_an_early_end_not_a_full_run(tmp_path:
         "30s",
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+        preexec=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     try:
         wait_for_probe(out, proc)
