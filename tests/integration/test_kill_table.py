@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from jitterscope.measure.probe_format import HEADER_DTYPE
 from jitterscope.native_bin import native_bin
 from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing.tracefs import tracing_available
@@ -139,10 +140,19 @@ TABLE = [
     Point("place", "capture", _stopped, rebuilt=True),
     Point("place", "analysis", lambda o, s, v: _stage(o) == "analysing", rebuilt=True, closes=True),
     Point("measure", "start-up", lambda o, s, v: _journalled(s), rebuilt=False),
-    Point("measure", "capture", lambda o, s, v: (o / "detours.raw").exists(), rebuilt=True),
+    Point("measure", "capture", lambda o, s, v: _probe_wrote(o), rebuilt=True),
     Point("measure", "probe ended", lambda o, s, v: (o / "detours.end.json").exists(), rebuilt=True, closes=True),
     Point("measure", "writing", lambda o, s, v: _writing(o), rebuilt=True, closes=True),
 ]
+
+
+def _probe_wrote(d: Path) -> bool:
+    """The probe has written records: detours.raw past its header (killed while it was still empty, once
+    under a CPU hog, nothing was measured, and analyze rightly says so in one line: the start-up row's case)."""
+    try:
+        return (d / "detours.raw").stat().st_size > HEADER_DTYPE.itemsize
+    except OSError:
+        return False
 
 
 def _writing(d: Path) -> bool:
@@ -198,7 +208,7 @@ def _rank(out: Path) -> Path:
 # rank's session is measure's, whose trace the measure rows kill; so start-up is its raw capture begun.
 TABLE += [
     Point("cluster", "start-up", lambda o, s, v: (_rank(o) / "capture.json").exists(), rebuilt=False),
-    Point("cluster", "capture", lambda o, s, v: (_rank(o) / "detours.raw").exists(), rebuilt=True),
+    Point("cluster", "capture", lambda o, s, v: _probe_wrote(_rank(o)), rebuilt=True),
     Point(
         "cluster", "probe ended", lambda o, s, v: (_rank(o) / "detours.end.json").exists(), rebuilt=True, closes=True
     ),
@@ -316,25 +326,27 @@ def test_kill_9(
     argv = _argv(point, pids)
     opts_end = argv.index("--") if "--" in argv else len(argv)  # options before a CMD
     argv[opts_end:opts_end] = ["--out", str(out)]
-    tool = subprocess.Popen(
-        [sys.executable, "-m", "jitterscope", *argv],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )  # in this session (and autogroup): the spinners' nice 19 then leaves it the CPU
+    # stderr to a file, not a pipe: the killed jitterscope's children (the watchdog's restore) inherit it, and
+    # reading a pipe to its end waited for them (30 s under a CPU hog)
+    errfile = tmp_path / "stderr"
+    with errfile.open("wb") as errf:
+        tool = subprocess.Popen(
+            [sys.executable, "-m", "jitterscope", *argv], env=env, stdout=subprocess.DEVNULL, stderr=errf
+        )  # in this session (and autogroup): the spinners' nice 19 then leaves it the CPU
     try:
         _until(lambda: point.reached(out, state, pids), f"{point.mode} {point.when}", tool)
         below = _descendants(tool.pid)
         tool.kill()
-        _, err = tool.communicate(timeout=30)
+        tool.wait(timeout=30)
     finally:
         if tool.poll() is None:
             tool.kill()
             tool.wait()
     if tool.returncode != -signal.SIGKILL:  # the moment passed before the kill: the run ended by itself
+        err = errfile.read_bytes()
         assert point.closes and tool.returncode == 0, f"{point}: exit {tool.returncode}\n{err.decode()[-3000:]}"
     # the watchdog (not a later command) undoes the journal; every child ends
-    _until(lambda: not _journal(state), lambda: _left(point, state, err))
+    _until(lambda: not _journal(state), lambda: _left(point, state, errfile.read_bytes()))
     _until(lambda: not any(_alive(p) for p in below - set(pids)), "every child of the killed jitterscope ended")
     for p in pids:
         assert _alive(p) and _state(p) != "T", (point, p, _state(p))
