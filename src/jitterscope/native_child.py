@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
-from jitterscope.childgroup import own_group
+from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 
 R = TypeVar("R")
@@ -73,13 +73,8 @@ class NativeChild(Generic[R]):
         `stdin=subprocess.PIPE` keeps a line to the program (e.g. a "go" after its ready line);
         `grouped`: its own process group (childgroup.py), which a journal can kill as a whole; `spawned`: called
         once the program is started, before its ready line (it has inherited this process's state)."""
-        self._proc = subprocess.Popen(
-            cmd,
-            stdin=stdin,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=own_group() if grouped else None,
-        )
+        start = childgroup.popen if grouped else subprocess.Popen
+        self._proc = start(cmd, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         self.pid = self._proc.pid
         if spawned is not None:
             spawned()

@@ -39,8 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
-from jitterscope import atomic, boundedio
-from jitterscope.childgroup import own_group
+from jitterscope import atomic, boundedio, childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
@@ -70,11 +69,8 @@ class Watchdog:
         r, w = os.pipe()  # both ends close-on-exec: only the watchdog's stdin (dup'ed) reaches it
         restore = [sys.executable, "-m", "jitterscope", "restore", "--quiet"]
         try:
-            self._proc = subprocess.Popen(
-                [str(prog), "--pid", str(os.getpid()), "--", *restore],
-                stdin=r,
-                stdout=subprocess.DEVNULL,
-                preexec_fn=own_group(),  # a terminal's Ctrl-C or hang-up is for us, not for it
+            self._proc = childgroup.popen(  # a terminal's Ctrl-C or hang-up is for us, not for it
+                [str(prog), "--pid", str(os.getpid()), "--", *restore], stdin=r, stdout=subprocess.DEVNULL
             )
         except OSError as err:
             os.close(w)

@@ -25,3 +25,12 @@ def test_own_group_same_session():
 def test_with_the_callers_preexec():
     _, (pgid, sid, nice) = _child(preexec_fn=own_group(lambda: os.nice(5)))
     assert pgid != os.getpgid(0) and sid == os.getsid(0) and nice == os.nice(0) + 5
+
+
+def test_popen_leads_a_group_in_our_session():
+    from jitterscope import childgroup
+
+    p = childgroup.popen([sys.executable, "-c", SHOW], stdout=subprocess.PIPE, text=True)
+    out, _ = p.communicate(timeout=30)
+    pgid, sid, _ = (int(x) for x in out.split())
+    assert pgid == p.pid and sid == os.getsid(0)

@@ -29,7 +29,7 @@ import sys
 import time
 from pathlib import Path
 
-from jitterscope.childgroup import own_group
+from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 
@@ -142,12 +142,8 @@ def start_load(journal: Journal, argv: list[str], timeout: float = 30.0) -> subp
     Returns once the load reports it is running (its working set touched, its
     sockets open), so the response never sees a load that is still starting.
     """
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "jitterscope.doe.loads", *argv],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-        preexec_fn=own_group(),
+    proc = childgroup.popen(
+        [sys.executable, "-m", "jitterscope.doe.loads", *argv], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
     assert proc.stdin and proc.stdout
     if _readline(proc, timeout) != "armed":

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jitterscope.childgroup import own_group
+from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, process_start_time
 from jitterscope.native_bin import native_bin
@@ -84,13 +84,12 @@ def start(
         full_env[REPORT_ENV] = str(page)
     try:
         with open(log, "wb") as out:
-            proc = subprocess.Popen(
+            proc = childgroup.popen(
                 ["/bin/sh", "-c", _WRAPPER, *argv],
                 stdin=subprocess.PIPE,
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 env=full_env,
-                preexec_fn=own_group(),
             )
     except OSError as err:
         raise JitterscopeError(f"cannot start {argv[0]}: {err.strerror}") from None

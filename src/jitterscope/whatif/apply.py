@@ -13,11 +13,10 @@ not the paper's 10 us PLL lock), and at least 1 ms.
 from __future__ import annotations
 
 import os
-import subprocess
 import time
 from pathlib import Path
 
-from jitterscope.childgroup import own_group
+from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.whatif import cpufreq
@@ -73,7 +72,7 @@ class Online:
 def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     t0 = time.perf_counter()
     try:
-        proc = subprocess.Popen(cmd, preexec_fn=own_group())
+        proc = childgroup.popen(cmd)
     except OSError as err:
         raise JitterscopeError(
             f"--apply: cannot run the recorded program {cmd[0]!r} ({err.strerror or err}); "
