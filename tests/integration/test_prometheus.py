@@ -310,9 +310,10 @@ def test_the_injected_daemon_is_scraped_with_its_rate_share_and_period(observed)
             resumed,
         )
         assert got["detours"] <= round(ran)
-        # the right period, to one wake-up, once the resumptions counted above are taken out (the fair server
-        # preempted it mid-burst: c6 saw 21.2 a second for 20)
-        assert abs(got["rate"] - resumed / dur_s - 1e9 / PERIOD_NS) <= (n_edge + 1) / dur_s
+        # the right period, to one wake-up, and above it by at most the resumptions counted above (the fair
+        # server preempted it mid-burst: c6 saw 21.2 a second for 20; with throttling on, c8 saw 19.9 and 2)
+        excess = got["rate"] - 1e9 / PERIOD_NS
+        assert -(n_edge + 1) / dur_s <= excess <= (n_edge + resumed + 1) / dur_s, (excess, n_edge, resumed)
         # share: its busy time, less the interrupts inside it, plus its own kernel path
         busy_in = float((end - start)[inside].sum()) / hz * 1e9
         busy_all = float((end - start)[inside | edge].sum()) / hz * 1e9
