@@ -270,7 +270,7 @@ def make_summary(
     run_ns: int,
     dropped: int,
     lost_events: int,
-    fit: Fit | None = None,
+    fit: Fit | None,
 ) -> Summary:
     jit = [r for r in intervals if r["jitter_ns"] > 0]
     sync = [r for r in jit if r["type"] in model.SYNC_TYPES]
@@ -352,7 +352,7 @@ def make_summary(
             "per_thread": {str(k): v for k, v in sorted(counter.per_thread.items())},
         },
         "frames": {"count": len(frames), "time": _dist(fd), "jitter": _dist(fj)},
-        "fit": fit if fit is not None else _fit([r["jitter_ns"] for r in sync]),
+        "fit": fit,  # computed beside the matching (build): None when there are too few values
         "unmatched": m.unmatched,
         "dropped": dropped,
         "lost_events": lost_events,
