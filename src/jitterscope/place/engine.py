@@ -297,8 +297,10 @@ class Engine:
         self.raw.flush()
 
     def run(self, duration_ns: float, stopping: Callable[[], bool]) -> str:
-        """Until the duration, the last task's end or `stopping()`; says which."""
+        """For `duration_ns` from now (the tasks' start-up, which a busy machine makes long, is not part of
+        it), until the last task's end or `stopping()`; says which."""
         s = self.cfg.settings
+        duration_ns += self.now()
         for p in self.live():
             p.snap, p.snap_ns = observe.snapshot(p.pid, p.page, p.report, p.pmu), self.now()
             p.first, p.first_ns = p.snap, p.snap_ns
