@@ -204,7 +204,7 @@ SIZE_BOUNDS: dict[str, tuple[int, int]] = {
 DEFAULT_SIZE_BOUNDS = (1, 1 << 40)
 
 
-def _fmt_bytes(n: int) -> str:
+def format_size(n: int) -> str:
     for unit, f in (("T", 1 << 40), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
         if n >= f:
             return f"{n / f:g}{unit}"
@@ -224,7 +224,7 @@ def parse_size(text: str, what: str = "size") -> int:
     lo, hi = SIZE_BOUNDS.get(what, DEFAULT_SIZE_BOUNDS)
     if not lo <= value <= hi:
         raise UsageError(
-            f"{what} {text!r} is too {'small' if value < lo else 'large'}: use {_fmt_bytes(lo)} to {_fmt_bytes(hi)}"
+            f"{what} {text!r} is too {'small' if value < lo else 'large'}: use {format_size(lo)} to {format_size(hi)}"
         )
     return int(value)
 

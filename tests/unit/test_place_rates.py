@@ -26,3 +26,20 @@ def test_rate_is_over_the_observed_window():
     (t,) = _tasks(Raw(end={"wall_ns": 1_000_000_000, "ended_by": "duration", "tasks": [p.final()]}))
     assert t["window_ns"] == 700_000_000
     assert t["ops_per_s"] == pytest.approx(100_000.0)
+
+
+def test_cachegrind_ll_rounds_the_machines_cache_down_and_refuses_a_given_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """cachegrind simulates only a power-of-two number of sets: a 480 MiB 16-way LL (a cloud Xeon's) is
+    simulated as 256 MiB, with a note; the same size given as --ll is refused, naming the two sizes near it."""
+    from jitterscope.errors import UsageError
+    from jitterscope.place.profile import _cachegrind_ll
+
+    xeon = (480 << 20, 16, 64)
+    assert _cachegrind_ll(None, xeon) == (256 << 20, 16, 64)
+    assert "256M LL: the machine's 480M" in capsys.readouterr().err
+    assert _cachegrind_ll(None, (32 << 20, 16, 64)) == (32 << 20, 16, 64)
+    assert _cachegrind_ll("8M", xeon) == (8 << 20, 16, 64)
+    with pytest.raises(UsageError, match=r"--ll 480M: .* try 256M or 512M"):
+        _cachegrind_ll("480M", xeon)

@@ -4,8 +4,9 @@ cachegrind (B.1 ii)  each program runs under valgrind's cachegrind for
     --duration (default 10 s of simulated run, ~50x slower than native), then
     is interrupted; weight = LL misses / instructions x --ipc (an assumed IPC:
     misses per cycle, the paper's unit).  The simulated LL is the machine's
-    last-level cache (size, ways and line size from sysfs: 32 MiB, 16-way here,
-    as the spec says), or --ll SIZE.  Static: one weight per program, no phases.
+    last-level cache (size, ways and line size from sysfs: 32 MiB, 16-way in the
+    spec; rounded down to a power-of-two number of sets, which cachegrind needs),
+    or --ll SIZE.  Static: one weight per program, no phases.
     The program runs alone in the simulation, so a working set that fits the LL
     alone weighs ~0 however it thrashes next to another (jitterscope-cachebuster,
     24 MiB, is the example): give --ll the share a task gets of a shared LLC.
@@ -43,7 +44,7 @@ from jitterscope.place.tasks import start
 from jitterscope.place.topology import SYS_CPU, Topology, load
 from jitterscope.protect import programs
 from jitterscope.protect.report import ReportPage
-from jitterscope.units import parse_cpulist, parse_duration_s, parse_size
+from jitterscope.units import format_size, parse_cpulist, parse_duration_s, parse_size
 
 METHODS = ("cachegrind", "probe")
 
@@ -287,15 +288,7 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
     with Journal("place-profile") as j:
         scratch = j.scratch_dir("jitterscope-profile-", parent="/dev/shm" if Path("/dev/shm").is_dir() else None)
         if method == "cachegrind":
-            geo = llc_geometry(cpus[0])
-            ll = (parse_size(a["ll"], "--ll"), geo[1], geo[2]) if a.get("ll") else geo
-            sets = ll[0] // (ll[1] * ll[2])
-            if sets < 1 or sets & (sets - 1) or sets * ll[1] * ll[2] != ll[0]:
-                lo = (1 << (max(sets, 1).bit_length() - 1)) * ll[1] * ll[2]
-                raise UsageError(
-                    f"--ll {a['ll']}: cachegrind needs a power-of-two number of sets ({ll[1]}-way, "
-                    f"{ll[2]} B lines here): try {lo >> 20}MiB or {2 * lo >> 20}MiB"
-                )
+            ll = _cachegrind_ll(a.get("ll"), llc_geometry(cpus[0]))
             if not any((Path(d) / "valgrind").exists() for d in os.environ.get("PATH", "").split(":")):
                 raise JitterscopeError("--profile cachegrind needs valgrind (apt-get install valgrind)")
             entries: dict[str, CachegrindLabel] | dict[str, ProbeLabel] = {
@@ -306,6 +299,28 @@ def run(a: dict[str, Any], cmds: list[list[str]], topo: Topology, cpus: list[int
             phases = max(2, int(dur / 1.0))
             entries = probe(j, cmds, scratch, topo, cpus, phases, 0.5, calibrate=True)
     return labels_yaml(entries, method)
+
+
+def _cachegrind_ll(given: str | None, geo: tuple[int, int, int]) -> tuple[int, int, int]:
+    """The LL cachegrind simulates: --ll, or the machine's.  cachegrind needs a power-of-two number of sets:
+    a given size without one is refused; the machine's own (480 MiB, 16-way, on a cloud Xeon) is rounded down
+    to the largest size with one, with a note, since the user chose nothing."""
+    size = parse_size(given, "--ll") if given else geo[0]
+    sets = size // (geo[1] * geo[2])
+    if sets >= 1 and not sets & (sets - 1) and sets * geo[1] * geo[2] == size:
+        return (size, geo[1], geo[2])
+    lo = (1 << (max(sets, 1).bit_length() - 1)) * geo[1] * geo[2]
+    if given:
+        raise UsageError(
+            f"--ll {given}: cachegrind needs a power-of-two number of sets ({geo[1]}-way, "
+            f"{geo[2]} B lines here): try {format_size(lo)} or {format_size(2 * lo)}"
+        )
+    print(
+        f"note: cachegrind simulates a {format_size(lo)} LL: the machine's {format_size(size)} ({geo[1]}-way, "
+        f"{geo[2]} B lines) has no power-of-two number of sets, which cachegrind needs (--ll SIZE to choose)",
+        file=sys.stderr,
+    )
+    return (lo, geo[1], geo[2])
 
 
 def from_args(a: dict[str, Any]) -> str:
