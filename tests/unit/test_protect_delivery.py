@@ -30,9 +30,9 @@ def _samples(ts_ns: float, s_ns: float, rate: float, seconds: float, phase_ns: f
     out, t = [], 0.0
     while t < seconds * 1e9:
         on = (t // phase_ns) % 2 == 1
-        out.append((t, rec.S_ON if on else 0, rate * ts_ns))
+        out.append((t, rec.S_ON if on else 0, rate * ts_ns, ts_ns))
         t += ts_ns + (s_ns if on else 0)
-    return np.array(out, dtype=[("t_ns", "i8"), ("flags", "i4"), ("progress_bytes", "i8")])
+    return np.array(out, dtype=[("t_ns", "i8"), ("flags", "i4"), ("progress_bytes", "i8"), ("cpu_ns", "i8")])
 
 
 def test_blocks_give_the_law_when_suspensions_are_exact():
@@ -43,10 +43,12 @@ def test_blocks_give_the_law_when_suspensions_are_exact():
     assert ci is not None and ci[0] <= 0.1 <= ci[1] and ci[1] - ci[0] < 0.01
 
 
-def _summary(off_share: float, ratio: float, suspension_mean: float) -> dict:
+def _summary(off_share: float, ratio: float, suspension_mean: float, on_share: float = 0.1) -> dict:
     return {
         "phases": {
-            "protected": {"best_effort": {"samples": 100, "over": 100, "cpu_share": 0.1, "progress_bytes_per_s": 1}},
+            "protected": {
+                "best_effort": {"samples": 100, "over": 100, "cpu_share": on_share, "progress_bytes_per_s": 1}
+            },
             "unprotected": {
                 "best_effort": {"samples": 100, "over": 100, "cpu_share": off_share, "progress_bytes_per_s": 1}
             },
@@ -70,4 +72,10 @@ def test_a_shared_cpu_and_an_under_delivery_are_said():
     late = delivery(_summary(0.96, 0.40, 750e3), s, 200e6)
     assert late is not None and late["within_tolerance"] is False
     assert "suspensions lasted +250.0 us on average beyond the asked 500 us" in late["note"]
+    # the law's CPU time, more progress per CPU-second when suspended: the programs', not the actuator's
+    faster = delivery(_summary(0.96, 0.545, 500e3, on_share=0.48), s, 200e6)
+    assert faster is not None and faster["within_tolerance"] is False and faster["cpu_ratio"] == pytest.approx(0.5)
+    assert "gave them 0.500 of their unprotected CPU time" in faster["note"]
+    assert "progress per CPU-second was +9.0% when suspended" in faster["note"]
+    assert faster["cpu_ratio_ci"] is not None and faster["cpu_ratio_ci"][0] <= 0.5 <= faster["cpu_ratio_ci"][1]
     assert delivery({**_summary(0.96, 0.5, 5e5), "phases": {"protected": {}}}, s, None) is None

@@ -84,6 +84,8 @@ class Delivery(TypedDict):
     shared: bool
     ratio_ci: list[float] | None
     ratio_ci_level: float
+    cpu_ratio: float | None  # the programs' CPU time protected / unprotected: what the actuator controls
+    cpu_ratio_ci: list[float] | None
     within_tolerance: bool | None
     tolerance: float
     suspension_excess_ns: float | None
