@@ -92,10 +92,16 @@ py-lowest: install
 UNIT := $(BIN)/python -m pytest -q -n auto -p no:cacheprovider tests/unit
 INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -n 2 --dist loadgroup -p no:cacheprovider tests/integration
 
-# Lint, the lowest Python and both tiers all run; any failure fails `make test` at the end.
+# Lint, the lowest Python and both tiers all run; any failure fails `make test` at the end.  Lint and the
+# lowest Python (a minute or two of one CPU, mostly mypy and uv) run beside the tiers, one after the other,
+# and their output is shown after the tiers'.
 test: install packages mpi
-	@status=0; $(MAKE) -s lint || status=1; $(MAKE) -s py-lowest || status=1; \
-	  $(UNIT) || status=1; $(INTEGRATION) || status=1; exit $$status
+	@status=0; side=$$(mktemp -d); \
+	  ( $(MAKE) -s lint > $$side/lint 2>&1 || touch $$side/failed; \
+	    $(MAKE) -s py-lowest > $$side/py-lowest 2>&1 || touch $$side/failed ) & \
+	  $(UNIT) || status=1; $(INTEGRATION) || status=1; wait; \
+	  echo "== make lint, make py-lowest"; cat $$side/lint $$side/py-lowest; [ ! -e $$side/failed ] || status=1; \
+	  rm -rf $$side; exit $$status
 
 # The edit-test loop: the unit tier alone.
 check: install
