@@ -169,3 +169,15 @@ def test_memory_does_not_grow_with_the_traces_length(tmp_path: Path, monkeypatch
     (s1, w1), (s4, w4) = peaks[1], peaks[4]
     assert w4 > 2.5 * w1, f"the whole-trace path should grow with length ({w1} → {w4} B): the check is blind"
     assert s4 < 1.3 * s1, f"streaming peak grew with the trace's length: {s1} → {s4} B"
+
+
+def test_cpus_scanned_in_parallel_count_what_one_scan_counts(two_cpu_trace, tmp_path: Path) -> None:
+    from jitterscope.tracing.parse import scan
+
+    d, _, _, _ = two_cpu_trace
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one, two = scan(d / "trace", tmp_path / "one", 1), scan(d / "trace", tmp_path / "two", 2)
+    assert sorted(one.pop("addresses")) == sorted(two.pop("addresses")) != []
+    assert one == two
+    assert list(two["cpus"]) == ["1", "3"]

@@ -4,7 +4,8 @@ The native parser (jitterscope-traceparse --cpu N) turns one CPU's raw pages int
 activity and segment records on tmpfs; this module reads them a chunk at a time
 (CHUNK_ROWS records, read into one reused buffer so resident memory does not
 grow with the trace), writes the activity table as Parquet row groups (a worker
-process hands its rows to the writing process as an Arrow IPC stream), and keeps
+process encodes its CPU's rows as a Parquet file of its own, which the analysing process
+joins into the table without re-encoding: parquet_concat.py), and keeps
 only what the summary needs: each source's event count, the time each source took
 in each detour (one sum per detour and source, summed chunk by chunk, so memory
 follows the detours, not the segments or the CPUs), and work/timer annotations
@@ -42,12 +43,14 @@ from jitterscope import atomic, journal
 from jitterscope.measure import peers
 from jitterscope.measure.attribution import Attribution, Pairs, overlaps, reduce_pairs, sum_pairs
 from jitterscope.measure.events import SourceEvents
+from jitterscope.measure.parquet_concat import Concat
 from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
 from jitterscope.measure.tsc import since_ns
 from jitterscope.rundir import ACTIVITY_SCHEMA
-from jitterscope.tracing.parse import ParserCounts, lost_per_cpu, run_parser, session_info, trace_stats
+from jitterscope.tracing.parse import ParserCounts, lost_per_cpu, run_parser, session_info, trace_cpus, trace_stats
 from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_START, KINDS, SEGMENT_DTYPE
 
+COMPRESSION = "zstd"
 CHUNK_ROWS = 1 << 18  # records per chunk: ~10 MiB of activity, ~6 MiB of segments
 THREAD = KINDS.index("thread")
 ANNOTATIONS = (KINDS.index("work"), KINDS.index("timer"))
@@ -397,59 +400,57 @@ def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
         )
 
 
-@contextmanager
-def activity_writer(path: Path, compression: str = "zstd") -> Iterator[pq.ParquetWriter]:
-    """The activity table, written row group by row group (atomically: whole or not at all).
+def _parquet_writer(path: Path, compression: str) -> pq.ParquetWriter:
+    """The activity table's writer (a worker's part is written alike: parts join without re-encoding).
 
     No Arrow schema is stored, so the dictionary-coded columns read back as the documented strings."""
+    return pq.ParquetWriter(
+        path,
+        WRITE_SCHEMA,
+        compression=compression,
+        store_schema=False,
+        use_dictionary=["kind", "name", "detail"],
+        # statistics of the dictionary columns took a third of the writing and no reader prunes on them
+        write_statistics=["cpu", "start_ns", "end_ns", "depth"],
+        # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
+        column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"},
+    )
+
+
+@contextmanager
+def activity_writer(path: Path, compression: str = COMPRESSION) -> Iterator[pq.ParquetWriter]:
+    """The activity table, written row group by row group (atomically: whole or not at all)."""
     with atomic.atomic_path(path, durable=compression != "none") as tmp:
-        writer = pq.ParquetWriter(
-            tmp,
-            WRITE_SCHEMA,
-            compression=compression,
-            store_schema=False,
-            use_dictionary=["kind", "name", "detail"],
-            # statistics of the dictionary columns took a third of the writing and no reader prunes on them
-            write_statistics=["cpu", "start_ns", "end_ns", "depth"],
-            # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
-            column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"},
-        )
+        writer = _parquet_writer(tmp, compression)
         try:
             yield writer
         finally:
             writer.close()
 
 
-class _ArrowPart:
-    """A worker's activity rows as an Arrow IPC stream on tmpfs: written and read back without
-    encoding, so the one Parquet encoding is the parent's (a Parquet part cost an encoding and a
-    decoding more per row, and made --jobs 2 slower than --jobs 1)."""
+class _ParquetPart:
+    """A worker's activity rows as a Parquet file of their own on tmpfs, encoded in the worker: the
+    analysing process joins the parts' column chunks into the table without decoding them
+    (parquet_concat.py), so the encoding, most of the work on the rows, runs on every core.  (An
+    Arrow IPC part encoded by the analysing process left --jobs 2 slower than --jobs 1.)"""
 
     def __init__(self, path: Path) -> None:
-        self.sink = pa.OSFile(str(path), "wb")
-        self.writer = pa.ipc.new_stream(self.sink, WRITE_SCHEMA)
+        self.writer = _parquet_writer(path, COMPRESSION)
 
     def write_table(self, table: pa.Table) -> None:
         self.writer.write_table(table)
 
     def close(self) -> None:
         self.writer.close()
-        self.sink.close()
 
 
 def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
     job, part = args
-    out = _ArrowPart(part)
+    out = _ParquetPart(part)
     try:
         return analyse_cpu(job, out)
     finally:
         out.close()
-
-
-def _copy_rows(part: Path, writer: pq.ParquetWriter) -> None:
-    with pa.memory_map(str(part)) as src:
-        for batch in pa.ipc.open_stream(src):
-            writer.write_batch(batch)
 
 
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
@@ -459,16 +460,18 @@ def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[Cp
             return [analyse_cpu(j, w) for j in jobs]
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
-        paths = [Path(tmp) / f"cpu{j.cpu}.arrows" for j in jobs]
+        paths = [Path(tmp) / f"cpu{j.cpu}.parquet" for j in jobs]
         parts = []
         # fork: the workers need nothing re-imported, and the parent runs no other thread here
         with multiprocessing.get_context("fork").Pool(min(processes, len(jobs))) as pool:
-            with activity_writer(activity_path) as w:
+            with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
+                table = Concat(out)
                 # in CPU order, each part copied while later CPUs are still being analysed
                 for part, path in zip(pool.imap(_in_worker, zip(jobs, paths), chunksize=1), paths):
-                    _copy_rows(path, w)
+                    table.add(path)
                     path.unlink()
                     parts.append(part)
+                table.close()
     return parts
 
 
@@ -531,16 +534,6 @@ def merge(
         "markers": [m for p in parts for m in p.counts.get("markers", [])],
     }
     return Merged(att, events, (_cat(containers), _cat(inside), names), merged_counts)
-
-
-def trace_cpus(trace_dir: Path) -> list[int]:
-    """The CPUs with a raw capture in `trace_dir`, ascending."""
-    out = []
-    for p in Path(trace_dir).glob("cpu*.raw"):
-        tail = p.name[3:-4]
-        if tail.isdigit():
-            out.append(int(tail))
-    return sorted(out)
 
 
 def default_jobs(probed: list[int] | None = None) -> int:
