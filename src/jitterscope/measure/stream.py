@@ -45,10 +45,25 @@ from jitterscope.measure.attribution import Attribution, Pairs, overlaps, reduce
 from jitterscope.measure.events import SourceEvents
 from jitterscope.measure.parquet_concat import Concat
 from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
-from jitterscope.measure.tsc import since_ns
+from jitterscope.measure.tsc import ns_per_tick, since_ns
 from jitterscope.rundir import ACTIVITY_SCHEMA
-from jitterscope.tracing.parse import ParserCounts, lost_per_cpu, run_parser, session_info, trace_cpus, trace_stats
-from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_START, KINDS, SEGMENT_DTYPE
+from jitterscope.tracing.parse import (
+    Detours,
+    ParserCounts,
+    lost_per_cpu,
+    run_parser,
+    session_info,
+    trace_cpus,
+    trace_stats,
+)
+from jitterscope.tracing.records import (
+    ACTIVITY_DTYPE,
+    CLIPPED_START,
+    CONTAINER_DTYPE,
+    KINDS,
+    NO_CONTAINER,
+    PIECE_DTYPE,
+)
 
 COMPRESSION = "zstd"
 CHUNK_ROWS = 1 << 18  # records per chunk: ~10 MiB of activity, ~6 MiB of segments
@@ -261,7 +276,7 @@ class _ActivityPass:
     kind_first: dict[str, int] = field(default_factory=dict)
     name_first: dict[str, int] = field(default_factory=dict)
     events: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    ann_start: list[np.ndarray] = field(default_factory=list)
+    ann_owner: list[np.ndarray] = field(default_factory=list)  # their containers' owner rows
     ann_inside: list[np.ndarray] = field(default_factory=list)
     ann_names: list[str] = field(default_factory=list)
 
@@ -269,6 +284,7 @@ class _ActivityPass:
 def _activity_pass(
     job: CpuJob,
     act_path: Path,
+    cont_path: Path,
     code_path: Path,
     naming: _Naming,
     sources: _Sources,
@@ -276,13 +292,19 @@ def _activity_pass(
     writer: RowSink,
 ) -> _ActivityPass:
     """Name, code, count and write the activity rows chunk by chunk; each row's source code goes to
-    `code_path` for the segment pass (4 bytes a row, not the 64 of the record it would re-read)."""
+    `code_path` for the pieces (4 bytes a row, not the 64 of the record it would re-read).  The
+    annotations' containers (`cont_path`, one per annotation in row order) are read alongside."""
     st = _ActivityPass()
     chunk = job.chunk_rows or CHUNK_ROWS
     ds, de = job.det_start, job.det_end
     kind_seen = np.zeros(len(KINDS), bool)
     name_seen = np.zeros(len(naming.strings), bool)
-    with open(code_path, "wb") as codes_out, _reading(act_path, ACTIVITY_DTYPE) as acts:
+    n_ann = 0
+    with (
+        open(code_path, "wb") as codes_out,
+        _reading(act_path, ACTIVITY_DTYPE) as acts,
+        _reading(cont_path, CONTAINER_DTYPE) as containers,
+    ):
         for lo in range(0, acts.n, chunk):
             a = acts.read(lo, lo + chunk)
             kind = a["kind"].astype(np.int64)
@@ -300,11 +322,12 @@ def _activity_pass(
                 got = np.bincount(code[sel], minlength=len(sources.sources))
                 st.events = np.pad(st.events, (0, len(got) - len(st.events))) + got
             ann = np.flatnonzero((kind == ANNOTATIONS[0]) | (kind == ANNOTATIONS[1]))
+            n_ann += len(ann)
             if len(ann) and len(ds):
                 i, _, ov, _ = overlaps(start[ann], end[ann], ds, de)
                 inside = np.bincount(i, weights=ov, minlength=len(ann)).astype(np.int64)
                 took = np.flatnonzero(inside > 0)
-                st.ann_start.append(start[ann[took]])
+                st.ann_owner.append(containers.read(n_ann - len(ann), n_ann)[took].astype(np.int64))
                 st.ann_inside.append(inside[took])
                 st.ann_names += [naming.strings[c] for c in name[ann[took]].tolist()]
             writer.write_table(
@@ -325,50 +348,28 @@ def _activity_pass(
     return st
 
 
-def _segment_pass(job: CpuJob, code_path: Path, seg_path: Path, a_start: np.ndarray) -> tuple[Pairs, np.ndarray]:
-    """The (detour, source, ns, start) pieces of every segment inside a detour, and each annotation's container."""
+def _piece_pass(job: CpuJob, code_path: Path, piece_path: Path) -> Pairs:
+    """The parser's (detour, segment) overlaps as (detour, source, ns, start), summed per detour and
+    source chunk by chunk and again over the chunks (a detour cut by a chunk's edge summed whole)."""
     chunk = job.chunk_rows or CHUNK_ROWS
-    ds, de = job.det_start, job.det_end
-    container = np.zeros(len(a_start), np.int64)
-    pd: list[np.ndarray] = []
-    ps: list[np.ndarray] = []
-    pn: list[np.ndarray] = []
-    pt: list[np.ndarray] = []
-    with _reading(seg_path, SEGMENT_DTYPE) as segs, _reading(code_path, _CODE) as codes:
-        for lo in range(0, segs.n, chunk):
-            pieces = _segment_chunk(segs.read(lo, lo + chunk), codes, chunk, ds, de, a_start, container, job)
-            if pieces is not None:
-                for acc, x in zip((pd, ps, pn, pt), pieces):
-                    acc.append(x)
-    return sum_pairs(pd, ps, pn, pt), container  # a detour cut by a chunk's edge summed whole
+    sums: list[Pairs] = []
+    with _reading(piece_path, PIECE_DTYPE) as pieces, _reading(code_path, _CODE) as codes:
+        for lo in range(0, pieces.n, chunk):
+            p = pieces.read(lo, lo + chunk)
+            src = _owner_codes(codes, p["owner"].astype(np.int64), 4 * chunk)
+            sums.append(sum_pairs([p["detour"]], [src], [p["ns"]], [p["start_ns"]]))
+    return sum_pairs(*(list(x) for x in zip(*sums))) if sums else sum_pairs([], [], [], [])
 
 
-def _segment_chunk(
-    s: np.ndarray,
-    codes: _Records,
-    chunk: int,
-    ds: np.ndarray,
-    de: np.ndarray,
-    a_start: np.ndarray,
-    container: np.ndarray,
-    job: CpuJob,
-) -> Pairs | None:
-    """One chunk of segments: its pieces inside detours (summed per detour and source), and the
-    container of each annotation that starts in it (written into `container`)."""
-    src = _owner_codes(codes, s["owner"].astype(np.int64), 4 * chunk)
-    s_start = since_ns(s["start_tsc"], job.t0_tsc, job.hz)
-    s_end = since_ns(s["end_tsc"], job.t0_tsc, job.hz)
-    if len(a_start):
-        k = np.searchsorted(s_start, a_start, side="right") - 1
-        ok = k >= 0
-        container[ok] = src[k[ok]]
-    # only the detours this chunk's time can touch
-    d0 = int(np.searchsorted(de, s_start[0], side="right"))
-    d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
-    if d1 <= d0:
-        return None
-    i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
-    return sum_pairs([i + d0], [src[j]], [ov], [st])  # this chunk's, per detour and source
+def _container_codes(code_path: Path, owners: np.ndarray, chunk: int) -> np.ndarray:
+    """The source codes of the annotations' containers (0: no segment before it, unexplained)."""
+    out = np.zeros(len(owners), np.int64)
+    known = np.flatnonzero(owners != NO_CONTAINER)
+    with _reading(code_path, _CODE) as codes:
+        for lo in range(0, len(known), chunk):
+            k = known[lo : lo + chunk]
+            out[k] = _owner_codes(codes, owners[k], 4 * chunk)
+    return out
 
 
 def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
@@ -376,15 +377,20 @@ def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
-        counts = run_parser(job.trace_dir, out, tsc_hz=job.parse_hz, window=job.parse_window, cpu=job.cpu)
+        det_path = out / "detours.bin"
+        np.column_stack((job.det_start, job.det_end)).astype("<i8").tofile(det_path)
+        detours = Detours(det_path, job.t0_tsc, ns_per_tick(job.hz))
+        counts = run_parser(
+            job.trace_dir, out, tsc_hz=job.parse_hz, window=job.parse_window, cpu=job.cpu, detours=detours
+        )
         strings = [s.decode("utf-8", "replace") for s in (out / "strings.bin").read_bytes().split(b"\0")[:-1]]
         naming = _Naming(strings, job.own, job.probe_tids)
         sources = _Sources(naming)
-        act_path, seg_path = out / "activity.bin", out / "segments.bin"
-        code_path = out / "codes.bin"
-        acts = _activity_pass(job, act_path, code_path, naming, sources, pa.array(strings, pa.string()), writer)
-        a_start = np.concatenate(acts.ann_start) if acts.ann_start else np.zeros(0, np.int64)
-        pairs, container = _segment_pass(job, code_path, seg_path, a_start)
+        act_path, code_path = out / "activity.bin", out / "codes.bin"
+        dictionary = pa.array(strings, pa.string())
+        acts = _activity_pass(job, act_path, out / "containers.bin", code_path, naming, sources, dictionary, writer)
+        pairs = _piece_pass(job, code_path, out / "pieces.bin")
+        container = _container_codes(code_path, _cat(acts.ann_owner), job.chunk_rows or CHUNK_ROWS)
         return CpuPart(
             cpu=job.cpu,
             rows=int(act_path.stat().st_size // ACTIVITY_DTYPE.itemsize),

@@ -117,6 +117,16 @@ class TraceData:
         return sum(int(c.get("missed_switches", 0)) for c in self.counts.get("cpus", {}).values())
 
 
+@dataclass
+class Detours:
+    """One CPU's detours for the parser to attribute (--detours): `path` holds int64 (start, end)
+    pairs in ns since `t0_tsc`, sorted; `ns_per_tick` converts ticks as measure/tsc.py since_ns does."""
+
+    path: Path
+    t0_tsc: int
+    ns_per_tick: float
+
+
 def run_parser(
     trace_dir: Path,
     out_dir: Path,
@@ -124,9 +134,15 @@ def run_parser(
     tsc_hz: float | None = None,
     window: tuple[int, int] | None = None,
     cpu: int | None = None,
+    detours: Detours | None = None,
 ) -> ParserCounts:
-    """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json."""
+    """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json.
+    With `detours` (and `cpu`) it writes their overlaps with the segments (pieces.bin) and the
+    annotations' containers (containers.bin) instead of the segments."""
     cmd = [str(native_bin(PARSER))]
+    if detours is not None:
+        cmd += ["--detours", str(detours.path), "--t0", str(int(detours.t0_tsc))]
+        cmd += ["--ns-per-tick", repr(float(detours.ns_per_tick))]
     if scan:
         cmd.append("--scan")
     if cpu is not None:
