@@ -155,10 +155,13 @@ class _Naming:
             mapped = thread & _member(pid, self.tids)
             if mapped.any():
                 codes[mapped] = self.tid_codes[np.searchsorted(self.tids, pid[mapped])]
-        ours = thread & _member(pid, self.own)
-        mine = ours & ~self.is_probe[codes]
-        other = thread & ~ours & self.is_tool[codes]
-        return codes + self.n * mine + 2 * self.n * other
+        ours = np.flatnonzero(thread & _member(pid, self.own))  # few rows: worked on by index
+        mine = ours[~self.is_probe[codes[ours]]]
+        other = np.flatnonzero(self.is_tool[codes] & thread)
+        other = other[~_member(pid[other], self.own)]
+        codes[mine] += self.n
+        codes[other] += 2 * self.n
+        return codes
 
 
 class _Sources:
@@ -191,9 +194,11 @@ def _first_rows(codes: np.ndarray, seen: np.ndarray, offset: int, labels: list[s
     fresh = np.flatnonzero(~seen[codes])
     if len(fresh) == 0:
         return
-    uniq, first = np.unique(codes[fresh], return_index=True)
-    for u, f in zip(uniq.tolist(), first.tolist()):
-        out[labels[u]] = offset + int(fresh[f])
+    first = np.full(len(seen), len(codes), np.int64)
+    np.minimum.at(first, codes[fresh], fresh)  # each code's first row (a sort by np.unique cost 5x)
+    uniq = np.flatnonzero(first < len(codes))
+    for u, f in zip(uniq.tolist(), first[uniq].tolist()):
+        out[labels[u]] = offset + f
     seen[uniq] = True
 
 

@@ -84,7 +84,9 @@ def ns_per_tick(hz: float) -> float:
 
 def to_int_ns(ticks: np.ndarray, hz: float) -> np.ndarray:
     """Lengths in ticks as whole nanoseconds (int64, rounded to nearest, half to even)."""
-    return np.round(np.asarray(ticks).astype(np.float64) * ns_per_tick(hz)).astype(np.int64)
+    ns = np.asarray(ticks).astype(np.float64)  # a copy, rounded in place (np.round is rint)
+    ns *= ns_per_tick(hz)
+    return np.rint(ns, out=ns).astype(np.int64)
 
 
 def since_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
