@@ -238,3 +238,17 @@ def test_a_detour_over_many_owners_is_summed_in_several_parts(tmp_path: Path) ->
     got, _ = streamed(tmp_path / "run", tmp_path / "trace", det, wins)
     assert len(got.attribution.detour) > 2 * 64
     W.assert_same(whole(tmp_path / "trace", det, wins), got)
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_three_cpus_shared_between_this_process_and_workers_write_what_one_writes(tmp_path: Path, jobs: int) -> None:
+    """With two processes this one analyses CPUs 0 and 2 and a worker CPU 1 (three: one each); the parts
+    are joined in CPU order whoever finished first."""
+    cpus = (0, 2, 5)
+    span = write(tmp_path / "trace", 600, cpus)
+    det, wins = detours(cpus, span), windows(cpus, span)
+    one, t1 = streamed(tmp_path / "one", tmp_path / "trace", det, wins, jobs=1)
+    many, t2 = streamed(tmp_path / "many", tmp_path / "trace", det, wins, jobs=jobs)
+    W.assert_same(one, many)
+    assert sorted(t2.merged.counts["cpus"]) == ["0", "2", "5"] and t1.n_events == t2.n_events
+    assert (tmp_path / "one" / "activity.parquet").read_bytes() == (tmp_path / "many" / "activity.parquet").read_bytes()

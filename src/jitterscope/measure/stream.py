@@ -26,6 +26,7 @@ activity table: by the first row of each kind, then of each name.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import re
@@ -465,25 +466,34 @@ def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
 
 
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
-    """Analyse every CPU (in `processes` worker processes when more than one) into one activity table."""
+    """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
+    workers) into one activity table."""
     if processes <= 1 or len(jobs) <= 1:
         with activity_writer(activity_path) as w:
             return [analyse_cpu(j, w) for j in jobs]
+    n = min(processes, len(jobs))
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
-        paths = [Path(tmp) / f"cpu{j.cpu}.parquet" for j in jobs]
-        parts = []
-        # fork: the workers need nothing re-imported, and the parent runs no other thread here
-        with multiprocessing.get_context("fork").Pool(min(processes, len(jobs))) as pool:
-            with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
-                table = Concat(out)
-                # in CPU order, each part copied while later CPUs are still being analysed
-                for part, path in zip(pool.imap(_in_worker, zip(jobs, paths), chunksize=1), paths):
-                    table.add(path)
-                    path.unlink()
-                    parts.append(part)
-                table.close()
-    return parts
+        work = [(j, Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
+        # fork: the workers need nothing re-imported, and the parent runs no other thread here; the
+        # parent's objects frozen out of the collector, whose passes would copy every page they touch
+        gc.freeze()
+        try:
+            with multiprocessing.get_context("fork").Pool(n - 1) as pool:
+                theirs = pool.map_async(_in_worker, [w for i, w in enumerate(work) if i % n], chunksize=1)
+                # this process takes its share meanwhile: a worker forked for it would start cold (its
+                # pages copied from this one's as it touches them: a fifth more CPU per CPU analysed)
+                done = {p.cpu: p for p in map(_in_worker, work[::n])}
+                done.update((p.cpu, p) for p in theirs.get())
+        finally:
+            gc.unfreeze()
+        with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
+            table = Concat(out)
+            for _, path in work:  # in CPU order
+                table.add(path)
+                path.unlink()
+            table.close()
+    return [done[j.cpu] for j in jobs]
 
 
 @dataclass
