@@ -66,7 +66,10 @@ def test_parts_read_back_in_order_and_equal_one_writer(tmp_path: Path) -> None:
     # the same row groups one writer would have written, byte for byte, footer included
     assert (tmp_path / "joined.parquet").read_bytes() == one.read_bytes()
     meta = pq.ParquetFile(tmp_path / "joined.parquet").metadata
-    assert meta.row_group(5).column(1).statistics.min == pq.ParquetFile(parts[3]).metadata.row_group(2).column(1).statistics.min
+    assert (
+        meta.row_group(5).column(1).statistics.min
+        == pq.ParquetFile(parts[3]).metadata.row_group(2).column(1).statistics.min
+    )
 
 
 def test_another_schema_is_refused(tmp_path: Path) -> None:
