@@ -414,13 +414,24 @@ static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uin
     return (uint32_t)nacts++;
 }
 
+/* The last segment emitted (a scan keeps only that one: it counts segments, and only the last can
+ * still be extended or, by retro_open, given another owner). */
+static inline struct js_segment *last_seg(void) { return nsegs ? &segs[scan_only ? 0 : nsegs - 1] : NULL; }
+
 static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
 {
     if (b <= a)
         return;
-    if (nsegs && segs[nsegs - 1].owner == owner && segs[nsegs - 1].end_tsc == a &&
-        segs[nsegs - 1].cpu == cpu) {
-        segs[nsegs - 1].end_tsc = b;
+    struct js_segment *last = last_seg();
+    if (last && last->owner == owner && last->end_tsc == a && last->cpu == cpu) {
+        last->end_tsc = b;
+        return;
+    }
+    if (scan_only) {
+        if (!segcap)
+            segs = js_malloc((segcap = 1) * sizeof *segs);
+        segs[0] = (struct js_segment){a, b, cpu, owner};
+        nsegs++;
         return;
     }
     if (nsegs == segcap) {
@@ -574,9 +585,14 @@ static void retro_open(struct cpustate *c, uint8_t kind, uint32_t name, uint32_t
     for (size_t i = c->span_first_act; i < x; i++)
         if (i != base && acts[i].kind != JS_KIND_THREAD)
             acts[i].depth++;
-    for (size_t i = c->span_first_seg; i < nsegs; i++)
-        if (segs[i].owner == base)
-            segs[i].owner = x;
+    if (scan_only) {
+        if (nsegs > c->span_first_seg && last_seg()->owner == base)
+            last_seg()->owner = x;
+    } else {
+        for (size_t i = c->span_first_seg; i < nsegs; i++)
+            if (segs[i].owner == base)
+                segs[i].owner = x;
+    }
 }
 
 static void push(struct cpustate *c, uint8_t kind, int64_t key, int64_t t, uint32_t name,
