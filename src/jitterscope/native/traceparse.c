@@ -702,6 +702,11 @@ static inline int64_t rds(const uint8_t *p, int size)
     }
 }
 
+/* int64 arithmetic that wraps: ring-buffer times are u64, and a corrupt capture's can be anything (numpy's
+ * int64 arithmetic, which the --detours attribution matches, wraps too) */
+static inline int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
+
 /* --events: each decoded event as the state machine gets it (strings escaped so a line stays one line). */
 static FILE *events_out;
 
@@ -986,7 +991,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
         case RB_TIME_EXTEND:
             if (off + 8 > size)
                 return;
-            ts += (int64_t)(((uint64_t)rd(data + off + 4, 4) << TS_SHIFT) | delta);
+            ts = wrap_add(ts, (int64_t)(((uint64_t)rd(data + off + 4, 4) << TS_SHIFT) | delta));
             off += 8;
             continue;
         case RB_TIME_STAMP: {
@@ -1010,7 +1015,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
             if (len < 4 || off + 4 + len > size)
                 return;
             ev = data + off + 8;
-            ts += delta;
+            ts = wrap_add(ts, delta);
             off += 4 + ((len + 3) & ~3u);
             len -= 4;
             break;
@@ -1019,7 +1024,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
             if (off + 4 + len > size)
                 return;
             ev = data + off + 4;
-            ts += delta;
+            ts = wrap_add(ts, delta);
             off += 4 + len;
             break;
         }
@@ -1053,8 +1058,12 @@ static double ns_per_tick;
  * times K, rounded half to even (np.round; rint in the default rounding mode) */
 static inline int64_t since_ns(int64_t tsc)
 {
-    return (int64_t)rint((double)(int64_t)((uint64_t)tsc - (uint64_t)t0_tsc) * ns_per_tick);
+    double ns = rint((double)(int64_t)((uint64_t)tsc - (uint64_t)t0_tsc) * ns_per_tick);
+    if (!(ns >= -0x1p63 && ns < 0x1p63))
+        return INT64_MIN; /* out of range (a corrupt page's time): what numpy's cast gives on x86 */
+    return (int64_t)ns;
 }
+
 
 /* numpy's searchsorted on the segments' ends (side right) and starts (side left), in ns */
 static size_t first_end_after(int64_t a)
@@ -1119,7 +1128,7 @@ static void add_piece(FILE *pf, int64_t detour, int64_t ov, int64_t start, uint3
     for (size_t i = 0; i < ndsum; i++) {
         const struct js_activity *q = &acts[dsum[i].owner];
         if (q->kind == o->kind && q->name == o->name && q->pid == o->pid) {
-            dsum[i].ns += ov; /* pieces come in time order: the first start is the earliest */
+            dsum[i].ns = wrap_add(dsum[i].ns, ov); /* pieces come in time order: the first start is the earliest */
             return;
         }
     }
@@ -1143,7 +1152,7 @@ static void attribute_detours(const char *out)
         for (; j < hi; j++) {
             int64_t s = since_ns(segs[j].start_tsc), e = since_ns(segs[j].end_tsc);
             int64_t start = s > d[0] ? s : d[0];
-            int64_t ov = (e < d[1] ? e : d[1]) - start;
+            int64_t ov = wrap_sub(e < d[1] ? e : d[1], start);
             if (ov > 0)
                 add_piece(pf, k, ov, start, segs[j].owner);
         }
