@@ -13,6 +13,10 @@ jitterscope first and then counts its own CPU time plus its children's (the nati
 the worker processes) and their peak RSS (ru_maxrss).  Memory against length: the same
 capture's pages repeated 4 times later in time, analysed side by side.  Scaling: the CPU's
 pages copied to a second CPU's file, analysed with --jobs 1 and --jobs 2 (wall time).
+
+BENCH_ANALYSIS_BASELINE=DIR also analyses every input with the code of another checkout (DIR, its
+native programs built: `make native` there), interleaved with this one's, so the section compares
+the two measured side by side in one run.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 ROOT = Path(__file__).resolve().parents[1]
@@ -51,8 +56,12 @@ def capture(out: Path, cpu: int) -> bool:
     return killed_measure(out, cpu, SECONDS)
 
 
-def child(run: str, jobs: int) -> None:
-    """One analysis, start-up excluded: prints its CPU time, wall time and peak RSS as JSON."""
+def child(run: str, jobs: int, src: str | None = None) -> None:
+    """One analysis, start-up excluded: prints its CPU time, wall time and peak RSS as JSON (with the
+    jitterscope of `src` when given: the baseline's)."""
+    if src:
+        sys.path.insert(0, src)
+    import jitterscope
     from jitterscope import kinds
     from jitterscope.measure import recover
 
@@ -73,21 +82,34 @@ def child(run: str, jobs: int) -> None:
                 "rss_self_mib": r1.ru_maxrss / 1024,
                 "rss_child_mib": c1.ru_maxrss / 1024,
                 "events": int(meta["tracing"]["events"]),
+                "code": str(Path(jitterscope.__file__).parents[1]),
             }
         )
     )
 
 
-def analyse(src: Path, work: Path, jobs: int) -> dict[str, float]:
-    """A fresh copy of the capture `src` analysed in a child process."""
+BASELINE = os.environ.get("BENCH_ANALYSIS_BASELINE")
+
+
+def analyse(src: Path, work: Path, jobs: int, code: str | None = None) -> dict[str, Any]:
+    """A fresh copy of the capture `src` analysed in a child process (by the checkout `code`'s src/
+    when given)."""
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(src, work)
-    out = subprocess.run(
-        [sys.executable, __file__, "--child", str(work), str(jobs)], capture_output=True, text=True, check=False
-    )
+    cmd = [sys.executable, __file__, "--child", str(work), str(jobs)] + ([str(Path(code) / "src")] if code else [])
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise SystemExit(f"analysis of {src} failed: {out.stderr.strip().splitlines()[-1:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    got: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    want = Path(code).resolve() / "src" if code else ROOT / "src"
+    if Path(got["code"]).resolve() != want:
+        raise SystemExit(f"the analysis ran {got['code']}, not {want}")
+    return got
+
+
+def both(src: Path, work: Path, jobs: int) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """This code's analysis and, with a baseline, the baseline's just after it."""
+    return analyse(src, work, jobs), (analyse(src, work, jobs, BASELINE) if BASELINE else None)
 
 
 def longer(src: Path, dst: Path, copies: int) -> None:
@@ -112,6 +134,11 @@ def two_cpus(src: Path, dst: Path) -> None:
     shutil.copyfile(raws[0], dst / "trace" / f"cpu{other}.raw")
 
 
+def _commit(path: str) -> str:
+    out = subprocess.run(["git", "-C", path, "log", "-1", "--format=%h"], capture_output=True, text=True, check=False)
+    return out.stdout.strip() or "unknown"
+
+
 def main() -> int:
     bench = Bench("analysis", HEADING)
     from jitterscope import sysinfo
@@ -127,22 +154,47 @@ def main() -> int:
             src = t / "run"
             bench.require(capture(src, cpu), "needs root and tracefs to capture a storm under measure")
             source = f"a {SECONDS:g} s measure of CPU {cpu} during a context-switch storm"
-        analyse(src, t / "warm", 1)  # the page cache warm, as for every later run
-        runs = [analyse(src, t / "a", 1) for _ in range(REPEATS)]
+        both(src, t / "warm", 1)  # the page cache warm, as for every later run
+        pairs = [both(src, t / "a", 1) for _ in range(REPEATS)]  # interleaved with the baseline's
+        runs = [r for r, _ in pairs]
         events = int(runs[0]["events"])
         cpu_s = statistics.median(r["cpu_s"] for r in runs)
         rate = events / cpu_s
         rss = max(r["rss_self_mib"] + r["rss_child_mib"] for r in runs)
         longer(src, t / "long", 4)
-        long_run = analyse(t / "long", t / "b", 1)
+        long_run, long_base = both(t / "long", t / "b", 1)
         long_rss = long_run["rss_self_mib"] + long_run["rss_child_mib"]
         two_cpus(src, t / "two")
-        one, two = [], []
-        for _ in range(REPEATS):  # interleaved, so a change in the machine's load hits both alike
-            one.append(analyse(t / "two", t / "c", 1)["wall_s"])
-            two.append(analyse(t / "two", t / "c", 2)["wall_s"])
-    w1, w2 = min(one), min(two)
+        walls: dict[tuple[int, bool], list[float]] = {(j, b): [] for j in (1, 2) for b in (False, True)}
+        for _ in range(REPEATS):  # interleaved, so a change in the machine's load hits all alike
+            for jobs in (1, 2):
+                mine, base = both(t / "two", t / "c", jobs)
+                walls[jobs, False].append(mine["wall_s"])
+                if base is not None:
+                    walls[jobs, True].append(base["wall_s"])
+    w1, w2 = min(walls[1, False]), min(walls[2, False])
     scaling = w1 / w2
+    baseline = ""
+    if BASELINE:
+        bruns = [b for _, b in pairs if b is not None]
+        b_cpu = statistics.median(r["cpu_s"] for r in bruns)
+        b1, b2 = min(walls[1, True]), min(walls[2, True])
+        assert long_base is not None
+        b_rss = max(r["rss_self_mib"] + r["rss_child_mib"] for r in bruns)
+        b_long = long_base["rss_self_mib"] + long_base["rss_child_mib"]
+        baseline = f"""
+
+The baseline, {BASELINE} (`git -C {BASELINE} log -1 --format=%h`: {_commit(BASELINE)}), on the same inputs,
+each of its runs just after this code's:
+
+| measure | baseline | this code | ratio |
+|---|---|---|---|
+| CPU time (median) | {b_cpu:.3f} s | {cpu_s:.3f} s | {b_cpu / cpu_s:.2f}x less |
+| events per CPU-second | {events / b_cpu / 1e6:.2f} M | {rate / 1e6:.2f} M | {rate / (events / b_cpu):.2f}x |
+| peak RSS, the capture / 4x as long | {b_rss:.0f} / {b_long:.0f} MiB | {rss:.0f} / {long_rss:.0f} MiB | |
+| wall, --jobs 1 | {b1:.3f} s | {w1:.3f} s | {b1 / w1:.2f}x faster |
+| wall, --jobs 2 | {b2:.3f} s | {w2:.3f} s | {b2 / w2:.2f}x faster |
+| --jobs 2 / --jobs 1 | {b1 / b2:.2f}x | {scaling:.2f}x | |"""
     met_rate = bench.check(
         f"analysis >= {TARGET_RATE / 1e6:.0f} M kernel events per CPU-second",
         rate >= TARGET_RATE,
@@ -174,16 +226,18 @@ Python with numpy and pyarrow imported); its largest child's, {max(r["rss_child_
 {long_run["rss_child_mib"]:.0f} MiB at 4x, is an upper bound: a child forked from the analysing process counts that
 process's pages until it execs the parser.  The parser drops the raw pages it has parsed but
 still holds one CPU's records (64 B per event) until that CPU is done, the one part of the
-path whose memory grows with the run.  With --jobs N the workers hand each CPU's rows to the
-analysing process as Arrow IPC streams on tmpfs; the Parquet encoding of every row stays in that one
-process, the part of the work that does not scale.  Wall times on a shared
-machine: compare the load averages above before reading the scaling figure."""
+path whose memory grows with the run.  The parser also attributes the detours to the segments it
+holds (summed per detour and owner), so the segments never leave it.  With --jobs N each worker
+encodes its CPU's rows as a Parquet file on tmpfs and the analysing process joins their column
+chunks under one footer; what stays serial is a killed run's completion (its CPUs scanned in
+parallel, beside the read of /proc/kallsyms), the pool's start and the summary.  Wall times on a
+shared machine: compare the load averages above before reading the scaling figure.{baseline}"""
     bench.section(body)
     return bench.exit_code()
 
 
 if __name__ == "__main__":
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(sys.argv[2], int(sys.argv[3]))
+        child(sys.argv[2], int(sys.argv[3]), sys.argv[4] if len(sys.argv) > 4 else None)
         sys.exit(0)
     sys.exit(main())

@@ -11,6 +11,7 @@ probe and the interposer.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -39,14 +40,34 @@ def traceparse(tmp_path_factory) -> Path:
     return sanitize.build_parser(tmp_path_factory.mktemp("sanitized"))
 
 
+def _detours(path: Path, rng: np.random.Generator, span_ns: int) -> Path:
+    """Sorted, disjoint (start, end) pairs in ns for --detours: short and long, some past the capture."""
+    edges = np.unique(rng.integers(-1000, span_ns + 10**6, 2 * int(rng.integers(0, 400))))
+    pairs = edges[: len(edges) // 2 * 2].reshape(-1, 2)
+    pairs.astype("<i8").tofile(path)
+    return path
+
+
+def _modes(tmp_path: Path, rng: np.random.Generator) -> list[list[str]]:
+    """The parser's modes: every CPU's records; a scan; one CPU attributed to detours (--detours, in ns
+    since the fixture's window start at its TSC rate)."""
+    session = json.loads((FIXTURE / "session.json").read_text())
+    t0, (w0, w1), hz = int(session["window"][0]), session["window"], float(session["tsc_hz"])
+    det = _detours(tmp_path / "detours.bin", rng, int((w1 - w0) * 1e9 / hz))
+    attribute = ["--cpu", "1", "--detours", str(det), "--t0", str(t0), "--ns-per-tick", repr(1e9 / hz)]
+    return [[], ["--scan"], attribute]
+
+
 def test_parser_on_the_fixture_pages(traceparse, tmp_path):
-    p = subprocess.run(
-        [str(traceparse), str(FIXTURE), str(tmp_path)], capture_output=True, text=True, env=sanitize.env()
-    )
-    assert not sanitize.reports(p.stderr), "sanitizer report:\n" + p.stderr[-4000:]
-    assert p.returncode == 0, f"exit {p.returncode}: {p.stderr[-2000:]}"
-    counts = (tmp_path / "counts.json").read_text()
-    assert '"events": 0' not in counts  # the fixture's events were actually walked
+    for mode in _modes(tmp_path, np.random.default_rng(FUZZ_SEED)):
+        p = subprocess.run(
+            [str(traceparse), *mode, str(FIXTURE), str(tmp_path)], capture_output=True, text=True, env=sanitize.env()
+        )
+        assert not sanitize.reports(p.stderr), f"sanitizer report ({mode}):\n" + p.stderr[-4000:]
+        assert p.returncode == 0, f"{mode}: exit {p.returncode}: {p.stderr[-2000:]}"
+        counts = (tmp_path / "counts.json").read_text()
+        assert '"events": 0' not in counts  # the fixture's events were actually walked
+    assert (tmp_path / "pieces.bin").stat().st_size > 0  # the detours met segments
 
 
 def _mutate(pages: np.ndarray, rng: np.random.Generator) -> bytes:
@@ -92,9 +113,15 @@ def test_parser_fuzzed_pages_never_crash_or_hang(traceparse, tmp_path):
     end = time.monotonic() + FUZZ_SECONDS
     while time.monotonic() < end:
         (case / "cpu1.raw").write_bytes(_mutate(raw, rng))
+        modes = _modes(tmp_path, rng)
+        mode = modes[n % len(modes)]
         try:
             p = subprocess.run(
-                [str(traceparse), str(case), str(out)], capture_output=True, text=True, env=env, timeout=HANG_S
+                [str(traceparse), *mode, str(case), str(out)],
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=HANG_S,
             )
         except subprocess.TimeoutExpired:
             keep = tmp_path / f"hang-{n}.raw"

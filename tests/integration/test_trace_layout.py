@@ -18,7 +18,11 @@ def layout() -> dict:
 
 def test_record_layouts_match_numpy_dtypes() -> None:
     lay = layout()
-    for struct, dtype in (("js_activity", records.ACTIVITY_DTYPE), ("js_segment", records.SEGMENT_DTYPE)):
+    for struct, dtype in (
+        ("js_activity", records.ACTIVITY_DTYPE),
+        ("js_segment", records.SEGMENT_DTYPE),
+        ("js_piece", records.PIECE_DTYPE),
+    ):
         assert lay[struct]["size"] == dtype.itemsize, struct
         assert set(lay[struct]["fields"]) == set(dtype.names), struct
         for name, (offset, size) in lay[struct]["fields"].items():
@@ -30,3 +34,5 @@ def test_kind_codes_and_flags_match() -> None:
     lay = layout()
     assert {k: i for i, k in enumerate(records.KINDS)} == lay["kinds"]
     assert lay["flags"] == {"clipped_start": records.CLIPPED_START, "clipped_end": records.CLIPPED_END}
+    assert lay["no_container"] == records.NO_CONTAINER
+    assert records.CONTAINER_DTYPE.itemsize == 4

@@ -169,3 +169,86 @@ def test_memory_does_not_grow_with_the_traces_length(tmp_path: Path, monkeypatch
     (s1, w1), (s4, w4) = peaks[1], peaks[4]
     assert w4 > 2.5 * w1, f"the whole-trace path should grow with length ({w1} → {w4} B): the check is blind"
     assert s4 < 1.3 * s1, f"streaming peak grew with the trace's length: {s1} → {s4} B"
+
+
+def test_cpus_scanned_in_parallel_count_what_one_scan_counts(two_cpu_trace, tmp_path: Path) -> None:
+    from jitterscope.tracing.parse import scan
+
+    d, _, _, _ = two_cpu_trace
+    (tmp_path / "one").mkdir()
+    (tmp_path / "two").mkdir()
+    one, two = scan(d / "trace", tmp_path / "one", 1), scan(d / "trace", tmp_path / "two", 2)
+    assert sorted(one.pop("addresses")) == sorted(two.pop("addresses")) != []
+    assert one == two
+    assert list(two["cpus"]) == ["1", "3"]
+
+
+def _streamed_hz(run: Path, trace: Path, det, wins, hz: float, jobs: int = 1) -> W.Analysis:
+    run.mkdir(exist_ok=True)
+    t = build.analyse_trace(run, trace, *det, wins, OWN, PROBE_TIDS, T0, hz, jobs)
+    container, inside, names = t.merged.functions_in
+    functions = build._functions(container, inside, names) if len(container) else {}
+    return W.Analysis(pq.read_table(run / "activity.parquet"), t.merged.attribution, t.merged.events, functions)
+
+
+@pytest.mark.parametrize("hz", [1e9, 2_394_567_891.37, 3e8])
+def test_lost_pages_clipped_starts_and_any_clock_rate_give_the_whole_traces_analysis(
+    tmp_path: Path, hz: float, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pages lost mid-trace (a stored count, a flag alone, pages missing) close and reopen the CPU's spans
+    with clipped starts; the detours' overlaps, put in ns by the parser at a clock rate whose products
+    round both ways, are the ones numpy finds on the whole trace."""
+    cycles = 3000
+    pages = S.paginate(storm(cycles, 1))
+    assert len(pages) > 12
+    pages[4].missed = 17
+    pages[8].missed = -1
+    del pages[10:12]  # gone, the next page says so
+    pages[10].missed = 40
+    S.write_trace(tmp_path / "trace", {1: pages}, symbols=SYMBOLS, tsc_hz=hz)
+    span_ns = int(cycles * 3 * US * 1e9 / hz)
+    rng = np.random.default_rng(7)
+    starts = np.sort(rng.choice(np.arange(0, span_ns, 7), 400, replace=False)).astype(np.int64)
+    dur = np.minimum(rng.integers(1, 40 * US, len(starts)), np.diff(np.append(starts, span_ns + 1)))
+    det = (np.full(len(starts), 1, np.int32), starts, dur.astype(np.int64))
+    wins = {1: (float(50 * US), float(span_ns - 200 * US))}
+    monkeypatch.setattr(stream, "CHUNK_ROWS", 64)
+    got = _streamed_hz(tmp_path / "run", tmp_path / "trace", det, wins, hz)
+    flags = pq.read_table(tmp_path / "run" / "activity.parquet")
+    assert flags.num_rows > cycles
+    reference = W.whole(tmp_path / "trace", det, wins, OWN, PROBE_TIDS, T0, hz)
+    W.assert_same(reference, got)
+    assert len(got.attribution.detour) > len(starts)
+
+
+def test_a_detour_over_many_owners_is_summed_in_several_parts(tmp_path: Path) -> None:
+    """More distinct threads in one detour than the parser sums apart at once (64): its sums come in
+    several parts and are summed again, per source."""
+    ev = []
+    t = T0 + 100
+    prev = ("python", 100)
+    for k in range(400):
+        nxt = (f"worker{k % 150}", 1000 + k % 150)
+        ev.append((t, S.switch(*prev, *nxt)))
+        prev = nxt
+        t += 2 * US
+    S.write_trace(tmp_path / "trace", {1: S.paginate(ev)}, symbols=SYMBOLS)
+    det = (np.array([1, 1], np.int32), np.array([1 * US, 700 * US], np.int64), np.array([600 * US, 90 * US], np.int64))
+    wins = {1: (0.0, float(t - T0))}
+    got, _ = streamed(tmp_path / "run", tmp_path / "trace", det, wins)
+    assert len(got.attribution.detour) > 2 * 64
+    W.assert_same(whole(tmp_path / "trace", det, wins), got)
+
+
+@pytest.mark.parametrize("jobs", [2, 3])
+def test_three_cpus_shared_between_this_process_and_workers_write_what_one_writes(tmp_path: Path, jobs: int) -> None:
+    """With two processes this one analyses CPUs 0 and 2 and a worker CPU 1 (three: one each); the parts
+    are joined in CPU order whoever finished first."""
+    cpus = (0, 2, 5)
+    span = write(tmp_path / "trace", 600, cpus)
+    det, wins = detours(cpus, span), windows(cpus, span)
+    one, t1 = streamed(tmp_path / "one", tmp_path / "trace", det, wins, jobs=1)
+    many, t2 = streamed(tmp_path / "many", tmp_path / "trace", det, wins, jobs=jobs)
+    W.assert_same(one, many)
+    assert sorted(t2.merged.counts["cpus"]) == ["0", "2", "5"] and t1.n_events == t2.n_events
+    assert (tmp_path / "one" / "activity.parquet").read_bytes() == (tmp_path / "many" / "activity.parquet").read_bytes()

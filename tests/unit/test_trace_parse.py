@@ -266,3 +266,31 @@ def test_lost_events_take_the_larger_of_overrun_and_page_counts() -> None:
     stats = {"1": {"overrun": 100, "dropped_events": 3, "commit_overrun": 1}, "2": {"overrun": 0}}
     assert lost_per_cpu(counts, stats) == {1: 104, 2: 5}
     assert lost_per_cpu(counts, {}) == {1: 81, 2: 5}
+
+
+def test_a_scan_counts_what_a_parse_writes(tmp_path: Path) -> None:
+    """A scan keeps only the last segment (the one the next can extend, or an exit seen before its entry
+    give another owner): its counts are the full parse's, segments included."""
+    import json
+
+    from jitterscope.tracing.parse import run_parser
+
+    ev = [
+        (T0 + 50, S.local_timer_exit(7)),  # exits before their entries: retro_open re-owns segments
+        (T0 + 60, S.nmi(0xFFFFFFFF81000000, 5, 7)),
+        (T0 + 80, S.softirq_exit(3, 7)),
+        (T0 + 90, S.softirq_entry(1, 7)),
+        (T0 + 95, S.softirq_exit(1, 7)),
+        (T0 + 120, S.switch("app", 7, "swapper/1", 0)),
+        (T0 + 130, S.irq_entry(11, "virtio0", 0)),
+        (T0 + 140, S.irq_exit(11, 0)),
+        (T0 + 150, S.switch("swapper/1", 0, "app", 7)),
+    ]
+    pages = S.paginate(ev)
+    S.write_trace(tmp_path / "trace", {CPU: pages, CPU + 1: S.paginate(ev[2:])})
+    for scan in (True, False):
+        (tmp_path / str(scan)).mkdir()
+        run_parser(tmp_path / "trace", tmp_path / str(scan), scan=scan)
+    scanned, parsed = (json.loads((tmp_path / f"{s}" / "counts.json").read_text()) for s in (True, False))
+    assert scanned["segments"] == parsed["segments"] == 15
+    assert scanned == parsed

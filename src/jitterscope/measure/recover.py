@@ -21,7 +21,7 @@ import numpy as np
 from jitterscope import boundedio
 from jitterscope.atomic import sweep_temporaries
 from jitterscope.errors import JitterscopeError
-from jitterscope.measure import build
+from jitterscope.measure import build, stream
 from jitterscope.measure import capture as C
 from jitterscope.measure.probe import (
     CpuStats,
@@ -82,8 +82,9 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
     )
 
 
-def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str]) -> Path | None:
-    """The trace directory, completed offline (window, symbols, comms) if the run was cut short."""
+def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str], jobs: int) -> Path | None:
+    """The trace directory, completed offline (window, symbols, comms; its CPUs scanned in `jobs`
+    processes) if the run was cut short."""
 
     td = run_dir / "trace"
     if not meta.get("tracing", {}).get("enabled"):
@@ -92,7 +93,7 @@ def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[
         missing.append("the kernel trace (it had not started): no attribution")
         meta["tracing"].update(enabled=False, reason="trace lost: the run was interrupted before it started")
         return None
-    missing += complete_cut_short(td, end_tsc, "the probe's end")
+    missing += complete_cut_short(td, end_tsc, "the probe's end", jobs)
     return td
 
 
@@ -156,7 +157,8 @@ def _analyze(run_dir: Path, jobs: int | None = None) -> list[str]:
         meta["steal_ns"] = float(cap["steal_ns"])
     else:
         missing.append("hypervisor steal time during the run (not used to judge what is unexplained)")
-    trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing)
+    jobs = jobs if jobs is not None else stream.default_jobs()
+    trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing, jobs)
     meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "missing": missing}
     try:
         build.build_run(

@@ -4,7 +4,8 @@ The native parser (jitterscope-traceparse --cpu N) turns one CPU's raw pages int
 activity and segment records on tmpfs; this module reads them a chunk at a time
 (CHUNK_ROWS records, read into one reused buffer so resident memory does not
 grow with the trace), writes the activity table as Parquet row groups (a worker
-process hands its rows to the writing process as an Arrow IPC stream), and keeps
+process encodes its CPU's rows as a Parquet file of its own, which the analysing process
+joins into the table without re-encoding: parquet_concat.py), and keeps
 only what the summary needs: each source's event count, the time each source took
 in each detour (one sum per detour and source, summed chunk by chunk, so memory
 follows the detours, not the segments or the CPUs), and work/timer annotations
@@ -25,6 +26,7 @@ activity table: by the first row of each kind, then of each name.
 
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import os
 import re
@@ -42,12 +44,29 @@ from jitterscope import atomic, journal
 from jitterscope.measure import peers
 from jitterscope.measure.attribution import Attribution, Pairs, overlaps, reduce_pairs, sum_pairs
 from jitterscope.measure.events import SourceEvents
+from jitterscope.measure.parquet_concat import Concat
 from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
-from jitterscope.measure.tsc import since_ns
+from jitterscope.measure.tsc import ns_per_tick, since_ns
 from jitterscope.rundir import ACTIVITY_SCHEMA
-from jitterscope.tracing.parse import ParserCounts, lost_per_cpu, run_parser, session_info, trace_stats
-from jitterscope.tracing.records import ACTIVITY_DTYPE, CLIPPED_START, KINDS, SEGMENT_DTYPE
+from jitterscope.tracing.parse import (
+    Detours,
+    ParserCounts,
+    lost_per_cpu,
+    run_parser,
+    session_info,
+    trace_cpus,
+    trace_stats,
+)
+from jitterscope.tracing.records import (
+    ACTIVITY_DTYPE,
+    CLIPPED_START,
+    CONTAINER_DTYPE,
+    KINDS,
+    NO_CONTAINER,
+    PIECE_DTYPE,
+)
 
+COMPRESSION = "zstd"
 CHUNK_ROWS = 1 << 18  # records per chunk: ~10 MiB of activity, ~6 MiB of segments
 THREAD = KINDS.index("thread")
 ANNOTATIONS = (KINDS.index("work"), KINDS.index("timer"))
@@ -137,10 +156,13 @@ class _Naming:
             mapped = thread & _member(pid, self.tids)
             if mapped.any():
                 codes[mapped] = self.tid_codes[np.searchsorted(self.tids, pid[mapped])]
-        ours = thread & _member(pid, self.own)
-        mine = ours & ~self.is_probe[codes]
-        other = thread & ~ours & self.is_tool[codes]
-        return codes + self.n * mine + 2 * self.n * other
+        ours = np.flatnonzero(thread & _member(pid, self.own))  # few rows: worked on by index
+        mine = ours[~self.is_probe[codes[ours]]]
+        other = np.flatnonzero(self.is_tool[codes] & thread)
+        other = other[~_member(pid[other], self.own)]
+        codes[mine] += self.n
+        codes[other] += 2 * self.n
+        return codes
 
 
 class _Sources:
@@ -173,9 +195,11 @@ def _first_rows(codes: np.ndarray, seen: np.ndarray, offset: int, labels: list[s
     fresh = np.flatnonzero(~seen[codes])
     if len(fresh) == 0:
         return
-    uniq, first = np.unique(codes[fresh], return_index=True)
-    for u, f in zip(uniq.tolist(), first.tolist()):
-        out[labels[u]] = offset + int(fresh[f])
+    first = np.full(len(seen), len(codes), np.int64)
+    np.minimum.at(first, codes[fresh], fresh)  # each code's first row (a sort by np.unique cost 5x)
+    uniq = np.flatnonzero(first < len(codes))
+    for u, f in zip(uniq.tolist(), first[uniq].tolist()):
+        out[labels[u]] = offset + f
     seen[uniq] = True
 
 
@@ -258,7 +282,7 @@ class _ActivityPass:
     kind_first: dict[str, int] = field(default_factory=dict)
     name_first: dict[str, int] = field(default_factory=dict)
     events: np.ndarray = field(default_factory=lambda: np.zeros(1, np.int64))
-    ann_start: list[np.ndarray] = field(default_factory=list)
+    ann_owner: list[np.ndarray] = field(default_factory=list)  # their containers' owner rows
     ann_inside: list[np.ndarray] = field(default_factory=list)
     ann_names: list[str] = field(default_factory=list)
 
@@ -266,6 +290,7 @@ class _ActivityPass:
 def _activity_pass(
     job: CpuJob,
     act_path: Path,
+    cont_path: Path,
     code_path: Path,
     naming: _Naming,
     sources: _Sources,
@@ -273,13 +298,19 @@ def _activity_pass(
     writer: RowSink,
 ) -> _ActivityPass:
     """Name, code, count and write the activity rows chunk by chunk; each row's source code goes to
-    `code_path` for the segment pass (4 bytes a row, not the 64 of the record it would re-read)."""
+    `code_path` for the pieces (4 bytes a row, not the 64 of the record it would re-read).  The
+    annotations' containers (`cont_path`, one per annotation in row order) are read alongside."""
     st = _ActivityPass()
     chunk = job.chunk_rows or CHUNK_ROWS
     ds, de = job.det_start, job.det_end
     kind_seen = np.zeros(len(KINDS), bool)
     name_seen = np.zeros(len(naming.strings), bool)
-    with open(code_path, "wb") as codes_out, _reading(act_path, ACTIVITY_DTYPE) as acts:
+    n_ann = 0
+    with (
+        open(code_path, "wb") as codes_out,
+        _reading(act_path, ACTIVITY_DTYPE) as acts,
+        _reading(cont_path, CONTAINER_DTYPE) as containers,
+    ):
         for lo in range(0, acts.n, chunk):
             a = acts.read(lo, lo + chunk)
             kind = a["kind"].astype(np.int64)
@@ -297,11 +328,12 @@ def _activity_pass(
                 got = np.bincount(code[sel], minlength=len(sources.sources))
                 st.events = np.pad(st.events, (0, len(got) - len(st.events))) + got
             ann = np.flatnonzero((kind == ANNOTATIONS[0]) | (kind == ANNOTATIONS[1]))
+            n_ann += len(ann)
             if len(ann) and len(ds):
                 i, _, ov, _ = overlaps(start[ann], end[ann], ds, de)
                 inside = np.bincount(i, weights=ov, minlength=len(ann)).astype(np.int64)
                 took = np.flatnonzero(inside > 0)
-                st.ann_start.append(start[ann[took]])
+                st.ann_owner.append(containers.read(n_ann - len(ann), n_ann)[took].astype(np.int64))
                 st.ann_inside.append(inside[took])
                 st.ann_names += [naming.strings[c] for c in name[ann[took]].tolist()]
             writer.write_table(
@@ -322,50 +354,28 @@ def _activity_pass(
     return st
 
 
-def _segment_pass(job: CpuJob, code_path: Path, seg_path: Path, a_start: np.ndarray) -> tuple[Pairs, np.ndarray]:
-    """The (detour, source, ns, start) pieces of every segment inside a detour, and each annotation's container."""
+def _piece_pass(job: CpuJob, code_path: Path, piece_path: Path) -> Pairs:
+    """The parser's (detour, segment) overlaps as (detour, source, ns, start), summed per detour and
+    source chunk by chunk and again over the chunks (a detour cut by a chunk's edge summed whole)."""
     chunk = job.chunk_rows or CHUNK_ROWS
-    ds, de = job.det_start, job.det_end
-    container = np.zeros(len(a_start), np.int64)
-    pd: list[np.ndarray] = []
-    ps: list[np.ndarray] = []
-    pn: list[np.ndarray] = []
-    pt: list[np.ndarray] = []
-    with _reading(seg_path, SEGMENT_DTYPE) as segs, _reading(code_path, _CODE) as codes:
-        for lo in range(0, segs.n, chunk):
-            pieces = _segment_chunk(segs.read(lo, lo + chunk), codes, chunk, ds, de, a_start, container, job)
-            if pieces is not None:
-                for acc, x in zip((pd, ps, pn, pt), pieces):
-                    acc.append(x)
-    return sum_pairs(pd, ps, pn, pt), container  # a detour cut by a chunk's edge summed whole
+    sums: list[Pairs] = []
+    with _reading(piece_path, PIECE_DTYPE) as pieces, _reading(code_path, _CODE) as codes:
+        for lo in range(0, pieces.n, chunk):
+            p = pieces.read(lo, lo + chunk)
+            src = _owner_codes(codes, p["owner"].astype(np.int64), 4 * chunk)
+            sums.append(sum_pairs([p["detour"]], [src], [p["ns"]], [p["start_ns"]]))
+    return sum_pairs(*(list(x) for x in zip(*sums))) if sums else sum_pairs([], [], [], [])
 
 
-def _segment_chunk(
-    s: np.ndarray,
-    codes: _Records,
-    chunk: int,
-    ds: np.ndarray,
-    de: np.ndarray,
-    a_start: np.ndarray,
-    container: np.ndarray,
-    job: CpuJob,
-) -> Pairs | None:
-    """One chunk of segments: its pieces inside detours (summed per detour and source), and the
-    container of each annotation that starts in it (written into `container`)."""
-    src = _owner_codes(codes, s["owner"].astype(np.int64), 4 * chunk)
-    s_start = since_ns(s["start_tsc"], job.t0_tsc, job.hz)
-    s_end = since_ns(s["end_tsc"], job.t0_tsc, job.hz)
-    if len(a_start):
-        k = np.searchsorted(s_start, a_start, side="right") - 1
-        ok = k >= 0
-        container[ok] = src[k[ok]]
-    # only the detours this chunk's time can touch
-    d0 = int(np.searchsorted(de, s_start[0], side="right"))
-    d1 = int(np.searchsorted(ds, s_end[-1], side="left"))
-    if d1 <= d0:
-        return None
-    i, j, ov, st = overlaps(ds[d0:d1], de[d0:d1], s_start, s_end)
-    return sum_pairs([i + d0], [src[j]], [ov], [st])  # this chunk's, per detour and source
+def _container_codes(code_path: Path, owners: np.ndarray, chunk: int) -> np.ndarray:
+    """The source codes of the annotations' containers (0: no segment before it, unexplained)."""
+    out = np.zeros(len(owners), np.int64)
+    known = np.flatnonzero(owners != NO_CONTAINER)
+    with _reading(code_path, _CODE) as codes:
+        for lo in range(0, len(known), chunk):
+            k = known[lo : lo + chunk]
+            out[k] = _owner_codes(codes, owners[k], 4 * chunk)
+    return out
 
 
 def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
@@ -373,15 +383,20 @@ def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
-        counts = run_parser(job.trace_dir, out, tsc_hz=job.parse_hz, window=job.parse_window, cpu=job.cpu)
+        det_path = out / "detours.bin"
+        np.column_stack((job.det_start, job.det_end)).astype("<i8").tofile(det_path)
+        detours = Detours(det_path, job.t0_tsc, ns_per_tick(job.hz))
+        counts = run_parser(
+            job.trace_dir, out, tsc_hz=job.parse_hz, window=job.parse_window, cpu=job.cpu, detours=detours
+        )
         strings = [s.decode("utf-8", "replace") for s in (out / "strings.bin").read_bytes().split(b"\0")[:-1]]
         naming = _Naming(strings, job.own, job.probe_tids)
         sources = _Sources(naming)
-        act_path, seg_path = out / "activity.bin", out / "segments.bin"
-        code_path = out / "codes.bin"
-        acts = _activity_pass(job, act_path, code_path, naming, sources, pa.array(strings, pa.string()), writer)
-        a_start = np.concatenate(acts.ann_start) if acts.ann_start else np.zeros(0, np.int64)
-        pairs, container = _segment_pass(job, code_path, seg_path, a_start)
+        act_path, code_path = out / "activity.bin", out / "codes.bin"
+        dictionary = pa.array(strings, pa.string())
+        acts = _activity_pass(job, act_path, out / "containers.bin", code_path, naming, sources, dictionary, writer)
+        pairs = _piece_pass(job, code_path, out / "pieces.bin")
+        container = _container_codes(code_path, _cat(acts.ann_owner), job.chunk_rows or CHUNK_ROWS)
         return CpuPart(
             cpu=job.cpu,
             rows=int(act_path.stat().st_size // ACTIVITY_DTYPE.itemsize),
@@ -397,79 +412,88 @@ def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
         )
 
 
-@contextmanager
-def activity_writer(path: Path, compression: str = "zstd") -> Iterator[pq.ParquetWriter]:
-    """The activity table, written row group by row group (atomically: whole or not at all).
+def _parquet_writer(path: Path, compression: str) -> pq.ParquetWriter:
+    """The activity table's writer (a worker's part is written alike: parts join without re-encoding).
 
     No Arrow schema is stored, so the dictionary-coded columns read back as the documented strings."""
+    return pq.ParquetWriter(
+        path,
+        WRITE_SCHEMA,
+        compression=compression,
+        store_schema=False,
+        use_dictionary=["kind", "name", "detail"],
+        # statistics of the dictionary columns took a third of the writing and no reader prunes on them
+        write_statistics=["cpu", "start_ns", "end_ns", "depth"],
+        # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
+        column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"},
+    )
+
+
+@contextmanager
+def activity_writer(path: Path, compression: str = COMPRESSION) -> Iterator[pq.ParquetWriter]:
+    """The activity table, written row group by row group (atomically: whole or not at all)."""
     with atomic.atomic_path(path, durable=compression != "none") as tmp:
-        writer = pq.ParquetWriter(
-            tmp,
-            WRITE_SCHEMA,
-            compression=compression,
-            store_schema=False,
-            use_dictionary=["kind", "name", "detail"],
-            # statistics of the dictionary columns took a third of the writing and no reader prunes on them
-            write_statistics=["cpu", "start_ns", "end_ns", "depth"],
-            # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
-            column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"},
-        )
+        writer = _parquet_writer(tmp, compression)
         try:
             yield writer
         finally:
             writer.close()
 
 
-class _ArrowPart:
-    """A worker's activity rows as an Arrow IPC stream on tmpfs: written and read back without
-    encoding, so the one Parquet encoding is the parent's (a Parquet part cost an encoding and a
-    decoding more per row, and made --jobs 2 slower than --jobs 1)."""
+class _ParquetPart:
+    """A worker's activity rows as a Parquet file of their own on tmpfs, encoded in the worker: the
+    analysing process joins the parts' column chunks into the table without decoding them
+    (parquet_concat.py), so the encoding, most of the work on the rows, runs on every core.  (An
+    Arrow IPC part encoded by the analysing process left --jobs 2 slower than --jobs 1.)"""
 
     def __init__(self, path: Path) -> None:
-        self.sink = pa.OSFile(str(path), "wb")
-        self.writer = pa.ipc.new_stream(self.sink, WRITE_SCHEMA)
+        self.writer = _parquet_writer(path, COMPRESSION)
 
     def write_table(self, table: pa.Table) -> None:
         self.writer.write_table(table)
 
     def close(self) -> None:
         self.writer.close()
-        self.sink.close()
 
 
 def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
     job, part = args
-    out = _ArrowPart(part)
+    out = _ParquetPart(part)
     try:
         return analyse_cpu(job, out)
     finally:
         out.close()
 
 
-def _copy_rows(part: Path, writer: pq.ParquetWriter) -> None:
-    with pa.memory_map(str(part)) as src:
-        for batch in pa.ipc.open_stream(src):
-            writer.write_batch(batch)
-
-
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
-    """Analyse every CPU (in `processes` worker processes when more than one) into one activity table."""
+    """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
+    workers) into one activity table."""
     if processes <= 1 or len(jobs) <= 1:
         with activity_writer(activity_path) as w:
             return [analyse_cpu(j, w) for j in jobs]
+    n = min(processes, len(jobs))
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
-        paths = [Path(tmp) / f"cpu{j.cpu}.arrows" for j in jobs]
-        parts = []
-        # fork: the workers need nothing re-imported, and the parent runs no other thread here
-        with multiprocessing.get_context("fork").Pool(min(processes, len(jobs))) as pool:
-            with activity_writer(activity_path) as w:
-                # in CPU order, each part copied while later CPUs are still being analysed
-                for part, path in zip(pool.imap(_in_worker, zip(jobs, paths), chunksize=1), paths):
-                    _copy_rows(path, w)
-                    path.unlink()
-                    parts.append(part)
-    return parts
+        work = [(j, Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
+        # fork: the workers need nothing re-imported, and the parent runs no other thread here; the
+        # parent's objects frozen out of the collector, whose passes would copy every page they touch
+        gc.freeze()
+        try:
+            with multiprocessing.get_context("fork").Pool(n - 1) as pool:
+                theirs = pool.map_async(_in_worker, [w for i, w in enumerate(work) if i % n], chunksize=1)
+                # this process takes its share meanwhile: a worker forked for it would start cold (its
+                # pages copied from this one's as it touches them: a fifth more CPU per CPU analysed)
+                done = {p.cpu: p for p in map(_in_worker, work[::n])}
+                done.update((p.cpu, p) for p in theirs.get())
+        finally:
+            gc.unfreeze()
+        with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
+            table = Concat(out)
+            for _, path in work:  # in CPU order
+                table.add(path)
+                path.unlink()
+            table.close()
+    return [done[j.cpu] for j in jobs]
 
 
 @dataclass
@@ -531,16 +555,6 @@ def merge(
         "markers": [m for p in parts for m in p.counts.get("markers", [])],
     }
     return Merged(att, events, (_cat(containers), _cat(inside), names), merged_counts)
-
-
-def trace_cpus(trace_dir: Path) -> list[int]:
-    """The CPUs with a raw capture in `trace_dir`, ascending."""
-    out = []
-    for p in Path(trace_dir).glob("cpu*.raw"):
-        tail = p.name[3:-4]
-        if tail.isdigit():
-            out.append(int(tail))
-    return sorted(out)
 
 
 def default_jobs(probed: list[int] | None = None) -> int:

@@ -77,9 +77,16 @@ def to_ticks(ns: float, hz: float) -> float:
     return ns * hz / NS_PER_S
 
 
+def ns_per_tick(hz: float) -> float:
+    """The factor to_int_ns multiplies ticks by (the trace parser gets it as Python prints it)."""
+    return NS_PER_S / hz
+
+
 def to_int_ns(ticks: np.ndarray, hz: float) -> np.ndarray:
-    """Lengths in ticks as whole nanoseconds (int64, rounded to nearest)."""
-    return np.round(np.asarray(ticks).astype(np.float64) * (NS_PER_S / hz)).astype(np.int64)
+    """Lengths in ticks as whole nanoseconds (int64, rounded to nearest, half to even)."""
+    ns = np.asarray(ticks).astype(np.float64)  # a copy, rounded in place (np.round is rint)
+    ns *= ns_per_tick(hz)
+    return np.rint(ns, out=ns).astype(np.int64)
 
 
 def since_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:

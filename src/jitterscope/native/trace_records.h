@@ -50,4 +50,21 @@ struct js_segment {
     uint32_t owner;   /* row index into activity.bin */
 };
 
+/* pieces.bin (with --detours): the (detour, segment) overlaps of a CPU's
+ * detours with its segments, in ns since t0 as measure/tsc.py since_ns rounds
+ * them, longer than 0 ns, summed per detour and owner's (kind, name, pid): the
+ * sum, the earliest start and the first owner's row; by detour. */
+struct js_piece {
+    int64_t detour;   /* index into the detours given (detours.bin order) */
+    int64_t ns;       /* the overlap's length */
+    int64_t start_ns; /* the overlap's start */
+    uint32_t owner;   /* row index into activity.bin: the segment's owner */
+    uint32_t reserved;
+};
+
+/* containers.bin (with --detours): one uint32 per work/timer activity, in row
+ * order: the owner of the last segment starting at or before it (ns), or
+ * JS_NO_CONTAINER when none does. */
+#define JS_NO_CONTAINER 0xffffffffu
+
 #endif

@@ -18,10 +18,18 @@
  * used, name=value), for the cross-check with libtraceevent (trace-cmd report) in
  * tests/integration/test_trace_cmd_crosscheck.py.
  *
+ * --detours FILE --t0 TSC --ns-per-tick K (with --cpu N): FILE holds that CPU's detours as int64
+ * (start, end) pairs in ns since t0, sorted and disjoint.  The segments are then not written; the
+ * detours' overlaps with them are (pieces.bin, summed per owner's kind, name and pid), and each
+ * work/timer activity's container
+ * (containers.bin): the streaming analysis's attribution done where the segments are, in the ns
+ * measure/tsc.py since_ns gives (rint of the tick difference times K, K as Python prints it).
+ *
  * One pass per CPU, a small stack machine per CPU; memory is the output.
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -406,13 +414,24 @@ static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uin
     return (uint32_t)nacts++;
 }
 
+/* The last segment emitted (a scan keeps only that one: it counts segments, and only the last can
+ * still be extended or, by retro_open, given another owner). */
+static inline struct js_segment *last_seg(void) { return nsegs ? &segs[scan_only ? 0 : nsegs - 1] : NULL; }
+
 static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
 {
     if (b <= a)
         return;
-    if (nsegs && segs[nsegs - 1].owner == owner && segs[nsegs - 1].end_tsc == a &&
-        segs[nsegs - 1].cpu == cpu) {
-        segs[nsegs - 1].end_tsc = b;
+    struct js_segment *last = last_seg();
+    if (last && last->owner == owner && last->end_tsc == a && last->cpu == cpu) {
+        last->end_tsc = b;
+        return;
+    }
+    if (scan_only) {
+        if (!segcap)
+            segs = js_malloc((segcap = 1) * sizeof *segs);
+        segs[0] = (struct js_segment){a, b, cpu, owner};
+        nsegs++;
         return;
     }
     if (nsegs == segcap) {
@@ -566,9 +585,14 @@ static void retro_open(struct cpustate *c, uint8_t kind, uint32_t name, uint32_t
     for (size_t i = c->span_first_act; i < x; i++)
         if (i != base && acts[i].kind != JS_KIND_THREAD)
             acts[i].depth++;
-    for (size_t i = c->span_first_seg; i < nsegs; i++)
-        if (segs[i].owner == base)
-            segs[i].owner = x;
+    if (scan_only) {
+        if (nsegs > c->span_first_seg && last_seg()->owner == base)
+            last_seg()->owner = x;
+    } else {
+        for (size_t i = c->span_first_seg; i < nsegs; i++)
+            if (segs[i].owner == base)
+                segs[i].owner = x;
+    }
 }
 
 static void push(struct cpustate *c, uint8_t kind, int64_t key, int64_t t, uint32_t name,
@@ -677,6 +701,11 @@ static inline int64_t rds(const uint8_t *p, int size)
     default: { int64_t v; memcpy(&v, p, 8); return v; }
     }
 }
+
+/* int64 arithmetic that wraps: ring-buffer times are u64, and a corrupt capture's can be anything (numpy's
+ * int64 arithmetic, which the --detours attribution matches, wraps too) */
+static inline int64_t wrap_sub(int64_t a, int64_t b) { return (int64_t)((uint64_t)a - (uint64_t)b); }
+static inline int64_t wrap_add(int64_t a, int64_t b) { return (int64_t)((uint64_t)a + (uint64_t)b); }
 
 /* --events: each decoded event as the state machine gets it (strings escaped so a line stays one line). */
 static FILE *events_out;
@@ -962,7 +991,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
         case RB_TIME_EXTEND:
             if (off + 8 > size)
                 return;
-            ts += (int64_t)(((uint64_t)rd(data + off + 4, 4) << TS_SHIFT) | delta);
+            ts = wrap_add(ts, (int64_t)(((uint64_t)rd(data + off + 4, 4) << TS_SHIFT) | delta));
             off += 8;
             continue;
         case RB_TIME_STAMP: {
@@ -986,7 +1015,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
             if (len < 4 || off + 4 + len > size)
                 return;
             ev = data + off + 8;
-            ts += delta;
+            ts = wrap_add(ts, delta);
             off += 4 + ((len + 3) & ~3u);
             len -= 4;
             break;
@@ -995,7 +1024,7 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
             if (off + 4 + len > size)
                 return;
             ev = data + off + 4;
-            ts += delta;
+            ts = wrap_add(ts, delta);
             off += 4 + len;
             break;
         }
@@ -1020,6 +1049,131 @@ static void write_file(const char *dir, const char *name, const void *p, size_t 
         die("%s: %s", path, strerror(errno));
 }
 
+/* ---- --detours: the overlaps of detours with segments, in ns since t0 ------------------------ */
+static const char *detours_path;
+static int64_t t0_tsc;
+static double ns_per_tick;
+
+/* measure/tsc.py since_ns: the difference in ticks (int64, wrapping as numpy's does) as a double,
+ * times K, rounded half to even (np.round; rint in the default rounding mode) */
+static inline int64_t since_ns(int64_t tsc)
+{
+    double ns = rint((double)(int64_t)((uint64_t)tsc - (uint64_t)t0_tsc) * ns_per_tick);
+    if (!(ns >= -0x1p63 && ns < 0x1p63))
+        return INT64_MIN; /* out of range (a corrupt page's time): what numpy's cast gives on x86 */
+    return (int64_t)ns;
+}
+
+
+/* numpy's searchsorted on the segments' ends (side right) and starts (side left), in ns */
+static size_t first_end_after(int64_t a)
+{
+    size_t lo = 0, hi = nsegs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (since_ns(segs[mid].end_tsc) <= a)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static size_t first_start_from(int64_t b, int right)
+{
+    size_t lo = 0, hi = nsegs;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        int64_t s = since_ns(segs[mid].start_tsc);
+        if (s < b || (right && s == b))
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
+}
+
+static FILE *open_out(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        die("%s: %s", path, strerror(errno));
+    return f;
+}
+
+static void close_out(FILE *f, const char *name)
+{
+    if (ferror(f) | fclose(f))
+        die("%s: write failed", name);
+}
+
+/* One detour's pieces, summed per owner of one (kind, name, pid): the analysis names and codes
+ * a source from those three alone, so their sums are pieces of one source (summed again there). */
+#define MAXDSUM 64 /* owners summed apart at once: a detour over more is written in several sums */
+static struct js_piece dsum[MAXDSUM];
+static size_t ndsum;
+
+static void write_dsum(FILE *pf)
+{
+    if (ndsum && fwrite(dsum, sizeof *dsum, ndsum, pf) != ndsum)
+        die("pieces.bin: write failed");
+    ndsum = 0;
+}
+
+static void add_piece(FILE *pf, int64_t detour, int64_t ov, int64_t start, uint32_t owner)
+{
+    const struct js_activity *o = &acts[owner];
+    for (size_t i = 0; i < ndsum; i++) {
+        const struct js_activity *q = &acts[dsum[i].owner];
+        if (q->kind == o->kind && q->name == o->name && q->pid == o->pid) {
+            dsum[i].ns = wrap_add(dsum[i].ns, ov); /* pieces come in time order: the first start is the earliest */
+            return;
+        }
+    }
+    if (ndsum == MAXDSUM)
+        write_dsum(pf);
+    dsum[ndsum++] = (struct js_piece){detour, ov, start, owner, 0};
+}
+
+/* pieces.bin and containers.bin (trace_records.h): attribution.overlaps of the detours with the
+ * segments, the same pairs whatever order numpy found them in (summed per detour and owner's
+ * kind, name and pid), and each annotation's container. */
+static void attribute_detours(const char *out)
+{
+    FILE *in = fopen(detours_path, "rb");
+    if (!in)
+        die("%s: %s", detours_path, strerror(errno));
+    FILE *pf = open_out(out, "pieces.bin");
+    int64_t d[2];
+    for (int64_t k = 0; fread(d, sizeof d, 1, in) == 1; k++) {
+        size_t j = first_end_after(d[0]), hi = first_start_from(d[1], 0);
+        for (; j < hi; j++) {
+            int64_t s = since_ns(segs[j].start_tsc), e = since_ns(segs[j].end_tsc);
+            int64_t start = s > d[0] ? s : d[0];
+            int64_t ov = wrap_sub(e < d[1] ? e : d[1], start);
+            if (ov > 0)
+                add_piece(pf, k, ov, start, segs[j].owner);
+        }
+        write_dsum(pf);
+    }
+    if (ferror(in))
+        die("%s: read failed", detours_path);
+    fclose(in);
+    close_out(pf, "pieces.bin");
+    FILE *cf = open_out(out, "containers.bin");
+    for (size_t r = 0; r < nacts; r++) {
+        if (acts[r].kind != JS_KIND_WORK && acts[r].kind != JS_KIND_TIMER)
+            continue;
+        size_t k = first_start_from(since_ns(acts[r].start_tsc), 1);
+        uint32_t owner = k > 0 ? segs[k - 1].owner : JS_NO_CONTAINER;
+        if (fwrite(&owner, sizeof owner, 1, cf) != 1)
+            die("containers.bin: write failed");
+    }
+    close_out(cf, "containers.bin");
+}
+
 static void print_layout(void)
 {
 #define F(s, m) printf("\"%s\": [%zu, %zu]", #m, offsetof(struct s, m), sizeof(((struct s *)0)->m))
@@ -1032,16 +1186,20 @@ static void print_layout(void)
     printf("}}, \"js_segment\": {\"size\": %zu, \"fields\": {", sizeof(struct js_segment));
     F(js_segment, start_tsc); printf(", "); F(js_segment, end_tsc); printf(", ");
     F(js_segment, cpu); printf(", "); F(js_segment, owner);
-    printf("}}, \"kinds\": {\"thread\": %d, \"irq\": %d, \"softirq\": %d, \"nmi\": %d, \"work\": %d, "
+    printf("}}, \"js_piece\": {\"size\": %zu, \"fields\": {", sizeof(struct js_piece));
+    F(js_piece, detour); printf(", "); F(js_piece, ns); printf(", ");
+    F(js_piece, start_ns); printf(", "); F(js_piece, owner); printf(", "); F(js_piece, reserved);
+    printf("}}, \"no_container\": %u, \"kinds\": {\"thread\": %d, \"irq\": %d, \"softirq\": %d, \"nmi\": %d, \"work\": %d, "
            "\"timer\": %d}, \"flags\": {\"clipped_start\": %u, \"clipped_end\": %u}}\n",
-           JS_KIND_THREAD, JS_KIND_IRQ, JS_KIND_SOFTIRQ, JS_KIND_NMI, JS_KIND_WORK, JS_KIND_TIMER,
+           JS_NO_CONTAINER, JS_KIND_THREAD, JS_KIND_IRQ, JS_KIND_SOFTIRQ, JS_KIND_NMI, JS_KIND_WORK, JS_KIND_TIMER,
            JS_CLIPPED_START, JS_CLIPPED_END);
 #undef F
 }
 
 static void usage(void)
 {
-    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE] TRACE_DIR OUT_DIR\n"
+    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE]\n"
+          "                              [--detours FILE --t0 TSC --ns-per-tick K] TRACE_DIR OUT_DIR\n"
           "       jitterscope-traceparse --layout\n", stderr);
     exit(2);
 }
@@ -1069,6 +1227,12 @@ static void parse_args(int argc, char **argv, const char **in, const char **out)
             tsc_hz = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
             only_cpu = atoi(argv[++i]);
+        } else if (!strcmp(argv[i], "--detours") && i + 1 < argc) {
+            detours_path = argv[++i];
+        } else if (!strcmp(argv[i], "--t0") && i + 1 < argc) {
+            t0_tsc = strtoll(argv[++i], NULL, 10);
+        } else if (!strcmp(argv[i], "--ns-per-tick") && i + 1 < argc) {
+            ns_per_tick = strtod(argv[++i], NULL);
         } else if (!strcmp(argv[i], "--window") && i + 2 < argc) {
             window_start = strtoll(argv[++i], NULL, 10);
             window_end = strtoll(argv[++i], NULL, 10);
@@ -1084,6 +1248,8 @@ static void parse_args(int argc, char **argv, const char **in, const char **out)
     }
     if (!*in || !*out)
         usage();
+    if (detours_path && (only_cpu < 0 || scan_only || !(ns_per_tick > 0)))
+        usage(); /* one CPU's detours, its segments in memory, a clock to put them in ns */
     /* Without a measured TSC rate NMI lengths (given in ns) are taken as ticks:
      * only their duration is affected, never which context owns the time. */
     tsc_per_ns = tsc_hz > 0 ? tsc_hz / 1e9 : 1.0;
@@ -1259,7 +1425,10 @@ int main(int argc, char **argv)
 
     if (!scan_only) {
         write_file(out, "activity.bin", acts, nacts * sizeof *acts);
-        write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
+        if (detours_path)
+            attribute_detours(out);
+        else
+            write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
         write_file(out, "strings.bin", str_buf, str_len);
     }
     write_counts(out, states, ncpus, page_size, nacts_all, nsegs_all);

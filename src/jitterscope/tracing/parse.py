@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypedDict
@@ -116,6 +117,16 @@ class TraceData:
         return sum(int(c.get("missed_switches", 0)) for c in self.counts.get("cpus", {}).values())
 
 
+@dataclass
+class Detours:
+    """One CPU's detours for the parser to attribute (--detours): `path` holds int64 (start, end)
+    pairs in ns since `t0_tsc`, sorted; `ns_per_tick` converts ticks as measure/tsc.py since_ns does."""
+
+    path: Path
+    t0_tsc: int
+    ns_per_tick: float
+
+
 def run_parser(
     trace_dir: Path,
     out_dir: Path,
@@ -123,9 +134,15 @@ def run_parser(
     tsc_hz: float | None = None,
     window: tuple[int, int] | None = None,
     cpu: int | None = None,
+    detours: Detours | None = None,
 ) -> ParserCounts:
-    """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json."""
+    """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json.
+    With `detours` (and `cpu`) it writes their overlaps with the segments (pieces.bin) and the
+    annotations' containers (containers.bin) instead of the segments."""
     cmd = [str(native_bin(PARSER))]
+    if detours is not None:
+        cmd += ["--detours", str(detours.path), "--t0", str(int(detours.t0_tsc))]
+        cmd += ["--ns-per-tick", repr(float(detours.ns_per_tick))]
     if scan:
         cmd.append("--scan")
     if cpu is not None:
@@ -141,6 +158,41 @@ def run_parser(
         raise JitterscopeError(f"trace parser failed on {trace_dir}: {msg}")
     counts: ParserCounts = json.loads((out_dir / "counts.json").read_text())
     return counts
+
+
+MAX_MARKERS = 64  # traceparse.c keeps this many markers of a whole scan
+
+
+def trace_cpus(trace_dir: Path) -> list[int]:
+    """The CPUs with a raw capture in `trace_dir`, ascending."""
+    return sorted(int(p.name[3:-4]) for p in Path(trace_dir).glob("cpu*.raw") if p.name[3:-4].isdigit())
+
+
+def scan(trace_dir: Path, out_dir: Path, jobs: int = 1) -> ParserCounts:
+    """The parser's --scan of every CPU's capture: one process, or with `jobs` > 1 one per CPU, `jobs`
+    at a time (a scan is the serial stage of analysing a killed run), their counts joined as the one
+    process writes them (CPUs, markers and unknown pids in CPU order)."""
+    cpus = trace_cpus(trace_dir)
+    if jobs <= 1 or len(cpus) <= 1:
+        return run_parser(trace_dir, out_dir, scan=True)
+
+    def one(cpu: int) -> ParserCounts:
+        d = Path(out_dir) / f"cpu{cpu}"
+        d.mkdir()
+        return run_parser(trace_dir, d, scan=True, cpu=cpu)
+
+    with ThreadPoolExecutor(min(jobs, len(cpus))) as pool:  # each thread waits on its parser process
+        parts = list(pool.map(one, cpus))
+    addresses = dict.fromkeys(a for p in parts for a in p.get("addresses", []))
+    return {
+        "page_size": parts[0]["page_size"],
+        "activity": sum(p["activity"] for p in parts),
+        "segments": sum(p["segments"] for p in parts),
+        "cpus": {k: v for p in parts for k, v in p["cpus"].items()},
+        "markers": [m for p in parts for m in p.get("markers", [])][:MAX_MARKERS],
+        "addresses": list(addresses),
+        "unknown_pids": [u for p in parts for u in p.get("unknown_pids", [])],
+    }
 
 
 def session_info(trace_dir: Path) -> SessionInfo:

@@ -23,6 +23,9 @@ ACTIVITY_DTYPE = np.dtype(
     ]
 )
 SEGMENT_DTYPE = np.dtype([("start_tsc", "<i8"), ("end_tsc", "<i8"), ("cpu", "<i4"), ("owner", "<u4")])
+PIECE_DTYPE = np.dtype([("detour", "<i8"), ("ns", "<i8"), ("start_ns", "<i8"), ("owner", "<u4"), ("reserved", "<u4")])
+CONTAINER_DTYPE = np.dtype("<u4")
+NO_CONTAINER = 0xFFFFFFFF
 
 # enum js_kind, in order
 KINDS = ["thread", "irq", "softirq", "nmi", "work", "timer"]

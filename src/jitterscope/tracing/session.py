@@ -29,6 +29,7 @@ import json
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypedDict
 
@@ -48,7 +49,7 @@ from jitterscope.tracing.instances import (
     rmdir_retry,
     save_stats,
 )
-from jitterscope.tracing.parse import lost_per_cpu, run_parser, session_info
+from jitterscope.tracing.parse import lost_per_cpu, scan, session_info
 from jitterscope.tracing.reader import (
     BUFFER_PERCENT,
     NativeReader,
@@ -328,21 +329,30 @@ def finish_capture(
     stats: dict[str, dict[str, int]],
     end_tsc: int | None = None,
     report: ReaderReport | None = None,
+    jobs: int = 1,
 ) -> SessionInfo:
     """Markers → capture window and TSC rate; symbols and comms the trace needs;
     lost events.  Return the completed session info (also saved as session.json).
 
     Run at stop, and by `analyze` on the capture of a killed run: then the stop
     marker is missing and `end_tsc` (the probe's end) closes the window, and the
-    kernel symbols are only looked up if the machine has not rebooted since."""
+    kernel symbols are only looked up if the machine has not rebooted since.  With `jobs` > 1 the CPUs
+    are scanned in parallel, beside the read of the kernel's symbols."""
     info = info.copy()
-    try:
-        with journal.scratch("jitterscope-scan-") as tmp:  # journalled: kill -9 leaves nothing
-            counts = run_parser(out_dir, Path(tmp), scan=True)
-    except JitterscopeError as err:
-        info["scan_error"] = str(err)
-        write_session_info(out_dir, info)
-        return info
+    same_boot = info.get("boot_id") is None or info.get("boot_id") == sysinfo.boot_id()
+    with ThreadPoolExecutor(1) as reader:
+        # the kernel's symbol table read (mostly the kernel's time) while the parser scans
+        kernel_symbols = reader.submit(symbols.table) if same_boot and jobs > 1 else None
+        try:
+            with journal.scratch("jitterscope-scan-") as tmp:  # journalled: kill -9 leaves nothing
+                counts = scan(out_dir, Path(tmp), jobs)
+        except JitterscopeError as err:
+            info["scan_error"] = str(err)
+            write_session_info(out_dir, info)
+            return info
+        finally:
+            if kernel_symbols is not None:
+                kernel_symbols.result()
     marks = {m["text"].split()[0]: m for m in counts.get("markers", [])}
     start, stop = marks.get("jitterscope-start"), marks.get("jitterscope-stop")
     if start and stop:
@@ -354,7 +364,6 @@ def finish_capture(
             info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
     elif start and end_tsc:
         info["window"] = [int(start["tsc"]), int(end_tsc)]
-    same_boot = info.get("boot_id") is None or info.get("boot_id") == sysinfo.boot_id()
     if same_boot or not (out_dir / "symbols.txt").exists():
         addrs = [int(a, 16) for a in counts.get("addresses", [])]
         atomic.write_text(out_dir / "symbols.txt", symbols.text(symbols.resolve(addrs) if same_boot else {}))
@@ -375,7 +384,7 @@ def finish_capture(
     return info
 
 
-def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str) -> list[str]:
+def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str, jobs: int = 1) -> list[str]:
     """Complete offline the capture of a run cut short (its session never stopped: window, symbols,
     comms, lost events); return what could not be recovered.  `ended` names what closes the window
     when the stop marker is missing ("the probe's end", at `end_tsc`)."""
@@ -390,5 +399,5 @@ def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str) -> list[s
             missing.append("kernel function names and thread names (the machine rebooted since)")
         if "stop_mono_ns" not in info:
             missing.append(f"the trace's stop marker: its window ends at {ended}")
-        finish_capture(out_dir, info, stats, end_tsc=end_tsc)
+        finish_capture(out_dir, info, stats, end_tsc=end_tsc, jobs=jobs)
     return missing
