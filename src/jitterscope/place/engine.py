@@ -300,7 +300,7 @@ class Engine:
         """For `duration_ns` from now (the tasks' start-up, which a busy machine makes long, is not part of
         it), until the last task's end or `stopping()`; says which."""
         s = self.cfg.settings
-        duration_ns += self.now()
+        deadline = self.now() + duration_ns
         for p in self.live():
             p.snap, p.snap_ns = observe.snapshot(p.pid, p.page, p.report, p.pmu), self.now()
             p.first, p.first_ns = p.snap, p.snap_ns
@@ -317,7 +317,7 @@ class Engine:
         tick, rebal = self.now() + s.quantum_ns, self.now() + s.period_ns
         while True:
             now = self.now()
-            if now >= duration_ns:
+            if now >= deadline:
                 return "duration"
             if not self.live():
                 return "tasks ended"
@@ -325,7 +325,7 @@ class Engine:
                 return "interrupted"
             free = [p for p in self.live() if self.free(p)]
             wake = min([sl.end for sl in self.slot.values()] + ([tick] if free else []) if self.cfg.slots else [tick])
-            wake = min(wake, rebal if "X" in self.cfg.policies else wake, duration_ns)
+            wake = min(wake, rebal if "X" in self.cfg.policies else wake, deadline)
             ready = select.select([self.fifo] if self.fifo is not None else [], [], [], max(0, wake - now) / 1e9)[0]
             if ready:
                 os.read(self.fifo, 4096)  # type: ignore[arg-type]
