@@ -320,16 +320,11 @@ def inject_argv(cpu: int, period: str, busy: str, *extra: str) -> list[str]:
 
 @pytest.fixture(autouse=True)
 def _own_state_for_free_files(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[None]:
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A FREE file's jitterscope runs keep their journals in a state directory of their own: the state
     directory is where a command recovers what killed runs left, and a FREE test runs beside the machine
     tests that kill runs on purpose (a `simulate` with bad input once restored a killed `doe`'s 24 changes
     and printed a line for each, before the test_doe_safety that killed it could check its own restore)."""
-    if request.node.path.name not in FREE:
-        yield
-        return
-    mp = pytest.MonkeyPatch()
-    mp.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
-    yield
-    mp.undo()
+    if request.node.path.name in FREE:
+        monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
