@@ -672,7 +672,8 @@ def recover_stale(quiet: bool = True) -> list[Entry]:
     """Undo what crashed jitterscope processes left changed; return the entries, each
     with its `result` (restored, unchanged, kept, failed) and `message`.
 
-    Unless `quiet`, one line per item on stderr."""
+    Unless `quiet`, on stderr: one line per killed run counting what was put back, and one per item that
+    could not be undone (`recovered_lines`)."""
     undone: list[Entry] = []
     for p in stale_journals():
         try:
@@ -707,6 +708,22 @@ def recover_stale(quiet: bool = True) -> list[Entry]:
             e["owner"] = owner
         undone.extend(entries)
         if not quiet:
-            for e in entries:
-                print(f"jitterscope: {say(e)} (left by an interrupted {owner})", file=sys.stderr)
+            for line in recovered_lines(entries, owner):
+                print(f"jitterscope: {line}", file=sys.stderr)
     return undone
+
+
+def recovered_lines(entries: list[Entry], owner: str) -> list[str]:
+    """What the next command says about one killed run's journal: a line for each item that could not be
+    undone (the user must act on it), and one line counting the rest, so that a command's own one-line
+    error or result is not buried under a line per restored setting (`restore` lists them one by one)."""
+    lines = [f"{say(e)} (left by an interrupted {owner})" for e in entries if e.get("result") == "failed"]
+    counts: dict[str, int] = {}
+    for e in entries:
+        if e.get("result") != "failed":
+            verdict = say(e).split(":", 1)[0]
+            counts[verdict] = counts.get(verdict, 0) + 1
+    if counts:
+        what = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
+        lines.insert(0, f"put back what an interrupted {owner} left: {what}")
+    return lines

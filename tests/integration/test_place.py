@@ -269,8 +269,8 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
         ([], "nothing to place"),
     ]:
         code = main(["place", *args, "--duration", "100ms", "--out", str(tmp_path / "x")])
-        # (another session's crashed run, undone by this command first, adds "restored: ..." lines)
-        err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("jitterscope: restored:")]
+        # (another session's crashed run, undone by this command first, adds its one "put back ..." line)
+        err = [ln for ln in capsys.readouterr().err.splitlines() if not ln.startswith("jitterscope: put back ")]
         assert code == 2 and len(err) == 1 and words in err[0], (args, err)
     assert not (tmp_path / "x").exists()
 

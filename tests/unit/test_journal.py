@@ -189,3 +189,33 @@ def test_concurrent_recoveries_never_fail_on_a_journal_the_other_deleted(tmp_pat
     errs = [p.communicate(timeout=60)[1] for p in procs]
     assert all(p.returncode == 0 for p in procs), errs
     assert all(k.read_text() == "1" for k in knobs) and journal.stale_journals() == []
+
+
+def test_the_next_command_says_one_line_per_killed_run_and_one_per_failure(tmp_path, capsys):
+    from jitterscope.cli import main
+
+    knobs = [tmp_path / f"knob{i}" for i in range(5)]
+    for k in knobs:
+        k.write_text("1")
+    locked = tmp_path / "locked" / "knob"  # its directory is gone at undo time: could not undo
+    locked.parent.mkdir()
+    locked.write_text("1")
+    code = textwrap.dedent(f"""
+        import os
+        from jitterscope import journal
+        j = journal.Journal("doe")
+        for k in {[str(k) for k in knobs]!r}:
+            j.set_file(k, "0")
+        j.set_file({str(locked)!r}, "0")
+        os._exit(9)
+    """)
+    subprocess.run([sys.executable, "-c", code], check=False)
+    locked.unlink()
+    locked.parent.rmdir()
+    assert main(["report", str(tmp_path / "no-such-run")]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3, err  # the count, the one failure, the command's own error
+    assert err[0].startswith("jitterscope: put back what an interrupted doe (pid ") and err[0].endswith(": 5 restored")
+    assert err[1].startswith("jitterscope: could not undo: ") and str(locked) in err[1]
+    assert "no-such-run" in err[2]
+    assert all(k.read_text() == "1" for k in knobs)
