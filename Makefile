@@ -90,16 +90,16 @@ py-lowest: install
 # integration drives the real kernel and the real tool, each file marked by what it needs; the tests that
 # touch the machine run one at a time while the rest share the CPUs (tests/integration/conftest.py FREE).
 UNIT := $(BIN)/python -m pytest -q -n auto -p no:cacheprovider tests/unit
-INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -n 2 --dist loadgroup -p no:cacheprovider tests/integration
-
-# Lint, the lowest Python and both tiers all run; any failure fails `make test` at the end.  Lint and the
-# lowest Python (a minute or two of one CPU, mostly mypy and uv) run beside the tiers, one after the other,
-# and their output is shown after the tiers'.
+INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -n 2 --dist loadgroup -p no:cacheprovider
+# `make test` runs both tiers in one session: the machine group is the longest path, and the unit tier runs
+# on the other worker beside it with the FREE files, where it would otherwise wait its turn.
+# Lint and the lowest Python (a minute or two of one CPU, mostly mypy and uv) run beside them, one after
+# the other, and their output is shown after the tests'; any failure fails `make test` at the end.
 test: install packages mpi
 	@status=0; side=$$(mktemp -d); \
 	  ( $(MAKE) -s lint > $$side/lint 2>&1 || touch $$side/failed; \
 	    $(MAKE) -s py-lowest > $$side/py-lowest 2>&1 || touch $$side/failed ) & \
-	  $(UNIT) || status=1; $(INTEGRATION) || status=1; wait; \
+	  $(INTEGRATION) tests/integration tests/unit || status=1; wait; \
 	  echo "== make lint, make py-lowest"; cat $$side/lint $$side/py-lowest; [ ! -e $$side/failed ] || status=1; \
 	  rm -rf $$side; exit $$status
 
@@ -110,7 +110,7 @@ check: install
 unit: check
 
 integration: install packages mpi
-	$(INTEGRATION)
+	$(INTEGRATION) tests/integration
 
 # Every benchmark (or BENCH="probe trace"), each writing its section of BENCHMARKS.md; ends with a table of
 # met / missed / not run and fails unless every target was met.

@@ -1,0 +1,14 @@
+"""The unit tier's one rule for state: a test's jitterscope keeps its journals in a directory of its own.
+
+`make test` runs this tier in one session with the integration tier, on the worker beside the machine
+tests, which kill runs on purpose: every command a unit test runs in-process first recovers the journals
+of killed runs in its state directory, and must never undo (and report) a machine test's run."""
+
+from __future__ import annotations
+
+import pytest
+
+
+@pytest.fixture(autouse=True)
+def own_state_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
