@@ -55,7 +55,7 @@ WORKLOAD = textwrap.dedent("""
     y = n
     irqs = {p: Path(p).read_text().strip() for p in glob.glob("/proc/irq/*/smp_affinity_list")}
     loads = [l for l in (Path(c).read_bytes() for c in glob.glob("/proc/[0-9]*/cmdline")
-             if os.path.exists(c)) if b"jitterscope.doe.loads" in l]
+             if os.path.exists(c)) if b"\\0-m\\0jitterscope.doe.loads\\0" in l]
     with open(sys.argv[1], "a") as fh:
         fh.write(json.dumps({"y": y, "irqs": irqs, "loads": [l.decode().split("\\0") for l in loads],
                              "cpus": sorted(os.sched_getaffinity(0))}) + "\\n")

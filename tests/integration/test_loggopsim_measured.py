@@ -1,5 +1,5 @@
 """LogGOPSim as an oracle on a real measured run (test_loggopsim_oracle.py has the rest): one CPU
-measured for 2 s without tracing, exported with `export --format loggopsim`, simulated by both
+measured for 2 s (SCHED_FIFO, no tracing), exported with `export --format loggopsim`, simulated by both
 within 1%, and the export read back exactly.  The measurement keeps this file in the machine
 group; the simulations on made-up noise run beside the other tests."""
 
@@ -23,10 +23,28 @@ def schedules(loggopsim, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def measured(tmp_path_factory):
-    """A real run of one CPU (2 s, no tracing) and its `export --format loggopsim`."""
+    """A real run of one CPU (2 s, no tracing, the probe at SCHED_FIFO 1) and its `export --format loggopsim`.
+
+    At SCHED_OTHER on a loaded machine (CI hosts are shared) the probe's noise is the other tasks' time
+    slices: a fifth of the CPU in detours of 3-8 ms, which put 1 ms-phase hosts rounds apart, where
+    `--model loggopsim` is documented as not exact (docs/commands/simulate.md); one such run gave 1.35%.
+    At SCHED_FIFO the noise is the kernel's (interrupts, kernel threads, RT throttling), on a quiet host
+    or a busy one, and the claim is the one the docs make for such noise."""
     d = tmp_path_factory.mktemp("measured")
     run = d / "run"
-    jitterscope("measure", "--cpus", str(probed_cpu()), "--duration", "2s", "--no-trace", "--out", str(run), check=True)
+    jitterscope(
+        "measure",
+        "--cpus",
+        str(probed_cpu()),
+        "--duration",
+        "2s",
+        "--priority",
+        "fifo:1",
+        "--no-trace",
+        "--out",
+        str(run),
+        check=True,
+    )
     jitterscope("export", str(run), "--format", "loggopsim", "-o", str(d / "noise.txt"), check=True)
     return run, d / "noise.txt"
 
