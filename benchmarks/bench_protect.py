@@ -2,8 +2,11 @@
 
 1. Mechanism: per actuator, Syn 'C' (jitterscope-synload, a 256 KiB buffer that stays in its L2, at
    nice -19 in its own autogroup) on the best-effort CPU under `--signal always`, protected and
-   unprotected phases interleaved every 250 ms: best-effort progress ratio (target: the law's share
-   Ts/(Ts+S) +- 0.03 at 100/900, +- 0.05 at 500/500), actual Ts and S, stop latency, controller CPU.
+   unprotected phases interleaved every 250 ms: the best-effort CPU-time ratio, protected / unprotected
+   (target: the law's share Ts/(Ts+S) +- 0.03, what the actuator delivers, as docs/commands/protect.md
+   "Does the run deliver the law?" and test_protect_actuators.py check it), the progress ratio beside it
+   (a program can make more or less progress per CPU-second when cut into slices: the run's summary
+   names that), actual Ts and S, stop latency, controller CPU.
 2. Cache cost: the same at 100/900 with an LLC-sized buffer (16 MiB): progress against CPU time.
 3. Table 4.4 layout: critical = jitterscope-chase (SCHED_FIFO 10, 500 steps every 1 ms) on the lowest
    CPU; best-effort = Syn 'C' (16 MiB), gcc compiling, xz compressing, on the highest; rows baseline,
@@ -74,7 +77,7 @@ def mechanism(tmp: Path, targets: Bench) -> str:
     ]
     cases = (
         [(a, "100us", "900us", 0.03) for a in ("rt", "sigstop", "freezer:v2", "freezer:v1")]
-        + [(a, "500us", "500us", 0.05) for a in ("rt", "sigstop", "freezer:v2")]
+        + [(a, "500us", "500us", 0.03) for a in ("rt", "sigstop", "freezer:v2")]
         + [("cfs", "1ms", "9ms", None), ("cfs", "1ms", "1ms", None)]
     )
     for act, ts, s, tol in cases:
@@ -95,9 +98,9 @@ def mechanism(tmp: Path, targets: Bench) -> str:
             "absolute cap: protected CPU share " + f"{on['cpu_share']:.3f}"
             if tol is None
             else targets.check(
-                f"{act} {ts}/{s}: progress ratio within {tol} of the law's share {r['expected_share']:.2f}",
-                abs(r["progress_ratio"] - r["expected_share"]) <= tol,
-                f"{r['progress_ratio']:.3f}",
+                f"{act} {ts}/{s}: CPU-time ratio within {tol} of the law's share {r['expected_share']:.2f}",
+                cpu_ratio is not None and abs(cpu_ratio - r["expected_share"]) <= tol,
+                f"{cpu_ratio:.3f} (progress ratio {r['progress_ratio']:.3f})" if cpu_ratio is not None else "none",
             )
         )
         sd, sl, sp = c["sampling_ns"], c["stop_latency_ns"] or {}, c["suspension_ns"] or {}
