@@ -64,6 +64,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -394,12 +395,17 @@ def _undo_entries(entries: list[Entry]) -> list[str]:
     return failures
 
 
+def verdict(e: Entry) -> str:
+    """What happened to one undone entry, in words: restored, already as found, kept, could not undo."""
+    result = e.get("result", "")
+    return {"restored": "restored", "unchanged": "already as found", "kept": "kept", "failed": "could not undo"}.get(
+        result, result
+    )
+
+
 def say(e: Entry) -> str:
     """One line for one undone entry: what happened, never two verdicts for one item."""
-    verb = {"restored": "restored", "unchanged": "already as found", "kept": "kept", "failed": "could not undo"}.get(
-        e.get("result", ""), e.get("result", "")
-    )
-    return f"{verb}: {e.get('message') or describe(e)}"
+    return f"{verdict(e)}: {e.get('message') or describe(e)}"
 
 
 class Done(TypedDict):
@@ -717,13 +723,7 @@ def recovered_lines(entries: list[Entry], owner: str) -> list[str]:
     """What the next command says about one killed run's journal: a line for each item that could not be
     undone (the user must act on it), and one line counting the rest, so that a command's own one-line
     error or result is not buried under a line per restored setting (`restore` lists them one by one)."""
-    lines = [f"{say(e)} (left by an interrupted {owner})" for e in entries if e.get("result") == "failed"]
-    counts: dict[str, int] = {}
-    for e in entries:
-        if e.get("result") != "failed":
-            verdict = say(e).split(":", 1)[0]
-            counts[verdict] = counts.get(verdict, 0) + 1
-    if counts:
-        what = ", ".join(f"{n} {verdict}" for verdict, n in counts.items())
-        lines.insert(0, f"put back what an interrupted {owner} left: {what}")
-    return lines
+    failed = [f"{say(e)} (left by an interrupted {owner})" for e in entries if e.get("result") == "failed"]
+    counts = Counter(verdict(e) for e in entries if e.get("result") != "failed")
+    what = ", ".join(f"{n} {v}" for v, n in counts.items())
+    return ([f"put back what an interrupted {owner} left: {what}"] if counts else []) + failed
