@@ -92,8 +92,8 @@ def mechanism(tmp: Path, targets: Bench) -> str:
             compare="250ms",
         )
         c = next(iter(r["cpus"].values()))
-        on, off = r["phases"]["protected"]["best_effort"], r["phases"]["unprotected"]["best_effort"]
-        cpu_ratio = on["cpu_share"] / off["cpu_share"] if off["cpu_share"] else None
+        on = r["phases"]["protected"]["best_effort"]
+        cpu_ratio = r["delivery"]["cpu_ratio"]  # protected / unprotected CPU share (protect/delivery.py)
         ok = (
             "absolute cap: protected CPU share " + f"{on['cpu_share']:.3f}"
             if tol is None
@@ -122,7 +122,7 @@ def cache_cost(tmp: Path) -> str:
     on, off = r["phases"]["protected"]["best_effort"], r["phases"]["unprotected"]["best_effort"]
     return (
         f"With a 16 MiB buffer (LLC-sized) at 100/900 (rt): progress ratio {r['progress_ratio']:.3f}, CPU-share "
-        f"ratio {on['cpu_share'] / off['cpu_share']:.3f}; bytes per CPU-second "
+        f"ratio {r['delivery']['cpu_ratio']:.3f}; bytes per CPU-second "
         f"{off['progress_bytes_per_s'] / off['cpu_share'] / 1e9:.1f} GB unprotected, "
         f"{on['progress_bytes_per_s'] / on['cpu_share'] / 1e9:.1f} GB protected."
     )
