@@ -26,8 +26,7 @@ def _running(marker: str) -> list[int]:
     return out
 
 
-def test_a_timed_out_response_command_is_stopped_with_its_children(tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
+def test_a_timed_out_response_command_is_stopped_with_its_children(tmp_path: Path) -> None:
     marker = f"{os.getpid()}.7"  # sleep accepts a fraction: this one names only this test's sleeps
     cpu = min(os.sched_getaffinity(0))
     r = CommandResponse(f"sleep {marker}1 & sleep {marker}2", [cpu], "wall_time", timeout_s=0.5)

@@ -5,14 +5,7 @@ import subprocess
 import sys
 import textwrap
 
-import pytest
-
 from jitterscope import journal
-
-
-@pytest.fixture(autouse=True)
-def private_state(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
 
 
 def test_file_setting_is_restored_on_exit(tmp_path):

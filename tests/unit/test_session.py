@@ -43,11 +43,6 @@ class Fake:
         return "built"
 
 
-@pytest.fixture(autouse=True)
-def _state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
-
-
 def test_the_steps_run_in_order_with_meta_marked_at_each_stage(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     run_dir.mkdir()

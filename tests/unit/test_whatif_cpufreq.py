@@ -33,7 +33,6 @@ def stand_in(root: Path, cpus=(0, 1), lo=1_200_000, hi=3_600_000, available: lis
 @pytest.fixture
 def root(tmp_path, monkeypatch):
     monkeypatch.setenv(cpufreq.ROOT_ENV, str(tmp_path / "cpu"))
-    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path / "state"))
     return tmp_path / "cpu"
 
 
