@@ -30,6 +30,7 @@ import gc
 import multiprocessing
 import os
 import re
+import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -465,6 +466,17 @@ def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
         out.close()
 
 
+def _worker_signals() -> None:
+    """A forked worker starts with its parent's signal handlers (the session's, which turn a SIGTERM into
+    "finish the run") and mask: it takes the defaults, so the pool's SIGTERM on an error ends it, and
+    an interrupt is the parent's to handle.  (c16: a pool's terminate() waited 300 s on a worker that
+    did not die of its SIGTERM.)"""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+
+
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
     """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
     workers) into one activity table."""
@@ -479,12 +491,14 @@ def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[Cp
         # parent's objects frozen out of the collector, whose passes would copy every page they touch
         gc.freeze()
         try:
-            with multiprocessing.get_context("fork").Pool(n - 1) as pool:
+            with multiprocessing.get_context("fork").Pool(n - 1, initializer=_worker_signals) as pool:
                 theirs = pool.map_async(_in_worker, [w for i, w in enumerate(work) if i % n], chunksize=1)
                 # this process takes its share meanwhile: a worker forked for it would start cold (its
                 # pages copied from this one's as it touches them: a fifth more CPU per CPU analysed)
                 done = {p.cpu: p for p in map(_in_worker, work[::n])}
                 done.update((p.cpu, p) for p in theirs.get())
+                pool.close()  # the workers leave on their own, not by the SIGTERM of the pool's terminate()
+                pool.join()
         finally:
             gc.unfreeze()
         with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
