@@ -153,7 +153,10 @@ def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan
             assert t[s]["q"] < r["alpha"]
         vm = t.get("work:vmstat_update")
         vm_short = False
-        if vm is not None:
+        if vm is not None and not vm["testable"]:
+            # seen too rarely before to show a drop (once, under a CPU hog in c17): verify must count it so
+            assert r["untestable"] >= 1 and not vm["down"], vm
+        elif vm is not None:
             assert vm["after"]["count"] < vm["before"]["count"]
             # vmstat_update runs only when the CPU's counters changed, so its count before follows the
             # machine's activity: ~15 drop to <= 2 mostly (q < 0.01), but a CI run saw a smaller drop
