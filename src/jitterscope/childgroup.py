@@ -9,11 +9,21 @@ miss its ready-line deadline and for place to start nothing in two minutes."""
 
 from __future__ import annotations
 
+import ctypes
+import gc
+import multiprocessing
 import os
+import signal
 import subprocess
 import sys
+import time
 from collections.abc import Callable, Sequence
-from typing import Any
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from multiprocessing.connection import wait
+from typing import Any, TypeVar
+
+from jitterscope.errors import JitterscopeError
 
 
 def own_group(preexec: Callable[[], object] | None = None) -> Callable[[], None]:
@@ -36,3 +46,100 @@ def popen(args: Sequence[str], **kw: Any) -> subprocess.Popen[Any]:
     if sys.version_info >= (3, 11):
         return subprocess.Popen(args, process_group=0, **kw)
     return subprocess.Popen(args, preexec_fn=own_group(), **kw)
+
+
+def die_with_parent() -> None:
+    """This process gets SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG): a child of a jitterscope
+    killed with SIGKILL does not go on alone.  Best effort: without prctl it outlives its parent."""
+    parent = os.getppid()
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        return
+    if os.getppid() != parent:  # the parent died before the prctl took
+        os._exit(1)
+
+
+def _worker_signals() -> None:
+    """A forked worker starts with its parent's signal handlers (the session's, which turn a SIGTERM into
+    "finish the run") and mask.  It takes SIGTERM's default, so the pool's terminate() ends it (c16: it waited
+    300 s on a worker that did not die of its SIGTERM), and ignores what a terminal sends the whole process
+    group (Ctrl-C, hang-up): the parent's session finishes the run then, and a worker that died of it left its
+    task unanswered."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    for sig in (signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
+    # a parent killed with SIGKILL takes its workers with it (one finishing a task after it printed a
+    # BrokenPipeError traceback on the user's terminal)
+    die_with_parent()
+
+
+T = TypeVar("T")
+
+
+class ForkedPool:
+    """`processes` workers forked from this process now: they need nothing re-imported.  Create it while this
+    process runs no other thread (a lock another thread holds at the fork stays held in the worker).  This
+    process's objects are frozen out of the collector meanwhile, whose passes would copy every page they touch
+    into the workers.  A worker that dies (SIGTERM to the process group, SIGKILL, the OOM killer) is an error when
+    a result is waited for (`result`), not a wait for ever, and no worker replaces it (multiprocessing.Pool's
+    replacement hung on the queue lock a worker killed while idle held); leaving by an error ends the workers."""
+
+    def __init__(self, processes: int) -> None:
+        gc.freeze()
+        try:
+            self._ex = ProcessPoolExecutor(
+                processes, mp_context=multiprocessing.get_context("fork"), initializer=_worker_signals
+            )
+            self._ex.submit(int).result()  # forks every worker now, from this thread, before the executor's thread
+        except BaseException:
+            gc.unfreeze()
+            raise
+        self._workers = list(self._ex._processes.values())  # the executor keeps them by pid; no public accessor
+
+    def submit(self, func: Callable[..., T], *args: Any) -> Future[T]:
+        try:
+            return self._ex.submit(func, *args)
+        except BrokenProcessPool:
+            raise self._died() from None
+
+    def result(self, pending: Future[T]) -> T:
+        """`pending`'s result; a JitterscopeError if a worker died first."""
+        try:
+            return pending.result()
+        except BrokenProcessPool:
+            raise self._died() from None
+
+    def _died(self) -> JitterscopeError:
+        # A dead worker's pipe closes before it can be reaped, and the executor's own thread may reap it first (our
+        # waitpid then fails with ECHILD until that thread records the status): its exit status is waited for, briefly.
+        gone = set(wait([w.sentinel for w in self._workers], timeout=0))
+        dead = [w for w in self._workers if w.sentinel in gone]
+        deadline = time.monotonic() + 2.0
+        for w in dead:
+            while w.exitcode is None and time.monotonic() < deadline:
+                w.join(0.02)
+        how = ", ".join(f"pid {w.pid} ended{_ending(w.exitcode)}" for w in dead) or "a worker"
+        return JitterscopeError(f"a worker process died ({how}): its part of the work is lost")
+
+    def __enter__(self) -> ForkedPool:
+        return self
+
+    def __exit__(self, kind: object, *_: object) -> None:
+        try:
+            if kind is not None:
+                for w in self._workers:  # a task in progress is not waited for
+                    if w.exitcode is None:
+                        w.kill()
+            self._ex.shutdown(wait=True, cancel_futures=kind is not None)
+        finally:
+            gc.unfreeze()
+
+
+def _ending(code: int | None) -> str:
+    if code is None:
+        return ""  # reaped by another thread that had not recorded it yet
+    if code < 0:
+        return f" by {signal.Signals(-code).name}"
+    return f" by exit code {code}"

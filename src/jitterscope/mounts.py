@@ -71,7 +71,7 @@ def _mount_registry(ns: str) -> Iterator[dict[str, MountRecord]]:
     """The registry of jitterscope's mounts in one mount namespace, locked while in use:
     {target: {"fstype", "users": [{pid, start}]}}.  Saved on leaving the block."""
     MOUNT_REGISTRY.mkdir(mode=0o755, parents=True, exist_ok=True)
-    path = MOUNT_REGISTRY / f"mounts-{ns}.json"
+    path = _registry_path(ns)
     with open(MOUNT_REGISTRY / "mounts.lock", "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         try:
@@ -80,12 +80,21 @@ def _mount_registry(ns: str) -> Iterator[dict[str, MountRecord]]:
         except (OSError, json.JSONDecodeError):
             reg = {}
         yield reg
-        if reg:
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(reg) + "\n")
-            os.replace(tmp, path)
-        else:
-            path.unlink(missing_ok=True)
+        _save_registry(path, reg)
+
+
+def _registry_path(ns: str) -> Path:
+    return MOUNT_REGISTRY / f"mounts-{ns}.json"
+
+
+def _save_registry(path: Path, reg: dict[str, MountRecord]) -> None:
+    """Write the registry (its lock held)."""
+    if reg:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(reg) + "\n")
+        os.replace(tmp, path)
+    else:
+        path.unlink(missing_ok=True)
 
 
 def _umount(target: str, ns_pid: int | None = None) -> None:
@@ -188,6 +197,9 @@ def use(journal: Journal, target: str, fstype: str, source: str) -> bool:
         rec["users"] = [u for u in rec["users"] if _alive(u)] + [{"pid": me, "start": start}]
         if _is_mounted(target, fstype):
             return True
+        # the registry names the mount before it is made: killed between the two, the journal's undo would
+        # otherwise find a mount the registry does not name, take it for someone else's and leave it mounted
+        _save_registry(_registry_path(ns), reg)
         proc = subprocess.run(["mount", "-t", fstype, source, target], capture_output=True, check=False)
         if proc.returncode != 0 and len(rec["users"]) == 1:
             del reg[target]

@@ -36,7 +36,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
@@ -393,6 +393,8 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 # meta.json's marker of a session not yet finished (session.py): the stage it reached.  Such a run is
 # refused here with a pointer to `jitterscope analyze`, whose recovery (the kind's) finishes it.
 INCOMPLETE = "incomplete"
+# beside it: {pid, start} of the jitterscope recording that session, so `analyze` leaves a live run alone
+OWNER = "owner"
 
 
 def load_run(
@@ -514,6 +516,15 @@ def conform(name: str, table: pa.Table, kind: str = "measure") -> pa.Table:
     assert spec is not None, f"unknown run kind {kind!r}"
     schema = spec.tables[name].schema
     return table.select(schema.names).cast(schema)
+
+
+def rows_table(rows: Sequence[object], schema: pa.Schema) -> pa.Table:
+    """A table of rows, each a mapping (a TypedDict row): keys not in `schema` left out, missing ones null, as
+    pa.Table.from_pylist makes it.
+    Converted as one struct array, which reads the dicts in Arrow's C++: from_pylist first builds a Python list
+    per column, four times slower (0.24 s against 0.06 s for sync's 104 k jitter rows)."""
+    rows_as = pa.array(rows, type=pa.struct(list(schema)))
+    return pa.Table.from_batches([pa.RecordBatch.from_struct_array(rows_as)], schema=schema)
 
 
 def write_table(run_dir: Path, name: str, table: pa.Table, kind: str = "measure") -> None:

@@ -41,9 +41,9 @@ from typing import TYPE_CHECKING, Any, NoReturn, Protocol, TypeVar
 
 from jitterscope import atomic, boundedio, childgroup
 from jitterscope.errors import JitterscopeError
-from jitterscope.journal import Journal
+from jitterscope.journal import Journal, process_start_time
 from jitterscope.native_bin import native_bin
-from jitterscope.rundir import INCOMPLETE
+from jitterscope.rundir import INCOMPLETE, OWNER
 
 if TYPE_CHECKING:
     from jitterscope.tracing.session import TraceSession
@@ -130,6 +130,19 @@ def started_as(run_dir: Path, kind: str) -> bool:
     """`run_dir` is a session of `kind` that was not finished (meta.json still marked incomplete)."""
     meta = read_meta(run_dir)
     return meta.get("kind") == kind and INCOMPLETE in meta
+
+
+def recording(run_dir: Path) -> int | None:
+    """The pid of the jitterscope still recording the unfinished session in `run_dir`, if it lives (not this
+    process): its run is not cut short, whatever its directory holds so far."""
+    meta = read_meta(run_dir)
+    owner = meta.get(OWNER) if INCOMPLETE in meta else None
+    if not isinstance(owner, dict):
+        return None
+    pid = owner.get("pid")
+    if not isinstance(pid, int) or pid == os.getpid():
+        return None
+    return pid if process_start_time(pid) == owner.get("start") else None
 
 
 def cut_short(run_dir: Path, why: str) -> NoReturn:
@@ -226,7 +239,8 @@ def run(steps: Steps[R], run_dir: Path, journal_label: str | None = None) -> tup
 
     Until a step sets `session.recorded`, a failure or Ctrl-C removes the directory (nothing was
     measured: no half-made run is left); after it, the directory is kept whatever happens."""
-    meta = {**steps.start_meta(), INCOMPLETE: "starting", "interrupted": False}
+    owner = {"pid": os.getpid(), "start": process_start_time(os.getpid())}
+    meta = {**steps.start_meta(), INCOMPLETE: "starting", OWNER: owner, "interrupted": False}
     s = Session(steps.kind, run_dir, meta)
     write_meta(run_dir, meta)
     s._dog.arm()

@@ -152,6 +152,23 @@ def thread_ids(pid: int | None) -> set[int]:
         return {int(pid)}
 
 
+def tree_thread_ids(pid: int) -> set[int]:
+    """The thread ids of process `pid` and of every process it started that is still running, and theirs
+    (read from /proc/PID/task/TID/children, so a process forked by any thread is found)."""
+    tids: set[int] = set()
+    todo = [pid]
+    while todo:
+        p = todo.pop()
+        threads = thread_ids(p) - tids
+        tids |= threads
+        for t in threads:
+            try:
+                todo += [int(c) for c in Path(f"/proc/{p}/task/{t}/children").read_text().split()]
+            except (OSError, ValueError):
+                pass
+    return tids
+
+
 def user_hz() -> int:
     return os.sysconf("SC_CLK_TCK")
 

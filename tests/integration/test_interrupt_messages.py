@@ -26,8 +26,10 @@ def test_sync_interrupted_while_building_says_how_to_finish(tmp_path, monkeypatc
     except JitterscopeError as err:
         pytest.skip(f"the sync interposer is not built: {err}")
     out = tmp_path / "s"
-    build = runner.build
-    monkeypatch.setattr(runner, "build", _interrupt)
+    from jitterscope.sync import build as sync_build  # runner imports build() from it when it analyses
+
+    build = sync_build.build
+    monkeypatch.setattr(sync_build, "build", _interrupt)
     cpu = str(min(os.sched_getaffinity(0)))  # one this process may use now (other sessions move cpusets)
     code = main(["sync", "--out", str(out), "--cpus", cpu, "--no-trace", "--no-report", "--", "true"])
     err = capsys.readouterr().err
@@ -36,6 +38,6 @@ def test_sync_interrupted_while_building_says_how_to_finish(tmp_path, monkeypatc
         f"jitterscope: interrupted while building the run: what was recorded is kept in {out}; "
         f"`jitterscope analyze {out}` finishes it\n"
     )
-    monkeypatch.setattr(runner, "build", build)
+    monkeypatch.setattr(sync_build, "build", build)
     assert main(["analyze", str(out)]) == 0
     assert (out / "summary.json").exists()

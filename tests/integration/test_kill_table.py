@@ -89,6 +89,13 @@ def _our_trace_instance(pid: int) -> bool:
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
 
 
+def _tracefs_mounted() -> bool:
+    """tracefs mounted at /sys/kernel/tracing (tests that change the machine run one at a time)."""
+    return any(
+        ln.split()[1:3] == ["/sys/kernel/tracing", "tracefs"] for ln in Path("/proc/mounts").read_text().splitlines()
+    )
+
+
 def _journal(state: Path) -> list[Path]:
     d = state / "journal"
     return sorted(d.glob("*.jsonl")) if d.is_dir() else []
@@ -321,6 +328,7 @@ def test_kill_9(
     state, out = tmp_path / "state", tmp_path / "run"
     pids = [v.pid for v in victims]
     before = {p: (os.sched_getaffinity(p), _cgroup(p)) for p in pids}
+    tracefs_before = _tracefs_mounted()
     env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(state)}
 
     argv = _argv(point, pids)
@@ -353,6 +361,8 @@ def test_kill_9(
         assert (os.sched_getaffinity(p), _cgroup(p)) == before[p], (point, p)
     assert not _our_cgroups(tool.pid), point
     assert not _our_trace_instance(tool.pid), point
+    # a tracefs it mounted is unmounted (killed between mounting and registering it, it was left mounted)
+    assert _tracefs_mounted() == tracefs_before, point
     # analyze: a complete run, or one line saying what is lost
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(state))
     for run, complete in _left_runs(point, out, ended=tool.returncode == 0):

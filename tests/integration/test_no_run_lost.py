@@ -162,10 +162,11 @@ def on_full_disk(tmp_path: Path, size: str, failing: str, run: Path) -> tuple[st
 @needs_namespace
 @needs_tracing
 def test_disk_full_during_capture_is_one_line_and_analyze_recovers(tmp_path: Path) -> None:
-    """A 24 MiB tmpfs filled while measuring (15 s: a capture it can hold, else measure refuses it up front)."""
+    """A 24 MiB tmpfs filled while measuring (10 s: a capture it can hold by measure's estimate of 1.75 MiB a
+    second traced, else measure refuses it up front)."""
     out = tmp_path / "disk" / "run"
     failing = (
-        f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '15s', '--no-report', '--out', str(out))}"
+        f"{js('measure', '--cpus', str(probed_cpu()), '--duration', '10s', '--no-report', '--out', str(out))}"
         f" > /dev/null & pid=$!\n"
         f"{started(out)}; sleep 1\n"
         f"dd if=/dev/zero of={tmp_path / 'disk'}/filler bs=64k 2> /dev/null\n"

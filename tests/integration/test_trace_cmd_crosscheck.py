@@ -21,6 +21,7 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -77,11 +78,18 @@ def trace_cmd(*args: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 @pytest.fixture(scope="module")
-def head(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """trace.dat's headers: page and event formats and kallsyms of this kernel (the captures' own)."""
+def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """trace.dat's headers: page and event formats and kallsyms of this kernel (the captures' own).  trace-cmd
+    (restore -c, and restore -i too) mounts tracefs itself when it is not mounted, and leaves it mounted: while this
+    module runs, tracefs is mounted the way jitterscope mounts it, through a journal, and unmounted at its end."""
+    from jitterscope.tracing.tracefs import ensure_tracefs
+
     work = tmp_path_factory.mktemp("head")
-    trace_cmd("restore", "-c", "-o", "head.dat", cwd=work)
-    return work / "head.dat"
+    with Journal("test-crosscheck-tracefs") as journal:
+        if ensure_tracefs(journal) is None:
+            pytest.skip("tracefs is not mounted and cannot be mounted here")
+        trace_cmd("restore", "-c", "-o", "head.dat", cwd=work)
+        yield work / "head.dat"
 
 
 def theirs(trace_dir: Path, work: Path, head: Path) -> tuple[list[tuple], dict[int, tuple[int, int]], str]:

@@ -127,7 +127,11 @@ def test_plan_of_a_real_run_gives_each_top_source_its_knob(noise, plan):
         if s in items:
             assert items[s]["boot"], s
     assert "unexplained:unexplained" not in items or items["unexplained:unexplained"]["action"] == "host"
-    assert len(plan["knobs"]) == 3, plan["knobs"]
+    # what the test applies: the IRQ's and the daemon's knobs, and vm.stat_interval when vmstat_update was among
+    # the run's sources (under a CPU hog it was seen once in the run before: no source, no knob; c19)
+    vm = {k["knob"] for k in items.get("work:vmstat_update", {}).get("knobs", [])} & {"vm.stat_interval"}
+    kinds = sorted("task" if k.startswith("task.") else k for k in plan["knobs"])
+    assert kinds == sorted([f"irq.{noise['irq'].number}.affinity", "task", *vm]), plan["knobs"]
 
 
 def test_verify_detects_each_drop_then_revert_proves_every_knob_back(noise, plan):

@@ -34,3 +34,92 @@ def test_popen_leads_a_group_in_our_session():
     out, _ = p.communicate(timeout=30)
     pgid, sid, _ = (int(x) for x in out.split())
     assert pgid == p.pid and sid == os.getsid(0)
+
+
+def _pid_after(seconds: float) -> int:
+    import time
+
+    time.sleep(seconds)
+    return os.getpid()
+
+
+def test_a_forked_pools_worker_leaves_an_interrupt_or_hang_up_to_its_parent():
+    """Ctrl-C and a closed terminal reach the whole process group; the session finishes the run then, so a
+    worker goes on with its task (one that died of it left the task unanswered, and the pool waited for ever)."""
+    import signal
+    import time
+
+    from jitterscope.childgroup import ForkedPool
+
+    with ForkedPool(1) as pool:
+        task = pool.submit(_pid_after, 1.0)
+        time.sleep(0.3)  # the task is in the worker
+        (worker,) = pool._workers
+        os.kill(worker.pid, signal.SIGHUP)
+        os.kill(worker.pid, signal.SIGINT)
+        assert pool.result(task) == worker.pid
+
+
+def test_a_dead_worker_is_an_error_not_a_wait_for_ever():
+    """SIGTERM to the process group (systemd's stop) or the OOM killer's SIGKILL ends a worker with its task: the
+    wait for it ends in one line, and leaving the pool then ends its workers (not a wait on a replacement)."""
+    import signal
+    import time
+
+    import pytest
+
+    from jitterscope.childgroup import ForkedPool
+    from jitterscope.errors import JitterscopeError
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        t0 = time.monotonic()
+        with pytest.raises(JitterscopeError, match=f"a worker process died \\(pid \\d+ ended by {sig.name}\\)"):
+            with ForkedPool(1) as pool:
+                task = pool.submit(_pid_after, 30.0)
+                time.sleep(0.3)
+                (worker,) = pool._workers
+                os.kill(worker.pid, sig)
+                pool.result(task)
+        assert time.monotonic() - t0 < 10
+
+
+def test_a_worker_killed_while_idle_fails_the_next_task_and_the_pool_still_closes():
+    """multiprocessing.Pool hung here: the worker died holding its task queue's lock, and both the replacement and
+    terminate() waited on it for ever."""
+    import signal
+    import time
+
+    import pytest
+
+    from jitterscope.childgroup import ForkedPool
+    from jitterscope.errors import JitterscopeError
+
+    t0 = time.monotonic()
+    with pytest.raises(JitterscopeError, match="a worker process died \\(pid \\d+ ended by SIGKILL\\)"):
+        with ForkedPool(1) as pool:
+            (worker,) = pool._workers
+            os.kill(worker.pid, signal.SIGKILL)
+            worker.join(10)
+            pool.result(pool.submit(_pid_after, 0.0))
+    assert time.monotonic() - t0 < 10
+
+
+def test_sync_fit_process_imports_the_fit_before_the_fit_is_asked_for():
+    """sync submits fit_imports when CMD ends: scipy.stats is then imported in the fit's process, not in
+    jitterscope's (a fresh interpreter: this one's modules are shared by every test)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from jitterscope.childgroup import ForkedPool\n"
+        "from jitterscope.sync.warmup import fit_imports\n"
+        "def imported():\n"
+        "    return 'scipy.stats' in sys.modules\n"
+        "with ForkedPool(1) as pool:\n"
+        "    before = pool.result(pool.submit(imported))\n"
+        "    pool.result(pool.submit(fit_imports))\n"
+        "    print(before, pool.result(pool.submit(imported)), imported())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.split() == ["False", "True", "False"]

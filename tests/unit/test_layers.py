@@ -33,6 +33,7 @@ FOUNDATION = frozenset(
         "native_child",
         "options",
         "outpath",
+        "ownenv",
         "plotting",
         "progress",
         "runcheck",

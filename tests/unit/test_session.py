@@ -125,3 +125,47 @@ def test_a_session_killed_at_start_up_is_one_line_for_analyze(
     assert main(["analyze", str(run_dir)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and says in err and "(the session reached: starting)" in err, err
+
+
+@pytest.mark.parametrize("kind", ["sync", "pipeline", "protect", "place", "measure"])
+def test_analyze_refuses_a_run_its_jitterscope_is_still_recording(
+    tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`analyze` on a live sync run "finished" it as if cut short (trace said lost, exit code unknown) while
+    CMD ran, and a pipeline's recovery deletes raw/ under its running runtime: a session's meta.json names
+    the jitterscope recording it (pid and start time), and analyze refuses in one line while it lives."""
+    import subprocess
+    import sys
+
+    from jitterscope.cli import main
+    from jitterscope.journal import process_start_time
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        owner = {"pid": other.pid, "start": process_start_time(other.pid)}
+        meta = {**base_meta(kind=kind, id="run"), session.INCOMPLETE: "capturing", session.OWNER: owner}
+        session.write_meta(run_dir, meta)
+        assert session.recording(run_dir) == other.pid
+        assert main(["analyze", str(run_dir)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and f"still being recorded (jitterscope pid {other.pid})" in err, err
+        assert sorted(p.name for p in run_dir.iterdir()) == ["meta.json"]  # nothing written or removed
+    finally:
+        other.kill()
+        other.wait()
+    assert session.recording(run_dir) is None  # its jitterscope is gone: analyze may finish the run
+
+
+def test_a_session_names_its_owner_until_the_run_is_finished(tmp_path: Path) -> None:
+    import os
+
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    steps = Fake(run_dir)
+    owners: list[Any] = []
+    steps.stop = lambda s: owners.append(json.loads((run_dir / "meta.json").read_text())[session.OWNER])  # type: ignore[method-assign]
+    session.run(steps, run_dir)
+    assert owners and owners[0]["pid"] == os.getpid()
+    assert session.recording(run_dir) is None  # our own run is never "someone else's"

@@ -51,10 +51,16 @@ def _jobs(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope import kinds
+    from jitterscope import kinds, session
 
     if not args.run.is_dir():
         raise JitterscopeError(f"{args.run}: no such run directory")
+    busy = session.recording(args.run)
+    if busy is not None:
+        raise JitterscopeError(
+            f"{args.run}: still being recorded (jitterscope pid {busy}); analyze it once that run has ended, "
+            f"if it does not finish the run itself"
+        )
     recoveries = sorted((k.recovery for k in kinds.all() if k.recovery), key=lambda r: r.last)
     for recovery in recoveries:  # each kind recognises its own raw capture (kinds.py)
         if recovery.finds(args.run):

@@ -73,6 +73,18 @@ def source_table(kinds: Any, names: Any) -> tuple[list[tuple[str, str]], np.ndar
     return sources, lookup[key] if len(key) else np.zeros(0, np.int32)
 
 
+def merge_spans(start: np.ndarray, end: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """The union of the spans [start, end), with spans less than `gap` apart joined: (starts, ends), sorted."""
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], np.maximum.accumulate(end[order])
+    first = np.ones(len(s), bool)
+    first[1:] = s[1:] > e[:-1] + gap
+    last = np.append(first[1:], True)
+    return s[first], e[last]
+
+
 def overlaps(
     a: np.ndarray, b: np.ndarray, s_start: np.ndarray, s_end: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

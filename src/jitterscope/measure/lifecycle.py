@@ -103,17 +103,18 @@ def validate(opts: MeasureOptions, out_dir: Path | None = None) -> None:
 
 
 # What a run directory takes per measured CPU and second, measured on the busy 2-vCPU KVM guest
-# this was written on (a 2 s run of one CPU: trace/cpu1.raw 2.0 MB for 56,653 kernel events,
-# 36 bytes each; the tables built from it 0.43 MB; the probe's detours alone 3 KB).  A CPU in an
-# event storm writes far more (issue 24: up to 200 MB/s today), so this refuses only plans that
+# this was written on.  The probe's detours: one 24-byte record each, 13-18 k a second at the 1 us
+# threshold there (VM exits), 340-425 KiB/s.  The trace and the tables built from it: a 2 s run of one
+# CPU wrote trace/cpu1.raw 2.0 MB for 56,653 kernel events (36 bytes each) and 0.43 MB of tables.  A CPU
+# in an event storm writes far more (issue 24: up to 200 MB/s today), so this refuses only plans that
 # cannot fit even at a busy machine's ordinary rate.
-TRACED_BYTES_PER_CPU_S = 1.25 * 2**20
-UNTRACED_BYTES_PER_CPU_S = 16 * 2**10
+DETOUR_BYTES_PER_CPU_S = 512 * 2**10
+TRACE_BYTES_PER_CPU_S = 1.25 * 2**20
 
 
 def capture_bytes(duration_s: float, ncpus: int, trace: bool) -> float:
     """The estimated size of a run directory (raw capture and tables) of this plan."""
-    return duration_s * ncpus * (TRACED_BYTES_PER_CPU_S if trace else UNTRACED_BYTES_PER_CPU_S)
+    return duration_s * ncpus * (DETOUR_BYTES_PER_CPU_S + (TRACE_BYTES_PER_CPU_S if trace else 0))
 
 
 def run_measurement(

@@ -26,11 +26,8 @@ activity table: by the first row of each kind, then of each name.
 
 from __future__ import annotations
 
-import gc
-import multiprocessing
 import os
 import re
-import signal
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +38,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from jitterscope import atomic, journal
+from jitterscope import atomic, childgroup, journal
 from jitterscope.measure import peers
 from jitterscope.measure.attribution import Attribution, Pairs, overlaps, reduce_pairs, sum_pairs
 from jitterscope.measure.events import SourceEvents
@@ -466,17 +463,6 @@ def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
         out.close()
 
 
-def _worker_signals() -> None:
-    """A forked worker starts with its parent's signal handlers (the session's, which turn a SIGTERM into
-    "finish the run") and mask: it takes the defaults, so the pool's SIGTERM on an error ends it, and
-    an interrupt is the parent's to handle.  (c16: a pool's terminate() waited 300 s on a worker that
-    did not die of its SIGTERM.)"""
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, signal.SIG_DFL)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_SETMASK, set())
-
-
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
     """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
     workers) into one activity table."""
@@ -487,20 +473,13 @@ def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[Cp
     tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
     with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
         work = [(j, Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
-        # fork: the workers need nothing re-imported, and the parent runs no other thread here; the
-        # parent's objects frozen out of the collector, whose passes would copy every page they touch
-        gc.freeze()
-        try:
-            with multiprocessing.get_context("fork").Pool(n - 1, initializer=_worker_signals) as pool:
-                theirs = pool.map_async(_in_worker, [w for i, w in enumerate(work) if i % n], chunksize=1)
-                # this process takes its share meanwhile: a worker forked for it would start cold (its
-                # pages copied from this one's as it touches them: a fifth more CPU per CPU analysed)
-                done = {p.cpu: p for p in map(_in_worker, work[::n])}
-                done.update((p.cpu, p) for p in theirs.get())
-                pool.close()  # the workers leave on their own, not by the SIGTERM of the pool's terminate()
-                pool.join()
-        finally:
-            gc.unfreeze()
+        # the parent runs no other thread here (childgroup.ForkedPool)
+        with childgroup.ForkedPool(n - 1) as pool:
+            theirs = [pool.submit(_in_worker, w) for i, w in enumerate(work) if i % n]
+            # this process takes its share meanwhile: a worker forked for it would start cold (its
+            # pages copied from this one's as it touches them: a fifth more CPU per CPU analysed)
+            done = {p.cpu: p for p in map(_in_worker, work[::n])}
+            done.update((p.cpu, p) for p in map(pool.result, theirs))
         with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
             table = Concat(out)
             for _, path in work:  # in CPU order

@@ -9,7 +9,6 @@ rates stay floating point.
 
 from __future__ import annotations
 
-import functools
 import json
 import subprocess
 from pathlib import Path
@@ -24,7 +23,6 @@ from jitterscope.native_child import last_line
 NS_PER_S = 1e9
 
 
-@functools.lru_cache(maxsize=1)
 def tsc_hz() -> float:
     """TSC frequency in Hz, calibrated once per process.
 
@@ -35,16 +33,42 @@ def tsc_hz() -> float:
     calibrations agree to well under 1 ppm (tests/integration/test_probe_lifecycle.py
     asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.
     """
-    _require_invariant_tsc()
-    out = subprocess.run(
-        [str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"], capture_output=True, text=True, timeout=30
-    )
-    if out.returncode != 0:
-        raise JitterscopeError(f"TSC calibration failed: {last_line(out.stderr, PROBE_PROGRAM)}")
-    hz = float(json.loads(out.stdout)["tsc_hz"])
-    if not 1e8 < hz < 1e11:
-        raise JitterscopeError(f"TSC calibration gave an implausible {hz:.0f} Hz")
-    return hz
+    return Calibration().result()
+
+
+_calibrated: float | None = None  # this process's figure, once measured
+
+
+class Calibration:
+    """tsc_hz() started now and read later: the probe spends its 150 ms while this process goes on
+    (sync sets up the run meanwhile)."""
+
+    def __init__(self) -> None:
+        self._hz = _calibrated
+        self._proc: subprocess.Popen[str] | None = None
+        if self._hz is None:
+            _require_invariant_tsc()
+            cmd = [str(native_bin(PROBE_PROGRAM)), "--calibrate", "150"]
+            self._proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def result(self) -> float:
+        global _calibrated
+        if self._hz is not None:
+            return self._hz
+        assert self._proc is not None
+        try:
+            out, err = self._proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+            raise JitterscopeError("TSC calibration did not end in 30 s") from None
+        if self._proc.returncode != 0:
+            raise JitterscopeError(f"TSC calibration failed: {last_line(err, PROBE_PROGRAM)}")
+        hz = float(json.loads(out)["tsc_hz"])
+        if not 1e8 < hz < 1e11:
+            raise JitterscopeError(f"TSC calibration gave an implausible {hz:.0f} Hz")
+        self._hz = _calibrated = hz
+        return hz
 
 
 def _require_invariant_tsc() -> None:

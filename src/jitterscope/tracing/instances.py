@@ -130,6 +130,7 @@ def undo_instance(e: Entry) -> Outcome:
     inst = Path(e["path"])
     if not inst.exists():
         drain_record(inst.name).unlink(missing_ok=True)
+        drain_lock(inst.name).unlink(missing_ok=True)
         return Outcome("unchanged", f"trace instance {inst} already removed")
     pages = _remove_instance(inst, e.get("drain_to"), e.get("cpus", []))
     saved = f" after saving its last {pages} page(s) into {e['drain_to']}" if pages else ""
@@ -143,8 +144,9 @@ def _remove_instance(inst: Path, drain_to: str | None, cpus: list[int]) -> int:
     DRAIN_RECORDS.mkdir(parents=True, exist_ok=True)
     with open(drain_lock(inst.name), "a") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if not inst.exists():
-            return 0  # the other one finished it
+        if not inst.exists():  # the other one finished it; our open made the lock file again
+            drain_lock(inst.name).unlink(missing_ok=True)
+            return 0
         out = Path(drain_to) if drain_to else None
         pages = 0
         if out is not None and out.is_dir() and (out / "session.json").exists():

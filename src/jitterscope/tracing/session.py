@@ -262,7 +262,10 @@ class TraceSession:
         self._stopped = True
 
     def _finish_offline(self) -> None:
-        self._info = finish_capture(self.out_dir, self._info, self._stats, report=self._report)
+        # the scan of every CPU's pages on every CPU this process may use: the probe has ended (a single scan
+        # of a busy 64-CPU hour, some 7 G events, would take minutes after the run)
+        jobs = len(os.sched_getaffinity(0))
+        self._info = finish_capture(self.out_dir, self._info, self._stats, report=self._report, jobs=jobs)
         if "lost_events" in self._info:
             self._lost = int(self._info["lost_events"])
 

@@ -8,6 +8,7 @@ machine, where /proc/kallsyms would name nothing or the wrong thing.
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -46,6 +47,9 @@ _EMPTY = Table(np.zeros(0, np.uint64), np.zeros(0, np.int64), b"")
 # kallsyms's text symbols, sorted, kept while the file and the loaded modules stay the same: reading it
 # costs the kernel about 0.3 s (120 k lines), so `sync` reads it while the program runs (sync/warmup.py)
 _tables: dict[Path, tuple[tuple[int, int, str], Table | None]] = {}
+# One read at a time: /proc/kallsyms comes 4 KiB per read(), each one releasing the GIL, so a second thread
+# reading it too (sync's warm-up beside the trace's stop) made both wait on the other ~1,300 times (0.4-0.7 s).
+_reading = threading.Lock()
 
 
 def _version(kallsyms: Path) -> tuple[int, int, str]:
@@ -91,6 +95,11 @@ def _scan(text: bytes) -> tuple[np.ndarray, np.ndarray]:
 def table(kallsyms: Path = KALLSYMS) -> Table | None:
     """Every text symbol, by address; None when addresses are hidden (kptr_restrict) or the file cannot
     be read."""
+    with _reading:
+        return _table(kallsyms)
+
+
+def _table(kallsyms: Path) -> Table | None:
     try:
         version = _version(kallsyms)
         hit = _tables.get(kallsyms)
