@@ -351,7 +351,33 @@ def test_killed_jitterscope_then_restore_and_analyze(gold, tmp_path):
     assert a.returncode == 0, a.stderr
     s = json.loads(a.stdout)
     assert s["run"]["exit_code"] is None and s["waits"] >= 5 and s["types"]["lu"]["intervals"] >= 5
-    assert "exit code" in " ".join(json.loads((run / "meta.json").read_text())["recovered"]["missing"])
+    meta = json.loads((run / "meta.json").read_text())
+    assert "exit code" in " ".join(meta["recovered"]["missing"])
+    if meta["tracing"]["enabled"]:  # the trace completed offline as a killed measure's: symbols, comms, reader
+        assert (run / "trace" / "symbols.txt").exists() and (run / "trace" / "comms.txt").exists()
+        assert meta["tracing"]["reader"]["ended"] == "parent_gone"
+        assert "the trace's stop marker" in " ".join(meta["recovered"]["missing"])
+
+
+@needs_tracing
+@root_only
+def test_the_runs_own_threads_and_processes_are_known_by_id(gold, tmp_path):
+    """The trace covers every CPU CMD may use, so it holds this jitterscope's own threads and processes
+    too: its warm-up thread, fit process and trace reader were named `(another jitterscope)` (42% of
+    non-sync jitter on xz) as only the main thread was known.  Their ids are kept before CMD starts, for
+    `analyze` as well, and only in the raw metadata."""
+    _, run = sync(tmp_path, gold, "hold", str(cpu()), "5", opts=())
+    own = set(json.loads((run / "sync-raw" / "meta.json").read_text())["own_tids"])
+    session = json.loads((run / "trace" / "session.json").read_text())
+    assert {session["pid"], session["reader_pid"]} <= own and len(own) > 3, own  # + warm-up, fit process
+    meta = json.loads((run / "meta.json").read_text())
+    assert "own_tids" not in meta
+    threads = {r["tid"] for r in pq.read_table(run / "threads.parquet").to_pylist()}
+    assert not own & threads
+    # the trace reader's cost and density, as in a measure run's meta.json (issue 24: reported for every capture)
+    reader = meta["tracing"]["reader"]
+    assert reader["ended"] == "stop" and reader["events"] == meta["tracing"]["events"] > 0
+    assert reader["cpu_s_per_m_events"] >= 0 and reader["bytes_per_event"] > 0
 
 
 @needs_namespace

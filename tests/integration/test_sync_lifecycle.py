@@ -23,7 +23,11 @@ def exe(tmp_path_factory) -> str:
 
 def _sync(exe: str, tmp_path: Path, mode: str) -> tuple[dict, dict, Path]:
     out = tmp_path / mode
-    p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", exe, mode, str(MS))
+    # the shortest threshold N: a join's wake-up is jitter, so its thread is among the objects however quiet the
+    # machine (a semaphore's wake-ups took 1-3 us in a quiet run, under the default 10 us: test_sync_primitives)
+    p = jitterscope(
+        "sync", "--threshold", "10ns", "--no-trace", "--no-report", "--out", str(out), "--", exe, mode, str(MS)
+    )
     assert (out / "summary.json").exists(), p.stderr
     truth = json.loads(next(ln for ln in p.stderr.splitlines() if ln.startswith("{")))
     return truth, json.loads((out / "summary.json").read_text()), out
@@ -59,3 +63,20 @@ def test_a_join_is_one_object(exe, tmp_path):
     assert j["obj"] == child and j["releaser_tid"] == child
     assert all(r["obj"] == child for r in _table(run, "jitter") if r["type"] == "jw")
     assert [o["symbol"] for o in s["objects"] if o["kind"] == "thread"] == [f"thread {child}"], s["objects"]
+
+
+def test_cmd_runs_in_the_users_environment_not_jitterscopes(tmp_path):
+    """jitterscope keeps numpy's OpenBLAS to one thread in its own processes (ownenv.py): CMD gets the user's
+    environment, without that setting, and a setting of the user's own unchanged."""
+    import os
+
+    seen = tmp_path / "seen"
+    script = f'echo "${{OPENBLAS_NUM_THREADS-unset}} ${{JITTERSCOPE_OWN_ENV-unset}}" >> {seen}'
+    for user in (None, "4"):
+        env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "JITTERSCOPE_OWN_ENV")}
+        if user:
+            env["OPENBLAS_NUM_THREADS"] = user
+        out = tmp_path / f"run{user}"
+        p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", "/bin/sh", "-c", script, env=env)
+        assert p.returncode == 0, p.stderr
+    assert seen.read_text().splitlines() == ["unset unset", "4 unset"]

@@ -146,7 +146,7 @@ def test_thread_labels_name_another_jitterscope_probe_never_unexplained():
     names = pa.array(["js-probe/1", "syncgold", "jitterscope", "jitterscope", "python", "local_timer"])
     kinds = pa.array(["thread", "thread", "thread", "thread", "thread", "irq"])
     pids = np.array([900, 42, 42, 77, 55, 42], np.int32)  # 42: the program (before exec it was 'jitterscope')
-    mine, labels = label_threads(names, kinds, pids, {42, 43}, tool_pid=77)
+    mine, labels = label_threads(names, kinds, pids, {42, 43}, own_tids={77})
     assert mine.tolist() == [False, True, True, False, False, False]
     assert labels.to_pylist() == [
         "js-probe/1 (another jitterscope)",
@@ -158,6 +158,57 @@ def test_thread_labels_name_another_jitterscope_probe_never_unexplained():
     ]
     sources, codes = source_table(kinds, labels)
     assert codes[0] != 0 and sources[codes[0]] == ("thread", "js-probe/1 (another jitterscope)")
+
+
+def test_thread_labels_name_every_thread_of_this_sync_as_its_own():
+    """The sync command's warm-up thread, its fit's process and its trace reader are its own overhead, not
+    another jitterscope: a run on xz named them `jitterscope (another jitterscope)`, 42% of non-sync
+    jitter, because only the main thread (the session's pid) was known."""
+    import pyarrow as pa
+
+    from jitterscope.sync.causes import label_threads
+
+    names = pa.array(["jitterscope", "jitterscope", "jitterscope", "jitterscope-tra", "jitterscope"])
+    kinds = pa.array(["thread"] * 5)
+    pids = np.array([77, 78, 79, 80, 900], np.int32)  # main, warm-up, fit process, reader; 900 another run's
+    _, labels = label_threads(names, kinds, pids, {42}, own_tids={77, 78, 79, 80})
+    assert labels.to_pylist() == [
+        "jitterscope (jitterscope)",
+        "jitterscope (jitterscope)",
+        "jitterscope (jitterscope)",
+        "jitterscope-tra (jitterscope)",
+        "jitterscope (another jitterscope)",
+    ]
+
+
+def test_tree_thread_ids_finds_threads_and_started_processes():
+    """sync records its own threads and every process it started (the fit's, the trace reader) by id."""
+    import os
+    import subprocess
+    import threading
+    import time
+
+    from jitterscope.sysinfo import tree_thread_ids
+
+    stop = threading.Event()
+    th = threading.Thread(target=stop.wait)
+    th.start()
+    child = subprocess.Popen(["sh", "-c", "sleep 30 & exec sleep 30"])
+    children = Path(f"/proc/{child.pid}/task/{child.pid}/children")
+    grandchild = 0
+    try:
+        deadline = time.monotonic() + 10
+        while not grandchild and time.monotonic() < deadline:
+            grandchild = int((children.read_text().split() or ["0"])[0])
+        tids = tree_thread_ids(os.getpid())
+        assert grandchild and {os.getpid(), th.native_id, child.pid, grandchild} <= tids
+    finally:
+        if grandchild:
+            os.kill(grandchild, 9)
+        child.kill()
+        child.wait()
+        stop.set()
+        th.join()
 
 
 def test_subframes_restart_at_create_and_join_and_book_jitter_pro_rata():
@@ -213,6 +264,39 @@ def test_time_lost_inside_a_releasers_own_call_is_booked_once():
         {"type": "sw", "tid": 8, "start_ns": 1_000, "end_ns": 9_000},  # another thread's wake-up
         {"type": "lu", "tid": 7, "start_ns": 20_000, "end_ns": 30_000},
     ]
-    pieces = {7: [(0, 500, 4_000), (0, 6_000, 7_000), (0, 25_000, 40_000)], 8: [(1, 2_000, 3_000)]}
-    got = sorted(_non_sync_pieces(intervals, pieces))
-    assert got == [(7, (0, 500, 1_000)), (7, (0, 6_000, 7_000)), (7, (0, 30_000, 40_000))]
+    pieces = {7: np.array([(0, 500, 4_000), (0, 6_000, 7_000), (0, 25_000, 40_000)]), 8: np.array([(1, 2_000, 3_000)])}
+    got = _non_sync_pieces(intervals, pieces).tolist()
+    assert got == [[7, 0, 500, 1_000], [7, 0, 6_000, 7_000], [7, 0, 30_000, 40_000]]
+
+
+def _wait(k: int, tid: int, enter: int, release: int | None, releaser: int | None) -> dict:
+    return {
+        "wait": k,
+        "pid": 1,
+        "tid": tid,
+        "obj": 5,
+        "enter_ns": enter,
+        "release_ns": release,
+        "releaser_tid": releaser,
+    }
+
+
+def test_holder_pieces_are_the_releasers_lost_time_inside_each_wait_in_wait_order():
+    """Holder delay: per wait with a known releaser, the releaser's lost pieces cut to [enter, release], by wait
+    and then time; a wait whose releaser lost nothing then (or is unknown, or never released) has none."""
+    from jitterscope.sync.causes import _holder_pieces
+
+    pieces = {7: np.array([(0, 100, 200), (1, 300, 400), (0, 900, 950)]), 8: np.array([(1, 10, 20)])}
+    waits = [
+        _wait(0, 9, 150, 350, 7),  # two pieces of 7, each cut to the wait
+        _wait(1, 9, 500, 800, 7),  # 7 lost nothing then
+        _wait(2, 9, 0, 30, 8),  # all of 8's piece
+        _wait(3, 9, 0, 1000, None),  # releaser unknown
+        _wait(4, 9, 0, None, 7),  # never released
+        _wait(5, 9, 920, 1000, 7),
+    ]
+    kept, got = _holder_pieces(waits, pieces)
+    assert kept == [0, 2, 5]  # each wait with a piece, in order; the rows name them by place in that list
+    assert got.tolist() == [[0, 0, 150, 200], [0, 1, 300, 350], [1, 1, 10, 20], [2, 0, 920, 950]]
+    kept, got = _holder_pieces([waits[1]], pieces)  # a releaser with pieces, none inside the wait
+    assert kept == [] and got.shape == (0, 4)

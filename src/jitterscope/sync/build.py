@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -10,10 +11,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
-from jitterscope.rundir import write_json, write_table
+from jitterscope.rundir import rows_table, write_json, write_table
 from jitterscope.sync import critical, model, records, subframes, symbols
-from jitterscope.sync.rows import Cause, Frame, Interval, Object, Step, Table, Thread, Wait
+from jitterscope.sync.causetable import CauseTable
+from jitterscope.sync.rows import Frame, Interval, Object, Step, Table, Thread, Wait
 from jitterscope.sync.schema import TABLES
 from jitterscope.sync.summary import CauseShare, Dist, Fit, RunHeader, Summary, TopObject, TypeStats
 
@@ -47,7 +50,7 @@ OBJ_KIND = {
 
 
 def _table(rows: Table, name: str) -> pa.Table:
-    return pa.Table.from_pylist(rows, schema=TABLES[name])  # keys not in the schema are left out
+    return rows_table(rows, TABLES[name])
 
 
 def _root_end(logs: list[records.ProcessLog], end: int | None, t0: int, hz: float) -> dict[int, int]:
@@ -60,8 +63,19 @@ def _root_end(logs: list[records.ProcessLog], end: int | None, t0: int, hz: floa
     return {logs[0].pid: round((tsc - t0) * 1e9 / hz)}
 
 
-def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, trace_dir: Path | None) -> Summary:
-    """Analyse `run_dir/sync-raw` (and the trace); write every table, meta.json and summary.json."""
+def build(
+    run_dir: Path,
+    meta: dict[str, Any],
+    hz: float,
+    opts: model.Options,
+    trace_dir: Path | None,
+    fitter: childgroup.ForkedPool | None = None,
+    own_tids: set[int] | None = None,
+) -> Summary:
+    """Analyse `run_dir/sync-raw` (and the trace); write every table, meta.json and summary.json.  The fit runs in
+    `fitter`'s process (run_sync forks it before any thread starts), else in a thread of this one: a process
+    forked here could inherit a lock another thread holds (an import's, in a command run in-process).
+    `own_tids`: the sync command's threads and processes, its own overhead in the trace."""
     logs = records.read_logs(run_dir / "sync-raw")
     t0 = min((int(lg.header["start_tsc"]) for lg in logs), default=int(meta.get("t0_tsc") or 0))
     meta["t0_tsc"], meta["tsc_hz"] = t0, hz
@@ -69,25 +83,28 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, t
     rows = model.threads(ev, _root_end(logs, meta.get("program_end_mono_ns"), t0, hz))
     root = logs[0].pid if logs else 0
     tids = {r["tid"] for r in rows}
-    # Two helpers beside the main thread: the trace's parser (a native process) and the fit (numpy over
-    # arrays) release the GIL for most of their time, so they overlap the matching and the critical path.
-    with ThreadPoolExecutor(max_workers=2, thread_name_prefix="js-sync-build") as pool:
-        timeline = None
+    # Beside the main thread: a thread for the trace (its parser is a native process, so it overlaps the
+    # matching) and the table writes (pyarrow, without the GIL); a process for the fit, mostly Python in
+    # scipy's optimisers, which in a thread held the GIL from the causes and the summary (0.26 s on pigz).
+    with ThreadPoolExecutor(2, thread_name_prefix="js-sync-build") as pool:
+        timeline = reader = None
         if trace_dir is not None and logs:
             from jitterscope.sync.causes import explain, load_timeline
+            from jitterscope.tracing.session import reader_info
 
-            timeline = pool.submit(load_timeline, trace_dir, t0, hz, tids)
+            reader = reader_info(trace_dir)  # the trace reader's cost and density, as in a measure run
+            timeline = pool.submit(load_timeline, trace_dir, t0, hz, tids, frozenset(own_tids or ()))
         m = model.match(ev, rows, opts)
         intervals: list[Interval] = list(m.intervals)
-        fit = pool.submit(
-            _fit, [r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0 and r["type"] in model.SYNC_TYPES]
-        )
-        causes: list[Cause] = []
+        values = [r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0 and r["type"] in model.SYNC_TYPES]
+        fit = _fitting(values, fitter, pool)
+        causes = CauseTable.empty()
         if timeline is not None:
             tl = timeline.result()
             meta["lost_events"] = tl.lost_events
             meta["tracing"]["events"] = tl.events
             meta["tracing"]["missed_switches"] = tl.missed_switches
+            meta["tracing"]["reader"] = reader
             new, causes = explain(tl, intervals, m.waits, rows, opts.threshold_ns, opts.mode)
             intervals += new
         steps = critical.walk(rows, m.waits, root)
@@ -104,7 +121,7 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, t
             "threads": rows,
             "waits": m.waits,
             "jitter": intervals,
-            "causes": causes,
+            "causes": causes.arrow(),
             "segments": model.segments(rows, m.waits),
             "critical_path": steps,
             "frames": frames,
@@ -136,7 +153,7 @@ def build(run_dir: Path, meta: dict[str, Any], hz: float, opts: model.Options, t
             run_end - run_start,
             int(meta.get("dropped", 0)),
             int(meta.get("lost_events", 0)),
-            fit=fit.result(),
+            fit=fit(),
         )
         for w in written:
             w.result()
@@ -212,23 +229,8 @@ def _dist(v: np.ndarray) -> Dist:
     }
 
 
-class _Causes:
-    """The causes table, indexed once by jitter interval: each top-causes list reads only its own rows."""
-
-    def __init__(self, causes: list[Cause]) -> None:
-        self.rows = causes
-        self.jitter = np.array([c["jitter"] for c in causes], np.int64)
-
-    def of(self, ids: set[int]) -> list[Cause]:
-        """The rows of intervals `ids`, in table order."""
-        sel = np.flatnonzero(np.isin(self.jitter, np.fromiter(ids, np.int64, len(ids))))
-        return [self.rows[k] for k in sel]
-
-
-def _cause_list(causes: _Causes, ids: set[int], total: int) -> list[CauseShare]:
-    agg: dict[tuple[str, str, str], int] = defaultdict(int)
-    for c in causes.of(ids):
-        agg[(c["side"], c["kind"], c["name"])] += c["ns"]
+def _cause_list(causes: CauseTable, ids: Iterable[int]) -> list[CauseShare]:
+    agg = causes.of(ids).totals()
     covered = sum(agg.values())  # the intervals' time: shares of it, not of the (thresholded) jitter
     top = sorted(agg.items(), key=lambda kv: -kv[1])[:TOP_CAUSES]
     return [
@@ -261,7 +263,7 @@ def make_summary(
     rows: list[Thread],
     m: model.Matched,
     intervals: list[Interval],
-    causes: list[Cause],
+    causes: CauseTable,
     counter: critical.Counts,
     steps: list[Step],
     path_j: int,
@@ -284,7 +286,6 @@ def make_summary(
         t_of[r["type"]].append(r["t_ns"])
     for r in jit:
         jit_of[r["type"]].append(r)
-    by_jitter = _Causes(causes)
     for t in model.SYNC_TYPES + ("hd", "ns"):
         allt = np.array(t_of[t], dtype=np.int64)
         js = jit_of[t]
@@ -296,7 +297,7 @@ def make_summary(
             "share": float(jv.sum()) / sync_ns if sync_ns and t in model.SYNC_TYPES else 0.0,
             "t": _dist(allt),
             "jitter": _dist(jv),
-            "causes": _cause_list(by_jitter, {r["id"] for r in js}, int(jv.sum())) if tracing else [],
+            "causes": _cause_list(causes, {r["id"] for r in js}) if tracing else [],
         }
     per_obj: dict[tuple[int, int], list[Interval]] = defaultdict(list)
     for r in jit:
@@ -320,7 +321,7 @@ def make_summary(
                 "count": len(rs),
                 "jitter_ns": tot,
                 "types": dict(by_type),
-                "causes": _cause_list(by_jitter, {r["id"] for r in rs}, tot) if tracing else [],
+                "causes": _cause_list(causes, {r["id"] for r in rs}) if tracing else [],
             }
         )
     fd = np.array([f["end_ns"] - f["start_ns"] for f in frames], dtype=np.int64)
@@ -340,7 +341,7 @@ def make_summary(
         "holder_delay_ns": types["hd"]["jitter_ns"] if tracing else None,
         "types": types,
         "objects": top,
-        "causes": _cause_list(by_jitter, {r["id"] for r in sync}, sync_ns) if tracing else [],
+        "causes": _cause_list(causes, {r["id"] for r in sync}) if tracing else [],
         "critical_path": {
             "counter_jitter_ns": counter.jitter_ns,
             "path_jitter_ns": int(path_j),
@@ -357,6 +358,16 @@ def make_summary(
         "dropped": dropped,
         "lost_events": lost_events,
     }
+
+
+def _fitting(
+    values: list[int], fitter: childgroup.ForkedPool | None, threads: ThreadPoolExecutor
+) -> Callable[[], Fit | None]:
+    """The fit started in `fitter`'s process (else in a thread); call the result to wait for it."""
+    if fitter is not None:
+        pending = fitter.submit(_fit, values)
+        return lambda: fitter.result(pending)
+    return threads.submit(_fit, values).result
 
 
 def _fit(values: list[int]) -> Fit | None:

@@ -21,7 +21,7 @@ The same threshold rule turns hd and ns pieces into jitter.
 
 from __future__ import annotations
 
-import bisect
+import re
 from collections import defaultdict
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +31,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from jitterscope import boundedio
-from jitterscope.measure.attribution import attribute, overlaps, source_table
+from jitterscope.measure.attribution import attribute, merge_spans, overlaps, source_table
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
+from jitterscope.sync.causetable import SIDES, CauseTable
 from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
-from jitterscope.sync.rows import Cause, Interval, Thread, Wait
+from jitterscope.sync.rows import Interval, Thread, Wait
 from jitterscope.tracing.parse import parse_trace
 
 SELF = ("self", "self")
+Pieces = dict[int, np.ndarray]  # tid -> (cpu, start, end) rows of its lost time, sorted by start, disjoint
 
 
 @dataclass
@@ -51,7 +53,7 @@ class Timeline:
     seg_src: np.ndarray
     seg_pid: np.ndarray  # pid (tid) owning each segment's activity
     sources: list[tuple[str, str]]
-    slices: dict[int, list[tuple[int, int, int, bool]]]  # tid -> [(cpu, start, end, preempted)]
+    slices: dict[int, np.ndarray]  # tid -> (cpu, start, end, preempted) rows, in time order
     lost_events: int
     events: int
     missed_switches: int
@@ -65,21 +67,22 @@ class Timeline:
 
 
 def label_threads(
-    names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_tids: set[int], tool_pid: int
+    names: pa.Array, kinds: pa.Array, pids: np.ndarray, program_tids: set[int], own_tids: set[int]
 ) -> tuple[np.ndarray, pa.Array]:
     """(rows that are the program's threads, source names): the program's threads by tid ("pigz (tid 4242)",
-    so a waiter's own time is found); the sync command's process (`tool_pid`) as jitterscope's overhead;
-    another jitterscope's threads named so.  A sync run has no probe of its own, so another run's
-    `js-probe/N` must be a named source: attribution books an unsuffixed one as `unexplained`."""
+    so a waiter's own time is found); the sync command's threads and processes (`own_tids`: its main thread,
+    warm-up thread, fit process, trace reader) as jitterscope's overhead; another jitterscope's threads named
+    so.  A sync run has no probe of its own, so another run's `js-probe/N` must be a named source:
+    attribution books an unsuffixed one as `unexplained`."""
     is_thread = np.asarray(pc.equal(kinds, "thread").to_numpy(zero_copy_only=False))
     mine = is_thread & np.isin(pids, list(program_tids))
-    others = name_threads(names, kinds, pids, {tool_pid} - set(program_tids) - {0})
+    others = name_threads(names, kinds, pids, set(own_tids) - set(program_tids) - {0})
     if not mine.any():
         return mine, others
-    return mine, pa.array(
-        [f"{n} (tid {p})" if m else o for n, o, p, m in zip(names.to_pylist(), others.to_pylist(), pids, mine)],
-        pa.string(),
-    )
+    labels, named = others.to_pylist(), names.to_pylist()
+    for k, p in zip(np.flatnonzero(mine).tolist(), pids[mine].tolist()):
+        labels[k] = f"{named[k]} (tid {p})"
+    return mine, pa.array(labels, pa.string())
 
 
 def _session_pid(trace_dir: Path) -> int:
@@ -90,14 +93,18 @@ def _session_pid(trace_dir: Path) -> int:
         return 0
 
 
-def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int]) -> Timeline:
+def load_timeline(
+    trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int], own_tids: frozenset[int] = frozenset()
+) -> Timeline:
+    """The trace as the causes need it; `own_tids`: the sync command's threads and processes beside the
+    session's own (sync/runner.py records them as CMD starts)."""
 
     td = parse_trace(trace_dir)
     act = td.activity
     kinds = act.column("kind").combine_chunks()
     names = act.column("name").combine_chunks()
     pids = act.column("pid").to_numpy()
-    mine, labels = label_threads(names, kinds, pids, program_tids, _session_pid(trace_dir))
+    mine, labels = label_threads(names, kinds, pids, program_tids, {_session_pid(trace_dir), *own_tids})
     sources, codes = source_table(kinds, labels)
     seg = td.segments
     owner = np.asarray(seg["owner"]).astype(np.int64)
@@ -109,11 +116,13 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
         if "preempted" in act.column_names
         else np.zeros(act.num_rows, bool)
     )
-    slices: dict[int, list[tuple[int, int, int, bool]]] = defaultdict(list)
-    for i in np.flatnonzero(mine):
-        slices[int(pids[i])].append((int(cpu[i]), int(starts[i]), int(ends[i]), bool(pre[i])))
-    for v in slices.values():
-        v.sort(key=lambda s: s[1])
+    # each program thread's slices, (cpu, start, end, preempted) rows in time order (ties: the trace's order)
+    idx = np.flatnonzero(mine)
+    tid = pids[idx].astype(np.int64)
+    order = np.lexsort((starts[idx], tid))
+    rows = np.column_stack([cpu[idx], starts[idx], ends[idx], pre[idx]]).astype(np.int64)[order]
+    cut = np.flatnonzero(np.diff(tid[order])) + 1
+    slices = {int(g[0]): r for g, r in zip(np.split(tid[order], cut), np.split(rows, cut)) if len(g)}
     return Timeline(
         np.asarray(seg["cpu"]).astype(np.int32),
         since_ns(np.asarray(seg["start_tsc"]), t0_tsc, hz),
@@ -121,19 +130,19 @@ def load_timeline(trace_dir: Path, t0_tsc: int, hz: float, program_tids: set[int
         codes[owner] if len(owner) else codes[:0],
         pids[owner] if len(owner) else pids[:0],
         sources,
-        dict(slices),
+        slices,
         int(td.lost_events),
         int(td.n_events),
         td.missed_switches,
     )
 
 
-def lost_pieces(tl: Timeline, tid: int) -> list[tuple[int, int, int]]:
-    """(cpu, start, end) of the time thread `tid` lost: interrupts inside its slices,
+def lost_pieces(tl: Timeline, tid: int) -> np.ndarray:
+    """(cpu, start, end) rows of the time thread `tid` lost: interrupts inside its slices,
     and the gaps after a slice that ended with it still runnable (preempted); in slice order."""
-    sl = np.array(tl.slices.get(tid, []), dtype=np.int64).reshape(-1, 4)
+    sl = tl.slices.get(tid, np.zeros((0, 4), np.int64))
     if not len(sl):
-        return []
+        return np.zeros((0, 3), np.int64)
     cpu, s, e, pre = sl[:, 0], sl[:, 1], sl[:, 2], sl[:, 3].astype(bool)
     thread_src = np.array([k == "thread" for k, _ in tl.sources], bool)
     parts = []  # (slice, cpu, start, end, after the slice's own pieces)
@@ -149,24 +158,20 @@ def lost_pieces(tl: Timeline, tid: int) -> list[tuple[int, int, int]]:
     parts.append(np.column_stack([gap, cpu[gap], e[gap], s[gap + 1], np.ones(len(gap), np.int64)]))
     p = np.concatenate(parts).astype(np.int64)
     p = p[np.lexsort((p[:, 4], p[:, 2], p[:, 0]))]
-    return [(int(c), int(a), int(b)) for c, a, b in p[:, 1:4].tolist()]
+    return p[:, 1:4]
 
 
-_Booked = tuple[Interval, list[tuple[int, int, int]], str]  # an interval, its (cpu, start, end) pieces, its side
+_TID = re.compile(r"\(tid (\d+)\)$")
 
 
-def _attribute(tl: Timeline, cpu: np.ndarray, start: np.ndarray, end: np.ndarray) -> list[list[tuple[str, str, int]]]:
-    """Per interval, [(kind, name, ns)] of the sources that owned its time."""
-    att = attribute(cpu, start, end - start, tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources)
-    out: list[list[tuple[str, str, int]]] = [[] for _ in range(len(start))]
-    for d, s, ns in zip(att.detour.tolist(), att.source.tolist(), att.ns.tolist()):
-        k, n = att.sources[s]
-        out[d].append((k, n, int(ns)))
+def _source_tids(sources: list[tuple[str, str]]) -> np.ndarray:
+    """The tid a program thread's source names ("pigz (tid 4242)"), -1 for any other source."""
+    out = np.full(len(sources), -1, np.int64)
+    for k, (kind, name) in enumerate(sources):
+        m = _TID.search(name) if kind == "thread" else None
+        if m:
+            out[k] = int(m.group(1))
     return out
-
-
-def _self(name: str, tid: int) -> bool:
-    return name.endswith(f"(tid {tid})")
 
 
 def explain(
@@ -176,152 +181,148 @@ def explain(
     threads: list[Thread],
     threshold_ns: int,
     mode: str,
-) -> tuple[list[Interval], list[Cause]]:
+) -> tuple[list[Interval], CauseTable]:
     """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
     causes = _call_causes(tl, intervals)
     # a thread's lost time within its life (before exec the main thread's pid was still jitterscope's child)
     life = {r["tid"]: (r["start_ns"], r["end_ns"]) for r in threads}
-    pieces = {t: sorted(_clip(lost_pieces(tl, t), *life[t]), key=lambda x: x[1]) for t in life}
-    rows: list[_Booked] = []
-    for w, release, inside in _holder_pieces(waits, pieces):
-        rows.append(
-            (
-                {
-                    "type": "hd",
-                    "pid": w["pid"],
-                    "tid": w["tid"],
-                    "obj": w["obj"],
-                    "start_ns": w["enter_ns"],
-                    "end_ns": release,
-                    "wait": w["wait"],
-                    "releaser_tid": w["releaser_tid"],
-                },
-                inside,
-                "holder",
-            )
-        )
+    pieces = {t: _clip(lost_pieces(tl, t), *life[t]) for t in life}
+    hd_waits, hd = _holder_pieces(waits, pieces)  # hd: (wait k, cpu, start, end) rows, by k
+    ns = _non_sync_pieces(intervals, pieces)  # (tid, cpu, start, end) rows
+    # T of every candidate first: a row is built only for the ones over the threshold (most are not)
+    cut = np.flatnonzero(np.diff(hd[:, 0], prepend=-1))  # each wait's first piece
+    t_hd = np.add.reduceat(hd[:, 3] - hd[:, 2], cut) if len(hd) else np.zeros(0, np.int64)
+    t = np.concatenate([t_hd, ns[:, 3] - ns[:, 2]])
+    j = jitter_of(t, threshold_ns, mode)
+    keep = np.flatnonzero(j > 0)
     pids = {r["tid"]: r["pid"] for r in threads}
-    for tid, piece in _non_sync_pieces(intervals, pieces):
-        rows.append(
-            (
-                {
-                    "type": "ns",
-                    "pid": pids.get(tid, 0),
-                    "tid": tid,
-                    "obj": 0,
-                    "start_ns": piece[1],
-                    "end_ns": piece[2],
-                    "wait": None,
-                    "releaser_tid": None,
-                },
-                [piece],
-                "thread",
-            )
-        )
-    t = np.array([sum(e - b for _, b, e in p) for _, p, _ in rows], dtype=np.int64)
     new: list[Interval] = []
-    booked: list[_Booked] = []
-    for (row, p, side), tt, j in zip(rows, t, jitter_of(t, threshold_ns, mode)):
-        if j > 0:
-            row.update(
-                {"id": len(intervals) + len(new), "t_ns": int(tt), "jitter_ns": int(j), "cpu": p[0][0], "site": 0}
-            )
-            new.append(row)
-            booked.append((row, p, side))
-    causes += _book(tl, booked)
+    sides: list[int] = []
+    first_hd = hd[cut]
+    for k in keep.tolist():
+        if k < len(hd_waits):
+            w = waits[hd_waits[k]]
+            row: Interval = {
+                "type": "hd",
+                "pid": w["pid"],
+                "tid": w["tid"],
+                "obj": w["obj"],
+                "start_ns": w["enter_ns"],
+                "end_ns": w["release_ns"],
+                "wait": w["wait"],
+                "releaser_tid": w["releaser_tid"],
+            }
+            cpu, side = int(first_hd[k, 1]), SIDES.index("holder")
+        else:
+            tid, cpu, start, end = ns[k - len(hd_waits)].tolist()
+            row = {
+                "type": "ns",
+                "pid": pids.get(tid, 0),
+                "tid": tid,
+                "obj": 0,
+                "start_ns": start,
+                "end_ns": end,
+                "wait": None,
+                "releaser_tid": None,
+            }
+            side = SIDES.index("thread")
+        row.update({"id": len(intervals) + len(new), "t_ns": int(t[k]), "jitter_ns": int(j[k]), "cpu": cpu, "site": 0})
+        new.append(row)
+        sides.append(side)
+    # the kept rows' pieces, each row's in order, and the row (of `new`) each belongs to
+    row_of = np.full(len(t), -1, np.int64)
+    row_of[keep] = np.arange(len(keep))
+    hd_row = row_of[: len(hd_waits)][hd[:, 0]] if len(hd) else np.zeros(0, np.int64)
+    ns_row = row_of[len(hd_waits) :]
+    owner = np.concatenate([hd_row[hd_row >= 0], ns_row[ns_row >= 0]])
+    flat = np.concatenate([hd[hd_row >= 0, 1:], ns[ns_row >= 0, 1:]])
+    ids = np.arange(len(intervals), len(intervals) + len(new), dtype=np.int64)
+    causes += _book(tl, ids, np.array(sides, np.int64), owner, flat)
     return new, causes
 
 
-def _call_causes(tl: Timeline, intervals: list[Interval]) -> list[Cause]:
+def _call_causes(tl: Timeline, intervals: list[Interval]) -> CauseTable:
     """Waiter side: what ran on the waiter's CPU from the release to its return; caller side: during the call."""
-    causes: list[Cause] = []
     sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
     if not sel:
-        return causes
-    parts = _attribute(
-        tl,
-        np.array([r["cpu"] for r in sel]),
-        np.array([r["start_ns"] for r in sel]),
-        np.array([r["end_ns"] for r in sel]),
-    )
-    for r, p in zip(sel, parts):
-        side = "waiter" if r["type"] in WAITER_TYPES else "caller"
-        for kind, name, ns in p:
-            kind, name = SELF if kind == "thread" and _self(name, r["tid"]) else (kind, name)
-            causes.append({"jitter": r["id"], "side": side, "kind": kind, "name": name, "ns": ns})
-    return causes
+        return CauseTable.empty()
+    cpu = np.array([r["cpu"] for r in sel])
+    start = np.array([r["start_ns"] for r in sel], np.int64)
+    end = np.array([r["end_ns"] for r in sel], np.int64)
+    att = attribute(cpu, start, end - start, tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources)
+    order = np.argsort(att.detour, kind="stable")  # by interval, each one's sources in the order met
+    d, src = att.detour[order], att.source[order].astype(np.int64)
+    tids = np.array([r["tid"] for r in sel], np.int64)
+    own = _source_tids(att.sources)[src] == tids[d]  # the waiter's (or caller's) own thread: `self`
+    side = np.array([SIDES.index("waiter" if r["type"] in WAITER_TYPES else "caller") for r in sel], np.int64)
+    ids = np.array([r["id"] for r in sel], np.int64)
+    sources = (*att.sources, SELF)
+    return CauseTable(ids[d], side[d], np.where(own, len(att.sources), src), att.ns[order].astype(np.int64), sources)
 
 
-def _holder_pieces(
-    waits: list[Wait], pieces: dict[int, list[tuple[int, int, int]]]
-) -> list[tuple[Wait, int, list[tuple[int, int, int]]]]:
-    """Holder delay: per wait with a known releaser, its release and the releaser's lost pieces while the waiter
-    waited."""
-    ends = {t: [e for _, _, e in p] for t, p in pieces.items()}  # disjoint per thread: sorted too
-    out = []
-    for w in waits:
-        r, b = w["releaser_tid"], w["release_ns"]
-        if not r or b is None or r not in pieces:
-            continue
-        a = w["enter_ns"]
+def _holder_pieces(waits: list[Wait], pieces: Pieces) -> tuple[list[int], np.ndarray]:
+    """Holder delay: the releaser's lost pieces while the waiter waited, for each wait with a known releaser.
+    Returns the waits that have any (their indices, in order) and the pieces as (k, cpu, start, end) rows, k
+    the wait's place in that list, sorted by k and then time."""
+    by_releaser: dict[int, list[int]] = defaultdict(list)
+    for k, w in enumerate(waits):
+        r = w["releaser_tid"]
+        if r and w["release_ns"] is not None and r in pieces:
+            by_releaser[r].append(k)
+    found = [np.zeros((0, 4), np.int64)]  # (wait, cpu, start, end) of every piece inside a wait
+    for r, ks in by_releaser.items():
         lst = pieces[r]
-        k = bisect.bisect_right(ends[r], a)
-        inside = []
-        while k < len(lst) and lst[k][1] < b:
-            c, s0, e0 = lst[k]
-            if min(e0, b) > max(s0, a):
-                inside.append((c, max(s0, a), min(e0, b)))
-            k += 1
-        if inside:
-            out.append((w, b, inside))
-    return out
+        at = np.array(ks, np.int64)
+        a = np.array([waits[k]["enter_ns"] for k in ks], np.int64)
+        b = np.array([waits[k]["release_ns"] for k in ks], np.int64)
+        i, j, ov, st = overlaps(a, b, lst[:, 1], lst[:, 2])
+        found.append(np.column_stack([at[i], lst[j, 0], st, st + ov]))
+    f = np.concatenate(found)
+    f = f[np.argsort(f[:, 0], kind="stable")]  # in the waits' order, each wait's pieces in time order
+    with_pieces, f[:, 0] = np.unique(f[:, 0], return_inverse=True)
+    return with_pieces.tolist(), f
 
 
-def _non_sync_pieces(
-    intervals: list[Interval], pieces: dict[int, list[tuple[int, int, int]]]
-) -> list[tuple[int, tuple[int, int, int]]]:
+def _non_sync_pieces(intervals: list[Interval], pieces: Pieces) -> np.ndarray:
     """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside every interval it books itself
     (its wake-ups, and its own unlock/signal/broadcast/barrier/post calls: time lost there is already that
-    interval's T), each piece cut to what lies outside them, so a nanosecond is booked once."""
+    interval's T), each piece cut to what lies outside them, so a nanosecond is booked once: (tid, cpu, start, end)
+    rows, in the threads' order, each thread's in time order."""
     own: dict[int, list[tuple[int, int]]] = defaultdict(list)
     for r in intervals:
         if r["type"] in WAITER_TYPES + RELEASER_TYPES:
             own[r["tid"]].append((r["start_ns"], r["end_ns"]))
-    out = []
+    out = [np.zeros((0, 4), np.int64)]
     for tid, p in pieces.items():
-        merged: list[list[int]] = []
-        for s, e in sorted(own.get(tid, [])):
-            if merged and s <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], e)
-            else:
-                merged.append([s, e])
-        starts = [s for s, _ in merged]
-        for cpu, lo, hi in p:
-            k = max(bisect.bisect_right(starts, lo) - 1, 0)
-            at = lo
-            while k < len(merged) and merged[k][0] < hi:
-                s, e = merged[k]
-                if e > at:
-                    if s > at:
-                        out.append((tid, (cpu, at, s)))
-                    at = max(at, e)
-                k += 1
-            if at < hi:
-                out.append((tid, (cpu, at, hi)))
-    return out
+        gs, ge = _gaps(np.array(own.get(tid, []), np.int64).reshape(-1, 2))
+        i, _, ov, st = overlaps(p[:, 1], p[:, 2], gs, ge)  # each piece's parts in the gaps, in time order
+        out.append(np.column_stack([np.full(len(i), tid, np.int64), p[i, 0], st, st + ov]))
+    return np.concatenate(out)
 
 
-def _clip(pieces: list[tuple[int, int, int]], lo: int, hi: int) -> list[tuple[int, int, int]]:
-    return [(c, max(s, lo), min(e, hi)) for c, s, e in pieces if min(e, hi) > max(s, lo)]
+_FAR = np.int64(1) << 62  # beyond any time of a run, in ns
 
 
-def _book(tl: Timeline, rows: list[_Booked]) -> list[Cause]:
-    """The causes of each (interval, its pieces, side): the sources owning its pieces' time, summed per source.
+def _gaps(spans: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(starts, ends) of the time outside the union of `spans` ((start, end) rows): sorted, disjoint; spans that
+    touch are one."""
+    starts, ends = merge_spans(spans[:, 0], spans[:, 1], 0)
+    return np.append(-_FAR, ends), np.append(starts, _FAR)
+
+
+def _clip(pieces: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """The pieces cut to [lo, hi], empty ones dropped, sorted by start (stable)."""
+    c = np.column_stack([pieces[:, 0], np.maximum(pieces[:, 1], lo), np.minimum(pieces[:, 2], hi)])
+    c = c[c[:, 2] > c[:, 1]]
+    return c[np.argsort(c[:, 1], kind="stable")]
+
+
+def _book(tl: Timeline, ids: np.ndarray, sides: np.ndarray, owner: np.ndarray, flat: np.ndarray) -> CauseTable:
+    """The causes of each interval (of id `ids`, booked on `sides`, codes into SIDES): the sources owning its
+    pieces' time (`flat`, (cpu, start, end) rows, each of the interval `owner` indexes), summed per source.
     One attribution call for every piece of every interval (one call per interval cost a millisecond each)."""
-    if not rows:
-        return []
-    owner = np.repeat(np.arange(len(rows)), [len(p) for _, p, _ in rows])
-    flat = np.array([piece for _, p, _ in rows for piece in p], dtype=np.int64).reshape(-1, 3)
+    if not len(ids):
+        return CauseTable.empty()
     att = attribute(
         flat[:, 0], flat[:, 1], flat[:, 2] - flat[:, 1], tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources
     )
@@ -330,11 +331,6 @@ def _book(tl: Timeline, rows: list[_Booked]) -> list[Cause]:
     order = np.argsort(key, kind="stable")  # rows in order, sources in first-seen order within a row
     uniq, first = np.unique(key[order], return_index=True)
     sums = np.add.reduceat(att.ns[order], first) if len(order) else np.zeros(0, np.int64)
-    first_at = order[first]
-    out: list[Cause] = []
-    for k in np.argsort(first_at, kind="stable"):  # each row's causes in the order its pieces met them
-        r, s = divmod(int(uniq[k]), len(att.sources))
-        row, _, side = rows[r]
-        kind, name = att.sources[s]
-        out.append({"jitter": row["id"], "side": side, "kind": kind, "name": name, "ns": int(sums[k])})
-    return out
+    k = np.argsort(order[first], kind="stable")  # each row's causes in the order its pieces met them
+    r, s = np.divmod(uniq[k], len(att.sources))
+    return CauseTable(ids[r], sides[r], s, sums[k].astype(np.int64), tuple(att.sources))

@@ -28,7 +28,7 @@ import bisect
 import errno
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -63,6 +63,20 @@ def jitter_of(t_ns: np.ndarray | int, threshold_ns: int, mode: str) -> np.ndarra
     return np.where(over, t - threshold_ns if mode == "excess" else t, 0).astype(np.int64)
 
 
+class _Lists(NamedTuple):
+    pid: list[int]
+    tid: list[int]
+    op: list[int]
+    obj: list[int]
+    aux: list[int]
+    site: list[int]
+    enter: list[int]
+    exit: list[int]
+    cpu: list[int]
+    flags: list[int]
+    result: list[int]
+
+
 @dataclass
 class Events:
     """All processes' records, ns since t0, sorted by (enter, exit)."""
@@ -79,6 +93,14 @@ class Events:
     flags: np.ndarray
     result: np.ndarray
     processes: list[Process] = field(default_factory=list)
+    _lists: _Lists | None = field(default=None, repr=False, compare=False)
+
+    def lists(self) -> _Lists:
+        """The columns as Python lists, made once: the matching indexes single events in Python loops, where a
+        list element costs a tenth of a numpy scalar."""
+        if self._lists is None:
+            self._lists = _Lists(*(getattr(self, f).tolist() for f in _Lists._fields))
+        return self._lists
 
     def __len__(self) -> int:
         return len(self.enter)
@@ -217,6 +239,7 @@ class Matched:
 class _Builder:
     def __init__(self, ev: Events, opts: Options) -> None:
         self.ev, self.opts = ev, opts
+        self.c = ev.lists()
         self.waits: list[Wait] = []
         self.intervals: list[Interval] = []
         self.unmatched: dict[str, int] = defaultdict(int)
@@ -224,17 +247,17 @@ class _Builder:
     def wait(
         self, i: int, op: str, release: int | None, releaser: int | None, rel_event: int | None, obj: int | None = None
     ) -> int:
-        ev = self.ev
+        c = self.c
         self.waits.append(
             {
                 "wait": len(self.waits),
-                "pid": int(ev.pid[i]),
-                "tid": int(ev.tid[i]),
+                "pid": c.pid[i],
+                "tid": c.tid[i],
                 "op": op,
-                "obj": int(ev.obj[i]) if obj is None else obj,
-                "enter_ns": int(ev.enter[i]),
+                "obj": c.obj[i] if obj is None else obj,
+                "enter_ns": c.enter[i],
                 "release_ns": release,
-                "exit_ns": int(ev.exit[i]),
+                "exit_ns": c.exit[i],
                 "releaser_tid": releaser,
                 "releaser_event": rel_event,
                 "event": int(i),
@@ -253,62 +276,64 @@ class _Builder:
         tid: int | None = None,
         obj: int | None = None,
     ) -> None:
-        ev = self.ev
+        c = self.c
         self.intervals.append(
             {
                 "type": typ,
-                "pid": int(ev.pid[i]),
-                "tid": int(ev.tid[i]) if tid is None else tid,
-                "obj": int(ev.obj[i]) if obj is None else obj,
+                "pid": c.pid[i],
+                "tid": c.tid[i] if tid is None else tid,
+                "obj": c.obj[i] if obj is None else obj,
                 "start_ns": int(start),
                 "end_ns": int(end),
                 "t_ns": int(end - start),
                 "wait": wait,
                 "releaser_tid": releaser,
-                "cpu": int(ev.cpu[i]),
-                "site": int(ev.site[i]),
+                "cpu": c.cpu[i],
+                "site": c.site[i],
             }
         )
 
 
 def _by_obj(ev: Events, ops: tuple[int, ...]) -> dict[tuple[int, int], list[int]]:
     out: dict[tuple[int, int], list[int]] = defaultdict(list)
+    c = ev.lists()
     for i in np.flatnonzero(np.isin(ev.op, ops)).tolist():
-        out[(int(ev.pid[i]), int(ev.obj[i]))].append(int(i))
+        out[(c.pid[i], c.obj[i])].append(int(i))
     return out
 
 
 def _locks(b: _Builder) -> None:
     ev = b.ev
+    c = b.c
     unlocks = _by_obj(ev, (R.UNLOCK, R.RWUNLOCK))  # indices in enter order (ev is sorted)
     starts = {k: ev.enter[np.array(v)] for k, v in unlocks.items()}
     for i in np.flatnonzero(np.isin(ev.op, list(LOCK_OPS))).tolist():
-        if ev.result[i] != 0:
+        if c.result[i] != 0:
             b.unmatched["lock_failed"] += 1
             continue
-        key = (int(ev.pid[i]), int(ev.obj[i]))
+        key = (c.pid[i], c.obj[i])
         lst = unlocks.get(key, [])
         cand: list[int] = []
         if lst:
-            k = int(np.searchsorted(starts[key], ev.exit[i], side="right")) - 1
-            while k >= 0 and ev.enter[lst[k]] >= ev.enter[i]:
+            k = int(np.searchsorted(starts[key], c.exit[i], side="right")) - 1
+            while k >= 0 and c.enter[lst[k]] >= c.enter[i]:
                 j = lst[k]
-                if ev.op[j] == UNLOCK_OF[int(ev.op[i])] and ev.tid[j] != ev.tid[i]:
+                if c.op[j] == UNLOCK_OF[c.op[i]] and c.tid[j] != c.tid[i]:
                     cand = [j]
                     break
                 k -= 1
         if not cand:
-            b.wait(i, LOCK_OPS[int(ev.op[i])], None, None, None)
+            b.wait(i, LOCK_OPS[c.op[i]], None, None, None)
             b.unmatched["lock_no_unlock"] += 1
             continue
         j = cand[-1]  # modify-timestamp semantics: the last unlock before l_x
-        w = b.wait(i, LOCK_OPS[int(ev.op[i])], int(ev.enter[j]), int(ev.tid[j]), j)
-        if b.opts.lu_sleep_only and not ev.flags[i] & R.SF_SLEPT:
+        w = b.wait(i, LOCK_OPS[c.op[i]], c.enter[j], c.tid[j], j)
+        if b.opts.lu_sleep_only and not c.flags[i] & R.SF_SLEPT:
             b.unmatched["lock_not_slept"] += 1
             continue
-        b.interval("lu", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
+        b.interval("lu", i, c.enter[j], c.exit[i], w, c.tid[j])
     for i in np.flatnonzero(np.isin(ev.op, (R.UNLOCK, R.RWUNLOCK))).tolist():
-        b.interval("u", int(i), int(ev.enter[i]), int(ev.exit[i]), None, None)
+        b.interval("u", int(i), c.enter[i], c.exit[i], None, None)
 
 
 def _conds(b: _Builder) -> None:
@@ -316,13 +341,14 @@ def _conds(b: _Builder) -> None:
     unclaimed waiter and pushes its s_e onto a FIFO, a broadcast stamps every
     waiter registered then, w_x takes its broadcast stamp or the oldest pending signal."""
     ev = b.ev
+    c = b.c
     for _obj, idx in _by_obj(ev, (R.COND_WAIT, R.COND_SIGNAL, R.COND_BROADCAST)).items():
         steps: list[tuple[int, int, int]] = []  # (time, order, event): exits after entries at equal times
         for i in idx:
-            if ev.op[i] == R.COND_WAIT:
-                steps += [(int(ev.enter[i]), 0, i), (int(ev.exit[i]), 2, i)]
+            if c.op[i] == R.COND_WAIT:
+                steps += [(c.enter[i], 0, i), (c.exit[i], 2, i)]
             else:
-                steps.append((int(ev.enter[i]), 1, i))
+                steps.append((c.enter[i], 1, i))
         steps.sort()
         registered: dict[int, list[Any]] = {}  # wait event -> [state, stamp, stamp event]
         fifo: list[tuple[int, int]] = []
@@ -330,8 +356,8 @@ def _conds(b: _Builder) -> None:
             if kind == 0:
                 registered[i] = [None, None, None]
             elif kind == 1:
-                op = int(ev.op[i])
-                b.interval("s" if op == R.COND_SIGNAL else "b", i, int(ev.enter[i]), int(ev.exit[i]), None, None)
+                op = c.op[i]
+                b.interval("s" if op == R.COND_SIGNAL else "b", i, c.enter[i], c.exit[i], None, None)
                 free = [w for w, st in registered.items() if st[0] is None]
                 if not free:
                     b.unmatched["signal_no_waiter"] += 1
@@ -343,20 +369,20 @@ def _conds(b: _Builder) -> None:
                         registered[w] = ["bc", t, i]
             else:
                 st = registered.pop(i, [None, None, None])
-                if ev.result[i] != 0:
+                if c.result[i] != 0:
                     # a timer ended it or the thread was cancelled in it, no thread released it: still a wait (the
                     # thread slept), not compute
                     b.wait(i, "cond", None, None, None)
-                    b.unmatched["wait_cancelled" if ev.result[i] == errno.ECANCELED else "wait_timed_out"] += 1
+                    b.unmatched["wait_cancelled" if c.result[i] == errno.ECANCELED else "wait_timed_out"] += 1
                     continue
                 if st[0] == "bc":
                     j = st[2]
-                    w = b.wait(i, "cond", st[1], int(ev.tid[j]), j)
-                    b.interval("bw", i, st[1], int(ev.exit[i]), w, int(ev.tid[j]))
+                    w = b.wait(i, "cond", st[1], c.tid[j], j)
+                    b.interval("bw", i, st[1], c.exit[i], w, c.tid[j])
                 elif fifo and fifo[0][0] <= t:
                     ts, j = fifo.pop(0)
-                    w = b.wait(i, "cond", ts, int(ev.tid[j]), j)
-                    b.interval("sw", i, ts, int(ev.exit[i]), w, int(ev.tid[j]))
+                    w = b.wait(i, "cond", ts, c.tid[j], j)
+                    b.interval("sw", i, ts, c.exit[i], w, c.tid[j])
                 else:
                     b.wait(i, "cond", None, None, None)
                     b.unmatched["wait_spurious"] += 1
@@ -366,28 +392,29 @@ def _sems(b: _Builder) -> None:
     """Per semaphore in time order: a post with sleepers wakes one of them; a contended wait's return takes the
     oldest post made after it began sleeping and before it returned (a post before it slept was the trywait's)."""
     ev = b.ev
+    c = b.c
     for _obj, idx in _by_obj(ev, (R.SEM_WAIT, R.SEM_POST)).items():
-        posts = [i for i in idx if ev.op[i] == R.SEM_POST]  # in enter order (ev is sorted)
-        at = [int(ev.enter[i]) for i in posts]
+        posts = [i for i in idx if c.op[i] == R.SEM_POST]  # in enter order (ev is sorted)
+        at = [c.enter[i] for i in posts]
         for i in posts:
-            b.interval("p", i, int(ev.enter[i]), int(ev.exit[i]), None, None)
+            b.interval("p", i, c.enter[i], c.exit[i], None, None)
         used: set[int] = set()
-        for i in sorted((i for i in idx if ev.op[i] == R.SEM_WAIT), key=lambda i: (int(ev.exit[i]), i)):
-            if ev.result[i] != 0:
+        for i in sorted((i for i in idx if c.op[i] == R.SEM_WAIT), key=lambda i: (c.exit[i], i)):
+            if c.result[i] != 0:
                 b.wait(i, "sem", None, None, None)  # timed out, interrupted or cancelled: released by no thread
-                b.unmatched["sem_wait_cancelled" if ev.result[i] == errno.ECANCELED else "sem_wait_timed_out"] += 1
+                b.unmatched["sem_wait_cancelled" if c.result[i] == errno.ECANCELED else "sem_wait_timed_out"] += 1
                 continue
-            k = bisect.bisect_left(at, int(ev.enter[i]))
-            while k < len(posts) and (posts[k] in used or ev.tid[posts[k]] == ev.tid[i]) and at[k] <= ev.exit[i]:
+            k = bisect.bisect_left(at, c.enter[i])
+            while k < len(posts) and (posts[k] in used or c.tid[posts[k]] == c.tid[i]) and at[k] <= c.exit[i]:
                 k += 1
-            if k == len(posts) or at[k] > ev.exit[i]:
+            if k == len(posts) or at[k] > c.exit[i]:
                 b.wait(i, "sem", None, None, None)
                 b.unmatched["sem_wait_no_post"] += 1
                 continue
             j = posts[k]
             used.add(j)
-            w = b.wait(i, "sem", int(ev.enter[j]), int(ev.tid[j]), j)
-            b.interval("pw", i, int(ev.enter[j]), int(ev.exit[i]), w, int(ev.tid[j]))
+            w = b.wait(i, "sem", c.enter[j], c.tid[j], j)
+            b.interval("pw", i, c.enter[j], c.exit[i], w, c.tid[j])
 
 
 def _spins(b: _Builder) -> None:
@@ -401,16 +428,17 @@ def _barriers(b: _Builder) -> None:
     """Rounds of `count` arrivals in arrival order (a thread can only arrive for the
     next round after the round's last arriver really arrived, so order keeps rounds)."""
     ev = b.ev
+    c = b.c
     counts: dict[tuple[int, int], list[tuple[int, int]]] = defaultdict(list)
     for i in np.flatnonzero(ev.op == R.BARRIER_INIT).tolist():
-        counts[(int(ev.pid[i]), int(ev.obj[i]))].append((int(ev.enter[i]), int(ev.aux[i])))
+        counts[(c.pid[i], c.obj[i])].append((c.enter[i], c.aux[i]))
     for key, idx in _by_obj(ev, (R.BARRIER_WAIT,)).items():
-        idx = sorted(idx, key=lambda i: (int(ev.enter[i]), i))
-        inits = counts.get(key) or [(0, len({int(ev.tid[i]) for i in idx}))]
+        idx = sorted(idx, key=lambda i: (c.enter[i], i))
+        inits = counts.get(key) or [(0, len({c.tid[i] for i in idx}))]
         pos = 0
         while pos < len(idx):
-            t = int(ev.enter[idx[pos]])
-            n = [c for ts, c in inits if ts <= t][-1] if any(ts <= t for ts, _ in inits) else inits[0][1]
+            t = c.enter[idx[pos]]
+            n = [cnt for ts, cnt in inits if ts <= t][-1] if any(ts <= t for ts, _ in inits) else inits[0][1]
             rnd = idx[pos : pos + max(1, n)]
             pos += max(1, n)
             if len(rnd) < n:
@@ -418,9 +446,9 @@ def _barriers(b: _Builder) -> None:
                 break
             last = rnd[-1]
             for i in rnd[:-1]:
-                w = b.wait(i, "barrier", int(ev.enter[last]), int(ev.tid[last]), last)
-                b.interval("barw", i, int(ev.enter[last]), int(ev.exit[i]), w, int(ev.tid[last]))
-            b.interval("bar", last, int(ev.enter[last]), int(ev.exit[last]), None, None)
+                w = b.wait(i, "barrier", c.enter[last], c.tid[last], last)
+                b.interval("barw", i, c.enter[last], c.exit[i], w, c.tid[last])
+            b.interval("bar", last, c.enter[last], c.exit[last], None, None)
 
 
 def _joins(b: _Builder, rows: list[Thread]) -> None:

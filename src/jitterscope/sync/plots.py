@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from jitterscope import plotting
+from jitterscope.measure.attribution import merge_spans
+from jitterscope.units import format_ns
 
 if TYPE_CHECKING:
     from matplotlib.artist import Artist
@@ -19,18 +21,6 @@ WAIT_COLOR = "#D9D9D9"
 # rectangles per lane however many waits the run had (one bar per wait cost seconds per thousand).
 RESOLUTION = 1 / 4000
 CDF_POINTS = 2000  # per distribution curve: finer than the figure's pixels
-
-
-def merge_spans(start: np.ndarray, end: np.ndarray, gap: float) -> tuple[np.ndarray, np.ndarray]:
-    """The union of the spans [start, end), with spans less than `gap` apart joined: (starts, ends), sorted."""
-    if len(start) == 0:
-        return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], np.maximum.accumulate(end[order])
-    first = np.ones(len(s), bool)
-    first[1:] = s[1:] > e[:-1] + gap
-    last = np.append(first[1:], True)
-    return s[first], e[last]
 
 
 def bars_patch(rects: np.ndarray, height: float, color: str) -> Any:
@@ -105,26 +95,26 @@ def timeline(
 
 
 def type_distributions(groups: list[tuple[str, np.ndarray]], threshold_ns: int, title: str) -> Any:
-    """The empirical CDF of T per jitter type, log time axis, the threshold N marked."""
+    """The empirical CDF of T per jitter type, log time axis in plain units, the threshold N marked."""
     plt = plotting.pyplot()
+    from matplotlib.ticker import FuncFormatter, NullFormatter
+
     with plt.rc_context(plotting.STYLE):
         fig, ax = plt.subplots(figsize=(6.5, 3.5))
         for i, (name, v) in enumerate(groups):
-            x = np.maximum(np.sort(np.asarray(v, np.float64)) / 1e3, 1e-3)
-            y = np.arange(1, len(x) + 1) / len(x)
-            if len(x) > CDF_POINTS:  # the curve at CDF_POINTS evenly spaced fractions, the last (max) kept
-                k = np.unique(np.linspace(0, len(x) - 1, CDF_POINTS).astype(np.int64))
+            n = len(v)  # the legend counts intervals, not the points drawn
+            x = np.maximum(np.sort(np.asarray(v, np.float64)), 1.0)
+            y = np.arange(1, n + 1) / max(n, 1)
+            if n > CDF_POINTS:  # the curve at CDF_POINTS evenly spaced fractions, the last (max) kept
+                k = np.unique(np.linspace(0, n - 1, CDF_POINTS).astype(np.int64))
                 x, y = x[k], y[k]
-            ax.step(
-                x,
-                y,
-                where="post",
-                color=PALETTE[i % len(PALETTE)],
-                label=f"{name} ({len(x):,})",
-            )
-        ax.axvline(threshold_ns / 1e3, color="#333", linestyle=":", linewidth=0.8, label="N")
+            ax.step(x, y, where="post", color=PALETTE[i % len(PALETTE)], label=f"{name} ({n:,})")
+        ax.axvline(threshold_ns, color="#333", linestyle=":", linewidth=0.8, label="N")
         ax.set_xscale("log")
-        ax.set_xlabel("T (us): release -> return, or the call's own time")
+        # "10 us" rather than matplotlib's 10^x labels, whose math text cost a quarter second per report
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: format_ns(v).replace(" ", "\u2009")))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+        ax.set_xlabel("T: release -> return, or the call's own time")
         ax.set_ylabel("fraction of intervals")
         ax.set_title(title)
         ax.legend(fontsize=7, loc="lower right")  # "best" searches every point of every curve

@@ -1,8 +1,9 @@
 """`jitterscope sync -- CMD`: its steps of the session lifecycle (session.py), with a program instead of the probe.
 
 check the command → create the run directory → the session (journal, watchdog) →
-setup: sync-raw/meta.json, the private trace instance the session owns on the
-program's CPUs → capture: run CMD with libjssync.so preloaded (its
+setup: the private trace instance the session owns on the program's CPUs →
+capture: sync-raw/meta.json (with the thread ids of this jitterscope's threads and
+processes), then run CMD with libjssync.so preloaded (its
 stdin/stdout/stderr are the user's; Ctrl-C and SIGTERM reach it, not us) and
 wait → stop: what CMD's end tells (exit code, steal) → the trace stopped, the
 journal undone → analyse (sync/build.py) → the program's exit code.  The raw
@@ -22,24 +23,26 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jitterscope import boundedio, sysinfo
+from jitterscope import boundedio, childgroup, sysinfo
 from jitterscope import session as lifecycle
 from jitterscope.atomic import sweep_temporaries
 from jitterscope.errors import JitterscopeError
 from jitterscope.measure.capture import kept
-from jitterscope.measure.tsc import tsc_hz
+from jitterscope.measure.tsc import Calibration
 from jitterscope.native_bin import native_bin
-from jitterscope.report.pages import write_report
+from jitterscope.ownenv import program_environ
 from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.sync import overhead
-from jitterscope.sync.build import build
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
-from jitterscope.sync.summary import Summary
-from jitterscope.sync.warmup import Warmup
+from jitterscope.sync.warmup import Warmup, fit_imports
+from jitterscope.tracing.session import complete_cut_short
 from jitterscope.tracing.tracefs import tracing_available
+
+if TYPE_CHECKING:
+    from jitterscope.sync.summary import Summary
 
 
 @dataclass
@@ -95,7 +98,7 @@ def _tracing_state(trace: bool) -> tuple[bool, str | None]:
 
 def program_env(raw_dir: Path, cpus: list[int]) -> dict[str, str]:
     """The program's environment: the interposer preloaded, its output directory, the writer's CPUs."""
-    env = dict(os.environ)
+    env = program_environ()
     lib = str(native_bin(LIBRARY))
     env["LD_PRELOAD"] = f"{lib}:{env['LD_PRELOAD']}" if env.get("LD_PRELOAD") else lib
     env["JS_SYNC_DIR"] = str(raw_dir.resolve())
@@ -143,7 +146,7 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     cpus = opts.cpus or sysinfo.online_cpus()
     sysinfo.check_cpus(cpus)
     tracing_ok, reason = _tracing_state(opts.trace)
-    hz = tsc_hz()
+    calibration = Calibration()  # its 150 ms spent while the run is set up (SyncSteps.setup)
     run_dir = create_run_dir(opts.out_dir)
     meta: dict[str, Any] = base_meta(
         kind="sync",
@@ -176,11 +179,13 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
             "buffer_kb": opts.buffer_kb if tracing_ok else None,
         },
         duration_s=0.0,
-        tsc_hz=hz,
+        tsc_hz=None,
     )
-    steps = SyncSteps(opts, run_dir, meta, cpus, tracing_ok, started)
+    steps = SyncSteps(opts, run_dir, meta, cpus, tracing_ok, started, calibration)
     try:
-        _, summary = lifecycle.run(steps, run_dir)
+        # the fit's process, forked now, before the session or the warm-up start a thread (sync/build.py)
+        with childgroup.ForkedPool(1) as steps.fitter:
+            _, summary = lifecycle.run(steps, run_dir)
     except (JitterscopeError, OSError) as err:
         if not run_dir.exists():  # the session removed it: nothing was recorded
             raise
@@ -197,8 +202,16 @@ class SyncSteps:
     kind = "sync"
 
     def __init__(
-        self, opts: SyncOptions, run_dir: Path, meta: dict[str, Any], cpus: list[int], tracing_ok: bool, started: int
+        self,
+        opts: SyncOptions,
+        run_dir: Path,
+        meta: dict[str, Any],
+        cpus: list[int],
+        tracing_ok: bool,
+        started: int,
+        calibration: Calibration,
     ) -> None:
+        self.calibration = calibration
         self.opts, self.run_dir, self.meta, self.cpus, self.tracing_ok = opts, run_dir, meta, cpus, tracing_ok
         self.raw = run_dir / "sync-raw"
         self.started = started  # when this jitterscope started (its own share of the wall time: sync/overhead.py)
@@ -207,26 +220,33 @@ class SyncSteps:
         self.ran = False
         self.doing = "running CMD"  # what a failure interrupted
         self.steal_before: dict[int, int] = {}
+        self.fitter: childgroup.ForkedPool | None = None  # the fit's process (run_sync)
+        self.own_tids: set[int] = set()  # this jitterscope's threads and processes (capture)
 
     def start_meta(self) -> dict[str, Any]:
         return self.meta
 
     def setup(self, s: lifecycle.Session) -> None:
         self.raw.mkdir()
-        write_json(
-            self.raw / "meta.json", self.meta
-        )  # before CMD runs: what `jitterscope analyze` needs if we are killed
-        self.steal_before = sysinfo.steal_ticks(self.cpus)
         if self.tracing_ok:
             s.trace(self.cpus, self.run_dir / "trace", self.opts.buffer_kb)
+        self.meta["tsc_hz"] = s.meta["tsc_hz"] = self.calibration.result()
+        self.steal_before = sysinfo.steal_ticks(self.cpus)
 
     def capture(self, s: lifecycle.Session) -> None:
         self.begun = time.monotonic_ns()
         warm = Warmup(self.tracing_ok, self.opts.report).start()  # the analysis's imports while CMD runs
+        # this jitterscope's threads and processes (warm-up, fit, trace reader, watchdog), told apart from
+        # another jitterscope's in the trace by id
+        self.own_tids = sysinfo.tree_thread_ids(os.getpid()) | {warm.native_id()}
+        # before CMD runs: what `jitterscope analyze` needs if we are killed
+        write_json(self.raw / "meta.json", {**self.meta, OWN_TIDS: sorted(self.own_tids)})
         try:
             self.code, interrupted, self.ended = run_program(
                 self.opts.command, program_env(self.raw, self.cpus), self.opts.cpus
             )
+            if self.fitter is not None:
+                self.fitter.submit(fit_imports)  # its failure, if any, is the fit's own when the fit runs
         finally:
             warm.finish()
         self.ran = True
@@ -257,7 +277,11 @@ class SyncSteps:
     def analyze(self, s: lifecycle.Session) -> Summary:
         self.doing = "analysing"
         trace = self.run_dir / "trace" if self.tracing_ok else None
-        summary = build(self.run_dir, self.meta, float(self.meta["tsc_hz"]), self.opts.analysis, trace)
+        from jitterscope.sync.build import build  # the warm-up's import, done while CMD ran
+
+        summary = build(
+            self.run_dir, self.meta, float(self.meta["tsc_hz"]), self.opts.analysis, trace, self.fitter, self.own_tids
+        )
         self.analysed = time.monotonic_ns()
         overhead.record(self.run_dir, summary, self.overhead(None))
         return summary
@@ -275,6 +299,7 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
         lifecycle.cut_short(run_dir, "nothing to analyse (CMD left no sync records in sync-raw/)")
     sweep_temporaries(run_dir)
     meta = boundedio.read_json(run_dir / "sync-raw" / "meta.json", "raw run metadata")
+    own_tids = set(meta.pop(OWN_TIDS, None) or [])
     # what the session recorded once CMD had ended (SyncSteps.stop), if it got that far
     session_meta = lifecycle.read_meta(run_dir)
     ended = {k: session_meta.get(k) for k in _ENDED} if "exit_code" in session_meta else {}
@@ -295,16 +320,20 @@ def analyze_cut_short(run_dir: Path, report: bool = True) -> list[str]:
     if meta["tracing"]["enabled"] and not traced:
         missing.append("the kernel trace: no page of it was kept (no causes, holder delay or non-sync jitter)")
         meta["tracing"].update(enabled=False, reason="trace lost: no page of it was kept (a full disk, or a kill)")
-    elif traced and not (trace / "stats.json").exists():
-        missing.append("the trace's ring-buffer statistics: kernel events lost in the ring are not counted")
+    elif traced:  # the session never stopped it: window, symbols, comms, lost events, reader completed offline
+        missing += complete_cut_short(trace, None, "the trace's last event")
     meta.update(exit_code=None, interrupted=True, steal_ns=None)
     meta.update(ended, recovered={"missing": missing})
-    build(run_dir, meta, float(meta["tsc_hz"]), opts, trace if traced else None)
+    from jitterscope.sync.build import build
+
+    build(run_dir, meta, float(meta["tsc_hz"]), opts, trace if traced else None, own_tids=own_tids)
     if report:
         _report(run_dir)
     return missing
 
 
+# in sync-raw/meta.json only: the thread ids of the jitterscope that ran CMD (SyncSteps.capture)
+OWN_TIDS = "own_tids"
 # meta fields known once CMD has ended (SyncSteps.stop)
 _ENDED = ("exit_code", "interrupted", "steal_ns", "program_end_mono_ns")
 
@@ -312,6 +341,8 @@ _ENDED = ("exit_code", "interrupted", "steal_ns", "program_end_mono_ns")
 def _report(run_dir: Path) -> None:
 
     try:
+        from jitterscope.report.pages import write_report  # the warm-up's import, done while CMD ran
+
         write_report(run_dir)
     except JitterscopeError as err:
         print(f"jitterscope: warning: report not written: {err}", file=sys.stderr)

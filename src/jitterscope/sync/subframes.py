@@ -25,6 +25,8 @@ import numpy as np
 import pyarrow as pa
 from typing_extensions import TypedDict  # pydantic validates it (sync/summary.py)
 
+from jitterscope.measure.attribution import overlaps
+from jitterscope.rundir import rows_table
 from jitterscope.sync.rows import Interval, Subframe, Thread
 from jitterscope.sync.schema import SUBFRAMES
 
@@ -106,25 +108,23 @@ def subframes(
 
 
 def _booked(a: np.ndarray, b: np.ndarray, own: list[tuple[int, int, int]]) -> np.ndarray:
-    """Jitter of each subframe [a, b): every interval's jitter spread evenly over its span (a point interval
-    goes whole to the subframe holding its end)."""
+    """Jitter of each subframe [a, b) (contiguous, in order): every interval's jitter spread evenly over its span
+    (a point interval goes whole to the subframe holding its end).  Summed in the intervals' order."""
     out = np.zeros(len(a))
     if not len(a) or not own:
         return out
-    ends = b.tolist()
-    starts = a.tolist()
-    for s, e, j in own:
-        if e <= s:
-            k = int(np.searchsorted(a, e, side="right")) - 1
-            if k >= 0:
-                out[k] += j
-            continue
-        k0 = max(int(np.searchsorted(a, s, side="right")) - 1, 0)
-        k1 = int(np.searchsorted(a, e, side="left"))
-        for k in range(k0, k1):
-            ov = min(e, ends[k]) - max(s, starts[k])
-            if ov > 0:
-                out[k] += j * ov / (e - s)
+    o = np.array(own, np.int64).reshape(-1, 3)
+    s, e, j = o[:, 0], o[:, 1], o[:, 2]
+    point = np.flatnonzero(e <= s)
+    kp = np.searchsorted(a, e[point], side="right") - 1
+    point, kp = point[kp >= 0], kp[kp >= 0]
+    span = np.flatnonzero(e > s)
+    i, k, ov, _ = overlaps(s[span], e[span], a, b)
+    i = span[i]
+    src = np.concatenate([point, i])
+    order = np.argsort(src, kind="stable")
+    val = np.concatenate([j[point].astype(np.float64), j[i] * ov / (e[i] - s[i])])
+    np.add.at(out, np.concatenate([kp, k])[order], val[order])
     return out
 
 
@@ -146,7 +146,7 @@ class Stats(TypedDict):
 def summary(rows: list[Subframe] | pa.Table, length: int, warmup: int) -> Stats:
     """Statistics of the measured (after warm-up) subframes: how many, how many had jitter, per-subframe
     jitter distribution."""
-    t = rows if isinstance(rows, pa.Table) else pa.Table.from_pylist(rows, schema=SUBFRAMES)
+    t = rows if isinstance(rows, pa.Table) else rows_table(rows, SUBFRAMES)
     warm = t.column("warmup").to_numpy(zero_copy_only=False).astype(bool)
     j = t.column("jitter_ns").to_numpy()[~warm].astype(np.int64)
     return {

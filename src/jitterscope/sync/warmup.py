@@ -1,13 +1,15 @@
 """The analysis's and the report's imports, done while CMD runs rather than after it.
 
-A sync run waits for CMD with nothing to do, then needs scipy.stats (the fit), pyarrow's pandas shim
-(any pa.array of a list imports pandas), and with the trace the parser and the kernel's symbol table
-(0.3 s to read /proc/kallsyms), with the report matplotlib: about 1.5 CPU-seconds, all of it added to
-the user's wall time when done after CMD.  A background thread does what this run will need during
-CMD at the lowest priority (nice 19 for that thread only), so a program that keeps every CPU busy is
-not slowed by it; when CMD ends the thread is raised back to normal priority (`finish`) so that, on a
-busy machine, the analysis does not wait on a starved import.  An import that fails here fails again,
-with its real error, where the analysis needs it."""
+A sync run waits for CMD with nothing to do, then needs pyarrow's pandas shim (any pa.array imports
+pandas), and with the trace the parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with
+the report matplotlib: about a CPU-second, all of it added to the user's wall time when done after CMD.
+(scipy.stats, for the fit, is imported by the fit's own process, forked before CMD: sync/runner.py.  It
+starts that import the moment CMD ends (`fit_imports`), on the CPU the matching leaves free: begun with the
+fit itself, after the matching, it left the summary waiting 0.2 s for the fit on pigz.)
+A background thread does what this run will need during CMD at the lowest priority (nice 19 for that
+thread only), so a program that keeps every CPU busy is not slowed by it; when CMD ends the thread is
+raised back to normal priority (`finish`) so that, on a busy machine, the analysis does not wait on a
+starved import.  An import that fails here fails again, with its real error, where the analysis needs it."""
 
 from __future__ import annotations
 
@@ -16,10 +18,15 @@ import importlib
 import os
 import threading
 
-ALWAYS = ("jitterscope.sync.build", "jitterscope.simulate.fitting", "pandas")
+ALWAYS = ("jitterscope.sync.build", "pandas")
 TRACE = ("jitterscope.sync.causes", "jitterscope.tracing.parse")
 REPORT = ("jitterscope.sync.report", "jitterscope.report.page", "matplotlib.backends.backend_svg")
 NICE = 19
+
+
+def fit_imports() -> None:
+    """Run in the fit's process when CMD ends: the fit's imports (scipy.stats, 0.6 s), before the fit."""
+    importlib.import_module("jitterscope.simulate.fitting")
 
 
 class Warmup:
@@ -35,24 +42,29 @@ class Warmup:
         self._thread.start()
         return self
 
+    def native_id(self) -> int:
+        """The thread's id (0 before it has started)."""
+        return self._thread.native_id or 0
+
     def _run(self) -> None:
         self._tid = threading.get_native_id()
         with contextlib.suppress(OSError):
             os.setpriority(os.PRIO_PROCESS, self._tid, NICE)  # this thread only (Linux: nice is per task)
         try:
-            if self.report:
-                from jitterscope import plotting
+            # in the order CMD's end needs them: the trace's stop first, the report last
+            if self.trace:
+                from jitterscope.tracing import symbols
 
-                plotting.pyplot()  # the backend and settings the report draws with
+                symbols.table()  # the trace's stop names kernel addresses from it
             for name in self.modules:
                 importlib.import_module(name)
             from jitterscope import kinds
 
             kinds.all()  # the run is written and read back through its kind
-            if self.trace:
-                from jitterscope.tracing import symbols
+            if self.report:
+                from jitterscope import plotting
 
-                symbols.table()  # the trace's stop names kernel addresses from it
+                plotting.pyplot()  # the backend and settings the report draws with
         except Exception:  # noqa: BLE001 (the analysis imports it again and reports the error)
             return
 
