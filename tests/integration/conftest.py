@@ -330,3 +330,17 @@ def _own_state_for_free_files(
     and printed a line for each, before the test_doe_safety that killed it could check its own restore)."""
     if request.node.path.name in FREE:
         monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+
+
+def leaked_mpi_segments(since: float) -> list[str]:
+    """MPICH shared-memory segments in /dev/shm made since `since` (time.time()) that no process maps any more:
+    what an MPI job left there for good (MPI tests run one at a time, in the "machine" group)."""
+    from jitterscope.cluster.mpi import SHM_PREFIX
+
+    made = {str(p) for p in Path(SHM_PREFIX).parent.glob(Path(SHM_PREFIX).name + "*") if p.stat().st_mtime >= since}
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            made -= {line.rsplit(" ", 1)[-1] for line in maps.read_text().splitlines()}
+        except OSError:  # a process that ended meanwhile
+            continue
+    return sorted(made)

@@ -20,7 +20,7 @@ import pytest
 
 from tests.support import svg
 
-from .conftest import needs_tracing
+from .conftest import leaked_mpi_segments, needs_tracing
 
 VENV_BIN = Path(sys.executable).parent
 MPIEXEC = shutil.which("mpiexec", path=str(VENV_BIN)) or shutil.which("mpiexec")
@@ -205,6 +205,7 @@ def _children(pid: int) -> list[int]:
 
 
 def test_hanging_rank_fails_the_job_quickly(tmp_path: Path) -> None:
+    started = time.time()
     mpi = subprocess.Popen(
         mpi_cmd(2, "bsp", "--phase", "5ms", "--phases", "4000", "--timeout", "3s", "--out", str(tmp_path / "hang")),
         stdout=subprocess.PIPE,
@@ -235,6 +236,7 @@ def test_hanging_rank_fails_the_job_quickly(tmp_path: Path) -> None:
     assert in_phases or in_calibration, err
     assert took < 15, took
     assert not (tmp_path / "hang").exists()
+    assert leaked_mpi_segments(started) == []  # MPI_Abort does not finalize: the names went at start-up
 
 
 def _is_measuring_probe(pid: int) -> bool:
@@ -245,6 +247,7 @@ def _is_measuring_probe(pid: int) -> bool:
 
 
 def test_failing_rank_fails_the_job_with_its_reason(tmp_path: Path) -> None:
+    started = time.time()
     mpi = subprocess.Popen(
         mpi_cmd(2, "measure", "--duration", "8s", "--no-trace", "--timeout", "10s", "--out", str(tmp_path / "fail")),
         stdout=subprocess.PIPE,
@@ -271,3 +274,4 @@ def test_failing_rank_fails_the_job_with_its_reason(tmp_path: Path) -> None:
     assert "jitterscope: error: cluster measure: rank 1 on node1: probe failed" in err, err
     assert time.monotonic() - t0 < 10
     assert not (tmp_path / "fail").exists()
+    assert leaked_mpi_segments(started) == []

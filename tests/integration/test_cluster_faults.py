@@ -1,4 +1,4 @@
-"""A killed MPI rank loses nothing recoverable and leaves nothing in /tmp.
+"""A killed MPI rank loses nothing recoverable and leaves nothing in /tmp or /dev/shm.
 
 Each rank measures in its own run next to the planned output, <out>.rank<N>,
 removed once the cluster run is written; when the job dies before (here: rank 1
@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from .conftest import leaked_mpi_segments
 from .test_cluster import _children, _is_measuring_probe, _mpi_reason, _rank_pid, env, mpi_cmd
 
 pytestmark = [
@@ -28,6 +29,7 @@ pytestmark = [
 
 
 def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None:
+    started = time.time()
     out = tmp_path / "cl"
     state = {"JITTERSCOPE_STATE_DIR": str(tmp_path / "state")}
     mpi = subprocess.Popen(
@@ -70,6 +72,7 @@ def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None
     assert "nothing to restore" in restore.stdout + restore.stderr, restore.stdout + restore.stderr
     scratch = [p for p in Path("/tmp").glob("jitterscope-cluster-r*") if any(f"-{pid}-" in p.name for pid in ranks)]
     assert scratch == [], f"scratch directories left behind: {scratch}"
+    assert leaked_mpi_segments(started) == []  # nor MPICH's shared memory in /dev/shm
     kept = sorted(tmp_path.glob("cl.rank*"))
     assert out.with_name("cl.rank1") in kept, sorted(tmp_path.iterdir())  # the killed rank's capture
     for k in kept:

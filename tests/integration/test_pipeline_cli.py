@@ -282,6 +282,9 @@ def test_trace_attributes_late_iterations(tmp_path):
     att = pq.read_table(tmp_path / "t" / "attribution.parquet")
     # the pipeline's own threads and the idle task are never counted as taking time from it
     assert not any(n.startswith(("js-pipe/", "swapper/")) for n in att.column("name").to_pylist())
+    # the trace reader's cost and density, as in a measure run's meta.json (issue 24: for every capture)
+    reader = json.loads((tmp_path / "t" / "meta.json").read_text())["tracing"]["reader"]
+    assert reader["ended"] == "stop" and reader["events"] > 0 and reader["cpu_s_per_m_events"] >= 0
 
 
 def test_kill_9_loses_nothing_the_runtime_recorded(tmp_path):

@@ -12,6 +12,7 @@ ranks did not arrive and can say so.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
@@ -26,6 +27,7 @@ from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 
+from jitterscope import boundedio
 from jitterscope.errors import JitterscopeError
 
 MPI_HINT = (
@@ -82,6 +84,26 @@ def node_name(rank: int) -> str:
     return socket.gethostname()
 
 
+SHM_PREFIX = "/dev/shm/mpich_shm_"
+
+
+def forget_shared_memory() -> list[str]:
+    """Unlink the names of the MPICH shared-memory segments this rank has mapped; return them.  MPICH removes
+    them in MPI_Finalize only: a job ended by MPI_Abort (a rank that failed or hung, `fail`) or a rank killed
+    with SIGKILL left 1-2 MB in /dev/shm on its host for good.  Called once every rank is past MPI_Init, when
+    every rank of a host has mapped its host's segment: the memory stays until the last rank unmaps it, and
+    MPI_Finalize ignores the name being gone.  Every rank of a host calls it; the first one's unlink wins."""
+    try:
+        maps = boundedio.read_text("/proc/self/maps", "this process's memory map", 64 << 20)
+    except JitterscopeError:
+        return []
+    names = sorted({p for line in maps.splitlines() if (p := line.rsplit(" ", 1)[-1]).startswith(SHM_PREFIX)})
+    for name in names:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(name)
+    return names
+
+
 @dataclass
 class Cluster:
     """This rank's view of the MPI job."""
@@ -118,6 +140,7 @@ class Cluster:
         )
         same = [p["rank"] for p in c.peers if p["real_host"] == c.real_host]
         c.local_rank, c.local_size = same.index(c.rank), len(same)
+        forget_shared_memory()  # every rank is past MPI_Init: each has the segments mapped
         return c
 
     # -- failing the whole job --------------------------------------------------------

@@ -34,6 +34,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
 from jitterscope.knobs import irq as irq_knobs
 from jitterscope.knobs import tasks as task_knobs
+from jitterscope.ownenv import program_environ
 from jitterscope.units import format_cpulist, parse_size
 
 
@@ -340,7 +341,7 @@ class Custom(Factor):
         # Shell only for text the user wrote in their own plan; nothing is interpolated into it.
         timeout = float(self.params.get("timeout", 60))
         j.begin("shell", command=self.params["restore"])
-        proc = subprocess.run(value, shell=True, capture_output=True, text=True, timeout=timeout)
+        proc = subprocess.run(value, shell=True, capture_output=True, text=True, timeout=timeout, env=program_environ())
         if proc.returncode != 0:
             last = (proc.stderr.strip().splitlines() or [""])[-1]
             raise JitterscopeError(

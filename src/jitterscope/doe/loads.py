@@ -19,7 +19,6 @@ udp:   a receiver pinned to one CPU and a sender flooding it with fixed-size
 from __future__ import annotations
 
 import argparse
-import ctypes
 import os
 import select
 import signal
@@ -35,14 +34,6 @@ from jitterscope.journal import Journal
 
 MAX_UDP_RATE = 500_000  # datagrams/s: a ceiling so a typo cannot saturate the machine
 MAX_LIFETIME_S = 3600.0
-
-
-def _die_with_parent() -> None:
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-    except OSError:
-        pass
 
 
 def _wait_go() -> bool:
@@ -79,7 +70,7 @@ def _udp(args: argparse.Namespace) -> int:
     child = os.fork()
     if child == 0:  # the sender, in the same process group
         try:
-            _die_with_parent()
+            childgroup.die_with_parent()
             os.sched_setaffinity(0, {args.sender_cpu})
             tx = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             payload = b"\0" * args.payload
@@ -131,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     u.add_argument("--seconds", type=float, required=True)
     args = p.parse_args(argv)
     args.seconds = min(args.seconds, MAX_LIFETIME_S)
-    _die_with_parent()
+    childgroup.die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the runner's Ctrl-C is for the runner; it kills us
     return _cache(args) if args.kind == "cache" else _udp(args)
 

@@ -24,6 +24,7 @@ from jitterscope.childgroup import own_group
 from jitterscope.doe.results import ResponseExtra
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
+from jitterscope.ownenv import program_environ
 from jitterscope.rundir import load_run
 from jitterscope.units import NUMBER
 
@@ -172,6 +173,7 @@ class CommandResponse:
                 stderr=subprocess.PIPE,
                 text=True,
                 preexec_fn=own_group(setup),
+                env=program_environ(),
             )
         except OSError as err:
             raise JitterscopeError(f"cannot run the response command: {err}") from None

@@ -18,9 +18,9 @@ from jitterscope.pipeline.late import attribute_iterations, late_summary
 from jitterscope.pipeline.results import SubBox, Summary
 from jitterscope.pipeline.runtime import read_result
 from jitterscope.pipeline.stats import latency_stats
-from jitterscope.rundir import INCOMPLETE, write_json, write_table
+from jitterscope.rundir import INCOMPLETE, OWNER, write_json, write_table
 from jitterscope.session import cut_short, read_meta
-from jitterscope.tracing.session import complete_cut_short
+from jitterscope.tracing.session import complete_cut_short, reader_info
 
 KIND = "pipeline"
 
@@ -89,6 +89,7 @@ def build_run(
         att, lost = attribute_iterations(trace_dir, t0, hz, start, end, list(meta["cpus"]), own_tids)
         write_table(run_dir, "attribution", att, kind=KIND)
         meta["lost_events"] = lost
+        meta["tracing"]["reader"] = reader_info(trace_dir)  # its cost and density, as in a measure run
         summary["late"] = late_summary(latency, att, late_percentile)
         summary["lost_events"] = lost
     write_json(run_dir / "summary.json", summary)
@@ -152,6 +153,7 @@ def rebuild(run_dir: Path) -> list[str]:
     iterations it had started).  Late iterations are attributed if traced."""
     meta = read_meta(run_dir)
     stage = str(meta.pop(INCOMPLETE, ""))
+    meta.pop(OWNER, None)
     if not (run_dir / "raw" / "result.bin").exists():
         if stage in ("", "starting"):
             cut_short(run_dir, "killed before the pipeline runtime started: nothing was run")

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 
 from jitterscope import sysinfo
 from jitterscope.errors import JitterscopeError
@@ -28,7 +27,7 @@ from jitterscope.place.plan import Plan
 from jitterscope.place.raw import RAW, Raw, read_raw
 from jitterscope.place.results import Observation, RunFacts, RunHeader, Summary, Task
 from jitterscope.place.topology import Topology
-from jitterscope.rundir import INCOMPLETE, base_meta, write_json, write_table
+from jitterscope.rundir import INCOMPLETE, OWNER, base_meta, rows_table, write_json, write_table
 from jitterscope.session import read_meta, write_meta
 
 
@@ -213,6 +212,7 @@ def finish(run_dir: Path, recovered: bool = False) -> Raw:
     raw = read_raw(run_dir / RAW)
     meta = read_meta(run_dir)
     meta.pop(INCOMPLETE, None)
+    meta.pop(OWNER, None)
     meta.pop("ended_by", None)  # the session's note for a recovery; summary.json's run says it
     if raw.run is None or (raw.states_ns is None and raw.end is None):
         raise JitterscopeError(
@@ -220,10 +220,8 @@ def finish(run_dir: Path, recovered: bool = False) -> Raw:
             "(meta.json keeps its tasks' CPUs and options; its tasks were stopped and released)"
         )
     wall, ended_by = (raw.end["wall_ns"], raw.end["ended_by"]) if raw.end else (raw.last_ns, "interrupted")
-    write_table(
-        run_dir, "observations", pa.Table.from_pylist(raw.observations, schema=schema.OBSERVATIONS), kind="place"
-    )
-    write_table(run_dir, "decisions", pa.Table.from_pylist(raw.decisions, schema=schema.DECISIONS), kind="place")
+    write_table(run_dir, "observations", rows_table(raw.observations, schema.OBSERVATIONS), kind="place")
+    write_table(run_dir, "decisions", rows_table(raw.decisions, schema.DECISIONS), kind="place")
     write_json(run_dir / "summary.json", summary(raw, raw.run, wall, ended_by))
     meta.update(duration_s=wall / 1e9, interrupted=bool(meta.get("interrupted")) or ended_by == "interrupted")
     if recovered:

@@ -37,7 +37,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pyarrow as pa
 from scipy import stats
 
 from jitterscope import sysinfo
@@ -57,7 +56,7 @@ from jitterscope.place.results import (
 )
 from jitterscope.place.schema import RESULTS
 from jitterscope.progress import Progress
-from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, write_json, write_table
+from jitterscope.rundir import base_meta, create_run_dir, load_run, new_run_path, rows_table, write_json, write_table
 
 METRICS = ("ops_per_s", "ops_per_cpu_s", "wait_per_cpu_s", "preempt_per_cpu_s", "latency_p99_ns")
 
@@ -132,7 +131,7 @@ def run(plan: Plan, sets: list[tuple[str, frozenset[str]]], repeat: int, progres
         ended_by = "interrupted"
     finally:
         bar.close()
-    write_table(out, "results", pa.Table.from_pylist(rows, schema=RESULTS), kind="place-compare")
+    write_table(out, "results", rows_table(rows, RESULTS), kind="place-compare")
     write_json(
         out / "meta.json",
         base_meta(

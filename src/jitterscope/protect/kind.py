@@ -47,7 +47,7 @@ def _analyze(args: argparse.Namespace) -> int:
     from jitterscope.protect import build, records, render
     from jitterscope.protect.outcome import RECORDS
     from jitterscope.rundir import load_run
-    from jitterscope.session import INCOMPLETE, cut_short, read_meta
+    from jitterscope.session import INCOMPLETE, OWNER, cut_short, read_meta
 
     run_dir: Path = args.run
     meta = read_meta(run_dir)
@@ -60,6 +60,7 @@ def _analyze(args: argparse.Namespace) -> int:
     if not header["complete"]:
         missing.append("records after the controller's last drain")
     meta.pop(INCOMPLETE, None)
+    meta.pop(OWNER, None)
     meta.update(
         interrupted=True,
         ended_by=meta.get("ended_by") or "killed",

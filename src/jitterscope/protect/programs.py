@@ -24,6 +24,7 @@ from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal, process_start_time
 from jitterscope.native_bin import native_bin
+from jitterscope.ownenv import program_environ
 from jitterscope.protect.records import REPORT_ENV
 from jitterscope.protect.report import ReportPage
 
@@ -79,7 +80,7 @@ def start(
     env: dict[str, str] | None = None,
 ) -> Program:
     """Start `argv` pinned to `cpus` in its own process group, journalled before it runs."""
-    full_env = {**os.environ, **(env or {})}
+    full_env = program_environ(env)
     if page is not None:
         full_env[REPORT_ENV] = str(page)
     try:

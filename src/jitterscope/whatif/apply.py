@@ -19,6 +19,7 @@ from pathlib import Path
 from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.journal import Journal
+from jitterscope.ownenv import program_environ
 from jitterscope.whatif import cpufreq
 from jitterscope.whatif.controller import Controller
 from jitterscope.whatif.results import DvfsApply
@@ -72,7 +73,7 @@ class Online:
 def _run(cmd: list[str], journal: Journal, online: Online | None) -> float:
     t0 = time.perf_counter()
     try:
-        proc = childgroup.popen(cmd)
+        proc = childgroup.popen(cmd, env=program_environ())
     except OSError as err:
         raise JitterscopeError(
             f"--apply: cannot run the recorded program {cmd[0]!r} ({err.strerror or err}); "

@@ -18,6 +18,7 @@ import numpy as np
 from jitterscope import boundedio
 from jitterscope.atomic import atomic_path
 from jitterscope.errors import JitterscopeError
+from jitterscope.ownenv import program_environ
 from jitterscope.whatif import lackey
 
 CHUNK = 1 << 20
@@ -70,7 +71,7 @@ def capture(cmd: list[str], out: Path, limit: int, instructions: bool) -> Captur
         raise JitterscopeError("valgrind is not installed (apt-get install valgrind): capture needs its lackey tool")
     r, w = os.pipe()
     argv = [vg, "--tool=lackey", "--trace-mem=yes", f"--log-fd={w}", *cmd]
-    proc = subprocess.Popen(argv, pass_fds=(w,))
+    proc = subprocess.Popen(argv, pass_fds=(w,), env=program_environ())
     os.close(w)
     interrupted = False
     with os.fdopen(r, "rb", buffering=CHUNK) as pipe:
