@@ -11,6 +11,7 @@ bytes per event (1.6 GB for 3.9 M events in 8 s).  Needs root and tracefs.
 
 from __future__ import annotations
 
+import gzip
 import json
 import os
 import subprocess
@@ -55,6 +56,20 @@ def storm_capture(cpu: int, out: Path) -> tuple[dict, float]:
         storm.kill()
         storm.wait()
     return json.loads((out / "meta.json").read_text()), wall
+
+
+def smaller_records() -> str:
+    """Whether this kernel could record a context switch in fewer bytes than sched_switch's own record: an event
+    probe on sched_switch keeping only the pids and the state (`e:` in dynamic_events), or a synthetic event."""
+    try:
+        with gzip.open("/proc/config.gz", "rt") as f:
+            config = f.read(1 << 22)
+    except OSError:
+        return "unknown (no /proc/config.gz)"
+    have = {k: f"{k}=y" in config for k in ("CONFIG_EPROBE_EVENTS", "CONFIG_SYNTH_EVENTS", "CONFIG_KPROBE_EVENTS")}
+    if not any(have.values()):
+        return "impossible on this kernel: " + ", ".join(have) + " are all unset (tracefs's README lists `e:` anyway)"
+    return "possible on this kernel (" + ", ".join(k for k, v in have.items() if v) + "); not used by jitterscope yet"
 
 
 def main() -> int:
@@ -103,6 +118,7 @@ def main() -> int:
         "64 B is below the kernel's own 68-byte sched_switch record, so a pure switch storm cannot meet it "
         "with the ring's pages stored as they are"
     )
+    bench.log(f"smaller switch records:    {smaller_records()}")
     bench.check(
         f"raw capture <= {MAX_BYTES_PER_EVENT} bytes per kernel event",
         per_event <= MAX_BYTES_PER_EVENT,

@@ -27,9 +27,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_trace import big_trace  # noqa: E402
 from benchlib import Bench  # noqa: E402
 
+from jitterscope.journal import Journal  # noqa: E402
 from jitterscope.sysinfo import online_cpus  # noqa: E402
 from jitterscope.tracing.parse import run_parser  # noqa: E402
-from jitterscope.tracing.tracefs import tracing_available  # noqa: E402
+from jitterscope.tracing.tracefs import ensure_tracefs, tracing_available  # noqa: E402
 
 EVENTS = 2_500_000
 REPEATS = 3
@@ -58,16 +59,23 @@ def main() -> int:
         tmp = Path(t)
         big, events, source = big_trace(tmp, EVENTS)
         size_mb = sum(p.stat().st_size for p in big.glob("cpu*.raw")) / 1e6
-        subprocess.run([str(tc), "restore", "-c", "-o", "head.dat"], cwd=tmp, check=True, capture_output=True)
         raw = []
         for cpu in range(max(online_cpus()) + 1):  # restore takes one file per CPU, in order
             f = big / f"cpu{cpu}.raw"
             if not f.exists():
                 f.write_bytes(b"")
             raw.append(str(f))
-        subprocess.run(
-            [str(tc), "restore", "-i", "head.dat", "-o", "trace.dat", *raw], cwd=tmp, check=True, capture_output=True
-        )
+        # trace-cmd restore mounts tracefs itself when it is not, and leaves it mounted: mounted here as jitterscope
+        # mounts it (through a journal), and unmounted again after
+        with Journal("bench-traceevent") as journal:
+            bench.require(ensure_tracefs(journal) is not None, "tracefs cannot be mounted here")
+            subprocess.run([str(tc), "restore", "-c", "-o", "head.dat"], cwd=tmp, check=True, capture_output=True)
+            subprocess.run(
+                [str(tc), "restore", "-i", "head.dat", "-o", "trace.dat", *raw],
+                cwd=tmp,
+                check=True,
+                capture_output=True,
+            )
         ours, theirs = [], []
         for i in range(REPEATS):
             out = tmp / f"out{i}"
