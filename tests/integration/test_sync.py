@@ -83,7 +83,12 @@ def test_lock_unlock_golden(gold, tmp_path):
     for r in lu:  # the holder keeps the CPU 200 us after unlocking
         assert 195 * US <= r["t_ns"] <= 5000 * US, r
         assert r["jitter_ns"] == r["t_ns"] - 10 * US  # excess mode, N = 10 us
-    assert s["types"]["lu"]["count"] == 4 and s["types"]["lu"]["share"] > 0.9
+    # lu's share is of all sync jitter; the rest is the main thread's join wait (jw), which a busy machine
+    # lengthens as it likes (0.06-0.10 of it here quiet, 0.10 under a CPU hog): the share is lu's sum over it
+    types = s["types"]
+    assert types["lu"]["count"] == 4 and types["lu"]["jitter_ns"] == sum(r["jitter_ns"] for r in lu)
+    sync_ns = sum(t["jitter_ns"] for k, t in types.items() if k not in ("hd", "ns"))
+    assert types["lu"]["share"] == pytest.approx(types["lu"]["jitter_ns"] / sync_ns)
 
 
 @root_only

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from jitterscope import plotting
 from jitterscope.report.page import Figure
@@ -24,7 +24,9 @@ _INT_FMT = FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else "")
 
 
 def _log_axes(ax: Any) -> None:
-    """Log axes labelled at 1-2-5 steps in plain units (no 10^x or minor-label clutter)."""
+    """Log axes labelled at 1-2-5 steps in plain units (no 10^x, no minor ticks: the grid marks the major
+    ones, and a log axis's eight minor ticks a decade made drawing the page's figures take 2.3 s instead of
+    1.2 s on the 2-vCPU Xeon guest, on a 0.5 s run with six sources)."""
     for axis, fmt in ((ax.xaxis, _NS_FMT), (ax.yaxis, _INT_FMT)):
         lo, hi = axis.get_view_interval()
         # Label 1-2-5 within narrow ranges, decades only over wide ones (else labels collide).
@@ -32,7 +34,7 @@ def _log_axes(ax: Any) -> None:
         subs = (1.0, 2.0, 5.0) if decades < 1.3 else (1.0,)
         axis.set_major_locator(LogLocator(base=10, subs=subs, numticks=12 if decades <= 4 else 6))
         axis.set_major_formatter(fmt)
-        axis.set_minor_formatter(NullFormatter())
+        axis.set_minor_locator(NullLocator())
 
 
 def svg_text(fig: Any) -> str:
