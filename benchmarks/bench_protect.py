@@ -179,12 +179,13 @@ def _after_warmup(summ: dict[str, Any], warmup_s: float) -> dict[str, Any]:
 
     from jitterscope.protect import build
 
-    it = pq.read_table(Path(summ["_run_dir"]) / "iterations.parquet").to_pandas()
-    it = it[it.t_ns >= it.t_ns.min() + warmup_s * 1e9]
-    summ["critical"] = build.latency(it.latency_ns.to_numpy(), None)
+    it = pq.read_table(Path(summ["_run_dir"]) / "iterations.parquet")
+    t, latency, protected = (it[c].to_numpy() for c in ("t_ns", "latency_ns", "protected"))
+    steady = t >= t.min() + warmup_s * 1e9
+    summ["critical"] = build.latency(latency[steady], None)
     for name, on in (("protected", True), ("unprotected", False)):
         if summ["phases"].get(name):
-            summ["phases"][name]["critical"] = build.latency(it[it.protected == on].latency_ns.to_numpy(), None)
+            summ["phases"][name]["critical"] = build.latency(latency[steady & (protected == on)], None)
     return summ
 
 

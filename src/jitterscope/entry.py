@@ -20,6 +20,9 @@ signal.pthread_sigmask(signal.SIG_BLOCK, _HOLD)
 
 def main() -> int:
     try:
+        from jitterscope import nopandas
+
+        nopandas.refuse()  # before pyarrow is imported (nopandas.py says why)
         from jitterscope.cli import main as cli_main
 
         if signal.SIGINT in signal.sigpending():

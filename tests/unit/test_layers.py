@@ -31,6 +31,7 @@ FOUNDATION = frozenset(
         "mounts",
         "native_bin",
         "native_child",
+        "nopandas",
         "options",
         "outpath",
         "ownenv",

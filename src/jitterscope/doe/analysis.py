@@ -109,7 +109,10 @@ def kruskal(groups: list[np.ndarray]) -> KruskalWallis:
 
 def dunn_holm(groups: list[np.ndarray]) -> np.ndarray:
     """Matrix of Holm-adjusted p-values of Dunn's pairwise test (1 on the diagonal)."""
-    import scikit_posthocs as sp  # lazy: it brings pandas (~1.8 s), and only the Dunn test needs it
+    from jitterscope import nopandas
+
+    with nopandas.allowed():
+        import scikit_posthocs as sp  # lazy: it brings pandas (~1.8 s), and only the Dunn test needs it
 
     k = len(groups)
     allv = np.concatenate([np.asarray(g, dtype=float) for g in groups])

@@ -36,8 +36,9 @@ def _steady(run_dir: Path, c: Latency | None, warmup_ns: float) -> Latency | Non
         return c
     from jitterscope.rundir import load_run
 
-    it = load_run(run_dir).table("iterations").to_pandas()
-    return build.latency(it.latency_ns[it.t_ns >= it.t_ns.min() + warmup_ns].to_numpy(), None)
+    it = load_run(run_dir).table("iterations")
+    t, latency = it["t_ns"].to_numpy(), it["latency_ns"].to_numpy()
+    return build.latency(latency[t >= t.min() + warmup_ns], None)
 
 
 def _point(plan_args: dict[str, Any], share: float, tmp: Path, warmup_ns: float = 0) -> Point:
