@@ -293,12 +293,13 @@ def wait_for_comm(name: str, timeout: float = 60) -> int:
 
 @pytest.fixture(scope="session")
 def loggopsim(tmp_path_factory):
-    """LogGOPSim built once per session from ../shared/peers (about 8 s), seed pinned by
-    $LOGGOPSIM_SEED; skips, naming what is missing, only where it cannot be built."""
+    """LogGOPSim built once per session (by whichever worker asks first) from ../shared/peers (about 8 s), seed
+    pinned by $LOGGOPSIM_SEED; skips, naming what is missing, only where it cannot be built."""
     from tests.support.loggopsim import Unavailable, build
+    from tests.support.once import once
 
     try:
-        return build(tmp_path_factory.mktemp("loggopsim"))
+        return once(tmp_path_factory, "loggopsim", build)
     except Unavailable as err:
         pytest.skip(str(err))
 

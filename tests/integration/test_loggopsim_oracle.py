@@ -11,6 +11,8 @@ ones, docs/commands/simulate.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -18,6 +20,7 @@ from jitterscope.simulate import Job
 from jitterscope.simulate.loggop import periodic_trace, simulate_loggopsim, trace_text
 from jitterscope.simulate.spec import PeriodicNoise, parse_noise
 from tests.integration.conftest import jitterscope, load_json
+from tests.support.once import once
 
 SEEDS = (1, 2, 3)
 TOLERANCE = 0.01
@@ -29,9 +32,12 @@ pytestmark = pytest.mark.slow
 
 
 def build_schedules(loggopsim, tmp_path_factory) -> dict:
-    """The BSP job of PHASES for each host count, as LogGOPSim schedules."""
-    d = tmp_path_factory.mktemp("goal")
-    return {p: loggopsim.schedule(p, n, WORK_NS, d / f"bsp{p}.bin") for p, n in PHASES.items()}
+    """The BSP job of PHASES for each host count, as LogGOPSim schedules (made once per session)."""
+
+    def make(d: Path) -> dict:
+        return {p: loggopsim.schedule(p, n, WORK_NS, d / f"bsp{p}.bin") for p, n in PHASES.items()}
+
+    return once(tmp_path_factory, "loggopsim-schedules", make)
 
 
 @pytest.fixture(scope="module")

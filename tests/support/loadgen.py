@@ -37,28 +37,38 @@ def switch_storm(cpu: int, seconds: float) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code])
 
 
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return ""
+
+
 def killed_measure(out: Path, cpu: int, seconds: float) -> bool:
     """A storm on `cpu` under `jitterscope measure`, the measure killed (kill -9) once its raw capture is
     whole: the run directory `jitterscope analyze` rebuilds.  False when no capture was kept."""
     js = [sys.executable, "-m", "jitterscope"]
-    # the storm first, until the capture is whole: a measure slow to start (a busy machine) still captures
-    # `seconds` of it (c28, under a CPU hog: a storm started 1 s after the measure left 5,098 events)
-    storm = switch_storm(cpu, 600)
     m = subprocess.Popen(
         [*js, "measure", "--cpus", str(cpu), "--duration", f"{seconds:g}s", "--out", str(out), "--no-report"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+    storm: subprocess.Popen | None = None
     try:
         while m.poll() is None:
-            cap = out / "capture.json"
-            if cap.exists() and '"captured"' in cap.read_text(errors="replace"):
+            # the storm once the probe and trace run (meta.json's stage), however slow the start (c28, under a CPU
+            # hog: a storm started 1 s after the measure left 5,098 events); and not before, where it once held
+            # the trace instance's buffer resize, which waits for CPU `cpu`'s kworker, for 5 minutes (2026-11-28)
+            if storm is None and '"capturing"' in _text(out / "meta.json"):
+                storm = switch_storm(cpu, 600)
+            if '"captured"' in _text(out / "capture.json"):
                 m.send_signal(signal.SIGKILL)  # before its own analysis can finish
                 break
             time.sleep(0.02)
         m.wait()
     finally:
-        storm.kill()  # its child reads the end of the pipe and leaves too
-        storm.wait()
+        if storm is not None:
+            storm.kill()  # its child reads the end of the pipe and leaves too
+            storm.wait()
     subprocess.run([*js, "restore"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
     return (out / "detours.raw").exists() and (out / "trace").is_dir()
