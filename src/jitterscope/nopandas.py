@@ -1,9 +1,9 @@
 """The jitterscope command runs without pandas, unless a step asks for it.
 
-pyarrow imports pandas, when it is installed, the first time an array or table is made from Python objects (its
+pyarrow imports pandas, when it is installed, the first time it makes an array or a table, even from numpy (its
 pandas support looks for pandas' types: apache/arrow#34994), and scikit-posthocs brings pandas along, so every
 jitterscope process that wrote a table paid for that import: 0.45 s of the 2.2 s a `measure --duration 500ms
---no-report` took on the 2-vCPU Xeon guest (2026-11-28), twice that under load, and sync pays it after its
+--no-report` took on the 2-vCPU AMD EPYC guest (2026-11-28), more under load, and sync pays it after its
 program ends.  jitterscope never gives pyarrow a pandas object nor asks it for one, so the command (entry.py)
 refuses pandas to every importer; pyarrow then takes it as absent (making an array is no slower: 7 us against
 11 us with pandas loaded).  The one step that needs pandas (the Dunn test's scikit-posthocs) imports it inside
