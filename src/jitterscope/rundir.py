@@ -395,6 +395,14 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 INCOMPLETE = "incomplete"
 # beside it: {pid, start} of the jitterscope recording that session, so `analyze` leaves a live run alone
 OWNER = "owner"
+SESSION_MARKS = (INCOMPLETE, OWNER)
+
+
+def drop_session_marks(meta: dict[str, Any]) -> str:
+    """Remove an unfinished session's marks from `meta` (a finished run keeps neither); the stage it had reached."""
+    stage = str(meta.pop(INCOMPLETE, ""))
+    meta.pop(OWNER, None)
+    return stage
 
 
 def load_run(

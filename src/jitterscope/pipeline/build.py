@@ -18,7 +18,7 @@ from jitterscope.pipeline.late import attribute_iterations, late_summary
 from jitterscope.pipeline.results import SubBox, Summary
 from jitterscope.pipeline.runtime import read_result
 from jitterscope.pipeline.stats import latency_stats
-from jitterscope.rundir import INCOMPLETE, OWNER, write_json, write_table
+from jitterscope.rundir import drop_session_marks, write_json, write_table
 from jitterscope.session import cut_short, read_meta
 from jitterscope.tracing.session import complete_cut_short, reader_info
 
@@ -152,8 +152,7 @@ def rebuild(run_dir: Path) -> list[str]:
     started, and the runtime wrote raw/result.bin as it stopped (it ends with its parent, finishing the
     iterations it had started).  Late iterations are attributed if traced."""
     meta = read_meta(run_dir)
-    stage = str(meta.pop(INCOMPLETE, ""))
-    meta.pop(OWNER, None)
+    stage = drop_session_marks(meta)
     if not (run_dir / "raw" / "result.bin").exists():
         if stage in ("", "starting"):
             cut_short(run_dir, "killed before the pipeline runtime started: nothing was run")

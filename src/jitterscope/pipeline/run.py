@@ -28,7 +28,7 @@ from jitterscope.pipeline.plan import RunOptions, build_plan, user_library
 from jitterscope.pipeline.results import Summary
 from jitterscope.pipeline.runtime import Runtime, RuntimeEnd, heartbeat_done, result_written
 from jitterscope.progress import Progress
-from jitterscope.rundir import INCOMPLETE, OWNER, base_meta, create_run_dir
+from jitterscope.rundir import SESSION_MARKS, base_meta, create_run_dir
 from jitterscope.tracing.tracefs import tracing_available
 
 TIMERS_AUTO_LIMIT = 5_000_000  # sub-box x iteration records kept by default (80 MB in the runtime)
@@ -197,7 +197,7 @@ class PipelineSteps:
 
 def finished_meta(meta: dict[str, Any]) -> dict[str, Any]:
     """meta.json as the built run keeps it: no stage marker, no recovery-only fields."""
-    return {k: v for k, v in meta.items() if k not in (INCOMPLETE, OWNER, "own_tids")}
+    return {k: v for k, v in meta.items() if k not in (*SESSION_MARKS, "own_tids")}
 
 
 def _tracing_state(trace: bool) -> tuple[bool, str | None]:

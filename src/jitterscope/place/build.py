@@ -27,7 +27,7 @@ from jitterscope.place.plan import Plan
 from jitterscope.place.raw import RAW, Raw, read_raw
 from jitterscope.place.results import Observation, RunFacts, RunHeader, Summary, Task
 from jitterscope.place.topology import Topology
-from jitterscope.rundir import INCOMPLETE, OWNER, base_meta, rows_table, write_json, write_table
+from jitterscope.rundir import base_meta, drop_session_marks, rows_table, write_json, write_table
 from jitterscope.session import read_meta, write_meta
 
 
@@ -211,8 +211,7 @@ def finish(run_dir: Path, recovered: bool = False) -> Raw:
     loop started."""
     raw = read_raw(run_dir / RAW)
     meta = read_meta(run_dir)
-    meta.pop(INCOMPLETE, None)
-    meta.pop(OWNER, None)
+    drop_session_marks(meta)
     meta.pop("ended_by", None)  # the session's note for a recovery; summary.json's run says it
     if raw.run is None or (raw.states_ns is None and raw.end is None):
         raise JitterscopeError(

@@ -46,8 +46,8 @@ def _analyze(args: argparse.Namespace) -> int:
     started; a kill before that leaves nothing measured (one line, exit 2)."""
     from jitterscope.protect import build, records, render
     from jitterscope.protect.outcome import RECORDS
-    from jitterscope.rundir import load_run
-    from jitterscope.session import INCOMPLETE, OWNER, cut_short, read_meta
+    from jitterscope.rundir import drop_session_marks, load_run
+    from jitterscope.session import INCOMPLETE, cut_short, read_meta
 
     run_dir: Path = args.run
     meta = read_meta(run_dir)
@@ -59,8 +59,7 @@ def _analyze(args: argparse.Namespace) -> int:
     missing = ["the controller's end line (its per-CPU CPU time and spin time)"]
     if not header["complete"]:
         missing.append("records after the controller's last drain")
-    meta.pop(INCOMPLETE, None)
-    meta.pop(OWNER, None)
+    drop_session_marks(meta)
     meta.update(
         interrupted=True,
         ended_by=meta.get("ended_by") or "killed",
