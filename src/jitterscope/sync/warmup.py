@@ -1,8 +1,9 @@
 """The analysis's and the report's imports, done while CMD runs rather than after it.
 
-A sync run waits for CMD with nothing to do, then needs pyarrow's pandas shim (any pa.array imports
-pandas), and with the trace the parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with
-the report matplotlib: about a CPU-second, all of it added to the user's wall time when done after CMD.
+A sync run waits for CMD with nothing to do, then needs its analysis's modules, and with the trace the
+parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with the report matplotlib: about a
+CPU-second, all of it added to the user's wall time when done after CMD.  (pandas is not among them: the
+command refuses it, nopandas.py.)
 (scipy.stats, for the fit, is imported by the fit's own process, forked before CMD: sync/runner.py.  It
 starts that import the moment CMD ends (`fit_imports`), on the CPU the matching leaves free: begun with the
 fit itself, after the matching, it left the summary waiting 0.2 s for the fit on pigz.)
@@ -18,7 +19,7 @@ import importlib
 import os
 import threading
 
-ALWAYS = ("jitterscope.sync.build", "pandas")
+ALWAYS = ("jitterscope.sync.build",)
 TRACE = ("jitterscope.sync.causes", "jitterscope.tracing.parse")
 REPORT = ("jitterscope.sync.report", "jitterscope.report.page", "matplotlib.backends.backend_svg")
 NICE = 19

@@ -94,7 +94,7 @@ def add_arguments(a: argparse.ArgumentParser) -> None:
 
 def config(args: argparse.Namespace) -> CacheOptions:
     """Every option checked (one line, exit 2, on bad input) -> the simulation's options."""
-    # numpy and pandas load here, not at import: add_arguments runs whenever the parser is built.
+    # numpy and pyarrow load here, not at import: add_arguments runs whenever the parser is built.
     from jitterscope.whatif import cachesim as CS
     from jitterscope.whatif.cache import CacheOptions, unified_of
 
@@ -135,7 +135,7 @@ def config(args: argparse.Namespace) -> CacheOptions:
 
 
 def timeline(args: argparse.Namespace) -> K.Timeline:
-    from jitterscope.whatif import kernel as K  # numpy and pandas: see config()
+    from jitterscope.whatif import kernel as K  # numpy and pyarrow: see config()
 
     if args.os_trace is not None and args.os_rate is not None:
         raise UsageError("give --os-trace RUN or --os-rate, not both")
