@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import partial
 from pathlib import Path
-from typing import Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 from urllib.parse import quote
 
 import numpy as np
@@ -398,11 +398,17 @@ OWNER = "owner"
 SESSION_MARKS = (INCOMPLETE, OWNER)
 
 
-def drop_session_marks(meta: dict[str, Any]) -> str:
+class _Meta(Protocol):
+    """What drop_session_marks needs of a meta.json's contents: removing a key."""
+
+    def pop(self, key: str, default: None, /) -> object: ...
+
+
+def drop_session_marks(meta: _Meta) -> str:
     """Remove an unfinished session's marks from `meta` (a finished run keeps neither); the stage it had reached."""
-    stage = str(meta.pop(INCOMPLETE, ""))
+    stage = meta.pop(INCOMPLETE, None)
     meta.pop(OWNER, None)
-    return stage
+    return "" if stage is None else str(stage)
 
 
 def load_run(

@@ -122,6 +122,11 @@ def snapshot() -> dict[str, object]:
     return s
 
 
+def tracefs_mounts() -> list[str]:
+    """Where tracefs is mounted now (a command must leave these as it found them)."""
+    return sorted(ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines() if ln.split()[2] == "tracefs")
+
+
 def changed(before: dict[str, object], after: dict[str, object]) -> list[str]:
     """Knobs that differ (tasks that came or went in between are not compared)."""
     return [k for k in before if k in after and before[k] != after[k]]

@@ -22,7 +22,7 @@ import pytest
 
 from tests.support.noise_runs import periodic_source, write_noise_run
 
-from .conftest import snapshot
+from .conftest import snapshot, tracefs_mounts
 
 ROOT = Path(__file__).resolve().parents[2]
 HUGE_CPUS = "0-99999999999"
@@ -235,9 +235,7 @@ def _sysctls() -> dict[str, object]:
     # Task and IRQ affinities are left out: other sessions on this shared machine move theirs.
     knobs = {k: v for k, v in snapshot().items() if not k.startswith("affinity ") and "/proc/irq/" not in k}
     # tracefs mounted or not, as found (a failed command must not mount it and leave it)
-    knobs["tracefs mounts"] = sorted(
-        ln.split()[1] for ln in Path("/proc/mounts").read_text().splitlines() if ln.split()[2] == "tracefs"
-    )
+    knobs["tracefs mounts"] = tracefs_mounts()
     return knobs
 
 

@@ -26,6 +26,8 @@ from jitterscope.native_bin import native_bin
 from jitterscope.sysinfo import online_cpus
 from jitterscope.tracing.tracefs import tracing_available
 
+from .conftest import tracefs_mounts
+
 pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0, reason="protect and place stop and move tasks: needs root"),
     pytest.mark.skipif(len(online_cpus()) < 2, reason="needs two CPUs"),
@@ -87,13 +89,6 @@ def _our_trace_instance(pid: int) -> bool:
 
 
 TRACEFS = ("/sys/kernel/tracing", "/sys/kernel/debug/tracing")
-
-
-def _tracefs_mounted() -> bool:
-    """tracefs mounted at /sys/kernel/tracing (tests that change the machine run one at a time)."""
-    return any(
-        ln.split()[1:3] == ["/sys/kernel/tracing", "tracefs"] for ln in Path("/proc/mounts").read_text().splitlines()
-    )
 
 
 def _journal(state: Path) -> list[Path]:
@@ -328,7 +323,7 @@ def test_kill_9(
     state, out = tmp_path / "state", tmp_path / "run"
     pids = [v.pid for v in victims]
     before = {p: (os.sched_getaffinity(p), _cgroup(p)) for p in pids}
-    tracefs_before = _tracefs_mounted()
+    tracefs_before = tracefs_mounts()  # tests that change the machine run one at a time
     env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(state)}
 
     argv = _argv(point, pids)
@@ -362,7 +357,7 @@ def test_kill_9(
     assert not _our_cgroups(tool.pid), point
     assert not _our_trace_instance(tool.pid), point
     # a tracefs it mounted is unmounted (killed between mounting and registering it, it was left mounted)
-    assert _tracefs_mounted() == tracefs_before, point
+    assert tracefs_mounts() == tracefs_before, point
     # analyze: a complete run, or one line saying what is lost
     monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(state))
     for run, complete in _left_runs(point, out, ended=tool.returncode == 0):
