@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.lanes import spread_priority
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -246,7 +248,9 @@ NEEDS: dict[str, tuple[str, ...]] = {
 # Files whose tests neither measure, pin, inject nor change a kernel setting: `make integration` (pytest-xdist,
 # --dist loadgroup) spreads them over every CPU, while all other files run one test at a time in the "machine"
 # group, so two measurements never share the probed CPU and a test that checks that nothing on the machine
-# changed never sees another test's change.  The spread tests load the CPUs as any busy host would.
+# changed never sees another test's change.  The spread tests load the CPUs as any busy host would.  A single
+# test of a machine file that is free alike carries @pytest.mark.free (the machine group is the suite's
+# longest path; every free test taken off it shortens the suite).
 FREE = {
     "test_ptts_cli.py",
     "test_published_noise.py",
@@ -277,8 +281,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             continue
         for need in NEEDS[item.path.name]:
             item.add_marker(getattr(pytest.mark, need))
-        if item.path.name not in FREE:
+        if not is_free(item):
             item.add_marker(pytest.mark.xdist_group("machine"))
+
+
+def is_free(item: pytest.Item) -> bool:
+    """Whether `item` runs beside the machine group rather than in it."""
+    return item.path.name in FREE or item.get_closest_marker("free") is not None
 
 
 def wait_for_comm(name: str, timeout: float = 60) -> int:
@@ -327,15 +336,20 @@ def inject_argv(cpu: int, period: str, busy: str, *extra: str) -> list[str]:
 
 
 @pytest.fixture(autouse=True)
-def _own_state_for_free_files(
+def _free_tests_beside_the_machine_group(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A FREE file's jitterscope runs keep their journals in a state directory of their own: the state
-    directory is where a command recovers what killed runs left, and a FREE test runs beside the machine
+) -> Iterator[None]:
+    """A free test's jitterscope runs keep their journals in a state directory of their own: the state
+    directory is where a command recovers what killed runs left, and a free test runs beside the machine
     tests that kill runs on purpose (a `simulate` with bad input once restored a killed `doe`'s 24 changes
-    and printed a line for each, before the test_doe_safety that killed it could check its own restore)."""
-    if request.node.path.name in FREE:
-        monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    and printed a line for each, before the test_doe_safety that killed it could check its own restore).
+    It also runs at the spread tests' lower priority (tests/support/lanes.py)."""
+    if not is_free(request.node):
+        yield
+        return
+    monkeypatch.setenv("JITTERSCOPE_STATE_DIR", str(tmp_path_factory.mktemp("state")))
+    with spread_priority():
+        yield
 
 
 def leaked_mpi_segments(since: float) -> list[str]:

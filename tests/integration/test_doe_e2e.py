@@ -132,6 +132,7 @@ def test_two_builtin_factors_three_replications(tmp_path):
     assert "Share of significant pairwise comparisons" in txt
 
 
+@pytest.mark.free
 def test_resume_skips_finished_runs(tmp_path):
     """Custom factors log every level and restore, so order and completeness can be checked."""
     log = tmp_path / "log"

@@ -176,6 +176,7 @@ def test_bad_input_exits_2_and_changes_nothing(tmp_path, case):
     assert changed(before, snapshot()) == []
 
 
+@pytest.mark.free
 def test_analyze_refuses_what_is_not_a_finished_experiment(tmp_path):
     r = jitterscope("doe", "analyze", str(tmp_path))
     assert r.returncode == 2 and "not a doe experiment directory" in r.stderr

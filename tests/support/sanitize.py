@@ -36,18 +36,6 @@ def compiler() -> str | None:
     return os.environ.get("CC") or shutil.which("cc") or shutil.which("gcc")
 
 
-def build_parser(out: Path) -> Path:
-    """The parser alone, compiled into `out` (for the tests that need nothing else)."""
-    cc = compiler()
-    assert cc, "no C compiler"
-    exe = out / "jitterscope-traceparse"
-    subprocess.run(
-        [cc, *FLAGS, "-std=gnu11", "-pthread", "-I", str(NATIVE), "-o", str(exe), str(NATIVE / "traceparse.c"), "-lm"],
-        check=True,
-    )
-    return exe
-
-
 def build(out: Path) -> Sanitized:
     """Compile the three programs into `out`; raises CalledProcessError with the compiler's message."""
     cc = compiler()

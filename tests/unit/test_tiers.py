@@ -64,3 +64,11 @@ def test_the_machine_group_really_runs_on_one_worker(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "PASSED test_restore_cli.py::test_one@machine" in proc.stdout, proc.stdout
     assert "PASSED test_ptts_cli.py::test_one \n" in proc.stdout, proc.stdout
+
+
+def test_a_spread_test_yields_to_the_machine_group():
+    """Unit tests (spread beside the machine group) run at the lower priority tests/support/lanes.py sets."""
+    from tests.support.lanes import SPREAD_NICE
+
+    nice = os.getpriority(os.PRIO_PROCESS, 0)
+    assert nice >= SPREAD_NICE if os.geteuid() == 0 else nice >= 0
