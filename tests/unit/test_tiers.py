@@ -68,7 +68,10 @@ def test_the_machine_group_really_runs_on_one_worker(tmp_path):
 
 def test_a_spread_test_yields_to_the_machine_group():
     """Unit tests (spread beside the machine group) run at the lower priority tests/support/lanes.py sets."""
+    import pytest
+
     from tests.support.lanes import SPREAD_NICE
 
-    nice = os.getpriority(os.PRIO_PROCESS, 0)
-    assert nice >= SPREAD_NICE if os.geteuid() == 0 else nice >= 0
+    if os.geteuid() != 0:
+        pytest.skip("without root a test could not return to its priority, so it keeps it")
+    assert os.getpriority(os.PRIO_PROCESS, 0) >= SPREAD_NICE
