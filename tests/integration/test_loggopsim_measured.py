@@ -55,7 +55,16 @@ def test_measured_run_within_1pct(loggopsim, schedules, measured, hosts, cosched
     run, exported = measured
     theirs = _theirs(loggopsim, schedules[hosts], exported, cosched)
     ours = _ours(TraceNoise(run, str(run)), hosts, cosched)
-    assert abs(ours / theirs - 1) <= TOLERANCE, (ours, theirs)
+    assert abs(ours / theirs - 1) <= TOLERANCE, (ours, theirs, _shape(run))
+
+
+def _shape(run) -> str:
+    """The measured noise's long detours, for a failure's message: under a CPU hog with the probe at FIFO 1
+    they are the fair server's two 50 ms grants and the result is exact (5 of 5 runs here); the 1.45% and 1.7%
+    seen twice in the suite came with noise this did not yet describe."""
+    d = run_trace(str(run)).durations
+    long = sorted(int(x) // 1000 for x in d[d >= 1_000_000])
+    return f"{len(d)} detours, {d.sum() / 1e6:.1f} ms; those of 1 ms or more (us): {long}"
 
 
 def test_export_is_read_exactly_as_written(loggopsim, schedules, measured, tmp_path):
