@@ -98,11 +98,12 @@ INTEGRATION := $(BIN)/python -m pytest -q -ra --durations=15 -n 2 --dist loadgro
 # `make test` runs both tiers in one session: the machine group is the longest path, and the unit tier runs
 # on the other worker beside it with the FREE files, where it would otherwise wait its turn.
 # Lint and the lowest Python (a minute or two of one CPU, mostly mypy and uv) run beside them, one after
-# the other, and their output is shown after the tests'; any failure fails `make test` at the end.
+# the other, at the spread tests' lower priority (tests/support/lanes.py), and their output is shown after
+# the tests'; any failure fails `make test` at the end.
 test: install packages mpi
 	@status=0; side=$$(mktemp -d); \
-	  ( $(MAKE) -s lint > $$side/lint 2>&1 || touch $$side/failed; \
-	    $(MAKE) -s py-lowest > $$side/py-lowest 2>&1 || touch $$side/failed ) & \
+	  ( nice -n 10 $(MAKE) -s lint > $$side/lint 2>&1 || touch $$side/failed; \
+	    nice -n 10 $(MAKE) -s py-lowest > $$side/py-lowest 2>&1 || touch $$side/failed ) & \
 	  $(INTEGRATION) tests/integration tests/unit || status=1; wait; \
 	  echo "== make lint, make py-lowest"; cat $$side/lint $$side/py-lowest; [ ! -e $$side/failed ] || status=1; \
 	  rm -rf $$side; exit $$status

@@ -271,7 +271,10 @@ FREE = {
     "test_loggopsim_oracle.py",  # two simulators on made-up noise (the measured run is in a machine file)
     "test_pipeline_runtime.py",  # the runtime's own threads (SCHED_OTHER), outputs checked bit for bit
     "test_compare_synthetic_cli.py",  # made-up runs in its own tmp_path
+    "test_full_disk.py",  # made-up runs written to a 1 MiB tmpfs it mounts in its own tmp_path
 }
+# FREE files that need root only for something of their own (a mount in their tmp_path), not the machine's.
+PRIVATE_ROOT = {"test_full_disk.py"}
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to schedule

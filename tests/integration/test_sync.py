@@ -175,6 +175,7 @@ def test_frames(gold, tmp_path):
     assert 0.9e6 <= s["frames"]["time"]["p50_ns"] <= 5e6
 
 
+@pytest.mark.free
 @pytest.mark.parametrize("cmd, msg", [(["/nonexistent/prog"], "command not found"), ([], "no command")])
 def test_bad_command(tmp_path, cmd, msg):
     p = jitterscope("sync", "--out", str(tmp_path / "r"), "--", *cmd)
@@ -182,6 +183,7 @@ def test_bad_command(tmp_path, cmd, msg):
     assert not (tmp_path / "r").exists()
 
 
+@pytest.mark.free
 def test_static_program_is_refused(tmp_path):
     cc = shutil.which("cc")
     src = tmp_path / "s.c"

@@ -101,11 +101,13 @@ def test_run_without_compute_segments(xz_run, tmp_path):
         (["--subframe", "5us"], "--subframe"),
     ],
 )
+@pytest.mark.free
 def test_bad_options(tmp_path, args, msg):
     p = jitterscope("whatif", "dvfs", str(tmp_path), *args, timeout=60)
     assert p.returncode == 2 and msg in p.stderr.strip().splitlines()[-1], p.stderr
 
 
+@pytest.mark.free
 def test_not_a_sync_run(tmp_path):
     p = jitterscope("whatif", "dvfs", str(tmp_path), timeout=60)
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()[-1]) < 300
