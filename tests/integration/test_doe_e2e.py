@@ -39,7 +39,7 @@ def _llc_bytes(cpu: int) -> int:
     return best[1]
 
 
-# The measured workload: a memory-bound loop of ~0.2 s on the measured CPU (its value is
+# The measured workload: a memory-bound loop of ~0.05 s on the measured CPU (its value is
 # only compared with what doe recorded, so its length is not what is tested).  It also
 # records what the system looked like while it ran, so the test can check that each
 # factor really was at the level the design asked for.
@@ -49,7 +49,7 @@ WORKLOAD = textwrap.dedent("""
     t = time.perf_counter()
     buf = bytearray(32 << 20)
     n = 0
-    while time.perf_counter() - t < 0.2:
+    while time.perf_counter() - t < 0.05:
         buf[n % len(buf)::4096] = b"x" * len(range(n % len(buf), len(buf), 4096))
         n += 1
     y = n
@@ -77,7 +77,7 @@ def test_two_builtin_factors_three_replications(tmp_path):
           command: ["{sys.executable}", "{script}", "{seen}"]
           cpus: {cpu}
           value: stdout
-          estimate: 0.4s
+          estimate: 0.25s
         factors:
           - {{name: cache, kind: cache_load, low: resident, high: thrash}}
           - {{name: irqs, kind: irq_affinity, low: away, high: to}}
@@ -182,15 +182,16 @@ def test_resume_skips_finished_runs(tmp_path):
 
 @ROOT_ONLY
 def test_measure_response(tmp_path):
+    """A `jitterscope measure` as the response, under a UDP flood and without: one factor is enough for what
+    is checked here (each y is its run's summary, the flood is undone); test_doe_safety restores the others."""
     cpu = probed_cpu()
     plan = tmp_path / "plan.yaml"
     plan.write_text(
         textwrap.dedent(f"""
         name: measure-e2e
-        response: {{measure: {{cpus: {cpu}, duration: 500ms, metric: noise_ppm}}}}
+        response: {{measure: {{cpus: {cpu}, duration: 300ms, metric: noise_ppm}}}}
         factors:
           - {{name: udp, kind: udp_flood, low: off, high: on, rate: 20000}}
-          - {{name: migration, kind: timer_migration, low: 0, high: 1}}
         replications: 2
         settle: 100ms
     """)
@@ -201,10 +202,10 @@ def test_measure_response(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert changed(before, snapshot()) == []
     runs = [json.loads(x) for x in (out / "runs.jsonl").read_text().splitlines()]
-    assert len(runs) == 8
+    assert len(runs) == 4
     for r in runs:
         summary = json.loads((Path(r["run_dir"]) / "summary.json").read_text())
         assert r["y"] == pytest.approx(summary["cpus"][str(cpu)]["noise_ppm"])
         assert r["y"] >= 0
     a = json.loads((out / "analysis.json").read_text())
-    assert a["unit"] == "ppm" and len(a["treatments"]) == 4
+    assert a["unit"] == "ppm" and len(a["treatments"]) == 2
