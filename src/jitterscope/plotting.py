@@ -26,12 +26,17 @@ from __future__ import annotations
 
 import contextlib
 import io
-from collections.abc import Iterator
+import os
+import threading
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
 
+from jitterscope import childgroup
 from jitterscope.atomic import atomic_path
+
+A = TypeVar("A")
 
 # Saved with every SVG: no "Date" (files differ between runs otherwise) and no "Creator" (matplotlib's version).
 SVG_METADATA: dict[str, str | None] = {"Date": None, "Creator": None}
@@ -111,3 +116,17 @@ def svg_text(fig: Any, **kwargs: Any) -> str:
     finally:
         pyplot().close(fig)
     return buf.getvalue()
+
+
+def draw_all(jobs: Sequence[tuple[Callable[[A], str], A]]) -> list[str]:
+    """Each job's figure, `draw(data)` -> SVG text, in order.  Drawing is CPU-bound Python (matplotlib, 0.2-0.8 s
+    a figure), and a page has one or two figures per measured CPU (128 or more for a 64-CPU run): with more than
+    one figure and one CPU they are drawn in workers forked from this process, one per CPU it may use.  Not
+    from a process that runs another thread (a command run in-process by a test runner): a fork copies the
+    locks other threads hold, so the figures are drawn here, one after the other."""
+    workers = min(len(os.sched_getaffinity(0)), len(jobs))
+    if workers < 2 or threading.active_count() > 1:
+        return [draw(data) for draw, data in jobs]
+    with childgroup.ForkedPool(workers) as pool:
+        pending = [pool.submit(draw, data) for draw, data in jobs]
+        return [pool.result(p) for p in pending]

@@ -6,6 +6,7 @@ and inlined in it (page.Figure prefixes its ids, since several SVGs share one pa
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -149,24 +150,20 @@ def unexplained_figure(h: Histogram) -> str:
 
 
 def build_figures(data: ReportData) -> list[Figure]:
-    """The run page's figures, in page order."""
-    figs: list[Figure] = []
+    """The run page's figures, in page order (drawn side by side on the CPUs this process may use)."""
+    planned: list[tuple[str, str, Callable[[Any], str], Any]] = []
     for h in data["histograms"]:
         if sum(h["counts"]):
-            figs.append(Figure(f"histogram-cpu{h['cpu']}", f"Detour durations on CPU {h['cpu']}", histogram_figure(h)))
+            planned.append((f"histogram-cpu{h['cpu']}", f"Detour durations on CPU {h['cpu']}", histogram_figure, h))
     for t in data["timeline"]:
-        figs.append(Figure(f"timeline-cpu{t['cpu']}", f"Noise over time on CPU {t['cpu']}", timeline_figure(t)))
+        planned.append((f"timeline-cpu{t['cpu']}", f"Noise over time on CPU {t['cpu']}", timeline_figure, t))
     if data["source_distributions"]:
-        figs.append(
-            Figure(
-                "sources",
-                "Duration distribution of the major sources",
-                distributions_figure(data["source_distributions"]),
-            )
-        )
+        title = "Duration distribution of the major sources"
+        planned.append(("sources", title, distributions_figure, data["source_distributions"]))
     if data["chains"]:
-        figs.append(Figure("chains", "Top chains", chains_figure(data["chains"])))
+        planned.append(("chains", "Top chains", chains_figure, data["chains"]))
     hist = data["unexplained"].get("hist")
     if hist:
-        figs.append(Figure("unexplained", "Unexplained time per detour", unexplained_figure(hist)))
-    return figs
+        planned.append(("unexplained", "Unexplained time per detour", unexplained_figure, hist))
+    svgs = plotting.draw_all([(draw, arg) for _, _, draw, arg in planned])
+    return [Figure(fid, title, svg) for (fid, title, _, _), svg in zip(planned, svgs)]
