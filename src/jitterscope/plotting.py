@@ -130,3 +130,9 @@ def draw_all(jobs: Sequence[tuple[Callable[[A], str], A]]) -> list[str]:
     with childgroup.ForkedPool(workers) as pool:
         pending = [pool.submit(draw, data) for draw, data in jobs]
         return [pool.result(p) for p in pending]
+
+
+def drawn(make: Callable[[], Any]) -> str:
+    """`make()`'s figure as SVG text: a draw_all job for a function that returns a figure (`make` a
+    functools.partial of a module-level function, so that a worker can be sent it)."""
+    return svg_text(make())

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
 import numpy as np
 
 from jitterscope import plotting
 from jitterscope.humanize import duration_ns
 from jitterscope.pipeline.plots import gantt, latency_histogram, latency_series
-from jitterscope.report.page import Column, Figure, PageData, PageTable, render_page
+from jitterscope.report.page import Column, Figure, PageData, PageTable, Planned, draw_figures, render_page
 from jitterscope.rundir import Run
 
 NS = "ns"
@@ -101,7 +105,8 @@ def page_data(run: Run) -> PageData:
     return {"id": m.get("id"), "headline": headline, "tables": tables}
 
 
-def _gantt(run: Run, iteration: int, title: str) -> str:
+def _gantt(run: Run, iteration: int, title: str) -> Callable[[], Any]:
+    """What draws one iteration's measured schedule (a job for plotting.drawn)."""
 
     t = run.table("subboxes")
     it = t.column("iteration").to_numpy()
@@ -113,34 +118,36 @@ def _gantt(run: Run, iteration: int, title: str) -> str:
     dur = t.column("duration_ns").to_numpy()[sel] / 1e3
     bars = [(int(th), float(a), float(a + d), n, b) for th, a, d, n, b in zip(thread, start, dur, names, boxes)]
     lanes = [f"thread{i}" for i in range(int(thread.max()) + 1 if len(thread) else 1)]
-    return plotting.svg_text(gantt(bars, lanes, title, "us since the iteration's release"))
+    return partial(gantt, bars, lanes, title, "us since the iteration's release")
 
 
 def figures(run: Run) -> list[Figure]:
 
     lat = run.table("iterations").column("latency_ns").to_numpy()
-    figs = [
-        Figure("histogram", "Latency distribution", plotting.svg_text(latency_histogram(lat, "latency"))),
-        Figure("series", "Latency per iteration", plotting.svg_text(latency_series(lat, "latency over the run"))),
+    planned: list[Planned] = [
+        ("histogram", "Latency distribution", plotting.drawn, partial(latency_histogram, lat, "latency")),
+        ("series", "Latency per iteration", plotting.drawn, partial(latency_series, lat, "latency over the run")),
     ]
     if run.has_table("subboxes") and len(lat):
         med = int(np.argsort(lat)[len(lat) // 2])
         worst = int(np.argmax(lat))
-        figs.append(
-            Figure(
+        planned.append(
+            (
                 "gantt-median",
                 f"Measured schedule of a median iteration ({med})",
+                plotting.drawn,
                 _gantt(run, med, f"iteration {med} (median latency)"),
             )
         )
-        figs.append(
-            Figure(
+        planned.append(
+            (
                 "gantt-worst",
                 f"Measured schedule of the slowest iteration ({worst})",
+                plotting.drawn,
                 _gantt(run, worst, f"iteration {worst} (slowest)"),
             )
         )
-    return figs
+    return draw_figures(planned)
 
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:

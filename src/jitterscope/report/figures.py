@@ -6,14 +6,13 @@ and inlined in it (page.Figure prefixes its ids, since several SVGs share one pa
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from jitterscope import plotting
-from jitterscope.report.page import Figure
+from jitterscope.report.page import Figure, Planned, draw_figures
 from jitterscope.report.results import Chain, CpuHistogram, Histogram, ReportData, SourceDistribution, Timeline
 from jitterscope.units import format_ns
 
@@ -151,7 +150,7 @@ def unexplained_figure(h: Histogram) -> str:
 
 def build_figures(data: ReportData) -> list[Figure]:
     """The run page's figures, in page order (drawn side by side on the CPUs this process may use)."""
-    planned: list[tuple[str, str, Callable[[Any], str], Any]] = []
+    planned: list[Planned] = []
     for h in data["histograms"]:
         if sum(h["counts"]):
             planned.append((f"histogram-cpu{h['cpu']}", f"Detour durations on CPU {h['cpu']}", histogram_figure, h))
@@ -165,5 +164,4 @@ def build_figures(data: ReportData) -> list[Figure]:
     hist = data["unexplained"].get("hist")
     if hist:
         planned.append(("unexplained", "Unexplained time per detour", unexplained_figure, hist))
-    svgs = plotting.draw_all([(draw, arg) for _, _, draw, arg in planned])
-    return [Figure(fid, title, svg) for (fid, title, _, _), svg in zip(planned, svgs)]
+    return draw_figures(planned)

@@ -19,7 +19,7 @@ import base64
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
@@ -29,7 +29,7 @@ from typing import Any, TypedDict
 import jinja2
 from markupsafe import Markup
 
-from jitterscope import __version__, atomic
+from jitterscope import __version__, atomic, plotting
 from jitterscope.humanize import duration_ns as format_ns
 from jitterscope.humanize import number, percent
 from jitterscope.outpath import check_file
@@ -47,6 +47,16 @@ class Figure:
     def inline(self) -> Markup:
         """The SVG for embedding: no XML prolog, ids prefixed so several SVGs share one page."""
         return Markup(inline_svg(self.svg, self.id))
+
+
+# A figure a page plans: id, caption, and what draws its SVG text from what data (plotting.draw_all's job).
+Planned = tuple[str, str, Callable[[Any], str], Any]
+
+
+def draw_figures(planned: Sequence[Planned]) -> list[Figure]:
+    """The planned figures, drawn side by side where a fork is safe (plotting.draw_all), in order."""
+    svgs = plotting.draw_all([(draw, data) for _, _, draw, data in planned])
+    return [Figure(fid, caption, svg) for (fid, caption, _, _), svg in zip(planned, svgs)]
 
 
 @dataclass(frozen=True)

@@ -3,13 +3,14 @@ tables), then figures (sync/plots.py)."""
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 import pyarrow.compute as pc
 
 from jitterscope import plotting
-from jitterscope.report.page import Column, Figure, PageData, PageTable, render_page
+from jitterscope.report.page import Column, Figure, PageData, PageTable, Planned, draw_figures, render_page
 from jitterscope.rundir import Run
 from jitterscope.sync.plots import timeline, type_distributions
 from jitterscope.sync.render import TYPE_LABELS, causes_text, notes
@@ -271,17 +272,17 @@ def figures(run: Run) -> list[Figure]:
     waits = run.table("waits")
     waits = waits.filter(pc.is_valid(waits.column("exit_ns")))
     lanes = [(t["tid"], f"{t['name'] or 'thread'} {t['tid']}") for t in run.table("threads").to_pylist()]
-    figs = [
-        Figure(
+    planned: list[Planned] = [
+        (
             "timeline",
             "Waits (grey) per thread; jitter by type (upper half); time lost by its top cause (lower half)",
-            plotting.svg_text(
-                timeline(
-                    lanes,
-                    (_col(waits, "tid"), _col(waits, "enter_ns"), _col(waits, "exit_ns")),
-                    _bars(jitter, run.table("causes")),
-                    "waits and jitter per thread",
-                )
+            plotting.drawn,
+            partial(
+                timeline,
+                lanes,
+                (_col(waits, "tid"), _col(waits, "enter_ns"), _col(waits, "exit_ns")),
+                _bars(jitter, run.table("causes")),
+                "waits and jitter per thread",
             ),
         )
     ]
@@ -289,25 +290,28 @@ def figures(run: Run) -> list[Figure]:
     t_ns = _col(jitter, "t_ns")
     groups = [(t, t_ns[types == t]) for t in s["types"]]
     groups = [g for g in groups if len(g[1])]
+    threshold = s["run"]["threshold_ns"]
     if groups:
-        figs.append(
-            Figure(
+        planned.append(
+            (
                 "types",
                 "Distribution of T per type (every interval, jitter or not)",
-                plotting.svg_text(type_distributions(groups, s["run"]["threshold_ns"], "T per type")),
+                plotting.drawn,
+                partial(type_distributions, groups, threshold, "T per type"),
             )
         )
     frames = run.table("frames").to_pylist()
     if len(frames) > 1:
         ft = np.array([f["end_ns"] - f["start_ns"] for f in frames], np.int64)
-        figs.append(
-            Figure(
+        planned.append(
+            (
                 "frames",
                 "Frame time distribution",
-                plotting.svg_text(type_distributions([("frame time", ft)], s["run"]["threshold_ns"], "frame time")),
+                plotting.drawn,
+                partial(type_distributions, [("frame time", ft)], threshold, "frame time"),
             )
         )
-    return figs
+    return draw_figures(planned)
 
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:
