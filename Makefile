@@ -7,13 +7,18 @@ NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
 .PHONY: run test check unit integration bench install native clean packages mpi lint py-lowest wheel
 
+# uv installs what pip would, from the same index, in 11 s instead of pip's 73 s on a fresh 2-vCPU machine
+# (part of every fresh `make test`); pip stays in the venv (the wheel test and `make py-lowest` use it).
+UV := $(BIN)/uv pip install -q --python $(BIN)/python
+
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
-	$(BIN)/pip install -q --upgrade pip setuptools wheel
+	$(BIN)/pip install -q uv
 
-# Editable install: Python changes take effect at once; `make native` rebuilds C.
+# Editable install: Python changes take effect at once; `make native` rebuilds C.  setuptools and wheel in
+# the venv itself: `make native` and the wheel test build without isolation.
 $(STAMP): $(BIN)/python pyproject.toml setup.py $(NATIVE)
-	$(BIN)/pip install -q -e '.[test]'
+	$(UV) setuptools wheel -e '.[test]'
 	touch $(STAMP)
 
 # Every module's bytecode, kept up to date: where PYTHONDONTWRITEBYTECODE is set (the shells on these VMs set it),
@@ -77,7 +82,7 @@ packages:
 
 # MPI for the cluster tests: mpi4py and the MPICH wheel from PyPI.
 mpi: install
-	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(BIN)/pip install -q -e '.[mpi,test]' || \
+	@$(BIN)/python -c "import mpi4py" 2>/dev/null || $(UV) -e '.[mpi,test]' || \
 	  echo "note: MPI wheels not installed; cluster tests will skip"
 
 # Lint, format and types: ruff check, ruff format --check (settings in pyproject.toml) and mypy.
