@@ -16,12 +16,14 @@ UV := $(BIN)/uv pip install -q --compile-bytecode --python $(BIN)/python
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
+
+$(BIN)/uv: $(BIN)/python
 	$(BIN)/pip install -q uv
 
 # Editable install: Python changes take effect at once; `make native` rebuilds C.  setuptools and wheel in
 # the venv itself, as pyproject's build-system asks (the venv's own setuptools is older): `make native` and
 # the wheel test build without isolation.
-$(STAMP): $(BIN)/python pyproject.toml setup.py $(NATIVE)
+$(STAMP): $(BIN)/uv pyproject.toml setup.py $(NATIVE)
 	$(UV) 'setuptools>=77' wheel -e '.[test]'
 	touch $(STAMP)
 
