@@ -207,3 +207,27 @@ def test_a_calibration_file_named_must_be_usable_under_every_law(tmp_path: Path,
     a = {"critical_cmd": "true", "best_effort_cmd": "true", "calibration": str(f), "law": law}
     with pytest.raises(JitterscopeError, match=msg):
         plan.build(a)
+
+
+def test_a_run_killed_before_any_sample_renders_without_rows():
+    """Killed at start-up (the kill table's protect row), a run has phases but nothing in them: its summary is
+    the header alone (it once raised TypeError from max() over no rows)."""
+    recs = {
+        "samples": np.zeros(0, dtype=records.SAMPLE_DTYPE),
+        "suspensions": np.zeros(0, dtype=records.SUSPENSION_DTYPE),
+        "beats": np.zeros(0, dtype=records.BEAT_DTYPE),
+    }
+    opts = {
+        "signal": "cputime",
+        "actuator": "sigstop",
+        "law": "fixed",
+        "sample_ns": 1e6,
+        "suspend_ns": 1e6,
+        "sampling": "timer",
+        "threshold": {"text": "50%"},
+        "signal_reason": "requested",
+    }
+    meta = {"id": "t", "duration_s": 0.0, "interrupted": True, "cpus": [1], "critical_cpus": [0], "options": opts}
+    s = build.summarize(recs, {"complete": False, "records_in_file": 0, "dropped": 0, "beats_lost": 0}, meta)
+    text = render.render(s, meta, "r")
+    assert text.startswith("protect: best-effort CPU 1") and "(interrupted)" in text

@@ -74,7 +74,7 @@ def _allocation(al: Allocation, title: str) -> list[str]:
     out = [title]
     if al.get("constant"):
         return [*out, f"  the response was {_num(al['q0'])} in every run: no variation to allocate", ""]
-    w = max(12, *(len(e["label"]) + 2 for e in al["effects"]))
+    w = max([12, *(len(e["label"]) + 2 for e in al["effects"])])
     ci_head = f"{int(round(conf * 100))}% CI of q" if al["s_q"] is not None else ""
     out.append(f"  {'effect':<{w}}{'q':>12}  {ci_head:<27}{'% variation':>12}  significant")
     for e in [al["mean"], *al["effects"]]:

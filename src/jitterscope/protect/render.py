@@ -66,7 +66,7 @@ def render(summary: Summary, meta: dict[str, Any], run_dir: str) -> str:
         ("            duty cycle", [_pct(phases[c]["best_effort"]["duty"]) for c in cols]),
     ]
     rows = [(name, vals) for name, vals in rows if any(v != "-" for v in vals)]  # nothing to show: no row
-    width = max(22, *(len(v) for _, vals in rows for v in vals)) + 2
+    width = max([22, *(len(v) for _, vals in rows for v in vals)]) + 2  # no rows: a run killed at its start
     lines.append(f"  {'':22}" + "".join(f"{c:>{width}}" for c in cols))
     lines += [f"  {name:22}" + "".join(f"{v:>{width}}" for v in vals) for name, vals in rows]
     if summary.get("progress_ratio") is not None:
