@@ -154,24 +154,34 @@ def test_phases_and_progress_ratio_from_records():
     assert s["expected_share"] == pytest.approx(0.1)
 
 
-def test_event_sampling_share_and_a_critical_program_without_heartbeats():
-    """Event-based on CPU time: the share under excess is budget/(budget+S); on LLC lines it depends on
-    the rate (None).  A critical program that publishes nothing is named, never silently absent."""
-    recs = {
-        "samples": _samples(10, 100_000, 0, True),
+def _records(samples: np.ndarray) -> dict[str, np.ndarray]:
+    """A run's records: these samples, no suspension, no heartbeat."""
+    return {
+        "samples": samples,
         "suspensions": np.zeros(0, dtype=records.SUSPENSION_DTYPE),
         "beats": np.zeros(0, dtype=records.BEAT_DTYPE),
     }
-    opts = {
+
+
+def _options(actuator: str, sampling: str) -> dict[str, object]:
+    """meta.json's options of a CPU-time run under the fixed law, 1 ms / 1 ms, threshold 50%."""
+    return {
         "signal": "cputime",
-        "actuator": "rt",
+        "actuator": actuator,
         "law": "fixed",
         "sample_ns": 1e6,
         "suspend_ns": 1e6,
-        "sampling": "event",
+        "sampling": sampling,
         "threshold": {"text": "50%"},
         "signal_reason": "requested",
     }
+
+
+def test_event_sampling_share_and_a_critical_program_without_heartbeats():
+    """Event-based on CPU time: the share under excess is budget/(budget+S); on LLC lines it depends on
+    the rate (None).  A critical program that publishes nothing is named, never silently absent."""
+    recs = _records(_samples(10, 100_000, 0, True))
+    opts = _options(actuator="rt", sampling="event")
     meta = {
         "id": "t",
         "duration_s": 1.0,
@@ -212,21 +222,8 @@ def test_a_calibration_file_named_must_be_usable_under_every_law(tmp_path: Path,
 def test_a_run_killed_before_any_sample_renders_without_rows():
     """Killed at start-up (the kill table's protect row), a run has phases but nothing in them: its summary is
     the header alone (it once raised TypeError from max() over no rows)."""
-    recs = {
-        "samples": np.zeros(0, dtype=records.SAMPLE_DTYPE),
-        "suspensions": np.zeros(0, dtype=records.SUSPENSION_DTYPE),
-        "beats": np.zeros(0, dtype=records.BEAT_DTYPE),
-    }
-    opts = {
-        "signal": "cputime",
-        "actuator": "sigstop",
-        "law": "fixed",
-        "sample_ns": 1e6,
-        "suspend_ns": 1e6,
-        "sampling": "timer",
-        "threshold": {"text": "50%"},
-        "signal_reason": "requested",
-    }
+    recs = _records(np.zeros(0, dtype=records.SAMPLE_DTYPE))
+    opts = _options(actuator="sigstop", sampling="timer")
     meta = {"id": "t", "duration_s": 0.0, "interrupted": True, "cpus": [1], "critical_cpus": [0], "options": opts}
     s = build.summarize(recs, {"complete": False, "records_in_file": 0, "dropped": 0, "beats_lost": 0}, meta)
     text = render.render(s, meta, "r")
