@@ -7,8 +7,9 @@ NATIVE := $(wildcard src/jitterscope/native/*.c src/jitterscope/native/*.h)
 
 .PHONY: run test check unit integration bench install native clean packages mpi lint py-lowest wheel
 
-# uv installs what pip would, from the same index: about 45 s of set-up instead of pip's 86 s on a fresh clone
-# of the 2-vCPU guest (part of every fresh `make test`); pip stays in the venv (the wheel test and `make py-lowest` use it).
+# uv installs what pip would, from the same index: about 45 s of set-up instead of pip's 86 s on a fresh
+# clone of the 2-vCPU guest (part of every fresh `make test`); pip stays in the venv (the wheel test and
+# `make py-lowest` use it).
 # Bytecode is compiled at install, as pip does: where PYTHONDONTWRITEBYTECODE is set (these VMs' shells),
 # Python never caches what it compiles, and without it every process compiled numpy, scipy and pyarrow
 # again (a make test under the hog took 18:34 instead of 13:27).
