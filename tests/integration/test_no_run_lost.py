@@ -98,6 +98,17 @@ def test_sighup_finishes_the_run_like_ctrl_c(tmp_path: Path) -> None:
     assert meta["interrupted"] and meta["duration_s"] > 0
 
 
+def _signal_state(pid: int) -> str:
+    """The process's state, wait channel and signal masks (/proc), for a failure's message."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+        wchan = Path(f"/proc/{pid}/wchan").read_text()
+    except OSError as err:
+        return f"pid {pid}: {err}"
+    keep = [ln for ln in status.splitlines() if ln.startswith(("State", "Threads", "Sig", "Shd"))]
+    return f"pid {pid} wchan {wchan}: " + "; ".join(keep)
+
+
 def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
     out = tmp_path / "run"
     proc = start_measure(out, "30s", stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -113,9 +124,10 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
             # line that says it has started.
             quota.set(0.05)
             os.killpg(proc.pid, signal.SIGINT)  # first Ctrl-C: finish with what was measured
-            seen = ""
-            while "analysing the capture" not in seen:  # the capture is complete and its analysis has begun
-                seen = lines.get(timeout=120)
+            before: list[str] = []
+            while not before or "analysing the capture" not in before[-1]:  # the capture is complete, analysis begun
+                before.append(lines.get(timeout=120))
+            state = _signal_state(proc.pid)  # how it will take the Ctrl-C: said if it does not
             os.killpg(proc.pid, signal.SIGINT)  # second: during the analysis
             quota.set(None)
             proc.wait(timeout=60)
@@ -124,7 +136,7 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
             os.killpg(proc.pid, signal.SIGKILL)
     reader.join(10)  # the rest of its stderr
     err = "".join(lines.queue)
-    assert proc.returncode == 130, err
+    assert proc.returncode == 130, f"{state}\n{''.join(before)}--- after the second Ctrl-C:\n{err}"
     assert "Traceback" not in err
     assert f"jitterscope analyze {out}" in err, err
     assert (out / "capture.json").exists() and (out / "detours.raw").exists()
