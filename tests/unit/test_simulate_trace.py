@@ -98,6 +98,25 @@ def test_own_placement_keeps_each_node_on_its_timeline():
         simulate_timelines([noisy, quiet], Job((3,), (10,), 1e-6), {}, placement="own")
 
 
+def test_own_placement_keeps_one_machines_timelines_aligned():
+    from jitterscope.simulate.trace import simulate_timelines
+
+    # Two CPUs of one machine stalled together for 50 us in a 1 ms timeline (the fair server's grants to
+    # other tasks, for one), and a job of 0.9 ms of work, which meets the stall once or in part.  Replayed
+    # together the CPUs delay the job by that once; shifted apart, nearly always twice (in two phases).
+    stall = Timeline(1e6, np.array([400e3]), np.array([50e3]))
+    job = Job((2,), (180,), 5e-6, sync="none", replications=100, seed=7)
+    ideal_ns = 180 * 5e3
+    one = simulate_timelines([stall, stall], job, {}, placement="own", hosts=["a", "a"]).point(2, 180)
+    assert (one.runtimes_s * 1e9 - ideal_ns).max() <= 50e3 + 1e-3
+    apart = simulate_timelines([stall, stall], job, {}, placement="own", hosts=["a", "b"]).point(2, 180)
+    assert np.median(apart.runtimes_s * 1e9 - ideal_ns) > 90e3
+    default = simulate_timelines([stall, stall], job, {}, placement="own").point(2, 180)  # one offset per node
+    assert default.runtimes_s.tolist() == apart.runtimes_s.tolist()
+    with pytest.raises(ValueError, match="1 hosts for 2 timelines"):
+        simulate_timelines([stall, stall], job, {}, placement="own", hosts=["a"])
+
+
 def test_recorded_placement_replays_from_offset_zero():
     from jitterscope.simulate.trace import simulate_timelines
 
