@@ -46,6 +46,7 @@ class PredictionDetail(TypedDict, total=False):
     replications: int
     seed: int
     placement: str
+    offsets: str  # "own" placement: how the nodes' random offsets were drawn
     assignment: str
     expected_max_delay_ns: float
     fits: list[NodeFit]

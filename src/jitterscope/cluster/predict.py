@@ -8,9 +8,12 @@ too), so the ideal is P (W + S).  Every node does the longest node's work W (a
 real job's calibrated loops differ by `measured.work_spread`, about 0.05%).
 
 * Trace-driven: the simulator's engine (`simulate.trace.simulate_timelines`) with
-  node i on its own recorded timeline from an independent random offset
-  (placement "own"): work-conserving phases, mean of the replications and the
-  half-width of their 95% confidence interval.
+  node i on its own recorded timeline from a random offset (placement "own"), one
+  offset per machine the ranks ran on: what struck a machine's CPUs together (the
+  kernel's fair server stalls every SCHED_FIFO rank of a busy machine at nearly the
+  same moment, once a second) still does, and machines are independent.
+  Work-conserving phases, mean of the replications and the half-width of their
+  95% confidence interval.
 * Replay: the same with every offset 0 (placement "recorded"): the recorded run
   itself pushed through the model, a check of the model rather than a prediction.
 * Simulate: the same engine as `jitterscope simulate --noise RUN`, which gives
@@ -92,12 +95,17 @@ def _from_result(res: Result, detail: PredictionDetail) -> Prediction:
     return Prediction(res.runtime_s, res.ideal_s, None if ci is None else (ci[1] - ci[0]) / 2, sd, detail)
 
 
-def trace_driven(timelines: list[Timeline], job: Job, placement: str = "own") -> Prediction:
-    """The simulator's trace engine on the nodes' timelines ("own", "recorded" or "random")."""
+def trace_driven(
+    timelines: list[Timeline], job: Job, placement: str = "own", hosts: list[str] | None = None
+) -> Prediction:
+    """The simulator's trace engine on the nodes' timelines ("own", "recorded" or "random"); with "own",
+    the timelines of one of `hosts` (the machine each was recorded on) share their random offset."""
     if placement == "recorded":  # every replication would be the same
         job = Job(job.nodes, job.phases, job.phase_s, job.sync, job.link_latency_s, job.cosched, 1, job.seed)
-    sim = simulate_timelines(timelines, job, {}, placement=placement)
+    sim = simulate_timelines(timelines, job, {}, placement=placement, hosts=hosts if placement == "own" else None)
     detail: PredictionDetail = {"replications": job.replications, "seed": job.seed, "placement": placement}
+    if placement == "own":
+        detail["offsets"] = "one per machine" if hosts is not None else "one per node"
     if placement == "random":
         detail["assignment"] = "random measured timeline per node (jitterscope simulate)"
     return _from_result(sim.results[0], detail)

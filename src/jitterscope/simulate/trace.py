@@ -69,20 +69,20 @@ def _place(
     timelines: Sequence[Timeline],
     periods: np.ndarray,
     placement: str,
-    cosched: bool,
+    together: np.ndarray,
     n: int,
     n_sim: int,
     batch: int,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Which timeline each simulated node replays, and from which offset (ns)."""
+    """Which timeline each simulated node replays, and from which offset (ns).  With "own", the nodes with
+    one value in `together` share one offset per replication, within the shortest of their timelines."""
     if placement == "recorded":
         return np.tile(np.arange(n), batch), np.zeros(batch * n)
-    if placement == "own":  # co-scheduled: one offset per replication (within the shortest timeline)
-        which = np.tile(np.arange(n), batch)
-        offs = (
-            np.repeat(rng.uniform(0.0, periods.min(), batch), n) if cosched else rng.random(batch * n) * periods[which]
-        )
-        return which, offs
+    if placement == "own":
+        groups = int(together.max()) + 1
+        span = np.array([periods[together == g].min() for g in range(groups)])
+        offs = rng.random((batch, groups)) * span  # row-major: one node per group draws as it did alone
+        return np.tile(np.arange(n), batch), offs[:, together].ravel()
     # random: each simulated node (one per replication when co-scheduled) draws a timeline and an offset
     which = rng.integers(len(timelines), size=batch * n_sim)
     return which, rng.random(batch * n_sim) * periods[which]
@@ -117,6 +117,7 @@ def simulate_timelines(
     model: dict,
     progress: Callable[[float], None] | None = None,
     placement: str = "random",
+    hosts: Sequence[str] | None = None,
 ) -> Simulation:
     """Simulate the job with nodes replaying `timelines`.
 
@@ -125,12 +126,26 @@ def simulate_timelines(
     (a measured cluster predicted node by node: one noisy node stays one noisy
     node), from a random offset; "recorded": timelines[i] from offset 0, the
     measured run itself pushed through the model (every replication is the same).
-    With "own" and "recorded" every job size must equal len(timelines)."""
+    With "own" and "recorded" every job size must equal len(timelines).
+
+    `hosts` (with "own"): the machine each timeline was recorded on.  Timelines of one machine share
+    their offset, so what struck its CPUs together still does (the kernel's fair server stalls every
+    SCHED_FIFO rank of a busy machine at nearly the same moment, once a second); shifted apart, it
+    would delay the job once per CPU.  Without `hosts` every timeline has its own offset, or with
+    `job.cosched` all share one."""
     if placement not in PLACEMENTS:
         raise ValueError(f"placement must be one of {', '.join(PLACEMENTS)}")
     own = placement != "random"
     if own and any(n != len(timelines) for n in job.nodes):
         raise ValueError(f"placement {placement!r} needs one node per timeline ({len(timelines)})")
+    if hosts is not None and len(hosts) != len(timelines):
+        raise ValueError(f"{len(hosts)} hosts for {len(timelines)} timelines")
+    if job.cosched:
+        together = np.zeros(len(timelines), dtype=np.int64)
+    elif hosts is not None:
+        together = np.unique(np.asarray(hosts, dtype=object), return_inverse=True)[1].astype(np.int64)
+    else:
+        together = np.arange(len(timelines))
     phases = sorted(job.phases)
     nodes = sorted(job.nodes)
     work_ns = job.phase_s * 1e9
@@ -150,7 +165,7 @@ def simulate_timelines(
         runtimes = np.zeros((len(phases), job.replications))
         for rep in range(0, job.replications, full):
             batch = min(full, job.replications - rep)
-            which, offs = _place(rng, timelines, periods, placement, job.cosched, n, n_sim, batch)
+            which, offs = _place(rng, timelines, periods, placement, together, n, n_sim, batch)
             groups = [
                 _Group(tl, np.flatnonzero(which == k), offs) for k, tl in enumerate(timelines) if (which == k).any()
             ]
