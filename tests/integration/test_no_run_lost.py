@@ -127,7 +127,7 @@ def test_second_ctrl_c_during_analysis_keeps_the_run(tmp_path: Path) -> None:
             before: list[str] = []
             while not before or "analysing the capture" not in before[-1]:  # the capture is complete, analysis begun
                 before.append(lines.get(timeout=120))
-            state = _signal_state(proc.pid)  # how it will take the Ctrl-C: said if it does not
+            state = f"{_signal_state(proc.pid)}\n{quota.describe()}"  # said if the Ctrl-C does not end it
             os.killpg(proc.pid, signal.SIGINT)  # second: during the analysis
             quota.set(None)
             proc.wait(timeout=60)

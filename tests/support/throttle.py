@@ -48,6 +48,17 @@ class Throttle:
         """At most `share` of one CPU from now on (None: no limit)."""
         _set(self.group, self.version, share)
 
+    def describe(self) -> str:
+        """The group's limit, its throttling so far and its members, for a failure's message."""
+        limit = ("cpu.max",) if self.version == 2 else ("cpu.cfs_quota_us", "cpu.cfs_period_us")
+        parts = []
+        for name in (*limit, "cpu.stat", "cgroup.procs"):
+            try:
+                parts.append(f"{name}: {' '.join((self.group / name).read_text().split())}")
+            except OSError as err:
+                parts.append(f"{name}: {err.strerror}")
+        return f"{self.group}: " + "; ".join(parts)
+
 
 @contextlib.contextmanager
 def cpu_quota(pid: int) -> Iterator[Throttle]:
