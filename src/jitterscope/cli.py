@@ -175,6 +175,9 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jitterscope: {str(e) or 'interrupted'}", file=sys.stderr)  # (an exception is never falsy)
         return 130
     except BrokenPipeError:
+        if not _stdout_gone():  # a child's pipe, not `| head`: a failure, which exit 0 would hide
+            raise
+        _drop_stdout()
         return 0
     except OSError as e:
         # A path the user named (or its parent) is not accessible to them, or its disk is full.
@@ -188,6 +191,19 @@ def main(argv: list[str] | None = None) -> int:
         print(f"jitterscope: error: {e.filename or 'standard output'}: {what}", file=sys.stderr)
         _drop_stdout()
         return 2
+
+
+def _stdout_gone() -> bool:
+    """Whether standard output is a pipe or socket whose reader has gone (`jitterscope ... | head`): its
+    write end then polls POLLERR (Linux pipe_poll).  Any other broken pipe was one of our children's."""
+    import select
+
+    poller = select.poll()
+    poller.register(1, select.POLLOUT)
+    try:
+        return any(ev & (select.POLLERR | select.POLLHUP) for _, ev in poller.poll(0))
+    except OSError:
+        return False
 
 
 def _drop_stdout() -> None:

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -23,6 +26,23 @@ def test_text_output_prints_predicted_work_before_the_result():
     assert out.index("predicted work") < out.index("end-to-end latency (exact")
     assert "deadline miss: P(latency > 200 ms)" in out
     assert "frame loss" in out
+
+
+def test_a_reader_that_stops_reading_is_a_quiet_exit_0():
+    """`jitterscope ptts ... | head -0`: the reader has gone before anything is written."""
+    r, w = os.pipe()
+    os.close(r)
+    try:
+        p = subprocess.run(
+            [sys.executable, "-m", "jitterscope", "ptts", THESIS, "--deadline", "200ms"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(w)
+    assert p.returncode == 0 and p.stderr == "", p.stderr
 
 
 def test_json_has_exactly_the_documented_shape():
