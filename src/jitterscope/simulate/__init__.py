@@ -2,15 +2,44 @@
 fit per-phase delay distributions (`jitterscope fit`), and rank sources by the
 slowdown their removal saves (`simulate --by-source`).
 
-Importable as a library; see `engine` for the entry points.
+Importable as a library; see `engine` for the entry points.  The names below are imported
+when first used (PEP 562): the engine brings scipy.stats, about 2 s here, which a module
+that needs only `simulate.timeline` or `simulate.results` (each rank of `cluster bsp`, the
+report of a cluster run) must not pay for.
 """
 
-from jitterscope.simulate.engine import by_source, check_trace_size, fit_run, simulate, trace_cost
-from jitterscope.simulate.fitting import Fit, fit_delays
-from jitterscope.simulate.job import Job, Result, Simulation, mean_ci95
-from jitterscope.simulate.orderstats import expected_max, max_moments, sample_max
-from jitterscope.simulate.spec import parse_noise
-from jitterscope.simulate.timeline import Timeline, periodic_timeline
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jitterscope.simulate.engine import by_source, check_trace_size, fit_run, simulate, trace_cost
+    from jitterscope.simulate.fitting import Fit, fit_delays
+    from jitterscope.simulate.job import Job, Result, Simulation, mean_ci95
+    from jitterscope.simulate.orderstats import expected_max, max_moments, sample_max
+    from jitterscope.simulate.spec import parse_noise
+    from jitterscope.simulate.timeline import Timeline, periodic_timeline
+
+_HOME = {
+    "by_source": "engine",
+    "check_trace_size": "engine",
+    "fit_run": "engine",
+    "simulate": "engine",
+    "trace_cost": "engine",
+    "Fit": "fitting",
+    "fit_delays": "fitting",
+    "Job": "job",
+    "Result": "job",
+    "Simulation": "job",
+    "mean_ci95": "job",
+    "expected_max": "orderstats",
+    "max_moments": "orderstats",
+    "sample_max": "orderstats",
+    "parse_noise": "spec",
+    "Timeline": "timeline",
+    "periodic_timeline": "timeline",
+}
 
 __all__ = [
     "Fit",
@@ -31,3 +60,16 @@ __all__ = [
     "simulate",
     "trace_cost",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOME.get(name)
+    if home is None:  # a submodule (`from jitterscope.simulate import distributions`) is imported as usual
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
