@@ -3,8 +3,27 @@
 loop.py runs windows (measure.lifecycle.measure), history.py bounds the disk,
 metrics.py is a prometheus_client collector of the state, detect.py applies
 compare's test, server.py serves /metrics on 127.0.0.1 with prometheus_client.
+
+`Monitor` and `MonitorOptions` are imported when first used (PEP 562): the loop brings compare's
+statistics and scipy.stats (about 2 s here), which `--print-unit`, `--print-rules` and
+`--print-dashboard` (monitor.unit, monitor.shipped) never need.
 """
 
-from jitterscope.monitor.loop import Monitor, MonitorOptions
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from jitterscope.monitor.loop import Monitor, MonitorOptions
 
 __all__ = ["Monitor", "MonitorOptions"]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in __all__:  # a submodule (`from jitterscope.monitor import shipped`) is imported as usual
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from jitterscope.monitor import loop
+
+    value = getattr(loop, name)
+    globals()[name] = value
+    return value
