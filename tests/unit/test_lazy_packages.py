@@ -32,6 +32,13 @@ def test_a_submodule_alone_does_not_import_the_heavy_ones(package: str) -> None:
     assert out.strip() == "[]"
 
 
+def test_protect_starts_its_program_without_scipy() -> None:
+    """scipy.stats (1.2 s here) serves only the delivery interval of the analysis, after the program ran."""
+    code = "import sys, jitterscope.protect.session\nprint([m for m in sys.modules if m.startswith('scipy.stats')])"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
 def test_every_public_name_is_its_modules_own() -> None:
     assert sorted(simulate.__all__) == sorted(simulate._HOME)
     for name, home in simulate._HOME.items():

@@ -23,7 +23,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import stats
 
 from jitterscope.protect import records as rec
 from jitterscope.protect.results import Delivery, Summary
@@ -62,6 +61,8 @@ def ratio_interval(p: np.ndarray, u: np.ndarray, level: float = LEVEL) -> tuple[
     freedom); None with fewer than 3 blocks on a side or no unprotected progress."""
     if len(p) < 3 or len(u) < 3 or u.mean() <= 0:
         return None
+    from scipy import stats  # lazy: scipy.stats takes 1.2 s to import here, before protect starts the program
+
     r = p.mean() / u.mean()
     se = r * np.sqrt(p.var(ddof=1) / (len(p) * max(p.mean(), 1e-300) ** 2) + u.var(ddof=1) / (len(u) * u.mean() ** 2))
     t = float(stats.t.ppf(0.5 + level / 2, min(len(p), len(u)) - 1))
