@@ -8,7 +8,7 @@ from pathlib import Path
 
 from jitterscope import session as lifecycle
 from jitterscope.check.verdict import Limits, Verdict, judge
-from jitterscope.compare import Thresholds, compare_loaded
+from jitterscope.compare.thresholds import Thresholds
 from jitterscope.measure.lifecycle import measure
 from jitterscope.rundir import Run, load_run
 
@@ -57,5 +57,8 @@ def _judged(opts: CheckOptions, out: Path) -> Verdict:
         buffer_kb=opts.buffer_kb,
     )
     run = load_run(run_dir)
-    comparison = compare_loaded(opts.baseline, run, opts.thresholds) if opts.baseline is not None else None
-    return judge(run.summary, opts.limits, comparison)
+    if opts.baseline is None:
+        return judge(run.summary, opts.limits, None)
+    from jitterscope.compare import compare_loaded  # lazy: its tests bring scipy.stats, 1.4 s before measuring
+
+    return judge(run.summary, opts.limits, compare_loaded(opts.baseline, run, opts.thresholds))

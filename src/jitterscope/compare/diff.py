@@ -14,20 +14,13 @@ Regression rule (documented in docs/commands/compare.md) — something got
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import numpy as np
 
 from jitterscope.compare import stats as S
 from jitterscope.compare.results import Diff, DurationTest, RateTest, Side, SourceRow, Total
 from jitterscope.compare.sample import Key, Sample
-
-
-@dataclass
-class Thresholds:
-    alpha: float = 0.01
-    min_ppm: float = 20.0
-    min_ratio: float = 1.5
+from jitterscope.compare.thresholds import Thresholds
 
 
 def _side(sample: Sample, key: Key) -> Side:

@@ -8,8 +8,8 @@ and again when it recovers, so a persistent change is reported once.
 
 from __future__ import annotations
 
-from jitterscope.compare import Thresholds, diff, from_run, pool
-from jitterscope.compare.diff import smallest_q
+from jitterscope.compare import Thresholds, from_run, pool
+from jitterscope.compare.diff import diff, smallest_q
 from jitterscope.compare.results import Diff
 from jitterscope.compare.sample import Sample
 from jitterscope.humanize import count, number, ppm
