@@ -277,6 +277,28 @@ FREE = {
 PRIVATE_ROOT = {"test_full_disk.py"}
 
 
+_SESSION_START_US = time.time_ns() // 1000
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The suite leaves no journal behind in the machine's state directory: one whose process is gone was
+    left by a test that killed a jitterscope there (SIGKILL, no watchdog) instead of ending it; the next
+    jitterscope command would undo it, and a user's machine would say so.  Checked once every worker is
+    done (the controller), for journals opened during this session only (another user's are theirs)."""
+    if hasattr(session.config, "workerinput"):
+        return
+    from jitterscope.journal import stale_journals
+
+    ours = [p for p in stale_journals() if int(p.stem.rsplit("-", 1)[-1] or 0) >= _SESSION_START_US]
+    if ours:
+        session.config.get_terminal_writer().line(
+            "journals left behind by this session's tests (`jitterscope restore` undoes them): "
+            + ", ".join(str(p) for p in ours),
+            red=True,
+        )
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook, which reads xdist_group to schedule
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:

@@ -89,9 +89,13 @@ def noise(tmp_path_factory):
             )
             yield {"cpu": cpu, "irq": dev_irq, "base": base, "dir": base.parent}
         finally:
-            for p in (inj, reader):
-                p.kill()
-                p.wait()
+            reader.kill()
+            inj.terminate()  # not kill: the injector removes its journalled scratch directory as it ends
+            try:
+                inj.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                inj.kill()
+            reader.wait()
 
 
 @pytest.fixture(scope="module")
