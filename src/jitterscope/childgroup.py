@@ -123,6 +123,14 @@ class ForkedPool:
         how = ", ".join(f"pid {w.pid} ended{_ending(w.exitcode)}" for w in dead) or "a worker"
         return JitterscopeError(f"a worker process died ({how}): its part of the work is lost")
 
+    def abandon(self) -> None:
+        """Its work is not needed: the workers are killed now rather than waited for (leaving the block
+        would wait for a task in progress)."""
+        for w in self._workers:
+            if w.exitcode is None:
+                w.kill()
+        self._ex.shutdown(wait=True, cancel_futures=True)
+
     def __enter__(self) -> ForkedPool:
         return self
 

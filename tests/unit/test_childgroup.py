@@ -123,3 +123,43 @@ def test_sync_fit_process_imports_the_fit_before_the_fit_is_asked_for():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
     assert out.stdout.split() == ["False", "True", "False"]
+
+
+def test_an_abandoned_pool_is_not_waited_for():
+    """sync's fit process imports scipy from CMD's end; with too few values to fit it is not needed, and leaving
+    the pool would have waited for that import (a second of a trivial program's wall time)."""
+    import time
+
+    from jitterscope.childgroup import ForkedPool
+
+    t0 = time.monotonic()
+    with ForkedPool(1) as pool:
+        pool.submit(_pid_after, 30.0)
+        (worker,) = pool._workers
+        pool.abandon()
+        worker.join(10)
+        assert worker.exitcode is not None
+    assert time.monotonic() - t0 < 10
+
+
+def test_sync_says_too_few_values_without_the_fit_process():
+    from concurrent.futures import ThreadPoolExecutor
+
+    from jitterscope.childgroup import ForkedPool
+    from jitterscope.sync.build import _fit, _fitting
+
+    with ForkedPool(1) as pool, ThreadPoolExecutor(1) as threads:
+        pool.submit(_pid_after, 30.0)  # the fit's imports, still running
+        (worker,) = pool._workers
+        said = _fitting([5_000] * 19, pool, threads)()
+        worker.join(10)
+        assert worker.exitcode is not None  # ended, not waited for
+    # what the fit itself says of so few values (scipy imported in this process: a test's, not sync's)
+    assert (
+        said
+        == _fit([5_000] * 19)
+        == {
+            "fitted": False,
+            "reason": "only 19 of 19 events met any noise; fitting needs at least 20",
+        }
+    )

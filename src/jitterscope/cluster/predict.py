@@ -38,7 +38,8 @@ import numpy as np
 
 from jitterscope.cluster.bsp_results import PredictionDetail
 from jitterscope.simulate import distributions as D
-from jitterscope.simulate.fitting import MIN_POSITIVE, fit_delays
+from jitterscope.simulate.enough import MIN_POSITIVE
+from jitterscope.simulate.fitting import fit_delays
 from jitterscope.simulate.job import Job, Result
 from jitterscope.simulate.runs import phase_delays
 from jitterscope.simulate.timeline import Timeline

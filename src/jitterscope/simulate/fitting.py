@@ -31,11 +31,11 @@ from scipy import special, stats
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import distributions as D
+from jitterscope.simulate.enough import too_few
 from jitterscope.simulate.results import FamilyJson, FitData, TailFit
 
 FAMILIES = ("normal", "lognormal", "gamma", "exponential", "weibull")
 ALPHA = 0.05
-MIN_POSITIVE = 20
 
 
 # ---------------------------------------------------------------------------
@@ -375,11 +375,9 @@ def fit_delays(
     d = np.asarray(delays_s, dtype=float)
     rng = np.random.default_rng(seed)
     pos = d[d > 0]
-    if len(pos) < MIN_POSITIVE:
-        raise JitterscopeError(
-            f"only {len(pos)} of {len(d)} phases of {phase_s * 1e3:g} ms met any noise; fitting needs at least "
-            f"{MIN_POSITIVE}: use a longer run or a longer --phase"
-        )
+    refused = too_few(len(pos), len(d), f"phases of {phase_s * 1e3:g} ms")
+    if refused is not None:
+        raise JitterscopeError(f"{refused}: use a longer run or a longer --phase")
     zero_fraction = 1.0 - len(pos) / len(d)
     gof_x = pos if len(pos) <= gof_cap else rng.choice(pos, gof_cap, replace=False)
     done = [0]

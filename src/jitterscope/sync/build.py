@@ -14,6 +14,7 @@ import pyarrow as pa
 from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.rundir import rows_table, write_json, write_table
+from jitterscope.simulate.enough import too_few
 from jitterscope.sync import critical, model, records, subframes, symbols
 from jitterscope.sync.causetable import CauseTable
 from jitterscope.sync.rows import Frame, Interval, Object, Step, Table, Thread, Wait
@@ -363,7 +364,13 @@ def make_summary(
 def _fitting(
     values: list[int], fitter: childgroup.ForkedPool | None, threads: ThreadPoolExecutor
 ) -> Callable[[], Fit | None]:
-    """The fit started in `fitter`'s process (else in a thread); call the result to wait for it."""
+    """The fit started in `fitter`'s process (else in a thread); call the result to wait for it.  Too few
+    values to fit are said at once, and the fit's process (importing scipy since CMD ended) is ended."""
+    refused = too_few(len(values), len(values), "events")
+    if refused is not None:
+        if fitter is not None:
+            fitter.abandon()
+        return lambda: {"fitted": False, "reason": refused}
     if fitter is not None:
         pending = fitter.submit(_fit, values)
         return lambda: fitter.result(pending)
