@@ -27,6 +27,7 @@ FOUNDATION = frozenset(
         "humanize",
         "journal",
         "kinds",
+        "lazy",
         "knobs",
         "mounts",
         "native_bin",

@@ -13,8 +13,9 @@ here), which `check` without a baseline, and anyone who needs only `compare.resu
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jitterscope import lazy
 
 if TYPE_CHECKING:
     from jitterscope.compare.loaded import compare_loaded
@@ -33,14 +34,4 @@ _HOME = {
 __all__ = ["Sample", "Thresholds", "compare_loaded", "from_run", "pool", "source_key"]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:  # a submodule (`from jitterscope.compare import stats`) is imported as usual
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy.exports(__name__, _HOME, globals())

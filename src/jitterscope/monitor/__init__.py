@@ -11,7 +11,9 @@ statistics and scipy.stats (about 2 s here), which `--print-unit`, `--print-rule
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jitterscope import lazy
 
 if TYPE_CHECKING:
     from jitterscope.monitor.loop import Monitor, MonitorOptions
@@ -19,11 +21,4 @@ if TYPE_CHECKING:
 __all__ = ["Monitor", "MonitorOptions"]
 
 
-def __getattr__(name: str) -> Any:
-    if name not in __all__:  # a submodule (`from jitterscope.monitor import shipped`) is imported as usual
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from jitterscope.monitor import loop
-
-    value = getattr(loop, name)
-    globals()[name] = value
-    return value
+__getattr__, __dir__ = lazy.exports(__name__, {"Monitor": "loop", "MonitorOptions": "loop"}, globals())

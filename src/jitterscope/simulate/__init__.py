@@ -10,8 +10,9 @@ report of a cluster run) must not pay for.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from jitterscope import lazy
 
 if TYPE_CHECKING:
     from jitterscope.simulate.engine import by_source, check_trace_size, fit_run, simulate, trace_cost
@@ -62,14 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    home = _HOME.get(name)
-    if home is None:  # a submodule (`from jitterscope.simulate import distributions`) is imported as usual
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy.exports(__name__, _HOME, globals())
