@@ -34,4 +34,4 @@ _HOME = {
 __all__ = ["Sample", "Thresholds", "compare_loaded", "from_run", "pool", "source_key"]
 
 
-__getattr__, __dir__ = lazy.exports(__name__, _HOME, globals())
+__getattr__, __dir__ = lazy.exports(__name__, _HOME)

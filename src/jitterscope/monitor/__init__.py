@@ -21,4 +21,4 @@ if TYPE_CHECKING:
 __all__ = ["Monitor", "MonitorOptions"]
 
 
-__getattr__, __dir__ = lazy.exports(__name__, {"Monitor": "loop", "MonitorOptions": "loop"}, globals())
+__getattr__, __dir__ = lazy.exports(__name__, {"Monitor": "loop", "MonitorOptions": "loop"})

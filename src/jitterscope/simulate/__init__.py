@@ -63,4 +63,4 @@ __all__ = [
 ]
 
 
-__getattr__, __dir__ = lazy.exports(__name__, _HOME, globals())
+__getattr__, __dir__ = lazy.exports(__name__, _HOME)
