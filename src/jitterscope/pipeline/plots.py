@@ -76,7 +76,12 @@ def latency_series(latency_ns: np.ndarray, title: str) -> Any:
     with plt.rc_context(plotting.STYLE):
         fig, ax = plt.subplots(figsize=(6, 3))
         x = np.asarray(latency_ns, np.float64) / 1e3
-        ax.plot(np.arange(len(x)), x, linewidth=0.5, color=PALETTE[0])
+        if len(x) <= plotting.CURVE_POINTS:
+            ax.plot(np.arange(len(x)), x, linewidth=0.5, color=PALETTE[0])
+        else:  # each bucket of iterations as its range: the spikes keep their height
+            first, lo, hi = plotting.envelope(x)
+            ax.fill_between(first, lo, hi, step="post", linewidth=0.5, color=PALETTE[0], label="min-max per bucket")
+            ax.legend(loc="upper right", fontsize=7, frameon=False)
         ax.set_xlabel("iteration")
         ax.set_ylabel("latency (us)")
         ax.set_title(title)

@@ -13,6 +13,10 @@ from jitterscope import plotting
 from jitterscope.outpath import make_dir
 from jitterscope.simulate.results import Point, SimulationData
 
+# A Q-Q panel (3 inches wide) is drawn at QQ_POINTS evenly spaced ranks and its QQ_TAIL highest values
+# (plotting.curve_ranks): the tail is where the families part.
+QQ_POINTS, QQ_TAIL = 500, 100
+
 
 def _outdir(path: str | Path) -> Path:
     return make_dir(path, "--plots")
@@ -165,11 +169,13 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
     panels = len(fams) + (1 if fit.tail else 0)
     fig, axes = plt.subplots(2, (panels + 1) // 2, figsize=(3 * ((panels + 1) // 2), 6))
     axes = np.atleast_1d(axes).ravel()
-    probs = (np.arange(1, len(x) + 1) - 0.5) / len(x)
+    k = plotting.curve_ranks(len(x), QQ_POINTS, QQ_TAIL)
+    probs = (k + 0.5) / len(x)
+    xs = x[k]
     for ax, f in zip(axes, fams):
         q = f.delay().quantile_by_both(1 - probs, probs)
-        ax.plot(q * scale, x * scale, ".", ms=2)
-        lim = [min(q.min(), x.min()) * scale, max(q.max(), x.max()) * scale]
+        ax.plot(q * scale, xs * scale, ".", ms=2)
+        lim = [min(q.min(), xs.min()) * scale, max(q.max(), xs.max()) * scale]
         ax.plot(lim, lim, color="grey", lw=0.8)
         ax.set_title(f"{f.family}: KS p={f.ks_p:.2g}, AD p={f.ad_p:.2g}", fontsize=8)
         ax.set_xlabel(f"model ({unit})", fontsize=7)
@@ -178,7 +184,9 @@ def fit_plots(fit: Any, outdir: str | Path) -> list[Path]:
         t = fit.tail
         ax = axes[len(fams)]
         y = np.sort(x[x > t["threshold_s"]] - t["threshold_s"])
-        pr = (np.arange(1, len(y) + 1) - 0.5) / len(y)
+        k = plotting.curve_ranks(len(y), QQ_POINTS, QQ_TAIL)
+        pr = (k + 0.5) / len(y)
+        y = y[k]
         q = stats.genpareto.ppf(pr, t["xi"], scale=t["scale_s"])
         ax.plot(q * scale, y * scale, ".", ms=3)
         lim = [0, max(q.max(), y.max()) * scale]

@@ -20,7 +20,6 @@ WAIT_COLOR = "#D9D9D9"
 # 10 inches wide, so they are within a pixel of each other anyway, and the drawing stays a few thousand
 # rectangles per lane however many waits the run had (one bar per wait cost seconds per thousand).
 RESOLUTION = 1 / 4000
-CDF_POINTS = 2000  # per distribution curve: finer than the figure's pixels
 
 
 def bars_patch(rects: np.ndarray, height: float, color: str) -> Any:
@@ -105,9 +104,8 @@ def type_distributions(groups: list[tuple[str, np.ndarray]], threshold_ns: int, 
             n = len(v)  # the legend counts intervals, not the points drawn
             x = np.maximum(np.sort(np.asarray(v, np.float64)), 1.0)
             y = np.arange(1, n + 1) / max(n, 1)
-            if n > CDF_POINTS:  # the curve at CDF_POINTS evenly spaced fractions, the last (max) kept
-                k = np.unique(np.linspace(0, n - 1, CDF_POINTS).astype(np.int64))
-                x, y = x[k], y[k]
+            k = plotting.curve_ranks(n)
+            x, y = x[k], y[k]
             ax.step(x, y, where="post", color=PALETTE[i % len(PALETTE)], label=f"{name} ({n:,})")
         ax.axvline(threshold_ns, color="#333", linestyle=":", linewidth=0.8, label="N")
         ax.set_xscale("log")
