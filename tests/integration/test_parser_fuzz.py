@@ -3,8 +3,8 @@
 The sanitized parser (tests/support/sanitize.py) runs on the recorded fixture's pages and must exit
 cleanly with no sanitizer report.  The fuzz mutates those pages with a seeded generator for FUZZ_SECONDS
 (bytes flipped, page headers' commit words rewritten, pages repeated, reordered, cut short) and runs the
-sanitized parser on each: it may refuse an input (exit 2, one line) but must never crash, hang or trip a
-sanitizer.  The seed is printed; JS_FUZZ_SEED replays another one.  Nothing here needs root or the
+sanitized parser on each, in each of its modes: it may refuse an input (exit 2, one line) but must never
+crash, hang or trip a sanitizer.  The seed is printed; JS_FUZZ_SEED replays another one.  Nothing here needs root or the
 machine alone, so the file runs beside the others (conftest FREE); test_native_sanitizers.py has the
 probe and the interposer.
 """
@@ -51,12 +51,14 @@ def _detours(path: Path, rng: np.random.Generator, span_ns: int) -> Path:
 
 def _modes(tmp_path: Path, rng: np.random.Generator) -> list[list[str]]:
     """The parser's modes: every CPU's records; a scan; one CPU attributed to detours (--detours, in ns
-    since the fixture's window start at its TSC rate)."""
+    since the fixture's window start at its TSC rate); the last two writing their records out every few
+    rows (--spill), as they do past half a million."""
     session = json.loads((FIXTURE / "session.json").read_text())
     t0, (w0, w1), hz = int(session["window"][0]), session["window"], float(session["tsc_hz"])
     det = _detours(tmp_path / "detours.bin", rng, int((w1 - w0) * 1e9 / hz))
     attribute = ["--cpu", "1", "--detours", str(det), "--t0", str(t0), "--ns-per-tick", repr(1e9 / hz)]
-    return [[], ["--scan"], attribute]
+    spill = ["--spill", str(int(rng.integers(1, 300)))]
+    return [[], ["--scan"], attribute, spill, spill + attribute]
 
 
 def test_parser_on_the_fixture_pages(traceparse, tmp_path):

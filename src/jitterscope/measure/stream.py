@@ -30,7 +30,7 @@ import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
 
@@ -99,6 +99,7 @@ class CpuJob:
     own: frozenset[int]
     probe_tids: dict[int, int]
     chunk_rows: int | None = None  # None: CHUNK_ROWS
+    scratch: str | None = None  # where the parser's records go (scratch_parent); None: the default temp dir
 
 
 @dataclass
@@ -378,8 +379,7 @@ def _container_codes(code_path: Path, owners: np.ndarray, chunk: int) -> np.ndar
 
 def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
     """Parse one CPU's capture and analyse it chunk by chunk; its activity rows go to `writer`."""
-    tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
+    with journal.scratch("jitterscope-parse-", job.scratch) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
         det_path = out / "detours.bin"
         np.column_stack((job.det_start, job.det_end)).astype("<i8").tofile(det_path)
@@ -463,15 +463,33 @@ def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
         out.close()
 
 
+# What the parser writes (activity.bin, codes.bin, pieces.bin: ~0.65 bytes per byte of raw capture) goes to
+# tmpfs, which is memory, only while the CPUs analysed at once need no more than this of it; a longer
+# run's go to disk, so its analysis's memory stays bounded (issue 24).
+SHM_BUDGET = 256 << 20
+SCRATCH_PER_RAW_BYTE = 0.7
+
+
+def scratch_parent(raw_bytes: list[int], processes: int) -> str | None:
+    """Where the analysis of CPUs whose raw captures are `raw_bytes` long, `processes` at a time, keeps its
+    scratch: /dev/shm when that fits SHM_BUDGET, else /var/tmp (disk), else the default temp dir."""
+    busiest = sorted(raw_bytes, reverse=True)[: max(1, processes)]
+    if sum(busiest) * SCRATCH_PER_RAW_BYTE <= SHM_BUDGET and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+
+
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
     """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
     workers) into one activity table."""
+    raw = [(j.trace_dir / f"cpu{j.cpu}.raw").stat().st_size for j in jobs]
+    parent = scratch_parent(raw, processes)
+    jobs = [replace(j, scratch=parent) for j in jobs]
     if processes <= 1 or len(jobs) <= 1:
         with activity_writer(activity_path) as w:
             return [analyse_cpu(j, w) for j in jobs]
     n = min(processes, len(jobs))
-    tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
-    with journal.scratch("jitterscope-parts-", tmp_parent) as tmp:
+    with journal.scratch("jitterscope-parts-", jobs[0].scratch) as tmp:
         work = [(j, Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
         # the parent runs no other thread here (childgroup.ForkedPool)
         with childgroup.ForkedPool(n - 1) as pool:

@@ -2,7 +2,8 @@
  * jitterscope-traceparse: raw tracefs ring-buffer pages -> nested kernel
  * activity intervals and exclusive segments.
  *
- *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE] TRACE_DIR OUT_DIR
+ *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE] [--spill ROWS]
+ *                          TRACE_DIR OUT_DIR
  *   jitterscope-traceparse --layout
  *
  * TRACE_DIR holds cpuN.raw (pages copied from per_cpu/cpuN/trace_pipe_raw),
@@ -25,7 +26,9 @@
  * (containers.bin): the streaming analysis's attribution done where the segments are, in the ns
  * measure/tsc.py since_ns gives (rint of the tick difference times K, K as Python prints it).
  *
- * One pass per CPU, a small stack machine per CPU; memory is the output.
+ * One pass per CPU, a small stack machine per CPU.  The records are written out as the pages are
+ * parsed (spill()), so memory stays bounded whatever the run's length: --spill ROWS sets how many
+ * are held (tests make it small, and compare the files with those of one spill at the end).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -385,20 +388,53 @@ static void load_comms(const char *dir)
 }
 
 /* ---- output ---------------------------------------------------------------- */
+/* Records leave memory while the capture is parsed (spill(), below), so the parser's memory does not
+ * grow with the run: acts[] holds records act_base..nacts-1 (the rest are in activity.bin, or counted
+ * and dropped by a scan); a written record still open (a thread slice that began long ago, the IRQs
+ * inside it written meanwhile) is held apart in held[] and written again at its offset, once
+ * closed, by a later spill or at the end.  Indices are global: a record's index is its row. */
 static struct js_activity *acts;
-static size_t nacts, actcap;
+static size_t nacts, actcap, act_base;
+struct held_act { size_t idx; struct js_activity a; };
+static struct held_act *held;
+static size_t nheld, heldcap;
+static int act_fd = -1; /* activity.bin; -1 for a scan */
+/* Records (40 B) or segments (24 B) held before spilling (--spill N: tests spill every few rows, and
+ * must get the same files); a span unsettled after SETTLE_ROWS of either is taken as settled. */
+static size_t spill_rows = (size_t)1 << 19;
+#define SETTLE_ROWS ((size_t)1 << 19)
+
+static struct js_activity *held_act(size_t i)
+{
+    for (size_t k = 0; k < nheld; k++)
+        if (held[k].idx == i)
+            return &held[k].a;
+    fprintf(stderr, "jitterscope-traceparse: internal error: record %zu was spilled while in use\n", i);
+    abort();
+}
+
+static inline struct js_activity *A(size_t i) { return i >= act_base ? &acts[i - act_base] : held_act(i); }
+
+/* Segments likewise: segs[] holds seg_base..nsegs-1.  With --detours each keeps its owner's kind, name
+ * and pid as they were when it was emitted (segkey[]), so a detour's pieces are summed per owner
+ * without reading records that may have been written out since. */
+struct segkey { uint32_t name; int32_t pid; uint8_t kind; };
 static struct js_segment *segs;
-static size_t nsegs, segcap;
+static struct segkey *segkeys;
+static size_t nsegs, segcap, seg_base;
 static int scan_only;
+static const char *detours_path;
+
+static void note_annotation(size_t row, int64_t start_tsc);
 
 static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uint32_t detail,
                         int32_t pid, int depth, uint8_t flags)
 {
-    if (nacts == actcap) {
+    if (nacts - act_base == actcap) {
         actcap = actcap ? actcap * 2 : 4096;
         acts = js_realloc(acts, actcap * sizeof *acts);
     }
-    struct js_activity *a = &acts[nacts];
+    struct js_activity *a = &acts[nacts - act_base];
     a->start_tsc = start;
     a->end_tsc = start;
     a->cpu = cpu;
@@ -411,12 +447,22 @@ static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uin
     a->reserved = 0;
     if (nacts >= UINT32_MAX - 1)
         die("more than 2^32 activity intervals");
+    if (detours_path && (kind == JS_KIND_WORK || kind == JS_KIND_TIMER))
+        note_annotation(nacts, start);
     return (uint32_t)nacts++;
 }
 
+static inline struct js_segment *seg(size_t i) { return &segs[scan_only ? 0 : i - seg_base]; }
+
 /* The last segment emitted (a scan keeps only that one: it counts segments, and only the last can
- * still be extended or, by retro_open, given another owner). */
-static inline struct js_segment *last_seg(void) { return nsegs ? &segs[scan_only ? 0 : nsegs - 1] : NULL; }
+ * still be extended or, by retro_open, given another owner; spill() never drops it). */
+static inline struct js_segment *last_seg(void) { return nsegs > seg_base ? seg(nsegs - 1) : NULL; }
+
+static inline struct segkey key_of(uint32_t owner)
+{
+    const struct js_activity *o = A(owner);
+    return (struct segkey){o->name, o->pid, o->kind};
+}
 
 static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
 {
@@ -434,11 +480,16 @@ static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
         nsegs++;
         return;
     }
-    if (nsegs == segcap) {
+    if (nsegs - seg_base == segcap) {
         segcap = segcap ? segcap * 2 : 4096;
         segs = js_realloc(segs, segcap * sizeof *segs);
+        if (detours_path)
+            segkeys = js_realloc(segkeys, segcap * sizeof *segkeys);
     }
-    segs[nsegs++] = (struct js_segment){a, b, cpu, owner};
+    segs[nsegs - seg_base] = (struct js_segment){a, b, cpu, owner};
+    if (detours_path)
+        segkeys[nsegs - seg_base] = key_of(owner);
+    nsegs++;
 }
 
 /* ---- per-CPU state machine ------------------------------------------------ */
@@ -460,6 +511,7 @@ struct cpustate {
     int64_t seg_start, span_start, last_ts;
     size_t span_first_seg, span_first_act;
     int switch_seen;          /* a sched_switch happened in this span */
+    int settled;              /* its start is no longer revised (retro_open): spill() may write it out */
     int base_unnamed;         /* st[0]'s comm is not known yet */
     /* counts */
     uint64_t nevents, pages, missed_pages, missed_stored, missed_unknown, unmatched, truncated, missed_switches;
@@ -499,8 +551,8 @@ static void close_ann_above(struct cpustate *c, int level, int64_t t)
 {
     while (c->nan && c->an[c->nan - 1].level >= level) {
         struct ann *a = &c->an[--c->nan];
-        acts[a->act].end_tsc = t;
-        acts[a->act].flags |= JS_CLIPPED_END;
+        A(a->act)->end_tsc = t;
+        A(a->act)->flags |= JS_CLIPPED_END;
     }
 }
 
@@ -509,8 +561,8 @@ static void close_frames(struct cpustate *c, int i, int64_t t, uint8_t flags)
 {
     close_ann_above(c, i, t);
     for (int k = c->n - 1; k >= i; k--) {
-        acts[c->st[k].act].end_tsc = t;
-        acts[c->st[k].act].flags |= flags;
+        A(c->st[k].act)->end_tsc = t;
+        A(c->st[k].act)->flags |= flags;
     }
     c->n = i;
 }
@@ -552,6 +604,7 @@ static void span_open(struct cpustate *c, int64_t t, int32_t pid)
     c->span_first_seg = nsegs;
     c->span_first_act = nacts;
     c->switch_seen = 0;
+    c->settled = 0;
     c->nan = 0;
     if (pid == 0) {
         open_thread(c, t, swapper_name(c->cpu), 0, JS_CLIPPED_START);
@@ -581,17 +634,20 @@ static void retro_open(struct cpustate *c, uint8_t kind, uint32_t name, uint32_t
     close_frames(c, 1, t, JS_CLIPPED_END);
     uint32_t base = c->st[0].act;
     uint32_t x = new_act(c->cpu, kind, c->span_start, name, detail, pid, 1, JS_CLIPPED_START);
-    acts[x].end_tsc = t;
+    A(x)->end_tsc = t;
     for (size_t i = c->span_first_act; i < x; i++)
-        if (i != base && acts[i].kind != JS_KIND_THREAD)
-            acts[i].depth++;
+        if (i != base && A(i)->kind != JS_KIND_THREAD)
+            A(i)->depth++;
     if (scan_only) {
         if (nsegs > c->span_first_seg && last_seg()->owner == base)
             last_seg()->owner = x;
     } else {
         for (size_t i = c->span_first_seg; i < nsegs; i++)
-            if (segs[i].owner == base)
-                segs[i].owner = x;
+            if (seg(i)->owner == base) {
+                seg(i)->owner = x;
+                if (detours_path)
+                    segkeys[i - seg_base] = key_of(x);
+            }
     }
 }
 
@@ -617,7 +673,7 @@ static void pop_match(struct cpustate *c, uint8_t kind, int64_t key, int64_t t, 
             close_frames(c, i, t, 0);
             return;
         }
-    if (!c->switch_seen)
+    if (!c->switch_seen && !c->settled)
         retro_open(c, kind, name, detail, t, pid);
     else
         c->unmatched++;
@@ -628,8 +684,8 @@ static void ann_open(struct cpustate *c, uint8_t kind, uint64_t key, int64_t t, 
 {
     if (c->nan == MAXANN) {
         c->nan--;
-        acts[c->an[c->nan].act].end_tsc = t;
-        acts[c->an[c->nan].act].flags |= JS_CLIPPED_END;
+        A(c->an[c->nan].act)->end_tsc = t;
+        A(c->an[c->nan].act)->flags |= JS_CLIPPED_END;
         c->truncated++;
     }
     uint32_t a = new_act(c->cpu, kind, t, name, detail, pid, c->n, 0);
@@ -642,20 +698,20 @@ static void ann_close(struct cpustate *c, uint8_t kind, uint64_t key, int64_t t,
     for (int i = c->nan - 1; i >= 0; i--)
         if (c->an[i].kind == kind && c->an[i].key == key) {
             for (int k = c->nan - 1; k > i; k--) {
-                acts[c->an[k].act].end_tsc = t;
-                acts[c->an[k].act].flags |= JS_CLIPPED_END;
+                A(c->an[k].act)->end_tsc = t;
+                A(c->an[k].act)->flags |= JS_CLIPPED_END;
             }
-            acts[c->an[i].act].end_tsc = t;
+            A(c->an[i].act)->end_tsc = t;
             c->nan = i;
             return;
         }
-    if (!c->switch_seen) {
+    if (!c->switch_seen && !c->settled) {
         /* the callback/item started before the capture; its name is unknown */
         char b[40];
         int n = snprintf(b, sizeof b, "0x%" PRIx64, key);
         uint32_t a = new_act(c->cpu, kind, c->span_start, intern_n(b, (size_t)n), detail, pid, c->n,
                              JS_CLIPPED_START);
-        acts[a].end_tsc = t;
+        A(a)->end_tsc = t;
         (void)a;
     } else {
         c->unmatched++;
@@ -665,18 +721,18 @@ static void ann_close(struct cpustate *c, uint8_t kind, uint64_t key, int64_t t,
 /* A kworker switched out mid-item: close its piece, resume it when it returns. */
 static void suspend_work(struct cpustate *c, int64_t t)
 {
-    int32_t pid = acts[c->st[0].act].pid;
+    int32_t pid = A(c->st[0].act)->pid;
     for (int i = c->nan - 1; i >= 0; i--) {
         struct ann *a = &c->an[i];
-        acts[a->act].end_tsc = t;
+        A(a->act)->end_tsc = t;
         if (a->kind != JS_KIND_WORK || a->level != 0) {
-            acts[a->act].flags |= JS_CLIPPED_END;
+            A(a->act)->flags |= JS_CLIPPED_END;
             continue;
         }
         int slot = 0;
         for (int k = 0; k < MAXSUSP; k++)
             if (!c->su[k].valid) { slot = k; break; }
-        c->su[slot] = (struct susp){pid, acts[a->act].name, acts[a->act].detail, a->key, 1};
+        c->su[slot] = (struct susp){pid, A(a->act)->name, A(a->act)->detail, a->key, 1};
     }
     c->nan = 0;
 }
@@ -762,8 +818,8 @@ static void on_switch(struct cpustate *c, int64_t t, const uint8_t *d, const str
 {
     int32_t prev = (int32_t)rds(d + e->f[1].off, 4), next = (int32_t)rds(d + e->f[3].off, 4);
     flush(c, t);
-    if (c->base_unnamed && acts[c->st[0].act].pid == prev) {
-        acts[c->st[0].act].name = comm_str(d + e->f[0].off, e->f[0].size);
+    if (c->base_unnamed && A(c->st[0].act)->pid == prev) {
+        A(c->st[0].act)->name = comm_str(d + e->f[0].off, e->f[0].size);
         c->base_unnamed = 0;
     }
     close_frames(c, 1, t, JS_CLIPPED_END); /* contexts left open: exits lost */
@@ -773,7 +829,7 @@ static void on_switch(struct cpustate *c, int64_t t, const uint8_t *d, const str
     if (e->f[SWITCH_PREV_STATE].off >= 0 && prev != 0) {
         uint64_t st = rd(d + e->f[SWITCH_PREV_STATE].off, e->f[SWITCH_PREV_STATE].size);
         if ((st & 0xff) == 0)
-            acts[c->st[0].act].flags |= JS_PREEMPTED;
+            A(c->st[0].act)->flags |= JS_PREEMPTED;
     }
     close_frames(c, 0, t, 0);
     open_thread(c, t, next == 0 ? swapper_name(c->cpu) : comm_str(d + e->f[2].off, e->f[2].size), next, 0);
@@ -855,7 +911,7 @@ static void on_nmi(struct cpustate *c, int64_t t, const uint8_t *d, const struct
         a = c->seg_start;
     flush(c, a);
     uint32_t x = new_act(c->cpu, JS_KIND_NMI, a, func_name(handler), S_EMPTY, pid, c->n, 0);
-    acts[x].end_tsc = t;
+    A(x)->end_tsc = t;
     emit_seg(c->cpu, a, t, x);
     if (t > c->seg_start)
         c->seg_start = t;
@@ -909,7 +965,7 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
     if (!c->open)
         span_open(c, c->pending_start < t ? c->pending_start : t, running);
     c->last_ts = t;
-    if (acts[c->st[0].act].pid != running)
+    if (A(c->st[0].act)->pid != running)
         missed_switch(c, t, running);
     switch (e->role) {
     case R_SWITCH: on_switch(c, t, d, e); break;
@@ -1050,9 +1106,11 @@ static void write_file(const char *dir, const char *name, const void *p, size_t 
 }
 
 /* ---- --detours: the overlaps of detours with segments, in ns since t0 ------------------------ */
-static const char *detours_path;
 static int64_t t0_tsc;
 static double ns_per_tick;
+static int64_t (*dets)[2]; /* the detours, (start, end) in ns since t0 */
+static size_t ndets, next_det;
+static FILE *pieces_out, *containers_out;
 
 /* measure/tsc.py since_ns: the difference in ticks (int64, wrapping as numpy's does) as a double,
  * times K, rounded half to even (np.round; rint in the default rounding mode) */
@@ -1064,14 +1122,13 @@ static inline int64_t since_ns(int64_t tsc)
     return (int64_t)ns;
 }
 
-
-/* numpy's searchsorted on the segments' ends (side right) and starts (side left), in ns */
+/* numpy's searchsorted on the segments in memory: their ends (side right) and starts (side left) */
 static size_t first_end_after(int64_t a)
 {
-    size_t lo = 0, hi = nsegs;
+    size_t lo = seg_base, hi = nsegs;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        if (since_ns(segs[mid].end_tsc) <= a)
+        if (since_ns(seg(mid)->end_tsc) <= a)
             lo = mid + 1;
         else
             hi = mid;
@@ -1081,16 +1138,26 @@ static size_t first_end_after(int64_t a)
 
 static size_t first_start_from(int64_t b, int right)
 {
-    size_t lo = 0, hi = nsegs;
+    size_t lo = seg_base, hi = nsegs;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
-        int64_t s = since_ns(segs[mid].start_tsc);
+        int64_t s = since_ns(seg(mid)->start_tsc);
         if (s < b || (right && s == b))
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+static int create_out(const char *dir, const char *name)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        die("%s: %s", path, strerror(errno));
+    return fd;
 }
 
 static FILE *open_out(const char *dir, const char *name)
@@ -1110,68 +1177,142 @@ static void close_out(FILE *f, const char *name)
 }
 
 /* One detour's pieces, summed per owner of one (kind, name, pid): the analysis names and codes
- * a source from those three alone, so their sums are pieces of one source (summed again there). */
+ * a source from those three alone, so their sums are pieces of one source (summed again there).
+ * An owner whose name was not known yet when its segment was emitted is summed alone: it may be
+ * named otherwise than another unnamed one of its pid, and a split sum is summed again anyway. */
 #define MAXDSUM 64 /* owners summed apart at once: a detour over more is written in several sums */
 static struct js_piece dsum[MAXDSUM];
+static struct segkey dkey[MAXDSUM];
 static size_t ndsum;
 
-static void write_dsum(FILE *pf)
+static void write_dsum(void)
 {
-    if (ndsum && fwrite(dsum, sizeof *dsum, ndsum, pf) != ndsum)
+    if (ndsum && fwrite(dsum, sizeof *dsum, ndsum, pieces_out) != ndsum)
         die("pieces.bin: write failed");
     ndsum = 0;
 }
 
-static void add_piece(FILE *pf, int64_t detour, int64_t ov, int64_t start, uint32_t owner)
+static void add_piece(int64_t detour, int64_t ov, int64_t start, uint32_t owner, struct segkey k)
 {
-    const struct js_activity *o = &acts[owner];
-    for (size_t i = 0; i < ndsum; i++) {
-        const struct js_activity *q = &acts[dsum[i].owner];
-        if (q->kind == o->kind && q->name == o->name && q->pid == o->pid) {
+    for (size_t i = 0; i < ndsum; i++)
+        if (dsum[i].owner == owner ||
+            (k.name != S_EMPTY && dkey[i].kind == k.kind && dkey[i].name == k.name && dkey[i].pid == k.pid)) {
             dsum[i].ns = wrap_add(dsum[i].ns, ov); /* pieces come in time order: the first start is the earliest */
             return;
         }
-    }
     if (ndsum == MAXDSUM)
-        write_dsum(pf);
+        write_dsum();
+    dkey[ndsum] = k;
     dsum[ndsum++] = (struct js_piece){detour, ov, start, owner, 0};
+}
+
+/* detours.bin, read as the attribution reaches it: dets[] holds detours det_base..det_base+ndets-1 (16
+ * bytes each, a few per second of the run, but a long run has millions). */
+static FILE *detours_in;
+static size_t det_base, detcap;
+static int64_t last_d0 = INT64_MIN;
+
+/* Whether detour i is there to attribute (reading more of the file when needed). */
+static int have_detour(size_t i)
+{
+    if (i < det_base + ndets)
+        return 1;
+    if (!detours_in)
+        return 0;
+    det_base += ndets; /* every detour read so far is done: only the next ones are needed */
+    ndets = fread(dets, sizeof *dets, detcap, detours_in);
+    if (ferror(detours_in))
+        die("%s: read failed", detours_path);
+    for (size_t k = 0; k < ndets; k++) {
+        if (dets[k][0] < last_d0)
+            die("%s: detours not sorted by start", detours_path);
+        last_d0 = dets[k][0];
+    }
+    if (ndets < detcap) {
+        fclose(detours_in);
+        detours_in = NULL;
+    }
+    return i < det_base + ndets;
+}
+
+static void load_detours(const char *out)
+{
+    detours_in = fopen(detours_path, "rb");
+    if (!detours_in)
+        die("%s: %s", detours_path, strerror(errno));
+    dets = js_malloc((detcap = 4096) * sizeof *dets);
+    pieces_out = open_out(out, "pieces.bin");
+    containers_out = open_out(out, "containers.bin");
+}
+
+#define DET(i) dets[(i) - det_base]
+
+/* Work/timer rows whose container is still to be found, in row order: their index and start (ns). */
+static struct pend { size_t row; int64_t start; } *pend;
+static size_t npend, pendcap;
+
+static void note_annotation(size_t row, int64_t start_tsc)
+{
+    if (npend == pendcap)
+        pend = js_realloc(pend, (pendcap = pendcap ? pendcap * 2 : 1024) * sizeof *pend);
+    pend[npend++] = (struct pend){row, since_ns(start_tsc)};
 }
 
 /* pieces.bin and containers.bin (trace_records.h): attribution.overlaps of the detours with the
  * segments, the same pairs whatever order numpy found them in (summed per detour and owner's
- * kind, name and pid), and each annotation's container. */
-static void attribute_detours(const char *out)
+ * kind, name and pid), and each annotation's container (the owner of the last segment starting at or
+ * before it), in detour and row order.  While parsing (`at_end` 0) a detour or an annotation is done
+ * once a segment starting after it has been emitted and the segments before that one are settled
+ * (below `settled`: retro_open changes no owner there); then the segments that no detour or annotation
+ * still needs are dropped, but for the last, which may still grow. */
+static void attribute(size_t settled, int at_end)
 {
-    FILE *in = fopen(detours_path, "rb");
-    if (!in)
-        die("%s: %s", detours_path, strerror(errno));
-    FILE *pf = open_out(out, "pieces.bin");
-    int64_t d[2];
-    for (int64_t k = 0; fread(d, sizeof d, 1, in) == 1; k++) {
-        size_t j = first_end_after(d[0]), hi = first_start_from(d[1], 0);
+    for (; have_detour(next_det); next_det++) {
+        int64_t d0 = DET(next_det)[0], d1 = DET(next_det)[1];
+        size_t j = first_end_after(d0), hi = first_start_from(d1, 0);
+        if (!at_end && (hi == nsegs || hi > settled))
+            break;
         for (; j < hi; j++) {
-            int64_t s = since_ns(segs[j].start_tsc), e = since_ns(segs[j].end_tsc);
-            int64_t start = s > d[0] ? s : d[0];
-            int64_t ov = wrap_sub(e < d[1] ? e : d[1], start);
+            int64_t s = since_ns(seg(j)->start_tsc), e = since_ns(seg(j)->end_tsc);
+            int64_t start = s > d0 ? s : d0;
+            int64_t ov = wrap_sub(e < d1 ? e : d1, start);
             if (ov > 0)
-                add_piece(pf, k, ov, start, segs[j].owner);
+                add_piece((int64_t)next_det, ov, start, seg(j)->owner, segkeys[j - seg_base]);
         }
-        write_dsum(pf);
+        write_dsum();
     }
-    if (ferror(in))
-        die("%s: read failed", detours_path);
-    fclose(in);
-    close_out(pf, "pieces.bin");
-    FILE *cf = open_out(out, "containers.bin");
-    for (size_t r = 0; r < nacts; r++) {
-        if (acts[r].kind != JS_KIND_WORK && acts[r].kind != JS_KIND_TIMER)
-            continue;
-        size_t k = first_start_from(since_ns(acts[r].start_tsc), 1);
-        uint32_t owner = k > 0 ? segs[k - 1].owner : JS_NO_CONTAINER;
-        if (fwrite(&owner, sizeof owner, 1, cf) != 1)
+    size_t done = 0;
+    for (; done < npend; done++) {
+        size_t k = first_start_from(pend[done].start, 1);
+        if (!at_end && (k == nsegs || k > settled))
+            break;
+        if (k == seg_base && seg_base > 0)
+            die("internal error: the container of row %zu was dropped", pend[done].row);
+        uint32_t owner = k > seg_base ? seg(k - 1)->owner : JS_NO_CONTAINER;
+        if (fwrite(&owner, sizeof owner, 1, containers_out) != 1)
             die("containers.bin: write failed");
     }
-    close_out(cf, "containers.bin");
+    if (done) {
+        memmove(pend, pend + done, (npend - done) * sizeof *pend);
+        npend -= done;
+    }
+    if (at_end || nsegs == seg_base)
+        return;
+    size_t keep = settled < nsegs - 1 ? settled : nsegs - 1;
+    if (have_detour(next_det)) {
+        size_t j = first_end_after(DET(next_det)[0]);
+        keep = j < keep ? j : keep;
+    }
+    for (size_t i = 0; i < npend; i++) {
+        size_t k = first_start_from(pend[i].start, 1);
+        k = k > seg_base ? k - 1 : seg_base;
+        keep = k < keep ? k : keep;
+    }
+    if (keep > seg_base) {
+        memmove(segs, segs + (keep - seg_base), (nsegs - keep) * sizeof *segs);
+        memmove(segkeys, segkeys + (keep - seg_base), (nsegs - keep) * sizeof *segkeys);
+        seg_base = keep;
+    }
 }
 
 static void print_layout(void)
@@ -1199,7 +1340,7 @@ static void print_layout(void)
 static void usage(void)
 {
     fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE]\n"
-          "                              [--detours FILE --t0 TSC --ns-per-tick K] TRACE_DIR OUT_DIR\n"
+          "                              [--detours FILE --t0 TSC --ns-per-tick K] [--spill ROWS] TRACE_DIR OUT_DIR\n"
           "       jitterscope-traceparse --layout\n", stderr);
     exit(2);
 }
@@ -1221,6 +1362,10 @@ static void parse_args(int argc, char **argv, const char **in, const char **out)
             events_out = fopen(argv[++i], "w");
             if (!events_out)
                 die("%s: %s", argv[i], strerror(errno));
+        } else if (!strcmp(argv[i], "--spill") && i + 1 < argc) {
+            spill_rows = strtoull(argv[++i], NULL, 10);
+            if (spill_rows < 1)
+                usage();
         } else if (!strcmp(argv[i], "--scan")) {
             scan_only = 1;
         } else if (!strcmp(argv[i], "--tsc-hz") && i + 1 < argc) {
@@ -1275,6 +1420,146 @@ static int list_cpus(const char *in, int *cpus, int max)
     return ncpus;
 }
 
+/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (their pids kept in
+ * `unknown`, for jitterscope to look up while the process may still exist).  Final once the thread's
+ * slice has ended: only the sched_switch that ends it names it otherwise. */
+static int32_t *unknown;
+static size_t nunknown;
+
+static void name_one(struct js_activity *a)
+{
+    if (a->name != S_EMPTY)
+        return;
+    for (size_t k = 0; k < ncomms; k++)
+        if (comms[k].pid == a->pid) {
+            a->name = comms[k].name;
+            return;
+        }
+    char b[32];
+    snprintf(b, sizeof b, "pid %d", a->pid);
+    a->name = intern(b);
+    unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
+    unknown[nunknown++] = a->pid;
+}
+
+/* ---- spilling: what the parser holds stays bounded, whatever the run's length --------------- */
+static struct cpustate *states;
+static int nstates;
+static int seg_fd = -1; /* segments.bin, without --detours and outside a scan */
+
+static void write_at(int fd, const char *what, size_t offset, const void *p, size_t n)
+{
+    const char *b = p;
+    while (n) {
+        ssize_t w = pwrite(fd, b, n, (off_t)offset);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            die("%s: %s", what, w < 0 ? strerror(errno) : "write failed");
+        b += w, n -= (size_t)w, offset += (size_t)w;
+    }
+}
+
+static void write_rows(size_t first, const struct js_activity *p, size_t n)
+{
+    if (act_fd >= 0)
+        write_at(act_fd, "activity.bin", first * sizeof *p, p, n * sizeof *p);
+}
+
+static void write_segs(size_t upto)
+{
+    if (seg_fd >= 0 && upto > seg_base)
+        write_at(seg_fd, "segments.bin", seg_base * sizeof *segs, segs, (upto - seg_base) * sizeof *segs);
+}
+
+/* The records open now on any CPU: its thread slice and contexts, and its annotations. */
+static size_t open_rows(size_t *out)
+{
+    size_t n = 0;
+    for (int k = 0; k < nstates; k++) {
+        const struct cpustate *c = &states[k];
+        for (int i = 0; i < c->n; i++)
+            out[n++] = c->st[i].act;
+        for (int i = 0; i < c->nan; i++)
+            out[n++] = c->an[i].act;
+    }
+    return n;
+}
+
+static int among(size_t x, const size_t *v, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (v[i] == x)
+            return 1;
+    return 0;
+}
+
+/* Once more than spill_rows records or segments are held: write out (or, in a scan, drop) all but
+ * those a span not yet settled may still revise (retro_open, before its first sched_switch), attribute
+ * what can be, and hold the written records still open apart.  The files are the same as if written
+ * at the end (pieces.bin may split a sum in two: see add_piece). */
+static void spill(void)
+{
+    if (nacts - act_base < spill_rows && (scan_only || nsegs - seg_base < spill_rows))
+        return;
+    size_t rows = nacts, sg = nsegs;
+    for (int k = 0; k < nstates; k++) {
+        struct cpustate *c = &states[k];
+        if (!c->open || c->switch_seen || c->settled)
+            continue;
+        if (nacts - c->span_first_act >= SETTLE_ROWS || nsegs - c->span_first_seg >= SETTLE_ROWS) {
+            c->settled = 1;
+            continue;
+        }
+        rows = c->span_first_act < rows ? c->span_first_act : rows;
+        sg = c->span_first_seg < sg ? c->span_first_seg : sg;
+    }
+    if (detours_path) {
+        attribute(sg, 0);
+    } else if (!scan_only && nsegs > seg_base) {
+        size_t upto = sg < nsegs - 1 ? sg : nsegs - 1; /* the last may still grow */
+        write_segs(upto);
+        memmove(segs, segs + (upto - seg_base), (nsegs - upto) * sizeof *segs);
+        seg_base = upto;
+    }
+    size_t *open = js_malloc(((size_t)nstates * (MAXSTACK + MAXANN) + 1) * sizeof *open);
+    size_t nopen = open_rows(open);
+    size_t keep = 0;
+    for (size_t i = 0; i < nunnamed; i++) {
+        if (unnamed[i] < rows && !among(unnamed[i], open, nopen))
+            name_one(A(unnamed[i]));
+        else
+            unnamed[keep++] = unnamed[i];
+    }
+    nunnamed = keep;
+    keep = 0;
+    for (size_t i = 0; i < nheld; i++) {
+        write_rows(held[i].idx, &held[i].a, 1);
+        if (among(held[i].idx, open, nopen))
+            held[keep++] = held[i];
+    }
+    nheld = keep;
+    write_rows(act_base, acts, rows - act_base);
+    for (size_t i = 0; i < nopen; i++)
+        if (open[i] >= act_base && open[i] < rows) {
+            if (nheld == heldcap)
+                held = js_realloc(held, (heldcap = heldcap ? heldcap * 2 : 64) * sizeof *held);
+            held[nheld++] = (struct held_act){open[i], acts[open[i] - act_base]};
+        }
+    free(open);
+    memmove(acts, acts + (rows - act_base), (nacts - rows) * sizeof *acts);
+    act_base = rows;
+}
+
+/* At the end: every record and segment still held, written. */
+static void spill_rest(void)
+{
+    write_rows(act_base, acts, nacts - act_base);
+    for (size_t i = 0; i < nheld; i++)
+        write_rows(held[i].idx, &held[i].a, 1);
+    write_segs(nsegs);
+}
+
 /* Every whole page of one CPU's capture through the stack machine; the span still open at the end
  * is cut at the window's end (or the last event). */
 static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
@@ -1303,6 +1588,7 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
         if (r == 0 || have == block) {
             for (size_t off = 0; off < whole; off += page_size)
                 parse_page(c, buf + off, page_size);
+            spill();
             memmove(buf, buf + whole, have - whole);
             have -= whole;
         }
@@ -1315,31 +1601,12 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
         span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
 }
 
-/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (their pids kept in
- * `unknown`, for jitterscope to look up while the process may still exist).  Names the placeholders
- * marked so far: a thread's comm is learnt on its own CPU only, so this can run CPU by CPU. */
-static int32_t *unknown;
-static size_t nunknown;
-
+/* Names the placeholders marked so far: a thread's comm is learnt on its own CPU only, so this can run
+ * CPU by CPU. */
 static void name_unknown_threads(void)
 {
-    for (size_t i = 0; i < nunnamed; i++) {
-        struct js_activity *a = &acts[unnamed[i]];
-        if (a->name != S_EMPTY)
-            continue;
-        for (size_t k = 0; k < ncomms; k++)
-            if (comms[k].pid == a->pid) {
-                a->name = comms[k].name;
-                break;
-            }
-        if (a->name == S_EMPTY) {
-            char b[32];
-            snprintf(b, sizeof b, "pid %d", a->pid);
-            a->name = intern(b);
-            unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
-            unknown[nunknown++] = a->pid;
-        }
-    }
+    for (size_t i = 0; i < nunnamed; i++)
+        name_one(A(unnamed[i]));
     nunnamed = 0;
 }
 
@@ -1403,7 +1670,15 @@ int main(int argc, char **argv)
         cpus[0] = only_cpu;
         ncpus = 1;
     }
-    struct cpustate *states = js_calloc((size_t)ncpus, sizeof *states);
+    states = js_calloc((size_t)ncpus, sizeof *states);
+    nstates = ncpus;
+    if (!scan_only) {
+        act_fd = create_out(out, "activity.bin");
+        if (detours_path)
+            load_detours(out);
+        else
+            seg_fd = create_out(out, "segments.bin");
+    }
     size_t nacts_all = 0, nsegs_all = 0;
     for (int k = 0; k < ncpus; k++) {
         states[k].cpu = cpus[k];
@@ -1416,7 +1691,7 @@ int main(int argc, char **argv)
             name_unknown_threads();
             nacts_all += nacts;
             nsegs_all += nsegs;
-            nacts = nsegs = 0;
+            nacts = nsegs = act_base = seg_base = nheld = 0;
         }
     }
     name_unknown_threads();
@@ -1424,11 +1699,14 @@ int main(int argc, char **argv)
     nsegs_all += nsegs;
 
     if (!scan_only) {
-        write_file(out, "activity.bin", acts, nacts * sizeof *acts);
-        if (detours_path)
-            attribute_detours(out);
-        else
-            write_file(out, "segments.bin", segs, nsegs * sizeof *segs);
+        if (detours_path) {
+            attribute(nsegs, 1);
+            close_out(pieces_out, "pieces.bin");
+            close_out(containers_out, "containers.bin");
+        }
+        spill_rest();
+        if (close(act_fd) || (seg_fd >= 0 && close(seg_fd)))
+            die("%s: %s", out, strerror(errno));
         write_file(out, "strings.bin", str_buf, str_len);
     }
     write_counts(out, states, ncpus, page_size, nacts_all, nsegs_all);
