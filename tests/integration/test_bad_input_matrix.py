@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import cli_batch
 from tests.support.noise_runs import periodic_source, write_noise_run
 
 from .conftest import snapshot, tracefs_mounts
@@ -307,7 +308,7 @@ def results(tmp_path_factory):
     try:
         with ThreadPoolExecutor(max_workers=2) as pool:
             real = {c[0]: pool.submit(one, c) for c in CASES if c[0] in SUBPROCESS}
-            batch = _batch([(name, [_sub(a, subs) for a in argv]) for name, argv, _ in CASES], tmp, env)
+            batch = cli_batch.batch([(name, [_sub(a, subs) for a in argv]) for name, argv, _ in CASES], tmp, env, LIMIT)
             words = {name: _sub(w, subs) for name, _, w in CASES}
             out = {name: (batch[name], words[name]) for name in words}
             for name, f in real.items():
@@ -320,19 +321,6 @@ def results(tmp_path_factory):
 
 
 LIMIT = ["prlimit", "--as=4294967296"]
-
-
-def _batch(cases: list[tuple[str, list[str]]], tmp: Path, env: dict[str, str]) -> dict[str, tuple[int | None, str]]:
-    """(exit code, stderr) of every case, through cli.main in one process (tests/support/cli_batch.py)."""
-    (tmp / "cases.json").write_text(json.dumps(cases))
-    subprocess.run(
-        [*LIMIT, sys.executable, "-m", "tests.support.cli_batch", str(tmp / "cases.json"), str(tmp / "out.json")],
-        check=True,
-        timeout=60 * len(cases),
-        env={**env, "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"},
-        cwd=tmp,
-    )
-    return {name: (code, err) for name, (code, err) in json.loads((tmp / "out.json").read_text()).items()}
 
 
 def _outcome(future) -> tuple[tuple[int | None, str], str]:

@@ -9,6 +9,7 @@ import json
 import pytest
 
 from tests.fixtures_runs import Injector, build_run
+from tests.support import cli_batch
 
 from .conftest import jitterscope
 
@@ -27,35 +28,47 @@ def test_cli_exit_codes_and_json_shape_on_synthetic_runs(tmp_path):
     assert "REGRESSION" in text.stdout
 
 
-def _bad_runs(tmp_path):
-    good = build_run(tmp_path / "good", seed=43, duration_s=0.5)
-    (tmp_path / "empty").mkdir()
-    newer = build_run(tmp_path / "newer", seed=44, duration_s=0.5)
+@pytest.fixture(scope="module")
+def bad_runs(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("bad")
+    good = build_run(tmp / "good", seed=43, duration_s=0.5)
+    (tmp / "empty").mkdir()
+    newer = build_run(tmp / "newer", seed=44, duration_s=0.5)
     meta = json.loads((newer / "meta.json").read_text())
     meta["format_version"] = 99
     (newer / "meta.json").write_text(json.dumps(meta))
-    trunc = build_run(tmp_path / "trunc", seed=45, duration_s=0.5)
+    trunc = build_run(tmp / "trunc", seed=45, duration_s=0.5)
     data = (trunc / "attribution.parquet").read_bytes()
     (trunc / "attribution.parquet").write_bytes(data[: len(data) // 2])
-    return good, {
-        "empty": "not a jitterscope run",
-        "newer": "newer than this jitterscope",
-        "trunc": "Parquet",
-        "missing": "no such run directory",
-    }
+    return (
+        tmp,
+        good,
+        {
+            "empty": "not a jitterscope run",
+            "newer": "newer than this jitterscope",
+            "trunc": "Parquet",
+            "missing": "no such run directory",
+        },
+    )
 
 
-@pytest.mark.parametrize("command", ["compare", "report", "export"])
-def test_bad_runs_give_one_line_and_exit_2(tmp_path, command):
-    good, cases = _bad_runs(tmp_path)
-    for name, needle in cases.items():
-        bad = tmp_path / name
-        args = {
-            "compare": ["compare", str(good), str(bad)],
-            "report": ["report", str(bad)],
-            "export": ["export", str(bad), "--format", "csv", "-o", str(tmp_path / "x.csv")],
-        }[command]
-        p = jitterscope(*args)
-        assert p.returncode == 2, (name, p.stderr)
-        assert len(p.stderr.strip().splitlines()) == 1 and needle in p.stderr, (name, p.stderr)
-        assert "Traceback" not in p.stderr
+def test_bad_runs_give_one_line_and_exit_2(bad_runs):
+    """Every command on every bad run, through cli.main in one process (tests/support/cli_batch.py: what a
+    user sees is the exit code and the line, not the start-up, and compare's imports take seconds)."""
+    tmp, good, needles = bad_runs
+    cases = []
+    for name in needles:
+        bad = tmp / name
+        cases += [
+            (f"compare {name}", ["compare", str(good), str(bad)]),
+            (f"report {name}", ["report", str(bad)]),
+            (f"export {name}", ["export", str(bad), "--format", "csv", "-o", str(tmp / "x.csv")]),
+        ]
+    got = cli_batch.batch(cases, tmp)
+    assert set(got) == {c for c, _ in cases}
+    for case, (code, err) in got.items():
+        needle = needles[case.split()[1]]
+        assert code == 2, (case, err)
+        assert len(err.strip().splitlines()) == 1 and needle in err, (case, err)
+        assert "Traceback" not in err, case
+    assert not (tmp / "x.csv").exists()

@@ -13,12 +13,16 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
 import signal
+import subprocess
 import sys
 import traceback
+from collections.abc import Sequence
 from pathlib import Path
 
 CASE_TIMEOUT = 60
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class _Hung(Exception):
@@ -48,6 +52,22 @@ def run_one(argv: list[str], timeout: int) -> tuple[int | None, str]:
     finally:
         signal.alarm(0)
     return code, err.getvalue()
+
+
+def batch(
+    cases: Sequence[tuple[str, list[str]]], tmp: Path, env: dict[str, str] | None = None, prefix: Sequence[str] = ()
+) -> dict[str, tuple[int | None, str]]:
+    """(exit code, stderr) of every case, run in this order through cli.main in one process started from `tmp`
+    (`prefix`: a command it runs under, e.g. prlimit)."""
+    (tmp / "cases.json").write_text(json.dumps(list(cases)))
+    subprocess.run(
+        [*prefix, sys.executable, "-m", "tests.support.cli_batch", str(tmp / "cases.json"), str(tmp / "out.json")],
+        check=True,
+        timeout=CASE_TIMEOUT * len(cases),
+        env={**(env or os.environ), "PYTHONPATH": f"{ROOT}{os.pathsep}{ROOT / 'src'}"},
+        cwd=tmp,
+    )
+    return {name: (code, err) for name, (code, err) in json.loads((tmp / "out.json").read_text()).items()}
 
 
 def main() -> int:
