@@ -74,7 +74,8 @@ def _trace(path: Path, cycles: int) -> Path:
     half = len(S.paginate(head + body)) // 2
     pages = S.paginate(head + body)
     pages[half] = S.Page(pages[half].events, missed=5)  # lost events: the span ends, a new one begins
-    return S.write_trace(path, {1: pages}, symbols={0xFFFF0000 + i: f"cb{i}" for i in range(5)})
+    # a second CPU (the same pages): a whole parse spills one CPU's records while it parses the next
+    return S.write_trace(path, {1: pages, 2: pages}, symbols={0xFFFF0000 + i: f"cb{i}" for i in range(5)})
 
 
 def _parse(trace: Path, out: Path, *flags: str) -> Path:
