@@ -64,6 +64,9 @@ def _trace(path: Path, cycles: int) -> Path:
         (T0, S.irq_exit(7, 250)),
         (T0 + 500, S.softirq_exit(3, 250)),
         (T0 + 900, S.work_end(0x7777, 0xFFFF3000, 250)),
+        # a task seen only in its events and never named by a switch: "pid 450", named at the end
+        (T0 + 950, S.irq_entry(26, "usb", 450)),
+        (T0 + 960, S.irq_exit(26, 450)),
     ]
     timer = (S.local_timer_entry(250), S.local_timer_exit(250))
     head += [(T0 + 1_000 + 10 * i, timer[i % 2]) for i in range(400)]
@@ -115,7 +118,7 @@ def trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return _trace(tmp_path_factory.mktemp("spill") / "trace", 3_000)
 
 
-@pytest.mark.parametrize("spill", ["1", "97", "5000"])
+@pytest.mark.parametrize("spill", ["1", "97", "5000"])  # spills are checked after every page
 @pytest.mark.parametrize("mode", [[], ["--cpu", "1"], ["--scan"]])
 def test_the_files_do_not_depend_on_when_records_are_spilled(trace: Path, tmp_path: Path, spill: str, mode: list[str]):
     once = _parse(trace, tmp_path / "once", "--spill", NEVER, *mode)
@@ -164,3 +167,33 @@ def test_the_records_of_a_long_run_go_to_disk_not_to_memory():
     assert scratch_parent([100 * mib] * 8, 2) == "/dev/shm"  # two CPUs at a time
     assert scratch_parent([100 * mib] * 8, 8) == "/var/tmp"  # eight at a time: 560 MiB
     assert scratch_parent([30 * mib] * 63 + [800 * mib], 2) == "/var/tmp"  # one busy CPU among quiet ones
+
+
+def test_time_that_runs_back_after_lost_events_is_held_at_the_last_event(tmp_path: Path):
+    """A page after lost events stamped before the last event seen (a corrupt or reordered capture): time is
+    held where it was, so the segments stay in order and a detour's attribution does not depend on spills."""
+
+    def timer(t: int) -> list[tuple[int, bytes]]:  # an hrtimer callback inside the local timer interrupt
+        return [
+            (t, S.local_timer_entry(200)),
+            (t + 100, S.hrtimer_entry(0xABC, 0xFFFF0000, 200)),
+            (t + 200, S.hrtimer_exit(0xABC, 200)),
+            (t + 300, S.local_timer_exit(200)),
+        ]
+
+    before = S.paginate(
+        [(T0 - 10, S.switch("a", 100, "b", 200))] + [e for k in range(8_000) for e in timer(T0 + 1_000 * k)]
+    )
+    after = S.paginate([e for k in range(100) for e in timer(T0 + 1_000 * k + 500)])  # back to T0
+    after[0] = S.Page(after[0].events, missed=3)
+    trace = S.write_trace(tmp_path / "trace", {1: before + after}, symbols={0xFFFF0000: "cb"})
+    det = tmp_path / "detours.bin"
+    np.array([(0, 10), (7_999_000, 8_000_500)], "<i8").tofile(det)
+    flags = ["--cpu", "1", "--detours", str(det), "--t0", str(T0), "--ns-per-tick", "1.0"]
+    once = _parse(trace, tmp_path / "once", "--spill", NEVER, *flags)
+    often = _parse(trace, tmp_path / "often", "--spill", "1", *flags)
+    for name in ("activity.bin", "containers.bin", "strings.bin", "counts.json"):
+        assert (once / name).read_bytes() == (often / name).read_bytes(), name
+    assert _pieces(once) == _pieces(often)
+    starts = np.fromfile(once / "activity.bin", ACTIVITY_DTYPE)["start_tsc"]
+    assert np.all(np.diff(starts) >= 0)  # rows in the order they opened, none before the time already seen

@@ -404,11 +404,19 @@ static int act_fd = -1; /* activity.bin; -1 for a scan */
 static size_t spill_rows = (size_t)1 << 19;
 #define SETTLE_ROWS ((size_t)1 << 19)
 
-static struct js_activity *held_act(size_t i)
+static struct js_activity *held_find(size_t i)
 {
     for (size_t k = 0; k < nheld; k++)
         if (held[k].idx == i)
             return &held[k].a;
+    return NULL;
+}
+
+static struct js_activity *held_act(size_t i)
+{
+    struct js_activity *a = held_find(i);
+    if (a)
+        return a;
     fprintf(stderr, "jitterscope-traceparse: internal error: record %zu was spilled while in use\n", i);
     abort();
 }
@@ -524,7 +532,8 @@ static int64_t window_start = INT64_MIN, window_end = INT64_MIN;
 static uint32_t S_EMPTY, S_HRTIMER, S_TIMER;
 
 /* Placeholders (threads whose comm is unknown) to name at the end. */
-static uint32_t *unnamed;
+struct unnamed_row { uint32_t row; int32_t pid; };
+static struct unnamed_row *unnamed;
 static size_t nunnamed, unnamedcap;
 
 static void mark_unnamed(uint32_t act)
@@ -533,7 +542,7 @@ static void mark_unnamed(uint32_t act)
         unnamedcap = unnamedcap ? unnamedcap * 2 : 64;
         unnamed = js_realloc(unnamed, unnamedcap * sizeof *unnamed);
     }
-    unnamed[nunnamed++] = act;
+    unnamed[nunnamed++] = (struct unnamed_row){act, A(act)->pid};
 }
 
 static inline uint32_t top_owner(struct cpustate *c) { return c->st[c->n - 1].act; }
@@ -1000,6 +1009,8 @@ static uint64_t begin_page(struct cpustate *c, const uint8_t *page, size_t page_
         size = data_cap; /* corrupt header: read what fits */
     if (size == 0 && !(commit & RB_MISSED_EVENTS))
         return 0;
+    if (c->last_ts != INT64_MIN && ts < c->last_ts)
+        ts = c->last_ts; /* never let time run backwards, not even across lost events: segments stay sorted */
     c->pages++;
     if (commit & RB_MISSED_EVENTS) {
         /* events were lost before this page: what ran in the gap is unknown */
@@ -1018,8 +1029,6 @@ static uint64_t begin_page(struct cpustate *c, const uint8_t *page, size_t page_
     }
     if (c->first_ts == INT64_MIN)
         c->first_ts = ts;
-    if (c->open && ts < c->last_ts)
-        ts = c->last_ts; /* never let time run backwards */
     *ts_out = ts;
     return size;
 }
@@ -1420,26 +1429,22 @@ static int list_cpus(const char *in, int *cpus, int max)
     return ncpus;
 }
 
-/* Threads whose comm never showed in a sched_switch: comms.txt, else "pid N" (their pids kept in
- * `unknown`, for jitterscope to look up while the process may still exist).  Final once the thread's
- * slice has ended: only the sched_switch that ends it names it otherwise. */
+/* The name of a thread whose comm never showed in a sched_switch: comms.txt, else "pid N" (its pid kept
+ * in `unknown`, for jitterscope to look up while the process may still exist).  Given at the end
+ * (name_unknown_threads) to every placeholder that the sched_switch ending its slice did not name. */
 static int32_t *unknown;
 static size_t nunknown;
 
-static void name_one(struct js_activity *a)
+static uint32_t fallback_name(int32_t pid)
 {
-    if (a->name != S_EMPTY)
-        return;
     for (size_t k = 0; k < ncomms; k++)
-        if (comms[k].pid == a->pid) {
-            a->name = comms[k].name;
-            return;
-        }
+        if (comms[k].pid == pid)
+            return comms[k].name;
     char b[32];
-    snprintf(b, sizeof b, "pid %d", a->pid);
-    a->name = intern(b);
+    snprintf(b, sizeof b, "pid %d", pid);
     unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
-    unknown[nunknown++] = a->pid;
+    unknown[nunknown++] = pid;
+    return intern(b);
 }
 
 /* ---- spilling: what the parser holds stays bounded, whatever the run's length --------------- */
@@ -1524,11 +1529,13 @@ static void spill(void)
     }
     size_t *open = js_malloc(((size_t)nstates * (MAXSTACK + MAXANN) + 1) * sizeof *open);
     size_t nopen = open_rows(open);
+    /* the placeholders named by their slice's sched_switch are done; the others are named at the end, in
+     * the order they were made (their "pid N" strings interned after every other, as without spills) */
     size_t keep = 0;
     for (size_t i = 0; i < nunnamed; i++) {
-        if (unnamed[i] < rows && !among(unnamed[i], open, nopen))
-            name_one(A(unnamed[i]));
-        else
+        size_t r = unnamed[i].row;
+        const struct js_activity *a = r >= act_base ? &acts[r - act_base] : held_find(r);
+        if (!(a && r < rows && !among(r, open, nopen) && a->name != S_EMPTY))
             unnamed[keep++] = unnamed[i];
     }
     nunnamed = keep;
@@ -1586,9 +1593,10 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
         have += (size_t)r;
         size_t whole = have - have % page_size;
         if (r == 0 || have == block) {
-            for (size_t off = 0; off < whole; off += page_size)
+            for (size_t off = 0; off < whole; off += page_size) {
                 parse_page(c, buf + off, page_size);
-            spill();
+                spill(); /* a page at a time: what is held stays within a page of spill_rows */
+            }
             memmove(buf, buf + whole, have - whole);
             have -= whole;
         }
@@ -1605,8 +1613,18 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
  * CPU by CPU. */
 static void name_unknown_threads(void)
 {
-    for (size_t i = 0; i < nunnamed; i++)
-        name_one(A(unnamed[i]));
+    for (size_t i = 0; i < nunnamed; i++) {
+        size_t r = unnamed[i].row;
+        struct js_activity *a = r >= act_base ? &acts[r - act_base] : held_find(r);
+        if (a) {
+            if (a->name == S_EMPTY)
+                a->name = fallback_name(a->pid);
+        } else { /* written out unnamed: its name field, at its row */
+            uint32_t name = fallback_name(unnamed[i].pid);
+            if (act_fd >= 0)
+                write_at(act_fd, "activity.bin", r * sizeof *a + offsetof(struct js_activity, name), &name, sizeof name);
+        }
+    }
     nunnamed = 0;
 }
 
