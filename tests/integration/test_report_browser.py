@@ -144,12 +144,25 @@ class Chromium:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def render(page: Path, screenshot: Path | None = None) -> tuple[dict, list[str]]:
-    """Load `page`; return the figure check and every console error seen."""
+@pytest.fixture(scope="module")
+def browser():
+    """One Chromium for the file's pages, each in a tab of its own (a start costs seconds under load)."""
     br = Chromium()
     try:
-        target = br.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+        yield br
+    finally:
+        br.close()
+
+
+def render(br: Chromium, page: Path, screenshot: Path | None = None) -> tuple[dict, list[str]]:
+    """Load `page` in a new tab of `br`; return the figure check and every console error the tab saw."""
+    target = br.send("Target.createTarget", {"url": "about:blank"})["targetId"]
+    try:
         sid = br.send("Target.attachToTarget", {"targetId": target, "flatten": True})["sessionId"]
+
+        def errors_of(ev: dict) -> list[str]:  # this tab's only: an earlier tab's late messages are not its
+            return _error_of(ev) if ev.get("sessionId") == sid else []
+
         for domain in ("Runtime", "Log", "Page"):
             br.send(f"{domain}.enable", session=sid)
         br.send("Page.navigate", {"url": page.resolve().as_uri()}, session=sid)
@@ -161,8 +174,8 @@ def render(page: Path, screenshot: Path | None = None) -> tuple[dict, list[str]]
                 ev = br.events.get(timeout=1)
             except queue.Empty:
                 continue
-            loaded = ev.get("method") == "Page.loadEventFired"
-            errors += _error_of(ev)
+            loaded = ev.get("method") == "Page.loadEventFired" and ev.get("sessionId") == sid
+            errors += errors_of(ev)
         assert loaded, "page never finished loading"
         time.sleep(0.3)  # let late console messages arrive
         res = br.send("Runtime.evaluate", {"expression": FIGURE_CHECK, "returnByValue": True}, session=sid)
@@ -173,10 +186,10 @@ def render(page: Path, screenshot: Path | None = None) -> tuple[dict, list[str]]
             shot = br.send("Page.captureScreenshot", {"captureBeyondViewport": True}, session=sid)
             screenshot.write_bytes(base64.b64decode(shot["data"]))
         while not br.events.empty():
-            errors += _error_of(br.events.get())
+            errors += errors_of(br.events.get())
         return check, errors
     finally:
-        br.close()
+        br.send("Target.closeTarget", {"targetId": target})
 
 
 def _error_of(ev: dict) -> list[str]:
@@ -196,13 +209,13 @@ def expected_figures(cpus: list[int]) -> set[str]:
     )
 
 
-def test_report_renders_in_chromium_with_every_figure_drawn(tmp_path):
+def test_report_renders_in_chromium_with_every_figure_drawn(browser, tmp_path):
     run = build_run(tmp_path / "run", cpus=[1, 2], seed=3, injector=Injector(cpu=2))
     (tmp_path / "out").mkdir()  # report never creates its directory
     proc = jitterscope("report", str(run), "--out", str(tmp_path / "out" / "noise.html"))
     assert proc.returncode == 0, proc.stderr
     page = tmp_path / "out" / "noise.html"
-    check, errors = render(page)
+    check, errors = render(browser, page)
     assert errors == []
     ids = {f["id"] for f in check["figures"]}
     assert ids == expected_figures([1, 2])
@@ -214,10 +227,10 @@ def test_report_renders_in_chromium_with_every_figure_drawn(tmp_path):
     assert check["tables"] >= 4
 
 
-def test_report_without_tracing_still_loads_cleanly(tmp_path):
+def test_report_without_tracing_still_loads_cleanly(browser, tmp_path):
     run = build_run(tmp_path / "run", cpus=[1], seed=4, tracing=False)
     page = Path(jitterscope("report", str(run), check=True).stdout.strip())
-    check, errors = render(page)
+    check, errors = render(browser, page)
     assert errors == []
     ids = {f["id"] for f in check["figures"]}
     # No sources or chains without attribution; the per-CPU figures remain.
@@ -225,10 +238,10 @@ def test_report_without_tracing_still_loads_cleanly(tmp_path):
     assert all(f["w"] > 100 and f["marks"] >= 5 for f in check["figures"])
 
 
-def test_cluster_page_on_the_same_base_loads_cleanly(tmp_path):
+def test_cluster_page_on_the_same_base_loads_cleanly(browser, tmp_path):
     run = build_cluster_run(tmp_path / "cluster", injected=1)
     page = Path(jitterscope("report", str(run), check=True).stdout.strip())
-    check, errors = render(page)
+    check, errors = render(browser, page)
     assert errors == []  # the base template's CSP lets its own script run, nothing else
     assert [f["id"] for f in check["figures"]] == ["heatmap"]
     assert check["figures"][0]["w"] > 100 and check["figures"][0]["marks"] >= 5
