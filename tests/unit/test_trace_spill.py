@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from jitterscope.measure.stream import scratch_parent
 from jitterscope.native_bin import native_bin
+from jitterscope.tracing.parse import scratch_parent
 from jitterscope.tracing.records import ACTIVITY_DTYPE, PIECE_DTYPE
 from tests.support import synth as S
 
@@ -163,9 +163,9 @@ def test_memory_does_not_grow_with_the_length(tmp_path: Path):
 )
 def test_the_records_of_a_long_run_go_to_disk_not_to_memory():
     mib = 1 << 20
-    assert scratch_parent([100 * mib], 1) == "/dev/shm"  # 70 MiB of records: tmpfs, the fastest
+    assert scratch_parent([100 * mib], 1) == "/dev/shm"  # at most 100 MiB of files: tmpfs, the fastest
     assert scratch_parent([100 * mib] * 8, 2) == "/dev/shm"  # two CPUs at a time
-    assert scratch_parent([100 * mib] * 8, 8) == "/var/tmp"  # eight at a time: 560 MiB
+    assert scratch_parent([100 * mib] * 8, 8) == "/var/tmp"  # eight at a time: 800 MiB
     assert scratch_parent([30 * mib] * 63 + [800 * mib], 2) == "/var/tmp"  # one busy CPU among quiet ones
 
 

@@ -50,7 +50,9 @@ from jitterscope.tracing.parse import (
     Detours,
     ParserCounts,
     lost_per_cpu,
+    raw_bytes,
     run_parser,
+    scratch_parent,
     session_info,
     trace_cpus,
     trace_stats,
@@ -463,27 +465,10 @@ def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
         out.close()
 
 
-# What the parser writes (activity.bin, codes.bin, pieces.bin: ~0.65 bytes per byte of raw capture) goes to
-# tmpfs, which is memory, only while the CPUs analysed at once need no more than this of it; a longer
-# run's go to disk, so its analysis's memory stays bounded (issue 24).
-SHM_BUDGET = 256 << 20
-SCRATCH_PER_RAW_BYTE = 0.7
-
-
-def scratch_parent(raw_bytes: list[int], processes: int) -> str | None:
-    """Where the analysis of CPUs whose raw captures are `raw_bytes` long, `processes` at a time, keeps its
-    scratch: /dev/shm when that fits SHM_BUDGET, else /var/tmp (disk), else the default temp dir."""
-    busiest = sorted(raw_bytes, reverse=True)[: max(1, processes)]
-    if sum(busiest) * SCRATCH_PER_RAW_BYTE <= SHM_BUDGET and os.access("/dev/shm", os.W_OK):
-        return "/dev/shm"
-    return "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
-
-
 def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
     """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
     workers) into one activity table."""
-    raw = [(j.trace_dir / f"cpu{j.cpu}.raw").stat().st_size for j in jobs]
-    parent = scratch_parent(raw, processes)
+    parent = scratch_parent([raw_bytes(j.trace_dir, j.cpu) for j in jobs], processes)
     jobs = [replace(j, scratch=parent) for j in jobs]
     if processes <= 1 or len(jobs) <= 1:
         with activity_writer(activity_path) as w:

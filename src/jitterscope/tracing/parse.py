@@ -228,6 +228,27 @@ def _load(path: Path, dtype: np.dtype) -> np.ndarray:
     return np.memmap(path, dtype=dtype, mode="r")
 
 
+# The parser's files (activity.bin and segments.bin, or codes and pieces beside activity.bin: at most a byte
+# per byte of raw capture) go to tmpfs, which is memory, only while those of the CPUs parsed at once come to
+# no more than SHM_BUDGET; a longer run's go to disk, so its analysis's memory stays bounded.
+SHM_BUDGET = 256 << 20
+SCRATCH_PER_RAW_BYTE = 1.0
+
+
+def raw_bytes(trace_dir: Path, cpu: int) -> int:
+    """The size of one CPU's raw capture."""
+    return (Path(trace_dir) / f"cpu{cpu}.raw").stat().st_size
+
+
+def scratch_parent(raw: list[int], at_once: int) -> str | None:
+    """Where the parser's files for CPUs whose raw captures are `raw` bytes long, `at_once` parsed at a time,
+    are kept: /dev/shm when they fit SHM_BUDGET, else /var/tmp (disk), else the default temp dir."""
+    busiest = sorted(raw, reverse=True)[: max(1, at_once)]
+    if sum(busiest) * SCRATCH_PER_RAW_BYTE <= SHM_BUDGET and os.access("/dev/shm", os.W_OK):
+        return "/dev/shm"
+    return "/var/tmp" if os.access("/var/tmp", os.W_OK) else None
+
+
 def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     """Parse a trace directory written by TraceSession into intervals and segments.
 
@@ -241,8 +262,9 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     hz = tsc_hz or info.get("tsc_hz")
     w = info.get("window")
     window = (int(w[0]), int(w[1])) if w else None
-    # tmpfs when there is one: the parser's output is read back at once and deleted
-    tmp_parent = "/dev/shm" if os.access("/dev/shm", os.W_OK) else None
+    # one parser for every CPU: all their files at once
+    cpus = trace_cpus(trace_dir)
+    tmp_parent = scratch_parent([raw_bytes(trace_dir, c) for c in cpus], len(cpus))
     with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
         counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)
