@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import json
 import struct
+import subprocess
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -245,3 +247,28 @@ def needs_parser() -> Any:
 
     missing = parser_missing()
     return pytest.mark.skipif(missing is not None, reason=f"jitterscope-traceparse not built: {missing}")
+
+
+# Spawned from a small Python, not from pytest: a process started by vfork (posix_spawn) inherits its
+# parent's peak RSS until it execs, and pytest's would hide the parser's.
+_SPAWN = """
+import os, sys
+pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ))
+_, status, usage = os.wait4(pid, 0)
+print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
+"""
+
+
+def parser_peak_kib(trace: Path, out: Path, *flags: str) -> int:
+    """Run jitterscope-traceparse on `trace` into `out` (made here); its own peak RSS (KiB), read from its
+    rusage when reaped."""
+    out.mkdir()
+    from jitterscope.native_bin import native_bin
+
+    exe = str(native_bin("jitterscope-traceparse"))
+    proc = subprocess.run(
+        [sys.executable, "-c", _SPAWN, exe, *flags, str(trace), str(out)], capture_output=True, text=True, check=True
+    )
+    code, peak = proc.stdout.split()
+    assert code == "0", proc.stderr
+    return int(peak)

@@ -7,13 +7,10 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from jitterscope.native_bin import native_bin
 from tests.support import synth as S
 
 pytestmark = S.needs_parser()
@@ -21,28 +18,6 @@ pytestmark = S.needs_parser()
 EVENTS = 100_000  # per CPU: ~6 MB of records (64 B per event) a full parse keeps
 CPUS = 8
 T0 = 1_000_000_000
-
-
-# Spawned from a small Python, not from pytest: a process started by vfork (posix_spawn) inherits its
-# parent's peak RSS until it execs, and pytest's would hide the parser's.
-_SPAWN = """
-import os, sys
-pid = os.posix_spawn(sys.argv[1], sys.argv[1:], dict(os.environ))
-_, status, usage = os.wait4(pid, 0)
-print(os.waitstatus_to_exitcode(status), usage.ru_maxrss)
-"""
-
-
-def _peak_kib(trace: Path, out: Path, *flags: str) -> int:
-    """Run the parser; its own peak RSS (KiB), read from its rusage when reaped."""
-    out.mkdir()
-    exe = str(native_bin("jitterscope-traceparse"))
-    proc = subprocess.run(
-        [sys.executable, "-c", _SPAWN, exe, *flags, str(trace), str(out)], capture_output=True, text=True, check=True
-    )
-    code, peak = proc.stdout.split()
-    assert code == "0", proc.stderr
-    return int(peak)
 
 
 @pytest.fixture(scope="module")
@@ -59,10 +34,10 @@ def traces(tmp_path_factory: pytest.TempPathFactory) -> dict[int, Path]:
 
 
 def test_scan_memory_does_not_grow_with_the_cpus(traces: dict[int, Path], tmp_path: Path) -> None:
-    scan = {n: _peak_kib(t, tmp_path / f"scan{n}", "--scan") for n, t in traces.items()}
+    scan = {n: S.parser_peak_kib(t, tmp_path / f"scan{n}", "--scan") for n, t in traces.items()}
     # a full parse told to spill its records only at the end keeps every CPU's: (CPUS - 1) x ~6 MB more, so
     # the check is not blind (test_trace_spill.py: spilled as it goes, a full parse does not grow either)
-    full = {n: _peak_kib(t, tmp_path / f"full{n}", "--spill", str(1 << 40)) for n, t in traces.items()}
+    full = {n: S.parser_peak_kib(t, tmp_path / f"full{n}", "--spill", str(1 << 40)) for n, t in traces.items()}
     grown = full[CPUS] - full[1]
     assert grown > (CPUS - 1) * EVENTS * 64 / 1024 * 0.8, f"full parse grew only {grown} KiB"
     assert scan[CPUS] - scan[1] < 0.1 * grown, f"scan peak {scan[1]} -> {scan[CPUS]} KiB with {CPUS} CPUs"

@@ -22,8 +22,6 @@ from jitterscope.tracing.parse import scratch_parent
 from jitterscope.tracing.records import ACTIVITY_DTYPE, PIECE_DTYPE
 from tests.support import synth as S
 
-from .test_trace_scan_memory import _peak_kib
-
 pytestmark = S.needs_parser()
 
 T0 = 1_000_000_000
@@ -148,8 +146,8 @@ def test_detours_are_attributed_alike_whenever_records_are_spilled(trace: Path, 
 def test_memory_does_not_grow_with_the_length(tmp_path: Path):
     short, long = _trace(tmp_path / "short", 12_000), _trace(tmp_path / "long", 36_000)
     traces = (("s", short), ("l", long))
-    peak = {n: _peak_kib(t, tmp_path / f"out{n}", "--cpu", "1", "--spill", "4096") for n, t in traces}
-    grows = {n: _peak_kib(t, tmp_path / f"all{n}", "--cpu", "1", "--spill", NEVER) for n, t in traces}
+    peak = {n: S.parser_peak_kib(t, tmp_path / f"out{n}", "--cpu", "1", "--spill", "4096") for n, t in traces}
+    grows = {n: S.parser_peak_kib(t, tmp_path / f"all{n}", "--cpu", "1", "--spill", NEVER) for n, t in traces}
     rows = len(np.fromfile(tmp_path / "alll" / "activity.bin", ACTIVITY_DTYPE)) - len(
         np.fromfile(tmp_path / "alls" / "activity.bin", ACTIVITY_DTYPE)
     )
