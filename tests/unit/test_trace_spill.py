@@ -195,3 +195,11 @@ def test_time_that_runs_back_after_lost_events_is_held_at_the_last_event(tmp_pat
     assert _pieces(once) == _pieces(often)
     starts = np.fromfile(once / "activity.bin", ACTIVITY_DTYPE)["start_tsc"]
     assert np.all(np.diff(starts) >= 0)  # rows in the order they opened, none before the time already seen
+
+
+@pytest.mark.parametrize("value", ["0", "-5", "abc", "5x", ""])
+def test_a_bad_spill_count_is_refused_with_the_usage(trace: Path, tmp_path: Path, value: str):
+    cmd = [str(native_bin("jitterscope-traceparse")), "--spill", value, str(trace), str(tmp_path)]
+    p = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    assert p.returncode == 2 and p.stderr.startswith("usage: jitterscope-traceparse"), p.stderr
+    assert not any(tmp_path.iterdir())  # nothing written

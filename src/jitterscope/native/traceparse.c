@@ -1372,8 +1372,10 @@ static void parse_args(int argc, char **argv, const char **in, const char **out)
             if (!events_out)
                 die("%s: %s", argv[i], strerror(errno));
         } else if (!strcmp(argv[i], "--spill") && i + 1 < argc) {
-            spill_rows = strtoull(argv[++i], NULL, 10);
-            if (spill_rows < 1)
+            char *end;
+            const char *v = argv[++i];
+            spill_rows = strtoull(v, &end, 10);
+            if (*v < '0' || *v > '9' || *end || spill_rows < 1) /* a count: no sign, no unit */
                 usage();
         } else if (!strcmp(argv[i], "--scan")) {
             scan_only = 1;
