@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import svg
+from tests.support import cli_batch, svg
+from tests.support.lanes import spread_priority
 
 from .conftest import jitterscope
 
@@ -113,27 +114,19 @@ def test_simulate_reports_its_distance_to_the_exact_result():
     assert "distance to the exact result: Kolmogorov" in txt
 
 
-def test_too_long_exact_analysis_is_refused_with_the_estimate():
-    p = jitterscope("ptts", str(EXAMPLES / "config-c.yaml"), "--max-time", "0.1s")
-    assert p.returncode == 2
-    err = p.stderr.strip()
+def test_too_long_exact_analysis_is_refused_with_the_estimate(refusals):
+    code, stderr, stdout = refusals["too-long"]
+    assert code == 2
+    err = stderr.strip()
     assert len(err.splitlines()) == 1
     assert "1,388,611 latency trees" in err and "eq. 5.15" in err and "--approximate" in err
-    assert "predicted work 4,165,833" in p.stdout  # printed before the refusal
+    assert "predicted work 4,165,833" in stdout  # printed before the refusal
 
 
-def test_analysis_too_big_for_memory_is_refused(tmp_path):
-    f = tmp_path / "big.yaml"
-    f.write_text(
-        "resolution: 0.01ms\ncomponents:\n"
-        "  - {name: a, period: 10.09ms, etp: {uniform: [5ms, 30ms]}}\n"
-        "  - {name: b, period: 10.13ms, etp: {uniform: [2ms, 6ms]}}\n"
-        "  - {name: c, period: 10.19ms, etp: {uniform: [1ms, 3ms]}}\n"
-        "  - {name: d, period: 10.21ms, etp: {pmf: {2ms: 1.0}}}\n"
-    )
-    p = jitterscope("ptts", str(f), "--max-time", "1h")
-    assert p.returncode == 2
-    assert "GiB" in p.stderr and "1,053,924,187 latency trees" in p.stderr and "--approximate" in p.stderr
+def test_analysis_too_big_for_memory_is_refused(refusals):
+    code, stderr, _ = refusals["too-big"]
+    assert code == 2
+    assert "GiB" in stderr and "1,053,924,187 latency trees" in stderr and "--approximate" in stderr
 
 
 def test_approximate_reports_the_change_and_the_error():
@@ -171,26 +164,32 @@ def test_tree_printout_matches_seed_figure_5_4():
 
 BAD = [
     (
+        "period-off-resolution",
         "resolution: 0.1ms\ncomponents:\n  - {name: gpu, period: 16.66ms, etp: {pmf: {1ms: 1.0}}}\n",
         ["'gpu'", "period", "resolution"],
     ),
     (
+        "pmf-sum",
         "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {1ms: 0.5, 2ms: 0.2}}}\n",
         ["'cam'", "etp.pmf", "sum to 0.7"],
     ),
     (
+        "uniform-empty",
         "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {uniform: [5ms, 2ms]}}\n",
         ["'cam'", "etp.uniform", "empty"],
     ),
     (
+        "pmf-negative",
         "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, etp: {pmf: {-2ms: 1.0}}}\n",
         ["'cam'", "etp.pmf", "negative"],
     ),
     (
+        "unknown-key",
         "resolution: 1ms\ncomponents:\n  - {name: cam, period: 10ms, ofset: 2ms, etp: {pmf: {1ms: 1.0}}}\n",
         ["'cam'", "unknown key 'ofset'"],
     ),
     (
+        "hyper-period",
         "resolution: 1ns\ncomponents:\n"
         + "".join(
             f"  - {{name: c{i}, period: {p}ns, etp: {{pmf: {{1ns: 1.0}}}}}}\n"
@@ -199,28 +198,56 @@ BAD = [
         ["'c3'", "period", "hyper-period"],
     ),
 ]
+BAD_OPTIONS = {
+    "deadline-fast": ["--deadline", "fast"],
+    "sweep-nobody": ["--sweep", "nobody.offset=0..10:5"],
+    "sweep-speed": ["--sweep", "wall.speed=1"],
+    "tree-999": ["--tree", "999"],
+    "iterations-0": ["--iterations", "0", "--method", "simulate"],
+}
+# also run as `python -m jitterscope`: the real entry point's start-up and exit path
+REAL = {"deadline-fast"}
+BIG = (
+    "resolution: 0.01ms\ncomponents:\n"
+    "  - {name: a, period: 10.09ms, etp: {uniform: [5ms, 30ms]}}\n"
+    "  - {name: b, period: 10.13ms, etp: {uniform: [2ms, 6ms]}}\n"
+    "  - {name: c, period: 10.19ms, etp: {uniform: [1ms, 3ms]}}\n"
+    "  - {name: d, period: 10.21ms, etp: {pmf: {2ms: 1.0}}}\n"
+)
 
 
-@pytest.mark.parametrize("text,words", BAD)
-def test_bad_model_is_one_line_exit_2(tmp_path, text, words):
-    f = tmp_path / "m.yaml"
-    f.write_text(text)
-    p = jitterscope("ptts", str(f))
-    assert p.returncode == 2, p.stdout + p.stderr
-    lines = p.stderr.strip().splitlines()
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+    """Every refusal of this file through cli.main in one process (tests/support/cli_batch.py), the REAL ones
+    also as the real tool beside it, all with a state directory of their own (as a free test's runs are):
+    name -> (exit code, stderr, stdout)."""
+    tmp = tmp_path_factory.mktemp("refusals")
+    cases = []
+    for name, text, _ in BAD:
+        (tmp / f"{name}.yaml").write_text(text)
+        cases.append((name, ["ptts", str(tmp / f"{name}.yaml")]))
+    cases += [(name, ["ptts", str(EXAMPLES / "xray-e.yaml"), *args]) for name, args in BAD_OPTIONS.items()]
+    cases.append(("too-long", ["ptts", str(EXAMPLES / "config-c.yaml"), "--max-time", "0.1s"]))
+    (tmp / "big.yaml").write_text(BIG)
+    cases.append(("too-big", ["ptts", str(tmp / "big.yaml"), "--max-time", "1h"]))
+    env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(tmp / "state")}
+    with spread_priority():
+        return cli_batch.batch_and_real(cases, REAL, tmp, env)
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in BAD])
+def test_bad_model_is_one_line_exit_2(refusals, name):
+    code, stderr, stdout = refusals[name]
+    assert code == 2, stdout + stderr
+    lines = stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("jitterscope: error:")
-    for w in words:
+    for w in {case: words for case, _, words in BAD}[name]:
         assert w in lines[0]
 
 
-def test_bad_options_exit_2():
-    for args in (
-        ["--deadline", "fast"],
-        ["--sweep", "nobody.offset=0..10:5"],
-        ["--sweep", "wall.speed=1"],
-        ["--tree", "999"],
-        ["--iterations", "0", "--method", "simulate"],
-    ):
-        p = jitterscope("ptts", str(EXAMPLES / "xray-e.yaml"), *args)
-        assert p.returncode == 2, args
-        assert len(p.stderr.strip().splitlines()) == 1, args
+@pytest.mark.parametrize("name", [*BAD_OPTIONS, *(name + cli_batch.REAL for name in sorted(REAL))])
+def test_bad_options_exit_2(refusals, name):
+    code, stderr, _ = refusals[name]
+    args = BAD_OPTIONS[name.removesuffix(cli_batch.REAL)]
+    assert code == 2, (args, stderr)
+    assert len(stderr.strip().splitlines()) == 1, (args, stderr)

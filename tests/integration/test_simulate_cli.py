@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
-from tests.support import svg
+from tests.support import cli_batch, svg
+from tests.support.lanes import spread_priority
 from tests.support.noise_runs import periodic_source, write_noise_run
 
 from .conftest import jitterscope
@@ -114,36 +116,66 @@ def test_simulate_run_by_source_and_fit(run_dir, tmp_path):
     assert json.loads(s.stdout)["model"]["fit"]["family"] == "empirical"
 
 
-@pytest.mark.parametrize(
-    "args,words",
-    [
-        (["--noise", "cauchy(scale=1ms)"], "unknown noise family"),
-        (["--noise", "normal(mean=1ms)"], "missing sd"),
-        (["--noise", "exponential(mean=-1ms)"], "negative"),
-        (["--noise", "exponential(mean=1 fortnight)"], "unit"),
-        (["--noise", "exponential(mean=1ms)", "--phase", "10"], "needs a unit"),
-        (["--noise", "exponential(mean=1ms)", "--nodes", "0"], "positive"),
-        (["--noise", "exponential(mean=1ms)", "--by-source"], "needs a measured run"),
-        (["--noise", "/nonexistent/run"], "no such run directory"),
-    ],
-)
-def test_bad_input_is_one_line_exit_2(args, words):
-    base = {"--noise": "exponential(mean=1ms)", "--nodes": "10", "--phases": "10", "--phase": "1ms"}
-    argv = []
+# (case, the options that differ from BASE, words in the error): each refused in one line with exit 2
+BAD = [
+    ("unknown-family", ["--noise", "cauchy(scale=1ms)"], "unknown noise family"),
+    ("missing-sd", ["--noise", "normal(mean=1ms)"], "missing sd"),
+    ("negative-mean", ["--noise", "exponential(mean=-1ms)"], "negative"),
+    ("unknown-unit", ["--noise", "exponential(mean=1 fortnight)"], "unit"),
+    ("phase-without-unit", ["--noise", "exponential(mean=1ms)", "--phase", "10"], "needs a unit"),
+    ("zero-nodes", ["--noise", "exponential(mean=1ms)", "--nodes", "0"], "positive"),
+    ("by-source-of-a-model", ["--noise", "exponential(mean=1ms)", "--by-source"], "needs a measured run"),
+    ("no-run", ["--noise", "/nonexistent/run"], "no such run directory"),
+]
+BASE = {"--noise": "exponential(mean=1ms)", "--nodes": "10", "--phases": "10", "--phase": "1ms"}
+# also run as `python -m jitterscope`: the real entry point's start-up, imports and exit path
+REAL = {"unknown-family"}
+
+
+def simulate_argv(args: list[str]) -> list[str]:
+    base = dict(BASE)
     for i in range(0, len(args), 2):
         if i + 1 < len(args) and args[i] in base:
             base[args[i]] = args[i + 1]
+    argv = ["simulate"]
     for k, v in base.items():
         argv += [k, v]
-    argv += [a for a in args if a == "--by-source"]
-    p = jitterscope("simulate", *argv)
-    assert p.returncode == 2
-    assert words in p.stderr and p.stderr.count("\n") == 1 and "Traceback" not in p.stderr
+    return argv + [a for a in args if a == "--by-source"]
 
 
-def test_untraced_run_by_source_and_absurd_size(tmp_path):
-    run = write_noise_run(tmp_path / "u", [periodic_source("irq", "tick", 1, 1e6, 5e3, 1e9)], 1.0, tracing=False)
-    p = jitterscope("simulate", "--noise", str(run), "--by-source", "--nodes", "10", "--phases", "10", "--phase", "1ms")
-    assert p.returncode == 2 and "no attribution" in p.stderr and p.stderr.count("\n") == 1
-    q = jitterscope("simulate", "--noise", str(run), "--nodes", "1e12", "--phases", "100", "--phase", "1ms")
-    assert q.returncode == 2 and "fits up to" in q.stderr and f"fit:{run}" in q.stderr
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+    """Every refusal of this file through cli.main in one process (tests/support/cli_batch.py), the REAL ones
+    also as the real tool beside it, all with a state directory of their own (as a free test's runs are)."""
+    tmp = tmp_path_factory.mktemp("refusals")
+    untraced = write_noise_run(tmp / "u", [periodic_source("irq", "tick", 1, 1e6, 5e3, 1e9)], 1.0, tracing=False)
+    cases = [(name, simulate_argv(args)) for name, args, _ in BAD] + [
+        (
+            "untraced-by-source",
+            ["simulate", "--noise", str(untraced), "--by-source", "--nodes", "10", "--phases", "10", "--phase", "1ms"],
+        ),
+        (
+            "untraced-absurd-size",
+            ["simulate", "--noise", str(untraced), "--nodes", "1e12", "--phases", "100", "--phase", "1ms"],
+        ),
+    ]
+    env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(tmp / "state")}
+    with spread_priority():
+        return untraced, cli_batch.batch_and_real(cases, REAL, tmp, env)
+
+
+@pytest.mark.parametrize("name", [name for name, _, _ in BAD] + [name + cli_batch.REAL for name in sorted(REAL)])
+def test_bad_input_is_one_line_exit_2(refusals, name):
+    _, got = refusals
+    code, err, _ = got[name]
+    words = {case: words for case, _, words in BAD}[name.removesuffix(cli_batch.REAL)]
+    assert code == 2, (code, err)
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err, err
+
+
+def test_untraced_run_by_source_and_absurd_size(refusals):
+    run, got = refusals
+    code, err, _ = got["untraced-by-source"]
+    assert code == 2 and "no attribution" in err and err.count("\n") == 1, (code, err)
+    code, err, _ = got["untraced-absurd-size"]
+    assert code == 2 and "fits up to" in err and f"fit:{run}" in err, (code, err)

@@ -4,6 +4,7 @@ reference on random traces, the layout shared with C, a real captured trace, and
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 
@@ -12,7 +13,9 @@ import pytest
 
 from jitterscope.whatif import cachesim as CS
 from tests.integration.conftest import jitterscope
+from tests.support import cli_batch
 from tests.support.cachesim_ref import RefSim
+from tests.support.lanes import spread_priority
 
 
 def cfg(**kw) -> CS.Config:
@@ -168,28 +171,46 @@ def test_native_equals_brute_force_on_random_traces(seed):
             assert got[k] == ref.get(k, 0), (k, c)
 
 
-@pytest.mark.parametrize(
-    "args, msg",
-    [
-        (["--l2", "768KiB,4way"], "power of two"),
-        (["--l2", "1MiB,0way"], "at least 1"),
-        (["--os-cache", "64KiB"], "SIZE,WAYS"),
-        ([], "--os-trace RUN"),
-    ],
-)
-def test_bad_geometry_and_missing_kernel(tmp_path, args, msg):
-    t = tmp_path / "t.npy"
+# (case, options after the trace, words in the error's line)
+BAD_GEOMETRY = [
+    ("l2-not-power-of-two", ["--l2", "768KiB,4way"], "power of two"),
+    ("l2-no-ways", ["--l2", "1MiB,0way"], "at least 1"),
+    ("os-cache-without-ways", ["--os-cache", "64KiB"], "SIZE,WAYS"),
+    ("no-kernel", [], "--os-trace RUN"),
+]
+# also run as `python -m jitterscope`: the real entry point's start-up and exit path
+REAL = {"l2-not-power-of-two"}
+
+
+@pytest.fixture(scope="module")
+def refusals(tmp_path_factory):
+    """This file's refusals through cli.main in one process (tests/support/cli_batch.py), the REAL ones also as
+    the real tool beside it, all with a state directory of their own (as a free test's runs are)."""
+    tmp = tmp_path_factory.mktemp("refusals")
+    t = tmp / "t.npy"
     np.save(t, app([1, 2, 3]))
-    p = jitterscope("whatif", "cache", str(t), *(args + (["--os-rate", "1000/s"] if args else [])), timeout=60)
-    last = p.stderr.strip().splitlines()[-1]  # (crash recovery of other commands may print before it)
-    assert p.returncode == 2 and msg in last and last.startswith("jitterscope: error:"), p.stderr
+    cases = [
+        (name, ["whatif", "cache", str(t), *(args + (["--os-rate", "1000/s"] if args else []))])
+        for name, args, _ in BAD_GEOMETRY
+    ]
+    (tmp / "t.txt").write_text("not a trace\nat all\n")
+    cases.append(("unknown-format", ["whatif", "cache", str(tmp / "t.txt"), "--os-rate", "1000/s"]))
+    env = {**os.environ, "JITTERSCOPE_STATE_DIR": str(tmp / "state")}
+    with spread_priority():
+        return cli_batch.batch_and_real(cases, REAL, tmp, env)
 
 
-def test_unknown_trace_format(tmp_path):
-    t = tmp_path / "t.txt"
-    t.write_text("not a trace\nat all\n")
-    p = jitterscope("whatif", "cache", str(t), "--os-rate", "1000/s", timeout=60)
-    assert p.returncode == 2 and "unknown trace format" in p.stderr
+@pytest.mark.parametrize("name", [name for name, _, _ in BAD_GEOMETRY] + [n + cli_batch.REAL for n in sorted(REAL)])
+def test_bad_geometry_and_missing_kernel(refusals, name):
+    code, stderr, _ = refusals[name]
+    msg = {case: msg for case, _, msg in BAD_GEOMETRY}[name.removesuffix(cli_batch.REAL)]
+    last = stderr.strip().splitlines()[-1]  # (crash recovery of other commands may print before it)
+    assert code == 2 and msg in last and last.startswith("jitterscope: error:"), stderr
+
+
+def test_unknown_trace_format(refusals):
+    code, stderr, _ = refusals["unknown-format"]
+    assert code == 2 and "unknown trace format" in stderr
 
 
 @pytest.mark.slow
