@@ -64,7 +64,7 @@ WORKLOAD = textwrap.dedent("""
 
 
 @ROOT_ONLY
-def test_two_builtin_factors_three_replications(tmp_path):
+def test_two_builtin_factors_two_replications(tmp_path):
     cpu = probed_cpu()
     script = tmp_path / "workload.py"
     script.write_text(WORKLOAD)
@@ -81,7 +81,7 @@ def test_two_builtin_factors_three_replications(tmp_path):
         factors:
           - {{name: cache, kind: cache_load, low: resident, high: thrash}}
           - {{name: irqs, kind: irq_affinity, low: away, high: to}}
-        replications: 3
+        replications: 2
         seed: 11
         settle: 100ms
     """)
@@ -97,13 +97,13 @@ def test_two_builtin_factors_three_replications(tmp_path):
     assert not [p for p in journal_dir().glob("*.jsonl") if "doe e2e" in _text(p)]
 
     # Progress: one line per run with treatments done and time left.
-    assert proc.stderr.count(" left") == 12 and "treatments done 4/4" in proc.stderr
+    assert proc.stderr.count(" left") == 8 and "treatments done 4/4" in proc.stderr
     runs = [json.loads(line) for line in (out / "runs.jsonl").read_text().splitlines()]
     seen_rows = [json.loads(line) for line in seen.read_text().splitlines()]
-    assert len(runs) == len(seen_rows) == 12
+    assert len(runs) == len(seen_rows) == 8
     order = json.loads((out / "experiment.json").read_text())["run_order"]
     assert [[r["treatment"], r["rep"]] for r in runs] == order  # executed in the randomized order
-    assert sorted(map(tuple, order)) == [(t, r) for t in range(4) for r in range(3)]
+    assert sorted(map(tuple, order)) == [(t, r) for t in range(4) for r in range(2)]
     others = ",".join(str(c) for c in sorted(os.sched_getaffinity(0)) if c != cpu)
     for run, row in zip(runs, seen_rows):
         assert row["y"] == run["y"] and row["cpus"] == [cpu]
@@ -121,7 +121,7 @@ def test_two_builtin_factors_three_replications(tmp_path):
         assert moved >= len(row["irqs"]) // 2, (run["levels"], vals)
 
     a = json.loads(jitterscope("doe", "analyze", str(out), "--json", check=True).stdout)
-    assert len(a["treatments"]) == 4 and all(len(t["values"]) == 3 for t in a["treatments"])
+    assert len(a["treatments"]) == 4 and all(len(t["values"]) == 2 for t in a["treatments"])
     al = a["allocation"]
     assert sum(e["percent"] for e in al["effects"]) + al["error_percent"] == pytest.approx(100)
     assert sum(e["ss"] for e in al["effects"]) + al["sse"] == pytest.approx(al["sst"], rel=1e-9)
