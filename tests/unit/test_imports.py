@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import jitterscope
+from tests.support import source_ast
 
 SRC = Path(jitterscope.__file__).resolve().parent.parent
 
@@ -39,11 +40,11 @@ def _type_checking_nodes(tree: ast.AST) -> set[int]:
 
 def imports_of(name: str, path: Path, mods: dict[str, Path]) -> dict[str, int]:
     """The package modules `name` imports -> the line of the first such import."""
-    tree = ast.parse(path.read_text())
+    tree = source_ast.tree(path)
     pkg = name if path.name == "__init__.py" else name.rpartition(".")[0]
     skip = _type_checking_nodes(tree)
     out: dict[str, int] = {}
-    for node in ast.walk(tree):
+    for node in source_ast.nodes(path):
         if id(node) in skip:
             continue
         targets: list[str] = []

@@ -24,6 +24,7 @@ from jitterscope.errors import JitterscopeError
 from jitterscope.kinds import Comparison, Exporter, Lazy, Recovery, RunKind, TableSpec
 from jitterscope.measure.kind import MeasureSummary
 from jitterscope.report.pages import write_report
+from tests.support import source_ast
 from tests.support.noise_runs import periodic_source, write_noise_run
 
 THINGS = pa.schema([("x", pa.int64())])
@@ -92,7 +93,7 @@ def test_every_kind_is_found_from_its_own_package() -> None:
     pkg = Path(jitterscope.__file__).resolve().parent
     declared: dict[str, list[str]] = {}
     for f in sorted(pkg.rglob("*.py")):
-        for node in ast.walk(ast.parse(f.read_text())):
+        for node in source_ast.nodes(f):
             if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "RunKind":
                 name = node.args[0]
                 assert isinstance(name, ast.Constant), f"{f}: RunKind's name is not a literal"

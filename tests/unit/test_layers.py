@@ -10,6 +10,7 @@ import ast
 from pathlib import Path
 
 import jitterscope
+from tests.support import source_ast
 
 PKG = Path(jitterscope.__file__).resolve().parent
 
@@ -95,7 +96,7 @@ def imports(path: Path) -> list[tuple[int, str, str | None]]:
     """(line, module, name) for every import in the file: `import a.b` -> (.., "a.b", None),
     `from a import b` -> (.., "a", "b"), and (.., "a.b", None) too when a.b is a module."""
     out: list[tuple[int, str, str | None]] = []
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in source_ast.nodes(path):
         if isinstance(node, ast.Import):
             out += [(node.lineno, a.name, None) for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -129,10 +130,10 @@ def _private(name: str | None) -> bool:
     return bool(name) and name.startswith("_") and not name.startswith("__")  # type: ignore[union-attr]
 
 
-def _module_aliases(tree: ast.AST) -> dict[str, str]:
+def _module_aliases(path: Path) -> dict[str, str]:
     """Local name -> jitterscope module, for every module bound by an import in the file."""
     out = {}
-    for node in ast.walk(tree):
+    for node in source_ast.nodes(path):
         if isinstance(node, ast.Import):
             for a in node.names:
                 if a.name in MODULES and a.asname:
@@ -148,12 +149,11 @@ def test_no_package_takes_another_packages_private_names() -> None:
     bad = []
     for module, path in MODULES.items():
         here = unit_of(module)
-        tree = ast.parse(path.read_text(), str(path))
         for line, target, name in imports(path):
             if _private(name) and unit_of(target) != here:
                 bad.append(f"{path.relative_to(PKG)}:{line}: from {target} import {name}")
-        aliases = _module_aliases(tree)
-        for node in ast.walk(tree):
+        aliases = _module_aliases(path)
+        for node in source_ast.nodes(path):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and _private(node.attr):
                 target = aliases.get(node.value.id)
                 if target and unit_of(target) != here:

@@ -15,6 +15,7 @@ import re
 from pathlib import Path
 
 import jitterscope
+from tests.support import source_ast
 
 PKG = Path(jitterscope.__file__).resolve().parent
 COMMAND_MAX_STATEMENTS = 85
@@ -28,7 +29,7 @@ def statement_lines(node: ast.AST) -> int:
 
 
 def long_functions(path: Path, limit: int = FUNCTION_MAX_STATEMENTS) -> list[str]:
-    tree = ast.parse(path.read_text())
+    tree = source_ast.tree(path)
     return [
         f"{path.name}:{n.lineno} {n.name} ({k} statement lines)"
         for n in ast.walk(tree)
@@ -42,7 +43,7 @@ def test_command_modules_are_thin() -> None:
     fat = [
         f"{p.name} ({n} statement lines)"
         for p in commands
-        if (n := statement_lines(ast.parse(p.read_text()))) > COMMAND_MAX_STATEMENTS
+        if (n := statement_lines(source_ast.tree(p))) > COMMAND_MAX_STATEMENTS
     ]
     assert not fat, (
         f"command modules over {COMMAND_MAX_STATEMENTS} statement lines (move the logic into the library package, "
