@@ -300,3 +300,35 @@ def test_holder_pieces_are_the_releasers_lost_time_inside_each_wait_in_wait_orde
     assert got.tolist() == [[0, 0, 150, 200], [0, 1, 300, 350], [1, 1, 10, 20], [2, 0, 920, 950]]
     kept, got = _holder_pieces([waits[1]], pieces)  # a releaser with pieces, none inside the wait
     assert kept == [] and got.shape == (0, 4)
+
+
+def test_interval_columns_hold_the_rows_and_give_them_back():
+    """The analysis reads the intervals' columns once (sync/model.py IntervalColumns): a missing wait or releaser
+    is -1 there and None again in the rows made back from them."""
+    rows = [
+        {"type": "bw", "pid": 1, "tid": 2, "obj": 2**63 + 5, "start_ns": 10, "end_ns": 30, "t_ns": 20, "jitter_ns": 10,
+         "id": 0, "wait": 4, "releaser_tid": 3, "cpu": 1, "site": 7},
+        {"type": "ns", "pid": 1, "tid": 3, "obj": 0, "start_ns": 40, "end_ns": 45, "t_ns": 5, "jitter_ns": 0, "id": 1,
+         "wait": None, "releaser_tid": None, "cpu": 0, "site": 0},
+    ]  # fmt: skip
+    c = model.IntervalColumns.of(rows)
+    assert len(c) == 2 and c.obj.tolist() == [2**63 + 5, 0] and c.wait.tolist() == [4, -1]
+    assert c.is_type("ns").tolist() == [False, True] and len(c.take(c.jitter > 0)) == 1
+    back = c.rows(np.arange(2))
+    assert back[1]["wait"] is None and back[1]["releaser_tid"] is None
+    assert back[0] == {k: rows[0][k] for k in back[0]}
+
+
+def test_counter_rule_adds_before_a_create_or_join_at_the_same_time():
+    """Jitter ending at a join's time counts before the join (the ops' order: add, create, join)."""
+    rows = [
+        {"tid": 1, "creator_tid": 0, "create_ns": None, "start_ns": 0, "joined_by": 0, "join_ns": None},
+        {"tid": 2, "creator_tid": 1, "create_ns": 10, "start_ns": 11, "joined_by": 1, "join_ns": 50},
+    ]
+    iv = [
+        {"tid": 2, "end_ns": 50, "jitter_ns": 9, "type": "sw"},  # at the join: counted before it
+        {"tid": 1, "end_ns": 10, "jitter_ns": 4, "type": "lu"},  # at the create: the child starts with it
+        {"tid": 2, "end_ns": 60, "jitter_ns": 100, "type": "u"},  # after the join: its own only
+    ]
+    res = critical.counter_rule(rows, iv, root=1)
+    assert res.jitter_ns == 13 and res.per_thread == {1: 13, 2: 113}

@@ -45,7 +45,7 @@ def test_merge_spans_joins_overlapping_and_close_spans_only() -> None:
     assert len(merge_spans(np.zeros(0), np.zeros(0), 1.0)[0]) == 0
 
 
-def _warmed(trace: bool, report: bool) -> dict[str, bool]:
+def _warmed(trace: bool, report: bool, draw: bool = True) -> dict[str, bool]:
     """Which modules a warm-up left imported, in a fresh interpreter (this one's are shared by every test)."""
     names = ["pandas", "jitterscope.simulate.fitting", "jitterscope.sync.causes", "matplotlib.pyplot"]
     code = (
@@ -53,7 +53,7 @@ def _warmed(trace: bool, report: bool) -> dict[str, bool]:
         "from jitterscope import nopandas\n"
         "nopandas.refuse()\n"  # as the command does (entry.py): a warm-up that asked for pandas stopped there
         "from jitterscope.sync.warmup import Warmup\n"
-        f"assert Warmup(trace={trace}, report={report}).start().wait(120)\n"
+        f"assert Warmup(trace={trace}, report={report}, draw={draw}).start().wait(120)\n"
         f"print(json.dumps({{n: n in sys.modules for n in {names!r}}}))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=180)
@@ -74,3 +74,32 @@ def test_warmup_imports_what_the_run_will_need_and_nothing_more() -> None:
         "jitterscope.sync.causes": True,
         "matplotlib.pyplot": True,
     }
+    # the figures drawn by a process of their own (sync/runner.py): matplotlib is that process's import
+    assert _warmed(trace=True, report=True, draw=False)["matplotlib.pyplot"] is False
+
+
+def test_a_helper_is_idle_while_cmd_runs_and_raised_back_with_its_threads() -> None:
+    """The fit's and the drawing's processes import at SCHED_IDLE while CMD runs, set from the parent (so that
+    CMD's end cannot come first), and every thread of theirs is back to normal priority when CMD ends."""
+    import os
+
+    import pytest
+
+    from jitterscope.sync.warmup import lower_priority, raise_priority
+
+    if os.geteuid() != 0:
+        pytest.skip("leaving SCHED_IDLE needs CAP_SYS_NICE")
+    code = "import threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()\ntime.sleep(30)\n"
+    child = subprocess.Popen([sys.executable, "-c", code])
+    try:
+        assert lower_priority(child.pid)
+        assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
+        deadline = time.monotonic() + 10  # its second thread, started idle
+        while len(os.listdir(f"/proc/{child.pid}/task")) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        tasks = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
+        raise_priority(child.pid)
+        assert [os.sched_getscheduler(t) for t in tasks] == [os.SCHED_OTHER] * len(tasks)
+    finally:
+        child.kill()
+        child.wait()

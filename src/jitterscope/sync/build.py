@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -72,11 +72,13 @@ def build(
     trace_dir: Path | None,
     fitter: childgroup.ForkedPool | None = None,
     own_tids: set[int] | None = None,
+    drawer: childgroup.ForkedPool | None = None,
 ) -> Summary:
     """Analyse `run_dir/sync-raw` (and the trace); write every table, meta.json and summary.json.  The fit runs in
     `fitter`'s process (run_sync forks it before any thread starts), else in a thread of this one: a process
     forked here could inherit a lock another thread holds (an import's, in a command run in-process).
-    `own_tids`: the sync command's threads and processes, its own overhead in the trace."""
+    `own_tids`: the sync command's threads and processes, its own overhead in the trace.  With `drawer`, the
+    report's figures are drawn in its process as soon as their data is made (sync/report.py `predraw`)."""
     logs = records.read_logs(run_dir / "sync-raw")
     t0 = min((int(lg.header["start_tsc"]) for lg in logs), default=int(meta.get("t0_tsc") or 0))
     meta["t0_tsc"], meta["tsc_hz"] = t0, hz
@@ -88,6 +90,14 @@ def build(
     # matching) and the table writes (pyarrow, without the GIL); a process for the fit, mostly Python in
     # scipy's optimisers, which in a thread held the GIL from the causes and the summary (0.26 s on pigz).
     with ThreadPoolExecutor(2, thread_name_prefix="js-sync-build") as pool:
+        # pyarrow writes without the GIL: each table is written as soon as it is made, beside what follows
+        written: list[Future[None]] = []
+
+        def write(name: str, data: Table | pa.Table) -> pa.Table:
+            table = data if isinstance(data, pa.Table) else _table(data, name)
+            written.append(pool.submit(write_table, run_dir, name, table, "sync"))
+            return table
+
         timeline = reader = None
         if trace_dir is not None and logs:
             from jitterscope.sync.causes import explain, load_timeline
@@ -95,9 +105,12 @@ def build(
 
             reader = reader_info(trace_dir)  # the trace reader's cost and density, as in a measure run
             timeline = pool.submit(load_timeline, trace_dir, t0, hz, tids, frozenset(own_tids or ()))
+        write("events", _events(ev))
         m = model.match(ev, rows, opts)
-        intervals: list[Interval] = list(m.intervals)
-        values = [r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0 and r["type"] in model.SYNC_TYPES]
+        waits = write("waits", m.waits)
+        jitter = _table(m.intervals, "jitter")  # the matching's rows; the causes' hd and ns rows follow them
+        cols = model.IntervalColumns.of_table(jitter)  # the rows as columns, for every step below
+        values = cols.jitter[(cols.jitter > 0) & cols.is_type(*model.SYNC_TYPES)].tolist()
         fit = _fitting(values, fitter, pool)
         causes = CauseTable.empty()
         if timeline is not None:
@@ -106,35 +119,37 @@ def build(
             meta["tracing"]["events"] = tl.events
             meta["tracing"]["missed_switches"] = tl.missed_switches
             meta["tracing"]["reader"] = reader
-            new, causes = explain(tl, intervals, m.waits, rows, opts.threshold_ns, opts.mode)
-            intervals += new
+            new, causes = explain(tl, cols, m.waits, rows, opts.threshold_ns, opts.mode)
+            jitter = pa.concat_tables([jitter, new]).combine_chunks()
+            cols = model.IntervalColumns.of_table(jitter)
+        write("jitter", jitter)
+        cause_rows = write("causes", causes.arrow())
         steps = critical.walk(rows, m.waits, root)
-        path_j = critical.path_jitter(steps, intervals)
-        counter = critical.counter_rule(rows, [r for r in intervals if r["type"] != "hd"], root, opts.merge_at_barrier)
+        path_j = critical.path_jitter(steps, cols)
+        counter = critical.counter_rule(rows, cols.take(~cols.is_type("hd")), root, opts.merge_at_barrier)
         root_row = next((r for r in rows if r["tid"] == root), None)
         run_start = root_row["start_ns"] if root_row else 0
         run_end = root_row["end_ns"] if root_row else 0
         fsel = ev.op == records.FRAME
-        frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, intervals, steps)
-        objects = _objects(run_dir, ev, m.waits, intervals)
-        subs = subframes.table(rows, intervals, opts.subframe_ns, opts.warmup_subframes)
+        frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, cols, steps)
+        if drawer is not None:  # the figures' data is made: drawn while the rest is computed and written
+            from jitterscope.sync import report
+
+            types, threshold = model.SYNC_TYPES + ("hd", "ns"), opts.threshold_ns  # as the summary has them
+            planned = report.plan(rows, waits, jitter, cause_rows, types, threshold, frames)
+            report.predraw(run_dir, drawer, planned)
+        objects = _objects(run_dir, ev, m.waits, cols)
+        subs = subframes.table(rows, cols, opts.subframe_ns, opts.warmup_subframes)
         tables: dict[str, Table | pa.Table] = {
             "threads": rows,
-            "waits": m.waits,
-            "jitter": intervals,
-            "causes": causes.arrow(),
             "segments": model.segments(rows, m.waits),
             "critical_path": steps,
             "frames": frames,
             "objects": objects,
-            "events": _events(ev),
             "subframes": subs,
         }
-        # pyarrow writes without the GIL: the tables are written while the summary is computed
-        written = [
-            pool.submit(write_table, run_dir, name, data if isinstance(data, pa.Table) else _table(data, name), "sync")
-            for name, data in tables.items()
-        ]
+        for name, data in tables.items():
+            write(name, data)
         meta["duration_s"] = round(max(run_end - run_start, 0) / 1e9, 6)
         meta["processes"] = ev.processes
         meta["dropped"] = int(sum(p["dropped"] for p in ev.processes))
@@ -144,7 +159,7 @@ def build(
             len(ev.processes),
             rows,
             m,
-            intervals,
+            cols,
             causes,
             counter,
             steps,
@@ -186,18 +201,25 @@ def _events(ev: model.Events) -> pa.Table:
     return pa.Table.from_arrays([pa.array(cols[f.name], type=f.type) for f in schema], schema=schema)
 
 
-def _objects(run_dir: Path, ev: model.Events, waits: list[Wait], intervals: list[Interval]) -> list[Object]:
+def _objects(
+    run_dir: Path, ev: model.Events, waits: list[Wait], intervals: list[Interval] | model.IntervalColumns
+) -> list[Object]:
     """Every object that had jitter or a wait, named from the process's saved address space."""
     kinds: dict[tuple[int, int], str] = {}
     site_of: dict[tuple[int, int], int] = {}
     for w in waits:
         kinds.setdefault((w["pid"], w["obj"]), KIND_OF_OP.get(w["op"], w["op"]))
         site_of.setdefault((w["pid"], w["obj"]), int(ev.site[w["event"]]))
-    for r in intervals:
-        k = OBJ_KIND.get(r["type"])
-        if k and r["jitter_ns"] > 0:
-            kinds.setdefault((r["pid"], r["obj"]), k)
-            site_of.setdefault((r["pid"], r["obj"]), r["site"])
+    c = model.as_columns(intervals)
+    rows = np.flatnonzero((c.jitter > 0) & c.is_type(*(t for t, k in OBJ_KIND.items() if k)))
+    # only each object's first row can name it (setdefault): those, in order
+    order = np.lexsort((rows, c.obj[rows], c.pid[rows]))
+    p_, o_ = c.pid[rows[order]], c.obj[rows[order]]
+    new = np.append(len(rows) > 0, (p_[1:] != p_[:-1]) | (o_[1:] != o_[:-1]))[: len(rows)]
+    firsts = np.sort(rows[order[new]])
+    for pid_, obj_, typ, site in zip(*(a[firsts].tolist() for a in (c.pid, c.obj, c.type, c.site))):
+        kinds.setdefault((pid_, obj_), OBJ_KIND[model.TYPES[typ]] or "")
+        site_of.setdefault((pid_, obj_), site)
     maps = {p["pid"]: symbols.read_maps(run_dir / "sync-raw" / (p["file"] + ".maps")) for p in ev.processes}
     by_pid: dict[int, list[int]] = defaultdict(list)
     for (pid, _), s in site_of.items():
@@ -230,7 +252,7 @@ def _dist(v: np.ndarray) -> Dist:
     }
 
 
-def _cause_list(causes: CauseTable, ids: Iterable[int]) -> list[CauseShare]:
+def _cause_list(causes: CauseTable, ids: Iterable[int] | np.ndarray) -> list[CauseShare]:
     agg = causes.of(ids).totals()
     covered = sum(agg.values())  # the intervals' time: shares of it, not of the (thresholded) jitter
     top = sorted(agg.items(), key=lambda kv: -kv[1])[:TOP_CAUSES]
@@ -263,7 +285,7 @@ def make_summary(
     processes: int,
     rows: list[Thread],
     m: model.Matched,
-    intervals: list[Interval],
+    intervals: list[Interval] | model.IntervalColumns,
     causes: CauseTable,
     counter: critical.Counts,
     steps: list[Step],
@@ -275,22 +297,19 @@ def make_summary(
     lost_events: int,
     fit: Fit | None,
 ) -> Summary:
-    jit = [r for r in intervals if r["jitter_ns"] > 0]
-    sync = [r for r in jit if r["type"] in model.SYNC_TYPES]
-    sync_ns = int(sum(r["jitter_ns"] for r in sync))
-    ns_ns = int(sum(r["jitter_ns"] for r in jit if r["type"] == "ns"))
+    """summary.json from the analysis's results."""
+    c = model.as_columns(intervals)
+    jit = c.jitter > 0
+    sync = jit & c.is_type(*model.SYNC_TYPES)
+    sync_ns = int(c.jitter[sync].sum())
+    ns_ns = int(c.jitter[jit & c.is_type("ns")].sum())
     tracing = run["tracing"]
     types: dict[str, TypeStats] = {}
-    t_of: dict[str, list[int]] = defaultdict(list)
-    jit_of: dict[str, list[Interval]] = defaultdict(list)
-    for r in intervals:
-        t_of[r["type"]].append(r["t_ns"])
-    for r in jit:
-        jit_of[r["type"]].append(r)
     for t in model.SYNC_TYPES + ("hd", "ns"):
-        allt = np.array(t_of[t], dtype=np.int64)
-        js = jit_of[t]
-        jv = np.array([r["jitter_ns"] for r in js], dtype=np.int64)
+        of_t = c.type == model.TYPES.index(t)
+        allt = c.t[of_t]
+        js = of_t & jit
+        jv = c.jitter[js]
         types[t] = {
             "intervals": int(len(allt)),
             "count": int(len(jv)),
@@ -298,33 +317,9 @@ def make_summary(
             "share": float(jv.sum()) / sync_ns if sync_ns and t in model.SYNC_TYPES else 0.0,
             "t": _dist(allt),
             "jitter": _dist(jv),
-            "causes": _cause_list(causes, {r["id"] for r in js}) if tracing else [],
+            "causes": _cause_list(causes, c.id[js]) if tracing else [],
         }
-    per_obj: dict[tuple[int, int], list[Interval]] = defaultdict(list)
-    for r in jit:
-        if r["type"] not in ("ns",):
-            per_obj[(r["pid"], r["obj"])].append(r)
-    names = {(o["pid"], o["obj"]): o for o in objects}
-    top: list[TopObject] = []
-    for key, rs in sorted(per_obj.items(), key=lambda kv: -sum(r["jitter_ns"] for r in kv[1]))[:TOP_OBJECTS]:
-        o = names.get(key)
-        tot = int(sum(r["jitter_ns"] for r in rs))
-        by_type: dict[str, int] = defaultdict(int)
-        for r in rs:
-            by_type[r["type"]] += r["jitter_ns"]
-        top.append(
-            {
-                "pid": key[0],
-                "obj": f"0x{key[1]:x}",
-                "kind": o["kind"] if o else "",
-                "symbol": o["symbol"] if o else "",
-                "site": o["site"] if o else "",
-                "count": len(rs),
-                "jitter_ns": tot,
-                "types": dict(by_type),
-                "causes": _cause_list(causes, {r["id"] for r in rs}) if tracing else [],
-            }
-        )
+    top = _top_objects(c, jit & ~c.is_type("ns"), objects, causes if tracing else None)
     fd = np.array([f["end_ns"] - f["start_ns"] for f in frames], dtype=np.int64)
     fj = np.array([f["jitter_ns"] for f in frames], dtype=np.int64)
     path_len = int(sum(s["end_ns"] - s["start_ns"] for s in steps))
@@ -336,13 +331,13 @@ def make_summary(
         "waits": len(m.waits),
         "run_ns": int(run_ns),
         "sync_jitter_ns": sync_ns,
-        "sync_events": len(sync),
+        "sync_events": int(sync.sum()),
         "non_sync_jitter_ns": ns_ns if tracing else None,
         "sync_share_of_jitter": sync_ns / (sync_ns + ns_ns) if tracing and sync_ns + ns_ns else None,
         "holder_delay_ns": types["hd"]["jitter_ns"] if tracing else None,
         "types": types,
         "objects": top,
-        "causes": _cause_list(causes, {r["id"] for r in sync}) if tracing else [],
+        "causes": _cause_list(causes, c.id[sync]) if tracing else [],
         "critical_path": {
             "counter_jitter_ns": counter.jitter_ns,
             "path_jitter_ns": int(path_j),
@@ -359,6 +354,49 @@ def make_summary(
         "dropped": dropped,
         "lost_events": lost_events,
     }
+
+
+def _top_objects(
+    c: model.IntervalColumns, sel: np.ndarray, objects: list[Object], causes: CauseTable | None
+) -> list[TopObject]:
+    """The TOP_OBJECTS objects (pid, obj) with the most jitter among rows `sel`, ties in the order each object's
+    first row comes; each with its rows' count, jitter by type (types in the order they first come) and causes."""
+    rows = np.flatnonzero(sel)
+    if not len(rows):
+        return []
+    pid, obj = c.pid[rows], c.obj[rows]
+    order = np.lexsort((rows, obj, pid))  # by object, each object's rows in order
+    new = np.append(True, (pid[order][1:] != pid[order][:-1]) | (obj[order][1:] != obj[order][:-1]))
+    starts = np.flatnonzero(new)
+    group = np.empty(len(rows), np.int64)
+    group[order] = np.cumsum(new) - 1
+    first = order[starts]  # each object's first row (a place in `rows`)
+    totals = np.zeros(len(starts), np.int64)
+    np.add.at(totals, group, c.jitter[rows])
+    by_first = np.argsort(first, kind="stable")  # objects in the order their first rows come
+    ranked = by_first[np.argsort(-totals[by_first], kind="stable")][:TOP_OBJECTS]
+    names = {(o["pid"], o["obj"]): o for o in objects}
+    top: list[TopObject] = []
+    for g in ranked.tolist():
+        mine = rows[group == g]
+        key = (int(c.pid[mine[0]]), int(c.obj[mine[0]]))
+        o = names.get(key)
+        codes, at = np.unique(c.type[mine], return_index=True)
+        by_type = {model.TYPES[int(k)]: int(c.jitter[mine][c.type[mine] == k].sum()) for k in codes[np.argsort(at)]}
+        top.append(
+            {
+                "pid": key[0],
+                "obj": f"0x{key[1]:x}",
+                "kind": o["kind"] if o else "",
+                "symbol": o["symbol"] if o else "",
+                "site": o["site"] if o else "",
+                "count": len(mine),
+                "jitter_ns": int(totals[g]),
+                "types": by_type,
+                "causes": _cause_list(causes, c.id[mine]) if causes is not None else [],
+            }
+        )
+    return top
 
 
 def _fitting(

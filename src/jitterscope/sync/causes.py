@@ -35,8 +35,9 @@ from jitterscope.measure.attribution import attribute, merge_spans, overlaps, so
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
 from jitterscope.sync.causetable import SIDES, CauseTable
-from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, jitter_of
+from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, IntervalColumns, as_columns, jitter_of
 from jitterscope.sync.rows import Interval, Thread, Wait
+from jitterscope.sync.schema import TABLES
 from jitterscope.tracing.parse import parse_trace
 
 SELF = ("self", "self")
@@ -79,10 +80,10 @@ def label_threads(
     others = name_threads(names, kinds, pids, set(own_tids) - set(program_tids) - {0})
     if not mine.any():
         return mine, others
-    labels, named = others.to_pylist(), names.to_pylist()
-    for k, p in zip(np.flatnonzero(mine).tolist(), pids[mine].tolist()):
-        labels[k] = f"{named[k]} (tid {p})"
-    return mine, pa.array(labels, pa.string())
+    # "name (tid N)" for the program's rows, in Arrow's kernels (a Python string per activity row cost 0.04 s)
+    tid = pc.cast(pa.array(pids, pa.int64()), pa.string())
+    named = pc.binary_join_element_wise(names.cast(pa.string()).fill_null("None"), " (tid ", tid, ")", "")
+    return mine, pc.if_else(pa.array(mine), named, others.cast(pa.string()))
 
 
 def _session_pid(trace_dir: Path) -> int:
@@ -176,86 +177,95 @@ def _source_tids(sources: list[tuple[str, str]]) -> np.ndarray:
 
 def explain(
     tl: Timeline,
-    intervals: list[Interval],
+    intervals: list[Interval] | IntervalColumns,
     waits: list[Wait],
     threads: list[Thread],
     threshold_ns: int,
     mode: str,
-) -> tuple[list[Interval], CauseTable]:
-    """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, causes)."""
-    causes = _call_causes(tl, intervals)
+) -> tuple[pa.Table, CauseTable]:
+    """Causes of every jitter interval, plus the hd and ns intervals; returns (new intervals, as rows of the
+    jitter table (schema.JITTER) that follow `intervals`, and causes)."""
+    c = as_columns(intervals)
+    causes = _call_causes(tl, c)
     # a thread's lost time within its life (before exec the main thread's pid was still jitterscope's child)
     life = {r["tid"]: (r["start_ns"], r["end_ns"]) for r in threads}
     pieces = {t: _clip(lost_pieces(tl, t), *life[t]) for t in life}
     hd_waits, hd = _holder_pieces(waits, pieces)  # hd: (wait k, cpu, start, end) rows, by k
-    ns = _non_sync_pieces(intervals, pieces)  # (tid, cpu, start, end) rows
-    # T of every candidate first: a row is built only for the ones over the threshold (most are not)
+    ns = _non_sync_pieces(c, pieces)  # (tid, cpu, start, end) rows
+    # T of every candidate first: a row is made only for the ones over the threshold (most are not)
     cut = np.flatnonzero(np.diff(hd[:, 0], prepend=-1))  # each wait's first piece
     t_hd = np.add.reduceat(hd[:, 3] - hd[:, 2], cut) if len(hd) else np.zeros(0, np.int64)
     t = np.concatenate([t_hd, ns[:, 3] - ns[:, 2]])
     j = jitter_of(t, threshold_ns, mode)
     keep = np.flatnonzero(j > 0)
-    pids = {r["tid"]: r["pid"] for r in threads}
-    new: list[Interval] = []
-    sides: list[int] = []
-    first_hd = hd[cut]
-    for k in keep.tolist():
-        if k < len(hd_waits):
-            w = waits[hd_waits[k]]
-            row: Interval = {
-                "type": "hd",
-                "pid": w["pid"],
-                "tid": w["tid"],
-                "obj": w["obj"],
-                "start_ns": w["enter_ns"],
-                "end_ns": w["release_ns"],
-                "wait": w["wait"],
-                "releaser_tid": w["releaser_tid"],
-            }
-            cpu, side = int(first_hd[k, 1]), SIDES.index("holder")
-        else:
-            tid, cpu, start, end = ns[k - len(hd_waits)].tolist()
-            row = {
-                "type": "ns",
-                "pid": pids.get(tid, 0),
-                "tid": tid,
-                "obj": 0,
-                "start_ns": start,
-                "end_ns": end,
-                "wait": None,
-                "releaser_tid": None,
-            }
-            side = SIDES.index("thread")
-        row.update({"id": len(intervals) + len(new), "t_ns": int(t[k]), "jitter_ns": int(j[k]), "cpu": cpu, "site": 0})
-        new.append(row)
-        sides.append(side)
-    # the kept rows' pieces, each row's in order, and the row (of `new`) each belongs to
+    new = _new_rows(keep, len(hd_waits), [waits[k] for k in hd_waits], hd[cut], ns, threads)
+    new["id"] = np.arange(len(c), len(c) + len(keep), dtype=np.int64)
+    new["t_ns"], new["jitter_ns"] = t[keep], j[keep]
+    is_hd = keep < len(hd_waits)
+    sides = np.where(is_hd, SIDES.index("holder"), SIDES.index("thread")).astype(np.int64)
+    # the kept rows' pieces, each row's in order, and the row (of the new ones) each belongs to
     row_of = np.full(len(t), -1, np.int64)
     row_of[keep] = np.arange(len(keep))
     hd_row = row_of[: len(hd_waits)][hd[:, 0]] if len(hd) else np.zeros(0, np.int64)
     ns_row = row_of[len(hd_waits) :]
     owner = np.concatenate([hd_row[hd_row >= 0], ns_row[ns_row >= 0]])
     flat = np.concatenate([hd[hd_row >= 0, 1:], ns[ns_row >= 0, 1:]])
-    ids = np.arange(len(intervals), len(intervals) + len(new), dtype=np.int64)
-    causes += _book(tl, ids, np.array(sides, np.int64), owner, flat)
-    return new, causes
+    causes += _book(tl, new["id"], sides, owner, flat)
+    schema = TABLES["jitter"]
+    table = pa.Table.from_arrays(
+        [pa.array(new[f.name], type=f.type, mask=~is_hd if f.name in NULL_FOR_NS else None) for f in schema],
+        schema=schema,
+    )
+    return table, causes
 
 
-def _call_causes(tl: Timeline, intervals: list[Interval]) -> CauseTable:
+NULL_FOR_NS = ("wait", "releaser_tid")  # an ns row belongs to no wait
+
+
+def _new_rows(
+    keep: np.ndarray, n_hd: int, hd_waits: list[Wait], first_hd: np.ndarray, ns: np.ndarray, threads: list[Thread]
+) -> dict[str, np.ndarray]:
+    """The columns of the new rows `keep` (places among the hd candidates, one per wait of `hd_waits`, then the
+    ns pieces `ns`), less their id, T and jitter: an hd row is its wait's (from its entry to the release, on the
+    CPU of the holder's first piece); an ns row its piece's (on no object)."""
+    h = keep[keep < n_hd]
+    n = ns[keep[keep >= n_hd] - n_hd]
+    w = [hd_waits[k] for k in h.tolist()]
+
+    def of_waits(key: str) -> np.ndarray:
+        return np.fromiter((x[key] for x in w), np.int64, len(w))
+
+    pid_of = {r["tid"]: r["pid"] for r in threads}
+    zeros = np.zeros(len(n), np.int64)
+    return {
+        "type": np.array(["hd"] * len(h) + ["ns"] * len(n), object),
+        "pid": np.concatenate([of_waits("pid"), np.fromiter((pid_of.get(x, 0) for x in n[:, 0].tolist()), np.int64)]),
+        "tid": np.concatenate([of_waits("tid"), n[:, 0]]),
+        "obj": np.concatenate([np.fromiter((x["obj"] for x in w), np.uint64, len(w)), zeros.astype(np.uint64)]),
+        "start_ns": np.concatenate([of_waits("enter_ns"), n[:, 2]]),
+        "end_ns": np.concatenate([of_waits("release_ns"), n[:, 3]]),
+        "wait": np.concatenate([of_waits("wait"), zeros]),
+        "releaser_tid": np.concatenate([of_waits("releaser_tid"), zeros]),
+        "cpu": np.concatenate([first_hd[h, 1], n[:, 1]]),
+        "site": np.zeros(len(h) + len(n), np.uint64),
+    }
+
+
+def _call_causes(tl: Timeline, intervals: list[Interval] | IntervalColumns) -> CauseTable:
     """Waiter side: what ran on the waiter's CPU from the release to its return; caller side: during the call."""
-    sel = [r for r in intervals if r["jitter_ns"] > 0 and r["type"] in WAITER_TYPES + RELEASER_TYPES]
-    if not sel:
+    c = as_columns(intervals)
+    sel = np.flatnonzero((c.jitter > 0) & c.is_type(*WAITER_TYPES, *RELEASER_TYPES))
+    if not len(sel):
         return CauseTable.empty()
-    cpu = np.array([r["cpu"] for r in sel])
-    start = np.array([r["start_ns"] for r in sel], np.int64)
-    end = np.array([r["end_ns"] for r in sel], np.int64)
+    cpu, start, end = c.cpu[sel], c.start[sel], c.end[sel]
     att = attribute(cpu, start, end - start, tl.seg_cpu, tl.seg_start, tl.seg_end, tl.seg_src, tl.sources)
     order = np.argsort(att.detour, kind="stable")  # by interval, each one's sources in the order met
     d, src = att.detour[order], att.source[order].astype(np.int64)
-    tids = np.array([r["tid"] for r in sel], np.int64)
+    tids = c.tid[sel]
     own = _source_tids(att.sources)[src] == tids[d]  # the waiter's (or caller's) own thread: `self`
-    side = np.array([SIDES.index("waiter" if r["type"] in WAITER_TYPES else "caller") for r in sel], np.int64)
-    ids = np.array([r["id"] for r in sel], np.int64)
+    waiter = c.is_type(*WAITER_TYPES)[sel]
+    side = np.where(waiter, SIDES.index("waiter"), SIDES.index("caller")).astype(np.int64)
+    ids = c.id[sel]
     sources = (*att.sources, SELF)
     return CauseTable(ids[d], side[d], np.where(own, len(att.sources), src), att.ns[order].astype(np.int64), sources)
 
@@ -283,20 +293,24 @@ def _holder_pieces(waits: list[Wait], pieces: Pieces) -> tuple[list[int], np.nda
     return with_pieces.tolist(), f
 
 
-def _non_sync_pieces(intervals: list[Interval], pieces: Pieces) -> np.ndarray:
+def _non_sync_pieces(intervals: list[Interval] | IntervalColumns, pieces: Pieces) -> np.ndarray:
     """Non-synchronisation (seed App. C.2.4): a thread's lost pieces outside every interval it books itself
     (its wake-ups, and its own unlock/signal/broadcast/barrier/post calls: time lost there is already that
     interval's T), each piece cut to what lies outside them, so a nanosecond is booked once: (tid, cpu, start, end)
     rows, in the threads' order, each thread's in time order."""
-    own: dict[int, list[tuple[int, int]]] = defaultdict(list)
-    for r in intervals:
-        if r["type"] in WAITER_TYPES + RELEASER_TYPES:
-            own[r["tid"]].append((r["start_ns"], r["end_ns"]))
+    if isinstance(intervals, IntervalColumns):
+        c = intervals
+        sel = c.is_type(*WAITER_TYPES, *RELEASER_TYPES)
+        tid, start, end = c.tid[sel], c.start[sel], c.end[sel]
+    else:  # rows, as far as they go (only these keys are read)
+        rs = [r for r in intervals if r["type"] in WAITER_TYPES + RELEASER_TYPES]
+        tid, start, end = (np.array([r[k] for r in rs], np.int64) for k in ("tid", "start_ns", "end_ns"))
     out = [np.zeros((0, 4), np.int64)]
-    for tid, p in pieces.items():
-        gs, ge = _gaps(np.array(own.get(tid, []), np.int64).reshape(-1, 2))
+    for t, p in pieces.items():
+        mine = tid == t
+        gs, ge = _gaps(np.column_stack([start[mine], end[mine]]).astype(np.int64).reshape(-1, 2))
         i, _, ov, st = overlaps(p[:, 1], p[:, 2], gs, ge)  # each piece's parts in the gaps, in time order
-        out.append(np.column_stack([np.full(len(i), tid, np.int64), p[i, 0], st, st + ov]))
+        out.append(np.column_stack([np.full(len(i), t, np.int64), p[i, 0], st, st + ov]))
     return np.concatenate(out)
 
 

@@ -50,9 +50,9 @@ class CauseTable:
             tuple(sources),
         )
 
-    def of(self, ids: Iterable[int]) -> CauseTable:
+    def of(self, ids: Iterable[int] | np.ndarray) -> CauseTable:
         """The rows of intervals `ids`, in table order."""
-        keep = np.isin(self.jitter, np.fromiter(ids, np.int64))
+        keep = np.isin(self.jitter, ids if isinstance(ids, np.ndarray) else np.fromiter(ids, np.int64))
         return CauseTable(self.jitter[keep], self.side[keep], self.source[keep], self.ns[keep], self.sources)
 
     def totals(self) -> dict[tuple[str, str, str], int]:

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterscope.sync.model import latest_before, releaser_of
+from jitterscope.sync.model import TYPES, IntervalColumns, as_columns, latest_before, releaser_of
 from jitterscope.sync.rows import Frame, Interval, Step, Thread, Wait
 
 MAX_STEPS = 1_000_000
@@ -48,12 +48,12 @@ def barrier_rounds(intervals: list[Interval]) -> list[tuple[int, list[int]]]:
     return [(ends[k], sorted(v)) for k, v in rounds.items()]
 
 
-def counter_rule(rows: list[Thread], intervals: list[Interval], root: int, merge_at_barrier: bool = False) -> Counts:
+def counter_rule(
+    rows: list[Thread], intervals: list[Interval] | IntervalColumns, root: int, merge_at_barrier: bool = False
+) -> Counts:
     """The paper's jitter-count propagation; returns the root thread's count and every thread's."""
+    c = as_columns(intervals)
     ops: list[tuple[int, int, str, Any]] = []
-    for r in intervals:
-        if r["jitter_ns"] > 0:
-            ops.append((r["end_ns"], 0, "add", (r["tid"], r["jitter_ns"])))
     for t in rows:
         if t["creator_tid"]:
             ops.append(
@@ -67,14 +67,29 @@ def counter_rule(rows: list[Thread], intervals: list[Interval], root: int, merge
         if t["joined_by"] and t["join_ns"] is not None:
             ops.append((t["join_ns"], 2, "join", (t["joined_by"], t["tid"])))
     if merge_at_barrier:
-        for end, tids in barrier_rounds(intervals):
+        for end, tids in barrier_rounds(c.rows(np.flatnonzero(c.type == TYPES.index("barw")))):
             ops.append((end, 2, "merge", tids))
     ops.sort(key=lambda o: (o[0], o[1]))
+    # Every interval with jitter adds it to its thread's count at its end, before any create, join or merge at
+    # that time or later (their order in the sort above): between two such operations the adds are summed per
+    # thread, the threads in the order their first add comes (the order the counts were made in, one by one).
+    add = np.flatnonzero(c.jitter > 0)
+    order = add[np.argsort(c.end[add], kind="stable")]
+    at = np.searchsorted(np.array([o[0] for o in ops], np.int64), c.end[order], side="left")
+    cuts = np.searchsorted(at, np.arange(len(ops) + 1), side="left").tolist() + [len(order)]
     count: dict[int, int] = defaultdict(int)
-    for _, _, op, arg in ops:
-        if op == "add":
-            count[arg[0]] += arg[1]
-        elif op == "create":
+    for k in range(len(ops) + 1):
+        seg = order[cuts[k] : cuts[k + 1]]
+        if len(seg):
+            who, first, where = np.unique(c.tid[seg], return_index=True, return_inverse=True)
+            sums = np.zeros(len(who), np.int64)
+            np.add.at(sums, where, c.jitter[seg])
+            for g in np.argsort(first, kind="stable").tolist():
+                count[int(who[g])] += int(sums[g])
+        if k == len(ops):
+            break
+        _, _, op, arg = ops[k]
+        if op == "create":
             count[arg[1]] = count[arg[0]] + count.get(arg[1], 0)
         elif op == "join":
             count[arg[0]] = max(count[arg[0]], count[arg[1]])
@@ -89,6 +104,7 @@ def walk(rows: list[Thread], waits: list[Wait], root: int) -> list[Step]:
     """The happens-before critical path, from the root thread's end back to its start."""
     by_tid = {r["tid"]: r for r in rows}
     per = releaser_of(waits)
+    exits = {tid: [w["exit_ns"] for w in ws] for tid, ws in per.items()}
     if root not in by_tid:
         return []
     cur, t = root, int(by_tid[root]["end_ns"])
@@ -96,7 +112,7 @@ def walk(rows: list[Thread], waits: list[Wait], root: int) -> list[Step]:
     for _ in range(MAX_STEPS):
         th = by_tid[cur]
         start = int(th["start_ns"])
-        w = latest_before(per.get(cur, []), t)
+        w = latest_before(per.get(cur, []), t, exits.get(cur, []))
         rel, by = (w["release_ns"], w["releaser_tid"]) if w is not None else (None, None)
         if (
             w is not None
@@ -124,32 +140,33 @@ def walk(rows: list[Thread], waits: list[Wait], root: int) -> list[Step]:
     return steps
 
 
-def path_jitter(steps: list[Step], intervals: list[Interval]) -> int:
+def path_jitter(steps: list[Step], intervals: list[Interval] | IntervalColumns) -> int:
     """Book each step's jitter: a wake step carries its wait's jitter; a run step the
     jitter of its thread's own intervals inside it (pro rata where they straddle it)."""
-    by_wait = {r["wait"]: r for r in intervals if r.get("wait") is not None and r["type"] != "hd"}
-    own: dict[int, list[Interval]] = defaultdict(list)
-    for r in intervals:
-        if r["jitter_ns"] > 0 and r.get("wait") is None:
-            own[r["tid"]].append(r)
-    # Each thread's own intervals as arrays, only to find the few that overlap a step; the booking itself
-    # stays in Python integers (exact products, the same float sum in the same order).
-    bounds = {
-        tid: (np.array([r["start_ns"] for r in rs], np.int64), np.array([r["end_ns"] for r in rs], np.int64))
-        for tid, rs in own.items()
-    }
+    c = as_columns(intervals)
+    # only the rows the steps need are looked at: the waits of the wake steps (the last row of each wait, hd
+    # rows aside) and the threads of the run steps
+    woke = np.array([s["wait"] for s in steps if s["kind"] == "wake"], np.int64)
+    rows = np.flatnonzero((c.wait >= 0) & (c.type != TYPES.index("hd")) & np.isin(c.wait, woke))
+    by_wait = dict(zip(c.wait[rows].tolist(), c.jitter[rows].tolist()))
+    ran = np.array([s["tid"] for s in steps if s["kind"] == "run"], np.int64)
+    own_rows = np.flatnonzero((c.jitter > 0) & (c.wait < 0) & np.isin(c.tid, ran))
+    own = {
+        int(tid): own_rows[c.tid[own_rows] == tid] for tid in np.unique(c.tid[own_rows]).tolist()
+    }  # each thread's own intervals with jitter, in order
     total = 0
     for s in steps:
         j = 0.0
         if s["kind"] == "wake":
-            woken = by_wait.get(s["wait"])
-            j = woken["jitter_ns"] if woken else 0
-        elif s["kind"] == "run" and s["tid"] in bounds and s["end_ns"] > s["start_ns"]:
-            rs, (rs_start, rs_end) = own[s["tid"]], bounds[s["tid"]]
-            for k in np.flatnonzero((rs_end > s["start_ns"]) & (rs_start < s["end_ns"]) & (rs_end > rs_start)):
-                r = rs[k]
-                ov = min(r["end_ns"], s["end_ns"]) - max(r["start_ns"], s["start_ns"])
-                j += r["jitter_ns"] * ov / (r["end_ns"] - r["start_ns"])
+            j = by_wait.get(s["wait"], 0)
+        elif s["kind"] == "run" and s["tid"] in own and s["end_ns"] > s["start_ns"]:
+            mine = own[s["tid"]]
+            rs_start, rs_end = c.start[mine], c.end[mine]
+            hit = mine[(rs_end > s["start_ns"]) & (rs_start < s["end_ns"]) & (rs_end > rs_start)]
+            # in Python integers: exact products, the same float sum in the same order
+            for a, b, jn in zip(c.start[hit].tolist(), c.end[hit].tolist(), c.jitter[hit].tolist()):
+                ov = min(b, s["end_ns"]) - max(a, s["start_ns"])
+                j += jn * ov / (b - a)
         s["jitter_ns"] = int(round(j))
         total += s["jitter_ns"]
     return total
@@ -160,7 +177,7 @@ def frames(
     frame_ids: np.ndarray,
     run_start: int,
     run_end: int,
-    intervals: list[Interval],
+    intervals: list[Interval] | IntervalColumns,
     steps: list[Step],
 ) -> list[Frame]:
     """Frames between consecutive marks (any thread); without marks, the whole run is one frame."""
@@ -171,8 +188,8 @@ def frames(
         bounds = [(0, run_start, run_end)]
     else:
         bounds = [(int(ids[k]), int(marks[k]), int(marks[k + 1])) for k in range(len(marks) - 1)]
-    ends = np.array([r["end_ns"] for r in intervals if r["jitter_ns"] > 0], dtype=np.int64)
-    jit = np.array([r["jitter_ns"] for r in intervals if r["jitter_ns"] > 0], dtype=np.int64)
+    c = as_columns(intervals)
+    ends, jit = c.end[c.jitter > 0], c.jitter[c.jitter > 0]
     out: list[Frame] = []
     for k, (fid, a, b) in enumerate(bounds):
         sel = (ends > a) & (ends <= b)

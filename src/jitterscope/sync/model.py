@@ -27,14 +27,19 @@ from __future__ import annotations
 import bisect
 import errno
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import itemgetter
 from typing import Any, NamedTuple
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from jitterscope.measure.tsc import since_ns
+from jitterscope.rundir import rows_table
 from jitterscope.sync import records as R
 from jitterscope.sync.rows import Interval, Process, Segment, Thread, Wait
+from jitterscope.sync.schema import JITTER
 
 MODES = ("excess", "whole")
 WAITER_TYPES = ("lu", "sw", "bw", "barw", "jw", "pw")
@@ -159,10 +164,10 @@ def threads(ev: Events, ended: dict[int, int] | None = None) -> list[Thread]:
     end through exit(), when it was seen to end (its threads without an exit record ended then, not at their last
     record)."""
     rows: dict[int, Thread] = {}
-    last: dict[int, int] = {}
-    for i in range(len(ev)):
-        t = int(ev.tid[i])
-        last[t] = max(last.get(t, -(1 << 62)), int(ev.exit[i]))
+    who, where = np.unique(ev.tid, return_inverse=True)
+    latest = np.full(len(who), -(1 << 62), np.int64)
+    np.maximum.at(latest, where.reshape(-1), ev.exit)
+    last: dict[int, int] = dict(zip(who.tolist(), latest.tolist()))  # each thread's last record's exit
     for p in ev.processes:  # the main thread starts with the process
         rows[p["pid"]] = {
             "pid": p["pid"],
@@ -481,11 +486,10 @@ def match(ev: Events, rows: list[Thread], opts: Options) -> Matched:
     _spins(b)
     _barriers(b)
     _joins(b, rows)
-    b.intervals.sort(key=lambda r: (r["start_ns"], r["end_ns"]))
-    t = np.array([r["t_ns"] for r in b.intervals], dtype=np.int64)
-    for r, j in zip(b.intervals, jitter_of(t, opts.threshold_ns, opts.mode)):
-        r["jitter_ns"] = int(j)
-    for k, r in enumerate(b.intervals):
+    b.intervals.sort(key=itemgetter("start_ns", "end_ns"))
+    t = np.fromiter((r["t_ns"] for r in b.intervals), np.int64, len(b.intervals))
+    for k, (r, j) in enumerate(zip(b.intervals, jitter_of(t, opts.threshold_ns, opts.mode).tolist())):
+        r["jitter_ns"] = j
         r["id"] = k
     return Matched(b.waits, b.intervals, dict(b.unmatched))
 
@@ -510,6 +514,95 @@ def segments(rows: list[Thread], waits: list[Wait]) -> list[Segment]:
     return out
 
 
+TYPES = SYNC_TYPES + ("hd", "ns")  # every interval type: IntervalColumns.type codes into it
+
+
+@dataclass(frozen=True)
+class IntervalColumns:
+    """The jitter intervals (rows in their list's order) as arrays, read once from the rows: the summary, the
+    critical path and the subframes each walked the 100 k row dicts of a pigz run, a tenth of a second a walk.
+    `type` codes into TYPES; `wait` and `releaser` are -1 where a row has none."""
+
+    type: np.ndarray
+    pid: np.ndarray
+    tid: np.ndarray
+    obj: np.ndarray
+    start: np.ndarray
+    end: np.ndarray
+    t: np.ndarray
+    jitter: np.ndarray
+    id: np.ndarray
+    wait: np.ndarray
+    site: np.ndarray
+    cpu: np.ndarray
+    releaser: np.ndarray
+
+    @classmethod
+    def of(cls, intervals: list[Interval]) -> IntervalColumns:
+        return cls.of_table(rows_table(intervals, JITTER))
+
+    @classmethod
+    def of_table(cls, table: pa.Table) -> IntervalColumns:
+        """From the jitter table (schema.JITTER), which Arrow reads from the row dicts in C++ (sync/build.py
+        writes that same table): twenty times faster than reading each column from them in Python."""
+
+        def col(name: str, dtype: type, fill: int = 0) -> np.ndarray:
+            return np.asarray(table.column(name).fill_null(fill).to_numpy(), dtype)
+
+        codes = pc.index_in(table.column("type"), value_set=pa.array(TYPES, pa.string()))
+        if codes.null_count:
+            raise ValueError("an interval of no known type")
+        return cls(
+            np.asarray(codes.to_numpy(), np.int8),
+            col("pid", np.int64),
+            col("tid", np.int64),
+            col("obj", np.uint64),
+            col("start_ns", np.int64),
+            col("end_ns", np.int64),
+            col("t_ns", np.int64),
+            col("jitter_ns", np.int64),
+            col("id", np.int64),
+            col("wait", np.int64, -1),
+            col("site", np.uint64),
+            col("cpu", np.int64),
+            col("releaser_tid", np.int64, -1),
+        )
+
+    def __len__(self) -> int:
+        return len(self.type)
+
+    def take(self, rows: np.ndarray) -> IntervalColumns:
+        """The rows `rows` (a mask or indices), in their order."""
+        return IntervalColumns(*(getattr(self, f.name)[rows] for f in fields(self)))
+
+    def rows(self, rows: np.ndarray) -> list[Interval]:
+        """The rows `rows` (indices) as dicts, as far as the columns hold them."""
+        out: list[Interval] = []
+        for k in rows.tolist():
+            out.append(
+                {
+                    "type": TYPES[int(self.type[k])],
+                    "pid": int(self.pid[k]),
+                    "tid": int(self.tid[k]),
+                    "obj": int(self.obj[k]),
+                    "start_ns": int(self.start[k]),
+                    "end_ns": int(self.end[k]),
+                    "wait": int(self.wait[k]) if self.wait[k] >= 0 else None,
+                    "releaser_tid": int(self.releaser[k]) if self.releaser[k] >= 0 else None,
+                }
+            )
+        return out
+
+    def is_type(self, *types: str) -> np.ndarray:
+        """Rows of any of `types`."""
+        return np.isin(self.type, [TYPES.index(t) for t in types])
+
+
+def as_columns(intervals: list[Interval] | IntervalColumns) -> IntervalColumns:
+    """`intervals` as columns (read from the rows if they are rows)."""
+    return intervals if isinstance(intervals, IntervalColumns) else IntervalColumns.of(intervals)
+
+
 def releaser_of(waits: list[Wait]) -> dict[int, list[Wait]]:
     """Waits by waiting thread, sorted by exit (for the critical-path walk)."""
     per: dict[int, list[Wait]] = defaultdict(list)
@@ -520,9 +613,11 @@ def releaser_of(waits: list[Wait]) -> dict[int, list[Wait]]:
     return per
 
 
-def latest_before(waits: list[Wait], t: int) -> Wait | None:
-    """The last wait (by exit) ending at or before t with a known releaser."""
-    exits = [w["exit_ns"] for w in waits]
+def latest_before(waits: list[Wait], t: int, exits: list[int] | None = None) -> Wait | None:
+    """The last wait (by exit) ending at or before t with a known releaser; `exits`: the waits' exits, if
+    already listed (the walk asks once per step)."""
+    if exits is None:
+        exits = [w["exit_ns"] for w in waits]
     k = bisect.bisect_right(exits, t) - 1
     while k >= 0:
         if waits[k]["release_ns"] is not None and waits[k]["releaser_tid"]:

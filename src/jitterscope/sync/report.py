@@ -3,17 +3,23 @@ tables), then figures (sync/plots.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
 from functools import partial
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from jitterscope import plotting
+from jitterscope.childgroup import ForkedPool
 from jitterscope.report.page import Column, Figure, PageData, PageTable, Planned, draw_figures, render_page
 from jitterscope.rundir import Run
 from jitterscope.sync.plots import timeline, type_distributions
 from jitterscope.sync.render import TYPE_LABELS, causes_text, notes
+from jitterscope.sync.rows import Frame, Thread
 from jitterscope.sync.summary import Summary, read
 
 NS = "ns"
@@ -231,47 +237,77 @@ def _col(table: Any, name: str, fill: int = 0) -> np.ndarray:
     return table.column(name).fill_null(fill).to_numpy()
 
 
-def _top_cause(causes: Any) -> tuple[np.ndarray, np.ndarray]:
-    """Per jitter interval with causes: its id and the name of its biggest cause (ties: the first)."""
+def _strings(column: Any) -> np.ndarray:
+    """A string column as a numpy object array (None for a null), through its few distinct values: a Python
+    string per row from to_pylist cost a tenth of a second on a pigz run's 100 k intervals."""
+    enc = column.combine_chunks().dictionary_encode()
+    names = np.array(enc.dictionary.to_pylist() + [None], object)
+    return names[enc.indices.fill_null(len(enc.dictionary)).to_numpy()]
+
+
+def _top_cause(causes: Any) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """Per jitter interval with causes: its id and its biggest cause (ties: the first), as a code into the
+    returned names ("kind:name", or "self", "idle")."""
     if causes.num_rows == 0:
-        return np.zeros(0, np.int64), np.zeros(0, object)
+        return np.zeros(0, np.int64), np.zeros(0, np.int64), []
     jid, ns = _col(causes, "jitter"), _col(causes, "ns")
     order = np.lexsort((np.arange(len(ns)), -ns, jid))
     first = order[np.append(True, jid[order][1:] != jid[order][:-1])]
-    kind, name = (causes.column(c).take(first).to_pylist() for c in ("kind", "name"))
-    label = [k if k in ("self", "idle") else f"{k}:{n}" for k, n in zip(kind, name)]
-    return jid[first], np.array(label, object)
+    kind, name = (causes.column(c).combine_chunks().dictionary_encode() for c in ("kind", "name"))
+    pair = kind.indices.to_numpy()[first].astype(np.int64) * len(name.dictionary) + name.indices.to_numpy()[first]
+    pairs, code = np.unique(pair, return_inverse=True)
+    kinds, names = kind.dictionary.to_pylist(), name.dictionary.to_pylist()
+    labels = []
+    for p in pairs.tolist():
+        k, n = kinds[p // len(names)], names[p % len(names)]
+        labels.append(k if k in ("self", "idle") else f"{k}:{n}")
+    distinct = sorted(set(labels))  # pairs of one label ("self" of any name) are one
+    at = {x: i for i, x in enumerate(distinct)}
+    return jid[first], np.array([at[x] for x in labels], np.int64)[code.reshape(-1)], distinct
 
 
 def _bars(jitter: Any, causes: Any) -> list[tuple[str, float, np.ndarray, np.ndarray, np.ndarray]]:
     """The timeline's coloured bars per legend key, most bars first: sync jitter by type (upper half of a
     lane), lost time (hd, ns) by its top cause (lower half)."""
     jitter = jitter.filter(pc.greater(jitter.column("jitter_ns"), 0))
-    types = np.array(jitter.column("type").to_pylist(), object)
+    enc = jitter.column("type").combine_chunks().dictionary_encode()
+    type_names = [str(t) for t in enc.dictionary.to_pylist()]
+    types = enc.indices.to_numpy()  # the type is never null (schema.JITTER rows all have one)
     ids, tid, start, end = (_col(jitter, c) for c in ("id", "tid", "start_ns", "end_ns"))
-    lost = (types == "hd") | (types == "ns")
-    cid, cname = _top_cause(causes)
-    label = np.full(len(ids), "?", object)
+    lost = np.isin(types, [k for k, t in enumerate(type_names) if t in ("hd", "ns")])
+    cid, ccode, cnames = _top_cause(causes)
+    if "?" not in cnames:
+        cnames = [*cnames, "?"]
+    label = np.full(len(ids), cnames.index("?"), np.int64)  # no cause: "?"
     if len(cid):  # cid is sorted: each interval's row in it, where it has one
         pos = np.minimum(np.searchsorted(cid, ids), len(cid) - 1)
         hit = cid[pos] == ids
-        label[hit] = cname[pos[hit]]
+        label[hit] = ccode[pos[hit]]
     out = []
-    for sel, keys, y0 in ((~lost, types, -0.4), (lost, label, 0.0)):
-        names, counts = np.unique(keys[sel].astype(str), return_counts=True)
-        for k in names[np.argsort(-counts, kind="stable")]:
+    for sel, keys, names, y0 in ((~lost, types, type_names, -0.4), (lost, label, cnames, 0.0)):
+        # keys by how many bars they have, most first; ties in the order of their names
+        counts = np.bincount(keys[sel], minlength=len(names))
+        present = [k for k in sorted(range(len(names)), key=lambda k: names[k]) if counts[k]]
+        for k in sorted(present, key=lambda k: -counts[k]):
             s = sel & (keys == k)
-            out.append((str(k), y0, tid[s], start[s], end[s]))
+            out.append((names[k], y0, tid[s], start[s], end[s]))
     return out
 
 
-def figures(run: Run) -> list[Figure]:
-
-    s = run.summary
-    jitter = run.table("jitter")
-    waits = run.table("waits")
+def plan(
+    threads: Sequence[Thread],
+    waits: pa.Table,
+    jitter: pa.Table,
+    causes: pa.Table,
+    types: Iterable[str],
+    threshold: int,
+    frames: Sequence[Frame],
+) -> list[Planned]:
+    """The figures of a sync run from its tables (threads and frames as rows), the summary's types in order
+    and its threshold N: the same whether read back from the run directory (`figures`) or handed over by the
+    analysis that made them (sync/build.py, drawn while it finishes: `predraw`)."""
     waits = waits.filter(pc.is_valid(waits.column("exit_ns")))
-    lanes = [(t["tid"], f"{t['name'] or 'thread'} {t['tid']}") for t in run.table("threads").to_pylist()]
+    lanes = [(t["tid"], f"{t['name'] or 'thread'} {t['tid']}") for t in threads]
     planned: list[Planned] = [
         (
             "timeline",
@@ -281,16 +317,15 @@ def figures(run: Run) -> list[Figure]:
                 timeline,
                 lanes,
                 (_col(waits, "tid"), _col(waits, "enter_ns"), _col(waits, "exit_ns")),
-                _bars(jitter, run.table("causes")),
+                _bars(jitter, causes),
                 "waits and jitter per thread",
             ),
         )
     ]
-    types = np.array(jitter.column("type").to_pylist(), object)
+    kinds = _strings(jitter.column("type"))
     t_ns = _col(jitter, "t_ns")
-    groups = [(t, t_ns[types == t]) for t in s["types"]]
+    groups = [(t, t_ns[kinds == t]) for t in types]
     groups = [g for g in groups if len(g[1])]
-    threshold = s["run"]["threshold_ns"]
     if groups:
         planned.append(
             (
@@ -300,7 +335,6 @@ def figures(run: Run) -> list[Figure]:
                 partial(type_distributions, groups, threshold, "T per type"),
             )
         )
-    frames = run.table("frames").to_pylist()
     if len(frames) > 1:
         ft = np.array([f["end_ns"] - f["start_ns"] for f in frames], np.int64)
         planned.append(
@@ -311,7 +345,50 @@ def figures(run: Run) -> list[Figure]:
                 partial(type_distributions, [("frame time", ft)], threshold, "frame time"),
             )
         )
-    return draw_figures(planned)
+    return planned
+
+
+# Figures a sync command had drawn while its analysis finished (`predraw`), by run directory: its report
+# takes them rather than drawing them again.
+_PREDRAWN: dict[Path, tuple[ForkedPool, list[tuple[str, str, Future[str]]]]] = {}
+
+
+def predraw(run_dir: Path, pool: ForkedPool, planned: list[Planned]) -> None:
+    """Start drawing `planned`, the figures of the run being written to `run_dir`, in `pool`'s process."""
+    _PREDRAWN[Path(run_dir).resolve()] = (
+        pool,
+        [(fid, cap, pool.submit(draw, data)) for fid, cap, draw, data in planned],
+    )
+
+
+def _predrawn(run: Run) -> list[Figure] | None:
+    """The figures `predraw` drew for this run, if it did and they all came back (else they are drawn here)."""
+    got = _PREDRAWN.pop(Path(run.path).resolve(), None)
+    if got is None:
+        return None
+    pool, pending = got
+    try:
+        return [Figure(fid, cap, pool.result(f)) for fid, cap, f in pending]
+    except Exception:  # noqa: BLE001 (drawn again here, where a drawing's own error is raised)
+        return None
+
+
+def figures(run: Run) -> list[Figure]:
+    done = _predrawn(run)
+    if done is not None:
+        return done
+    s = run.summary
+    return draw_figures(
+        plan(
+            cast(list[Thread], run.table("threads").to_pylist()),
+            run.table("waits"),
+            run.table("jitter"),
+            run.table("causes"),
+            s["types"],
+            s["run"]["threshold_ns"],
+            cast(list[Frame], run.table("frames").to_pylist()),
+        )
+    )
 
 
 def build_page(run: Run) -> tuple[str, list[Figure]]:

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +38,7 @@ from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.sync import overhead
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
-from jitterscope.sync.warmup import Warmup, fit_imports
+from jitterscope.sync.warmup import Warmup, draw_imports, fit_imports, lower_priority, raise_priority
 from jitterscope.tracing.session import complete_cut_short
 from jitterscope.tracing.tracefs import tracing_available
 
@@ -183,8 +184,13 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     )
     steps = SyncSteps(opts, run_dir, meta, cpus, tracing_ok, started, calibration)
     try:
-        # the fit's process, forked now, before the session or the warm-up start a thread (sync/build.py)
-        with childgroup.ForkedPool(1) as steps.fitter:
+        # the fit's process, and the one that draws the report's figures while the analysis finishes, forked now,
+        # before the session or the warm-up start a thread (sync/build.py)
+        with (
+            childgroup.ForkedPool(1) as steps.fitter,
+            childgroup.ForkedPool(1) if opts.report else contextlib.nullcontext() as steps.drawer,
+        ):
+            steps.start_helpers()
             _, summary = lifecycle.run(steps, run_dir)
     except (JitterscopeError, OSError) as err:
         if not run_dir.exists():  # the session removed it: nothing was recorded
@@ -221,6 +227,8 @@ class SyncSteps:
         self.doing = "running CMD"  # what a failure interrupted
         self.steal_before: dict[int, int] = {}
         self.fitter: childgroup.ForkedPool | None = None  # the fit's process (run_sync)
+        self.drawer: childgroup.ForkedPool | None = None  # the report's figures' process (run_sync)
+        self.helpers: dict[childgroup.ForkedPool, int] = {}  # those importing from the start: their process ids
         self.own_tids: set[int] = set()  # this jitterscope's threads and processes (capture)
 
     def start_meta(self) -> dict[str, Any]:
@@ -235,23 +243,48 @@ class SyncSteps:
 
     def capture(self, s: lifecycle.Session) -> None:
         self.begun = time.monotonic_ns()
-        warm = Warmup(self.tracing_ok, self.opts.report).start()  # the analysis's imports while CMD runs
+        # the analysis's imports while CMD runs
+        warm = Warmup(self.tracing_ok, self.opts.report, draw=self.drawer is None).start()
         # this jitterscope's threads and processes (warm-up, fit, trace reader, watchdog), told apart from
         # another jitterscope's in the trace by id
         self.own_tids = sysinfo.tree_thread_ids(os.getpid()) | {warm.native_id()}
         # before CMD runs: what `jitterscope analyze` needs if we are killed
         write_json(self.raw / "meta.json", {**self.meta, OWN_TIDS: sorted(self.own_tids)})
+        # the fit's and the drawing's processes go on with their imports (`start_helpers`) below the warm-up
+        for pid in self.helpers.values():
+            lower_priority(pid)
         try:
             self.code, interrupted, self.ended = run_program(
                 self.opts.command, program_env(self.raw, self.cpus), self.opts.cpus
             )
-            if self.fitter is not None:
-                self.fitter.submit(fit_imports)  # its failure, if any, is the fit's own when the fit runs
         finally:
             warm.finish()
+            for pid in self.helpers.values():
+                raise_priority(pid)
+            for pool, imports in self._helpers():
+                if pool not in self.helpers:
+                    with contextlib.suppress(JitterscopeError):  # a dead helper fails its own work, not this
+                        pool.submit(imports)
         self.ran = True
         if interrupted:
             s.interrupt()
+
+    def _helpers(self) -> list[tuple[childgroup.ForkedPool, Callable[[], None]]]:
+        pools = ((self.fitter, fit_imports), (self.drawer, draw_imports))
+        return [(pool, imports) for pool, imports in pools if pool is not None]
+
+    def start_helpers(self) -> None:
+        """The fit's and the drawing's processes start their imports now, at normal priority while this one sets
+        the run up (a CPU is mostly free then), and go on at the lowest priority while CMD runs (`capture`), as
+        the warm-up does (sync/warmup.py).  Only where they can be raised back when CMD ends (CAP_SYS_NICE,
+        root's); else they import when CMD has ended.  A failure there, if any, is the fit's or the drawing's
+        own when it runs."""
+        if os.geteuid() != 0:
+            return
+        for pool, imports in self._helpers():
+            with contextlib.suppress(JitterscopeError):  # a dead helper fails its own work, not this
+                self.helpers[pool] = pool.result(pool.submit(os.getpid))  # its one worker, idle: at once
+                pool.submit(imports)
 
     def stop(self, s: lifecycle.Session) -> None:
         """CMD has ended (it is not ours to stop: a killed jitterscope leaves it to run to its end)."""
@@ -280,7 +313,14 @@ class SyncSteps:
         from jitterscope.sync.build import build  # the warm-up's import, done while CMD ran
 
         summary = build(
-            self.run_dir, self.meta, float(self.meta["tsc_hz"]), self.opts.analysis, trace, self.fitter, self.own_tids
+            self.run_dir,
+            self.meta,
+            float(self.meta["tsc_hz"]),
+            self.opts.analysis,
+            trace,
+            self.fitter,
+            self.own_tids,
+            self.drawer,
         )
         self.analysed = time.monotonic_ns()
         overhead.record(self.run_dir, summary, self.overhead(None))

@@ -27,6 +27,7 @@ from typing_extensions import TypedDict  # pydantic validates it (sync/summary.p
 
 from jitterscope.measure.attribution import overlaps
 from jitterscope.rundir import rows_table
+from jitterscope.sync.model import TYPES, IntervalColumns, as_columns
 from jitterscope.sync.rows import Interval, Subframe, Thread
 from jitterscope.sync.schema import SUBFRAMES
 
@@ -54,7 +55,7 @@ def bounds(start: int, end: int, length: int, forced: list[int]) -> list[tuple[i
 
 def table(
     threads: list[Thread],
-    intervals: list[Interval],
+    intervals: list[Interval] | IntervalColumns,
     length: int = DEFAULT_LENGTH_NS,
     warmup: int = DEFAULT_WARMUP,
 ) -> pa.Table:
@@ -67,31 +68,32 @@ def table(
             forced[t["creator_tid"]].append(int(t["create_ns"]))
         if t["joined_by"] and t["join_ns"] is not None:
             forced[t["joined_by"]].append(int(t["join_ns"]))
-    own: dict[int, list[tuple[int, int, int]]] = defaultdict(list)
-    for r in intervals:
-        if r["jitter_ns"] > 0 and r["type"] != "hd":
-            own[r["tid"]].append((int(r["start_ns"]), int(r["end_ns"]), int(r["jitter_ns"])))
-    cols: dict[str, list[np.ndarray]] = defaultdict(list)
+    c = as_columns(intervals)
+    mine = np.flatnonzero((c.jitter > 0) & (c.type != TYPES.index("hd")))
+    # each thread's own intervals with jitter, (start, end, jitter) rows in order
+    own = {
+        int(tid): np.column_stack([c.start[k], c.end[k], c.jitter[k]])
+        for tid in np.unique(c.tid[mine]).tolist()
+        for k in (mine[c.tid[mine] == tid],)
+    }
+    out: dict[str, list[np.ndarray]] = defaultdict(list)
     n = 0
     for t in threads:
         if t["start_ns"] is None or t["end_ns"] is None or n >= MAX_SUBFRAMES:
             continue
         a, b = _edges(int(t["start_ns"]), int(t["end_ns"]), length, forced.get(t["tid"], []))
         k = np.arange(len(a), dtype=np.int64)
-        cols["pid"].append(np.full(len(a), t["pid"], np.int64))
-        cols["tid"].append(np.full(len(a), t["tid"], np.int64))
-        cols["subframe"].append(k)
-        cols["start_ns"].append(a)
-        cols["end_ns"].append(b)
-        cols["jitter_ns"].append(np.round(_booked(a, b, own.get(t["tid"], []))).astype(np.int64))
-        cols["warmup"].append(k < warmup)
-        cols["forced"].append(np.isin(b, np.array(sorted(set(forced.get(t["tid"], []))), np.int64)))
+        out["pid"].append(np.full(len(a), t["pid"], np.int64))
+        out["tid"].append(np.full(len(a), t["tid"], np.int64))
+        out["subframe"].append(k)
+        out["start_ns"].append(a)
+        out["end_ns"].append(b)
+        out["jitter_ns"].append(np.round(_booked(a, b, own.get(t["tid"], []))).astype(np.int64))
+        out["warmup"].append(k < warmup)
+        out["forced"].append(np.isin(b, np.array(sorted(set(forced.get(t["tid"], []))), np.int64)))
         n += len(a)
     return pa.Table.from_arrays(
-        [
-            pa.array(np.concatenate(cols[f.name])[:MAX_SUBFRAMES] if cols[f.name] else [], type=f.type)
-            for f in SUBFRAMES
-        ],
+        [pa.array(np.concatenate(out[f.name])[:MAX_SUBFRAMES] if out[f.name] else [], type=f.type) for f in SUBFRAMES],
         schema=SUBFRAMES,
     )
 
@@ -107,11 +109,11 @@ def subframes(
     return rows
 
 
-def _booked(a: np.ndarray, b: np.ndarray, own: list[tuple[int, int, int]]) -> np.ndarray:
+def _booked(a: np.ndarray, b: np.ndarray, own: list[tuple[int, int, int]] | np.ndarray) -> np.ndarray:
     """Jitter of each subframe [a, b) (contiguous, in order): every interval's jitter spread evenly over its span
     (a point interval goes whole to the subframe holding its end).  Summed in the intervals' order."""
     out = np.zeros(len(a))
-    if not len(a) or not own:
+    if not len(a) or not len(own):
         return out
     o = np.array(own, np.int64).reshape(-1, 3)
     s, e, j = o[:, 0], o[:, 1], o[:, 2]

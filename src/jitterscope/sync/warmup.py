@@ -4,9 +4,11 @@ A sync run waits for CMD with nothing to do, then needs its analysis's modules, 
 parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with the report matplotlib: about a
 CPU-second, all of it added to the user's wall time when done after CMD.  (pandas is not among them: the
 command refuses it, nopandas.py.)
-(scipy.stats, for the fit, is imported by the fit's own process, forked before CMD: sync/runner.py.  It
-starts that import the moment CMD ends (`fit_imports`), on the CPU the matching leaves free: begun with the
-fit itself, after the matching, it left the summary waiting 0.2 s for the fit on pigz.)
+Two helper processes, forked before CMD (sync/runner.py), do their own imports meanwhile: the fit's (scipy.stats)
+and, with the report, the one that draws its figures while the analysis finishes (matplotlib).  They start
+them as CMD starts, at an even lower priority than the warm-up's (`lower_priority`), and are raised back to
+normal priority when CMD ends (`raise_priority`): imported after CMD, as the fit's was, the import and the fit
+(a second and a half of CPU on pigz) were done on the CPU the matching needed, and the summary waited for them.
 A background thread does what this run will need during CMD at the lowest priority (nice 19 for that
 thread only), so a program that keeps every CPU busy is not slowed by it; when CMD ends the thread is
 raised back to normal priority (`finish`) so that, on a busy machine, the analysis does not wait on a
@@ -21,22 +23,64 @@ import threading
 
 ALWAYS = ("jitterscope.sync.build",)
 TRACE = ("jitterscope.sync.causes", "jitterscope.tracing.parse")
-REPORT = ("jitterscope.sync.report", "jitterscope.report.page", "matplotlib.backends.backend_svg")
+REPORT = ("jitterscope.sync.report", "jitterscope.report.page")
+DRAW = ("matplotlib.backends.backend_svg",)  # the report's figures, where they are drawn (`draw_imports`)
 NICE = 19
 
 
 def fit_imports() -> None:
-    """Run in the fit's process when CMD ends: the fit's imports (scipy.stats, 0.6 s), before the fit."""
+    """Run in the fit's process: the fit's imports (scipy.stats, 0.6 s), before the fit."""
     importlib.import_module("jitterscope.simulate.fitting")
 
 
-class Warmup:
-    """The warm-up thread of one sync run: `trace`, `report`: whether the run traces and writes its report."""
+def draw_imports() -> None:
+    """Run in the process that draws the report's figures (sync/runner.py: forked before CMD, so that they are
+    drawn while the analysis finishes): matplotlib and the settings the report draws with."""
+    for name in DRAW:
+        importlib.import_module(name)
+    from jitterscope import plotting
 
-    def __init__(self, trace: bool = True, report: bool = True) -> None:
-        self.modules = ALWAYS + (TRACE if trace else ()) + (REPORT if report else ())
-        self.trace, self.report = trace, report
+    plotting.pyplot()
+    importlib.import_module("jitterscope.sync.plots")
+
+
+def lower_priority(pid: int) -> bool:
+    """Process `pid` (a helper forked before CMD, idle, one thread) to SCHED_IDLE, below even the warm-up
+    thread's nice 19, while CMD runs: what CMD leaves of the CPUs goes to the warm-up first, whose imports the
+    analysis needs from its first step (unfinished, they hold the GIL from it).  Set from here, not by the
+    helper itself, so that CMD's end (`raise_priority`) cannot come before it.  Whether it was lowered."""
+    try:
+        os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:
+        return False
+    return True
+
+
+def raise_priority(pid: int) -> None:
+    """CMD has ended: every thread of process `pid` (lowered by `lower_priority`; threads it started since
+    took its policy) back to normal priority, whatever it is doing (leaving SCHED_IDLE may need CAP_SYS_NICE;
+    without it the process stays idle)."""
+    try:
+        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
+    except (OSError, ValueError):
+        tids = [pid]
+    for tid in tids:
+        with contextlib.suppress(OSError):
+            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+
+
+class Warmup:
+    """The warm-up thread of one sync run: `trace`, `report`: whether the run traces and writes its report;
+    `draw`: whether this process draws the report's figures (not when a process of their own does)."""
+
+    def __init__(self, trace: bool = True, report: bool = True, draw: bool = True) -> None:
+        self.modules = (
+            ALWAYS + (TRACE if trace else ()) + (REPORT if report else ()) + (DRAW if report and draw else ())
+        )
+        self.trace, self.report, self.draw = trace, report, draw
         self._tid: int | None = None
+        self._finished = False  # CMD has ended (`finish`)
+        self._lock = threading.Lock()  # the thread's priority is set and raised one at a time
         self._thread = threading.Thread(target=self._run, name="js-sync-warmup", daemon=True)
 
     def start(self) -> Warmup:
@@ -48,9 +92,11 @@ class Warmup:
         return self._thread.native_id or 0
 
     def _run(self) -> None:
-        self._tid = threading.get_native_id()
-        with contextlib.suppress(OSError):
-            os.setpriority(os.PRIO_PROCESS, self._tid, NICE)  # this thread only (Linux: nice is per task)
+        with self._lock:  # not lowered at all if CMD has already ended
+            self._tid = threading.get_native_id()
+            if not self._finished:
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, self._tid, NICE)  # this thread only (Linux: nice is per task)
         try:
             # in the order CMD's end needs them: the trace's stop first, the report last
             if self.trace:
@@ -62,7 +108,7 @@ class Warmup:
             from jitterscope import kinds
 
             kinds.all()  # the run is written and read back through its kind
-            if self.report:
+            if self.report and self.draw:
                 from jitterscope import plotting
 
                 plotting.pyplot()  # the backend and settings the report draws with
@@ -77,6 +123,8 @@ class Warmup:
     def finish(self) -> None:
         """CMD has ended: whatever is left to import is now on the analysis's path, so at normal priority
         (raising a priority needs CAP_SYS_NICE; without it the thread stays at nice 19)."""
-        if self._tid is not None and self._thread.is_alive():
-            with contextlib.suppress(OSError):
-                os.setpriority(os.PRIO_PROCESS, self._tid, 0)
+        with self._lock:
+            self._finished = True
+            if self._tid is not None and self._thread.is_alive():
+                with contextlib.suppress(OSError):
+                    os.setpriority(os.PRIO_PROCESS, self._tid, 0)
