@@ -79,27 +79,50 @@ def test_warmup_imports_what_the_run_will_need_and_nothing_more() -> None:
 
 
 def test_a_helper_is_idle_while_cmd_runs_and_raised_back_with_its_threads() -> None:
-    """The fit's and the drawing's processes import at SCHED_IDLE while CMD runs, set from the parent (so that
-    CMD's end cannot come first), and every thread of theirs is back to normal priority when CMD ends."""
+    """The helper process imports at SCHED_IDLE while CMD runs, set from the parent (so that CMD's end cannot come
+    first), and every thread of it is back to the policy it had (here SCHED_BATCH, not a blanket SCHED_OTHER)
+    when CMD ends."""
     import os
 
     import pytest
 
-    from jitterscope.sync.warmup import lower_priority, raise_priority
+    from jitterscope.sync.warmup import can_leave_idle, lower_priority, raise_priority
 
-    if os.geteuid() != 0:
-        pytest.skip("leaving SCHED_IDLE needs CAP_SYS_NICE")
-    code = "import threading, time\nthreading.Thread(target=time.sleep, args=(30,)).start()\ntime.sleep(30)\n"
-    child = subprocess.Popen([sys.executable, "-c", code])
+    if not can_leave_idle():
+        pytest.skip("leaving SCHED_IDLE needs CAP_SYS_NICE (sync then imports after CMD)")
+    code = (
+        "import os, threading, time\nos.sched_setscheduler(0, os.SCHED_BATCH, os.sched_param(0))\n"
+        "print(flush=True)\nthreading.Thread(target=time.sleep, args=(30,)).start()\ntime.sleep(30)\n"
+    )
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
     try:
-        assert lower_priority(child.pid)
+        assert child.stdout is not None and child.stdout.readline()  # batch now
+        before = lower_priority(child.pid)
+        assert before == (os.SCHED_BATCH, 0)
         assert os.sched_getscheduler(child.pid) == os.SCHED_IDLE
         deadline = time.monotonic() + 10  # its second thread, started idle
         while len(os.listdir(f"/proc/{child.pid}/task")) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)
         tasks = [int(t) for t in os.listdir(f"/proc/{child.pid}/task")]
-        raise_priority(child.pid)
-        assert [os.sched_getscheduler(t) for t in tasks] == [os.SCHED_OTHER] * len(tasks)
+        assert len(tasks) == 2
+        raise_priority(child.pid, before)
+        assert [os.sched_getscheduler(t) for t in tasks] == [os.SCHED_BATCH] * 2
     finally:
         child.kill()
         child.wait()
+
+
+def test_without_cap_sys_nice_a_lowered_task_cannot_come_back_and_sync_knows() -> None:
+    """euid 0 without CAP_SYS_NICE (a container's root) may lower a task to SCHED_IDLE but not raise it back:
+    `can_leave_idle` says so, and sync then leaves its helper at its own priority."""
+    import os
+    import shutil
+
+    import pytest
+
+    if os.geteuid() != 0 or shutil.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to drop CAP_SYS_NICE")
+    code = "from jitterscope.sync.warmup import can_leave_idle\nprint(can_leave_idle())\n"
+    drop = ["setpriv", "--inh-caps", "-sys_nice", "--bounding-set", "-sys_nice", sys.executable, "-c", code]
+    got = subprocess.run(drop, capture_output=True, text=True, timeout=60)
+    assert got.returncode == 0 and got.stdout.strip() == "False", got.stderr

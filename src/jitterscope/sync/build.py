@@ -133,11 +133,7 @@ def build(
         fsel = ev.op == records.FRAME
         frames = critical.frames(ev.enter[fsel], ev.obj[fsel], run_start, run_end, cols, steps)
         if drawer is not None:  # the figures' data is made: drawn while the rest is computed and written
-            from jitterscope.sync import report
-
-            types, threshold = model.SYNC_TYPES + ("hd", "ns"), opts.threshold_ns  # as the summary has them
-            planned = report.plan(rows, waits, jitter, cause_rows, types, threshold, frames)
-            report.predraw(run_dir, drawer, planned)
+            _predraw(run_dir, drawer, rows, waits, jitter, cause_rows, opts.threshold_ns, frames)
         objects = _objects(run_dir, ev, m.waits, cols)
         subs = subframes.table(rows, cols, opts.subframe_ns, opts.warmup_subframes)
         tables: dict[str, Table | pa.Table] = {
@@ -177,6 +173,28 @@ def build(
     write_json(run_dir / "meta.json", meta)
     write_json(run_dir / "summary.json", summary)
     return summary
+
+
+def _predraw(
+    run_dir: Path,
+    drawer: childgroup.ForkedPool,
+    rows: list[Thread],
+    waits: pa.Table,
+    jitter: pa.Table,
+    causes: pa.Table,
+    threshold: int,
+    frames: list[Frame],
+) -> None:
+    """The report's figures started in `drawer`'s process.  Only a head start: on any failure here (a dead
+    helper, a bug in the figures' data) the report draws them itself, where the error is its own, and the
+    analysis goes on."""
+    from jitterscope.sync import report
+
+    types = model.SYNC_TYPES + ("hd", "ns")  # as the summary has them
+    try:
+        report.predraw(run_dir, drawer, report.plan(rows, waits, jitter, causes, types, threshold, frames))
+    except Exception:  # noqa: BLE001
+        report.forget(run_dir)
 
 
 def _events(ev: model.Events) -> pa.Table:

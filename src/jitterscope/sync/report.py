@@ -361,6 +361,11 @@ def predraw(run_dir: Path, pool: ForkedPool, planned: list[Planned]) -> None:
     )
 
 
+def forget(run_dir: Path) -> None:
+    """Drop what `predraw` started for `run_dir` (its report is not written, or was)."""
+    _PREDRAWN.pop(Path(run_dir).resolve(), None)
+
+
 def _predrawn(run: Run) -> list[Figure] | None:
     """The figures `predraw` drew for this run, if it did and they all came back (else they are drawn here)."""
     got = _PREDRAWN.pop(Path(run.path).resolve(), None)

@@ -4,11 +4,13 @@ A sync run waits for CMD with nothing to do, then needs its analysis's modules, 
 parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with the report matplotlib: about a
 CPU-second, all of it added to the user's wall time when done after CMD.  (pandas is not among them: the
 command refuses it, nopandas.py.)
-Two helper processes, forked before CMD (sync/runner.py), do their own imports meanwhile: the fit's (scipy.stats)
-and, with the report, the one that draws its figures while the analysis finishes (matplotlib).  They start
-them as CMD starts, at an even lower priority than the warm-up's (`lower_priority`), and are raised back to
-normal priority when CMD ends (`raise_priority`): imported after CMD, as the fit's was, the import and the fit
-(a second and a half of CPU on pigz) were done on the CPU the matching needed, and the summary waited for them.
+A helper process, forked before CMD (sync/runner.py), does its own imports meanwhile: the fit's (scipy.stats)
+and, with the report, those of the figures it draws while the analysis finishes (matplotlib).  It starts them
+as CMD starts, at an even lower priority than the warm-up's (`lower_priority`), and is raised back to its
+policy when CMD ends (`raise_priority`): imported after CMD, as the fit's was, the import and the fit (a
+second and a half of CPU on pigz) were done on the CPU the matching needed, and the summary waited for them.
+Where a lowered task could not be raised back (`can_leave_idle`: a container's root may lack CAP_SYS_NICE) it
+imports after CMD, at the priority it has.
 A background thread does what this run will need during CMD at the lowest priority (nice 19 for that
 thread only), so a program that keeps every CPU busy is not slowed by it; when CMD ends the thread is
 raised back to normal priority (`finish`) so that, on a busy machine, the analysis does not wait on a
@@ -44,29 +46,65 @@ def draw_imports() -> None:
     importlib.import_module("jitterscope.sync.plots")
 
 
-def lower_priority(pid: int) -> bool:
-    """Process `pid` (a helper forked before CMD, idle, one thread) to SCHED_IDLE, below even the warm-up
-    thread's nice 19, while CMD runs: what CMD leaves of the CPUs goes to the warm-up first, whose imports the
-    analysis needs from its first step (unfinished, they hold the GIL from it).  Set from here, not by the
-    helper itself, so that CMD's end (`raise_priority`) cannot come before it.  Whether it was lowered."""
+def helper_imports(draw: bool) -> None:
+    """Run in the helper process (sync/runner.py), which fits and, with the report, draws: both's imports."""
+    fit_imports()
+    if draw:
+        draw_imports()
+
+
+def can_leave_idle() -> bool:
+    """Whether a task of this process lowered to SCHED_IDLE can be raised back: that needs CAP_SYS_NICE in the
+    machine's own user namespace or RLIMIT_NICE 20, which euid 0 does not imply (a container's root), while
+    lowering needs nothing.  Asked of the kernel by a thread of this process that lowers itself, tries and ends."""
+    ok: list[bool] = []
+
+    def probe() -> None:
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))  # 0: this thread
+            os.sched_setscheduler(0, os.SCHED_OTHER, os.sched_param(0))
+            ok.append(True)
+        except OSError:
+            ok.append(False)
+
+    t = threading.Thread(target=probe, name="js-sync-nice")
+    t.start()
+    t.join()
+    return ok == [True]
+
+
+Policy = tuple[int, int]  # a task's scheduling policy and priority, as it was before `lower_priority`
+
+
+def lower_priority(pid: int) -> Policy | None:
+    """Process `pid` (the helper forked before CMD, idle) to SCHED_IDLE, below even the warm-up thread's
+    nice 19, while CMD runs: what CMD leaves of the CPUs goes to the warm-up first, whose imports the analysis
+    needs from its first step (unfinished, they hold the GIL from it).  Set from here, not by the helper itself,
+    so that CMD's end (`raise_priority`) cannot come before it.  Its policy before, or None if not lowered."""
     try:
+        before = (os.sched_getscheduler(pid), os.sched_getparam(pid).sched_priority)
         os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
     except OSError:
-        return False
-    return True
+        return None
+    return before
 
 
-def raise_priority(pid: int) -> None:
+def raise_priority(pid: int, before: Policy) -> None:
     """CMD has ended: every thread of process `pid` (lowered by `lower_priority`; threads it started since
-    took its policy) back to normal priority, whatever it is doing (leaving SCHED_IDLE may need CAP_SYS_NICE;
-    without it the process stays idle)."""
-    try:
-        tids = [int(t) for t in os.listdir(f"/proc/{pid}/task")]
-    except (OSError, ValueError):
-        tids = [pid]
-    for tid in tids:
-        with contextlib.suppress(OSError):
-            os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+    took its policy) back to the policy it had, whatever it is doing; threads listed again until none is new,
+    since one may start another meanwhile."""
+    done: set[int] = set()
+    while True:
+        try:
+            tids = {int(t) for t in os.listdir(f"/proc/{pid}/task")} - done
+        except (OSError, ValueError):  # ended
+            return
+        if not tids:
+            return
+        for tid in tids:
+            with contextlib.suppress(OSError):  # a thread that ended meanwhile
+                os.sched_setscheduler(tid, before[0], os.sched_param(before[1]))
+        done |= tids
 
 
 class Warmup:
