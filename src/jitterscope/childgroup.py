@@ -86,17 +86,54 @@ class ForkedPool:
     a result is waited for (`result`), not a wait for ever, and no worker replaces it (multiprocessing.Pool's
     replacement hung on the queue lock a worker killed while idle held); leaving by an error ends the workers."""
 
-    def __init__(self, processes: int) -> None:
+    def __init__(self, processes: int, start: bool = True) -> None:
         gc.freeze()
         try:
             self._ex = ProcessPoolExecutor(
                 processes, mp_context=multiprocessing.get_context("fork"), initializer=_worker_signals
             )
-            self._ex.submit(int).result()  # forks every worker now, from this thread, before the executor's thread
+            # every worker forked now, from this thread, before the executor's thread, which its first task starts
+            # (`start`, else `several`'s once every pool has forked); the executor's own step for it, which its
+            # first task would take (an older 3.10 without it forks them at that task)
+            launch = getattr(self._ex, "_launch_processes", None)
+            if launch is not None:
+                launch()
+            self._workers = list(self._ex._processes.values())  # kept by pid; no public accessor
+            if start:
+                self._first()
         except BaseException:
-            gc.unfreeze()
+            self._abort()
             raise
-        self._workers = list(self._ex._processes.values())  # the executor keeps them by pid; no public accessor
+
+    @classmethod
+    def several(cls, *processes: int) -> list[ForkedPool]:
+        """Pools of `processes[i]` workers, every worker of every pool forked before any pool's thread starts (a
+        pool made while another one runs would fork beside that one's thread).  Each is left by `with`."""
+        pools: list[ForkedPool] = []
+        try:
+            for n in processes:
+                pools.append(cls(n, start=False))
+            for pool in pools:
+                pool._first()
+        except BaseException:
+            for pool in pools:
+                pool._abort()
+            raise
+        return pools
+
+    def _first(self) -> None:
+        self._ex.submit(int).result()
+        self._workers = list(self._ex._processes.values())
+
+    def _abort(self) -> None:
+        """Made in vain: its workers killed (one idle before its executor's thread starts would wait for ever)."""
+        for w in getattr(self, "_workers", []):
+            if w.exitcode is None:
+                w.kill()
+                w.join()
+        if hasattr(self, "_ex"):
+            self._ex.shutdown(wait=True, cancel_futures=True)
+        gc.unfreeze()
 
     def submit(self, func: Callable[..., T], *args: Any) -> Future[T]:
         try:

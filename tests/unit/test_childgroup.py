@@ -163,3 +163,22 @@ def test_sync_says_too_few_values_without_the_fit_process():
             "reason": "only 19 of 19 events met any noise; fitting needs at least 20",
         }
     )
+
+
+def test_several_pools_fork_every_worker_before_any_pools_thread():
+    """sync forks the fit's and the drawing's processes as two pools: each worker is forked while this process
+    runs one thread (a pool made after another would fork beside that one's thread, whose locks the worker
+    inherits), and each pool then works and closes."""
+    code = (
+        "import os, threading\n"
+        "from jitterscope.childgroup import ForkedPool\n"
+        "threads = []\n"
+        "os.register_at_fork(before=lambda: threads.append(threading.active_count()))\n"
+        "a, b = ForkedPool.several(1, 2)\n"
+        "with a, b:\n"
+        "    got = {a.result(a.submit(os.getpid))} | {b.result(b.submit(os.getpid)) for _ in range(4)}\n"
+        "print(threads, len(got))\n"
+    )
+    p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.split("]")[0] == "[1, 1, 1" and p.stdout.split()[-1] in ("2", "3"), p.stdout

@@ -20,6 +20,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -37,7 +38,15 @@ from jitterscope.rundir import base_meta, create_run_dir, write_json
 from jitterscope.sync import overhead
 from jitterscope.sync.model import Options
 from jitterscope.sync.records import LIBRARY
-from jitterscope.sync.warmup import Policy, Warmup, can_leave_idle, helper_imports, lower_priority, raise_priority
+from jitterscope.sync.warmup import (
+    Policy,
+    Warmup,
+    can_leave_idle,
+    draw_imports,
+    fit_imports,
+    lower_priority,
+    raise_priority,
+)
 from jitterscope.tracing.session import complete_cut_short
 from jitterscope.tracing.tracefs import tracing_available
 
@@ -184,11 +193,13 @@ def run_sync(opts: SyncOptions) -> tuple[Path, int]:
     steps = SyncSteps(opts, run_dir, meta, cpus, tracing_ok, started, calibration)
     try:
         try:
-            # the helper process, which fits and draws the report's figures while the analysis finishes, forked
-            # now, before the session or the warm-up start a thread (one process: a second pool would be forked
-            # while the first one's thread runs)
-            with childgroup.ForkedPool(1) as steps.fitter:
-                steps.drawer = steps.fitter if opts.report else None
+            # the fit's process, and the one that draws the report's figures while the analysis finishes, forked
+            # now, before the session or the warm-up start a thread (sync/build.py)
+            helpers = childgroup.ForkedPool.several(1, 1) if opts.report else [childgroup.ForkedPool(1)]
+            steps.fitter, steps.drawer = helpers[0], (helpers[1] if opts.report else None)
+            with contextlib.ExitStack() as stack:
+                for pool in helpers:
+                    stack.enter_context(pool)
                 steps.start_helpers()
                 _, summary = lifecycle.run(steps, run_dir)
         except (JitterscopeError, OSError) as err:
@@ -230,10 +241,10 @@ class SyncSteps:
         self.ran = False
         self.doing = "running CMD"  # what a failure interrupted
         self.steal_before: dict[int, int] = {}
-        self.fitter: childgroup.ForkedPool | None = None  # the helper process: the fit (run_sync)
-        self.drawer: childgroup.ForkedPool | None = None  # the same, when it draws the report's figures too
-        self.helper: int | None = None  # its process id, once it imports from the start (`start_helpers`)
-        self.lowered: Policy | None = None  # its policy before CMD, while it is lowered
+        self.fitter: childgroup.ForkedPool | None = None  # the fit's process (run_sync)
+        self.drawer: childgroup.ForkedPool | None = None  # the report's figures' process (run_sync)
+        self.helpers: dict[childgroup.ForkedPool, int] = {}  # those importing from the start: their process ids
+        self.lowered: dict[int, Policy] = {}  # their policies before CMD, while they are lowered
         self.own_tids: set[int] = set()  # this jitterscope's threads and processes (capture)
 
     def start_meta(self) -> dict[str, Any]:
@@ -255,34 +266,42 @@ class SyncSteps:
         self.own_tids = sysinfo.tree_thread_ids(os.getpid()) | {warm.native_id()}
         # before CMD runs: what `jitterscope analyze` needs if we are killed
         write_json(self.raw / "meta.json", {**self.meta, OWN_TIDS: sorted(self.own_tids)})
-        # the helper goes on with its imports (`start_helpers`) below the warm-up
-        if self.helper is not None:
-            self.lowered = lower_priority(self.helper)
+        # the fit's and the drawing's processes go on with their imports (`start_helpers`) below the warm-up
+        for pid in self.helpers.values():
+            if (before := lower_priority(pid)) is not None:
+                self.lowered[pid] = before
         try:
             self.code, interrupted, self.ended = run_program(
                 self.opts.command, program_env(self.raw, self.cpus), self.opts.cpus
             )
         finally:
             warm.finish()
-            if self.helper is not None and self.lowered is not None:
-                raise_priority(self.helper, self.lowered)
-            elif self.helper is None and self.fitter is not None:
-                with contextlib.suppress(JitterscopeError):  # a dead helper fails its own work, not this
-                    self.fitter.submit(helper_imports, self.drawer is not None)
+            for pid, before in self.lowered.items():
+                raise_priority(pid, before)
+            for pool, imports in self._helpers():
+                if pool not in self.helpers:
+                    with contextlib.suppress(JitterscopeError):  # a dead helper fails its own work, not this
+                        pool.submit(imports)
         self.ran = True
         if interrupted:
             s.interrupt()
 
+    def _helpers(self) -> list[tuple[childgroup.ForkedPool, Callable[[], None]]]:
+        pools = ((self.fitter, fit_imports), (self.drawer, draw_imports))
+        return [(pool, imports) for pool, imports in pools if pool is not None]
+
     def start_helpers(self) -> None:
-        """The helper process starts its imports now, at normal priority while this one sets the run up (a CPU is
-        mostly free then), and goes on at the lowest priority while CMD runs (`capture`), as the warm-up does
-        (sync/warmup.py).  Only where it can be raised back when CMD ends (`can_leave_idle`); else it imports
-        when CMD has ended.  A failure there, if any, is the fit's or the drawing's own when it runs."""
-        if self.fitter is None or not can_leave_idle():
+        """The fit's and the drawing's processes start their imports now, at normal priority while this one sets
+        the run up (a CPU is mostly free then), and go on at the lowest priority while CMD runs (`capture`), as
+        the warm-up does (sync/warmup.py).  Only where they can be raised back when CMD ends (`can_leave_idle`);
+        else they import when CMD has ended.  A failure there, if any, is the fit's or the drawing's own when it
+        runs."""
+        if not can_leave_idle():
             return
-        with contextlib.suppress(JitterscopeError):  # a dead helper fails its own work, not this
-            self.helper = self.fitter.result(self.fitter.submit(os.getpid))  # its one worker, idle: at once
-            self.fitter.submit(helper_imports, self.drawer is not None)
+        for pool, imports in self._helpers():
+            with contextlib.suppress(JitterscopeError):  # a dead helper fails its own work, not this
+                self.helpers[pool] = pool.result(pool.submit(os.getpid))  # its one worker, idle: at once
+                pool.submit(imports)
 
     def stop(self, s: lifecycle.Session) -> None:
         """CMD has ended (it is not ours to stop: a killed jitterscope leaves it to run to its end)."""

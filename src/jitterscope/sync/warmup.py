@@ -4,13 +4,13 @@ A sync run waits for CMD with nothing to do, then needs its analysis's modules, 
 parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with the report matplotlib: about a
 CPU-second, all of it added to the user's wall time when done after CMD.  (pandas is not among them: the
 command refuses it, nopandas.py.)
-A helper process, forked before CMD (sync/runner.py), does its own imports meanwhile: the fit's (scipy.stats)
-and, with the report, those of the figures it draws while the analysis finishes (matplotlib).  It starts them
-as CMD starts, at an even lower priority than the warm-up's (`lower_priority`), and is raised back to its
-policy when CMD ends (`raise_priority`): imported after CMD, as the fit's was, the import and the fit (a
-second and a half of CPU on pigz) were done on the CPU the matching needed, and the summary waited for them.
-Where a lowered task could not be raised back (`can_leave_idle`: a container's root may lack CAP_SYS_NICE) it
-imports after CMD, at the priority it has.
+Two helper processes, forked before CMD (sync/runner.py), do their own imports meanwhile: the fit's
+(scipy.stats) and, with the report, the one that draws its figures while the analysis finishes (matplotlib).
+They start them as CMD starts, at an even lower priority than the warm-up's (`lower_priority`), and are raised
+back to the policy they had when CMD ends (`raise_priority`): imported after CMD, as the fit's was, the import
+and the fit (a second and a half of CPU on pigz) were done on the CPU the matching needed, and the summary
+waited for them.  Where a lowered task could not be raised back (`can_leave_idle`: a container's root may
+lack CAP_SYS_NICE) they import after CMD, at the priority they have.
 A background thread does what this run will need during CMD at the lowest priority (nice 19 for that
 thread only), so a program that keeps every CPU busy is not slowed by it; when CMD ends the thread is
 raised back to normal priority (`finish`) so that, on a busy machine, the analysis does not wait on a
@@ -44,13 +44,6 @@ def draw_imports() -> None:
 
     plotting.pyplot()
     importlib.import_module("jitterscope.sync.plots")
-
-
-def helper_imports(draw: bool) -> None:
-    """Run in the helper process (sync/runner.py), which fits and, with the report, draws: both's imports."""
-    fit_imports()
-    if draw:
-        draw_imports()
 
 
 def can_leave_idle() -> bool:
