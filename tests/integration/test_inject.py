@@ -38,11 +38,21 @@ def test_period_and_busy_time_match_the_request(tmp_path):
     # 1.5 s / 10 ms: the last slot is skipped if its busy time would pass the end.
     assert res.wakeups == len(truth) and 145 <= len(truth) <= 150
     start_ns = (truth["start_tsc"] - truth["start_tsc"][0]) * 1e9 / hz
-    slot = np.round(start_ns / PERIOD_NS)
+    # A wake-up is never before its deadline (absolute sleeps), only late, by as long as the machine keeps it
+    # waiting: once, under a CPU hog, more than half a period (c58), which the nearest grid point put in the
+    # next slot.  Its slot is the last grid point at or before it; the grid's phase is that of the least late
+    # (5th percentile of the offsets from the nearest point), less a tenth of a period for their own spread and
+    # the clock's slew (500 ppm of 1.5 s: 0.75 ms).
+    near = start_ns - PERIOD_NS * np.round(start_ns / PERIOD_NS)
+    phase = np.percentile(near, 5) - PERIOD_NS / 10
+    slot = np.floor((start_ns - phase) / PERIOD_NS)
     assert np.all(np.diff(slot) >= 1)
-    # Absolute deadlines: the fitted period has no drift (CLOCK_MONOTONIC may be
-    # slewed by NTP up to 500 ppm against the TSC's raw rate, hence the bound).
-    fitted = np.polyfit(slot, start_ns, 1)[0]
+    # Absolute deadlines: the fitted period has no drift (CLOCK_MONOTONIC may be slewed by NTP up to 500 ppm
+    # against the TSC's raw rate, hence the bound), refitted to the wake-ups less late than the median against
+    # a first fit (a late one is the machine's, not the grid's).
+    late = start_ns - np.polyval(np.polyfit(slot, start_ns, 1), slot)
+    prompt = late <= np.median(late)
+    fitted = np.polyfit(slot[prompt], start_ns[prompt], 1)[0]
     assert abs(fitted - PERIOD_NS) / PERIOD_NS < 500e-6, f"fitted period {fitted:.0f} ns"
     # Busy time is measured on the TSC: never short.  (Wake-up latency and how exact the
     # busy time is depend on the machine's load: figures for benchmarks, not assertions.)
