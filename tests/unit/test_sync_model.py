@@ -332,3 +332,13 @@ def test_counter_rule_adds_before_a_create_or_join_at_the_same_time():
     ]
     res = critical.counter_rule(rows, iv, root=1)
     assert res.jitter_ns == 13 and res.per_thread == {1: 13, 2: 113}
+
+
+def test_rows_by_groups_each_keys_rows_in_their_order():
+    """The analysis's per-thread grouping (model.rows_by): each key's rows in the order given, as a scan per key
+    would give them, keys absent from `rows` absent."""
+    keys = np.array([5, 3, 5, 9, 3, 5, 7])
+    rows = np.array([0, 1, 2, 4, 5, 6])  # row 3 (key 9) left out
+    got = {k: v.tolist() for k, v in model.rows_by(keys, rows).items()}
+    assert got == {k: [r for r in rows.tolist() if keys[r] == k] for k in (3, 5, 7)}
+    assert model.rows_by(keys, np.zeros(0, np.int64)) == {}

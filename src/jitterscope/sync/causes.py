@@ -35,7 +35,7 @@ from jitterscope.measure.attribution import attribute, merge_spans, overlaps, so
 from jitterscope.measure.peers import name_threads
 from jitterscope.measure.tsc import since_ns
 from jitterscope.sync.causetable import SIDES, CauseTable
-from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, IntervalColumns, as_columns, jitter_of
+from jitterscope.sync.model import RELEASER_TYPES, WAITER_TYPES, IntervalColumns, as_columns, jitter_of, rows_by
 from jitterscope.sync.rows import Interval, Thread, Wait
 from jitterscope.sync.schema import TABLES
 from jitterscope.tracing.parse import parse_trace
@@ -298,17 +298,13 @@ def _non_sync_pieces(intervals: list[Interval] | IntervalColumns, pieces: Pieces
     (its wake-ups, and its own unlock/signal/broadcast/barrier/post calls: time lost there is already that
     interval's T), each piece cut to what lies outside them, so a nanosecond is booked once: (tid, cpu, start, end)
     rows, in the threads' order, each thread's in time order."""
-    if isinstance(intervals, IntervalColumns):
-        c = intervals
-        sel = c.is_type(*WAITER_TYPES, *RELEASER_TYPES)
-        tid, start, end = c.tid[sel], c.start[sel], c.end[sel]
-    else:  # rows, as far as they go (only these keys are read)
-        rs = [r for r in intervals if r["type"] in WAITER_TYPES + RELEASER_TYPES]
-        tid, start, end = (np.array([r[k] for r in rs], np.int64) for k in ("tid", "start_ns", "end_ns"))
+    c = as_columns(intervals)
+    own = rows_by(c.tid, np.flatnonzero(c.is_type(*WAITER_TYPES, *RELEASER_TYPES)))
+    none = np.zeros(0, np.int64)
     out = [np.zeros((0, 4), np.int64)]
     for t, p in pieces.items():
-        mine = tid == t
-        gs, ge = _gaps(np.column_stack([start[mine], end[mine]]).astype(np.int64).reshape(-1, 2))
+        mine = own.get(t, none)
+        gs, ge = _gaps(np.column_stack([c.start[mine], c.end[mine]]).astype(np.int64).reshape(-1, 2))
         i, _, ov, st = overlaps(p[:, 1], p[:, 2], gs, ge)  # each piece's parts in the gaps, in time order
         out.append(np.column_stack([np.full(len(i), t, np.int64), p[i, 0], st, st + ov]))
     return np.concatenate(out)

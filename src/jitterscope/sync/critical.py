@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from jitterscope.sync.model import TYPES, IntervalColumns, as_columns, latest_before, releaser_of
+from jitterscope.sync.model import TYPES, IntervalColumns, as_columns, latest_before, releaser_of, rows_by
 from jitterscope.sync.rows import Frame, Interval, Step, Thread, Wait
 
 MAX_STEPS = 1_000_000
@@ -151,9 +151,7 @@ def path_jitter(steps: list[Step], intervals: list[Interval] | IntervalColumns) 
     by_wait = dict(zip(c.wait[rows].tolist(), c.jitter[rows].tolist()))
     ran = np.array([s["tid"] for s in steps if s["kind"] == "run"], np.int64)
     own_rows = np.flatnonzero((c.jitter > 0) & (c.wait < 0) & np.isin(c.tid, ran))
-    own = {
-        int(tid): own_rows[c.tid[own_rows] == tid] for tid in np.unique(c.tid[own_rows]).tolist()
-    }  # each thread's own intervals with jitter, in order
+    own = rows_by(c.tid, own_rows)  # each thread's own intervals with jitter, in order
     total = 0
     for s in steps:
         j = 0.0

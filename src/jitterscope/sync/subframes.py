@@ -27,7 +27,7 @@ from typing_extensions import TypedDict  # pydantic validates it (sync/summary.p
 
 from jitterscope.measure.attribution import overlaps
 from jitterscope.rundir import rows_table
-from jitterscope.sync.model import TYPES, IntervalColumns, as_columns
+from jitterscope.sync.model import TYPES, IntervalColumns, as_columns, rows_by
 from jitterscope.sync.rows import Interval, Subframe, Thread
 from jitterscope.sync.schema import SUBFRAMES
 
@@ -71,11 +71,7 @@ def table(
     c = as_columns(intervals)
     mine = np.flatnonzero((c.jitter > 0) & (c.type != TYPES.index("hd")))
     # each thread's own intervals with jitter, (start, end, jitter) rows in order
-    own = {
-        int(tid): np.column_stack([c.start[k], c.end[k], c.jitter[k]])
-        for tid in np.unique(c.tid[mine]).tolist()
-        for k in (mine[c.tid[mine] == tid],)
-    }
+    own = {tid: np.column_stack([c.start[k], c.end[k], c.jitter[k]]) for tid, k in rows_by(c.tid, mine).items()}
     out: dict[str, list[np.ndarray]] = defaultdict(list)
     n = 0
     for t in threads:
