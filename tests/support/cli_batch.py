@@ -82,15 +82,19 @@ REAL = " (python -m jitterscope)"
 
 
 def batch_and_real(
-    cases: Sequence[tuple[str, list[str]]], real: Collection[str], tmp: Path, env: dict[str, str] | None = None
+    cases: Sequence[tuple[str, list[str]]],
+    real: Collection[str],
+    tmp: Path,
+    env: dict[str, str] | None = None,
+    prefix: Sequence[str] = (),
 ) -> dict[str, tuple[int | None, str, str]]:
     """`batch_with_stdout`, and the cases named in `real` also run as the real tool, `python -m jitterscope` (the
     entry point's own start-up and exit path, as a user runs it), each started beside the batch from `tmp` with
-    `env`; those outcomes are under "NAME (python -m jitterscope)" (REAL)."""
+    `env`, all under `prefix` (e.g. prlimit); those outcomes are under "NAME (python -m jitterscope)" (REAL)."""
     argvs = dict(cases)
     procs = {
         name: subprocess.Popen(
-            [sys.executable, "-m", "jitterscope", *argvs[name]],
+            [*prefix, sys.executable, "-m", "jitterscope", *argvs[name]],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -101,7 +105,7 @@ def batch_and_real(
     }
     got: dict[str, tuple[int | None, str, str]] = {}
     try:
-        got.update(batch_with_stdout(cases, tmp, env))
+        got.update(batch_with_stdout(cases, tmp, env, prefix))
     finally:  # (a failed batch still ends and reaps them)
         for name, proc in procs.items():
             try:
