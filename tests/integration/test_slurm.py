@@ -70,7 +70,7 @@ def test_srun_cluster_measure_writes_a_complete_cluster_run(slurm: LocalSlurm, t
     for n in summary["nodes"]:
         node = out / "nodes" / f"host={n['host']}" / f"cpu={n['cpu']}"
         assert json.loads((node / "summary.json").read_text())["cpus"][str(n["cpu"])]["detours"] == n["detours"]
-        assert 1.5 < n["duration_s"] < 3
+        assert 2 * (1 - 5e-4) <= n["duration_s"] < 3, (n, proc.stderr)  # the whole 2 s (NTP slews by <= 500 ppm)
 
 
 def test_srun_without_pmi_is_refused_in_one_line(slurm: LocalSlurm, tmp_path: Path) -> None:

@@ -572,7 +572,7 @@ static void wait_ready(const struct probe_thread *th, int n)
 }
 
 /* Write the header, release every thread at t0 and say so on stdout (the ready line); return
- * the monotonic time of the release (the duration counts from there). */
+ * the monotonic time at which the last of them began to loop (the duration counts from there). */
 static int64_t release(struct probe_thread *th, int n, int fd, struct js_file_header *hdr, const struct probe_args *a,
                     int mlocked, int writer_pinned)
 {
@@ -584,13 +584,15 @@ static int64_t release(struct probe_thread *th, int n, int fd, struct js_file_he
     hdr->tsc_hz = a->tsc_hz;
     hdr->t0_tsc = js_rdtsc_ordered();
     js_write_all(fd, hdr, sizeof *hdr, a->out);
-    int64_t start_ns = js_ns(CLOCK_MONOTONIC);
     atomic_store(&g_go, 1);
     /* A thread stopped before its first loop (jitterscope died at start-up: PR_SET_PDEATHSIG) never
      * loops: waiting for it alone would keep this process sleeping for ever, orphaned. */
     for (int i = 0; i < n; i++)
         while (!atomic_load(&th[i].looping) && !atomic_load(&g_stop))
             usleep(100);
+    /* The duration counts once every thread loops: a thread held off its CPU after go (a busy host)
+     * would otherwise start late and measure less than the duration asked for. */
+    int64_t start_ns = js_ns(CLOCK_MONOTONIC);
 
     printf("{\"event\": \"ready\", \"pid\": %d, \"t0_tsc\": %" PRIu64 ", \"mlocked\": %s, "
            "\"writer_pinned\": %s, \"threads\": [",
