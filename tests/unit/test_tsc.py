@@ -45,3 +45,24 @@ def test_round_trip_and_scalars() -> None:
     assert tsc.to_ticks(1000.0, hz) == 2500.0
     np.testing.assert_allclose(tsc.to_ns(np.array([0, 5, 10]), hz), [0.0, 2.0, 4.0])
     assert tsc.to_int_ns(np.array([3, 4]), hz).tolist() == [1, 2]
+
+
+def test_a_boot_cache_counts_only_for_its_own_boot_and_clocksource(tmp_path, monkeypatch) -> None:
+    import json
+    import os
+
+    cache = tmp_path / "tsc.json"
+    monkeypatch.setattr(tsc, "BOOT_CACHE", cache)
+    key = "b0 tsc"
+    assert tsc._cached_hz(key) is None  # none yet
+    tsc._remember(key, 2.5e9)
+    assert json.loads(cache.read_text()) == {"boot": key, "tsc_hz": 2.5e9}
+    assert tsc._cached_hz(key) == 2.5e9
+    assert tsc._cached_hz("b1 tsc") is None and tsc._cached_hz("b0 hpet") is None and tsc._cached_hz(None) is None
+    for bad in ('{"boot": "b0 tsc", "tsc_hz": 5}', '{"boot": "b0 tsc", "tsc_hz": "2.5e9"}', "[1]", "{", "x" * 5000):
+        cache.write_text(bad)
+        assert tsc._cached_hz(key) is None, bad
+    if os.geteuid() == 0:  # another user's file is not believed
+        tsc._remember(key, 2.5e9)
+        os.chown(cache, 65534, 65534)
+        assert tsc._cached_hz(key) is None

@@ -10,12 +10,14 @@ rates stay floating point.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import overload
 
 import numpy as np
 
+from jitterscope import atomic, boundedio, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import PROBE_PROGRAM, native_bin
 from jitterscope.native_child import last_line
@@ -31,12 +33,51 @@ def tsc_hz() -> float:
     clocksource MONOTONIC_RAW *is* the kernel's TSC-to-ns conversion (its
     refined tsc_khz), so this reproduces the kernel's own figure; repeated
     calibrations agree to well under 1 ppm (tests/integration/test_probe_lifecycle.py
-    asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.
+    asserts < 100 ppm).  The kernel exports no tsc_khz file to read directly.  The figure is
+    kept for the rest of the boot (BOOT_CACHE).
     """
     return Calibration().result()
 
 
 _calibrated: float | None = None  # this process's figure, once measured
+
+# The kernel fixes the TSC's rate at boot, so one calibration serves every process until the next boot:
+# without it each measure, sync, pipeline or inject spent 150 ms (and more under load) measuring it again.
+# /run is emptied at boot; the key also names the clocksource MONOTONIC_RAW follows.
+BOOT_CACHE = Path("/run/jitterscope/tsc.json")
+
+
+def _boot_key() -> str | None:
+    boot = sysinfo.boot_id()
+    return f"{boot} {sysinfo.clocksource()}" if boot else None
+
+
+def _plausible(hz: object) -> bool:
+    return isinstance(hz, float) and 1e8 < hz < 1e11
+
+
+def _cached_hz(key: str | None) -> float | None:
+    """This boot's figure, if a process of root's or this user's recorded it."""
+    if key is None:
+        return None
+    try:
+        if BOOT_CACHE.stat().st_uid not in (0, os.geteuid()):
+            return None
+        doc = boundedio.read_json_or_none(BOOT_CACHE, "TSC calibration", cap=4096)
+    except (OSError, JitterscopeError):
+        return None
+    hz = doc.get("tsc_hz") if isinstance(doc, dict) and doc.get("boot") == key else None
+    return hz if _plausible(hz) else None
+
+
+def _remember(key: str | None, hz: float) -> None:
+    if key is None:
+        return
+    try:
+        BOOT_CACHE.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        atomic.write_text(BOOT_CACHE, json.dumps({"boot": key, "tsc_hz": hz}) + "\n", durable=False)
+    except (OSError, JitterscopeError):
+        pass  # not root, or /run read-only: the next process calibrates again
 
 
 class Calibration:
@@ -44,7 +85,8 @@ class Calibration:
     (sync sets up the run meanwhile)."""
 
     def __init__(self) -> None:
-        self._hz = _calibrated
+        self._key = _boot_key()
+        self._hz = _calibrated if _calibrated is not None else _cached_hz(self._key)
         self._proc: subprocess.Popen[str] | None = None
         if self._hz is None:
             _require_invariant_tsc()
@@ -65,9 +107,10 @@ class Calibration:
         if self._proc.returncode != 0:
             raise JitterscopeError(f"TSC calibration failed: {last_line(err, PROBE_PROGRAM)}")
         hz = float(json.loads(out)["tsc_hz"])
-        if not 1e8 < hz < 1e11:
+        if not _plausible(hz):
             raise JitterscopeError(f"TSC calibration gave an implausible {hz:.0f} Hz")
         self._hz = _calibrated = hz
+        _remember(self._key, hz)
         return hz
 
 
