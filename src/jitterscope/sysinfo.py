@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import platform
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from jitterscope.errors import JitterscopeError
@@ -150,6 +151,36 @@ def thread_ids(pid: int | None) -> set[int]:
         return {int(t) for t in os.listdir(f"/proc/{pid}/task")}
     except OSError:
         return {int(pid)}
+
+
+def move_threads(keep: Callable[[set[int]], set[int]]) -> dict[int, set[int]]:
+    """Give every thread of this process the CPU mask `keep(its mask)` (an affinity is per thread:
+    moving only the calling one left a helper thread free to run where the probe measures); a thread
+    whose new mask would be empty stays as it is.  Their masks before, for `restore_affinities`."""
+    before: dict[int, set[int]] = {}
+    for tid in thread_ids(os.getpid()):
+        try:
+            mask = os.sched_getaffinity(tid)
+            new = keep(mask)
+            if new and new != mask:
+                os.sched_setaffinity(tid, new)
+                before[tid] = mask
+        except OSError:
+            pass  # the thread ended meanwhile
+    return before
+
+
+def leave_cpus(cpus: set[int]) -> dict[int, set[int]]:
+    """Every thread of this process off `cpus`, where another CPU is allowed (move_threads)."""
+    return move_threads(lambda mask: mask - cpus)
+
+
+def restore_affinities(before: dict[int, set[int]]) -> None:
+    for tid, mask in before.items():
+        try:
+            os.sched_setaffinity(tid, mask)
+        except OSError:
+            pass  # the thread ended meanwhile
 
 
 def tree_thread_ids(pid: int) -> set[int]:

@@ -51,7 +51,7 @@ class MeasureSteps:
         self.started_tids: set[int] = set()
         self.own_tids: set[int] = set()
         self.steal_before: dict[int, int] = {}
-        self._affinity = os.sched_getaffinity(0)
+        self._moved: dict[int, set[int]] = {}  # our threads' CPU masks before they left the probed CPUs
 
     def start_meta(self) -> dict[str, Any]:
         return self.meta
@@ -75,7 +75,7 @@ class MeasureSteps:
         # The probe inherits this process's CPUs (it refuses a CPU it may not use); this process then
         # leaves the probed CPUs before the probe's threads start measuring, not after: its start-up
         # work showed as 1-2 ms of "jitterscope" on the probed CPU in the first milliseconds of a run.
-        self.probe.start(spawned=lambda: _keep_tool_off(opts.cpus))
+        self.probe.start(spawned=self._keep_tool_off)
         self.probe_started = s.recorded = True
         # Our threads by id, at the start (every probe thread exists, some still under the probe
         # binary's name) and again at the end: a run recognises only its own (measure/peers.py).
@@ -83,6 +83,10 @@ class MeasureSteps:
         self.cap.probe_running(
             self.probe.tsc_hz, self.probe.t0_tsc, self.started_tids, self.probe.thread_tids, self.steal_before
         )
+
+    def _keep_tool_off(self) -> None:
+        """Every thread of the tool leaves the probed CPUs (when another CPU is allowed)."""
+        self._moved = sysinfo.leave_cpus(set(self.opts.cpus))
 
     def capture(self, s: lifecycle.Session) -> None:
         assert self.probe is not None
@@ -98,7 +102,7 @@ class MeasureSteps:
                 self.own_tids = self.started_tids | sysinfo.thread_ids(os.getpid()) | sysinfo.thread_ids(probe.pid)
                 self.result = probe.wait(timeout=30)  # a failed probe raises its error here
         finally:
-            os.sched_setaffinity(0, self._affinity)
+            sysinfo.restore_affinities(self._moved)
             s.recorded = s.recorded or capture.has_raw(self.run_dir)
         if not s.recorded and s.interrupted:
             raise KeyboardInterrupt  # Ctrl-C before the probe started: still an interrupt (monitor stops on it)
@@ -122,13 +126,6 @@ class MeasureSteps:
         analysis.build_run(self.run_dir, self.meta, self.result, trace_dir, self.own_tids)
         capture.finish(self.run_dir)
         return self.run_dir
-
-
-def _keep_tool_off(cpus: list[int]) -> None:
-    """Keep the tool's own thread off the probed CPUs (when another CPU is allowed)."""
-    allowed = os.sched_getaffinity(0) - set(cpus)
-    if allowed:
-        os.sched_setaffinity(0, allowed)
 
 
 def _main_loop(probe: Probe, opts: MeasureOptions, on_tick: Callable[[float], None] | None) -> bool:

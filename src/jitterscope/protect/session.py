@@ -68,7 +68,7 @@ class ProtectSteps:
         self.plan, self.out, self.run_dir = plan, out, run_dir
         self.started: list[programs.Program] = []
         self.ctl: Controller | None = None
-        self._affinity = os.sched_getaffinity(0)
+        self._moved: dict[int, set[int]] = {}  # our threads' CPU masks before setup confined them
 
     def start_meta(self) -> dict[str, Any]:
         return runmeta.meta(self.plan, self.out, self.run_dir)
@@ -76,8 +76,8 @@ class ProtectSteps:
     def setup(self, s: lifecycle.Session) -> None:
         plan, out, j = self.plan, self.out, s.journal
         s.nothing = "interrupted before the controller started: nothing was measured"
-        # jitterscope itself stays on the best-effort CPUs, off the critical ones
-        os.sched_setaffinity(0, set(plan.cpus) & self._affinity or self._affinity)
+        # jitterscope itself (every thread of it) stays on the best-effort CPUs, off the critical ones
+        self._moved = sysinfo.move_threads(lambda mask: mask & set(plan.cpus))
         pages = j.scratch_dir("jitterscope-protect-", parent="/dev/shm")
         units = [Unit(c) for c in plan.cpus]
         crit_page = _start_programs(plan, j, self.run_dir, pages, units, self.started)
@@ -113,7 +113,7 @@ class ProtectSteps:
             for p in self.started:
                 programs.stop(p)
             out.programs = [_describe(p) for p in self.started] + [_describe(p) for p in self.plan.given_programs]
-            os.sched_setaffinity(0, self._affinity)
+            sysinfo.restore_affinities(self._moved)
 
     def analyze(self, s: lifecycle.Session) -> Summary:
         self.out.summary = build.build(
