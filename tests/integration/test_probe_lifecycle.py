@@ -131,4 +131,3 @@ def test_the_calibration_is_kept_for_the_rest_of_the_boot(tmp_path, monkeypatch)
     monkeypatch.setattr(tsc, "_calibrated", None)  # as in a new process
     second = tsc.Calibration()
     assert second._proc is None and second.result() == hz
-

@@ -79,8 +79,11 @@ def test_a_contended_spin_lock_is_a_wait_of_its_length(semgold, tmp_path):
     p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(out), "--", semgold, "spin", "20")
     assert p.returncode == 0, p.stderr
     truth = json.loads(next(ln for ln in p.stdout.splitlines() if ln.startswith('{"spun_ns"')))
-    # main may also wait in its join, when the holder has not exited yet: that is the join's, not the spin's
-    (w,) = [r for r in pq.read_table(out / "waits.parquet").to_pylist() if r["op"] != "join"]
+    # main may also wait in its joins, when a thread has not exited yet: those are the joins', not the spin's
+    first, w = sorted(
+        (r for r in pq.read_table(out / "waits.parquet").to_pylist() if r["op"] != "join"), key=lambda r: r["enter_ns"]
+    )
+    assert first["op"] != "spin"  # the semaphore wait before, which made main's ring
     assert w["op"] == "spin" and w["releaser_tid"] is None  # the releaser of a spin lock is not seen (said so)
     # the interposer's window lies inside the program's: shorter by its own overhead (under 20 us), and by
     # whatever time the thread was off the CPU outside it (c32, under a CPU hog: 36 us)

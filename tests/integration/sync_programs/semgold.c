@@ -2,7 +2,8 @@
  * Semaphores with known truth, for `jitterscope sync`:
  *
  *   semgold K MS   K rounds: the waiter sleeps in sem_wait until the poster, which sleeps MS ms first, posts.
- *   semgold spin MS   a thread holds a spin lock MS ms while main spins on it once (one contended spin lock)
+ *   semgold spin MS   a thread holds a spin lock MS ms while main spins on it once (one contended spin lock,
+ *                     after one contended, unmeasured semaphore wait)
  *
  * Each wait is contended (the semaphore is 0 when the waiter arrives) and lasts about MS ms; the program
  * prints the sum of the waits it measured itself, in ns, as one JSON line.
@@ -16,6 +17,7 @@
 #include <string.h>
 #include <stdatomic.h>
 #include <time.h>
+#include <unistd.h>
 
 static sem_t go, done;
 static int g_k;
@@ -40,35 +42,72 @@ static void *poster(void *arg)
     return NULL;
 }
 
-static pthread_spinlock_t spin;
-static _Atomic int held;
+struct hold {
+    pthread_spinlock_t lock;
+    long ms;
+    _Atomic int held;
+};
 
 static void *holder(void *arg)
 {
-    pthread_spin_lock(&spin);
-    held = 1;
-    int64_t end = now_ns() + *(long *)arg * 1000000LL;
+    struct hold *h = arg;
+    pthread_spin_lock(&h->lock);
+    h->held = 1;
+    int64_t end = now_ns() + h->ms * 1000000LL;
     while (now_ns() < end) {}
-    pthread_spin_unlock(&spin);
+    pthread_spin_unlock(&h->lock);
+    return NULL;
+}
+
+static sem_t warm;
+static pid_t main_tid;
+
+/* Posts `warm` once main sleeps (in its sem_wait): that wait is contended whatever the load. */
+static void *waker(void *arg)
+{
+    (void)arg;
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/self/task/%d/stat", (int)main_tid);
+    for (;;) {
+        FILE *f = fopen(path, "r");
+        size_t n = f ? fread(buf, 1, sizeof buf - 1, f) : 0;
+        if (f)
+            fclose(f);
+        buf[n] = 0;
+        char *st = strrchr(buf, ')');
+        if (st && st[1] == ' ' && st[2] == 'S')
+            break;
+        usleep(100);
+    }
+    sem_post(&warm);
     return NULL;
 }
 
 int main(int argc, char **argv)
 {
     if (argc == 3 && !strcmp(argv[1], "spin")) {
-        g_ms = atol(argv[2]);
-        pthread_spin_init(&spin, PTHREAD_PROCESS_PRIVATE);
+        /* The interposer makes a thread's ring at its first record, after the wait's end: an mmap and a
+         * first page, in this program's window but not in the wait (25 us under a CPU hog).  A first,
+         * unmeasured wait makes main's ring. */
+        sem_init(&warm, 0, 0);
+        main_tid = gettid();
         pthread_t h;
-        pthread_create(&h, NULL, holder, &g_ms);
-        while (!held) {}
+        pthread_create(&h, NULL, waker, NULL);
+        sem_wait(&warm);
+        pthread_join(h, NULL);
+        static struct hold spin;
+        spin.ms = atol(argv[2]);
+        pthread_spin_init(&spin.lock, PTHREAD_PROCESS_PRIVATE);
+        pthread_create(&h, NULL, holder, &spin);
+        while (!spin.held) {}
         /* its CPU time too: what of the window the thread spent off the CPU (preempted on a busy machine) */
         struct timespec c0, c1;
         int64_t e = now_ns();
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c0);
-        pthread_spin_lock(&spin);
+        pthread_spin_lock(&spin.lock);
         clock_gettime(CLOCK_THREAD_CPUTIME_ID, &c1);
         int64_t spun = now_ns() - e;
-        pthread_spin_unlock(&spin);
+        pthread_spin_unlock(&spin.lock);
         pthread_join(h, NULL);
         long long cpu = (c1.tv_sec - c0.tv_sec) * 1000000000LL + (c1.tv_nsec - c0.tv_nsec);
         printf("{\"spun_ns\": %lld, \"spun_cpu_ns\": %lld}\n", (long long)spun, cpu);
