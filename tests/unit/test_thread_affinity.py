@@ -25,11 +25,12 @@ def test_every_thread_leaves_the_cpus_and_gets_its_mask_back() -> None:
     t.start()
     try:
         ready.wait(10)
-        before = {x: os.sched_getaffinity(x) for x in (os.getpid(), tid[0])}
+        before = {x: os.sched_getaffinity(x) for x in sysinfo.thread_ids(os.getpid())}
+        assert {os.getpid(), tid[0]} <= before.keys()
         moved = sysinfo.leave_cpus({cpu})
-        assert set(moved) == {x for x, m in before.items() if cpu in m}
+        assert set(moved) == {x for x, m in before.items() if cpu in m and m - {cpu}}
         for x in before:
-            assert cpu not in os.sched_getaffinity(x)
+            assert cpu not in os.sched_getaffinity(x) or before[x] == {cpu}
         assert sysinfo.leave_cpus(set(os.sched_getaffinity(0)) | {cpu}) == {}  # nowhere else to go: no move
         sysinfo.restore_affinities(moved)
         assert {x: os.sched_getaffinity(x) for x in before} == before
