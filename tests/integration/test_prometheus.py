@@ -287,9 +287,12 @@ def test_the_injected_daemon_is_scraped_with_its_rate_share_and_period(observed)
     full = 0
     for n, got in sorted(observed.by_window.items()):
         meta = json.loads((dirs[n - 1] / "meta.json").read_text())
-        w0 = float(meta["t0_tsc"])
         dur_s = float(meta["duration_s"])
-        w1 = w0 + dur_s * hz
+        # the probe's own first and last reads: t0 is only the time axis's origin, and a probe thread held
+        # off its CPU after the release (a loaded machine) begins measuring later than t0
+        probe = meta["probe"][str(probed_cpu())]
+        w0, w1 = float(probe["first_tsc"]), float(probe["last_tsc"])
+        assert abs((w1 - w0) / hz - dur_s) < 1e-5, (probe, dur_s)
         if not (start[0] < w0 and end[-1] > w1):
             continue  # the daemon started or stopped during this window
         full += 1
