@@ -19,11 +19,15 @@ UV := $(BIN)/uv pip install -q --python $(BIN)/python
 COMPILE := $(BIN)/python -m compileall -q -j0 -x '/tests?/' \
 	"$$($(BIN)/python -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')" > /dev/null
 
+# The venv without ensurepip's own copy of pip (7 s of a fresh set-up under load): uv is installed into it
+# by this Python's pip where that pip can (--python), and uv then puts pip in the venv; otherwise ensurepip.
 $(BIN)/python:
-	$(PY) -m venv $(VENV)
+	$(PY) -m venv --without-pip $(VENV)
 
 $(BIN)/uv: $(BIN)/python
-	$(BIN)/pip install -q uv
+	$(PY) -m pip --python $(BIN)/python install -q uv 2>/dev/null || \
+	  { $(BIN)/python -m ensurepip -q && $(BIN)/python -m pip install -q uv; }
+	$(BIN)/uv pip install -q --python $(BIN)/python pip
 
 # Editable install: Python changes take effect at once; `make native` rebuilds C.  setuptools and wheel in
 # the venv itself, as pyproject's build-system asks (the venv's own setuptools is older): `make native` and
