@@ -19,6 +19,7 @@ import fcntl
 import json
 import os
 import subprocess
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TypedDict
@@ -106,6 +107,24 @@ def _umount(target: str, ns_pid: int | None = None) -> None:
         raise RuntimeError((proc.stderr.strip().splitlines() or [f"umount exit {proc.returncode}"])[-1])
 
 
+# Two jitterscope processes killed together (the ranks of one cluster job) are restored by two watchdogs at
+# once: the last user's unmount found the other's trace instance still there ("target is busy") and left the
+# mount and its journal for a later command.  The other's instance goes within moments: wait that long.
+BUSY_WAIT_S = 5.0
+
+
+def _umount_when_free(target: str, ns_pid: int | None) -> None:
+    deadline = time.monotonic() + BUSY_WAIT_S
+    while True:
+        try:
+            _umount(target, ns_pid)
+            return
+        except RuntimeError as err:
+            if "busy" not in str(err) or time.monotonic() > deadline:
+                raise
+        time.sleep(0.1)
+
+
 def _process_in_ns(ns: str) -> int | None:
     for d in Path("/proc").iterdir():
         if d.name.isdigit() and _mnt_ns(d.name) == ns:
@@ -136,7 +155,7 @@ def _release_mount(reg: dict[str, MountRecord], target: str, ns: str, user: Moun
             return Outcome("unchanged", f"{target} (mount namespace {ns}) already gone with its namespace")
     mounted = _is_mounted(target, rec.get("fstype"), ns_pid or "self")
     if mounted:
-        _umount(target, ns_pid)  # raises if busy: the record stays for the next restore
+        _umount_when_free(target, ns_pid)  # raises if still busy: the record stays for the next restore
     del reg[target]
     if not mounted:
         return Outcome("unchanged", f"{target} already unmounted")
