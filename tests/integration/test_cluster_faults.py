@@ -58,7 +58,7 @@ def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None
     journals = tmp_path / "state" / "journal"
     deadline = time.monotonic() + 60
     while any(journals.glob("*.jsonl")) if journals.is_dir() else False:
-        assert time.monotonic() < deadline, f"journals not undone by the watchdog: {sorted(journals.iterdir())}"
+        assert time.monotonic() < deadline, _left(journals, ranks)
         time.sleep(0.1)
     restore = subprocess.run(
         [sys.executable, "-m", "jitterscope", "restore"],
@@ -87,3 +87,10 @@ def test_killed_rank_loses_nothing_and_leaves_no_scratch(tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr
         summary = json.loads(done.stdout)
         assert summary["run"]["duration_s"] > 1.0 and sum(c["detours"] for c in summary["cpus"].values()) > 0
+
+
+def _left(journals: Path, ranks: list[int]) -> str:
+    """What the watchdog left: each journal (its header names its process) and which ranks still run."""
+    texts = "\n".join(f"{p.name}: {p.read_text()[:1500]}" for p in sorted(journals.glob("*.jsonl")))
+    alive = [r for r in ranks if Path(f"/proc/{r}").exists()]
+    return f"journals not undone by the watchdog (ranks {ranks}, alive {alive}):\n{texts}"
