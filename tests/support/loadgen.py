@@ -64,9 +64,12 @@ def killed_measure(out: Path, cpu: int, seconds: float) -> bool:
             # hog: a storm started 1 s after the measure left 5,098 events); and not before, where it once held
             # the trace instance's buffer resize, which waits for CPU `cpu`'s kworker, for 5 minutes (2026-11-28).
             # At nice -5: a storm shares its CPU with the probe, the hog and the other tests' processes, and at
-            # nice 0 it once had 5,578 events in the 2 s (c45, under the hog)
+            # nice 0 it once had 5,578 events in the 2 s (c45, under the hog).  It ends by itself soon after the
+            # measurement should have: pinned at nice -5 it starves the CPU's bound kworkers, and a measure
+            # waiting on ext4 writeback (which needs them) waited on the storm, which waited on the measure:
+            # 300 s, twice on 2026-11-29 (dmesg: that CPU's workqueue pool hung, wb_workfn in flight)
             if storm is None and '"capturing"' in _text(out / "meta.json"):
-                storm = switch_storm(cpu, 600, nice=-5)
+                storm = switch_storm(cpu, seconds + 3, nice=-5)
             if '"captured"' in _text(out / "capture.json"):
                 m.send_signal(signal.SIGKILL)  # before its own analysis can finish
                 break
