@@ -85,8 +85,11 @@ class Calibration:
     (sync sets up the run meanwhile)."""
 
     def __init__(self) -> None:
+        global _calibrated
         self._key = _boot_key()
-        self._hz = _calibrated if _calibrated is not None else _cached_hz(self._key)
+        if _calibrated is None:
+            _calibrated = _cached_hz(self._key)  # read once per process, as a calibration is made once
+        self._hz = _calibrated
         self._proc: subprocess.Popen[str] | None = None
         if self._hz is None:
             _require_invariant_tsc()
