@@ -4,6 +4,7 @@ a new scheduling autogroup, where a busy machine starved it), also with a preexe
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 
@@ -105,8 +106,9 @@ def test_a_worker_killed_while_idle_fails_the_next_task_and_the_pool_still_close
 
 
 def test_sync_fit_process_imports_the_fit_before_the_fit_is_asked_for():
-    """sync submits fit_imports when CMD ends: scipy.stats is then imported in the fit's process, not in
-    jitterscope's (a fresh interpreter: this one's modules are shared by every test)."""
+    """sync submits fit_imports as CMD starts: the fit's modules are then imported in the fit's process, not in
+    jitterscope's (a fresh interpreter: this one's modules are shared by every test), and scipy.stats is not
+    among them (a second of CPU that a program keeping every CPU busy left to after its end)."""
     import subprocess
     import sys
 
@@ -115,14 +117,50 @@ def test_sync_fit_process_imports_the_fit_before_the_fit_is_asked_for():
         "from jitterscope.childgroup import ForkedPool\n"
         "from jitterscope.sync.warmup import fit_imports\n"
         "def imported():\n"
-        "    return 'scipy.stats' in sys.modules\n"
+        "    return 'jitterscope.simulate.fitting' in sys.modules, 'scipy.stats' in sys.modules\n"
         "with ForkedPool(1) as pool:\n"
         "    before = pool.result(pool.submit(imported))\n"
         "    pool.result(pool.submit(fit_imports))\n"
-        "    print(before, pool.result(pool.submit(imported)), imported())\n"
+        "    print(*before, *pool.result(pool.submit(imported)), *imported())\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120)
-    assert out.stdout.split() == ["False", "True", "False"]
+    assert out.stdout.split() == ["False", "False", "True", "False", "False", "False"]
+
+
+def _pid_of(x: int) -> tuple[int, int]:
+    return x * x, os.getpid()
+
+
+def _dies_in_a_child(parent_and_x: tuple[int, int]) -> tuple[int, int]:
+    parent, x = parent_and_x
+    if x == 2 and os.getpid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return x * x, os.getpid()
+
+
+def _fork_map_in_worker(func_name: str, items: list) -> list:
+    from jitterscope.childgroup import fork_map
+
+    return fork_map(globals()[func_name], items)
+
+
+def _worker_pid() -> int:
+    return os.getpid()
+
+
+def test_fork_map_answers_in_order_from_forked_children_and_redoes_a_killed_ones_item():
+    """Run where sync runs it, in a ForkedPool's worker (one thread): items[1:] in children of its own."""
+    from jitterscope.childgroup import ForkedPool
+
+    with ForkedPool(1) as pool:
+        worker = pool.result(pool.submit(_worker_pid))
+        got = pool.result(pool.submit(_fork_map_in_worker, "_pid_of", [1, 2, 3]))
+        assert [v for v, _ in got] == [1, 4, 9]
+        pids = [p for _, p in got]
+        assert pids[0] == worker and len(set(pids)) == 3
+        got = pool.result(pool.submit(_fork_map_in_worker, "_dies_in_a_child", [(worker, x) for x in (1, 2, 3)]))
+        assert [v for v, _ in got] == [1, 4, 9]
+        assert got[1][1] == worker and got[2][1] not in (worker, got[0][1])  # the killed child's item, done here
 
 
 def test_an_abandoned_pool_is_not_waited_for():
@@ -154,7 +192,7 @@ def test_sync_says_too_few_values_without_the_fit_process():
         said = _fitting([5_000] * 19, pool, threads)()
         worker.join(10)
         assert worker.exitcode is not None  # ended, not waited for
-    # what the fit itself says of so few values (scipy imported in this process: a test's, not sync's)
+    # what the fit itself says of so few values (its modules imported in this process: a test's, not sync's)
     assert (
         said
         == _fit([5_000] * 19)

@@ -10,7 +10,7 @@ from scipy import stats
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import fit_delays, fit_run
-from jitterscope.simulate.fitting import _fit_gamma, _fit_weibull, gof_statistics
+from jitterscope.simulate.fitting import _draw, _fit_gamma, _fit_weibull, _logs, gof_statistics
 from tests.support.noise_runs import Source, write_noise_run
 
 
@@ -36,6 +36,37 @@ def test_ks_and_ad_statistics_match_scipy():
     ref_ad = stats.anderson(x, "norm", method="interpolate").statistic
     p2 = {"mean": np.array([x.mean()]), "sd": np.array([x.std(ddof=1)])}
     assert gof_statistics("normal", p2, x[None])[1][0] == pytest.approx(ref_ad, rel=1e-9)
+
+
+@pytest.mark.parametrize("xi", [-0.5, -1e-9, 0.0, 1e-9, 0.3, 1.5])
+def test_gpd_log_cdf_sf_and_draws_match_scipy(xi):
+    """The tail's GPD, without scipy.stats (its import waited for the end of a busy program): as genpareto's."""
+    x = np.linspace(0, 5, 2001)
+    lcdf, lsf = _logs("gpd", {"xi": np.array([xi]), "scale": np.array([0.7])}, x[None])
+    ref_cdf, ref_sf = stats.genpareto.logcdf(x, xi, scale=0.7), stats.genpareto.logsf(x, xi, scale=0.7)
+    assert np.array_equal(np.isfinite(lcdf[0]), np.isfinite(ref_cdf))  # -inf at 0; past the end when xi < 0
+    assert np.array_equal(np.isfinite(lsf[0]), np.isfinite(ref_sf))
+    assert np.allclose(lcdf[0][np.isfinite(ref_cdf)], ref_cdf[np.isfinite(ref_cdf)], rtol=1e-12, atol=1e-15)
+    assert np.allclose(lsf[0][np.isfinite(ref_sf)], ref_sf[np.isfinite(ref_sf)], rtol=1e-12, atol=1e-15)
+    d = _draw("gpd", {"xi": xi, "scale": 0.7}, np.random.default_rng(5), (1, 20_000))[0]
+    assert stats.kstest(d, stats.genpareto(xi, scale=0.7).cdf).pvalue > 0.01
+
+
+def _fit_json_from_forked_parts(pos: np.ndarray) -> dict:
+    from jitterscope.simulate.fitting import fit_parts_forked
+
+    return fit_delays(pos, 1e-3, replicates=19, seed=3, parts=fit_parts_forked(pos, 19, seed=3, processes=3)).to_json()
+
+
+def test_parts_fitted_in_forked_processes_make_the_same_fit():
+    """sync's fit shares its families and tail out over processes it forks (in the fit's own process, which
+    runs one thread, as here): each part has a random stream of its own, so the fit is the one made in one."""
+    from jitterscope.childgroup import ForkedPool
+
+    pos = np.random.default_rng(8).lognormal(np.log(5e-6), 0.4, 3000)
+    with ForkedPool(1) as pool:
+        forked = pool.result(pool.submit(_fit_json_from_forked_parts, pos))
+    assert forked == fit_delays(pos, 1e-3, replicates=19, seed=3).to_json()
 
 
 @pytest.mark.parametrize(

@@ -11,13 +11,31 @@ distributions are wrapped as they are; bernoulli, zero-inflated and spliced
 
 from __future__ import annotations
 
+import functools
+import importlib
 from dataclasses import dataclass, field
+from types import ModuleType
 from typing import Any
 
 import numpy as np
-from scipy import integrate, stats
 
 from jitterscope.simulate.results import DelayJson
+
+
+class _Scipy:
+    stats: ModuleType
+    integrate: ModuleType
+
+
+@functools.cache
+def _scipy() -> _Scipy:
+    """scipy.stats and scipy.integrate, imported when a delay first needs them (1-2 s here): the fit of a sync run
+    makes only empirical delays, in a process that waited for this import after its program ended."""
+    out = _Scipy()
+    out.stats = importlib.import_module("scipy.stats")
+    out.integrate = importlib.import_module("scipy.integrate")
+    return out
+
 
 Array = np.ndarray
 
@@ -225,7 +243,7 @@ def _positive_part_moment(d: Delay, k: int) -> float:
     hi = float(d.isf(np.asarray(1e-15)))
     if hi <= 0:
         return 0.0
-    val, _ = integrate.quad(lambda x: k * x ** (k - 1) * float(d.sf(x)), 0.0, hi, limit=200)
+    val, _ = _scipy().integrate.quad(lambda x: k * x ** (k - 1) * float(d.sf(x)), 0.0, hi, limit=200)
     return float(val)
 
 
@@ -248,7 +266,6 @@ class SplicedTail(Delay):
         self.data = np.sort(np.asarray(self.data, dtype=float))
         n = len(self.data)
         self.zeta = float(np.count_nonzero(self.data > self.threshold)) / n
-        self.gpd = stats.genpareto(self.xi, loc=0.0, scale=self.scale)
         self.params = {
             "threshold": self.threshold,
             "xi": self.xi,
@@ -262,6 +279,11 @@ class SplicedTail(Delay):
         body = self.data[self.data <= self.threshold]
         self._body = body
         self.atoms = tuple(np.unique(body).tolist()[:1])
+
+    @functools.cached_property
+    def gpd(self) -> Any:
+        """The tail's scipy.stats.genpareto, made when first used (a sync run's fit makes its delay and no more)."""
+        return _scipy().stats.genpareto(self.xi, loc=0.0, scale=self.scale)
 
     def describe(self) -> str:
         if self.zeta == 0:
@@ -331,7 +353,7 @@ class SplicedTail(Delay):
             pts = sorted(set(pts + [self.threshold]))
             for a, b in zip(pts, pts[1:] + [np.inf]):
                 if b > a:
-                    v, _ = integrate.quad(f, a, b, limit=200)
+                    v, _ = _scipy().integrate.quad(f, a, b, limit=200)
                     total += v
         return total
 
@@ -341,34 +363,34 @@ class SplicedTail(Delay):
 
 
 def normal(mean: float, sd: float) -> Delay:
-    return ScipyDelay("normal", {"mean": mean, "sd": sd}, stats.norm(loc=mean, scale=sd))
+    return ScipyDelay("normal", {"mean": mean, "sd": sd}, _scipy().stats.norm(loc=mean, scale=sd))
 
 
 def lognormal(median: float, sigma: float) -> Delay:
-    return ScipyDelay("lognormal", {"median": median, "sigma": sigma}, stats.lognorm(sigma, scale=median))
+    return ScipyDelay("lognormal", {"median": median, "sigma": sigma}, _scipy().stats.lognorm(sigma, scale=median))
 
 
 def exponential(mean: float) -> Delay:
-    return ScipyDelay("exponential", {"mean": mean}, stats.expon(scale=mean))
+    return ScipyDelay("exponential", {"mean": mean}, _scipy().stats.expon(scale=mean))
 
 
 def gamma(shape: float, scale: float) -> Delay:
-    return ScipyDelay("gamma", {"shape": shape, "scale": scale}, stats.gamma(shape, scale=scale))
+    return ScipyDelay("gamma", {"shape": shape, "scale": scale}, _scipy().stats.gamma(shape, scale=scale))
 
 
 def weibull(shape: float, scale: float) -> Delay:
-    return ScipyDelay("weibull", {"shape": shape, "scale": scale}, stats.weibull_min(shape, scale=scale))
+    return ScipyDelay("weibull", {"shape": shape, "scale": scale}, _scipy().stats.weibull_min(shape, scale=scale))
 
 
 def pareto(alpha: float, scale: float) -> Delay:
     """Pareto type I: S(x) = (scale/x)^alpha for x >= scale, so every phase is delayed by at least `scale`
     (not Lomax / Pareto II, which starts at 0)."""
-    return ScipyDelay("pareto", {"alpha": alpha, "scale": scale}, stats.pareto(alpha, scale=scale))
+    return ScipyDelay("pareto", {"alpha": alpha, "scale": scale}, _scipy().stats.pareto(alpha, scale=scale))
 
 
 def uniform(low: float, high: float) -> Delay:
     """Uniform on [low, high]; E[max of N] = low + (high - low) N / (N + 1)."""
-    return ScipyDelay("uniform", {"low": low, "high": high}, stats.uniform(loc=low, scale=high - low))
+    return ScipyDelay("uniform", {"low": low, "high": high}, _scipy().stats.uniform(loc=low, scale=high - low))
 
 
 def bernoulli(p: float, delay: float) -> Delay:

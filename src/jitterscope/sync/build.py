@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -22,6 +23,7 @@ from jitterscope.sync.schema import TABLES
 from jitterscope.sync.summary import CauseShare, Dist, Fit, RunHeader, Summary, TopObject, TypeStats
 
 TOP_OBJECTS = 10
+REPLICATES = 100  # the fit's bootstrap
 TOP_CAUSES = 5
 KIND_OF_OP = {
     "lock": "mutex",
@@ -428,19 +430,26 @@ def _fitting(
             fitter.abandon()
         return lambda: {"fitted": False, "reason": refused}
     if fitter is not None:
-        pending = fitter.submit(_fit, values)
+        pending = fitter.submit(_fit, values, FIT_PROCESSES)
         return lambda: fitter.result(pending)
-    return threads.submit(_fit, values).result
+    return threads.submit(_fit, values, 1).result
 
 
-def _fit(values: list[int]) -> Fit | None:
-    """Distribution of sync jitter above N: the candidate families and GPD tail (simulate/fitting.py)."""
+# The fit's process shares its parts out with processes it forks (a second of CPU on pigz, which the summary
+# waited for), up to three: its largest part is a third of the whole.
+FIT_PROCESSES = min(len(os.sched_getaffinity(0)), 3)
 
-    from jitterscope.simulate.fitting import fit_delays  # lazy: scipy.stats, ~1 s of start-up
+
+def _fit(values: list[int], processes: int = 1) -> Fit | None:
+    """Distribution of sync jitter above N: the candidate families and GPD tail (simulate/fitting.py), in
+    `processes` processes (more than 1 only in the fit's own process, which runs one thread)."""
+
+    from jitterscope.simulate.fitting import fit_delays, fit_parts_forked, positive_delays  # lazy: scipy.special
 
     x = np.asarray(values, dtype=float) / 1e9
     try:
-        f = fit_delays(x, phase_s=0.0, replicates=100, seed=0)
+        parts = fit_parts_forked(positive_delays(x, 0.0), REPLICATES, processes=processes) if processes > 1 else None
+        f = fit_delays(x, phase_s=0.0, replicates=REPLICATES, seed=0, parts=parts)
     except JitterscopeError as err:
         return {"fitted": False, "reason": str(err).split(":")[0].replace("phases of 0 ms", "events")}
     best = next(ff for ff in f.families if ff.rank == 1)

@@ -5,7 +5,7 @@ parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with the re
 CPU-second, all of it added to the user's wall time when done after CMD.  (pandas is not among them: the
 command refuses it, nopandas.py.)
 Two helper processes, forked before CMD (sync/runner.py), do their own imports meanwhile: the fit's
-(scipy.stats) and, with the report, the one that draws its figures while the analysis finishes (matplotlib).
+(numpy and scipy.special) and, with the report, the one that draws its figures while the analysis finishes (matplotlib).
 They start them as CMD starts, at an even lower priority than the warm-up's (`lower_priority`), and are raised
 back to the policy they had when CMD ends (`raise_priority`): imported after CMD, as the fit's was, the import
 and the fit (a second and a half of CPU on pigz) were done on the CPU the matching needed, and the summary
@@ -31,7 +31,7 @@ NICE = 19
 
 
 def fit_imports() -> None:
-    """Run in the fit's process: the fit's imports (scipy.stats, 0.6 s), before the fit."""
+    """Run in the fit's process: the fit's imports (scipy.special, 0.2 s: the fit needs no scipy.stats), before the fit."""
     importlib.import_module("jitterscope.simulate.fitting")
 
 
