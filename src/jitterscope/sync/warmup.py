@@ -31,7 +31,7 @@ NICE = 19
 
 
 def fit_imports() -> None:
-    """Run in the fit's process: the fit's imports (scipy.special, 0.2 s: the fit needs no scipy.stats), before the fit."""
+    """Run in the fit's process: the fit's imports (scipy.special, 0.2 s; no scipy.stats), before the fit."""
     importlib.import_module("jitterscope.simulate.fitting")
 
 
