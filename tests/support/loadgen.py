@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import sys
@@ -21,6 +22,8 @@ if os.fork() == 0:
         if not os.read(a, 1): os._exit(0)
         os.write(d, b"x")
 os.close(a); os.close(d)
+os.write(b, b"x"); os.read(c, 1)
+os.write(1, b"ready\\n")  # the first round trip made: switch_storm returns
 while time.monotonic() < end:
     for _ in range(200):
         os.write(b, b"x"); os.read(c, 1)
@@ -33,12 +36,24 @@ def switch_storm(cpu: int, seconds: float, nice: int = 0) -> subprocess.Popen:
     """Two processes on `cpu` ping-ponging a byte: a context switch every few µs; at `nice` (a negative one
     as root only, else at ours).
 
-    Returns the parent; wait() on it returns once both processes have exited.
+    Returns the parent once the two have passed their first byte (a Python start-up under a CPU hog took most
+    of a 2 s capture: 1,632 events, c70); wait() on it returns once both processes have exited.
     """
     code = textwrap.dedent(_PINGPONG.format(cpu=int(cpu), seconds=float(seconds)))
     if nice < 0 and os.geteuid() != 0:
         nice = 0
-    return subprocess.Popen([sys.executable, "-c", code], preexec_fn=(lambda: os.nice(nice)) if nice else None)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], stdout=subprocess.PIPE, preexec_fn=(lambda: os.nice(nice)) if nice else None
+    )
+    assert proc.stdout is not None
+    if select.select([proc.stdout], [], [], READY_TIMEOUT)[0] and proc.stdout.readline() == b"ready\n":
+        return proc
+    proc.kill()
+    proc.wait()
+    raise RuntimeError(f"the context-switch storm on CPU {cpu} did not start in {READY_TIMEOUT} s")
+
+
+READY_TIMEOUT = 60
 
 
 def _text(path: Path) -> str:
