@@ -50,10 +50,11 @@ def popen(args: Sequence[str], **kw: Any) -> subprocess.Popen[Any]:
     return subprocess.Popen(args, preexec_fn=own_group(), **kw)
 
 
-def die_with_parent() -> None:
+def die_with_parent(parent: int | None = None) -> None:
     """This process gets SIGKILL when the thread that started it ends (PR_SET_PDEATHSIG): a child of a jitterscope
-    killed with SIGKILL does not go on alone.  Best effort: without prctl it outlives its parent."""
-    parent = os.getppid()
+    killed with SIGKILL does not go on alone.  `parent`: its pid as the parent took it before forking (else
+    read here, which misses a parent that died before).  Best effort: without prctl it outlives its parent."""
+    parent = os.getppid() if parent is None else parent
     try:
         ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     except (OSError, AttributeError):
@@ -197,19 +198,25 @@ def fork_map(func: Callable[[A], T], items: Sequence[A]) -> list[T]:
     """[func(x) for x in items], items[1:] each in a process forked now and items[0] in this one meanwhile: for
     CPU-bound work in a process that already has its imports (a ForkedPool's worker), where a pool would
     start and import again.  Call it only from a process that runs one thread (a lock another thread holds
-    at the fork stays held in the child).  A child gets SIGKILL when this process ends (`die_with_parent`);
-    one that dies or fails before it answers has its item done here, after the others, so a failure is raised
-    here with its own traceback and a killed child costs time, not the result."""
+    at the fork stays held in the child).  A child gets SIGKILL when this process ends (`die_with_parent`).
+    One that dies or fails before it answers has its item done here when its turn comes, so a failure is
+    raised here with its own traceback and a killed child costs time, not the result."""
+    me = os.getpid()
     children: list[tuple[int, int]] = []
     try:
         for x in items[1:]:
             r, w = os.pipe()
-            pid = os.fork()
+            try:
+                pid = os.fork()
+            except OSError:
+                os.close(r)
+                os.close(w)
+                raise
             if pid == 0:  # pragma: no cover (the child's exit code and answer are what the parent checks)
                 code = 1
                 try:
                     os.close(r)
-                    die_with_parent()
+                    die_with_parent(me)
                     with os.fdopen(w, "wb") as out:
                         pickle.dump(func(x), out, pickle.HIGHEST_PROTOCOL)
                     code = 0
@@ -219,15 +226,19 @@ def fork_map(func: Callable[[A], T], items: Sequence[A]) -> list[T]:
             children.append((pid, r))
         results = [func(items[0])]
         for x in items[1:]:
-            pid, r = children.pop(0)
+            pid, r = children[0]
+            children[0] = (pid, -1)  # its read end is closed with `answer`
             with os.fdopen(r, "rb") as answer:
                 data = answer.read()
             _, status = os.waitpid(pid, 0)
+            children.pop(0)
             results.append(pickle.loads(data) if status == 0 and data else func(x))
         return results
     finally:
         for pid, r in children:  # left by an error here: the children still pending are ended
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-            os.close(r)
-            os.waitpid(pid, 0)
+            if r >= 0:
+                os.close(r)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)

@@ -15,7 +15,6 @@ _PINGPONG = """
 import os, time
 os.sched_setaffinity(0, {{{cpu}}})
 a, b = os.pipe(); c, d = os.pipe()
-end = time.monotonic() + {seconds}
 if os.fork() == 0:
     os.close(b); os.close(c)  # so the parent's close is an EOF here
     while True:
@@ -24,6 +23,7 @@ if os.fork() == 0:
 os.close(a); os.close(d)
 os.write(b, b"x"); os.read(c, 1)
 os.write(1, b"ready\\n")  # the first round trip made: switch_storm returns
+end = time.monotonic() + {seconds}
 while time.monotonic() < end:
     for _ in range(200):
         os.write(b, b"x"); os.read(c, 1)
@@ -46,7 +46,9 @@ def switch_storm(cpu: int, seconds: float, nice: int = 0) -> subprocess.Popen:
         [sys.executable, "-c", code], stdout=subprocess.PIPE, preexec_fn=(lambda: os.nice(nice)) if nice else None
     )
     assert proc.stdout is not None
-    if select.select([proc.stdout], [], [], READY_TIMEOUT)[0] and proc.stdout.readline() == b"ready\n":
+    with proc.stdout:
+        ready = select.select([proc.stdout], [], [], READY_TIMEOUT)[0] and proc.stdout.readline() == b"ready\n"
+    if ready:
         return proc
     proc.kill()
     proc.wait()

@@ -48,14 +48,24 @@ def test_gpd_log_cdf_sf_and_draws_match_scipy(xi):
     assert np.array_equal(np.isfinite(lsf[0]), np.isfinite(ref_sf))
     assert np.allclose(lcdf[0][np.isfinite(ref_cdf)], ref_cdf[np.isfinite(ref_cdf)], rtol=1e-12, atol=1e-15)
     assert np.allclose(lsf[0][np.isfinite(ref_sf)], ref_sf[np.isfinite(ref_sf)], rtol=1e-12, atol=1e-15)
+    nan_cdf, nan_sf = _logs("gpd", {"xi": np.array([np.nan]), "scale": np.array([0.7])}, x[None])
+    assert np.isnan(nan_cdf).all() and np.isnan(nan_sf).all()  # as genpareto's with a NaN shape
     d = _draw("gpd", {"xi": xi, "scale": 0.7}, np.random.default_rng(5), (1, 20_000))[0]
     assert stats.kstest(d, stats.genpareto(xi, scale=0.7).cdf).pvalue > 0.01
 
 
-def _fit_json_from_forked_parts(pos: np.ndarray) -> dict:
+def _fit_json_from_forked_parts(pos: np.ndarray) -> tuple[dict, float]:
+    """The fit from forked parts, and the CPU time its children spent (a child that failed would leave its
+    part to this process, and the fit would be the same)."""
+    import resource
+
     from jitterscope.simulate.fitting import fit_parts_forked
 
-    return fit_delays(pos, 1e-3, replicates=19, seed=3, parts=fit_parts_forked(pos, 19, seed=3, processes=3)).to_json()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    parts = fit_parts_forked(pos, 19, seed=3, processes=3)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    children = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return fit_delays(pos, 1e-3, replicates=19, seed=3, parts=parts).to_json(), children
 
 
 def test_parts_fitted_in_forked_processes_make_the_same_fit():
@@ -65,8 +75,9 @@ def test_parts_fitted_in_forked_processes_make_the_same_fit():
 
     pos = np.random.default_rng(8).lognormal(np.log(5e-6), 0.4, 3000)
     with ForkedPool(1) as pool:
-        forked = pool.result(pool.submit(_fit_json_from_forked_parts, pos))
+        forked, children_cpu_s = pool.result(pool.submit(_fit_json_from_forked_parts, pos))
     assert forked == fit_delays(pos, 1e-3, replicates=19, seed=3).to_json()
+    assert children_cpu_s > 0.01  # two of the three shares were fitted in forked children
 
 
 @pytest.mark.parametrize(

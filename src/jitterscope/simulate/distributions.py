@@ -29,8 +29,9 @@ class _Scipy:
 
 @functools.cache
 def _scipy() -> _Scipy:
-    """scipy.stats and scipy.integrate, imported when a delay first needs them (1-2 s here): the fit of a sync run
-    makes only empirical delays, in a process that waited for this import after its program ended."""
+    """scipy.stats and scipy.integrate, imported when a delay first needs them (1-2 s here): a fit that no family
+    passes (sync jitter's, as a rule) makes an empirical delay only, in a process that waited for this import
+    after its program ended."""
     out = _Scipy()
     out.stats = importlib.import_module("scipy.stats")
     out.integrate = importlib.import_module("scipy.integrate")

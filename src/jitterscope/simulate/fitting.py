@@ -135,12 +135,13 @@ def _logs(family: str, p: dict[str, np.ndarray], x: np.ndarray) -> tuple[np.ndar
 
 
 def _gpd_logsf(xi: np.ndarray, z: np.ndarray) -> np.ndarray:
-    """log P(Z > z) of the standard GPD of shape xi: -log1p(xi z) / xi (-z at xi = 0; -inf past the end of the
-    support, 1 + xi z <= 0), as scipy.stats.genpareto, whose import (a second) the fit's process would otherwise
-    wait for when its program keeps every CPU busy."""
+    """log P(Z > z) of the standard GPD of shape xi at z >= 0: -log1p(xi z) / xi (-z at xi = 0; -inf past the end
+    of the support, 1 + xi z <= 0; NaN for a NaN xi or z), as scipy.stats.genpareto, whose import (a second) the
+    fit's process would otherwise wait for when its program keeps every CPU busy."""
     with np.errstate(all="ignore"):
-        inside = 1 + xi * z > 0
-        return np.where(inside, np.where(xi == 0, -z, -np.log1p(xi * z) / np.where(xi == 0, 1, xi)), -np.inf)
+        xz = xi * z
+        inside = np.where(xi == 0, -z, -np.log1p(xz) / np.where(xi == 0, 1, xi))
+        return np.where(np.isnan(xz), np.nan, np.where(1 + xz > 0, inside, -np.inf))
 
 
 def _draw(family: str, p: dict[str, float], rng: np.random.Generator, shape: tuple[int, int]) -> np.ndarray:
@@ -440,7 +441,7 @@ def fit_delays(
 
     `progress` is told the fraction of the bootstrap done (the long part: a
     replicate per family and for the tail), e.g. a Progress bar's update.
-    `parts`: the PARTS already fitted with these settings (`fit_parts_forked`)."""
+    `parts`: the PARTS already fitted with these same replicates, seed and gof_cap (`fit_parts_forked`)."""
     d = np.asarray(delays_s, dtype=float)
     pos = positive_delays(d, phase_s)
     zero_fraction = 1.0 - len(pos) / len(d)
@@ -451,6 +452,7 @@ def fit_delays(
         if progress is not None:
             progress(done[0] / (len(PARTS) * replicates))
 
+    parts_given = parts is not None  # fitted elsewhere with these settings: no progress to tell
     if parts is None:
         parts = fit_parts(pos, PARTS, replicates, seed, gof_cap, tick)
     fams = [f for f in (parts[name] for name in FAMILIES) if isinstance(f, FamilyFit)]
@@ -459,7 +461,7 @@ def fit_delays(
         f.rank = i + 1
     tail = parts["tail"]
     assert not isinstance(tail, FamilyFit)
-    if tail is None:
+    if tail is None and not parts_given:
         tick(replicates)  # no tail to test: its share of the work is done
     top = fams[0]
     any_fits = any(f.fits for f in fams)

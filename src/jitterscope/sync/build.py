@@ -423,7 +423,7 @@ def _fitting(
     values: list[int], fitter: childgroup.ForkedPool | None, threads: ThreadPoolExecutor
 ) -> Callable[[], Fit | None]:
     """The fit started in `fitter`'s process (else in a thread); call the result to wait for it.  Too few
-    values to fit are said at once, and the fit's process (importing scipy since CMD ended) is ended."""
+    values to fit are said at once, and the fit's process (importing the fit's modules since CMD started) is ended."""
     refused = too_few(len(values), len(values), "events")
     if refused is not None:
         if fitter is not None:
