@@ -155,6 +155,10 @@ def test_exit_code_is_the_programs(gold, tmp_path):
     p = jitterscope("sync", "--no-trace", "--no-report", "--out", str(tmp_path / "r"), "--", gold, "exit7")
     assert p.returncode == 7 and "exit code 7" in p.stderr
     assert (tmp_path / "r" / "summary.json").exists()
+    # a program with no waits: the summary (stderr: stdout is CMD's) says why nothing was fitted, and prints no
+    # statistics of no subframe
+    assert "Distribution: not fitted: only 0 events; fitting needs at least 20" in p.stderr, p.stderr
+    assert "p99 0 ns" not in p.stderr
 
 
 def test_crash_keeps_the_data(gold, tmp_path):

@@ -198,7 +198,7 @@ def test_sync_says_too_few_values_without_the_fit_process():
         == _fit([5_000] * 19)
         == {
             "fitted": False,
-            "reason": "only 19 of 19 events met any noise; fitting needs at least 20",
+            "reason": "only 19 events; fitting needs at least 20",
         }
     )
 

@@ -114,8 +114,11 @@ def test_zero_fraction_and_too_few_noisy_phases():
     assert f.zero_fraction == pytest.approx(0.6)
     assert f.families[0].family in ("exponential", "gamma", "weibull")
     assert f.best.sf(np.array(0.0)) == pytest.approx(0.4)
-    with pytest.raises(JitterscopeError, match="met any noise"):
+    with pytest.raises(JitterscopeError, match="met any noise.*a longer --phase"):
         fit_delays(np.concatenate([np.zeros(500), np.ones(5)]), 1e-3)
+    # fewer phases than a fit needs, every one noisy (noise stretched them): shorter phases make more
+    with pytest.raises(JitterscopeError, match=r"only 19 phases of 150 ms; .* a shorter --phase"):
+        fit_delays(np.ones(19), 0.15)
 
 
 def test_bootstrap_p_values_are_calibrated_under_the_null():

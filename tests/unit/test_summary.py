@@ -68,3 +68,12 @@ def test_cpu_table():
     assert c["detours"] == 101 and c["max_ns"] == 2_000_000
     assert c["noise_ppm"] == round(c["noise_ns"] / 0.5e9 * 1e6, 3)
     assert c["resolution_ns"] == 20.0
+
+
+def test_unexplained_in_a_guest_says_when_steal_time_is_not_known():
+    """A killed run whose capture kept no steal time: not "0 ms" (what the run said before it was known)."""
+    from jitterscope.measure.summary import likely_unexplained
+
+    unknown = likely_unexplained("kvm", True, None, None, 5e6)
+    assert "steal time during the run is not known" in unknown and "0 ms" not in unknown
+    assert "steal time during the run was 2 ms" in likely_unexplained("kvm", True, None, 2e6, 5e6)

@@ -224,7 +224,7 @@ def make_summary(
         meta.get("virtualization"),
         tracing,
         meta["tracing"].get("reason"),
-        float(meta.get("steal_ns", 0.0)),
+        None if meta.get("steal_ns") is None else float(meta["steal_ns"]),
         unexplained_ns,
         S.long_unexplained_share(att),
     )

@@ -248,7 +248,7 @@ def likely_unexplained(
     virtualization: str | None,
     tracing: bool,
     reason: str | None,
-    steal_ns: float,
+    steal_ns: float | None,
     unexplained_ns: float,
     long_share: float = 0.0,
 ) -> str:
@@ -257,12 +257,16 @@ def likely_unexplained(
     In a guest, time the guest kernel cannot see is the hypervisor's: either
     the vCPU was descheduled by the host (long gaps; counted as steal time when
     the hypervisor reports it) or short VM exits (emulated timers, interrupts,
-    MSR/IO accesses).  On bare metal it is firmware (SMIs) or hardware."""
+    MSR/IO accesses).  On bare metal it is firmware (SMIs) or hardware.  `steal_ns` None: not known (a
+    killed run whose steal time was not recovered)."""
     if not tracing:
         return f"attribution off: {reason or 'tracing disabled'}"
     if virtualization:
-        steal = f"steal time during the run was {steal_ns / 1e6:.3g} ms"
-        if (steal_ns > 0 and steal_ns >= 0.5 * unexplained_ns) or long_share >= 0.5:
+        if steal_ns is None:  # a killed run's: the capture kept no figure for it (measure/recover.py)
+            steal = "steal time during the run is not known"
+        else:
+            steal = f"steal time during the run was {steal_ns / 1e6:.3g} ms"
+        if (steal_ns is not None and steal_ns > 0 and steal_ns >= 0.5 * unexplained_ns) or long_share >= 0.5:
             return (
                 f"hypervisor ({virtualization}): the host descheduled this vCPU to run something "
                 f"else ({long_share * 100:.0f}% of it in gaps over {LONG_GAP_NS / 1e6:g} ms; {steal})"

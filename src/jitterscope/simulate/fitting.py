@@ -32,7 +32,7 @@ from scipy import special
 from jitterscope import childgroup
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import distributions as D
-from jitterscope.simulate.enough import too_few
+from jitterscope.simulate.enough import MIN_POSITIVE, too_few
 from jitterscope.simulate.results import FamilyJson, FitData, TailFit
 
 FAMILIES = ("normal", "lognormal", "gamma", "exponential", "weibull")
@@ -422,7 +422,10 @@ def positive_delays(delays_s: np.ndarray, phase_s: float) -> np.ndarray:
     pos = d[d > 0]
     refused = too_few(len(pos), len(d), f"phases of {phase_s * 1e3:g} ms")
     if refused is not None:
-        raise JitterscopeError(f"{refused}: use a longer run or a longer --phase")
+        # fewer phases than a fit needs: shorter ones make more; enough phases but too few noisy: longer ones
+        # each meet more noise (a run whose noise stretched its phases had 19 where its length promised 20)
+        longer = "shorter" if len(d) < MIN_POSITIVE else "longer"
+        raise JitterscopeError(f"{refused}: use a longer run or a {longer} --phase")
     return pos
 
 

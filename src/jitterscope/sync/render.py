@@ -106,10 +106,15 @@ def render(s: Summary, path: str) -> str:
         )
     sf = s.get("subframes")
     if sf and sf["count"]:
+        # no subframe measured (all in the warm-up): no statistics of them to print
+        stats = (
+            f"per measured subframe p99 {format_ns(sf['jitter_p99_ns'])}, max {format_ns(sf['jitter_max_ns'])}"
+            if sf["measured"]
+            else "none measured"
+        )
         lines.append(
             f"Subframes: {sf['count']:,} of {format_ns(sf['length_ns'])} per thread ({sf['measured']:,} after "
-            f"a warm-up of {sf['warmup']}), {sf['with_jitter']:,} with jitter; per measured subframe p99 "
-            f"{format_ns(sf['jitter_p99_ns'])}, max {format_ns(sf['jitter_max_ns'])}"
+            f"a warm-up of {sf['warmup']}), {sf['with_jitter']:,} with jitter; {stats}"
         )
     fit = s.get("fit")
     if fit and fit.get("fitted"):
@@ -118,6 +123,8 @@ def render(s: Summary, path: str) -> str:
             f"Distribution: {fit['verdict']}; lognormal median {format_ns(ln['median_ns'])}, "
             f"sigma {ln['sigma']:.2f} ({'fits' if ln['fits'] else 'does not fit'})"
         )
+    elif fit and fit.get("reason"):
+        lines.append(f"Distribution: not fitted: {fit['reason']}")
     oh = s.get("overhead")
     if oh:
         lines.append(f"jitterscope's own   {overhead_text(oh)}")
