@@ -385,8 +385,8 @@ HYDRA_LEFTOVERS = "/tmp/hydra_hwloc_xmlfile_*"  # MPICH's mpiexec writes it for 
 def _hydra_files_of_aborted_jobs(request: pytest.FixtureRequest) -> Iterator[None]:
     """MPICH's hydra leaves its topology file in /tmp when a job ends by MPI_Abort (as a cluster job whose
     rank fails does; a job that ends normally leaves none): 92 of them gathered in a day of CI runs.  The
-    MPI tests remove those their own jobs left (they run one at a time, in the machine group)."""
-    if request.node.path.name not in ("test_cluster.py", "test_cluster_faults.py"):
+    MPI tests (marked `mpi`) remove those their own jobs left (they run one at a time, in the machine group)."""
+    if request.node.get_closest_marker("mpi") is None:
         yield
         return
     before = set(glob.glob(HYDRA_LEFTOVERS))

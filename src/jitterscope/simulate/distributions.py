@@ -22,20 +22,11 @@ import numpy as np
 from jitterscope.simulate.results import DelayJson
 
 
-class _Scipy:
-    stats: ModuleType
-    integrate: ModuleType
-
-
-@functools.cache
-def _scipy() -> _Scipy:
-    """scipy.stats and scipy.integrate, imported when a delay first needs them (1-2 s here): a fit that no family
+def _scipy(name: str) -> ModuleType:
+    """scipy.stats or scipy.integrate, imported when a delay first needs them (1-2 s here): a fit that no family
     passes (sync jitter's, as a rule) makes an empirical delay only, in a process that waited for this import
     after its program ended."""
-    out = _Scipy()
-    out.stats = importlib.import_module("scipy.stats")
-    out.integrate = importlib.import_module("scipy.integrate")
-    return out
+    return importlib.import_module(f"scipy.{name}")
 
 
 Array = np.ndarray
@@ -244,7 +235,7 @@ def _positive_part_moment(d: Delay, k: int) -> float:
     hi = float(d.isf(np.asarray(1e-15)))
     if hi <= 0:
         return 0.0
-    val, _ = _scipy().integrate.quad(lambda x: k * x ** (k - 1) * float(d.sf(x)), 0.0, hi, limit=200)
+    val, _ = _scipy("integrate").quad(lambda x: k * x ** (k - 1) * float(d.sf(x)), 0.0, hi, limit=200)
     return float(val)
 
 
@@ -284,7 +275,7 @@ class SplicedTail(Delay):
     @functools.cached_property
     def gpd(self) -> Any:
         """The tail's scipy.stats.genpareto, made when first used (a sync run's fit makes its delay and no more)."""
-        return _scipy().stats.genpareto(self.xi, loc=0.0, scale=self.scale)
+        return _scipy("stats").genpareto(self.xi, loc=0.0, scale=self.scale)
 
     def describe(self) -> str:
         if self.zeta == 0:
@@ -354,7 +345,7 @@ class SplicedTail(Delay):
             pts = sorted(set(pts + [self.threshold]))
             for a, b in zip(pts, pts[1:] + [np.inf]):
                 if b > a:
-                    v, _ = _scipy().integrate.quad(f, a, b, limit=200)
+                    v, _ = _scipy("integrate").quad(f, a, b, limit=200)
                     total += v
         return total
 
@@ -364,34 +355,34 @@ class SplicedTail(Delay):
 
 
 def normal(mean: float, sd: float) -> Delay:
-    return ScipyDelay("normal", {"mean": mean, "sd": sd}, _scipy().stats.norm(loc=mean, scale=sd))
+    return ScipyDelay("normal", {"mean": mean, "sd": sd}, _scipy("stats").norm(loc=mean, scale=sd))
 
 
 def lognormal(median: float, sigma: float) -> Delay:
-    return ScipyDelay("lognormal", {"median": median, "sigma": sigma}, _scipy().stats.lognorm(sigma, scale=median))
+    return ScipyDelay("lognormal", {"median": median, "sigma": sigma}, _scipy("stats").lognorm(sigma, scale=median))
 
 
 def exponential(mean: float) -> Delay:
-    return ScipyDelay("exponential", {"mean": mean}, _scipy().stats.expon(scale=mean))
+    return ScipyDelay("exponential", {"mean": mean}, _scipy("stats").expon(scale=mean))
 
 
 def gamma(shape: float, scale: float) -> Delay:
-    return ScipyDelay("gamma", {"shape": shape, "scale": scale}, _scipy().stats.gamma(shape, scale=scale))
+    return ScipyDelay("gamma", {"shape": shape, "scale": scale}, _scipy("stats").gamma(shape, scale=scale))
 
 
 def weibull(shape: float, scale: float) -> Delay:
-    return ScipyDelay("weibull", {"shape": shape, "scale": scale}, _scipy().stats.weibull_min(shape, scale=scale))
+    return ScipyDelay("weibull", {"shape": shape, "scale": scale}, _scipy("stats").weibull_min(shape, scale=scale))
 
 
 def pareto(alpha: float, scale: float) -> Delay:
     """Pareto type I: S(x) = (scale/x)^alpha for x >= scale, so every phase is delayed by at least `scale`
     (not Lomax / Pareto II, which starts at 0)."""
-    return ScipyDelay("pareto", {"alpha": alpha, "scale": scale}, _scipy().stats.pareto(alpha, scale=scale))
+    return ScipyDelay("pareto", {"alpha": alpha, "scale": scale}, _scipy("stats").pareto(alpha, scale=scale))
 
 
 def uniform(low: float, high: float) -> Delay:
     """Uniform on [low, high]; E[max of N] = low + (high - low) N / (N + 1)."""
-    return ScipyDelay("uniform", {"low": low, "high": high}, _scipy().stats.uniform(loc=low, scale=high - low))
+    return ScipyDelay("uniform", {"low": low, "high": high}, _scipy("stats").uniform(loc=low, scale=high - low))
 
 
 def bernoulli(p: float, delay: float) -> Delay:
