@@ -149,10 +149,11 @@ class _Naming:
         self.excluded = np.array([_PROBE_COMM.fullmatch(s) is not None for s in self.strings], bool)
 
     def codes(self, name: np.ndarray, kind: np.ndarray, pid: np.ndarray) -> np.ndarray:
-        codes = name.astype(np.int64)
+        codes = name.astype(np.int32)  # int32 throughout: a dictionary's indices, never widened per row
         if not self.active or len(codes) == 0:
             return codes
         thread = kind == THREAD
+        pid = np.ascontiguousarray(pid)  # a field of the records (40-byte strides): compared once per thread id
         if len(self.tids):
             mapped = thread & _member(pid, self.tids)
             if mapped.any():
@@ -172,11 +173,13 @@ class _Sources:
     def __init__(self, naming: _Naming) -> None:
         self.naming = naming
         self.width = len(naming.strings)
-        self.lookup = np.full(len(KINDS) * self.width, -1, np.int64)
+        # keys and codes in int32 while they fit (the strings of a run are thousands): no row widened to 8 bytes
+        self.key_type = np.int32 if len(KINDS) * self.width < 2**31 else np.int64
+        self.lookup = np.full(len(KINDS) * self.width, -1, np.int32)
         self.sources: list[tuple[str, str]] = [("unexplained", "unexplained")]
 
     def codes(self, kind: np.ndarray, name: np.ndarray) -> np.ndarray:
-        key = kind.astype(np.int64) * self.width + name
+        key = kind.astype(self.key_type) * self.key_type(self.width) + name
         code = self.lookup[key]
         new = code < 0
         if new.any():
@@ -272,7 +275,7 @@ def _cat(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _dict_column(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
-    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32)), dictionary)
+    return pa.DictionaryArray.from_arrays(pa.array(codes.astype(np.int32, copy=False)), dictionary)
 
 
 @dataclass
@@ -314,10 +317,10 @@ def _activity_pass(
     ):
         for lo in range(0, acts.n, chunk):
             a = acts.read(lo, lo + chunk)
-            kind = a["kind"].astype(np.int64)
+            kind = a["kind"].astype(np.int32)
             name = naming.codes(a["name"], kind, a["pid"])
             code = sources.codes(kind, name)
-            code.astype(_CODE).tofile(codes_out)
+            code.astype(_CODE, copy=False).tofile(codes_out)
             start = since_ns(a["start_tsc"], job.t0_tsc, job.hz)
             end = since_ns(a["end_tsc"], job.t0_tsc, job.hz)
             _first_rows(kind, kind_seen, lo, KINDS, st.kind_first)

@@ -160,8 +160,17 @@ def to_int_ns(ticks: np.ndarray, hz: float) -> np.ndarray:
 
 
 def since_ns(tsc: np.ndarray, t0_tsc: int, hz: float) -> np.ndarray:
-    """TSC stamps as whole nanoseconds since `t0_tsc` (int64; the difference is taken in ticks first)."""
-    return to_int_ns(np.asarray(tsc, dtype=np.int64) - np.int64(t0_tsc), hz)
+    """TSC stamps as whole nanoseconds since `t0_tsc` (int64; the difference is taken in ticks first).
+
+    As to_int_ns of the int64 difference, with the difference cast to float as it is taken: one array
+    made on the way instead of two (a streaming analysis converts two stamps of every kernel event)."""
+    tsc = np.asarray(tsc)
+    if tsc.dtype != np.int64:
+        tsc = tsc.astype(np.int64)
+    ns = np.empty(tsc.shape, np.float64)
+    np.subtract(tsc, np.int64(t0_tsc), out=ns, dtype=np.int64, casting="unsafe")
+    ns *= ns_per_tick(hz)
+    return np.rint(ns, out=ns).astype(np.int64)
 
 
 def detours_ns(raw: np.ndarray, t0_tsc: int, hz: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
