@@ -38,11 +38,11 @@ def fit_imports() -> None:
 def draw_imports() -> None:
     """Run in the process that draws the report's figures (sync/runner.py: forked before CMD, so that they are
     drawn while the analysis finishes): matplotlib and the settings the report draws with."""
-    for name in DRAW:
-        importlib.import_module(name)
     from jitterscope import plotting
 
-    plotting.pyplot()
+    plotting.pyplot()  # first: it sets up matplotlib before anything of it is imported
+    for name in DRAW:
+        importlib.import_module(name)
     importlib.import_module("jitterscope.sync.plots")
 
 
