@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import os
 import re
 from pathlib import Path
 
@@ -80,3 +82,80 @@ def test_addresses_sorted_stably() -> None:
     addrs, at = symbols._scan(raw)
     order = np.argsort(addrs, kind="stable")
     assert [symbols.Table(addrs, at, raw).name(i) for i in order.tolist()] == ["a", "b", "c"]
+
+
+CORE = (
+    "ffffffff81000000 T _stext\n"
+    "ffffffff81000100 T vmstat_update\n"
+    "ffffffff81000200 t process_timeout\n"
+    "ffffffff81000300 T _etext\n"
+    "ffffffffc0000000 t mod_work\t[mod]\n"
+)
+
+
+@pytest.fixture
+def system(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A kallsyms and a boot of our own, and a place for this boot's known names."""
+    f = tmp_path / "kallsyms"
+    f.write_text(CORE)
+    monkeypatch.setattr(symbols, "KALLSYMS", f)
+    monkeypatch.setattr(symbols, "BOOT_NAMES", tmp_path / "run" / "kernel-names.json")
+    monkeypatch.setattr(symbols.sysinfo, "boot_id", lambda: "boot-1")
+    monkeypatch.setattr(symbols, "_tables", {})
+    return f
+
+
+def _reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    reads: list[int] = []
+    real = symbols._table
+
+    def counted(kallsyms: Path) -> symbols.Table | None:
+        reads.append(1)
+        return real(kallsyms)
+
+    monkeypatch.setattr(symbols, "_table", counted)
+    monkeypatch.setattr(symbols, "_tables", {})  # no in-process copy: every table() reads the file
+    return reads
+
+
+def test_names_of_the_kernels_own_text_are_known_for_the_rest_of_the_boot(system: Path, monkeypatch):
+    first = symbols.resolve([0xFFFFFFFF81000100, 0xFFFFFFFF81000208])
+    assert first == {0xFFFFFFFF81000100: "vmstat_update", 0xFFFFFFFF81000208: "process_timeout+0x8"}
+    reads = _reads(monkeypatch)
+    assert symbols.resolve([0xFFFFFFFF81000208, 0xFFFFFFFF81000100]) == first  # no read of kallsyms
+    assert reads == []
+    symbols.warm()
+    assert reads == []  # nothing to read ahead either
+    # an address not named before, one outside the kernel's text (a module's), another boot: kallsyms is read
+    assert symbols.resolve([0xFFFFFFFF81000200]) == {0xFFFFFFFF81000200: "process_timeout"}
+    assert symbols.resolve([0xFFFFFFFFC0000010]) == {0xFFFFFFFFC0000010: "mod_work+0x10"}
+    monkeypatch.setattr(symbols.sysinfo, "boot_id", lambda: "boot-2")
+    assert symbols.resolve([0xFFFFFFFF81000100]) == {0xFFFFFFFF81000100: "vmstat_update"}
+    assert len(reads) == 3
+    doc = json.loads(symbols.BOOT_NAMES.read_text())
+    assert doc["boot"] == "boot-2" and doc["names"] == {"ffffffff81000100": "vmstat_update"}  # a module's never kept
+
+
+def test_a_kernel_without_its_text_bounds_or_a_foreign_file_keeps_nothing(system: Path, monkeypatch):
+    system.write_text(CORE.replace(" _etext", " not_etext"))
+    symbols.resolve([0xFFFFFFFF81000100])
+    assert not symbols.BOOT_NAMES.exists()
+    system.write_text(CORE)
+    symbols.resolve([0xFFFFFFFF81000100])
+    assert symbols.BOOT_NAMES.exists()
+    reads = _reads(monkeypatch)
+    symbols.resolve([0xFFFFFFFF81000100])
+    assert reads == []
+    if os.geteuid() != 0:
+        return  # only root can give the file to another user
+    # a file neither root nor this user wrote is not believed: a wrong name there would name a kernel function wrongly
+    os.chown(symbols.BOOT_NAMES, 1234, 1234)
+    symbols.resolve([0xFFFFFFFF81000100])
+    assert reads == [1]
+
+
+def test_another_file_than_the_systems_is_read_alone(system: Path, tmp_path: Path):
+    other = tmp_path / "other"
+    other.write_text(CORE.replace("vmstat_update", "renamed"))
+    symbols.resolve([0xFFFFFFFF81000100])
+    assert symbols.resolve([0xFFFFFFFF81000100], other) == {0xFFFFFFFF81000100: "renamed"}

@@ -133,7 +133,7 @@ class Warmup:
             if self.trace:
                 from jitterscope.tracing import symbols
 
-                symbols.table()  # the trace's stop names kernel addresses from it
+                symbols.warm()  # the trace's stop names kernel addresses
             for name in self.modules:
                 importlib.import_module(name)
             from jitterscope import kinds

@@ -344,8 +344,9 @@ def finish_capture(
     info = info.copy()
     same_boot = info.get("boot_id") is None or info.get("boot_id") == sysinfo.boot_id()
     with ThreadPoolExecutor(1) as reader:
-        # the kernel's symbol table read (mostly the kernel's time) while the parser scans
-        kernel_symbols = reader.submit(symbols.table) if same_boot and jobs > 1 else None
+        # the kernel's symbol table read (mostly the kernel's time) while the parser scans, unless this boot's
+        # names serve
+        kernel_symbols = reader.submit(symbols.warm) if same_boot and jobs > 1 else None
         try:
             with journal.scratch("jitterscope-scan-") as tmp:  # journalled: kill -9 leaves nothing
                 counts = scan(out_dir, Path(tmp), jobs)

@@ -7,6 +7,8 @@ machine, where /proc/kallsyms would name nothing or the wrong thing.
 
 from __future__ import annotations
 
+import json
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -14,7 +16,9 @@ from pathlib import Path
 
 import numpy as np
 
+from jitterscope import boundedio, sysinfo
 from jitterscope.atomic import write_text
+from jitterscope.errors import JitterscopeError
 
 KALLSYMS = Path("/proc/kallsyms")
 TEXT_SYMBOL = re.compile(rb"^([0-9a-fA-F]+) [tTwW] (\S+)", re.M)
@@ -92,11 +96,11 @@ def _scan(text: bytes) -> tuple[np.ndarray, np.ndarray]:
     return np.array([a for a, _ in found], np.uint64), np.array([n for _, n in found], np.int64)
 
 
-def table(kallsyms: Path = KALLSYMS) -> Table | None:
-    """Every text symbol, by address; None when addresses are hidden (kptr_restrict) or the file cannot
-    be read."""
+def table(kallsyms: Path | None = None) -> Table | None:
+    """Every text symbol, by address (of /proc/kallsyms unless told another file); None when addresses are
+    hidden (kptr_restrict) or the file cannot be read."""
     with _reading:
-        return _table(kallsyms)
+        return _table(kallsyms or KALLSYMS)
 
 
 def _table(kallsyms: Path) -> Table | None:
@@ -120,13 +124,91 @@ def _table(kallsyms: Path) -> Table | None:
     return out
 
 
-def resolve(addresses: list[int], kallsyms: Path = KALLSYMS) -> dict[int, str]:
-    """Name each address: the text symbol it points into (`sym+0x10` when not at its start)."""
+# Names given earlier in this boot to addresses in the kernel's own text (_stext.._etext).  That text and its symbols
+# are fixed at boot (modules, BPF programs and trampolines, which come and go, live outside it), so a name given
+# once holds until the next boot; /run is emptied at boot and the key is the boot's id.  A run whose addresses are
+# all known is named without reading /proc/kallsyms (0.1 CPU-second, most of it the kernel's, per traced run):
+# the same few work functions and timer callbacks come back run after run.  Any other address reads it whole.
+BOOT_NAMES = Path("/run/jitterscope/kernel-names.json")
+BOOT_NAMES_MAX = 20_000  # names kept (a few hundred in practice); past it, new ones are not added
+_CORE = re.compile(rb"^([0-9a-fA-F]+) [tT] (_stext|_etext)$", re.M)
+
+
+@dataclass(frozen=True)
+class _Known:
+    boot: str
+    core: tuple[int, int]  # [_stext, _etext)
+    names: dict[int, str]
+
+    def covers(self, addresses: list[int]) -> bool:
+        lo, hi = self.core
+        return all(lo <= a < hi and a in self.names for a in addresses)
+
+
+def _known(boot: str | None) -> _Known | None:
+    """This boot's names, if a process of root's or this user's recorded them."""
+    if boot is None:
+        return None
+    try:
+        if BOOT_NAMES.stat().st_uid not in (0, os.geteuid()):
+            return None
+        doc = boundedio.read_json_or_none(BOOT_NAMES, "kernel symbol names", cap=4 << 20)
+        if not isinstance(doc, dict) or doc.get("boot") != boot:
+            return None
+        lo, hi = (int(x, 16) for x in doc["core"])
+        return _Known(boot, (lo, hi), {int(a, 16): str(n) for a, n in doc["names"].items()})
+    except (OSError, JitterscopeError, KeyError, TypeError, ValueError):
+        return None
+
+
+def _remember(boot: str | None, known: _Known | None, t: Table, named: dict[int, str]) -> None:
+    if boot is None:
+        return
+    if known is not None:
+        core = known.core
+    else:
+        found = {m.group(2): int(m.group(1), 16) for m in _CORE.finditer(t.text)}
+        if set(found) != {b"_stext", b"_etext"} or found[b"_stext"] >= found[b"_etext"]:
+            return
+        core = (found[b"_stext"], found[b"_etext"])
+    names = dict(known.names) if known is not None else {}
+    new = {a: n for a, n in named.items() if core[0] <= a < core[1] and a not in names}
+    if not new or len(names) >= BOOT_NAMES_MAX:
+        return
+    names.update(new)
+    doc = {"boot": boot, "core": [f"{core[0]:x}", f"{core[1]:x}"], "names": {f"{a:x}": n for a, n in names.items()}}
+    try:
+        BOOT_NAMES.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+        write_text(BOOT_NAMES, json.dumps(doc) + "\n", durable=False)
+    except (OSError, JitterscopeError):
+        pass  # not root, or /run read-only: the next run reads /proc/kallsyms again
+
+
+def warm() -> None:
+    """Ready to name a trace's addresses (`resolve`), started ahead while other work goes on: this boot's known
+    names are enough when there are any, else the kernel's whole table is read."""
+    if _known(sysinfo.boot_id()) is None:
+        table()
+
+
+def resolve(addresses: list[int], kallsyms: Path | None = None) -> dict[int, str]:
+    """Name each address: the text symbol it points into (`sym+0x10` when not at its start), by this boot's
+    known names or /proc/kallsyms (by the file `kallsyms` alone when given)."""
     if not addresses:
         return {}
+    boot = sysinfo.boot_id() if kallsyms is None else None
+    known = _known(boot)
+    if known is not None and known.covers(addresses):
+        return {a: known.names[a] for a in addresses}
     t = table(kallsyms)
     if t is None or not len(t.addrs):
         return {}
+    out = _named(t, addresses)
+    _remember(boot, known, t, out)
+    return out
+
+
+def _named(t: Table, addresses: list[int]) -> dict[int, str]:
     at = np.searchsorted(t.addrs, np.array(addresses, np.uint64), side="right") - 1
     out: dict[int, str] = {}
     for a, i in zip(addresses, at.tolist()):
