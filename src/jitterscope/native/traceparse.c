@@ -398,6 +398,7 @@ static size_t nacts, actcap, act_base;
 struct held_act { size_t idx; struct js_activity a; };
 static struct held_act *held;
 static size_t nheld, heldcap;
+static int act_fd = -1; /* activity.bin; -1 for a scan */
 /* Records (40 B) or segments (24 B) held before spilling (--spill N: tests spill every few rows, and
  * must get the same files); a span unsettled after SETTLE_ROWS of either is taken as settled. */
 static size_t spill_rows = (size_t)1 << 19;
@@ -1472,6 +1473,7 @@ static uint32_t fallback_name(int32_t pid)
 /* ---- spilling: what the parser holds stays bounded, whatever the run's length --------------- */
 static struct cpustate *states;
 static int nstates;
+static int seg_fd = -1; /* segments.bin, without --detours and outside a scan */
 
 static void write_at(int fd, const char *what, size_t offset, const void *p, size_t n)
 {
@@ -1486,93 +1488,16 @@ static void write_at(int fd, const char *what, size_t offset, const void *p, siz
     }
 }
 
-/* activity.bin and segments.bin are written through a shared mapping, a window at a time: write() copying
- * the records into the page cache was a third of the parser's CPU (15 M events, --detours).  Records go out
- * in row order, so the window moves forward; a record written behind it (one held open long, a name given
- * at the end) goes by pwrite, which the page cache keeps coherent with the mapping.  The file is grown a
- * window ahead and cut to the bytes written when closed. */
-#define MOUT_WINDOW ((size_t)4 << 20)
-struct mout {
-    int fd;
-    const char *what;
-    uint8_t *map;
-    size_t map_off, map_len; /* the window mapped */
-    size_t size, grown;      /* bytes written (the end of the furthest), the file's length meanwhile */
-};
-static struct mout act_out = {.fd = -1}, seg_out = {.fd = -1};
-
-static void mout_open(struct mout *m, const char *dir, const char *name)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    *m = (struct mout){.fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644), .what = name};
-    if (m->fd < 0)
-        die("%s: %s", path, strerror(errno));
-}
-
-static void mout_unmap(struct mout *m)
-{
-    if (m->map)
-        munmap(m->map, m->map_len);
-    m->map = NULL;
-    m->map_len = 0;
-}
-
-static void mout_write(struct mout *m, size_t off, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    if (m->fd < 0 || !n)
-        return;
-    if (off + n > m->size)
-        m->size = off + n;
-    if (m->map && off < m->map_off) { /* behind the window */
-        write_at(m->fd, m->what, off, b, n);
-        return;
-    }
-    while (n) {
-        if (!m->map || off >= m->map_off + m->map_len) {
-            mout_unmap(m);
-            size_t page = (size_t)sysconf(_SC_PAGESIZE);
-            m->map_off = off - off % page;
-            m->map_len = MOUT_WINDOW;
-            if (m->map_off + m->map_len > m->grown) {
-                m->grown = m->map_off + m->map_len;
-                if (ftruncate(m->fd, (off_t)m->grown))
-                    die("%s: %s", m->what, strerror(errno));
-            }
-            void *map = mmap(NULL, m->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, m->fd,
-                             (off_t)m->map_off);
-            if (map == MAP_FAILED)
-                die("%s: %s", m->what, strerror(errno));
-            m->map = map;
-        }
-        size_t k = m->map_off + m->map_len - off;
-        if (k > n)
-            k = n;
-        memcpy(m->map + (off - m->map_off), b, k);
-        off += k, b += k, n -= k;
-    }
-}
-
-static void mout_close(struct mout *m)
-{
-    if (m->fd < 0)
-        return;
-    mout_unmap(m);
-    if (ftruncate(m->fd, (off_t)m->size) || close(m->fd))
-        die("%s: %s", m->what, strerror(errno));
-    m->fd = -1;
-}
-
 static void write_rows(size_t first, const struct js_activity *p, size_t n)
 {
-    mout_write(&act_out, first * sizeof *p, p, n * sizeof *p);
+    if (act_fd >= 0)
+        write_at(act_fd, "activity.bin", first * sizeof *p, p, n * sizeof *p);
 }
 
 static void write_segs(size_t upto)
 {
-    if (upto > seg_base)
-        mout_write(&seg_out, seg_base * sizeof *segs, segs, (upto - seg_base) * sizeof *segs);
+    if (seg_fd >= 0 && upto > seg_base)
+        write_at(seg_fd, "segments.bin", seg_base * sizeof *segs, segs, (upto - seg_base) * sizeof *segs);
 }
 
 /* The records open now on any CPU: its thread slice and contexts, and its annotations. */
@@ -1712,7 +1637,8 @@ static void name_unknown_threads(void)
                 a->name = fallback_name(a->pid);
         } else { /* written out unnamed: its name field, at its row */
             uint32_t name = fallback_name(unnamed[i].pid);
-            mout_write(&act_out, r * sizeof *a + offsetof(struct js_activity, name), &name, sizeof name);
+            if (act_fd >= 0)
+                write_at(act_fd, "activity.bin", r * sizeof *a + offsetof(struct js_activity, name), &name, sizeof name);
         }
     }
     nunnamed = 0;
@@ -1781,11 +1707,11 @@ int main(int argc, char **argv)
     states = js_calloc((size_t)ncpus, sizeof *states);
     nstates = ncpus;
     if (!scan_only) {
-        mout_open(&act_out, out, "activity.bin");
+        act_fd = create_out(out, "activity.bin");
         if (detours_path)
             load_detours(out);
         else
-            mout_open(&seg_out, out, "segments.bin");
+            seg_fd = create_out(out, "segments.bin");
     }
     size_t nacts_all = 0, nsegs_all = 0;
     for (int k = 0; k < ncpus; k++) {
@@ -1813,8 +1739,8 @@ int main(int argc, char **argv)
             close_out(containers_out, "containers.bin");
         }
         spill_rest();
-        mout_close(&act_out);
-        mout_close(&seg_out);
+        if (close(act_fd) || (seg_fd >= 0 && close(seg_fd)))
+            die("%s: %s", out, strerror(errno));
         write_file(out, "strings.bin", str_buf, str_len);
     }
     write_counts(out, states, ncpus, page_size, nacts_all, nsegs_all);
