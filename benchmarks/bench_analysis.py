@@ -231,7 +231,8 @@ def main() -> int:
         baseline = f"""
 
 The baseline, {BASELINE} (`git -C {BASELINE} log -1 --format=%h`: {_commit(BASELINE)}), on the same inputs,
-each of its runs just after this code's:
+each of its runs just after this code's (where the baseline reads /proc/kallsyms on every run, this code
+reads it on the first of the boot only, if it names kernel functions from /run/jitterscope/kernel-names.json):
 
 | measure | baseline | this code | ratio |
 |---|---|---|---|
@@ -284,7 +285,8 @@ its files go to tmpfs while the CPUs analysed at once have less than 256 MiB of 
 (/var/tmp).  With --jobs N each worker
 encodes its CPU's rows as a Parquet file of its own and the analysing process joins their column
 chunks under one footer; what stays serial is a killed run's completion (its CPUs scanned in
-parallel, beside the read of /proc/kallsyms), the pool's start and the summary.  Wall times on a
+parallel, beside the read of /proc/kallsyms when this boot's kernel names are not known yet: after the
+first analysis of a boot they are, tracing/symbols.py), the pool's start and the summary.  Wall times on a
 shared machine: compare the load averages above before reading the scaling figure.
 
 Where the CPU goes, per kernel event, on the capture {LONGER}x as long ({n_long:,} events, start-up spread thin;

@@ -5,7 +5,8 @@ boxplot, and those of commands to come) is drawn with the pyplot this module
 hands out and saved through `save` or `svg_text`, so all of them share one
 backend (Agg: no display needed), one SVG setting (stable element ids, no date
 or creator stamp: the same data gives byte-identical files) and one place to
-change either.  matplotlib costs ~0.3 s to import, so it is imported on first
+change either.  matplotlib costs most of a CPU-second to import here (less
+without its docstring tables: `matplotlib_first`), so it is imported on first
 use, not when a command module is loaded.
 
 How a command draws::

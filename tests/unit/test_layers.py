@@ -19,6 +19,7 @@ FOUNDATION = frozenset(
     {
         "__init__",
         "atomic",
+        "bootcache",
         "boundedio",
         "budget",
         "buildinfo",

@@ -294,3 +294,22 @@ def test_a_scan_counts_what_a_parse_writes(tmp_path: Path) -> None:
     scanned, parsed = (json.loads((tmp_path / f"{s}" / "counts.json").read_text()) for s in (True, False))
     assert scanned["segments"] == parsed["segments"] == 15
     assert scanned == parsed
+
+
+def test_a_trace_page_size_that_is_not_the_systems_parses_alike(tmp_path: Path) -> None:
+    """The parser maps the capture a window of 256 trace pages at a time; with 4104-byte pages the second window
+    starts mid system page (a mapping cannot), and the pages still parse as the same events in 4096-byte ones."""
+    events = [
+        (T0 + 1000 * i, S.switch("a", 10, "b", 11) if i % 2 else S.switch("b", 11, "a", 10)) for i in range(40_000)
+    ]
+    got = {}
+    for size in (S.PAGE_SIZE, 4104):
+        trace = tmp_path / f"pages{size}"
+        S.write_trace(trace, {CPU: []})
+        header = {**S.HEADER, "data": [16, size - 16]}
+        S.formats.save(trace, {**S.info(), "header_page": header})
+        pages = S.paginate(events, page_size=size)
+        (trace / f"cpu{CPU}.raw").write_bytes(b"".join(S.encode_page(p, size) for p in pages))
+        assert len(pages) > 2 * 256  # more than two windows
+        got[size] = parse_trace(trace).activity.to_pylist()
+    assert got[4104] == got[S.PAGE_SIZE] and len(got[4104]) > 20_000

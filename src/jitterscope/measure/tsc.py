@@ -10,14 +10,15 @@ rates stay floating point.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 from typing import overload
 
 import numpy as np
+from pydantic import StrictFloat
+from typing_extensions import TypedDict  # pydantic checks the record (bootcache.read)
 
-from jitterscope import atomic, boundedio, sysinfo
+from jitterscope import bootcache, sysinfo
 from jitterscope.errors import JitterscopeError
 from jitterscope.native_bin import PROBE_PROGRAM, native_bin
 from jitterscope.native_child import last_line
@@ -44,7 +45,7 @@ _calibrated: float | None = None  # this process's figure, once measured
 # The kernel fixes the TSC's rate at boot, so one calibration serves every process until the next boot:
 # without it each measure, sync, pipeline or inject spent 150 ms (and more under load) measuring it again.
 # /run is emptied at boot; the key also names the clocksource MONOTONIC_RAW follows.
-BOOT_CACHE = Path("/run/jitterscope/tsc.json")
+BOOT_CACHE = bootcache.DIR / "tsc.json"
 
 
 def _boot_key() -> str | None:
@@ -56,28 +57,21 @@ def _plausible(hz: object) -> bool:
     return isinstance(hz, float) and 1e8 < hz < 1e11
 
 
+class _Record(TypedDict):
+    boot: str
+    tsc_hz: StrictFloat  # a number as the calibration wrote it, not a string that parses as one
+
+
 def _cached_hz(key: str | None) -> float | None:
     """This boot's figure, if a process of root's or this user's recorded it."""
-    if key is None:
-        return None
-    try:
-        if BOOT_CACHE.stat().st_uid not in (0, os.geteuid()):
-            return None
-        doc = boundedio.read_json_or_none(BOOT_CACHE, "TSC calibration", cap=4096)
-    except (OSError, JitterscopeError):
-        return None
-    hz = doc.get("tsc_hz") if isinstance(doc, dict) and doc.get("boot") == key else None
+    doc = bootcache.read(BOOT_CACHE, _Record, key, "TSC calibration", cap=4096)
+    hz = doc["tsc_hz"] if doc else None
     return hz if _plausible(hz) else None
 
 
 def _remember(key: str | None, hz: float) -> None:
-    if key is None:
-        return
-    try:
-        BOOT_CACHE.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        atomic.write_text(BOOT_CACHE, json.dumps({"boot": key, "tsc_hz": hz}) + "\n", durable=False)
-    except (OSError, JitterscopeError):
-        pass  # not root, or /run read-only: the next process calibrates again
+    if key is not None:
+        bootcache.write(BOOT_CACHE, _Record(boot=key, tsc_hz=hz))
 
 
 class Calibration:

@@ -1608,17 +1608,18 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
     if (fstat(fd, &sb) < 0)
         die("%s: %s", path, strerror(errno));
     const size_t window = page_size * 256; /* 1 MiB of 4 KiB pages: as resident as the read buffer was */
+    const size_t sys_page = (size_t)sysconf(_SC_PAGESIZE); /* a mapping starts on one, a trace page need not */
     size_t whole = (size_t)sb.st_size - (size_t)sb.st_size % page_size;
     for (size_t at = 0; at < whole; at += window) {
-        size_t len = whole - at < window ? whole - at : window;
-        uint8_t *map = mmap(NULL, len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)at);
+        size_t len = whole - at < window ? whole - at : window, lead = at % sys_page;
+        uint8_t *map = mmap(NULL, lead + len, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, (off_t)(at - lead));
         if (map == MAP_FAILED)
             die("%s: %s", path, strerror(errno));
         for (size_t off = 0; off < len; off += page_size) {
-            parse_page(c, map + off, page_size);
+            parse_page(c, map + lead + off, page_size);
             spill(); /* a page at a time: what is held stays within a page of spill_rows */
         }
-        munmap(map, len);
+        munmap(map, lead + len);
     }
     close(fd);
     if (c->open)

@@ -1,7 +1,8 @@
 """The analysis's and the report's imports, done while CMD runs rather than after it.
 
 A sync run waits for CMD with nothing to do, then needs its analysis's modules, and with the trace the
-parser and the kernel's symbol table (0.3 s to read /proc/kallsyms), with the report matplotlib: about a
+parser and the kernel's symbol table (0.1-0.3 s to read /proc/kallsyms, unless this boot's kernel names are known:
+tracing/symbols.py), with the report matplotlib: about a
 CPU-second, all of it added to the user's wall time when done after CMD.  (pandas is not among them: the
 command refuses it, nopandas.py.)
 Two helper processes, forked before CMD (sync/runner.py), do their own imports meanwhile: the fit's

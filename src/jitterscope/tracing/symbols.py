@@ -7,18 +7,16 @@ machine, where /proc/kallsyms would name nothing or the wrong thing.
 
 from __future__ import annotations
 
-import json
-import os
 import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from typing_extensions import TypedDict  # pydantic checks the record (bootcache.read)
 
-from jitterscope import boundedio, sysinfo
+from jitterscope import bootcache, sysinfo
 from jitterscope.atomic import write_text
-from jitterscope.errors import JitterscopeError
 
 KALLSYMS = Path("/proc/kallsyms")
 TEXT_SYMBOL = re.compile(rb"^([0-9a-fA-F]+) [tTwW] (\S+)", re.M)
@@ -126,17 +124,18 @@ def _table(kallsyms: Path) -> Table | None:
 
 # Names given earlier in this boot to addresses in the kernel's own text (_stext.._etext).  That text and its symbols
 # are fixed at boot (modules, BPF programs and trampolines, which come and go, live outside it), so a name given
-# once holds until the next boot; /run is emptied at boot and the key is the boot's id.  A run whose addresses are
-# all known is named without reading /proc/kallsyms (0.1 CPU-second, most of it the kernel's, per traced run):
-# the same few work functions and timer callbacks come back run after run.  Any other address reads it whole.
-BOOT_NAMES = Path("/run/jitterscope/kernel-names.json")
+# once holds until the next boot (bootcache.py: keyed by the boot's id, root's or the user's own file only, and
+# readable by its owner alone: it holds kernel addresses, which kptr_restrict may hide from other users).  A run
+# whose addresses are all known is named without reading /proc/kallsyms (0.1 CPU-second, most of it the
+# kernel's, per traced run): the same few work functions and timer callbacks come back run after run.  Any other
+# address reads it whole.
+BOOT_NAMES = bootcache.DIR / "kernel-names.json"
 BOOT_NAMES_MAX = 20_000  # names kept (a few hundred in practice); past it, new ones are not added
-_CORE = re.compile(rb"^([0-9a-fA-F]+) [tT] (_stext|_etext)$", re.M)
+_NAMES_CAP = 4 << 20
 
 
 @dataclass(frozen=True)
 class _Known:
-    boot: str
     core: tuple[int, int]  # [_stext, _etext)
     names: dict[int, str]
 
@@ -145,48 +144,61 @@ class _Known:
         return all(lo <= a < hi and a in self.names for a in addresses)
 
 
+class _Record(TypedDict):
+    boot: str
+    core: tuple[str, str]  # hex
+    names: dict[str, str]  # hex address -> name
+
+
 def _known(boot: str | None) -> _Known | None:
     """This boot's names, if a process of root's or this user's recorded them."""
-    if boot is None:
+    doc = bootcache.read(BOOT_NAMES, _Record, boot, "kernel symbol names", cap=_NAMES_CAP, private=True)
+    if doc is None:
         return None
     try:
-        if BOOT_NAMES.stat().st_uid not in (0, os.geteuid()):
-            return None
-        doc = boundedio.read_json_or_none(BOOT_NAMES, "kernel symbol names", cap=4 << 20)
-        if not isinstance(doc, dict) or doc.get("boot") != boot:
-            return None
-        lo, hi = (int(x, 16) for x in doc["core"])
-        return _Known(boot, (lo, hi), {int(a, 16): str(n) for a, n in doc["names"].items()})
-    except (OSError, JitterscopeError, KeyError, TypeError, ValueError):
+        return _Known(
+            (int(doc["core"][0], 16), int(doc["core"][1], 16)), {int(a, 16): n for a, n in doc["names"].items()}
+        )
+    except ValueError:
         return None
+
+
+def _core_text(text: bytes) -> tuple[int, int] | None:
+    """[_stext, _etext) from kallsyms's text, None without both."""
+    at = {}
+    for name in (b"_stext", b"_etext"):
+        end = text.find(b" " + name + b"\n")
+        start = text.rfind(b"\n", 0, end) + 1
+        line = text[start:end].split()
+        if end < 0 or len(line) != 2 or line[1] not in (b"t", b"T"):
+            return None
+        try:
+            at[name] = int(line[0], 16)
+        except ValueError:
+            return None
+    return (at[b"_stext"], at[b"_etext"]) if at[b"_stext"] < at[b"_etext"] else None
 
 
 def _remember(boot: str | None, known: _Known | None, t: Table, named: dict[int, str]) -> None:
-    if boot is None:
+    if boot is None or not named:
         return
-    if known is not None:
-        core = known.core
-    else:
-        found = {m.group(2): int(m.group(1), 16) for m in _CORE.finditer(t.text)}
-        if set(found) != {b"_stext", b"_etext"} or found[b"_stext"] >= found[b"_etext"]:
-            return
-        core = (found[b"_stext"], found[b"_etext"])
+    core = known.core if known is not None else _core_text(t.text)
+    if core is None:
+        return
     names = dict(known.names) if known is not None else {}
-    new = {a: n for a, n in named.items() if core[0] <= a < core[1] and a not in names}
-    if not new or len(names) >= BOOT_NAMES_MAX:
+    new = [(a, n) for a, n in named.items() if core[0] <= a < core[1] and a not in names]
+    new = new[: max(0, BOOT_NAMES_MAX - len(names))]
+    if not new:
         return
     names.update(new)
-    doc = {"boot": boot, "core": [f"{core[0]:x}", f"{core[1]:x}"], "names": {f"{a:x}": n for a, n in names.items()}}
-    try:
-        BOOT_NAMES.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-        write_text(BOOT_NAMES, json.dumps(doc) + "\n", durable=False)
-    except (OSError, JitterscopeError):
-        pass  # not root, or /run read-only: the next run reads /proc/kallsyms again
+    hexed = {f"{a:x}": n for a, n in names.items()}
+    bootcache.write(BOOT_NAMES, _Record(boot=boot, core=(f"{core[0]:x}", f"{core[1]:x}"), names=hexed), private=True)
 
 
 def warm() -> None:
-    """Ready to name a trace's addresses (`resolve`), started ahead while other work goes on: this boot's known
-    names are enough when there are any, else the kernel's whole table is read."""
+    """Get ready to name a trace's addresses (`resolve`), ahead, while other work goes on: the kernel's whole table
+    is read unless this boot has known names already (then the read is left to `resolve`, for a run whose
+    addresses are not all among them)."""
     if _known(sysinfo.boot_id()) is None:
         table()
 
