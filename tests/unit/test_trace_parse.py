@@ -6,6 +6,7 @@ root, no tracefs.  Times are in ticks with tsc_hz = 1e9, so NMI delta_ns are tic
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -126,6 +127,21 @@ def test_activity_running_at_the_end_is_clipped_to_the_capture_end(tmp_path: Pat
     assert (rcu["end_tsc"], rcu["clipped"]) == (T0 + 100, True)
     assert (b["end_tsc"], b["clipped"]) == (T0 + 100, True)
     assert seg_list(td)[-1] == (T0 + 40, T0 + 100, "RCU")
+
+
+def test_a_window_the_trace_did_not_close_ends_each_cpus_activity_at_its_last_event(tmp_path: Path) -> None:
+    """A killed run's window ends at the probe's end (session.json window_end "probe"): what ran after the trace's
+    last event is unknown, so the softirq open there is not stretched over the rest of the window (a trace cut
+    after two pages once had one local_timer take 95% of a run's noise)."""
+    ev = [(T0 + 10, S.switch("a", 5, "b", 6)), (T0 + 40, S.softirq_entry(9, 6))]
+    S.write_trace(tmp_path / "trace", {CPU: S.paginate(ev)}, window=(T0, T0 + 100))
+    info = json.loads((tmp_path / "trace" / "session.json").read_text())
+    (tmp_path / "trace" / "session.json").write_text(json.dumps({**info, "window_end": "probe"}))
+    td = parse_trace(tmp_path / "trace")
+    (rcu,) = find(td, "softirq", "RCU")
+    (b,) = find(td, "thread", "b")
+    assert rcu["end_tsc"] == b["end_tsc"] == T0 + 40
+    assert seg_list(td)[-1] == (T0 + 10, T0 + 40, "b")  # nothing owns the time after the last event
 
 
 def test_back_to_back_activities_leave_no_gap_or_empty_segment(tmp_path: Path) -> None:

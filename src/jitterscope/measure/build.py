@@ -138,7 +138,7 @@ def analyse_trace(
     (sorted by cpu, start), streaming per CPU in `jobs` processes (measure/stream.py)."""
     if not (Path(trace_dir) / "events.txt").exists():
         raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
-    parse_hz, parse_window, stats = stream.trace_facts(trace_dir)
+    facts = stream.trace_facts(trace_dir)
     det_end = det_start + det_dur
     cpus = stream.trace_cpus(trace_dir)
     offsets = {int(c): int(i) for c, i in zip(*np.unique(det_cpu, return_index=True))}
@@ -155,8 +155,9 @@ def analyse_trace(
                 window_ns=windows.get(c),
                 t0_tsc=t0,
                 hz=hz,
-                parse_hz=parse_hz,
-                parse_window=parse_window,
+                parse_hz=facts.hz,
+                parse_window=facts.window,
+                open_end=facts.open_end,
                 own=frozenset(own_tids),
                 probe_tids=probe_tids,
             )
@@ -164,7 +165,7 @@ def analyse_trace(
     processes = jobs if jobs is not None else stream.default_jobs()
     parts = stream.run_jobs(job_list, run_dir / "activity.parquet", processes)
     merged = stream.merge(parts, det_start, det_end, offsets, windows)
-    lost = lost_per_cpu(merged.counts, stats)
+    lost = lost_per_cpu(merged.counts, facts.stats)
     cpu_counts = merged.counts["cpus"].values()
     return TracedRun(
         merged=merged,

@@ -82,7 +82,9 @@ def _probe_result(run_dir: Path, cap: dict[str, Any], missing: list[str]) -> Pro
     )
 
 
-def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[str], jobs: int) -> Path | None:
+def _trace_dir(
+    run_dir: Path, meta: dict[str, Any], end_tsc: int, hz: float, missing: list[str], jobs: int
+) -> Path | None:
     """The trace directory, completed offline (window, symbols, comms; its CPUs scanned in `jobs`
     processes) if the run was cut short."""
 
@@ -93,7 +95,7 @@ def _trace_dir(run_dir: Path, meta: dict[str, Any], end_tsc: int, missing: list[
         missing.append("the kernel trace (it had not started): no attribution")
         meta["tracing"].update(enabled=False, reason="trace lost: the run was interrupted before it started")
         return None
-    missing += complete_cut_short(td, end_tsc, "the probe's end", jobs)
+    missing += complete_cut_short(td, end_tsc, "the probe's end", jobs, hz)
     return td
 
 
@@ -158,7 +160,7 @@ def _analyze(run_dir: Path, jobs: int | None = None) -> list[str]:
     else:
         missing.append("hypervisor steal time during the run (not used to judge what is unexplained)")
     jobs = jobs if jobs is not None else stream.default_jobs()
-    trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), missing, jobs)
+    trace_dir = _trace_dir(run_dir, meta, int(result.end_tsc), float(result.tsc_hz), missing, jobs)
     meta["recovered"] = {"by": "jitterscope analyze", "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "missing": missing}
     try:
         build.build_run(

@@ -50,6 +50,7 @@ from jitterscope.tracing.parse import (
     Detours,
     ParserCounts,
     lost_per_cpu,
+    open_ended,
     raw_bytes,
     run_parser,
     scratch_parent,
@@ -98,6 +99,7 @@ class CpuJob:
     hz: float
     parse_hz: float | None
     parse_window: tuple[int, int] | None
+    open_end: bool  # the window's end is not the trace's own: each CPU's last activity ends at its last event
     own: frozenset[int]
     probe_tids: dict[int, int]
     chunk_rows: int | None = None  # None: CHUNK_ROWS
@@ -390,7 +392,13 @@ def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
         np.column_stack((job.det_start, job.det_end)).astype("<i8").tofile(det_path)
         detours = Detours(det_path, job.t0_tsc, ns_per_tick(job.hz))
         counts = run_parser(
-            job.trace_dir, out, tsc_hz=job.parse_hz, window=job.parse_window, cpu=job.cpu, detours=detours
+            job.trace_dir,
+            out,
+            tsc_hz=job.parse_hz,
+            window=job.parse_window,
+            cpu=job.cpu,
+            detours=detours,
+            open_end=job.open_end,
         )
         strings = [s.decode("utf-8", "replace") for s in (out / "strings.bin").read_bytes().split(b"\0")[:-1]]
         naming = _Naming(strings, job.own, job.probe_tids)
@@ -562,12 +570,22 @@ def default_jobs(probed: list[int] | None = None) -> int:
     return max(1, len(mine - set(probed or ())))
 
 
-def trace_facts(trace_dir: Path) -> tuple[float | None, tuple[int, int] | None, dict[str, dict[str, int]]]:
-    """The session's TSC rate and window, and the ring buffer's statistics."""
+@dataclass(frozen=True)
+class TraceFacts:
+    """What the parser is told of a capture: the session's TSC rate and window (`open_end`: not closed by the
+    trace's own stop marker, parse.open_ended), and the ring buffer's statistics."""
+
+    hz: float | None
+    window: tuple[int, int] | None
+    open_end: bool
+    stats: dict[str, dict[str, int]]
+
+
+def trace_facts(trace_dir: Path) -> TraceFacts:
     info = session_info(trace_dir)
     hz = info.get("tsc_hz")
     window = (int(info["window"][0]), int(info["window"][1])) if info.get("window") else None
-    return (float(hz) if hz else None), window, trace_stats(trace_dir)
+    return TraceFacts(float(hz) if hz else None, window, open_ended(info), trace_stats(trace_dir))
 
 
 __all__ = ["CpuJob", "CpuPart", "Merged", "analyse_cpu", "lost_per_cpu", "merge", "run_jobs", "trace_cpus"]

@@ -2,7 +2,8 @@
  * jitterscope-traceparse: raw tracefs ring-buffer pages -> nested kernel
  * activity intervals and exclusive segments.
  *
- *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE] [--spill ROWS]
+ *   jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END [--open-end]] [--cpu N] [--events FILE]
+ *                          [--spill ROWS]
  *                          TRACE_DIR OUT_DIR
  *   jitterscope-traceparse --layout
  *
@@ -529,6 +530,9 @@ struct cpustate {
 
 static double tsc_per_ns = 0;
 static int64_t window_start = INT64_MIN, window_end = INT64_MIN;
+/* --open-end: the window's end is not the trace's own (a killed run's: the probe's end), so what ran after a
+ * CPU's last event is unknown: its last span ends there rather than being stretched to the window's end */
+static int open_end;
 static uint32_t S_EMPTY, S_HRTIMER, S_TIMER;
 
 /* Placeholders (threads whose comm is unknown) to name at the end. */
@@ -1369,7 +1373,8 @@ static void print_layout(void)
 
 static void usage(void)
 {
-    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END] [--cpu N] [--events FILE]\n"
+    fputs("usage: jitterscope-traceparse [--scan] [--tsc-hz HZ] [--window START END [--open-end]] [--cpu N]\n"
+          "                              [--events FILE]\n"
           "                              [--detours FILE --t0 TSC --ns-per-tick K] [--spill ROWS] TRACE_DIR OUT_DIR\n"
           "       jitterscope-traceparse --layout\n", stderr);
     exit(2);
@@ -1400,6 +1405,8 @@ static void parse_args(int argc, char **argv, const char **in, const char **out)
                 usage();
         } else if (!strcmp(argv[i], "--scan")) {
             scan_only = 1;
+        } else if (!strcmp(argv[i], "--open-end")) {
+            open_end = 1;
         } else if (!strcmp(argv[i], "--tsc-hz") && i + 1 < argc) {
             tsc_hz = atof(argv[++i]);
         } else if (!strcmp(argv[i], "--cpu") && i + 1 < argc) {
@@ -1623,7 +1630,7 @@ static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
     }
     close(fd);
     if (c->open)
-        span_close(c, window_end > c->last_ts ? window_end : c->last_ts);
+        span_close(c, window_end > c->last_ts && !open_end ? window_end : c->last_ts);
 }
 
 /* Names the placeholders marked so far: a thread's comm is learnt on its own CPU only, so this can run

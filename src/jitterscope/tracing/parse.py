@@ -135,6 +135,7 @@ def run_parser(
     window: tuple[int, int] | None = None,
     cpu: int | None = None,
     detours: Detours | None = None,
+    open_end: bool = False,
 ) -> ParserCounts:
     """Run jitterscope-traceparse (on one CPU's capture when `cpu` is given); return its counts.json.
     With `detours` (and `cpu`) it writes their overlaps with the segments (pieces.bin) and the
@@ -150,7 +151,7 @@ def run_parser(
     if tsc_hz:
         cmd += ["--tsc-hz", repr(float(tsc_hz))]
     if window:
-        cmd += ["--window", str(int(window[0])), str(int(window[1]))]
+        cmd += ["--window", str(int(window[0])), str(int(window[1]))] + (["--open-end"] if open_end else [])
     cmd += [str(trace_dir), str(out_dir)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
@@ -193,6 +194,12 @@ def scan(trace_dir: Path, out_dir: Path, jobs: int = 1) -> ParserCounts:
         "addresses": list(addresses),
         "unknown_pids": [u for p in parts for u in p.get("unknown_pids", [])],
     }
+
+
+def open_ended(info: SessionInfo) -> bool:
+    """Whether the window's end is not the trace's own (a killed run's, closed by the probe's end): what ran on a
+    CPU after its last event is then unknown, and its last activity ends there (the parser's --open-end)."""
+    return info.get("window_end") == "probe"
 
 
 def session_info(trace_dir: Path) -> SessionInfo:
@@ -262,12 +269,13 @@ def parse_trace(trace_dir: Path, tsc_hz: float | None = None) -> TraceData:
     hz = tsc_hz or info.get("tsc_hz")
     w = info.get("window")
     window = (int(w[0]), int(w[1])) if w else None
+    open_end = open_ended(info)
     # one parser for every CPU: all their files at once
     cpus = trace_cpus(trace_dir)
     tmp_parent = scratch_parent([raw_bytes(trace_dir, c) for c in cpus], len(cpus))
     with journal.scratch("jitterscope-parse-", tmp_parent) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
-        counts = run_parser(trace_dir, out, tsc_hz=hz, window=window)
+        counts = run_parser(trace_dir, out, tsc_hz=hz, window=window, open_end=open_end)
         acts = _load(out / "activity.bin", ACTIVITY_DTYPE)
         segs = np.array(_load(out / "segments.bin", SEGMENT_DTYPE))
         strings = (out / "strings.bin").read_bytes().split(b"\0")[:-1]

@@ -59,7 +59,7 @@ from jitterscope.tracing.reader import (
     ring_kb,
 )
 from jitterscope.tracing.tracefs import TRACE_CLOCK, ensure_tracefs, wanted_events
-from jitterscope.units import format_cpumask
+from jitterscope.units import format_cpumask, format_ns
 
 
 class SessionInfo(TypedDict, total=False):
@@ -83,6 +83,8 @@ class SessionInfo(TypedDict, total=False):
     stop_mono_ns: int
     lost_events: int
     window: list[int]  # [start TSC, end TSC] of the capture
+    window_end: str  # "probe": a killed run's window, closed by the probe's end, not by the trace's stop marker
+    last_tsc: dict[str, int]  # per CPU, its trace's last event (0: none), where window_end is "probe"
     tsc_hz: float
     scan_error: str
     reader: ReaderSummary
@@ -368,6 +370,8 @@ def finish_capture(
             info["tsc_hz"] = (int(stop["tsc"]) - int(start["tsc"])) * 1e9 / dt_ns
     elif start and end_tsc:
         info["window"] = [int(start["tsc"]), int(end_tsc)]
+        info["window_end"] = "probe"  # the trace may end before it: parse.open_ended
+        info["last_tsc"] = {str(c): int(v.get("last_tsc", 0)) for c, v in counts.get("cpus", {}).items()}
     if same_boot or not (out_dir / "symbols.txt").exists():
         addrs = [int(a, 16) for a in counts.get("addresses", [])]
         atomic.write_text(out_dir / "symbols.txt", symbols.text(symbols.resolve(addrs) if same_boot else {}))
@@ -388,10 +392,32 @@ def finish_capture(
     return info
 
 
-def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str, jobs: int = 1) -> list[str]:
+# A CPU the probe keeps busy takes a tick at least every 4 ms (HZ >= 250), each one a kernel event: a CPU's trace
+# that ends this long before the probe did was cut short (the reader killed, its file damaged).
+TRACE_GAP_S = 0.1
+
+
+def trace_gaps(info: SessionInfo, ended: str, hz: float | None) -> list[str]:
+    """What a killed run's trace lacks at its end, per CPU: its window closes at the probe's end, and what ran
+    after a CPU's last event is unknown (the parser ends its last activity there: parse.open_ended)."""
+    if info.get("window_end") != "probe" or "window" not in info:
+        return []
+    end, out = int(info["window"][1]), []
+    for cpu, last in sorted(info.get("last_tsc", {}).items(), key=lambda kv: int(kv[0])):
+        if last <= 0:
+            out.append(f"the kernel trace of CPU {cpu}: its capture holds no event (detours there are unexplained)")
+        elif hz and (end - last) / hz > TRACE_GAP_S:
+            gap = format_ns((end - last) / hz * 1e9)
+            out.append(f"the kernel trace of CPU {cpu} for the last {gap} before {ended} (detours then: unexplained)")
+    return out
+
+
+def complete_cut_short(
+    out_dir: Path, end_tsc: int | None, ended: str, jobs: int = 1, hz: float | None = None
+) -> list[str]:
     """Complete offline the capture of a run cut short (its session never stopped: window, symbols,
     comms, lost events); return what could not be recovered.  `ended` names what closes the window
-    when the stop marker is missing ("the probe's end", at `end_tsc`)."""
+    when the stop marker is missing ("the probe's end", at `end_tsc`; `hz` its clock's rate)."""
     missing = []
     info = session_info(out_dir)
     stats = boundedio.read_json_or_none(out_dir / "stats.json", "trace statistics")
@@ -403,5 +429,5 @@ def complete_cut_short(out_dir: Path, end_tsc: int | None, ended: str, jobs: int
             missing.append("kernel function names and thread names (the machine rebooted since)")
         if "stop_mono_ns" not in info:
             missing.append(f"the trace's stop marker: its window ends at {ended}")
-        finish_capture(out_dir, info, stats, end_tsc=end_tsc, jobs=jobs)
-    return missing
+        info = finish_capture(out_dir, info, stats, end_tsc=end_tsc, jobs=jobs)
+    return missing + trace_gaps(info, ended, hz or info.get("tsc_hz"))
