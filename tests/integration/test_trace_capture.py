@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import struct
 import subprocess
 import sys
@@ -153,6 +154,8 @@ def test_kill_9_of_jitterscope_mid_capture_leaves_a_trace_analyze_rebuilds(tmp_p
             storm.wait()
     report = json.loads((out / "trace" / "reader.json").read_text())
     assert report["ended"] == "parent_gone"
+    # kernel addresses (its pages, symbols.txt) for its owner alone, as kptr_restrict would have them
+    assert stat.S_IMODE((out / "trace").stat().st_mode) == 0o700
     page = int(json.loads(session.read_text())["page_size"])
     raw = out / "trace" / f"cpu{cpu}.raw"
     assert raw.stat().st_size > 0 and raw.stat().st_size % page == 0

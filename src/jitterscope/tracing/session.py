@@ -156,7 +156,10 @@ class TraceSession:
         self.root = root
         self.stale_removed = clean_stale_instances(root)
         self.events, self.missing = wanted_events(root)
-        self.out_dir.mkdir(parents=True, exist_ok=True)
+        # readable by its owner alone: its pages and symbols.txt hold kernel addresses (the text's base among them),
+        # which kptr_restrict hides from other users; the run's tables beside it name functions, not addresses
+        self.out_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.out_dir, 0o700)
         inst = root / "instances" / f"{INSTANCE_PREFIX}{os.getpid()}"
         drain: Drain = {"drain_to": str(self.out_dir.absolute()), "cpus": self.cpus}
         self.journal.begin("trace_instance", path=str(inst), **drain)
