@@ -35,3 +35,19 @@ def test_an_interrupted_analysis_says_the_capture_is_kept(tmp_path: Path, monkey
     monkeypatch.setattr(recover, "_analyze", _interrupt)
     with pytest.raises(KeyboardInterrupt, match=r"raw capture is kept in .*`jitterscope analyze "):
         recover.analyze(tmp_path)
+
+
+def test_analyze_failing_on_what_was_captured_does_not_advise_analyze_again(tmp_path: Path) -> None:
+    """A new user's detours.raw cut mid-record: analyze said "...; `jitterscope analyze u2` finishes the run", the
+    command that had just failed.  From analyze, only an interrupt or a full disk is worth another try."""
+    from jitterscope.errors import JitterscopeError
+    from jitterscope.measure import capture
+
+    bad = JitterscopeError("detours.raw: header says 6532 records, file holds 39")
+    got = str(capture.kept(tmp_path, bad, "analysing", by_analyze=True))
+    assert got == f"{bad} (while analysing); the raw capture is kept in {tmp_path} as it is"
+    assert "`jitterscope analyze" in str(capture.kept(tmp_path, bad, "analysing"))  # from measure: it can finish it
+    again = capture.kept(tmp_path, KeyboardInterrupt(), "analysing", by_analyze=True)
+    assert isinstance(again, KeyboardInterrupt) and "`jitterscope analyze" in str(again)
+    full = capture.kept(tmp_path, OSError(28, "No space left on device"), "analysing", by_analyze=True)
+    assert "disk full" in str(full) and "`jitterscope analyze" in str(full)

@@ -173,10 +173,14 @@ def _disk_full(run_dir: Path, err: BaseException) -> bool:
     return st.f_bavail * st.f_frsize < 64 * 1024
 
 
-def kept(run_dir: Path, err: BaseException, stage: str, kept_as: Path | None = None) -> BaseException:
+def kept(
+    run_dir: Path, err: BaseException, stage: str, kept_as: Path | None = None, by_analyze: bool = False
+) -> BaseException:
     """The error to raise when `stage` failed after the probe started: the run
     directory is never deleted then, and the message says how to finish it
-    (`kept_as`: where the caller moves it, e.g. a cluster rank's scratch run)."""
+    (`kept_as`: where the caller moves it, e.g. a cluster rank's scratch run).  From `analyze` itself
+    (`by_analyze`) an error in what was captured is not followed by the advice to run `analyze` again: only an
+    interrupt or a full disk, which another try can get past, are."""
     where = kept_as or run_dir
     hint = f"`jitterscope analyze {where}` finishes the run"
     if isinstance(err, KeyboardInterrupt):  # still an interrupt: callers that stop on Ctrl-C stop
@@ -189,9 +193,8 @@ def kept(run_dir: Path, err: BaseException, stage: str, kept_as: Path | None = N
             f"{where}; free some space, then {hint}"
         )
     if isinstance(err, JitterscopeError):
-        return JitterscopeError(
-            f"{err} (while {stage}); the raw capture is kept in {where}: {hint}", exit_code=err.exit_code
-        )
+        tail = f"kept in {where} as it is" if by_analyze else f"kept in {where}: {hint}"
+        return JitterscopeError(f"{err} (while {stage}); the raw capture is {tail}", exit_code=err.exit_code)
     print(f"jitterscope: the raw capture is kept in {where}: {hint}", file=sys.stderr)
     return err
 

@@ -168,5 +168,5 @@ def _analyze(run_dir: Path, jobs: int | None = None) -> list[str]:
         )
         C.finish(run_dir)
     except JitterscopeError as err:
-        raise C.kept(run_dir, err, "analysing") from None
+        raise C.kept(run_dir, err, "analysing", by_analyze=True) from None
     return missing
