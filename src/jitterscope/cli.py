@@ -12,9 +12,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import re
 import signal
 import stat
 import sys
+from typing import Any
 
 from jitterscope import buildinfo, journal
 from jitterscope.atomic import is_disk_full
@@ -76,6 +78,13 @@ COMMANDS: dict[str, Command] = {
 
 class _Parser(argparse.ArgumentParser):
     """argparse that reports errors as one line with exit code 2 (no usage dump)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # A negative value with a unit (`--duration -3s`) is a value, as argparse already takes `-3`: else it is read
+        # as an unknown option and the user is told "expected one argument" instead of what is wrong with it.
+        # (argparse's own matcher for negative numbers, widened; no option of jitterscope starts with a digit.)
+        self._negative_number_matcher = re.compile(r"^-\d+$|^-\d*\.\d+$|^-\d*\.?\d+[a-zA-Zµ]+$")
 
     def error(self, message: str) -> None:  # type: ignore[override]
         self.exit(2, f"jitterscope: error: {message} (see --help)\n")

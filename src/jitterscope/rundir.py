@@ -411,6 +411,16 @@ def drop_session_marks(meta: _Meta) -> str:
     return "" if stage is None else str(stage)
 
 
+def require_run_dir(path: str | os.PathLike[str]) -> Path:
+    """`path` as a Path if it is a directory, else a one-line error saying what it is instead."""
+    p = Path(path)
+    if p.is_dir():
+        return p
+    if p.exists():
+        raise JitterscopeError(f"{p}: not a directory (a run is a directory)")
+    raise JitterscopeError(f"{p}: no such run directory")
+
+
 def load_run(
     path: str | os.PathLike[str],
     check_tables: bool = True,
@@ -422,9 +432,7 @@ def load_run(
     `kinds`: the kinds the caller reads; another kind is refused naming `purpose`
     ("export reads measure runs").  `check_tables`: required tables exist, every
     table present has a readable Parquet footer with the kind's columns."""
-    p = Path(path)
-    if not p.is_dir():
-        raise JitterscopeError(f"{p}: no such run directory")
+    p = require_run_dir(path)
     outpath.check_name(p, "run directory")  # pyarrow cannot open a path that is not UTF-8
     if (p / "capture.json").exists():  # measure/capture.py: raw data waiting for analysis
         raise JitterscopeError(

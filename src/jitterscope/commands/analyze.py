@@ -51,10 +51,9 @@ def _jobs(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from jitterscope import kinds, session
+    from jitterscope import kinds, rundir, session
 
-    if not args.run.is_dir():
-        raise JitterscopeError(f"{args.run}: no such run directory")
+    rundir.require_run_dir(args.run)
     busy = session.recording(args.run)
     if busy is not None:
         raise JitterscopeError(

@@ -30,6 +30,7 @@ from jitterscope.measure.probe import (
     read_header,
     result_from_end,
 )
+from jitterscope.rundir import require_run_dir
 from jitterscope.session import cut_short, started_as
 from jitterscope.tracing.session import complete_cut_short
 
@@ -111,9 +112,7 @@ def analyze(run_dir: Path, jobs: int | None = None) -> list[str] | None:
     One analysis at a time per run (a lock on the directory itself: nothing is added
     to the run); a second one waits for the first, then finds the run complete.  The trace's
     CPUs are analysed in `jobs` processes (default: every CPU this process may use)."""
-    run_dir = Path(run_dir)
-    if not run_dir.is_dir():
-        raise JitterscopeError(f"{run_dir}: no such run directory")
+    run_dir = require_run_dir(run_dir)
     fd = os.open(run_dir, os.O_RDONLY | os.O_DIRECTORY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
