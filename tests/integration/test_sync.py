@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -286,6 +287,8 @@ def test_report_perfetto_and_compare(gold, hold40, tmp_path):
     assert p.returncode == 0, p.stderr
     html = (run / "report.html").read_text()
     assert 'data-figure="timeline"' in html and 'data-figure="types"' in html and "lu lock-unlock" in html
+    # times in units, as the terminal says them (a new user saw "N = 10,000 ns" and "bw 45,617,055 ns" there)
+    assert re.search(r"N = [\d.]+\s(ns|us|ms)\b", html) and not re.search(r"\d,\d{3} ns", html), html[:2000]
     assert svg.read(run / "report-timeline.svg").shows("ms since the program started")
 
     out = tmp_path / "lu.json"

@@ -21,6 +21,7 @@ from jitterscope.sync.plots import timeline, type_distributions
 from jitterscope.sync.render import TYPE_LABELS, causes_text, notes
 from jitterscope.sync.rows import Frame, Thread
 from jitterscope.sync.summary import Summary, read
+from jitterscope.units import format_ns
 
 NS = "ns"
 LABELS = {**TYPE_LABELS, "hd": "holder-delay", "ns": "non-sync"}
@@ -53,7 +54,7 @@ def page_data(run: Run) -> PageData:
     r = s["run"]
     headline = (
         f"{' '.join(r['command'])}: exit code {r['exit_code']}, {s['processes']} process(es), "
-        f"{s['threads']} threads, {s['waits']} contended waits; N = {r['threshold_ns']:,} ns ({r['mode']} "
+        f"{s['threads']} threads, {s['waits']} contended waits; N = {format_ns(r['threshold_ns'])} ({r['mode']} "
         f"mode); CPUs {', '.join(map(str, r['cpus']))}; started {r['start']}"
     )
     tables: list[PageTable] = [
@@ -116,7 +117,7 @@ def page_data(run: Run) -> PageData:
                     o["site"],
                     o["count"],
                     o["jitter_ns"],
-                    ", ".join(f"{k} {v:,} ns" for k, v in o["types"].items()),
+                    ", ".join(f"{k} {format_ns(v)}" for k, v in o["types"].items()),  # as the terminal says them
                     causes_text(o["causes"]),
                 ]
                 for o in s["objects"]
