@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, cast
 
 from jitterscope import boundedio
 from jitterscope.atomic import atomic_path
@@ -21,9 +21,11 @@ T = TypeVar("T")
 
 
 def read(path: Path, record: type[T], key: str | None, what: str, cap: int, private: bool = False) -> T | None:
-    """The record at `path` for boot `key`, as `record` (a TypedDict with a `boot` key), or None: another boot's,
-    another user's, unreadable, not such a record, or, `private`, readable by others (it is then written again,
-    privately, by the next process that works it out)."""
+    """The record at `path` for boot `key`, as `record` (a TypedDict with a `boot` key: every key it requires
+    present; the caller checks the values it uses), or None: another boot's, another user's, unreadable, not such a
+    record, or, `private`, readable by others (it is then written again, privately, by the next process that works
+    it out).  No pydantic: `inject` and every measurement read the TSC's record before they start, and its import
+    doubled `inject`'s."""
     if key is None:
         return None
     try:
@@ -31,11 +33,10 @@ def read(path: Path, record: type[T], key: str | None, what: str, cap: int, priv
         if st.st_uid not in (0, os.geteuid()) or (private and st.st_mode & 0o077):
             return None
         doc = boundedio.read_json_or_none(path, what, cap=cap)
-        if not isinstance(doc, dict) or doc.get("boot") != key:
+        required: frozenset[str] = getattr(record, "__required_keys__", frozenset())
+        if not isinstance(doc, dict) or doc.get("boot") != key or not required <= doc.keys():
             return None
-        from jitterscope.runcheck import read_record  # pydantic: only once there is a record to check
-
-        return read_record(doc, record, path)
+        return cast(T, doc)
     except (OSError, JitterscopeError):
         return None
 

@@ -11,9 +11,9 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypedDict
 
 import numpy as np
-from typing_extensions import TypedDict  # pydantic checks the record (bootcache.read)
 
 from jitterscope import bootcache, sysinfo
 from jitterscope.atomic import write_text
@@ -155,11 +155,12 @@ def _known(boot: str | None) -> _Known | None:
     doc = bootcache.read(BOOT_NAMES, _Record, boot, "kernel symbol names", cap=_NAMES_CAP, private=True)
     if doc is None:
         return None
+    core, names = doc["core"], doc["names"]
+    if not isinstance(core, (list, tuple)) or len(core) != 2 or not isinstance(names, dict):
+        return None
     try:
-        return _Known(
-            (int(doc["core"][0], 16), int(doc["core"][1], 16)), {int(a, 16): n for a, n in doc["names"].items()}
-        )
-    except ValueError:
+        return _Known((int(core[0], 16), int(core[1], 16)), {int(a, 16): str(n) for a, n in names.items()})
+    except (TypeError, ValueError):
         return None
 
 
