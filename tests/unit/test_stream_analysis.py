@@ -90,7 +90,7 @@ def whole(trace: Path, det, wins) -> W.Analysis:
 
 def streamed(run: Path, trace: Path, det, wins, jobs: int = 1) -> tuple[W.Analysis, build.TracedRun]:
     run.mkdir(exist_ok=True)
-    t = build.analyse_trace(run, trace, *det, wins, OWN, PROBE_TIDS, T0, 1e9, jobs)
+    t = build.analyse_trace(run / "activity.parquet", trace, *det, wins, OWN, PROBE_TIDS, T0, 1e9, jobs)
     container, inside, names = t.merged.functions_in
     functions = build._functions(container, inside, names) if len(container) else {}
     got = W.Analysis(pq.read_table(run / "activity.parquet"), t.merged.attribution, t.merged.events, functions)
@@ -185,7 +185,7 @@ def test_cpus_scanned_in_parallel_count_what_one_scan_counts(two_cpu_trace, tmp_
 
 def _streamed_hz(run: Path, trace: Path, det, wins, hz: float, jobs: int = 1) -> W.Analysis:
     run.mkdir(exist_ok=True)
-    t = build.analyse_trace(run, trace, *det, wins, OWN, PROBE_TIDS, T0, hz, jobs)
+    t = build.analyse_trace(run / "activity.parquet", trace, *det, wins, OWN, PROBE_TIDS, T0, hz, jobs)
     container, inside, names = t.merged.functions_in
     functions = build._functions(container, inside, names) if len(container) else {}
     return W.Analysis(pq.read_table(run / "activity.parquet"), t.merged.attribution, t.merged.events, functions)

@@ -81,7 +81,17 @@ def build_run(
         }
         windows = {c: (float(e[0]), float(e[1])) for c, e in edges.items()}
         traced = analyse_trace(
-            run_dir, trace_dir, det_cpu, det_start, det_dur, windows, own_tids or set(), probe_tids, t0, hz, jobs
+            run_dir / "activity.parquet",
+            trace_dir,
+            det_cpu,
+            det_start,
+            det_dur,
+            windows,
+            own_tids or set(),
+            probe_tids,
+            t0,
+            hz,
+            jobs,
         )
         lost = int(sum(traced.lost_by_cpu.values()))
         meta["tracing"]["events"] = traced.n_events
@@ -122,20 +132,23 @@ class TracedRun:
 
 
 def analyse_trace(
-    run_dir: Path,
+    activity_path: Path | None,
     trace_dir: Path,
     det_cpu: np.ndarray,
     det_start: np.ndarray,
     det_dur: np.ndarray,
-    windows: dict[int, tuple[float, float]],
+    windows: dict[int, tuple[float, float]] | None,
     own_tids: set[int],
     probe_tids: dict[int, int],
     t0: int,
     hz: float,
     jobs: int | None = None,
 ) -> TracedRun:
-    """Write the activity table of `trace_dir` into `run_dir` and attribute the detours
-    (sorted by cpu, start), streaming per CPU in `jobs` processes (measure/stream.py)."""
+    """Attribute the detours (sorted by cpu, then start; on one CPU they may overlap) to what the trace of
+    `trace_dir` shows running, streaming per CPU in `jobs` processes (measure/stream.py), and write its activity
+    table to `activity_path` (None: not kept).  `windows`: each CPU's measured window, where its sources' events
+    are counted (None: not counted).  Every mode that attributes time to a kernel trace does it here: measure's
+    detours, a pipeline's iterations (pipeline/late.py)."""
     if not (Path(trace_dir) / "events.txt").exists():
         raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
     facts = stream.trace_facts(trace_dir)
@@ -152,7 +165,7 @@ def analyse_trace(
                 cpu=c,
                 det_start=det_start[lo:hi],
                 det_end=det_end[lo:hi],
-                window_ns=windows.get(c),
+                window_ns=windows.get(c) if windows is not None else None,
                 t0_tsc=t0,
                 hz=hz,
                 parse_hz=facts.hz,
@@ -163,7 +176,7 @@ def analyse_trace(
             )
         )
     processes = jobs if jobs is not None else stream.default_jobs()
-    parts = stream.run_jobs(job_list, run_dir / "activity.parquet", processes)
+    parts = stream.run_jobs(job_list, activity_path, processes)
     merged = stream.merge(parts, det_start, det_end, offsets, windows)
     lost = lost_per_cpu(merged.counts, facts.stats)
     cpu_counts = merged.counts["cpus"].values()

@@ -40,7 +40,7 @@ import pyarrow.parquet as pq
 
 from jitterscope import atomic, childgroup, journal
 from jitterscope.measure import peers
-from jitterscope.measure.attribution import Attribution, Pairs, overlaps, reduce_pairs, sum_pairs
+from jitterscope.measure.attribution import Attribution, Pairs, merge_spans, overlaps, reduce_pairs, sum_pairs
 from jitterscope.measure.events import SourceEvents
 from jitterscope.measure.parquet_concat import Concat
 from jitterscope.measure.probe_format import THREAD_COMM_PREFIX
@@ -92,8 +92,8 @@ class CpuJob:
 
     trace_dir: Path
     cpu: int
-    det_start: np.ndarray  # this CPU's detours (ns since t0), sorted, disjoint
-    det_end: np.ndarray
+    det_start: np.ndarray  # this CPU's detours (ns since t0), sorted by start; they may overlap (a pipeline's
+    det_end: np.ndarray  # iterations in flight), each attributed whole
     window_ns: tuple[float, float] | None  # the probe's measured window: events count inside it
     t0_tsc: int
     hz: float
@@ -301,14 +301,15 @@ def _activity_pass(
     naming: _Naming,
     sources: _Sources,
     detail_dict: pa.Array,
-    writer: RowSink,
+    writer: RowSink | None,
 ) -> _ActivityPass:
-    """Name, code, count and write the activity rows chunk by chunk; each row's source code goes to
-    `code_path` for the pieces (4 bytes a row, not the 64 of the record it would re-read).  The
-    annotations' containers (`cont_path`, one per annotation in row order) are read alongside."""
+    """Name, code, count and write (to `writer`, unless None) the activity rows chunk by chunk; each row's
+    source code goes to `code_path` for the pieces (4 bytes a row, not the 64 of the record it would re-read).
+    The annotations' containers (`cont_path`, one per annotation in row order) are read alongside."""
     st = _ActivityPass()
     chunk = job.chunk_rows or CHUNK_ROWS
-    ds, de = job.det_start, job.det_end
+    # an annotation's time inside detours is its time inside their union (overlapping ones counted once)
+    ds, de = merge_spans(job.det_start, job.det_end, 0)
     kind_seen = np.zeros(len(KINDS), bool)
     name_seen = np.zeros(len(naming.strings), bool)
     n_ann = 0
@@ -342,20 +343,21 @@ def _activity_pass(
                 st.ann_owner.append(containers.read(n_ann - len(ann), n_ann)[took].astype(np.int64))
                 st.ann_inside.append(inside[took])
                 st.ann_names += [naming.strings[c] for c in name[ann[took]].tolist()]
-            writer.write_table(
-                pa.table(
-                    [
-                        pa.array(a["cpu"]),
-                        pa.array(start),
-                        pa.array(end),
-                        _dict_column(kind, _KIND_DICT),
-                        _dict_column(name, naming.dictionary),
-                        pa.array(a["depth"]),
-                        _dict_column(a["detail"], detail_dict),
-                    ],
-                    schema=WRITE_SCHEMA,
+            if writer is not None:
+                writer.write_table(
+                    pa.table(
+                        [
+                            pa.array(a["cpu"]),
+                            pa.array(start),
+                            pa.array(end),
+                            _dict_column(kind, _KIND_DICT),
+                            _dict_column(name, naming.dictionary),
+                            pa.array(a["depth"]),
+                            _dict_column(a["detail"], detail_dict),
+                        ],
+                        schema=WRITE_SCHEMA,
+                    )
                 )
-            )
             del a, kind, name, code, start, end
     return st
 
@@ -384,8 +386,9 @@ def _container_codes(code_path: Path, owners: np.ndarray, chunk: int) -> np.ndar
     return out
 
 
-def analyse_cpu(job: CpuJob, writer: RowSink) -> CpuPart:
-    """Parse one CPU's capture and analyse it chunk by chunk; its activity rows go to `writer`."""
+def analyse_cpu(job: CpuJob, writer: RowSink | None) -> CpuPart:
+    """Parse one CPU's capture and analyse it chunk by chunk; its activity rows go to `writer` (None: they
+    are not kept, only what the attribution and the counts need)."""
     with journal.scratch("jitterscope-parse-", job.scratch) as tmp:  # journalled: kill -9 leaves nothing
         out = Path(tmp)
         det_path = out / "detours.bin"
@@ -467,8 +470,10 @@ class _ParquetPart:
         self.writer.close()
 
 
-def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
+def _in_worker(args: tuple[CpuJob, Path | None]) -> CpuPart:
     job, part = args
+    if part is None:
+        return analyse_cpu(job, None)
     out = _ParquetPart(part)
     try:
         return analyse_cpu(job, out)
@@ -476,17 +481,19 @@ def _in_worker(args: tuple[CpuJob, Path]) -> CpuPart:
         out.close()
 
 
-def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[CpuPart]:
+def run_jobs(jobs: list[CpuJob], activity_path: Path | None, processes: int) -> list[CpuPart]:
     """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
-    workers) into one activity table."""
+    workers) into one activity table (None: its rows are not kept)."""
     parent = scratch_parent([raw_bytes(j.trace_dir, j.cpu) for j in jobs], processes)
     jobs = [replace(j, scratch=parent) for j in jobs]
     if processes <= 1 or len(jobs) <= 1:
+        if activity_path is None:
+            return [analyse_cpu(j, None) for j in jobs]
         with activity_writer(activity_path) as w:
             return [analyse_cpu(j, w) for j in jobs]
     n = min(processes, len(jobs))
     with journal.scratch("jitterscope-parts-", jobs[0].scratch) as tmp:
-        work = [(j, Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
+        work = [(j, None if activity_path is None else Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
         # the parent runs no other thread here (childgroup.ForkedPool)
         with childgroup.ForkedPool(n - 1) as pool:
             theirs = [pool.submit(_in_worker, w) for i, w in enumerate(work) if i % n]
@@ -494,12 +501,14 @@ def run_jobs(jobs: list[CpuJob], activity_path: Path, processes: int) -> list[Cp
             # pages copied from this one's as it touches them: a fifth more CPU per CPU analysed)
             done = {p.cpu: p for p in map(_in_worker, work[::n])}
             done.update((p.cpu, p) for p in map(pool.result, theirs))
-        with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
-            table = Concat(out)
-            for _, path in work:  # in CPU order
-                table.add(path)
-                path.unlink()
-            table.close()
+        if activity_path is not None:
+            with atomic.atomic_path(activity_path) as dest, open(dest, "wb") as out:
+                table = Concat(out)
+                for _, path in work:  # in CPU order
+                    assert path is not None
+                    table.add(path)
+                    path.unlink()
+                table.close()
     return [done[j.cpu] for j in jobs]
 
 

@@ -4,7 +4,8 @@ With `--trace`, the kernel trace (the same private instance and parser
 `measure` uses) gives each traced CPU's time partitioned among the innermost
 contexts (thread slices, softirqs, hard IRQs, NMIs: tracing/parse.py).  Each
 iteration's window [start, end] on each CPU the pipeline uses is split among
-those owners with measure's attribution (measure/attribution.py); the
+those owners as measure's detours are, by its streaming analysis (per CPU, in
+bounded memory, CPUs in parallel: measure/stream.py); the
 pipeline's own threads (`js-pipe/<t>`) and the idle task are its own time and
 dropped, what remains was taken by other work while the iteration ran.  With
 spinning waits every such nanosecond delayed a pipeline thread; with sleeping
@@ -16,17 +17,15 @@ source: what late iterations suffered that typical ones did not.
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
-from jitterscope.measure.attribution import attribute, source_table
-from jitterscope.measure.build import mark_own_threads
-from jitterscope.measure.tsc import since_ns
+from jitterscope.measure.build import analyse_trace
 from jitterscope.pipeline.results import Late, LateSource
 from jitterscope.pipeline.runtime import THREAD_COMM_PREFIX
-from jitterscope.tracing.parse import parse_trace
 
 OWN_OR_IDLE = (THREAD_COMM_PREFIX, "swapper/")
 TOP = 8
@@ -41,24 +40,21 @@ def attribute_iterations(
     cpus: list[int],
     own_tids: set[int],
 ) -> tuple[pa.Table, int]:
-    """Per (iteration, cpu, source) the ns other contexts took inside the iteration; and lost events."""
+    """Per (iteration, cpu, source) the ns other contexts took inside the iteration; and lost events.
 
-    td = parse_trace(trace_dir)
-    act = td.activity
-    kinds = act.column("kind").combine_chunks()
-    names = mark_own_threads(act.column("name").combine_chunks(), kinds, act.column("pid").to_numpy(), own_tids)
-    sources, codes = source_table(kinds, names)
-    seg = td.segments
-    seg_cpu = np.asarray(seg["cpu"]).astype(np.int32)
-    seg_start = since_ns(np.asarray(seg["start_tsc"]), t0_tsc, hz)
-    seg_end = since_ns(np.asarray(seg["end_tsc"]), t0_tsc, hz)
-    seg_src = codes[np.asarray(seg["owner"]).astype(np.int64)]
+    The iterations' windows on each CPU are attributed as measure's detours are, by the streaming analysis
+    (measure/build.py analyse_trace): per CPU, in bounded memory, the CPUs in parallel processes."""
     n = len(start_ns)
-    win_cpu = np.repeat(np.asarray(cpus, np.int32), n)
-    win_it = np.tile(np.arange(n, dtype=np.int64), len(cpus))
-    win_start = np.tile(np.asarray(start_ns, np.int64), len(cpus))
-    win_dur = np.tile(np.asarray(end_ns, np.int64) - np.asarray(start_ns, np.int64), len(cpus))
-    att = attribute(win_cpu, win_start, win_dur, seg_cpu, seg_start, seg_end, seg_src, sources)
+    start = np.asarray(start_ns, np.int64)
+    dur = np.asarray(end_ns, np.int64) - start
+    by_start = np.argsort(start, kind="stable")  # the parser takes each CPU's windows in order of their start
+    win_cpu = np.repeat(np.unique(np.asarray(cpus, np.int32)), n)
+    win_it = np.tile(by_start, len(win_cpu) // max(n, 1))
+    # forked workers only from a process that runs no other thread (a command run in-process by a test runner)
+    jobs = None if threading.active_count() == 1 else 1
+    traced = analyse_trace(None, trace_dir, win_cpu, start[win_it], dur[win_it], None, own_tids, {}, t0_tsc, hz, jobs)
+    att = traced.merged.attribution
+    sources = att.sources
     keep = np.array([i != 0 and not n_.startswith(OWN_OR_IDLE) for i, (k, n_) in enumerate(sources)], bool)
     sel = keep[att.source] if len(att.source) else np.zeros(0, bool)
     kind_arr = np.array([k for k, _ in sources], dtype=object)
@@ -73,7 +69,7 @@ def attribute_iterations(
             "ns": att.ns[sel],
         }
     )
-    return table, int(td.lost_events)
+    return table, int(sum(traced.lost_by_cpu.values()))
 
 
 def late_summary(latency_ns: np.ndarray, attribution: pa.Table, percentile: float = 99.0) -> Late:
