@@ -10,7 +10,7 @@ from scipy import stats
 
 from jitterscope.errors import JitterscopeError
 from jitterscope.simulate import fit_delays, fit_run
-from jitterscope.simulate.fitting import _draw, _fit_gamma, _fit_weibull, _logs, gof_statistics
+from jitterscope.simulate.fitting import GAMMA_UPPER_FROM, _draw, _fit_gamma, _fit_weibull, _logs, gof_statistics
 from tests.support.noise_runs import Source, write_noise_run
 
 
@@ -36,6 +36,19 @@ def test_ks_and_ad_statistics_match_scipy():
     ref_ad = stats.anderson(x, "norm", method="interpolate").statistic
     p2 = {"mean": np.array([x.mean()]), "sd": np.array([x.std(ddof=1)])}
     assert gof_statistics("normal", p2, x[None])[1][0] == pytest.approx(ref_ad, rel=1e-9)
+
+
+@pytest.mark.parametrize("shape", [0.05, 0.6, 2.5, 51.3, 400.0])
+def test_gamma_log_cdf_and_sf_match_scipy_across_the_support(shape):
+    """The gamma's log SF comes from 1 - CDF up to a CDF of 0.9 and from the upper incomplete function above
+    it (its cost): scipy.stats.gamma's on both sides, from a CDF of 1e-12 to an SF of 1e-12."""
+    lo, hi = stats.gamma.ppf(1e-12, shape), stats.gamma.isf(1e-12, shape)
+    z = np.concatenate([np.geomspace(lo, hi, 3001), [stats.gamma.ppf(GAMMA_UPPER_FROM, shape)]])
+    lcdf, lsf = _logs("gamma", {"shape": np.array([shape]), "scale": np.array([2e-6])}, z[None] * 2e-6)
+    cdf = stats.gamma.cdf(z, shape)
+    assert (cdf < GAMMA_UPPER_FROM).any() and (cdf > GAMMA_UPPER_FROM).any()  # both ways are taken
+    assert np.allclose(lcdf[0], stats.gamma.logcdf(z, shape), rtol=1e-10, atol=0)
+    assert np.allclose(lsf[0], stats.gamma.logsf(z, shape), rtol=1e-10, atol=0)
 
 
 @pytest.mark.parametrize("xi", [-0.5, -1e-9, 0.0, 1e-9, 0.3, 1.5])
