@@ -38,17 +38,52 @@ def test_ks_and_ad_statistics_match_scipy():
     assert gof_statistics("normal", p2, x[None])[1][0] == pytest.approx(ref_ad, rel=1e-9)
 
 
+def _weibull_40_steps(x: np.ndarray) -> dict[str, np.ndarray]:
+    """The Weibull fit as it was: 40 Newton steps whatever the convergence."""
+    top = x.max(1, keepdims=True)
+    ly = np.log(x / top)
+    mean_ly, sd = ly.mean(1), ly.std(1)
+    k = np.where(sd > 0, np.pi / (np.sqrt(6) * np.maximum(sd, 1e-300)), 1.0)
+    for _ in range(40):
+        yk = np.exp(k[:, None] * ly)
+        s0, s1, s2 = yk.sum(1), (yk * ly).sum(1), (yk * ly * ly).sum(1)
+        new = k - (s1 / s0 - 1 / k - mean_ly) / ((s2 * s0 - s1 * s1) / (s0 * s0) + 1 / (k * k))
+        k = np.where(new > 0, new, k / 2)
+    return {"shape": k, "scale": top[:, 0] * np.exp(k[:, None] * ly).mean(1) ** (1 / k)}
+
+
+@pytest.mark.parametrize("rows", ["delays", "with a constant row"])
+def test_weibull_stops_where_forty_steps_would_have_converged(rows):
+    """The Weibull's Newton steps stop once converged: the shapes and scales of the 40 steps it used to take,
+    to rounding, for every row of a batch (a bootstrap's), samples of several families and shapes."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate(
+        [rng.weibull(c, (6, 500)) * 3e-6 for c in (0.3, 0.8, 2.0, 6.0)]
+        + [rng.lognormal(np.log(5e-6), 1.5, (6, 500)), rng.exponential(1e-5, (6, 500))]
+    )
+    if rows == "with a constant row":
+        x[3] = 4e-6  # no spread: its shape doubles at every step, so the batch runs all 40
+    got, want = _fit_weibull(x), _weibull_40_steps(x)
+    for key in ("shape", "scale"):
+        assert np.array_equal(np.isfinite(got[key]), np.isfinite(want[key]))
+        ok = np.isfinite(want[key])
+        assert np.allclose(got[key][ok], want[key][ok], rtol=1e-13, atol=0), key
+
+
 @pytest.mark.parametrize("shape", [0.05, 0.6, 2.5, 51.3, 400.0])
 def test_gamma_log_cdf_and_sf_match_scipy_across_the_support(shape):
     """The gamma's log SF comes from 1 - CDF up to a CDF of 0.9 and from the upper incomplete function above
     it (its cost): scipy.stats.gamma's on both sides, from a CDF of 1e-12 to an SF of 1e-12."""
     lo, hi = stats.gamma.ppf(1e-12, shape), stats.gamma.isf(1e-12, shape)
     z = np.concatenate([np.geomspace(lo, hi, 3001), [stats.gamma.ppf(GAMMA_UPPER_FROM, shape)]])
-    lcdf, lsf = _logs("gamma", {"shape": np.array([shape]), "scale": np.array([2e-6])}, z[None] * 2e-6)
+    # a batch of rows as a bootstrap has them: this shape, and another one's row beside it
+    shapes = np.array([shape, 3.7])
+    lcdf, lsf = _logs("gamma", {"shape": shapes, "scale": np.array([2e-6, 2e-6])}, np.stack([z, z]) * 2e-6)
     cdf = stats.gamma.cdf(z, shape)
     assert (cdf < GAMMA_UPPER_FROM).any() and (cdf > GAMMA_UPPER_FROM).any()  # both ways are taken
-    assert np.allclose(lcdf[0], stats.gamma.logcdf(z, shape), rtol=1e-10, atol=0)
-    assert np.allclose(lsf[0], stats.gamma.logsf(z, shape), rtol=1e-10, atol=0)
+    for row, a in enumerate(shapes):
+        assert np.allclose(lcdf[row], stats.gamma.logcdf(z, a), rtol=1e-10, atol=0)
+        assert np.allclose(lsf[row], stats.gamma.logsf(z, a), rtol=1e-10, atol=0)
 
 
 @pytest.mark.parametrize("xi", [-0.5, -1e-9, 0.0, 1e-9, 0.3, 1.5])

@@ -86,14 +86,21 @@ def _parse(trace: Path, out: Path, *flags: str) -> Path:
     return out
 
 
-def _detours(path: Path, cycles: int) -> Path:
-    """Detours in ns since T0 (one tick per ns): one per round over its softirq, and a long one over many."""
+def _detours(path: Path, cycles: int, overlapping: bool = False) -> Path:
+    """Detours in ns since T0 (one tick per ns): one per round over its softirq, and a long one over many;
+    `overlapping`: as a pipeline's iterations in flight (pipeline/late.py), each also over the next two rounds,
+    the long one over thirty, some of zero length and some starting together, sorted by start only."""
     starts = np.arange(cycles) * 100_000 + 10_000 + 1_500
-    d = np.column_stack((starts, starts + 5_000))
+    d = np.column_stack((starts, starts + (250_000 if overlapping else 5_000)))
     d[cycles // 3] = [d[cycles // 3][0], d[cycles // 3][0] + 30 * 100_000]
-    keep = np.ones(len(d), bool)
-    keep[cycles // 3 + 1 : cycles // 3 + 31] = False  # disjoint
-    d = d[keep]
+    if overlapping:
+        d[::7, 1] = d[::7, 0]  # zero length
+        d = np.concatenate([d, d[5::11] + [0, 40_000]])  # a second window from the same start
+        d = d[np.argsort(d[:, 0], kind="stable")]
+    else:
+        keep = np.ones(len(d), bool)
+        keep[cycles // 3 + 1 : cycles // 3 + 31] = False  # disjoint
+        d = d[keep]
     d.astype("<i8").tofile(path)
     return path
 
@@ -128,9 +135,12 @@ def test_the_files_do_not_depend_on_when_records_are_spilled(trace: Path, tmp_pa
         assert (once / name).read_bytes() == (often / name).read_bytes(), name
 
 
+@pytest.mark.parametrize("overlapping", [False, True])
 @pytest.mark.parametrize("spill", ["1", "97", "5000"])
-def test_detours_are_attributed_alike_whenever_records_are_spilled(trace: Path, tmp_path: Path, spill: str):
-    det = _detours(tmp_path / "detours.bin", 3_000)
+def test_detours_are_attributed_alike_whenever_records_are_spilled(
+    trace: Path, tmp_path: Path, spill: str, overlapping: bool
+):
+    det = _detours(tmp_path / "detours.bin", 3_000, overlapping)
     flags = ["--cpu", "1", "--detours", str(det), "--t0", str(T0), "--ns-per-tick", "1.0"]
     once = _parse(trace, tmp_path / "once", "--spill", NEVER, *flags)
     often = _parse(trace, tmp_path / "often", "--spill", spill, *flags)

@@ -143,12 +143,14 @@ def analyse_trace(
     t0: int,
     hz: float,
     jobs: int | None = None,
+    functions: bool = True,
 ) -> TracedRun:
     """Attribute the detours (sorted by cpu, then start; on one CPU they may overlap) to what the trace of
     `trace_dir` shows running, streaming per CPU in `jobs` processes (measure/stream.py), and write its activity
     table to `activity_path` (None: not kept).  `windows`: each CPU's measured window, where its sources' events
-    are counted (None: not counted).  Every mode that attributes time to a kernel trace does it here: measure's
-    detours, a pipeline's iterations (pipeline/late.py)."""
+    are counted (None: not counted); `functions`: keep the work/timer functions run inside detours.  Every mode
+    that attributes time to a kernel trace does it here: measure's detours, a pipeline's iterations
+    (pipeline/late.py)."""
     if not (Path(trace_dir) / "events.txt").exists():
         raise JitterscopeError(f"{trace_dir}: not a jitterscope trace (events.txt missing)")
     facts = stream.trace_facts(trace_dir)
@@ -173,6 +175,7 @@ def analyse_trace(
                 open_end=facts.open_end,
                 own=frozenset(own_tids),
                 probe_tids=probe_tids,
+                functions=functions,
             )
         )
     processes = jobs if jobs is not None else stream.default_jobs()

@@ -3,13 +3,15 @@
 The native parser (jitterscope-traceparse --cpu N) turns one CPU's raw pages into
 activity and segment records on tmpfs; this module reads them a chunk at a time
 (CHUNK_ROWS records, read into one reused buffer so resident memory does not
-grow with the trace), writes the activity table as Parquet row groups (a worker
-process encodes its CPU's rows as a Parquet file of its own, which the analysing process
-joins into the table without re-encoding: parquet_concat.py), and keeps
+grow with the trace), writes the activity table as Parquet row groups, when it is
+kept (a worker process encodes its CPU's rows as a Parquet file of its own, which the
+analysing process joins into the table without re-encoding: parquet_concat.py), and keeps
 only what the summary needs: each source's event count, the time each source took
 in each detour (one sum per detour and source, summed chunk by chunk, so memory
-follows the detours, not the segments or the CPUs), and work/timer annotations
-that took time in a detour.
+follows the detours, not the segments or the CPUs), and, when asked, the work/timer
+annotations that took time in a detour.  Measure's detours are disjoint; a
+pipeline's iterations, attributed alike (pipeline/late.py, no activity table, no
+functions), overlap.
 
 Chunking changes no result: a detour that straddles two chunks of segments gets
 a sum from each, and attribution.sum_pairs sums them again per (detour, source)
@@ -102,6 +104,7 @@ class CpuJob:
     open_end: bool  # the window's end is not the trace's own: each CPU's last activity ends at its last event
     own: frozenset[int]
     probe_tids: dict[int, int]
+    functions: bool = True  # the work/timer functions run inside detours (measure's `functions`), else not kept
     chunk_rows: int | None = None  # None: CHUNK_ROWS
     scratch: str | None = None  # where the parser's records go (scratch_parent); None: the default temp dir
 
@@ -283,7 +286,7 @@ def _dict_column(codes: np.ndarray, dictionary: pa.Array) -> pa.DictionaryArray:
 @dataclass
 class _ActivityPass:
     """What the pass over one CPU's activity rows keeps: first rows, event counts and the annotations
-    that took time inside a detour (everything else has gone to the Parquet writer)."""
+    that took time inside a detour (everything else has gone to the Parquet writer, if any)."""
 
     kind_first: dict[str, int] = field(default_factory=dict)
     name_first: dict[str, int] = field(default_factory=dict)
@@ -308,8 +311,9 @@ def _activity_pass(
     The annotations' containers (`cont_path`, one per annotation in row order) are read alongside."""
     st = _ActivityPass()
     chunk = job.chunk_rows or CHUNK_ROWS
-    # an annotation's time inside detours is its time inside their union (overlapping ones counted once)
-    ds, de = merge_spans(job.det_start, job.det_end, 0)
+    ds, de = (job.det_start, job.det_end) if job.functions else (job.det_start[:0], job.det_end[:0])
+    if len(ds) > 1 and (ds[1:] < de[:-1]).any():  # an annotation's time inside overlapping detours: inside their union
+        ds, de = merge_spans(ds, de, 0)
     kind_seen = np.zeros(len(KINDS), bool)
     name_seen = np.zeros(len(naming.strings), bool)
     n_ann = 0

@@ -21,7 +21,8 @@
  * tests/integration/test_trace_cmd_crosscheck.py.
  *
  * --detours FILE --t0 TSC --ns-per-tick K (with --cpu N): FILE holds that CPU's detours as int64
- * (start, end) pairs in ns since t0, sorted and disjoint.  The segments are then not written; the
+ * (start, end) pairs in ns since t0, sorted by start (they may overlap: a pipeline's iterations in flight,
+ * each attributed whole).  The segments are then not written; the
  * detours' overlaps with them are (pieces.bin, summed per owner's kind, name and pid), and each
  * work/timer activity's container
  * (containers.bin): the streaming analysis's attribution done where the segments are, in the ns

@@ -52,7 +52,9 @@ def attribute_iterations(
     win_it = np.tile(by_start, len(win_cpu) // max(n, 1))
     # forked workers only from a process that runs no other thread (a command run in-process by a test runner)
     jobs = None if threading.active_count() == 1 else 1
-    traced = analyse_trace(None, trace_dir, win_cpu, start[win_it], dur[win_it], None, own_tids, {}, t0_tsc, hz, jobs)
+    traced = analyse_trace(
+        None, trace_dir, win_cpu, start[win_it], dur[win_it], None, own_tids, {}, t0_tsc, hz, jobs, functions=False
+    )
     att = traced.merged.attribution
     sources = att.sources
     keep = np.array([i != 0 and not n_.startswith(OWN_OR_IDLE) for i, (k, n_) in enumerate(sources)], bool)
