@@ -49,11 +49,11 @@ def test_streamed_tables_equal_the_whole_trace_analysis(
     seen: dict[str, Any] = {}
     streaming = build.analyse_trace
 
-    def both(run_dir, trace_dir, det_cpu, det_start, det_dur, windows, own, probe_tids, t0, hz, jobs=None):
+    def both(activity_path, trace_dir, det_cpu, det_start, det_dur, windows, own, probe_tids, t0, hz, jobs=None):
         # the reference first: the streaming analysis's caller removes the raw capture once it is done
         seen["reference"] = W.whole(trace_dir, (det_cpu, det_start, det_dur), windows, own, probe_tids, t0, hz)
         seen["traced"] = streaming(
-            run_dir, trace_dir, det_cpu, det_start, det_dur, windows, own, probe_tids, t0, hz, jobs
+            activity_path, trace_dir, det_cpu, det_start, det_dur, windows, own, probe_tids, t0, hz, jobs
         )
         return seen["traced"]
 
