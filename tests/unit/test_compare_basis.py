@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from jitterscope.compare.runs import compare_runs, render_text
+from jitterscope.compare.stats import bh_adjust
 from tests.fixtures_runs import Injector, build_run
 
 
@@ -29,8 +30,9 @@ def test_traced_against_untraced_tests_nothing_and_says_why(tmp_path: Path) -> N
         assert not r["regression"] and not r["new"] and not r["gone"] and not r["changed"]
         assert not r["total"]["1"]["tested"] and not r["total"]["1"]["significant"]
         assert any(x.startswith("tracing: only") for x in r["not_compared"])
+        assert r["tests"] == 0 and r["total"]["1"]["q"] is None  # an untested total is no test of the family
         text = render_text(r)
-        assert "nothing tested" in text and "REGRESSION" not in text
+        assert "nothing tested" in text and "REGRESSION" not in text and "Benjamini-Hochberg over" not in text
 
 
 def test_different_thresholds_compare_above_the_higher_one(tmp_path: Path) -> None:
@@ -63,6 +65,18 @@ def test_a_realtime_probe_against_a_normal_one_does_not_test_threads(tmp_path: P
     threads = [x for x in r["new"] + r["changed"] if x["kind"] == "thread"]
     assert threads and not any(x["regression"] or x["significant"] for x in threads)
     assert any(x.startswith("priority:") for x in r["not_compared"])
+    # the threads' p-values are shown but stay out of the Benjamini-Hochberg family: the q of what is tested
+    # is the adjustment of its own p-values alone
+    rows = r["new"] + r["gone"] + r["changed"] + r["unchanged"]
+    untested = set(r["basis"]["untested_kinds"])
+    assert "thread" in untested and any(x["kind"] not in untested for x in rows)
+    assert all(x["rate"]["q"] is None and x["rate"]["p"] is not None for x in rows if x["kind"] in untested)
+    parts = [x["rate"] for x in rows if x["kind"] not in untested]
+    parts += [x["duration"] for x in rows if x["kind"] not in untested and x["duration"]]
+    parts += list(r["total"].values()) if r["basis"]["totals_tested"] else []
+    assert all(t["q"] is None for t in r["total"].values()) != r["basis"]["totals_tested"]
+    assert r["tests"] == len(parts) > 0
+    assert [x["q"] for x in parts] == pytest.approx(list(bh_adjust([x["p"] for x in parts])))
 
 
 def test_runs_of_very_different_lengths_use_one_block_length(tmp_path: Path) -> None:

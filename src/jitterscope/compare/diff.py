@@ -65,7 +65,9 @@ def diff(
     (compare/comparable.py)."""
     th = th or Thresholds()
     keys = sorted(set(base.occurrences) | set(new.occurrences))
-    tests: list[float] = []  # every p-value, for one BH adjustment
+    # every p-value of what is tested, for one BH adjustment: an untested source's or total's p is shown, with
+    # no q, and kept out of the family (it would raise every tested q and count as a test)
+    tests: list[float] = []
     tested: list[RateTest | DurationTest | Total] = []  # what each p-value's q goes to
     rows: list[SourceRow] = []
     for key in keys:
@@ -95,8 +97,10 @@ def diff(
             "tested": True,
             "regression": False,
         }
-        tests.append(rate.p)
-        tested.append(rate_t)
+        testing = key[0] not in untested_kinds
+        if testing:
+            tests.append(rate.p)
+            tested.append(rate_t)
         if dur is not None:
             dur_t: DurationTest = {
                 "median_ratio": _finite(dur.median_ratio),
@@ -105,8 +109,9 @@ def diff(
                 "q": None,
             }
             row["duration"] = dur_t
-            tests.append(dur.p)
-            tested.append(dur_t)
+            if testing:
+                tests.append(dur.p)
+                tested.append(dur_t)
         rows.append(row)
     totals: dict[str, Total] = {}
     for c in sorted(set(base.cpus) & set(new.cpus)):
@@ -126,8 +131,9 @@ def diff(
             "regression": False,
         }
         totals[str(c)] = t
-        tests.append(p)
-        tested.append(t)
+        if test_totals:
+            tests.append(p)
+            tested.append(t)
     for part, q in zip(tested, S.bh_adjust(tests)):
         part["q"] = q
 

@@ -101,8 +101,9 @@ def render_compare(res: Comparison) -> str:
         lines.append("nothing tested: the runs were measured differently (see 'not compared')")
     else:
         lines.append("no regression")
-    lines.append(
-        f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {count(res['tests'], 'test')}, "
-        f">= {th['min_ppm']:g} ppm more noise, and >= {th['min_ratio']:g}x the base)"
-    )
+    if res["tests"]:
+        lines.append(
+            f"(regression = q < {th['alpha']:g} after Benjamini-Hochberg over {count(res['tests'], 'test')}, "
+            f">= {th['min_ppm']:g} ppm more noise, and >= {th['min_ratio']:g}x the base)"
+        )
     return "\n".join(lines)
