@@ -284,9 +284,10 @@ def test_lost_events_take_the_larger_of_overrun_and_page_counts() -> None:
     assert lost_per_cpu(counts, {}) == {1: 81, 2: 5}
 
 
-def test_a_scan_counts_what_a_parse_writes(tmp_path: Path) -> None:
-    """A scan keeps only the last segment (the one the next can extend, or an exit seen before its entry
-    give another owner): its counts are the full parse's, segments included."""
+def test_a_scan_counts_what_a_parse_counts_of_events_pages_and_markers(tmp_path: Path) -> None:
+    """A scan runs no stack machine (traceparse.c scan_event): its counts of events, pages and losses, its
+    first and last events, markers and function addresses are the full parse's; the pids it lists for
+    jitterscope to look up are a superset of the parse's; it has no activity or segment counts."""
     import json
 
     from jitterscope.tracing.parse import run_parser
@@ -308,8 +309,22 @@ def test_a_scan_counts_what_a_parse_writes(tmp_path: Path) -> None:
         (tmp_path / str(scan)).mkdir()
         run_parser(tmp_path / "trace", tmp_path / str(scan), scan=scan)
     scanned, parsed = (json.loads((tmp_path / f"{s}" / "counts.json").read_text()) for s in (True, False))
-    assert scanned["segments"] == parsed["segments"] == 15
-    assert scanned == parsed
+    assert parsed["segments"] == 15 and "segments" not in scanned and "activity" not in scanned
+    assert scan_view(scanned) == scan_view(parsed)
+    assert scanned["addresses"] == parsed["addresses"] != []  # the NMI's handler
+    assert set(parsed["unknown_pids"]) <= set(scanned["unknown_pids"]) == {7}  # app ran before its switch
+
+
+SCANNED = ("events", "pages", "missed_pages", "missed_stored", "missed_unknown_pages", "first_tsc", "last_tsc")
+
+
+def scan_view(counts: dict) -> dict:
+    """What a scan counts, of a scan's or a parse's counts.json."""
+    return {
+        "page_size": counts["page_size"],
+        "markers": counts["markers"],
+        "cpus": {c: {k: v[k] for k in SCANNED} for c, v in counts["cpus"].items()},
+    }
 
 
 def test_a_trace_page_size_that_is_not_the_systems_parses_alike(tmp_path: Path) -> None:

@@ -15,7 +15,9 @@
  * (NUL-terminated strings, referenced by index) and counts.json (per-CPU
  * event/lost counts, the capture markers, the function addresses and pids
  * still to be named).  --scan writes only counts.json: the session uses it
- * at stop to learn which symbols and comms to save.  --events FILE also lists every
+ * at stop to learn which symbols and comms to save.  A scan runs no stack machine (scan_event): its event,
+ * page and loss counts, markers and addresses are a parse's, its pids to look up a superset of a parse's,
+ * and it has no activity, segment, unmatched, truncated or missed-switch counts.  --events FILE also lists every
  * event decoded, as read (one line each: cpu, timestamp, event id, then the fields
  * used, name=value), for the cross-check with libtraceevent (trace-cmd report) in
  * tests/integration/test_trace_cmd_crosscheck.py.
@@ -361,7 +363,9 @@ static uint32_t func_name(uint64_t a)
     return intern_n(b, (size_t)n);
 }
 
-struct comm { int32_t pid; uint32_t name; };
+/* comms.txt: interned only when a placeholder takes one (a scan lists more pids than the parse needs, and an
+ * unused name would still be a string of the run's tables) */
+struct comm { int32_t pid; char *text; uint32_t name; int interned; };
 static struct comm *comms;
 static size_t ncomms;
 
@@ -384,7 +388,8 @@ static void load_comms(const char *dir)
             comms = js_realloc(comms, cap * sizeof *comms);
         }
         comms[ncomms].pid = (int32_t)pid;
-        comms[ncomms++].name = intern(end);
+        comms[ncomms].text = js_strdup(end);
+        comms[ncomms++].interned = 0;
     }
     fclose(f);
 }
@@ -523,6 +528,8 @@ struct cpustate {
     int switch_seen;          /* a sched_switch happened in this span */
     int settled;              /* its start is no longer revised (retro_open): spill() may write it out */
     int base_unnamed;         /* st[0]'s comm is not known yet */
+    int32_t scan_cur;         /* --scan: the thread believed to run (scan_known: believed at all) */
+    int scan_known;
     /* counts */
     uint64_t nevents, pages, missed_pages, missed_stored, missed_unknown, unmatched, truncated, missed_switches;
     int64_t first_ts;
@@ -984,6 +991,69 @@ static void on_marker(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t 
             *q = ' ';
 }
 
+/* The pids a scan reports for jitterscope to look up in /proc, each once. */
+static int32_t *unknown;
+static size_t nunknown;
+static uint32_t *pid_set; /* pid + 1, 0 empty */
+static size_t pid_cap;
+
+static void unknown_once(int32_t pid)
+{
+    if ((nunknown + 1) * 2 > pid_cap) {
+        size_t cap = pid_cap ? pid_cap * 2 : 64;
+        uint32_t *n = js_calloc(cap, sizeof *n);
+        for (size_t i = 0; i < pid_cap; i++)
+            if (pid_set[i]) {
+                size_t h = (pid_set[i] * 0x9E3779B1u) & (cap - 1);
+                while (n[h])
+                    h = (h + 1) & (cap - 1);
+                n[h] = pid_set[i];
+            }
+        free(pid_set);
+        pid_set = n;
+        pid_cap = cap;
+    }
+    uint32_t key = (uint32_t)pid + 1;
+    size_t h = (key * 0x9E3779B1u) & (pid_cap - 1);
+    while (pid_set[h]) {
+        if (pid_set[h] == key)
+            return;
+        h = (h + 1) & (pid_cap - 1);
+    }
+    pid_set[h] = key;
+    unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
+    unknown[nunknown++] = pid;
+}
+
+/* --scan: what the session needs of a capture before it is parsed (each CPU's events and last event, the
+ * markers, the function addresses to name, the pids whose comm may be needed), without the stack machine,
+ * which was most of a scan's time.  A thread the parse cannot name from the trace is one it finds running
+ * without the sched_switch that began its slice (at a CPU's first event, after lost pages, at a missed
+ * switch) and whose slice no sched_switch ends: every thread found running so is listed (a superset: the
+ * parse looks up only the ones it needs). */
+static void scan_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t len, const struct evdef *e,
+                       int32_t pid)
+{
+    c->last_ts = t;
+    if (e->role == R_SWITCH) { /* its prev is named by its prev_comm: never a placeholder left unnamed */
+        c->scan_cur = (int32_t)rds(d + e->f[3].off, 4);
+        c->scan_known = 1;
+        return;
+    }
+    if ((!c->scan_known || c->scan_cur != pid) && pid != 0)
+        unknown_once(pid);
+    c->scan_cur = pid;
+    c->scan_known = 1;
+    switch (e->role) {
+    case R_NMI: addr_add(rd(d + e->f[0].off, e->f[0].size)); break;
+    case R_WORK_START:
+    case R_HRT_ENTRY:
+    case R_TMR_ENTRY: addr_add(rd(d + e->f[1].off, e->f[1].size)); break;
+    case R_PRINT: on_marker(c, t, d, len, e); break;
+    default: break;
+    }
+}
+
 static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t len)
 {
     if (len < 8)
@@ -996,6 +1066,10 @@ static void handle_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32
     c->nevents++;
     if (events_out)
         dump_event(c->cpu, t, type, e, d, len);
+    if (scan_only) {
+        scan_event(c, t, d, len, e, pid);
+        return;
+    }
     int32_t running = e->role == R_SWITCH ? (int32_t)rds(d + e->f[1].off, 4) : pid; /* switch: its prev */
     if (!c->open)
         span_open(c, c->pending_start < t ? c->pending_start : t, running);
@@ -1041,6 +1115,7 @@ static uint64_t begin_page(struct cpustate *c, const uint8_t *page, size_t page_
     if (commit & RB_MISSED_EVENTS) {
         /* events were lost before this page: what ran in the gap is unknown */
         c->missed_pages++;
+        c->scan_known = 0; /* whoever runs after the gap is not known from before it */
         if ((commit & RB_MISSED_STORED) && size + (size_t)pg_commit_size <= data_cap)
             c->missed_stored += rd(data + size, pg_commit_size);
         else
@@ -1463,14 +1538,16 @@ static int list_cpus(const char *in, int *cpus, int max)
 /* The name of a thread whose comm never showed in a sched_switch: comms.txt, else "pid N" (its pid kept
  * in `unknown`, for jitterscope to look up while the process may still exist).  Given at the end
  * (name_unknown_threads) to every placeholder that the sched_switch ending its slice did not name. */
-static int32_t *unknown;
-static size_t nunknown;
-
 static uint32_t fallback_name(int32_t pid)
 {
     for (size_t k = 0; k < ncomms; k++)
-        if (comms[k].pid == pid)
+        if (comms[k].pid == pid) {
+            if (!comms[k].interned) {
+                comms[k].name = intern(comms[k].text);
+                comms[k].interned = 1;
+            }
             return comms[k].name;
+        }
     char b[32];
     snprintf(b, sizeof b, "pid %d", pid);
     unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
@@ -1662,15 +1739,20 @@ static void write_counts(const char *out, const struct cpustate *states, int ncp
     FILE *f = fopen(path, "w");
     if (!f)
         die("%s: %s", path, strerror(errno));
-    fprintf(f, "{\"page_size\": %zu, \"activity\": %zu, \"segments\": %zu, \"cpus\": {", page_size, nacts_all, nsegs_all);
+    /* a scan runs no stack machine: no activity, segment, unmatched, truncated or missed-switch counts */
+    fprintf(f, "{\"page_size\": %zu", page_size);
+    if (!scan_only)
+        fprintf(f, ", \"activity\": %zu, \"segments\": %zu", nacts_all, nsegs_all);
+    fprintf(f, ", \"cpus\": {");
     for (int k = 0; k < ncpus; k++) {
         const struct cpustate *c = &states[k];
         fprintf(f, "%s\"%d\": {\"events\": %" PRIu64 ", \"pages\": %" PRIu64 ", \"missed_pages\": %" PRIu64
-                ", \"missed_stored\": %" PRIu64 ", \"missed_unknown_pages\": %" PRIu64
-                ", \"unmatched\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"missed_switches\": %" PRIu64
-                ", \"first_tsc\": %" PRId64 ", \"last_tsc\": %" PRId64 "}",
-                k ? ", " : "", c->cpu, c->nevents, c->pages, c->missed_pages, c->missed_stored,
-                c->missed_unknown, c->unmatched, c->truncated, c->missed_switches,
+                ", \"missed_stored\": %" PRIu64 ", \"missed_unknown_pages\": %" PRIu64,
+                k ? ", " : "", c->cpu, c->nevents, c->pages, c->missed_pages, c->missed_stored, c->missed_unknown);
+        if (!scan_only)
+            fprintf(f, ", \"unmatched\": %" PRIu64 ", \"truncated\": %" PRIu64 ", \"missed_switches\": %" PRIu64,
+                    c->unmatched, c->truncated, c->missed_switches);
+        fprintf(f, ", \"first_tsc\": %" PRId64 ", \"last_tsc\": %" PRId64 "}",
                 c->first_ts == INT64_MIN ? 0 : c->first_ts, c->last_ts == INT64_MIN ? 0 : c->last_ts);
     }
     fprintf(f, "}, \"markers\": [");

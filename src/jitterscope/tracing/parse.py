@@ -187,12 +187,11 @@ def scan(trace_dir: Path, out_dir: Path, jobs: int = 1) -> ParserCounts:
     addresses = dict.fromkeys(a for p in parts for a in p.get("addresses", []))
     return {
         "page_size": parts[0]["page_size"],
-        "activity": sum(p["activity"] for p in parts),
-        "segments": sum(p["segments"] for p in parts),
         "cpus": {k: v for p in parts for k, v in p["cpus"].items()},
         "markers": [m for p in parts for m in p.get("markers", [])][:MAX_MARKERS],
         "addresses": list(addresses),
-        "unknown_pids": [u for p in parts for u in p.get("unknown_pids", [])],
+        # each pid once, in CPU order, as one scan of every CPU lists them
+        "unknown_pids": list(dict.fromkeys(u for p in parts for u in p.get("unknown_pids", []))),
     }
 
 
