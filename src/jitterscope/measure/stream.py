@@ -70,6 +70,7 @@ from jitterscope.tracing.records import (
 )
 
 COMPRESSION = "zstd"
+_TIMES = ("start_ns", "end_ns")  # the activity table's times: delta-packed, not compressed
 CHUNK_ROWS = 1 << 18  # records per chunk: ~10 MiB of activity, ~6 MiB of segments
 THREAD = KINDS.index("thread")
 ANNOTATIONS = (KINDS.index("work"), KINDS.index("timer"))
@@ -437,13 +438,14 @@ def _parquet_writer(path: Path, compression: str) -> pq.ParquetWriter:
     return pq.ParquetWriter(
         path,
         WRITE_SCHEMA,
-        compression=compression,
+        # delta-packed times are as small compressed or not (+0.1%): their zstd was a tenth of the encoding
+        compression={f.name: "none" if f.name in _TIMES else compression for f in WRITE_SCHEMA},
         store_schema=False,
         use_dictionary=["kind", "name", "detail"],
         # statistics of the dictionary columns took a third of the writing and no reader prunes on them
         write_statistics=["cpu", "start_ns", "end_ns", "depth"],
         # times rise row by row: deltas take a quarter of the space and a quarter of the CPU
-        column_encoding={"start_ns": "DELTA_BINARY_PACKED", "end_ns": "DELTA_BINARY_PACKED"},
+        column_encoding=dict.fromkeys(_TIMES, "DELTA_BINARY_PACKED"),
     )
 
 
