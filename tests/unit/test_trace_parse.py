@@ -344,3 +344,65 @@ def test_a_trace_page_size_that_is_not_the_systems_parses_alike(tmp_path: Path) 
         assert len(pages) > 2 * 256  # more than two windows
         got[size] = parse_trace(trace).activity.to_pylist()
     assert got[4104] == got[S.PAGE_SIZE] and len(got[4104]) > 20_000
+
+
+def _scan_and_parse(trace: Path, out: Path) -> tuple[dict, dict]:
+    from jitterscope.tracing.parse import run_parser
+
+    got = []
+    for scan in (True, False):
+        (out / str(scan)).mkdir(parents=True)
+        got.append(run_parser(trace, out / str(scan), scan=scan))
+    return got[0], got[1]
+
+
+def test_a_scan_holds_time_that_runs_back_as_a_parse_does(tmp_path: Path) -> None:
+    """An absolute time stamp earlier than the last event (a clock step in the ring buffer): a parse holds
+    the time at the last event, and so does a scan, whose markers and last event are the window's."""
+    import struct
+
+    def record(delta: int, payload: bytes) -> bytes:
+        data = payload + b"\0" * (-len(payload) % 4)
+        return struct.pack("<I", (len(data) // 4) | (delta << 5)) + data
+
+    back = T0 - 100  # TIME_STAMP (type 31): the absolute time, split 27 + 32 bits
+    data = (
+        record(0, S.irq_entry(3, "x", 0))
+        + struct.pack("<II", 31 | ((back & ((1 << 27) - 1)) << 5), back >> 27)
+        + record(0, S.marker("jitterscope-start 1", 0))
+        + record(5, S.irq_exit(3, 0))
+    )
+    S.write_trace(tmp_path / "trace", {CPU: [S.Page([(T0, S.irq_entry(3, "x", 0))])]})
+    page = struct.pack("<QQ", T0, len(data)) + data
+    (tmp_path / "trace" / f"cpu{CPU}.raw").write_bytes(page + b"\0" * (S.PAGE_SIZE - len(page)))
+    scanned, parsed = _scan_and_parse(tmp_path / "trace", tmp_path / "out")
+    assert scan_view(scanned) == scan_view(parsed)
+    assert [m["tsc"] for m in scanned["markers"]] == [T0] and scanned["cpus"][str(CPU)]["last_tsc"] == T0 + 5
+
+
+def test_the_pids_a_scan_lists_cover_the_parses_and_name_real_processes(tmp_path: Path) -> None:
+    """A thread whose switch out has an empty comm stays unnamed in a parse: a scan lists it too.  Pids
+    of corrupt records (0 and below) are not listed, and a pid is listed once."""
+    ev = [(T0 + 10 * i, S.irq_entry(3, "x", -1 if i % 2 else 5)) for i in range(40)]
+    ev += [(T0 + 500, S.switch("", 9, "swapper/1", 0))]  # 9 was never switched in: a missed switch
+    S.write_trace(tmp_path / "trace", {CPU: S.paginate(ev)})
+    scanned, parsed = _scan_and_parse(tmp_path / "trace", tmp_path / "out")
+    assert 9 in parsed["unknown_pids"] and set(parsed["unknown_pids"]) - {-1} <= set(scanned["unknown_pids"])
+    assert scanned["unknown_pids"] == [5, 9]
+
+
+def test_a_comm_no_thread_takes_is_no_string_of_the_run(tmp_path: Path) -> None:
+    """comms.txt lists more pids than a parse needs (a scan's are a superset): only a name a thread takes
+    becomes one of the run's strings."""
+    ev = [(T0 + 10, S.irq_entry(3, "x", 4242)), (T0 + 20, S.irq_exit(3, 4242))]
+    S.write_trace(tmp_path / "trace", {CPU: S.paginate(ev)})
+    (tmp_path / "trace" / "comms.txt").write_text("4242 rsyslogd\n77 unused-daemon\n")
+    td = parse_trace(tmp_path / "trace")
+    names = set(td.activity.column("name").to_pylist())
+    assert "rsyslogd" in names and "unused-daemon" not in names
+    out = tmp_path / "raw"
+    out.mkdir()
+    from jitterscope.tracing.parse import run_parser
+
+    run_parser(tmp_path / "trace", out)
+    assert b"unused-daemon" not in (out / "strings.bin").read_bytes()

@@ -1,5 +1,5 @@
 """`jitterscope-traceparse --scan` (run when a capture is finished, on every CPU at once) keeps no
-CPU's records once that CPU is parsed: its peak memory does not grow with the number of CPUs, while
+record at all (it runs no stack machine): its peak memory does not grow with the number of CPUs, while
 a full parse of the same trace that keeps its records to the end, measured side by side, does; and what
 it counts is what the full parse counts."""
 

@@ -467,10 +467,9 @@ static uint32_t new_act(int cpu, uint8_t kind, int64_t start, uint32_t name, uin
     return (uint32_t)nacts++;
 }
 
-static inline struct js_segment *seg(size_t i) { return &segs[scan_only ? 0 : i - seg_base]; }
+static inline struct js_segment *seg(size_t i) { return &segs[i - seg_base]; }
 
-/* The last segment emitted (a scan keeps only that one: it counts segments, and only the last can
- * still be extended or, by retro_open, given another owner; spill() never drops it). */
+/* The last segment emitted (it may still be extended; spill() never drops it). */
 static inline struct js_segment *last_seg(void) { return nsegs > seg_base ? seg(nsegs - 1) : NULL; }
 
 static inline struct segkey key_of(uint32_t owner)
@@ -486,13 +485,6 @@ static void emit_seg(int cpu, int64_t a, int64_t b, uint32_t owner)
     struct js_segment *last = last_seg();
     if (last && last->owner == owner && last->end_tsc == a && last->cpu == cpu) {
         last->end_tsc = b;
-        return;
-    }
-    if (scan_only) {
-        if (!segcap)
-            segs = js_malloc((segcap = 1) * sizeof *segs);
-        segs[0] = (struct js_segment){a, b, cpu, owner};
-        nsegs++;
         return;
     }
     if (nsegs - seg_base == segcap) {
@@ -659,17 +651,12 @@ static void retro_open(struct cpustate *c, uint8_t kind, uint32_t name, uint32_t
     for (size_t i = c->span_first_act; i < x; i++)
         if (i != base && A(i)->kind != JS_KIND_THREAD)
             A(i)->depth++;
-    if (scan_only) {
-        if (nsegs > c->span_first_seg && last_seg()->owner == base)
-            last_seg()->owner = x;
-    } else {
-        for (size_t i = c->span_first_seg; i < nsegs; i++)
-            if (seg(i)->owner == base) {
-                seg(i)->owner = x;
-                if (detours_path)
-                    segkeys[i - seg_base] = key_of(x);
-            }
-    }
+    for (size_t i = c->span_first_seg; i < nsegs; i++)
+        if (seg(i)->owner == base) {
+            seg(i)->owner = x;
+            if (detours_path)
+                segkeys[i - seg_base] = key_of(x);
+        }
 }
 
 static void push(struct cpustate *c, uint8_t kind, int64_t key, int64_t t, uint32_t name,
@@ -993,12 +980,22 @@ static void on_marker(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t 
 
 /* The pids a scan reports for jitterscope to look up in /proc, each once. */
 static int32_t *unknown;
-static size_t nunknown;
-static uint32_t *pid_set; /* pid + 1, 0 empty */
+static size_t nunknown, unknown_cap;
+static uint32_t *pid_set; /* pids (> 0), 0 empty */
 static size_t pid_cap;
 
+static void unknown_add(int32_t pid)
+{
+    if (nunknown == unknown_cap)
+        unknown = js_realloc(unknown, (unknown_cap = unknown_cap ? unknown_cap * 2 : 64) * sizeof *unknown);
+    unknown[nunknown++] = pid;
+}
+
+/* A pid to look up, listed once: only a real one (a corrupt record's pid 0 or below names no process). */
 static void unknown_once(int32_t pid)
 {
+    if (pid <= 0)
+        return;
     if ((nunknown + 1) * 2 > pid_cap) {
         size_t cap = pid_cap ? pid_cap * 2 : 64;
         uint32_t *n = js_calloc(cap, sizeof *n);
@@ -1013,7 +1010,7 @@ static void unknown_once(int32_t pid)
         pid_set = n;
         pid_cap = cap;
     }
-    uint32_t key = (uint32_t)pid + 1;
+    uint32_t key = (uint32_t)pid;
     size_t h = (key * 0x9E3779B1u) & (pid_cap - 1);
     while (pid_set[h]) {
         if (pid_set[h] == key)
@@ -1021,8 +1018,7 @@ static void unknown_once(int32_t pid)
         h = (h + 1) & (pid_cap - 1);
     }
     pid_set[h] = key;
-    unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
-    unknown[nunknown++] = pid;
+    unknown_add(pid);
 }
 
 /* --scan: what the session needs of a capture before it is parsed (each CPU's events and last event, the
@@ -1035,12 +1031,14 @@ static void scan_event(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t
                        int32_t pid)
 {
     c->last_ts = t;
-    if (e->role == R_SWITCH) { /* its prev is named by its prev_comm: never a placeholder left unnamed */
+    if (e->role == R_SWITCH) { /* its prev is named by its prev_comm, unless that is empty */
+        if (d[e->f[0].off] == 0)
+            unknown_once((int32_t)rds(d + e->f[1].off, 4));
         c->scan_cur = (int32_t)rds(d + e->f[3].off, 4);
         c->scan_known = 1;
         return;
     }
-    if ((!c->scan_known || c->scan_cur != pid) && pid != 0)
+    if (!c->scan_known || c->scan_cur != pid)
         unknown_once(pid);
     c->scan_cur = pid;
     c->scan_known = 1;
@@ -1194,7 +1192,8 @@ static void parse_page(struct cpustate *c, const uint8_t *page, size_t page_size
             off += 4 + len;
             break;
         }
-        if (c->open && ts < c->last_ts)
+        /* a scan has no span open, but holds time as a parse does where one would be (scan_known) */
+        if ((c->open || (scan_only && c->scan_known)) && ts < c->last_ts)
             ts = c->last_ts;
         handle_event(c, ts, ev, len);
     }
@@ -1550,8 +1549,7 @@ static uint32_t fallback_name(int32_t pid)
         }
     char b[32];
     snprintf(b, sizeof b, "pid %d", pid);
-    unknown = js_realloc(unknown, (nunknown + 1) * sizeof *unknown);
-    unknown[nunknown++] = pid;
+    unknown_add(pid);
     return intern(b);
 }
 
@@ -1607,13 +1605,13 @@ static int among(size_t x, const size_t *v, size_t n)
     return 0;
 }
 
-/* Once more than spill_rows records or segments are held: write out (or, in a scan, drop) all but
+/* Once more than spill_rows records or segments are held: write out all but
  * those a span not yet settled may still revise (retro_open, before its first sched_switch), attribute
  * what can be, and hold the written records still open apart.  The files are the same as if written
  * at the end (pieces.bin may split a sum in two: see add_piece). */
 static void spill(void)
 {
-    if (nacts - act_base < spill_rows && (scan_only || nsegs - seg_base < spill_rows))
+    if (nacts - act_base < spill_rows && nsegs - seg_base < spill_rows)
         return;
     size_t rows = nacts, sg = nsegs;
     for (int k = 0; k < nstates; k++) {
@@ -1629,7 +1627,7 @@ static void spill(void)
     }
     if (detours_path) {
         attribute(sg, 0);
-    } else if (!scan_only && nsegs > seg_base) {
+    } else if (nsegs > seg_base) {
         size_t upto = sg < nsegs - 1 ? sg : nsegs - 1; /* the last may still grow */
         write_segs(upto);
         memmove(segs, segs + (upto - seg_base), (nsegs - upto) * sizeof *segs);
@@ -1675,7 +1673,8 @@ static void spill_rest(void)
     write_segs(nsegs);
 }
 
-/* Every whole page of one CPU's capture through the stack machine; the span still open at the end
+/* Every whole page of one CPU's capture through the stack machine (a scan: scan_event); the span still
+ * open at the end
  * is cut at the window's end (or the last event). */
 static void parse_cpu(struct cpustate *c, const char *in, size_t page_size)
 {
@@ -1804,24 +1803,13 @@ int main(int argc, char **argv)
         else
             seg_fd = create_out(out, "segments.bin");
     }
-    size_t nacts_all = 0, nsegs_all = 0;
     for (int k = 0; k < ncpus; k++) {
         states[k].cpu = cpus[k];
         states[k].first_ts = INT64_MIN;
         states[k].last_ts = INT64_MIN;
-        parse_cpu(&states[k], in, page_size);
-        if (scan_only) {
-            /* a scan keeps counts, not records: a CPU's are dropped once it is parsed (its spans are
-             * closed, nothing refers to them), so a scan's memory does not grow with the CPUs */
-            name_unknown_threads();
-            nacts_all += nacts;
-            nsegs_all += nsegs;
-            nacts = nsegs = act_base = seg_base = nheld = 0;
-        }
+        parse_cpu(&states[k], in, page_size); /* a scan keeps no record: its memory does not grow with them */
     }
     name_unknown_threads();
-    nacts_all += nacts;
-    nsegs_all += nsegs;
 
     if (!scan_only) {
         if (detours_path) {
@@ -1834,7 +1822,7 @@ int main(int argc, char **argv)
             die("%s: %s", out, strerror(errno));
         write_file(out, "strings.bin", str_buf, str_len);
     }
-    write_counts(out, states, ncpus, page_size, nacts_all, nsegs_all);
+    write_counts(out, states, ncpus, page_size, nacts, nsegs);
     if (events_out && fclose(events_out))
         die("--events: %s", strerror(errno));
     return 0;

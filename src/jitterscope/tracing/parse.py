@@ -63,7 +63,8 @@ ACTIVITY_SCHEMA = pa.schema(
 
 
 class CpuCounts(TypedDict, total=False):
-    """One CPU's entry in the parser's counts.json (traceparse.c write_counts)."""
+    """One CPU's entry in the parser's counts.json (traceparse.c write_counts); a scan's has no unmatched,
+    truncated or missed_switches (it runs no stack machine)."""
 
     events: int
     pages: int
@@ -87,7 +88,8 @@ class Marker(TypedDict):
 
 class ParserCounts(TypedDict, total=False):
     """counts.json as jitterscope-traceparse writes it (keyed by CPU number as text); a merged analysis
-    holds only `cpus` and `markers`."""
+    holds only `cpus` and `markers`, a scan no `activity` or `segments`, and its `unknown_pids` are a superset
+    of a parse's (each listed once)."""
 
     page_size: int
     activity: int
