@@ -314,35 +314,44 @@ static void load_symbols(const char *dir)
     qsort(syms, nsyms, sizeof *syms, sym_cmp);
 }
 
-/* Function addresses seen (for --scan) in a small open-addressing set. */
-static uint64_t *addr_set;
-static size_t addr_n, addr_cap;
+/* A set of nonzero keys, open addressing: the function addresses seen, the pids a scan lists. */
+struct keyset { uint64_t *slot; size_t n, cap; };
 
-static void addr_add(uint64_t a)
+static size_t keyset_hash(uint64_t key, size_t cap) { return (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1); }
+
+/* Whether `key` was not in the set yet (it is now). */
+static int keyset_add(struct keyset *s, uint64_t key)
 {
-    if ((addr_n + 1) * 2 > addr_cap) {
-        size_t cap = addr_cap ? addr_cap * 2 : 256;
+    if (!key)
+        return 0;
+    if ((s->n + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
         uint64_t *n = js_calloc(cap, sizeof *n);
-        for (size_t i = 0; i < addr_cap; i++)
-            if (addr_set[i]) {
-                size_t h = (addr_set[i] * 0x9E3779B97F4A7C15ull >> 20) & (cap - 1);
+        for (size_t i = 0; i < s->cap; i++)
+            if (s->slot[i]) {
+                size_t h = keyset_hash(s->slot[i], cap);
                 while (n[h])
                     h = (h + 1) & (cap - 1);
-                n[h] = addr_set[i];
+                n[h] = s->slot[i];
             }
-        free(addr_set);
-        addr_set = n;
-        addr_cap = cap;
+        free(s->slot);
+        s->slot = n;
+        s->cap = cap;
     }
-    size_t h = (a * 0x9E3779B97F4A7C15ull >> 20) & (addr_cap - 1);
-    while (addr_set[h]) {
-        if (addr_set[h] == a)
-            return;
-        h = (h + 1) & (addr_cap - 1);
+    size_t h = keyset_hash(key, s->cap);
+    while (s->slot[h]) {
+        if (s->slot[h] == key)
+            return 0;
+        h = (h + 1) & (s->cap - 1);
     }
-    addr_set[h] = a;
-    addr_n++;
+    s->slot[h] = key;
+    s->n++;
+    return 1;
 }
+
+static struct keyset addrs; /* function addresses seen (counts.json: to be named at stop) */
+
+static void addr_add(uint64_t a) { keyset_add(&addrs, a); }
 
 /* Function pointer -> interned name (the symbol, else 0x...). Cached by address. */
 static uint32_t func_name(uint64_t a)
@@ -978,11 +987,9 @@ static void on_marker(struct cpustate *c, int64_t t, const uint8_t *d, uint32_t 
             *q = ' ';
 }
 
-/* The pids a scan reports for jitterscope to look up in /proc, each once. */
+/* The pids to look up in /proc (counts.json): a parse's unnamed placeholders, a scan's each once. */
 static int32_t *unknown;
 static size_t nunknown, unknown_cap;
-static uint32_t *pid_set; /* pids (> 0), 0 empty */
-static size_t pid_cap;
 
 static void unknown_add(int32_t pid)
 {
@@ -991,34 +998,13 @@ static void unknown_add(int32_t pid)
     unknown[nunknown++] = pid;
 }
 
+static struct keyset listed_pids;
+
 /* A pid to look up, listed once: only a real one (a corrupt record's pid 0 or below names no process). */
 static void unknown_once(int32_t pid)
 {
-    if (pid <= 0)
-        return;
-    if ((nunknown + 1) * 2 > pid_cap) {
-        size_t cap = pid_cap ? pid_cap * 2 : 64;
-        uint32_t *n = js_calloc(cap, sizeof *n);
-        for (size_t i = 0; i < pid_cap; i++)
-            if (pid_set[i]) {
-                size_t h = (pid_set[i] * 0x9E3779B1u) & (cap - 1);
-                while (n[h])
-                    h = (h + 1) & (cap - 1);
-                n[h] = pid_set[i];
-            }
-        free(pid_set);
-        pid_set = n;
-        pid_cap = cap;
-    }
-    uint32_t key = (uint32_t)pid;
-    size_t h = (key * 0x9E3779B1u) & (pid_cap - 1);
-    while (pid_set[h]) {
-        if (pid_set[h] == key)
-            return;
-        h = (h + 1) & (pid_cap - 1);
-    }
-    pid_set[h] = key;
-    unknown_add(pid);
+    if (pid > 0 && keyset_add(&listed_pids, (uint64_t)pid))
+        unknown_add(pid);
 }
 
 /* --scan: what the session needs of a capture before it is parsed (each CPU's events and last event, the
@@ -1760,9 +1746,9 @@ static void write_counts(const char *out, const struct cpustate *states, int ncp
                 markers[i].tsc, markers[i].text);
     fprintf(f, "], \"addresses\": [");
     size_t w = 0;
-    for (size_t i = 0; i < addr_cap; i++)
-        if (addr_set[i])
-            fprintf(f, "%s\"%" PRIx64 "\"", w++ ? ", " : "", addr_set[i]);
+    for (size_t i = 0; i < addrs.cap; i++)
+        if (addrs.slot[i])
+            fprintf(f, "%s\"%" PRIx64 "\"", w++ ? ", " : "", addrs.slot[i]);
     fprintf(f, "], \"unknown_pids\": [");
     for (size_t i = 0; i < nunknown; i++)
         fprintf(f, "%s%d", i ? ", " : "", unknown[i]);
