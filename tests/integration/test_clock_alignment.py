@@ -13,6 +13,11 @@ agree to well under 1 us; and that the stamp comes after the probe's read by
 under 2 us for 95% of markers (the rest allow an interrupt or preemption
 between the read and the write on this shared 2-CPU machine: real elapsed
 time, not offset).
+
+The interval is the tightest brackets' of all markers, so it narrows with more of them, and they are written
+in BATCHES probe runs: 1,000 markers written back to back take a millisecond, and a host busy for that
+millisecond slowed every write in it (the tightest bracket was 1.08 us wide once, in the suite under a CPU hog,
+where the median write takes 175 ns).
 """
 
 from __future__ import annotations
@@ -29,7 +34,8 @@ import pytest
 from jitterscope.journal import Journal
 from jitterscope.native_bin import native_bin
 
-N_MARKERS = 1000
+N_MARKERS = 1000  # per batch
+BATCHES = 4
 MARK_RE = re.compile(r"\s(\d+): tracing_mark_write: jitterscope-align (\d+)")
 
 
@@ -42,19 +48,24 @@ def test_probe_tsc_and_x86_tsc_trace_clock_agree_within_1us(tracefs: Path):
         if "x86-tsc" not in clocks:
             pytest.skip(f"trace clock x86-tsc not offered (only: {clocks.strip()})")
         (inst / "trace_clock").write_text("x86-tsc")
-        (inst / "buffer_size_kb").write_text("1024")  # 1000 markers need ~100 KB; never overrun
-        out = subprocess.run(
-            [str(native_bin("jitterscope-probe")), "--align-marker", str(inst / "trace_marker"), str(N_MARKERS)],
-            capture_output=True,
-            text=True,
-            timeout=30,
-            check=True,
-        )
+        (inst / "buffer_size_kb").write_text("1024")  # 4,000 markers need ~400 KB; never overrun
+        outs = [
+            subprocess.run(
+                [str(native_bin("jitterscope-probe")), "--align-marker", str(inst / "trace_marker"), str(N_MARKERS)],
+                capture_output=True,
+                text=True,
+                timeout=30,
+                check=True,
+            )
+            for _ in range(BATCHES)
+        ]
         trace = (inst / "trace").read_text()
 
-    markers = np.array(json.loads(out.stdout)["markers"], dtype=np.int64)  # [before, after]
+    markers = np.concatenate(
+        [np.array(json.loads(o.stdout)["markers"], dtype=np.int64) for o in outs]
+    )  # [before, after]
     kernel_by_probe = {int(p): int(k) for k, p in MARK_RE.findall(trace)}
-    assert len(kernel_by_probe) == N_MARKERS, "trace lost markers; the comparison needs all of them"
+    assert len(kernel_by_probe) == BATCHES * N_MARKERS, "trace lost markers; the comparison needs all of them"
     before, after = markers[:, 0], markers[:, 1]
     k = np.array([kernel_by_probe[int(b)] for b in before], dtype=np.int64)
 
