@@ -25,6 +25,7 @@ from concurrent.futures.process import BrokenProcessPool
 from multiprocessing.connection import wait
 from typing import Any, TypeVar
 
+from jitterscope import journal
 from jitterscope.errors import JitterscopeError
 
 
@@ -131,13 +132,21 @@ class ForkedPool:
 
     def _abort(self) -> None:
         """Made in vain: its workers killed (one idle before its executor's thread starts would wait for ever)."""
-        for w in getattr(self, "_workers", []):
-            if w.exitcode is None:
-                w.kill()
-                w.join()
+        killed = self._kill(getattr(self, "_workers", []))
         if hasattr(self, "_ex"):
             self._ex.shutdown(wait=True, cancel_futures=True)
+        _undo_journals(killed)
         gc.unfreeze()
+
+    @staticmethod
+    def _kill(workers: Sequence[Any]) -> list[int]:
+        """The live ones of `workers` killed and reaped (their journals' locks released); their pids."""
+        killed = [w for w in workers if w.exitcode is None]
+        for w in killed:
+            w.kill()
+        for w in killed:
+            w.join()
+        return [w.pid for w in killed]
 
     def submit(self, func: Callable[..., T], *args: Any) -> Future[T]:
         try:
@@ -167,23 +176,28 @@ class ForkedPool:
     def abandon(self) -> None:
         """Its work is not needed: the workers are killed now rather than waited for (leaving the block
         would wait for a task in progress)."""
-        for w in self._workers:
-            if w.exitcode is None:
-                w.kill()
+        killed = self._kill(self._workers)
         self._ex.shutdown(wait=True, cancel_futures=True)
+        _undo_journals(killed)
 
     def __enter__(self) -> ForkedPool:
         return self
 
     def __exit__(self, kind: object, *_: object) -> None:
         try:
-            if kind is not None:
-                for w in self._workers:  # a task in progress is not waited for
-                    if w.exitcode is None:
-                        w.kill()
+            killed = self._kill(self._workers) if kind is not None else []  # a task in progress is not waited for
             self._ex.shutdown(wait=True, cancel_futures=kind is not None)
+            _undo_journals(killed)
         finally:
             gc.unfreeze()
+
+
+def _undo_journals(pids: list[int]) -> None:
+    """What killed workers had journalled, undone now rather than by "the next jitterscope command": a
+    worker killed mid-task (the analysis failed in another process) left its scratch directory, the parser's
+    records of a CPU, on tmpfs."""
+    if pids:
+        journal.recover_stale(quiet=True, pids=set(pids))
 
 
 def _ending(code: int | None) -> str:

@@ -65,7 +65,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
@@ -674,14 +674,24 @@ def _without_outcome(e: Entry) -> Entry:
     return out
 
 
-def recover_stale(quiet: bool = True) -> list[Entry]:
-    """Undo what crashed jitterscope processes left changed; return the entries, each
-    with its `result` (restored, unchanged, kept, failed) and `message`.
+def _owner_pid(p: Path) -> int:
+    """The pid that opened a journal (its name is <pid>-<microseconds>.jsonl)."""
+    try:
+        return int(p.stem.split("-", 1)[0])
+    except ValueError:
+        return 0
+
+
+def recover_stale(quiet: bool = True, pids: Collection[int] | None = None) -> list[Entry]:
+    """Undo what crashed jitterscope processes left changed (`pids`: only those processes'); return the
+    entries, each with its `result` (restored, unchanged, kept, failed) and `message`.
 
     Unless `quiet`, on stderr: one line per killed run counting what was put back, and one per item that
     could not be undone (`recovered_lines`)."""
     undone: list[Entry] = []
     for p in stale_journals():
+        if pids is not None and _owner_pid(p) not in pids:
+            continue
         try:
             fh = open(p)  # noqa: SIM115 - closed below, after the lock is released
         except OSError:

@@ -220,3 +220,36 @@ def test_several_pools_fork_every_worker_before_any_pools_thread():
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stderr
     assert p.stdout.split("]")[0] == "[1, 1, 1" and p.stdout.split()[-1] in ("2", "3"), p.stdout
+
+
+def _scratch_then_wait(parent: str, ready: str) -> None:
+    """A worker's task: a journalled scratch directory, as the analysis's parser has, then a long wait."""
+    import time
+    from pathlib import Path
+
+    from jitterscope import journal
+
+    with journal.scratch("jitterscope-parse-", parent) as d:
+        Path(ready).write_text(str(d))
+        time.sleep(60)
+
+
+def test_a_worker_killed_mid_task_leaves_no_scratch(tmp_path):
+    """Leaving a pool by an error kills its workers mid-task (the analysis failed in this process while a
+    worker parsed another CPU): what they journalled, the parser's scratch on tmpfs, is undone at once, not
+    left for the next jitterscope command."""
+    import time
+
+    import pytest
+
+    from jitterscope.childgroup import ForkedPool
+
+    ready = tmp_path / "ready"
+    with pytest.raises(RuntimeError), ForkedPool(1) as pool:
+        pool.submit(_scratch_then_wait, str(tmp_path), str(ready))
+        deadline = time.monotonic() + 30
+        while not ready.exists() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert ready.exists() and os.path.isdir(ready.read_text())
+        raise RuntimeError("the analysis failed here")
+    assert not os.path.exists(ready.read_text())
