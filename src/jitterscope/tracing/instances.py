@@ -101,7 +101,7 @@ def record_drain(name: str, drain: Drain) -> None:
 
 def clean_stale_instances(root: Path) -> list[str]:
     """Remove jitterscope-<pid> instances whose process is gone (saving what they
-    still hold into their capture directory); return their names."""
+    still hold into their capture directory), and their drain records' temporaries; return their names."""
     removed = []
     inst = root / "instances"
     for d in sorted(inst.glob(f"{INSTANCE_PREFIX}*")):
@@ -121,6 +121,9 @@ def clean_stale_instances(root: Path) -> list[str]:
             removed.append(d.name)
         except OSError:
             continue
+    # a record being written when its process was killed: a temporary no later write of that name removes
+    if DRAIN_RECORDS.is_dir():
+        atomic.sweep_temporaries(DRAIN_RECORDS)
     return removed
 
 
