@@ -35,8 +35,12 @@ def test_period_and_busy_time_match_the_request(tmp_path):
     truth = read_truth(truth_path)
     hz = truth.tsc_hz
     assert truth.meta["pid"] == inj.pid and truth.meta["policy"] == res.policy
-    # 1.5 s / 10 ms: the last slot is skipped if its busy time would pass the end.
-    assert res.wakeups == len(truth) and 145 <= len(truth) <= 150
+    # 1.5 s / 10 ms: slots 1..149 (the 150th's busy time would pass the end).  Each is a wake-up or a reported
+    # miss: a busy host can keep even a FIFO thread from running (the vCPU itself waits), once 7 slots of 149
+    # under a CPU hog, so what is checked is that none goes unreported (a late last wake-up may count slots
+    # past the end as missed too).
+    assert res.wakeups == len(truth) and 149 <= len(truth) + res.missed <= 152
+    assert len(truth) >= 149 // 2  # and the injector ran at all
     start_ns = (truth["start_tsc"] - truth["start_tsc"][0]) * 1e9 / hz
     # A wake-up is never before its deadline (absolute sleeps), only late, by as long as the machine keeps it
     # waiting: once, under a CPU hog, more than half a period (c58), which the nearest grid point put in the
@@ -47,6 +51,7 @@ def test_period_and_busy_time_match_the_request(tmp_path):
     phase = np.percentile(near, 5) - PERIOD_NS / 10
     slot = np.floor((start_ns - phase) / PERIOD_NS)
     assert np.all(np.diff(slot) >= 1)
+    assert int(slot[-1] - slot[0]) + 1 - len(truth) <= res.missed  # every slot skipped between wake-ups reported
     # Absolute deadlines: the fitted period has no drift (CLOCK_MONOTONIC may be slewed by NTP up to 500 ppm
     # against the TSC's raw rate, hence the bound), refitted to the wake-ups less late than the median against
     # a first fit (a late one is the machine's, not the grid's).
