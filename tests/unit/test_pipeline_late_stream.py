@@ -84,7 +84,7 @@ def test_overlapping_iterations_are_attributed_as_by_the_whole_trace(
     trace, start, end, want = traced
     monkeypatch.setattr(stream, "CHUNK_ROWS", chunk)
     monkeypatch.setattr(stream, "default_jobs", lambda probed=None: jobs)
-    assert threading.active_count() == 1  # else late.py analyses in this process, whatever `jobs`
+    assert threading.active_count() == 1  # else stream.run_jobs analyses in this process, whatever `jobs`
     got, lost = late.attribute_iterations(trace, T0, 1e9, start, end, list(CPUS), OWN)
     # the case is what streaming could break: windows in flight together, each over many segments
     assert (start[1:] < end[:-1]).mean() > 0.9 and (np.diff(start) < 0).any()

@@ -30,8 +30,9 @@ from __future__ import annotations
 
 import os
 import re
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -489,7 +490,10 @@ def _in_worker(args: tuple[CpuJob, Path | None]) -> CpuPart:
 
 def run_jobs(jobs: list[CpuJob], activity_path: Path | None, processes: int) -> list[CpuPart]:
     """Analyse every CPU (in `processes` processes when more than one: this one and `processes` - 1
-    workers) into one activity table (None: its rows are not kept)."""
+    workers) into one activity table (None: its rows are not kept).  Workers are forked only from a process
+    that runs no other thread (a command run in-process by a test runner: childgroup.ForkedPool)."""
+    if threading.active_count() > 1:
+        processes = 1
     parent = scratch_parent([raw_bytes(j.trace_dir, j.cpu) for j in jobs], processes)
     jobs = [replace(j, scratch=parent) for j in jobs]
     if processes <= 1 or len(jobs) <= 1:
@@ -498,9 +502,9 @@ def run_jobs(jobs: list[CpuJob], activity_path: Path | None, processes: int) -> 
         with activity_writer(activity_path) as w:
             return [analyse_cpu(j, w) for j in jobs]
     n = min(processes, len(jobs))
-    with journal.scratch("jitterscope-parts-", jobs[0].scratch) as tmp:
-        work = [(j, None if activity_path is None else Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
-        # the parent runs no other thread here (childgroup.ForkedPool)
+    parts = journal.scratch("jitterscope-parts-", jobs[0].scratch) if activity_path is not None else nullcontext()
+    with parts as tmp:
+        work = [(j, None if tmp is None else Path(tmp) / f"cpu{j.cpu}.parquet") for j in jobs]
         with childgroup.ForkedPool(n - 1) as pool:
             theirs = [pool.submit(_in_worker, w) for i, w in enumerate(work) if i % n]
             # this process takes its share meanwhile: a worker forked for it would start cold (its

@@ -17,7 +17,6 @@ source: what late iterations suffered that typical ones did not.
 
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 
 import numpy as np
@@ -50,10 +49,8 @@ def attribute_iterations(
     by_start = np.argsort(start, kind="stable")  # the parser takes each CPU's windows in order of their start
     win_cpu = np.repeat(np.unique(np.asarray(cpus, np.int32)), n)
     win_it = np.tile(by_start, len(win_cpu) // max(n, 1))
-    # forked workers only from a process that runs no other thread (a command run in-process by a test runner)
-    jobs = None if threading.active_count() == 1 else 1
     traced = analyse_trace(
-        None, trace_dir, win_cpu, start[win_it], dur[win_it], None, own_tids, {}, t0_tsc, hz, jobs, functions=False
+        None, trace_dir, win_cpu, start[win_it], dur[win_it], None, own_tids, {}, t0_tsc, hz, functions=False
     )
     att = traced.merged.attribution
     sources = att.sources
